@@ -1,0 +1,79 @@
+// ops-norm.c — per-row RMS norm and layer norm (no affine part: the graph multiplies by the
+// weight and adds the bias as separate ops). eps comes from op_params f32[0].
+#include "ops-util.h"
+
+// Sum of (x[i] - c)^2 with independent partial sums (vectorizes without -ffast-math).
+static float norm_sum_sq(int64_t n, const float * restrict x, float c) {
+    float acc[GGML_CPU_RLANES] = {0};
+    int64_t i = 0;
+    for (; i + GGML_CPU_RLANES <= n; i += GGML_CPU_RLANES) {
+        for (int j = 0; j < GGML_CPU_RLANES; j++) {
+            const float d = x[i + j] - c;
+            acc[j] += d*d;
+        }
+    }
+    double s = 0.0;
+    for (int j = 0; j < GGML_CPU_RLANES; j++) s += acc[j];
+    for (; i < n; i++) s += (double) (x[i] - c)*(x[i] - c);
+    return (float) s;
+}
+
+// Shared driver: rms = true for RMS norm (no centering).
+static void norm_forward(const struct ggml_compute_params * params, struct ggml_tensor * dst, bool rms) {
+    const struct ggml_tensor * src0 = dst->src[0];
+    if (!ggml_cpu_is_float_type(src0->type) || !ggml_cpu_is_float_type(dst->type)) {
+        if (params->ith == 0) {
+            GGML_LOG_ERROR("%s: unsupported types %s -> %s\n", ggml_op_name(dst->op),
+                           ggml_type_name(src0->type), ggml_type_name(dst->type));
+        }
+        return;
+    }
+    const float eps = ggml_get_op_params_f32(dst, 0);
+    const int64_t ne0 = src0->ne[0];
+    const bool fast = src0->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 &&
+                      src0->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
+
+    int64_t ir0, ir1;
+    ggml_cpu_split(ggml_nrows(dst), params->ith, params->nth, &ir0, &ir1);
+    for (int64_t ir = ir0; ir < ir1; ir++) {
+        int64_t i1, i2, i3;
+        ggml_cpu_row_index(dst, ir, &i1, &i2, &i3);
+        const char * x = ggml_cpu_ptr(src0, 0, i1, i2, i3);
+        char *       y = ggml_cpu_ptr(dst,  0, i1, i2, i3);
+
+        if (fast) {
+            const float * xf = (const float *) x;
+            float *       yf = (float *) y; // may equal xf (inplace)
+            const float mean = rms ? 0.0f : ggml_cpu_vec_sum(ne0, xf)/(float) ne0;
+            const float var  = norm_sum_sq(ne0, xf, mean)/(float) ne0;
+            const float s    = 1.0f/sqrtf(var + eps);
+            for (int64_t i = 0; i < ne0; i++) yf[i] = (xf[i] - mean)*s;
+            continue;
+        }
+
+        const size_t nb00 = src0->nb[0], nb0 = dst->nb[0];
+        double sum = 0.0;
+        if (!rms) {
+            for (int64_t i = 0; i < ne0; i++) sum += ggml_cpu_load_f(x + i*nb00, src0->type);
+        }
+        const float mean = (float) (sum/(double) ne0);
+        double sq = 0.0;
+        for (int64_t i = 0; i < ne0; i++) {
+            const float d = ggml_cpu_load_f(x + i*nb00, src0->type) - mean;
+            sq += (double) d*d;
+        }
+        const float s = 1.0f/sqrtf((float) (sq/(double) ne0) + eps);
+        for (int64_t i = 0; i < ne0; i++) {
+            const float v = ggml_cpu_load_f(x + i*nb00, src0->type);
+            ggml_cpu_store_f(y + i*nb0, dst->type, (v - mean)*s);
+        }
+    }
+}
+
+void ggml_compute_forward_rms_norm(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    norm_forward(params, dst, true);
+}
+
+void ggml_compute_forward_norm(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    norm_forward(params, dst, false);
+}

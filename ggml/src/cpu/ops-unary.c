@@ -1,0 +1,111 @@
+// ops-unary.c — elementwise scale, silu, gelu (tanh approximation) and the fused swiglu.
+//
+// Rows are split over threads. F32 rows with unit stride run loops the compiler vectorizes
+// (ggml_cpu_expf is branch-free); F16/BF16 or strided rows go through float loads/stores.
+#include "ops-util.h"
+
+enum unary_op { UN_SCALE, UN_SILU, UN_GELU };
+
+// y[i] = f(x[i]); y may equal x (inplace).
+static void unary_vec_f32(enum unary_op op, int64_t n, float * y, const float * x, float s) {
+    switch (op) {
+        case UN_SCALE: for (int64_t i = 0; i < n; i++) y[i] = x[i]*s; break;
+        case UN_SILU:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_silu(x[i]); break;
+        case UN_GELU:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_gelu(x[i]); break;
+    }
+}
+
+static inline float unary_apply(enum unary_op op, float x, float s) {
+    switch (op) {
+        case UN_SCALE: return x*s;
+        case UN_SILU:  return ggml_cpu_silu(x);
+        case UN_GELU:  return ggml_cpu_gelu(x);
+    }
+    return 0.0f;
+}
+
+static void unary_forward(const struct ggml_compute_params * params, struct ggml_tensor * dst, enum unary_op op, float s) {
+    const struct ggml_tensor * src0 = dst->src[0];
+    if (!ggml_cpu_is_float_type(src0->type) || !ggml_cpu_is_float_type(dst->type)) {
+        if (params->ith == 0) {
+            GGML_LOG_ERROR("%s: unsupported types %s -> %s\n", ggml_op_name(dst->op),
+                           ggml_type_name(src0->type), ggml_type_name(dst->type));
+        }
+        return;
+    }
+    const int64_t ne0 = dst->ne[0];
+    const bool fast = src0->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 &&
+                      src0->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
+
+    int64_t ir0, ir1;
+    ggml_cpu_split(ggml_nrows(dst), params->ith, params->nth, &ir0, &ir1);
+    for (int64_t ir = ir0; ir < ir1; ir++) {
+        int64_t i1, i2, i3;
+        ggml_cpu_row_index(dst, ir, &i1, &i2, &i3);
+        const char * x = ggml_cpu_ptr(src0, 0, i1, i2, i3);
+        char *       y = ggml_cpu_ptr(dst,  0, i1, i2, i3);
+        if (fast) {
+            unary_vec_f32(op, ne0, (float *) y, (const float *) x, s);
+        } else {
+            for (int64_t i0 = 0; i0 < ne0; i0++) {
+                const float v = ggml_cpu_load_f(x + i0*src0->nb[0], src0->type);
+                ggml_cpu_store_f(y + i0*dst->nb[0], dst->type, unary_apply(op, v, s));
+            }
+        }
+    }
+}
+
+void ggml_compute_forward_scale(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    unary_forward(params, dst, UN_SCALE, ggml_get_op_params_f32(dst, 0));
+}
+
+void ggml_compute_forward_silu(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    unary_forward(params, dst, UN_SILU, 0.0f);
+}
+
+void ggml_compute_forward_gelu(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    unary_forward(params, dst, UN_GELU, 0.0f);
+}
+
+// dst = silu(gate) * up, where (gate, up) = (src0, src1), or the two halves of each src0 row
+// along dim 0 when src1 is NULL.
+void ggml_compute_forward_swiglu(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * src0 = dst->src[0];
+    const struct ggml_tensor * src1 = dst->src[1];
+    const struct ggml_tensor * up   = src1 ? src1 : src0;
+    if (!ggml_cpu_is_float_type(src0->type) || !ggml_cpu_is_float_type(up->type) ||
+        !ggml_cpu_is_float_type(dst->type)) {
+        if (params->ith == 0) {
+            GGML_LOG_ERROR("SWIGLU: unsupported types %s, %s -> %s\n", ggml_type_name(src0->type),
+                           ggml_type_name(up->type), ggml_type_name(dst->type));
+        }
+        return;
+    }
+    const int64_t ne0 = dst->ne[0];
+    // With one source, up starts half a row into src0's row.
+    const size_t up_offs = src1 ? 0 : (size_t) ne0*src0->nb[0];
+    const bool fast = src0->type == GGML_TYPE_F32 && up->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 &&
+                      src0->nb[0] == sizeof(float) && up->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
+
+    int64_t ir0, ir1;
+    ggml_cpu_split(ggml_nrows(dst), params->ith, params->nth, &ir0, &ir1);
+    for (int64_t ir = ir0; ir < ir1; ir++) {
+        int64_t i1, i2, i3;
+        ggml_cpu_row_index(dst, ir, &i1, &i2, &i3);
+        const char * g = ggml_cpu_ptr(src0, 0, i1, i2, i3);
+        const char * u = ggml_cpu_ptr(up,   0, i1, i2, i3) + up_offs;
+        char *       y = ggml_cpu_ptr(dst,  0, i1, i2, i3);
+        if (fast) {
+            const float * gf = (const float *) g;
+            const float * uf = (const float *) u;
+            float *       yf = (float *) y;
+            for (int64_t i = 0; i < ne0; i++) yf[i] = ggml_cpu_silu(gf[i])*uf[i];
+        } else {
+            for (int64_t i = 0; i < ne0; i++) {
+                const float gv = ggml_cpu_load_f(g + i*src0->nb[0], src0->type);
+                const float uv = ggml_cpu_load_f(u + i*up->nb[0], up->type);
+                ggml_cpu_store_f(y + i*dst->nb[0], dst->type, ggml_cpu_silu(gv)*uv);
+            }
+        }
+    }
+}

@@ -1,0 +1,192 @@
+// ops-util.h — small inline helpers shared by the op kernels (ops-*.c): element load/store
+// by type, row conversion, reductions written so that the compiler vectorizes them without
+// -ffast-math, and a vectorizable exp. Private to the CPU backend.
+#ifndef GGML_CPU_OPS_UTIL_H
+#define GGML_CPU_OPS_UTIL_H
+
+#include "cpu-impl.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+// Lanes of the independent accumulators used by the reductions below. Float addition is not
+// associative, so without -ffast-math the compiler only vectorizes a reduction when the code
+// itself keeps separate partial sums; 16 covers one AVX-512 register or two AVX2 ones.
+#define GGML_CPU_RLANES 16
+
+// Largest block of floats the kernels keep on the stack for gathering strided data; also
+// an upper bound on the block size of the quantized types (256 for the K-quants).
+#define GGML_CPU_CHUNK 256
+
+// Byte address of element (i0, i1, i2, i3) of t.
+static inline char * ggml_cpu_ptr(const struct ggml_tensor * t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return (char *) t->data + i0*t->nb[0] + i1*t->nb[1] + i2*t->nb[2] + i3*t->nb[3];
+}
+
+// Splits a flat row index of t (rows = ne1*ne2*ne3) into (i1, i2, i3).
+static inline void ggml_cpu_row_index(const struct ggml_tensor * t, int64_t ir, int64_t * i1, int64_t * i2, int64_t * i3) {
+    const int64_t ne1 = t->ne[1], ne12 = t->ne[1]*t->ne[2];
+    *i3 = ir / ne12;
+    const int64_t r = ir - *i3*ne12;
+    *i2 = r / ne1;
+    *i1 = r - *i2*ne1;
+}
+
+// True for the element types the generic kernels load and store as floats.
+static inline bool ggml_cpu_is_float_type(enum ggml_type t) {
+    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
+}
+
+// One element of type t (F32, F16, BF16, I32) as float.
+static inline float ggml_cpu_load_f(const void * p, enum ggml_type t) {
+    switch (t) {
+        case GGML_TYPE_F32:  return *(const float *) p;
+        case GGML_TYPE_F16:  return GGML_FP16_TO_FP32(*(const ggml_fp16_t *) p);
+        case GGML_TYPE_BF16: return ggml_compute_bf16_to_fp32(*(const ggml_bf16_t *) p);
+        case GGML_TYPE_I32:  return (float) *(const int32_t *) p;
+        default:             return 0.0f;
+    }
+}
+
+// Stores v as one element of type t (F32, F16, BF16, I32).
+static inline void ggml_cpu_store_f(void * p, enum ggml_type t, float v) {
+    switch (t) {
+        case GGML_TYPE_F32:  *(float *) p = v; break;
+        case GGML_TYPE_F16:  *(ggml_fp16_t *) p = GGML_FP32_TO_FP16(v); break;
+        case GGML_TYPE_BF16: *(ggml_bf16_t *) p = ggml_compute_fp32_to_bf16(v); break;
+        case GGML_TYPE_I32:  *(int32_t *) p = (int32_t) v; break;
+        default: break;
+    }
+}
+
+// n contiguous elements of type t (F32/F16/BF16) -> floats.
+static inline void ggml_cpu_row_to_f32(const void * src, enum ggml_type t, float * dst, int64_t n) {
+    switch (t) {
+        case GGML_TYPE_F32: memcpy(dst, src, (size_t) n*sizeof(float)); break;
+        case GGML_TYPE_F16: {
+            const ggml_fp16_t * s = (const ggml_fp16_t *) src;
+            for (int64_t i = 0; i < n; i++) dst[i] = GGML_FP16_TO_FP32(s[i]);
+        } break;
+        case GGML_TYPE_BF16: {
+            const ggml_bf16_t * s = (const ggml_bf16_t *) src;
+            for (int64_t i = 0; i < n; i++) dst[i] = ggml_compute_bf16_to_fp32(s[i]);
+        } break;
+        default: break;
+    }
+}
+
+// n floats -> n contiguous elements of type t (F32/F16/BF16).
+static inline void ggml_cpu_row_from_f32(const float * src, void * dst, enum ggml_type t, int64_t n) {
+    switch (t) {
+        case GGML_TYPE_F32: memmove(dst, src, (size_t) n*sizeof(float)); break;
+        case GGML_TYPE_F16: {
+            ggml_fp16_t * d = (ggml_fp16_t *) dst;
+            for (int64_t i = 0; i < n; i++) d[i] = GGML_FP32_TO_FP16(src[i]);
+        } break;
+        case GGML_TYPE_BF16: {
+            ggml_bf16_t * d = (ggml_bf16_t *) dst;
+            for (int64_t i = 0; i < n; i++) d[i] = ggml_compute_fp32_to_bf16(src[i]);
+        } break;
+        default: break;
+    }
+}
+
+// Sum of x[0..n).
+static inline float ggml_cpu_vec_sum(int64_t n, const float * restrict x) {
+    float acc[GGML_CPU_RLANES] = {0};
+    int64_t i = 0;
+    for (; i + GGML_CPU_RLANES <= n; i += GGML_CPU_RLANES) {
+        for (int j = 0; j < GGML_CPU_RLANES; j++) acc[j] += x[i + j];
+    }
+    double s = 0.0;
+    for (int j = 0; j < GGML_CPU_RLANES; j++) s += acc[j];
+    for (; i < n; i++) s += x[i];
+    return (float) s;
+}
+
+// Dot product of x[0..n) and y[0..n).
+static inline float ggml_cpu_vec_dot(int64_t n, const float * restrict x, const float * restrict y) {
+    float acc[GGML_CPU_RLANES] = {0};
+    int64_t i = 0;
+    for (; i + GGML_CPU_RLANES <= n; i += GGML_CPU_RLANES) {
+        for (int j = 0; j < GGML_CPU_RLANES; j++) acc[j] += x[i + j]*y[i + j];
+    }
+    double s = 0.0;
+    for (int j = 0; j < GGML_CPU_RLANES; j++) s += acc[j];
+    for (; i < n; i++) s += x[i]*y[i];
+    return (float) s;
+}
+
+// Maximum of x[0..n) (n >= 1); -inf entries are fine, NaN is not propagated.
+static inline float ggml_cpu_vec_max(int64_t n, const float * restrict x) {
+    float acc[GGML_CPU_RLANES];
+    for (int j = 0; j < GGML_CPU_RLANES; j++) acc[j] = -INFINITY;
+    int64_t i = 0;
+    for (; i + GGML_CPU_RLANES <= n; i += GGML_CPU_RLANES) {
+        for (int j = 0; j < GGML_CPU_RLANES; j++) acc[j] = acc[j] > x[i + j] ? acc[j] : x[i + j];
+    }
+    float m = -INFINITY;
+    for (int j = 0; j < GGML_CPU_RLANES; j++) m = m > acc[j] ? m : acc[j];
+    for (; i < n; i++) m = m > x[i] ? m : x[i];
+    return m;
+}
+
+// y[i] = y[i]*s.
+static inline void ggml_cpu_vec_scale(int64_t n, float * restrict y, float s) {
+    for (int64_t i = 0; i < n; i++) y[i] *= s;
+}
+
+// y[i] += a*x[i].
+static inline void ggml_cpu_vec_mad(int64_t n, float * restrict y, const float * restrict x, float a) {
+    for (int64_t i = 0; i < n; i++) y[i] += a*x[i];
+}
+
+// exp(x) for float, ~1 ulp, written with selects and integer bit tricks only so that loops
+// calling it vectorize (libm's expf does not). exp(-inf) = 0, exp(+inf) = inf, NaN -> NaN;
+// results below FLT_MIN flush to zero.
+static inline float ggml_cpu_expf(float x) {
+    const float hi = 88.3762626647949f;   // exp(hi) * 2 would overflow the 2^n scaling
+    const float lo = -87.3365447504f;     // exp(lo) = FLT_MIN
+    float xc = x > hi ? hi : x;
+    xc = xc < lo ? lo : xc;
+    // n = round(x / ln2) by the 1.5*2^23 trick (exact for |n| < 2^22, no rounding-mode call).
+    const float magic = 12582912.0f;
+    float n = (xc*1.44269504088896341f + magic) - magic;
+    // r = x - n*ln2 in two pieces (Cody-Waite), |r| <= ln2/2.
+    float r = xc - n*0.693359375f;
+    r = r - n*(-2.12194440e-4f);
+    float p = 1.9875691500e-4f;
+    p = p*r + 1.3981999507e-3f;
+    p = p*r + 8.3334519073e-3f;
+    p = p*r + 4.1665795894e-2f;
+    p = p*r + 1.6666665459e-1f;
+    p = p*r + 5.0000001201e-1f;
+    p = p*r*r + r + 1.0f;
+    union { uint32_t u; float f; } sc;
+    sc.u = (uint32_t) ((int32_t) n + 127) << 23;
+    float y = p*sc.f;
+    y = x < lo ? 0.0f : y;
+    y = x > hi ? INFINITY : y;
+    y = x != x ? x : y;
+    return y;
+}
+
+// x * sigmoid(x).
+static inline float ggml_cpu_silu(float x) {
+    return x/(1.0f + ggml_cpu_expf(-x));
+}
+
+// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+static inline float ggml_cpu_gelu(float x) {
+    const float k = 0.79788456080286535588f; // sqrt(2/pi)
+    const float u = k*x*(1.0f + 0.044715f*x*x);
+    // 1 + tanh(u) = 2 e / (e + 1) with e = exp(2u): no cancellation for negative u; for large
+    // u, e overflows to inf (inf/inf), which the select replaces by the limit 2.
+    const float e = ggml_cpu_expf(2.0f*u);
+    float t = 2.0f*e/(e + 1.0f);
+    t = u > 10.0f ? 2.0f : t;
+    return 0.5f*x*t;
+}
+
+#endif // GGML_CPU_OPS_UTIL_H

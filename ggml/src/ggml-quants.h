@@ -1,0 +1,195 @@
+// ggml-quants.h — GGUF block formats (byte-identical to the files llama.cpp and the `gguf`
+// package read and write) and the reference row converters of each type.
+//
+// A row of k elements of a block type is k/QK blocks laid end to end; k must be a multiple
+// of the block size (callers check; these functions assume it). The reference quantizers
+// are bit-exact with the `gguf` package's gguf.quants where it can quantize the type
+// (F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and follow the published K-quant algorithms
+// (scale searches, 6-bit packed scales, fp16 super-block scales) elsewhere.
+#ifndef GGML_QUANTS_H
+#define GGML_QUANTS_H
+
+#include "ggml-impl.h"
+
+#include <assert.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QK4_0 32
+#define QK4_1 32
+#define QK5_0 32
+#define QK5_1 32
+#define QK8_0 32
+#define QK8_1 32
+#define QK_K  256
+#define K_SCALE_SIZE 12
+
+// 4-bit, symmetric: x = d * (q - 8). Element j in the low nibble of qs[j], j+16 in the high.
+typedef struct {
+    ggml_fp16_t d;
+    uint8_t qs[QK4_0 / 2];
+} block_q4_0;
+static_assert(sizeof(block_q4_0) == 2 + QK4_0 / 2, "block_q4_0 size");
+
+// 4-bit with minimum: x = d * q + m.
+typedef struct {
+    ggml_fp16_t d;
+    ggml_fp16_t m;
+    uint8_t qs[QK4_1 / 2];
+} block_q4_1;
+static_assert(sizeof(block_q4_1) == 4 + QK4_1 / 2, "block_q4_1 size");
+
+// 5-bit, symmetric: x = d * (q - 16); bit 4 of element j is bit j of qh (little-endian u32).
+typedef struct {
+    ggml_fp16_t d;
+    uint8_t qh[4];
+    uint8_t qs[QK5_0 / 2];
+} block_q5_0;
+static_assert(sizeof(block_q5_0) == 2 + 4 + QK5_0 / 2, "block_q5_0 size");
+
+// 5-bit with minimum: x = d * q + m.
+typedef struct {
+    ggml_fp16_t d;
+    ggml_fp16_t m;
+    uint8_t qh[4];
+    uint8_t qs[QK5_1 / 2];
+} block_q5_1;
+static_assert(sizeof(block_q5_1) == 4 + 4 + QK5_1 / 2, "block_q5_1 size");
+
+// 8-bit, symmetric: x = d * q.
+typedef struct {
+    ggml_fp16_t d;
+    int8_t qs[QK8_0];
+} block_q8_0;
+static_assert(sizeof(block_q8_0) == 2 + QK8_0, "block_q8_0 size");
+
+// 8-bit activations for the *_1 types: s = d * sum(qs) lets q4_1/q5_1 fold their minimum in.
+typedef struct {
+    ggml_fp16_t d;
+    ggml_fp16_t s;
+    int8_t qs[QK8_1];
+} block_q8_1;
+static_assert(sizeof(block_q8_1) == 4 + QK8_1, "block_q8_1 size");
+
+// 2-bit K-quant: 16 sub-blocks of 16; scales[i] = 4-bit scale | 4-bit min << 4;
+// x = d * (sc & 15) * q - dmin * (sc >> 4).
+typedef struct {
+    uint8_t scales[QK_K / 16];
+    uint8_t qs[QK_K / 4];
+    ggml_fp16_t d;
+    ggml_fp16_t dmin;
+} block_q2_K;
+static_assert(sizeof(block_q2_K) == 2 * 2 + QK_K / 16 + QK_K / 4, "block_q2_K size");
+
+// 3-bit K-quant: 16 sub-blocks of 16 with 6-bit signed scales (packed in 12 bytes);
+// x = d * (scale - 32) * (q - (hmask bit ? 0 : 4)).
+typedef struct {
+    uint8_t hmask[QK_K / 8];
+    uint8_t qs[QK_K / 4];
+    uint8_t scales[12];
+    ggml_fp16_t d;
+} block_q3_K;
+static_assert(sizeof(block_q3_K) == 2 + QK_K / 4 + QK_K / 8 + 12, "block_q3_K size");
+
+// 4-bit K-quant: 8 sub-blocks of 32 with 6-bit scales and mins packed in 12 bytes;
+// x = d * sc * q - dmin * m.
+typedef struct {
+    ggml_fp16_t d;
+    ggml_fp16_t dmin;
+    uint8_t scales[K_SCALE_SIZE];
+    uint8_t qs[QK_K / 2];
+} block_q4_K;
+static_assert(sizeof(block_q4_K) == 2 * 2 + K_SCALE_SIZE + QK_K / 2, "block_q4_K size");
+
+// 5-bit K-quant: as q4_K plus one high bit per element in qh.
+typedef struct {
+    ggml_fp16_t d;
+    ggml_fp16_t dmin;
+    uint8_t scales[K_SCALE_SIZE];
+    uint8_t qh[QK_K / 8];
+    uint8_t qs[QK_K / 2];
+} block_q5_K;
+static_assert(sizeof(block_q5_K) == 2 * 2 + K_SCALE_SIZE + QK_K / 2 + QK_K / 8, "block_q5_K size");
+
+// 6-bit K-quant: 16 sub-blocks of 16 with int8 scales; x = d * scales[i] * (q - 32).
+typedef struct {
+    uint8_t ql[QK_K / 2];
+    uint8_t qh[QK_K / 4];
+    int8_t  scales[QK_K / 16];
+    ggml_fp16_t d;
+} block_q6_K;
+static_assert(sizeof(block_q6_K) == 2 + QK_K / 16 + 3 * QK_K / 4, "block_q6_K size");
+
+// 8-bit activations for the K-quants: float scale and per-16 sums of qs (for the mins).
+typedef struct {
+    float   d;
+    int8_t  qs[QK_K];
+    int16_t bsums[QK_K / 16];
+} block_q8_K;
+static_assert(sizeof(block_q8_K) == 4 + QK_K + QK_K / 16 * 2, "block_q8_K size");
+
+// ---- reference quantizers (x: k floats -> y: k/QK blocks) ----
+
+void quantize_row_q4_0_ref(const float * x, block_q4_0 * y, int64_t k);
+void quantize_row_q4_1_ref(const float * x, block_q4_1 * y, int64_t k);
+void quantize_row_q5_0_ref(const float * x, block_q5_0 * y, int64_t k);
+void quantize_row_q5_1_ref(const float * x, block_q5_1 * y, int64_t k);
+void quantize_row_q8_0_ref(const float * x, block_q8_0 * y, int64_t k);
+void quantize_row_q8_1_ref(const float * x, block_q8_1 * y, int64_t k);
+void quantize_row_q2_K_ref(const float * x, block_q2_K * y, int64_t k);
+void quantize_row_q3_K_ref(const float * x, block_q3_K * y, int64_t k);
+void quantize_row_q4_K_ref(const float * x, block_q4_K * y, int64_t k);
+void quantize_row_q5_K_ref(const float * x, block_q5_K * y, int64_t k);
+void quantize_row_q6_K_ref(const float * x, block_q6_K * y, int64_t k);
+void quantize_row_q8_K_ref(const float * x, block_q8_K * y, int64_t k);
+
+// ---- dequantizers (x: k/QK blocks -> y: k floats) ----
+
+void dequantize_row_q4_0(const block_q4_0 * x, float * y, int64_t k);
+void dequantize_row_q4_1(const block_q4_1 * x, float * y, int64_t k);
+void dequantize_row_q5_0(const block_q5_0 * x, float * y, int64_t k);
+void dequantize_row_q5_1(const block_q5_1 * x, float * y, int64_t k);
+void dequantize_row_q8_0(const block_q8_0 * x, float * y, int64_t k);
+void dequantize_row_q8_1(const block_q8_1 * x, float * y, int64_t k);
+void dequantize_row_q2_K(const block_q2_K * x, float * y, int64_t k);
+void dequantize_row_q3_K(const block_q3_K * x, float * y, int64_t k);
+void dequantize_row_q4_K(const block_q4_K * x, float * y, int64_t k);
+void dequantize_row_q5_K(const block_q5_K * x, float * y, int64_t k);
+void dequantize_row_q6_K(const block_q6_K * x, float * y, int64_t k);
+void dequantize_row_q8_K(const block_q8_K * x, float * y, int64_t k);
+
+// ---- half-precision rows (type-erased signatures for the traits table) ----
+
+void ggml_quants_f16_to_f32_row(const void * x, float * y, int64_t k);
+void ggml_quants_f32_to_f16_row(const float * x, void * y, int64_t k);
+void ggml_quants_bf16_to_f32_row(const void * x, float * y, int64_t k);
+void ggml_quants_f32_to_bf16_row(const float * x, void * y, int64_t k);
+
+// Unpacks the 6-bit scale and min of sub-block j (0..7) of a q4_K / q5_K block.
+static inline void ggml_quants_get_scale_min_k4(int j, const uint8_t * q, uint8_t * d, uint8_t * m) {
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4)  | ((q[j - 0] >> 6) << 4);
+    }
+}
+
+// Unpacks the 16 6-bit q3_K scales (still biased by 32) into aux.
+static inline void ggml_quants_unpack_q3_K_scales(const uint8_t * s, int8_t * aux) {
+    for (int j = 0; j < 16; ++j) {
+        const int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
+        const int hi = (s[8 + (j % 4)] >> (2 * (j / 4))) & 3;
+        aux[j] = (int8_t)(lo | (hi << 4));
+    }
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // GGML_QUANTS_H

@@ -1,0 +1,45 @@
+"""llama_py: a from-scratch ggml-style inference engine, driven from Python through ctypes.
+
+Submodules are imported lazily, on first attribute access, so `import llama_py` is cheap,
+never loads the shared library, and works even while some parts are still being written:
+
+    import llama_py
+    llama_py.ggml          # ctypes mirror of ggml.h (+ gguf.h)
+    llama_py.llama_cpp     # ctypes mirror of llama.h
+    llama_py.Llama         # the high-level class (from llama_py.llama)
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, List
+
+__version__ = "0.1.0"
+
+# Public submodules, loaded on first access.
+_SUBMODULES = ("ggml", "llama_cpp", "llama")
+
+# Names re-exported from a submodule, loaded on first access: name -> submodule.
+_EXPORTS = {
+    "Llama": "llama",
+    "LlamaError": "_lib",
+    "LibraryNotFound": "_lib",
+}
+
+__all__ = ["__version__", *_SUBMODULES, *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    if name in _EXPORTS:
+        module = importlib.import_module(f".{_EXPORTS[name]}", __name__)
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'llama_py' has no attribute {name!r}")
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))
