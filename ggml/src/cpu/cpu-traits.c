@@ -1,0 +1,108 @@
+// cpu-traits.c — picks the dot-product kernels and activation quantizers for this CPU.
+//
+// One table per kernel set, built once: the portable table, then the ISA file overrides what
+// it accelerates (avx512 builds on avx2, which covers the types avx512 leaves alone).
+// GGML_CPU_VARIANT=portable|avx2|avx512|neon can only lower the choice: asking for a set the
+// CPU cannot run logs a warning and keeps the best available one.
+#include "quants.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct ggml_type_traits_cpu variant_tables[GGML_CPU_KERNELS_COUNT][GGML_TYPE_COUNT];
+static bool variant_ok[GGML_CPU_KERNELS_COUNT];
+static enum ggml_cpu_kernel_variant variant_selected = GGML_CPU_KERNELS_PORTABLE;
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static const char * const variant_names[GGML_CPU_KERNELS_COUNT] = {
+    "portable", "avx2", "avx512", "neon",
+};
+
+#if defined(__x86_64__) || defined(__i386__)
+static bool cpu_has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+}
+static bool cpu_has_avx512(void) {
+    // the set uses VNNI (vpdpbusd) throughout, so plain AVX-512F is not enough
+    return cpu_has_avx2() &&
+           __builtin_cpu_supports("avx512f")  && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni");
+}
+#endif
+
+static void tables_init(void) {
+    for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
+        ggml_cpu_quants_init_generic(variant_tables[v]);
+    }
+    variant_ok[GGML_CPU_KERNELS_PORTABLE] = true;
+#if defined(__x86_64__) || defined(__i386__)
+    if (cpu_has_avx2()) {
+        ggml_cpu_quants_init_avx2(variant_tables[GGML_CPU_KERNELS_AVX2]);
+        variant_ok[GGML_CPU_KERNELS_AVX2] = true;
+    }
+    if (cpu_has_avx512()) {
+        ggml_cpu_quants_init_avx2(variant_tables[GGML_CPU_KERNELS_AVX512]);
+        ggml_cpu_quants_init_avx512(variant_tables[GGML_CPU_KERNELS_AVX512]);
+        variant_ok[GGML_CPU_KERNELS_AVX512] = true;
+    }
+#elif defined(__aarch64__)
+    ggml_cpu_quants_init_neon(variant_tables[GGML_CPU_KERNELS_NEON]);
+    variant_ok[GGML_CPU_KERNELS_NEON] = true;
+#endif
+
+    enum ggml_cpu_kernel_variant best = GGML_CPU_KERNELS_PORTABLE;
+    for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
+        if (variant_ok[v]) best = (enum ggml_cpu_kernel_variant)v;
+    }
+    variant_selected = best;
+
+    const char * env = getenv("GGML_CPU_VARIANT");
+    if (env && *env) {
+        int want = -1;
+        for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
+            if (strcmp(env, variant_names[v]) == 0) want = v;
+        }
+        if (want < 0) {
+            GGML_LOG_WARN("GGML_CPU_VARIANT=%s is not one of portable, avx2, avx512, neon; using %s\n",
+                          env, variant_names[best]);
+        } else if (!variant_ok[want] || want > (int)best) {
+            GGML_LOG_WARN("GGML_CPU_VARIANT=%s is not available on this CPU/build; using %s\n",
+                          env, variant_names[best]);
+        } else {
+            variant_selected = (enum ggml_cpu_kernel_variant)want;
+        }
+    }
+}
+
+const char * ggml_cpu_kernel_variant_name(enum ggml_cpu_kernel_variant v) {
+    if ((int)v < 0 || v >= GGML_CPU_KERNELS_COUNT) return "unknown";
+    return variant_names[v];
+}
+
+bool ggml_cpu_kernel_variant_available(enum ggml_cpu_kernel_variant v) {
+    pthread_once(&tables_once, tables_init);
+    if ((int)v < 0 || v >= GGML_CPU_KERNELS_COUNT) return false;
+    return variant_ok[v];
+}
+
+enum ggml_cpu_kernel_variant ggml_cpu_kernel_variant_selected(void) {
+    pthread_once(&tables_once, tables_init);
+    return variant_selected;
+}
+
+const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu_variant(enum ggml_type type, enum ggml_cpu_kernel_variant v) {
+    pthread_once(&tables_once, tables_init);
+    if ((int)v < 0 || v >= GGML_CPU_KERNELS_COUNT || !variant_ok[v]) return NULL;
+    if ((int)type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT - 1; // an all-zero entry
+    return &variant_tables[v][type];
+}
+
+const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu(enum ggml_type type) {
+    pthread_once(&tables_once, tables_init);
+    if ((int)type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT - 1;
+    return &variant_tables[variant_selected][type];
+}

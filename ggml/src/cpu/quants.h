@@ -1,0 +1,67 @@
+// quants.h — per-ISA dot-product kernels and activation quantizers of the CPU backend.
+//
+// quants-generic.c has a portable kernel for every (type, vec_dot_type) pair; each ISA file
+// (quants-avx2.c, quants-avx512.c, quants-neon.c) overrides the entries it accelerates in a
+// table that starts as a copy of the generic one. cpu-traits.c picks the table by cpuid
+// (GGML_CPU_VARIANT=portable|avx2|avx512 forces a lower one).
+#ifndef GGML_CPU_QUANTS_H
+#define GGML_CPU_QUANTS_H
+
+#include "cpu-impl.h"
+#include "../ggml-quants.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Kernel sets, best last. The numeric order is the preference order on x86.
+enum ggml_cpu_kernel_variant {
+    GGML_CPU_KERNELS_PORTABLE = 0,
+    GGML_CPU_KERNELS_AVX2     = 1,
+    GGML_CPU_KERNELS_AVX512   = 2,
+    GGML_CPU_KERNELS_NEON     = 3,
+    GGML_CPU_KERNELS_COUNT,
+};
+
+// Name of a kernel set ("portable", "avx2", "avx512", "neon").
+const char * ggml_cpu_kernel_variant_name(enum ggml_cpu_kernel_variant v);
+// True if this build has the set and this CPU can run it.
+bool ggml_cpu_kernel_variant_available(enum ggml_cpu_kernel_variant v);
+// The set cpu traits use: the best available, lowered by GGML_CPU_VARIANT.
+enum ggml_cpu_kernel_variant ggml_cpu_kernel_variant_selected(void);
+// CPU traits of type under set v (for tests and benchmarks); NULL if v is not available.
+const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu_variant(enum ggml_type type, enum ggml_cpu_kernel_variant v);
+
+// ---- portable kernels (quants-generic.c) ----
+
+void ggml_vec_dot_f32_f32_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_f16_f16_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_bf16_bf16_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q4_0_q8_0_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q4_1_q8_1_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q5_0_q8_0_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q5_1_q8_1_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q8_0_q8_0_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q2_K_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q3_K_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q4_K_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q5_K_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q6_K_q8_K_generic(int n, float * s, const void * x, const void * y);
+
+void ggml_quantize_row_q8_0_generic(const float * x, void * y, int64_t k);
+void ggml_quantize_row_q8_1_generic(const float * x, void * y, int64_t k);
+void ggml_quantize_row_q8_K_generic(const float * x, void * y, int64_t k);
+
+// Fills table[GGML_TYPE_COUNT] with the portable traits.
+void ggml_cpu_quants_init_generic(struct ggml_type_traits_cpu * table);
+
+// Overrides table entries with the ISA's kernels (defined only where the file is compiled).
+void ggml_cpu_quants_init_avx2  (struct ggml_type_traits_cpu * table);
+void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * table);
+void ggml_cpu_quants_init_neon  (struct ggml_type_traits_cpu * table);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // GGML_CPU_QUANTS_H

@@ -1,0 +1,75 @@
+// ggml-types.c — the static type table: names, block geometry (as GGUF stores it) and the
+// reference row converters of every supported type.
+#include "ggml-quants.h"
+
+#include <stdint.h>
+#include <string.h>
+
+// Integer and f64 types have no float converters; the half types widen exactly and round to
+// nearest even on the way back.
+#define TRAITS_PLAIN(name, T) { name, 1, sizeof(T), false, NULL, NULL }
+#define TRAITS_QUANT(name, QK, block, t) \
+    { name, QK, sizeof(block), true, to_float_##t, from_float_ref_##t }
+
+// Type-erased wrappers: calling the typed functions through the void* signatures would be
+// undefined behaviour, so the table points at these instead.
+#define QUANT_WRAPPERS(t, block)                                                        \
+    static void to_float_##t(const void * x, float * y, int64_t k) {                    \
+        dequantize_row_##t((const block *)x, y, k);                                     \
+    }                                                                                   \
+    static void from_float_ref_##t(const float * x, void * y, int64_t k) {              \
+        quantize_row_##t##_ref(x, (block *)y, k);                                       \
+    }
+
+QUANT_WRAPPERS(q4_0, block_q4_0)
+QUANT_WRAPPERS(q4_1, block_q4_1)
+QUANT_WRAPPERS(q5_0, block_q5_0)
+QUANT_WRAPPERS(q5_1, block_q5_1)
+QUANT_WRAPPERS(q8_0, block_q8_0)
+QUANT_WRAPPERS(q8_1, block_q8_1)
+QUANT_WRAPPERS(q2_K, block_q2_K)
+QUANT_WRAPPERS(q3_K, block_q3_K)
+QUANT_WRAPPERS(q4_K, block_q4_K)
+QUANT_WRAPPERS(q5_K, block_q5_K)
+QUANT_WRAPPERS(q6_K, block_q6_K)
+QUANT_WRAPPERS(q8_K, block_q8_K)
+
+// F32 "converts" by copying, so generic code can treat every type alike.
+static void to_float_f32(const void * x, float * y, int64_t k) {
+    memcpy(y, x, (size_t)k * sizeof(float));
+}
+static void from_float_ref_f32(const float * x, void * y, int64_t k) {
+    memcpy(y, x, (size_t)k * sizeof(float));
+}
+
+static const struct ggml_type_traits type_traits[GGML_TYPE_COUNT] = {
+    [GGML_TYPE_F32]  = { "f32", 1, sizeof(float), false, to_float_f32, from_float_ref_f32 },
+    [GGML_TYPE_F16]  = { "f16", 1, sizeof(ggml_fp16_t), false,
+                         ggml_quants_f16_to_f32_row, ggml_quants_f32_to_f16_row },
+    [GGML_TYPE_Q4_0] = TRAITS_QUANT("q4_0", QK4_0, block_q4_0, q4_0),
+    [GGML_TYPE_Q4_1] = TRAITS_QUANT("q4_1", QK4_1, block_q4_1, q4_1),
+    [GGML_TYPE_Q5_0] = TRAITS_QUANT("q5_0", QK5_0, block_q5_0, q5_0),
+    [GGML_TYPE_Q5_1] = TRAITS_QUANT("q5_1", QK5_1, block_q5_1, q5_1),
+    [GGML_TYPE_Q8_0] = TRAITS_QUANT("q8_0", QK8_0, block_q8_0, q8_0),
+    [GGML_TYPE_Q8_1] = TRAITS_QUANT("q8_1", QK8_1, block_q8_1, q8_1),
+    [GGML_TYPE_Q2_K] = TRAITS_QUANT("q2_K", QK_K,  block_q2_K, q2_K),
+    [GGML_TYPE_Q3_K] = TRAITS_QUANT("q3_K", QK_K,  block_q3_K, q3_K),
+    [GGML_TYPE_Q4_K] = TRAITS_QUANT("q4_K", QK_K,  block_q4_K, q4_K),
+    [GGML_TYPE_Q5_K] = TRAITS_QUANT("q5_K", QK_K,  block_q5_K, q5_K),
+    [GGML_TYPE_Q6_K] = TRAITS_QUANT("q6_K", QK_K,  block_q6_K, q6_K),
+    [GGML_TYPE_Q8_K] = TRAITS_QUANT("q8_K", QK_K,  block_q8_K, q8_K),
+    [GGML_TYPE_I8]   = TRAITS_PLAIN("i8",  int8_t),
+    [GGML_TYPE_I16]  = TRAITS_PLAIN("i16", int16_t),
+    [GGML_TYPE_I32]  = TRAITS_PLAIN("i32", int32_t),
+    [GGML_TYPE_I64]  = TRAITS_PLAIN("i64", int64_t),
+    [GGML_TYPE_F64]  = TRAITS_PLAIN("f64", double),
+    [GGML_TYPE_BF16] = { "bf16", 1, sizeof(ggml_bf16_t), false,
+                         ggml_quants_bf16_to_f32_row, ggml_quants_f32_to_bf16_row },
+};
+
+const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type type) {
+    if ((int)type < 0 || type >= GGML_TYPE_COUNT) return NULL;
+    const struct ggml_type_traits * t = &type_traits[type];
+    // unsupported and removed ids are the zero entries
+    return t->type_name ? t : NULL;
+}
