@@ -13,6 +13,18 @@ from setuptools.command.build_ext import build_ext
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
+def cmake_executable():
+    """The `cmake` PyPI package's binary when installed (pyenv shims may not see it yet), else PATH's."""
+    try:
+        import cmake
+        exe = os.path.join(cmake.CMAKE_BIN_DIR, "cmake")
+        if os.path.isfile(exe):
+            return exe
+    except (ImportError, AttributeError):
+        pass
+    return shutil.which("cmake") or "cmake"
+
+
 class CMakeLibrary(Extension):
     def __init__(self, name):
         super().__init__(name, sources=[])
@@ -29,9 +41,9 @@ class CMakeBuild(build_ext):
         args = ["-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release"]
         extra = os.environ.get("LLAMA_CMAKE_ARGS", "")
         args += extra.split() if extra else []
-        subprocess.check_call(["cmake"] + args)
+        subprocess.check_call([cmake_executable()] + args)
         jobs = str(os.cpu_count() or 2)
-        subprocess.check_call(["cmake", "--build", build_dir, "--target", "llama", "-j", jobs])
+        subprocess.check_call([cmake_executable(), "--build", build_dir, "--target", "llama", "-j", jobs])
         libname = {"win32": "llama.dll", "darwin": "libllama.dylib"}.get(sys.platform, "libllama.so")
         built = None
         for dirpath, _, files in os.walk(build_dir):

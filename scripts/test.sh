@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The one test command (README, CI): sets up a fresh machine, builds, runs every test.
+#
+#   bash scripts/test.sh
+#
+# Stages: install test requirements -> `pip install -e .` (builds libllama with CMake) ->
+# C unit tests (ctest) -> Python tests (pytest) -> C unit tests again under ASan+UBSan.
+# Environment: PYTHON (default python3/python), JOBS (default 2),
+# LLAMA_PY_SKIP_ASAN=1 skips the sanitizer stage (for quick local runs; CI never sets it).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PY="${PYTHON:-$(command -v python3 || command -v python)}"
+JOBS="${JOBS:-2}"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+stage() { printf '\n==== %s ====\n' "$*"; }
+t0=$SECONDS
+
+stage "python requirements ($("$PY" --version 2>&1))"
+"$PY" -m pip install -q -r requirements-test.txt
+# pip puts the cmake/ctest executables of the `cmake` package next to this Python's scripts.
+PATH="$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
+export PATH
+echo "cmake: $(command -v cmake) ($(cmake --version | head -n1))"
+
+stage "pip install -e . (builds libllama)"
+"$PY" -m pip install -q --no-build-isolation -e .
+
+run_ctest() {  # build dir, extra cmake args...
+    local dir="$1"; shift
+    cmake -S . -B "$dir" -DLLAMA_BUILD_TESTS=ON "$@" > "$dir.configure.log" 2>&1 \
+        || { cat "$dir.configure.log"; return 1; }
+    cmake --build "$dir" -j "$JOBS"
+    (cd "$dir" && ctest --output-on-failure --no-tests=error -j "$JOBS")
+}
+
+stage "C unit tests (ctest, build/ctest)"
+mkdir -p build
+run_ctest build/ctest
+
+stage "Python tests (pytest)"
+set +e
+"$PY" -m pytest -q tests
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+    echo "pytest collected no tests: treating as failure" >&2
+    exit 1
+elif [ "$rc" -ne 0 ]; then
+    exit "$rc"
+fi
+
+if [ "${LLAMA_PY_SKIP_ASAN:-0}" = "1" ]; then
+    stage "sanitizer stage skipped (LLAMA_PY_SKIP_ASAN=1)"
+else
+    stage "C unit tests under AddressSanitizer + UBSan (build/asan)"
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1:strict_string_checks=1}"
+    export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+    run_ctest build/asan -DLLAMA_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+
+stage "all tests passed in $((SECONDS - t0)) s"
