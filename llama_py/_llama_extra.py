@@ -1,0 +1,272 @@
+"""llama.h mirror: quantization, chat templates, and the entry points of features this engine
+does not implement (LoRA, control vectors, encoders, training, backend sampling, models from
+FILE pointers or user callbacks). Those exist and return llama.h's failure value.
+"""
+from __future__ import annotations
+
+import ctypes
+from ctypes import POINTER, Structure, c_bool, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
+
+from ._lib import ctypes_function
+from ._llama_common import (
+    gguf_context_p_ctypes, llama_adapter_lora_p_ctypes, llama_context_p_ctypes, llama_model_p_ctypes,
+    llama_model_set_tensor_data_t, llama_seq_id, llama_token,
+)
+
+
+class llama_model_kv_override_value(ctypes.Union):
+    _fields_ = [
+        ("val_i64", c_int64),
+        ("val_f64", ctypes.c_double),
+        ("val_bool", c_bool),
+        ("val_str", ctypes.c_char * 128),
+    ]
+
+
+class llama_model_kv_override(Structure):
+    _fields_ = [
+        ("tag", c_int),
+        ("key", ctypes.c_char * 128),
+        ("value", llama_model_kv_override_value),
+    ]
+
+
+class llama_model_tensor_override(Structure):
+    _fields_ = [("pattern", c_char_p), ("type", c_int)]
+
+
+class llama_model_imatrix_data(Structure):
+    _fields_ = [("name", c_char_p), ("data", POINTER(c_float)), ("size", c_size_t)]
+
+
+class llama_model_quantize_params(Structure):
+    """Quantization options; start from llama_model_quantize_default_params()."""
+    _fields_ = [
+        ("nthread", c_int32),
+        ("ftype", c_int),
+        ("output_tensor_type", c_int),
+        ("token_embedding_type", c_int),
+        ("allow_requantize", c_bool),
+        ("quantize_output_tensor", c_bool),
+        ("only_copy", c_bool),
+        ("pure", c_bool),
+        ("keep_split", c_bool),
+        ("dry_run", c_bool),
+        ("imatrix", POINTER(llama_model_imatrix_data)),
+        ("kv_overrides", POINTER(llama_model_kv_override)),
+        ("tt_overrides", POINTER(llama_model_tensor_override)),
+        ("prune_layers", POINTER(c_int32)),
+        ("max_buf_size", c_size_t),
+    ]
+
+
+class llama_chat_message(Structure):
+    _fields_ = [("role", c_char_p), ("content", c_char_p)]
+
+
+class llama_embd(Structure):
+    _fields_ = [("data", POINTER(c_float)), ("n_rows", c_size_t), ("n_embd", c_size_t)]
+
+
+class llama_opt_params(Structure):
+    _fields_ = [
+        ("n_ctx_train", c_uint32),
+        ("param_filter", c_void_p),
+        ("param_filter_ud", c_void_p),
+        ("get_opt_pars_ud", c_void_p),
+    ]
+
+
+# struct llama_model_quantize_params llama_model_quantize_default_params(void);
+@ctypes_function("llama_model_quantize_default_params", [], llama_model_quantize_params)
+def llama_model_quantize_default_params() -> llama_model_quantize_params:
+    """Default quantization parameters (Q5_1)."""
+
+
+# uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, const llama_model_quantize_params * params);
+@ctypes_function("llama_model_quantize", [c_char_p, c_char_p, POINTER(llama_model_quantize_params)], c_uint32)
+def llama_model_quantize(fname_inp: bytes, fname_out: bytes, params, /) -> int:
+    """Quantizes a GGUF file; 0 on success."""
+
+
+# int32_t llama_chat_apply_template(const char * tmpl, const struct llama_chat_message * chat, size_t n_msg, bool add_ass, char * buf, int32_t length);
+@ctypes_function("llama_chat_apply_template", [c_char_p, POINTER(llama_chat_message), c_size_t, c_bool, c_char_p, c_int32], c_int32)
+def llama_chat_apply_template(tmpl: bytes, chat, n_msg: int, add_ass: bool, buf, length: int, /) -> int:
+    """Formats a chat; returns the length written or needed, -1 if the template is unknown."""
+
+
+# int32_t llama_chat_builtin_templates(const char ** output, size_t len);
+@ctypes_function("llama_chat_builtin_templates", [POINTER(c_char_p), c_size_t], c_int32)
+def llama_chat_builtin_templates(output, len: int, /) -> int:
+    """Names of the built-in templates; returns their count."""
+
+
+# ---- not supported by this engine: each returns its documented failure value ----
+
+# struct llama_model * llama_model_load_from_splits(const char ** paths, size_t n_paths, struct llama_model_params params);
+def llama_model_load_from_splits(paths, n_paths: int, params, /):
+    """Loads a model given as split files (one file only)."""
+    from ._llama_model import llama_model_params  # defined with the model section
+    return _load_from_splits(llama_model_params)(paths, n_paths, params)
+
+
+def _load_from_splits(params_type):
+    return ctypes_function("llama_model_load_from_splits", [POINTER(c_char_p), c_size_t, params_type],
+                           llama_model_p_ctypes)(lambda paths, n_paths, params: None)
+
+
+# struct llama_model * llama_model_load_from_file_ptr(FILE * file, struct llama_model_params params);
+def llama_model_load_from_file_ptr(file, params, /):
+    """Not supported: returns None."""
+    from ._llama_model import llama_model_params
+    f = ctypes_function("llama_model_load_from_file_ptr", [c_void_p, llama_model_params], llama_model_p_ctypes)(
+        lambda file, params: None)
+    return f(file, params)
+
+
+# struct llama_model * llama_model_init_from_user(struct gguf_context *, llama_model_set_tensor_data_t, void *, struct llama_model_params);
+def llama_model_init_from_user(metadata, set_tensor_data, set_tensor_data_ud, params, /):
+    """Not supported: returns None."""
+    from ._llama_model import llama_model_params
+    f = ctypes_function("llama_model_init_from_user",
+                        [gguf_context_p_ctypes, llama_model_set_tensor_data_t, c_void_p, llama_model_params],
+                        llama_model_p_ctypes)(lambda *a: None)
+    return f(metadata, set_tensor_data, set_tensor_data_ud, params)
+
+
+# void llama_model_save_to_file(const struct llama_model * model, const char * path_model);
+@ctypes_function("llama_model_save_to_file", [llama_model_p_ctypes, c_char_p], None)
+def llama_model_save_to_file(model, path_model: bytes, /):
+    """Not supported yet: logs an error."""
+
+
+# struct llama_adapter_lora * llama_adapter_lora_init(struct llama_model * model, const char * path_lora);
+@ctypes_function("llama_adapter_lora_init", [llama_model_p_ctypes, c_char_p], llama_adapter_lora_p_ctypes)
+def llama_adapter_lora_init(model, path_lora: bytes, /):
+    """Not supported: returns None."""
+
+
+# struct llama_adapter_lora * llama_adapter_lora_init_from_file_ptr(struct llama_model * model, FILE * file);
+@ctypes_function("llama_adapter_lora_init_from_file_ptr", [llama_model_p_ctypes, c_void_p], llama_adapter_lora_p_ctypes)
+def llama_adapter_lora_init_from_file_ptr(model, file, /):
+    """Not supported: returns None."""
+
+
+# int32_t llama_adapter_meta_val_str(const struct llama_adapter_lora *, const char * key, char * buf, size_t buf_size);
+@ctypes_function("llama_adapter_meta_val_str", [llama_adapter_lora_p_ctypes, c_char_p, c_char_p, c_size_t], c_int32)
+def llama_adapter_meta_val_str(adapter, key: bytes, buf, buf_size: int, /) -> int:
+    """Not supported: returns -1."""
+
+
+# int32_t llama_adapter_meta_count(const struct llama_adapter_lora *);
+@ctypes_function("llama_adapter_meta_count", [llama_adapter_lora_p_ctypes], c_int32)
+def llama_adapter_meta_count(adapter, /) -> int:
+    """Not supported: returns 0."""
+
+
+# int32_t llama_adapter_meta_key_by_index(const struct llama_adapter_lora *, int32_t i, char * buf, size_t buf_size);
+@ctypes_function("llama_adapter_meta_key_by_index", [llama_adapter_lora_p_ctypes, c_int32, c_char_p, c_size_t], c_int32)
+def llama_adapter_meta_key_by_index(adapter, i: int, buf, buf_size: int, /) -> int:
+    """Not supported: returns -1."""
+
+
+# int32_t llama_adapter_meta_val_str_by_index(const struct llama_adapter_lora *, int32_t i, char * buf, size_t buf_size);
+@ctypes_function("llama_adapter_meta_val_str_by_index", [llama_adapter_lora_p_ctypes, c_int32, c_char_p, c_size_t], c_int32)
+def llama_adapter_meta_val_str_by_index(adapter, i: int, buf, buf_size: int, /) -> int:
+    """Not supported: returns -1."""
+
+
+# void llama_adapter_lora_free(struct llama_adapter_lora * adapter);
+@ctypes_function("llama_adapter_lora_free", [llama_adapter_lora_p_ctypes], None)
+def llama_adapter_lora_free(adapter, /):
+    """NULL-safe no-op."""
+
+
+# uint64_t llama_adapter_get_alora_n_invocation_tokens(const struct llama_adapter_lora *);
+@ctypes_function("llama_adapter_get_alora_n_invocation_tokens", [llama_adapter_lora_p_ctypes], c_uint64)
+def llama_adapter_get_alora_n_invocation_tokens(adapter, /) -> int:
+    """Returns 0."""
+
+
+# const llama_token * llama_adapter_get_alora_invocation_tokens(const struct llama_adapter_lora *);
+@ctypes_function("llama_adapter_get_alora_invocation_tokens", [llama_adapter_lora_p_ctypes], POINTER(llama_token))
+def llama_adapter_get_alora_invocation_tokens(adapter, /):
+    """Returns NULL."""
+
+
+# int32_t llama_set_adapters_lora(struct llama_context *, struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
+@ctypes_function("llama_set_adapters_lora", [llama_context_p_ctypes, POINTER(llama_adapter_lora_p_ctypes), c_size_t, POINTER(c_float)], c_int32)
+def llama_set_adapters_lora(ctx, adapters, n_adapters: int, scales, /) -> int:
+    """Not supported: -1 (0 when clearing with n_adapters == 0)."""
+
+
+# int32_t llama_set_adapter_cvec(struct llama_context *, const float * data, size_t len, int32_t n_embd, int32_t il_start, int32_t il_end);
+@ctypes_function("llama_set_adapter_cvec", [llama_context_p_ctypes, POINTER(c_float), c_size_t, c_int32, c_int32, c_int32], c_int32)
+def llama_set_adapter_cvec(ctx, data, len: int, n_embd: int, il_start: int, il_end: int, /) -> int:
+    """Not supported: -1 (0 when clearing with data NULL)."""
+
+
+# bool llama_set_sampler(struct llama_context *, llama_seq_id, struct llama_sampler *);
+@ctypes_function("llama_set_sampler", [llama_context_p_ctypes, llama_seq_id, c_void_p], c_bool)
+def llama_set_sampler(ctx, seq_id: int, smpl, /) -> bool:
+    """Not supported: returns False."""
+
+
+# llama_token llama_get_sampled_token_ith(struct llama_context *, int32_t i);
+@ctypes_function("llama_get_sampled_token_ith", [llama_context_p_ctypes, c_int32], llama_token)
+def llama_get_sampled_token_ith(ctx, i: int, /) -> int:
+    """Not supported: LLAMA_TOKEN_NULL."""
+
+
+# float * llama_get_sampled_probs_ith(struct llama_context *, int32_t i);
+@ctypes_function("llama_get_sampled_probs_ith", [llama_context_p_ctypes, c_int32], POINTER(c_float))
+def llama_get_sampled_probs_ith(ctx, i: int, /):
+    """Not supported: NULL."""
+
+
+# uint32_t llama_get_sampled_probs_count_ith(struct llama_context *, int32_t i);
+@ctypes_function("llama_get_sampled_probs_count_ith", [llama_context_p_ctypes, c_int32], c_uint32)
+def llama_get_sampled_probs_count_ith(ctx, i: int, /) -> int:
+    """Not supported: 0."""
+
+
+# float * llama_get_sampled_logits_ith(struct llama_context *, int32_t i);
+@ctypes_function("llama_get_sampled_logits_ith", [llama_context_p_ctypes, c_int32], POINTER(c_float))
+def llama_get_sampled_logits_ith(ctx, i: int, /):
+    """Not supported: NULL."""
+
+
+# uint32_t llama_get_sampled_logits_count_ith(struct llama_context *, int32_t i);
+@ctypes_function("llama_get_sampled_logits_count_ith", [llama_context_p_ctypes, c_int32], c_uint32)
+def llama_get_sampled_logits_count_ith(ctx, i: int, /) -> int:
+    """Not supported: 0."""
+
+
+# llama_token * llama_get_sampled_candidates_ith(struct llama_context *, int32_t i);
+@ctypes_function("llama_get_sampled_candidates_ith", [llama_context_p_ctypes, c_int32], POINTER(llama_token))
+def llama_get_sampled_candidates_ith(ctx, i: int, /):
+    """Not supported: NULL."""
+
+
+# uint32_t llama_get_sampled_candidates_count_ith(struct llama_context *, int32_t i);
+@ctypes_function("llama_get_sampled_candidates_count_ith", [llama_context_p_ctypes, c_int32], c_uint32)
+def llama_get_sampled_candidates_count_ith(ctx, i: int, /) -> int:
+    """Not supported: 0."""
+
+
+# bool llama_opt_param_filter_all(const struct ggml_tensor * tensor, void * userdata);
+@ctypes_function("llama_opt_param_filter_all", [c_void_p, c_void_p], c_bool)
+def llama_opt_param_filter_all(tensor, userdata, /) -> bool:
+    """Returns True."""
+
+
+# void llama_opt_init(struct llama_context *, struct llama_model *, struct llama_opt_params);
+@ctypes_function("llama_opt_init", [llama_context_p_ctypes, llama_model_p_ctypes, llama_opt_params], None)
+def llama_opt_init(lctx, model, lopt_params, /):
+    """Training is not supported: logs an error."""
+
+
+# void llama_opt_epoch(struct llama_context *, ggml_opt_dataset_t, ggml_opt_result_t, ggml_opt_result_t, int64_t, ...);
+@ctypes_function("llama_opt_epoch", [llama_context_p_ctypes, c_void_p, c_void_p, c_void_p, c_int64, c_void_p, c_void_p], None)
+def llama_opt_epoch(lctx, dataset, result_train, result_eval, idata_split: int, callback_train, callback_eval, /):
+    """Training is not supported: logs an error."""
