@@ -219,15 +219,15 @@ void quantize_row_q8_1_ref(const float * x, block_q8_1 * y, int64_t k) {
             y[i].qs[j] = (int8_t)q;
             sum += q;
         }
-        y[i].d = GGML_FP32_TO_FP16(d);
-        y[i].s = GGML_FP32_TO_FP16(d * (float)sum);
+        y[i].d = d;
+        y[i].s = d * (float)sum;
     }
 }
 
 void dequantize_row_q8_1(const block_q8_1 * x, float * y, int64_t k) {
     const int64_t nb = k / QK8_1;
     for (int64_t i = 0; i < nb; i++) {
-        const float d = GGML_FP16_TO_FP32(x[i].d);
+        const float d = x[i].d;
         for (int j = 0; j < QK8_1; j++) y[i * QK8_1 + j] = (float)x[i].qs[j] * d;
     }
 }

@@ -67,12 +67,13 @@ typedef struct {
 static_assert(sizeof(block_q8_0) == 2 + QK8_0, "block_q8_0 size");
 
 // 8-bit activations for the *_1 types: s = d * sum(qs) lets q4_1/q5_1 fold their minimum in.
+// GGUF sizes this type at 40 bytes (float scales), so that is the layout here too.
 typedef struct {
-    ggml_fp16_t d;
-    ggml_fp16_t s;
+    float d;
+    float s;
     int8_t qs[QK8_1];
 } block_q8_1;
-static_assert(sizeof(block_q8_1) == 4 + QK8_1, "block_q8_1 size");
+static_assert(sizeof(block_q8_1) == 8 + QK8_1, "block_q8_1 size");
 
 // 2-bit K-quant: 16 sub-blocks of 16; scales[i] = 4-bit scale | 4-bit min << 4;
 // x = d * (sc & 15) * q - dmin * (sc >> 4).

@@ -97,9 +97,9 @@ static void vec_dot_q4_1_q8_1(int n, float * s, const void * x, const void * y) 
     for (int i = 0; i < nb; i++) {
         const __m256i qa = unpack_nibbles_32(a[i].qs);
         const __m256i qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        const __m256 d = _mm256_set1_ps(GGML_FP16_TO_FP32(a[i].d) * GGML_FP16_TO_FP32(b[i].d));
+        const __m256 d = _mm256_set1_ps(GGML_FP16_TO_FP32(a[i].d) * b[i].d);
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8_i8_32(qa, qb)), acc);
-        summ += GGML_FP16_TO_FP32(a[i].m) * GGML_FP16_TO_FP32(b[i].s);
+        summ += GGML_FP16_TO_FP32(a[i].m) * b[i].s;
     }
     *s = hsum_f32_8(acc) + summ;
 }

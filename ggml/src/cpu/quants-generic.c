@@ -72,8 +72,8 @@ void ggml_vec_dot_q4_1_q8_1_generic(int n, float * s, const void * x, const void
             sumi += (a[i].qs[j] & 0x0F) * b[i].qs[j] + (a[i].qs[j] >> 4) * b[i].qs[j + QK4_1 / 2];
         }
         // sum((d q + m) * db qb) = d db sum(q qb) + m (db sum(qb)) and b.s holds db sum(qb)
-        sum += (float)sumi * (GGML_FP16_TO_FP32(a[i].d) * GGML_FP16_TO_FP32(b[i].d)) +
-               GGML_FP16_TO_FP32(a[i].m) * GGML_FP16_TO_FP32(b[i].s);
+        sum += (float)sumi * (GGML_FP16_TO_FP32(a[i].d) * b[i].d) +
+               GGML_FP16_TO_FP32(a[i].m) * b[i].s;
     }
     *s = sum;
 }
@@ -114,8 +114,8 @@ void ggml_vec_dot_q5_1_q8_1_generic(int n, float * s, const void * x, const void
             sumi += ((a[i].qs[j] & 0x0F) | h0) * b[i].qs[j] +
                     ((a[i].qs[j] >> 4) | h1) * b[i].qs[j + QK5_1 / 2];
         }
-        sum += (float)sumi * (GGML_FP16_TO_FP32(a[i].d) * GGML_FP16_TO_FP32(b[i].d)) +
-               GGML_FP16_TO_FP32(a[i].m) * GGML_FP16_TO_FP32(b[i].s);
+        sum += (float)sumi * (GGML_FP16_TO_FP32(a[i].d) * b[i].d) +
+               GGML_FP16_TO_FP32(a[i].m) * b[i].s;
     }
     *s = sum;
 }

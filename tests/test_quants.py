@@ -1,0 +1,317 @@
+"""Block formats against the `gguf` package (an independent implementation of GGUF).
+
+- dequantize: the same bytes give bit-identical floats for every type gguf.quants can read;
+- quantize: the same floats give identical bytes for every type gguf.quants can write;
+- accuracy of every reference quantizer on a smooth signal (the K-quants, which gguf cannot
+  write, are held to the error bounds of the format);
+- quantized matrix-vector products (ggml_mul_mat, i.e. the CPU vec_dot kernels with the
+  activation quantizer) against the float dot product.
+
+The C side is reached through ggml_get_type_traits (public), with local ctypes mirrors so
+this file depends only on ggml.h.
+"""
+from __future__ import annotations
+
+import ctypes
+from ctypes import POINTER, c_bool, c_char_p, c_float, c_int, c_int64, c_size_t, c_void_p
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+from gguf import GGMLQuantizationType as QT  # noqa: E402
+from gguf import quants as gq  # noqa: E402
+
+from llama_py import _lib  # noqa: E402
+
+TO_FLOAT = ctypes.CFUNCTYPE(None, c_void_p, POINTER(c_float), c_int64)
+FROM_FLOAT = ctypes.CFUNCTYPE(None, POINTER(c_float), c_void_p, c_int64)
+
+
+class TypeTraits(ctypes.Structure):
+    _fields_ = [
+        ("type_name", c_char_p),
+        ("blck_size", c_int64),
+        ("type_size", c_size_t),
+        ("is_quantized", c_bool),
+        ("to_float", TO_FLOAT),
+        ("from_float_ref", FROM_FLOAT),
+    ]
+
+
+# id -> (gguf name, bits per weight class for the accuracy bounds)
+QUANT_TYPES = {
+    2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
+    10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K",
+}
+GGUF_DEQUANT = [2, 3, 6, 7, 8, 10, 11, 12, 13, 14, 1, 30]     # + F16, BF16
+GGUF_QUANT = [2, 3, 6, 7, 8, 1, 30]
+# byte offsets of the fp16 scale fields in one block (random bytes there could be inf/NaN)
+HALF_FIELDS = {2: [0], 3: [0, 2], 6: [0], 7: [0, 2], 8: [0], 10: [80, 82], 11: [108],
+               12: [0, 2], 13: [0, 2], 14: [208]}
+
+EXPECTED_SIZES = {  # (block size, bytes per block) as GGUF stores them
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+    9: (32, 40), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176),
+    14: (256, 210), 15: (256, 292), 24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8),
+    28: (1, 8), 30: (1, 2),
+}
+EXPECTED_NAMES = {
+    0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0", 9: "q8_1",
+    10: "q2_K", 11: "q3_K", 12: "q4_K", 13: "q5_K", 14: "q6_K", 15: "q8_K", 24: "i8",
+    25: "i16", 26: "i32", 27: "i64", 28: "f64", 30: "bf16",
+}
+
+MAX_QUANTIZATION_TOTAL_ERROR = 0.002
+MAX_QUANTIZATION_TOTAL_ERROR_3BITS = 0.004
+MAX_QUANTIZATION_TOTAL_ERROR_2BITS = 0.0075
+MAX_DOT_PRODUCT_ERROR = 0.02
+MAX_DOT_PRODUCT_ERROR_LOWBIT = 0.04
+TEST_SIZE = 32 * 128
+
+
+def gguf_type(t: int) -> QT:
+    return QT(t)
+
+
+@pytest.fixture(scope="module")
+def lib():
+    L = _lib.load_library()
+    L.ggml_get_type_traits.argtypes = [c_int]
+    L.ggml_get_type_traits.restype = POINTER(TypeTraits)
+    return L
+
+
+def traits(lib, t: int) -> TypeTraits:
+    p = lib.ggml_get_type_traits(t)
+    assert p, f"no traits for type {t}"
+    return p.contents
+
+
+def c_dequantize(lib, t: int, data: np.ndarray) -> np.ndarray:
+    tr = traits(lib, t)
+    nblocks = data.size // tr.type_size
+    n = nblocks * tr.blck_size
+    out = np.empty(n, dtype=np.float32)
+    buf = np.ascontiguousarray(data, dtype=np.uint8)
+    tr.to_float(buf.ctypes.data, out.ctypes.data_as(POINTER(c_float)), n)
+    return out
+
+
+def c_quantize(lib, t: int, x: np.ndarray) -> np.ndarray:
+    tr = traits(lib, t)
+    x = np.ascontiguousarray(x, dtype=np.float32).ravel()
+    assert x.size % tr.blck_size == 0
+    out = np.zeros(x.size // tr.blck_size * tr.type_size, dtype=np.uint8)
+    tr.from_float_ref(x.ctypes.data_as(POINTER(c_float)), out.ctypes.data, x.size)
+    return out
+
+
+def random_blocks(t: int, nblocks: int, rng: np.random.Generator) -> np.ndarray:
+    """Random block bytes whose fp16 scales are finite (so every value is comparable)."""
+    tr_size = EXPECTED_SIZES[t][1]
+    raw = rng.integers(0, 256, size=(nblocks, tr_size), dtype=np.uint8)
+    if t == 1:  # f16: every element is a half
+        return rng.normal(0, 4, size=nblocks).astype(np.float16).view(np.uint8).copy()
+    if t == 30:  # bf16: keep exponents below 0xFF
+        vals = rng.normal(0, 4, size=nblocks).astype(np.float32).view(np.uint32) >> 16
+        return vals.astype(np.uint16).view(np.uint8).copy()
+    for off in HALF_FIELDS[t]:
+        halves = rng.uniform(-3, 3, size=nblocks).astype(np.float16)
+        raw[:, off:off + 2] = halves.view(np.uint8).reshape(nblocks, 2)
+    return raw.ravel()
+
+
+def assert_bits_equal(a: np.ndarray, b: np.ndarray, what: str) -> None:
+    a = np.asarray(a, dtype=np.float32).ravel()
+    b = np.asarray(b, dtype=np.float32).ravel()
+    assert a.shape == b.shape, what
+    both_nan = np.isnan(a) & np.isnan(b)
+    diff = (a.view(np.uint32) != b.view(np.uint32)) & ~both_nan
+    if diff.any():
+        i = int(np.flatnonzero(diff)[0])
+        raise AssertionError(f"{what}: {int(diff.sum())} of {a.size} values differ, first at {i}: "
+                             f"C {a[i]!r} vs gguf {b[i]!r}")
+
+
+# ---- type table ----
+
+def test_type_table_matches_gguf(lib):
+    for t, (bs, ts) in EXPECTED_SIZES.items():
+        tr = traits(lib, t)
+        assert (tr.blck_size, tr.type_size) == (bs, ts), t
+        assert tr.type_name.decode() == EXPECTED_NAMES[t]
+        assert tr.is_quantized == (t in QUANT_TYPES)
+        if QT(t) in gguf.GGML_QUANT_SIZES:
+            assert gguf.GGML_QUANT_SIZES[QT(t)] == (bs, ts), t
+    for t in list(QUANT_TYPES) + [1, 30]:
+        tr = traits(lib, t)
+        assert tr.to_float and tr.from_float_ref, t
+
+
+@pytest.mark.parametrize("t", [4, 5, 16, 17, 18, 19, 20, 21, 22, 23, 29, 31, 39, 40, -1, 1000])
+def test_unknown_types_have_no_traits(lib, t):
+    assert not lib.ggml_get_type_traits(t)
+
+
+# ---- bit-exact dequantization ----
+
+@pytest.mark.parametrize("t", GGUF_DEQUANT, ids=lambda t: gguf_type(t).name)
+def test_dequantize_matches_gguf(lib, t):
+    rng = np.random.default_rng(1234 + t)
+    bs, ts = EXPECTED_SIZES[t]
+    nblocks = 64 if bs > 1 else 4096
+    data = random_blocks(t, nblocks, rng)
+    ours = c_dequantize(lib, t, data)
+    ref = gq.dequantize(data.reshape(1, -1), gguf_type(t)).ravel()
+    assert_bits_equal(ours, ref, f"dequantize {gguf_type(t).name}")
+
+
+@pytest.mark.parametrize("t", [t for t in GGUF_DEQUANT if t not in (1, 30)], ids=lambda t: gguf_type(t).name)
+def test_dequantize_raw_random_bytes_matches_gguf(lib, t):
+    """Unsanitised bytes, inf/NaN scales included: same values, NaN where gguf has NaN."""
+    rng = np.random.default_rng(99 + t)
+    data = rng.integers(0, 256, size=32 * EXPECTED_SIZES[t][1], dtype=np.uint8)
+    with np.errstate(all="ignore"):
+        ref = gq.dequantize(data.reshape(1, -1), gguf_type(t)).ravel()
+    assert_bits_equal(c_dequantize(lib, t, data), ref, f"raw dequantize {gguf_type(t).name}")
+
+
+# ---- bit-exact quantization ----
+
+def quant_inputs(rng: np.random.Generator) -> list[np.ndarray]:
+    n = 32 * 256
+    out = [
+        rng.normal(0, 1, n).astype(np.float32),
+        (rng.normal(0, 1, n) * 1e-3).astype(np.float32),
+        (rng.normal(0, 1, n) * 300).astype(np.float32),
+        rng.uniform(-1, 1, n).astype(np.float32) + 0.5,
+        (0.1 + 2 * np.cos(np.arange(n) + 0.3)).astype(np.float32),
+    ]
+    special = np.zeros(n, dtype=np.float32)
+    special[32:64] = 1.0                               # constant block
+    special[64:96] = -2.5                              # constant negative block
+    special[96:128] = np.arange(32) - 16               # integers: ties for the 0.5 roundings
+    special[128:160] = (np.arange(32) - 16) * 0.5
+    special[160:192] = rng.normal(0, 1, 32).astype(np.float32)
+    special[161] = 1e4                                 # one outlier
+    special[192:224] = 1e-30                           # tiny (subnormal scale in fp16)
+    special[224:256] = rng.integers(-127, 128, 32) / 127.0  # q8 ties
+    out.append(special)
+    return out
+
+
+@pytest.mark.parametrize("t", GGUF_QUANT, ids=lambda t: gguf_type(t).name)
+def test_quantize_matches_gguf(lib, t):
+    rng = np.random.default_rng(7 + t)
+    for k, x in enumerate(quant_inputs(rng)):
+        ours = c_quantize(lib, t, x)
+        with np.errstate(all="ignore"):
+            ref = gq.quantize(x.reshape(1, -1), gguf_type(t)).view(np.uint8).ravel()
+        if not np.array_equal(ours, ref):
+            i = int(np.flatnonzero(ours != ref)[0])
+            ts = EXPECTED_SIZES[t][1]
+            raise AssertionError(f"{gguf_type(t).name} input {k}: bytes differ from byte {i} "
+                                 f"(block {i // ts}): C {ours[i]} vs gguf {ref[i]}")
+
+
+# ---- accuracy ----
+
+def smooth_signal(offset: float) -> np.ndarray:
+    return (0.1 + 2 * np.cos(np.arange(TEST_SIZE, dtype=np.float64) + offset)).astype(np.float32)
+
+
+def total_error_bound(t: int) -> float:
+    if t == 10:
+        return MAX_QUANTIZATION_TOTAL_ERROR_2BITS
+    if t == 11:
+        return MAX_QUANTIZATION_TOTAL_ERROR_3BITS
+    return MAX_QUANTIZATION_TOTAL_ERROR
+
+
+@pytest.mark.parametrize("t", list(QUANT_TYPES), ids=lambda t: QUANT_TYPES[t])
+def test_quantize_roundtrip_error(lib, t):
+    x = smooth_signal(0.0)
+    y = c_dequantize(lib, t, c_quantize(lib, t, x))
+    err = float(np.sqrt(np.sum((x.astype(np.float64) - y) ** 2)) / x.size)
+    assert err <= total_error_bound(t), f"{QUANT_TYPES[t]}: rmse/n {err:.5f}"
+    # the error must come from rounding, not a broken layout: per-element error is below a step
+    assert np.max(np.abs(x - y)) < 0.6 * (np.max(x) - np.min(x)), QUANT_TYPES[t]
+
+
+@pytest.mark.parametrize("t", [t for t in QUANT_TYPES if t >= 10 and t != 15], ids=lambda t: QUANT_TYPES[t])
+def test_kquant_roundtrip_gguf_dequantizes_our_bytes(lib, t):
+    """Our K-quant bytes read back by gguf give the same floats as our own reader."""
+    x = np.random.default_rng(t).normal(0, 1, 8 * 256).astype(np.float32)
+    q = c_quantize(lib, t, x)
+    ref = gq.dequantize(q.reshape(1, -1), gguf_type(t)).ravel()
+    ours = c_dequantize(lib, t, q)
+    assert_bits_equal(ours, ref, QUANT_TYPES[t])
+    rel = np.sqrt(np.mean((ours - x) ** 2)) / np.sqrt(np.mean(x ** 2))
+    bound = {10: 0.45, 11: 0.25, 12: 0.12, 13: 0.06, 14: 0.03}[t]
+    assert rel < bound, f"{QUANT_TYPES[t]} relative rmse {rel:.4f}"
+
+
+def test_quantize_zeros_and_constants(lib):
+    for t in QUANT_TYPES:
+        for v in (0.0, 1.0, -3.0):
+            x = np.full(512, v, dtype=np.float32)
+            y = c_dequantize(lib, t, c_quantize(lib, t, x))
+            assert np.all(np.isfinite(y)), (QUANT_TYPES[t], v)
+            assert np.max(np.abs(y - x)) <= 0.02 * max(1.0, abs(v)), (QUANT_TYPES[t], v, y[:4])
+
+
+# ---- quantized matrix-vector products through ggml_mul_mat ----
+
+class InitParams(ctypes.Structure):
+    _fields_ = [("mem_size", c_size_t), ("mem_buffer", c_void_p), ("no_alloc", c_bool)]
+
+
+def _bind(lib, name, argtypes, restype):
+    f = getattr(lib, name)
+    f.argtypes = argtypes
+    f.restype = restype
+    return f
+
+
+def mul_mat_dot(lib, t: int, w: np.ndarray, x: np.ndarray, n_threads: int = 1) -> float:
+    """ggml_mul_mat of w (one row, quantized to t with the reference quantizer) and x (F32)."""
+    init = _bind(lib, "ggml_init", [InitParams], c_void_p)
+    free = _bind(lib, "ggml_free", [c_void_p], None)
+    new2d = _bind(lib, "ggml_new_tensor_2d", [c_void_p, c_int, c_int64, c_int64], c_void_p)
+    mul_mat = _bind(lib, "ggml_mul_mat", [c_void_p, c_void_p, c_void_p], c_void_p)
+    new_graph = _bind(lib, "ggml_new_graph", [c_void_p], c_void_p)
+    expand = _bind(lib, "ggml_build_forward_expand", [c_void_p, c_void_p], None)
+    compute = _bind(lib, "ggml_graph_compute_with_ctx", [c_void_p, c_void_p, c_int], c_int)
+    get_data = _bind(lib, "ggml_get_data", [c_void_p], c_void_p)
+
+    ctx = init(InitParams(64 * 1024 * 1024, None, False))
+    assert ctx
+    try:
+        n = w.size
+        a = new2d(ctx, t, n, 1)
+        b = new2d(ctx, 0, n, 1)
+        assert a and b
+        q = c_quantize(lib, t, w)
+        ctypes.memmove(get_data(a), q.ctypes.data, q.nbytes)
+        ctypes.memmove(get_data(b), np.ascontiguousarray(x, dtype=np.float32).ctypes.data, 4 * n)
+        c = mul_mat(ctx, a, b)
+        assert c
+        gf = new_graph(ctx)
+        expand(gf, c)
+        assert compute(ctx, gf, n_threads) == 0
+        return float(ctypes.cast(get_data(c), POINTER(c_float))[0])
+    finally:
+        free(ctx)
+
+
+@pytest.mark.parametrize("t", [t for t in QUANT_TYPES if t not in (9, 15)] + [1, 30],
+                         ids=lambda t: QUANT_TYPES.get(t) or gguf_type(t).name)
+def test_quantized_dot_product_error(lib, t):
+    w = smooth_signal(0.0)
+    x = smooth_signal(1.0)
+    ref = float(np.dot(w.astype(np.float64), x.astype(np.float64)))
+    got = mul_mat_dot(lib, t, w, x)
+    err = abs(got - ref) / TEST_SIZE
+    bound = MAX_DOT_PRODUCT_ERROR_LOWBIT if t in (10, 11) else MAX_DOT_PRODUCT_ERROR
+    assert err <= bound, f"{t}: dot {got} vs {ref} (error {err:.5f})"
