@@ -92,6 +92,16 @@ static inline void ggml_cpu_row_from_f32(const float * src, void * dst, enum ggm
     }
 }
 
+static inline uint32_t ggml_cpu_f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof(u)); return u; }
+static inline float ggml_cpu_u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof(f)); return f; }
+
+// c ? a : b through bit masks. GCC (with its default -ftrapping-math) will not if-convert a
+// float ?: inside a loop, which blocks vectorization; the integer blend has no branch.
+static inline float ggml_cpu_select(int c, float a, float b) {
+    const uint32_t m = 0u - (uint32_t) c;
+    return ggml_cpu_u2f((ggml_cpu_f2u(a) & m) | (ggml_cpu_f2u(b) & ~m));
+}
+
 // Sum of x[0..n).
 static inline float ggml_cpu_vec_sum(int64_t n, const float * restrict x) {
     float acc[GGML_CPU_RLANES] = {0};
@@ -124,7 +134,17 @@ static inline float ggml_cpu_vec_max(int64_t n, const float * restrict x) {
     for (int j = 0; j < GGML_CPU_RLANES; j++) acc[j] = -INFINITY;
     int64_t i = 0;
     for (; i + GGML_CPU_RLANES <= n; i += GGML_CPU_RLANES) {
-        for (int j = 0; j < GGML_CPU_RLANES; j++) acc[j] = acc[j] > x[i + j] ? acc[j] : x[i + j];
+        // The blend is spelled out (not ggml_cpu_select) because GCC's SLP vectorizer only
+        // picks it up in this form.
+        for (int j = 0; j < GGML_CPU_RLANES; j++) {
+            const float a = acc[j], b = x[i + j];
+            uint32_t ua, ub;
+            memcpy(&ua, &a, sizeof(ua));
+            memcpy(&ub, &b, sizeof(ub));
+            const uint32_t m = 0u - (uint32_t) (a > b);
+            const uint32_t r = (ua & m) | (ub & ~m);
+            memcpy(&acc[j], &r, sizeof(r));
+        }
     }
     float m = -INFINITY;
     for (int j = 0; j < GGML_CPU_RLANES; j++) m = m > acc[j] ? m : acc[j];
@@ -142,17 +162,17 @@ static inline void ggml_cpu_vec_mad(int64_t n, float * restrict y, const float *
     for (int64_t i = 0; i < n; i++) y[i] += a*x[i];
 }
 
-// exp(x) for float, ~1 ulp, written with selects and integer bit tricks only so that loops
+// exp(x) for float, ~1.4 ulp, written with blends and integer bit tricks only so that loops
 // calling it vectorize (libm's expf does not). exp(-inf) = 0, exp(+inf) = inf, NaN -> NaN;
-// results below FLT_MIN flush to zero.
+// results below FLT_MIN flush to zero, above exp(88.376) become inf.
 static inline float ggml_cpu_expf(float x) {
-    const float hi = 88.3762626647949f;   // exp(hi) * 2 would overflow the 2^n scaling
+    const float hi = 88.3762626647949f;   // 2^n scaling below would overflow past this
     const float lo = -87.3365447504f;     // exp(lo) = FLT_MIN
-    float xc = x > hi ? hi : x;
-    xc = xc < lo ? lo : xc;
+    float xc = ggml_cpu_select(x > hi, hi, x);
+    xc = ggml_cpu_select(xc < lo, lo, xc);
     // n = round(x / ln2) by the 1.5*2^23 trick (exact for |n| < 2^22, no rounding-mode call).
     const float magic = 12582912.0f;
-    float n = (xc*1.44269504088896341f + magic) - magic;
+    const float n = (xc*1.44269504088896341f + magic) - magic;
     // r = x - n*ln2 in two pieces (Cody-Waite), |r| <= ln2/2.
     float r = xc - n*0.693359375f;
     r = r - n*(-2.12194440e-4f);
@@ -163,12 +183,10 @@ static inline float ggml_cpu_expf(float x) {
     p = p*r + 1.6666665459e-1f;
     p = p*r + 5.0000001201e-1f;
     p = p*r*r + r + 1.0f;
-    union { uint32_t u; float f; } sc;
-    sc.u = (uint32_t) ((int32_t) n + 127) << 23;
-    float y = p*sc.f;
-    y = x < lo ? 0.0f : y;
-    y = x > hi ? INFINITY : y;
-    y = x != x ? x : y;
+    float y = p*ggml_cpu_u2f((uint32_t) ((int32_t) n + 127) << 23);
+    y = ggml_cpu_select(x < lo, 0.0f, y);
+    y = ggml_cpu_select(x > hi, INFINITY, y);
+    y = ggml_cpu_select(x != x, x, y);
     return y;
 }
 
@@ -185,7 +203,7 @@ static inline float ggml_cpu_gelu(float x) {
     // u, e overflows to inf (inf/inf), which the select replaces by the limit 2.
     const float e = ggml_cpu_expf(2.0f*u);
     float t = 2.0f*e/(e + 1.0f);
-    t = u > 10.0f ? 2.0f : t;
+    t = ggml_cpu_select(u > 10.0f, 2.0f, t);
     return 0.5f*x*t;
 }
 
