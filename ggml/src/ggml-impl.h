@@ -72,6 +72,7 @@ struct ggml_cgraph {
     struct ggml_tensor ** leafs;    // inputs / weights / constants
     struct ggml_tensor ** visited;  // open-addressing hash set, capacity visited_size
     size_t visited_size;
+    bool overflow;                  // a node did not fit (or was NULL): computing it fails
 };
 
 // True for ops that only reinterpret their source's data (no computation).

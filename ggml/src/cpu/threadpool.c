@@ -1,0 +1,387 @@
+// threadpool.c — the CPU graph executor: a persistent pool of worker threads that run every
+// node of a graph in order, meeting at a spin barrier between nodes.
+//
+// Idle workers sleep on a condition variable; a computation wakes them by bumping a generation
+// counter. Within a computation the caller is thread 0 and nobody sleeps: barriers spin (with a
+// pause instruction, then yielding) because a node takes microseconds and a futex wake-up
+// costs as much as the node.
+#include "cpu-impl.h"
+#include "../ggml-core.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#if defined(_WIN32) && !defined(__MINGW32__)
+// Minimal pthread shim over Win32 primitives: the pool needs nothing more.
+#include <windows.h>
+typedef HANDLE             pthread_t;
+typedef CRITICAL_SECTION   pthread_mutex_t;
+typedef CONDITION_VARIABLE pthread_cond_t;
+static int pthread_mutex_init(pthread_mutex_t * m, void * a) { (void) a; InitializeCriticalSection(m); return 0; }
+static int pthread_mutex_destroy(pthread_mutex_t * m) { DeleteCriticalSection(m); return 0; }
+static int pthread_mutex_lock(pthread_mutex_t * m) { EnterCriticalSection(m); return 0; }
+static int pthread_mutex_unlock(pthread_mutex_t * m) { LeaveCriticalSection(m); return 0; }
+static int pthread_cond_init(pthread_cond_t * c, void * a) { (void) a; InitializeConditionVariable(c); return 0; }
+static int pthread_cond_destroy(pthread_cond_t * c) { (void) c; return 0; }
+static int pthread_cond_wait(pthread_cond_t * c, pthread_mutex_t * m) { SleepConditionVariableCS(c, m, INFINITE); return 0; }
+static int pthread_cond_broadcast(pthread_cond_t * c) { WakeAllConditionVariable(c); return 0; }
+struct ggml_win_thread { void * (*fn)(void *); void * arg; };
+static DWORD WINAPI ggml_win_thread_main(LPVOID p) {
+    struct ggml_win_thread t = *(struct ggml_win_thread *) p;
+    free(p);
+    t.fn(t.arg);
+    return 0;
+}
+static int pthread_create(pthread_t * th, void * attr, void * (*fn)(void *), void * arg) {
+    (void) attr;
+    struct ggml_win_thread * t = malloc(sizeof(*t));
+    if (!t) return -1;
+    t->fn = fn; t->arg = arg;
+    *th = CreateThread(NULL, 0, ggml_win_thread_main, t, 0, NULL);
+    if (!*th) { free(t); return -1; }
+    return 0;
+}
+static int pthread_join(pthread_t th, void ** ret) {
+    (void) ret;
+    WaitForSingleObject(th, INFINITE);
+    CloseHandle(th);
+    return 0;
+}
+static void ggml_thread_yield(void) { SwitchToThread(); }
+#else
+#include <pthread.h>
+#include <sched.h>
+static void ggml_thread_yield(void) { sched_yield(); }
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+static inline void ggml_cpu_relax(void) { _mm_pause(); }
+#elif defined(__aarch64__)
+static inline void ggml_cpu_relax(void) { __asm__ volatile("yield" ::: "memory"); }
+#else
+static inline void ggml_cpu_relax(void) { }
+#endif
+
+// Pause-spins before a waiter starts yielding its core (other processes may need it).
+#define GGML_SPIN_BEFORE_YIELD 1024
+// Pause-spins an idle worker does before sleeping: catches back-to-back computations.
+#define GGML_SPIN_BEFORE_SLEEP 4096
+#define GGML_CACHE_LINE 64
+
+// Counter barrier for n threads; gen moves on each time everyone arrived.
+struct ggml_barrier {
+    _Alignas(GGML_CACHE_LINE) atomic_int count;
+    _Alignas(GGML_CACHE_LINE) atomic_int gen;
+};
+
+struct ggml_worker {
+    struct ggml_threadpool * tp;
+    int ith;
+};
+
+struct ggml_threadpool {
+    int n_threads_max;               // threads created, the caller's included
+    int n_threads;                   // threads the next computation uses
+    pthread_t * threads;             // n_threads_max - 1 workers
+    struct ggml_worker * workers;
+
+    pthread_mutex_t mutex;           // guards sleeping on cond
+    pthread_cond_t  cond;
+    _Alignas(GGML_CACHE_LINE) atomic_int generation; // bumped to start a computation
+    atomic_bool stop;
+    atomic_bool busy;                // a computation is running (pools are not reentrant)
+
+    // The current computation; written before generation is bumped.
+    struct ggml_cgraph * cgraph;
+    int n_threads_cur;
+    void * wdata;
+    size_t wsize;
+
+    struct ggml_barrier node_barrier; // between nodes, all n_threads_cur threads
+    struct ggml_barrier op_barrier;   // ggml_cpu_barrier, the node's n_tasks threads
+    _Alignas(GGML_CACHE_LINE) atomic_int n_finished;
+    atomic_int status;
+
+    ggml_abort_callback abort_cb;
+    void * abort_data;
+};
+
+static void ggml_barrier_wait(struct ggml_barrier * b, int n) {
+    if (n <= 1) {
+        return;
+    }
+    const int gen = atomic_load_explicit(&b->gen, memory_order_relaxed);
+    if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) == n - 1) {
+        atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
+        return;
+    }
+    int spins = 0;
+    while (atomic_load_explicit(&b->gen, memory_order_acquire) == gen) {
+        if (++spins < GGML_SPIN_BEFORE_YIELD) {
+            ggml_cpu_relax();
+        } else {
+            ggml_thread_yield();
+        }
+    }
+}
+
+void ggml_cpu_barrier(const struct ggml_compute_params * params) {
+    if (params->nth <= 1 || !params->tp) {
+        return;
+    }
+    ggml_barrier_wait(&params->tp->op_barrier, params->nth);
+}
+
+// Runs thread ith's share of every node of the current computation.
+static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith) {
+    const struct ggml_cgraph * g = tp->cgraph;
+    const int nth = tp->n_threads_cur;
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct ggml_tensor * node = g->nodes[i];
+        if (ggml_op_is_view(node->op)) {
+            continue; // no work, so no barrier either
+        }
+        const int n_tasks = ggml_cpu_n_tasks(node, nth);
+        if (ith < n_tasks) {
+            const struct ggml_compute_params params = { ith, n_tasks, tp->wsize, tp->wdata, tp };
+            if (!ggml_cpu_compute_forward(&params, node)) {
+                atomic_store(&tp->status, GGML_STATUS_FAILED);
+            }
+        }
+        if (ith == 0 && tp->abort_cb && tp->abort_cb(tp->abort_data)) {
+            int expected = GGML_STATUS_SUCCESS;
+            atomic_compare_exchange_strong(&tp->status, &expected, GGML_STATUS_ABORTED);
+        }
+        ggml_barrier_wait(&tp->node_barrier, nth);
+        // Everyone reads status after the same barrier, so all threads stop at the same node.
+        if (atomic_load_explicit(&tp->status, memory_order_relaxed) != GGML_STATUS_SUCCESS) {
+            break;
+        }
+    }
+}
+
+static void * ggml_worker_main(void * arg) {
+    struct ggml_worker * w = arg;
+    struct ggml_threadpool * tp = w->tp;
+    int seen = 0;
+    for (;;) {
+        int spins = 0;
+        int gen;
+        while ((gen = atomic_load_explicit(&tp->generation, memory_order_acquire)) == seen &&
+               !atomic_load_explicit(&tp->stop, memory_order_acquire)) {
+            if (++spins < GGML_SPIN_BEFORE_SLEEP) {
+                ggml_cpu_relax();
+                continue;
+            }
+            pthread_mutex_lock(&tp->mutex);
+            while (atomic_load(&tp->generation) == seen && !atomic_load(&tp->stop)) {
+                pthread_cond_wait(&tp->cond, &tp->mutex);
+            }
+            pthread_mutex_unlock(&tp->mutex);
+        }
+        if (atomic_load(&tp->stop)) {
+            break;
+        }
+        seen = gen;
+        if (w->ith < tp->n_threads_cur) {
+            ggml_threadpool_run(tp, w->ith);
+            atomic_fetch_add_explicit(&tp->n_finished, 1, memory_order_release);
+        }
+    }
+    return NULL;
+}
+
+struct ggml_threadpool * ggml_threadpool_new(int n_threads) {
+    if (n_threads < 1 || n_threads > 512) {
+        GGML_LOG_ERROR("ggml_threadpool_new: n_threads %d is not in 1..512", n_threads);
+        return NULL;
+    }
+    struct ggml_threadpool * tp = ggml_aligned_malloc(sizeof(*tp));
+    if (!tp) {
+        GGML_LOG_ERROR("ggml_threadpool_new: out of memory");
+        return NULL;
+    }
+    memset(tp, 0, sizeof(*tp));
+    atomic_init(&tp->generation, 0);
+    atomic_init(&tp->stop, false);
+    atomic_init(&tp->busy, false);
+    atomic_init(&tp->node_barrier.count, 0);
+    atomic_init(&tp->node_barrier.gen, 0);
+    atomic_init(&tp->op_barrier.count, 0);
+    atomic_init(&tp->op_barrier.gen, 0);
+    atomic_init(&tp->n_finished, 0);
+    atomic_init(&tp->status, GGML_STATUS_SUCCESS);
+    pthread_mutex_init(&tp->mutex, NULL);
+    pthread_cond_init(&tp->cond, NULL);
+    tp->threads = calloc((size_t) n_threads, sizeof(pthread_t));
+    tp->workers = calloc((size_t) n_threads, sizeof(struct ggml_worker));
+    if (!tp->threads || !tp->workers) {
+        GGML_LOG_ERROR("ggml_threadpool_new: out of memory");
+        ggml_threadpool_free(tp);
+        return NULL;
+    }
+    tp->n_threads_max = 1;
+    for (int i = 1; i < n_threads; i++) {
+        tp->workers[i].tp = tp;
+        tp->workers[i].ith = i;
+        if (pthread_create(&tp->threads[i - 1], NULL, ggml_worker_main, &tp->workers[i]) != 0) {
+            GGML_LOG_WARN("ggml_threadpool_new: could only start %d of %d threads", i, n_threads);
+            break;
+        }
+        tp->n_threads_max = i + 1;
+    }
+    tp->n_threads = tp->n_threads_max;
+    return tp;
+}
+
+void ggml_threadpool_free(struct ggml_threadpool * tp) {
+    if (!tp) {
+        return;
+    }
+    pthread_mutex_lock(&tp->mutex);
+    atomic_store(&tp->stop, true);
+    pthread_cond_broadcast(&tp->cond);
+    pthread_mutex_unlock(&tp->mutex);
+    for (int i = 1; i < tp->n_threads_max; i++) {
+        pthread_join(tp->threads[i - 1], NULL);
+    }
+    pthread_cond_destroy(&tp->cond);
+    pthread_mutex_destroy(&tp->mutex);
+    free(tp->threads);
+    free(tp->workers);
+    ggml_aligned_free(tp->wdata);
+    ggml_aligned_free(tp);
+}
+
+int ggml_threadpool_get_n_threads(const struct ggml_threadpool * tp) {
+    return tp ? tp->n_threads : 0;
+}
+
+void ggml_threadpool_set_n_threads(struct ggml_threadpool * tp, int n_threads) {
+    if (!tp) {
+        return;
+    }
+    if (n_threads < 1 || n_threads > tp->n_threads_max) {
+        GGML_LOG_WARN("ggml_threadpool_set_n_threads: %d is not in 1..%d; clamped", n_threads, tp->n_threads_max);
+        n_threads = n_threads < 1 ? 1 : tp->n_threads_max;
+    }
+    tp->n_threads = n_threads;
+}
+
+void ggml_threadpool_set_abort_callback(struct ggml_threadpool * tp, ggml_abort_callback cb, void * data) {
+    if (tp) {
+        tp->abort_cb = cb;
+        tp->abort_data = data;
+    }
+}
+
+// Gives views their data from their view source and checks every tensor the graph touches has
+// data; false (logged) otherwise.
+static bool ggml_graph_prepare_data(struct ggml_cgraph * g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct ggml_tensor * node = g->nodes[i];
+        for (int s = -1; s < GGML_MAX_SRC; s++) {
+            struct ggml_tensor * t = s < 0 ? node : node->src[s];
+            if (!t) {
+                continue;
+            }
+            if (t->view_src && t->view_src->data) {
+                t->data = (char *) t->view_src->data + t->view_offs;
+            }
+            if (!t->data && ggml_nbytes(t) > 0) {
+                GGML_LOG_ERROR("ggml_graph_compute: tensor '%s' (%s, %s of node %d '%s') has no data; "
+                               "allocate the graph (ggml_gallocr_alloc_graph) or use a context without no_alloc",
+                               t->name, ggml_op_name(t->op), s < 0 ? "the node" : "a source", i, node->name);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_threadpool * tp) {
+    if (!cgraph || !tp) {
+        GGML_LOG_ERROR("ggml_graph_compute: NULL %s", cgraph ? "threadpool" : "graph");
+        return GGML_STATUS_FAILED;
+    }
+    if (cgraph->overflow) {
+        GGML_LOG_ERROR("ggml_graph_compute: the graph is incomplete (it overflowed or was given a NULL tensor)");
+        return GGML_STATUS_FAILED;
+    }
+    bool expected = false;
+    if (!atomic_compare_exchange_strong(&tp->busy, &expected, true)) {
+        GGML_LOG_ERROR("ggml_graph_compute: the threadpool is already computing a graph");
+        return GGML_STATUS_FAILED;
+    }
+    if (!ggml_graph_prepare_data(cgraph)) {
+        atomic_store(&tp->busy, false);
+        return GGML_STATUS_ALLOC_FAILED;
+    }
+
+    const int nth = tp->n_threads;
+    size_t wsize = 0;
+    for (int i = 0; i < cgraph->n_nodes; i++) {
+        const struct ggml_tensor * node = cgraph->nodes[i];
+        if (!ggml_op_is_view(node->op)) {
+            const size_t w = ggml_cpu_work_size(node, ggml_cpu_n_tasks(node, nth));
+            wsize = w > wsize ? w : wsize;
+        }
+    }
+    if (wsize > tp->wsize) {
+        // Grow once, with slack so slowly growing graphs (a longer KV cache) do not regrow each call.
+        const size_t want = GGML_PAD(wsize + wsize / 4, GGML_CACHE_LINE);
+        void * w = ggml_aligned_malloc(want);
+        if (!w) {
+            GGML_LOG_ERROR("ggml_graph_compute: cannot allocate %zu bytes of scratch", want);
+            atomic_store(&tp->busy, false);
+            return GGML_STATUS_ALLOC_FAILED;
+        }
+        ggml_aligned_free(tp->wdata);
+        tp->wdata = w;
+        tp->wsize = want;
+    }
+
+    tp->cgraph = cgraph;
+    tp->n_threads_cur = nth;
+    atomic_store(&tp->status, GGML_STATUS_SUCCESS);
+    atomic_store(&tp->n_finished, 0);
+    if (nth > 1) {
+        pthread_mutex_lock(&tp->mutex);
+        atomic_fetch_add_explicit(&tp->generation, 1, memory_order_release);
+        pthread_cond_broadcast(&tp->cond);
+        pthread_mutex_unlock(&tp->mutex);
+    }
+    ggml_threadpool_run(tp, 0);
+    // Wait until every worker has left the graph before the caller may change it.
+    int spins = 0;
+    while (atomic_load_explicit(&tp->n_finished, memory_order_acquire) < nth - 1) {
+        if (++spins < GGML_SPIN_BEFORE_YIELD) {
+            ggml_cpu_relax();
+        } else {
+            ggml_thread_yield();
+        }
+    }
+    tp->cgraph = NULL;
+    const enum ggml_status status = (enum ggml_status) atomic_load(&tp->status);
+    if (status == GGML_STATUS_ABORTED) {
+        GGML_LOG_INFO("ggml_graph_compute: aborted by the abort callback");
+    }
+    atomic_store(&tp->busy, false);
+    return status;
+}
+
+enum ggml_status ggml_graph_compute_with_ctx(struct ggml_context * ctx, struct ggml_cgraph * cgraph, int n_threads) {
+    (void) ctx;
+    if (n_threads <= 0) {
+        n_threads = ggml_cpu_n_physical_cores();
+    }
+    struct ggml_threadpool * tp = ggml_threadpool_new(n_threads);
+    if (!tp) {
+        return GGML_STATUS_ALLOC_FAILED;
+    }
+    const enum ggml_status status = ggml_graph_compute(cgraph, tp);
+    ggml_threadpool_free(tp);
+    return status;
+}

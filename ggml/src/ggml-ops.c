@@ -1,0 +1,591 @@
+// ggml-ops.c — op constructors: validate shapes and types, then record the op, its sources and
+// its parameters (layouts documented at the top of ggml-impl.h) on a new node. Nothing is
+// computed here; a bad input returns NULL with a log line naming the op and the shapes.
+#include "ggml-core.h"
+
+#include <stdio.h>
+
+#define DESC(t, buf) ggml_tensor_desc((t), (buf), sizeof(buf))
+
+// Logs "<op>: <why>: a=<desc> b=<desc>" and returns NULL.
+static struct ggml_tensor * ggml_op_fail(const char * op, const char * why,
+                                         const struct ggml_tensor * a, const struct ggml_tensor * b) {
+    char da[GGML_TENSOR_DESC_SIZE], db[GGML_TENSOR_DESC_SIZE];
+    if (b) {
+        GGML_LOG_ERROR("%s: %s: a = %s, b = %s", op, why, DESC(a, da), DESC(b, db));
+    } else {
+        GGML_LOG_ERROR("%s: %s: a = %s", op, why, DESC(a, da));
+    }
+    return NULL;
+}
+
+static bool ggml_is_float_type(enum ggml_type t) {
+    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
+}
+
+// New node: a fresh tensor of `type`/`ne`, or (inplace) a view of a with a's shape.
+static struct ggml_tensor * ggml_new_node(struct ggml_context * ctx, enum ggml_op op, struct ggml_tensor * a,
+                                          bool inplace, enum ggml_type type, const int64_t * ne) {
+    struct ggml_tensor * t = inplace ? ggml_view_tensor(ctx, a)
+                                     : ggml_new_tensor_impl(ctx, type, GGML_MAX_DIMS, ne, NULL, 0);
+    if (!t) {
+        return NULL;
+    }
+    t->op = op;
+    t->src[0] = a;
+    if (inplace) {
+        ggml_format_name(t, "%s (inplace)", a->name);
+    } else {
+        t->name[0] = '\0';
+    }
+    return t;
+}
+
+// Node with a's type and shape.
+static struct ggml_tensor * ggml_new_node_like(struct ggml_context * ctx, enum ggml_op op, struct ggml_tensor * a, bool inplace) {
+    return ggml_new_node(ctx, op, a, inplace, a->type, a->ne);
+}
+
+// ---- copies ----
+
+struct ggml_tensor * ggml_dup(struct ggml_context * ctx, struct ggml_tensor * a) {
+    if (!a) {
+        return ggml_op_fail("ggml_dup", "NULL input", a, NULL);
+    }
+    return ggml_new_node_like(ctx, GGML_OP_DUP, a, false);
+}
+
+struct ggml_tensor * ggml_cont(struct ggml_context * ctx, struct ggml_tensor * a) {
+    if (!a) {
+        return ggml_op_fail("ggml_cont", "NULL input", a, NULL);
+    }
+    if (ggml_is_quantized(a->type) && !ggml_is_contiguous(a)) {
+        return ggml_op_fail("ggml_cont", "a strided quantized tensor cannot be made contiguous", a, NULL);
+    }
+    return ggml_new_node_like(ctx, GGML_OP_CONT, a, false);
+}
+
+struct ggml_tensor * ggml_cpy(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    if (!a || !b) {
+        return ggml_op_fail("ggml_cpy", "NULL input", a, b);
+    }
+    if (ggml_nelements(a) != ggml_nelements(b)) {
+        return ggml_op_fail("ggml_cpy", "element counts differ", a, b);
+    }
+    if (ggml_is_quantized(a->type) && a->type != b->type) {
+        return ggml_op_fail("ggml_cpy", "a quantized source can only be copied to its own type", a, b);
+    }
+    if (ggml_is_quantized(b->type) && a->type != b->type) {
+        const struct ggml_type_traits * tt = ggml_get_type_traits(b->type);
+        if (a->type != GGML_TYPE_F32 || !tt || !tt->from_float_ref) {
+            return ggml_op_fail("ggml_cpy", "quantizing needs an F32 source and a type with a quantizer", a, b);
+        }
+        if (!ggml_is_contiguous(b)) {
+            return ggml_op_fail("ggml_cpy", "a quantized destination must be contiguous", a, b);
+        }
+    }
+    struct ggml_tensor * t = ggml_view_tensor(ctx, b);
+    if (!t) {
+        return NULL;
+    }
+    t->op = GGML_OP_CPY;
+    t->src[0] = a;
+    t->src[1] = b;
+    if (b->name[0]) {
+        ggml_format_name(t, "%s (copy of %s)", b->name, a->name);
+    } else {
+        ggml_format_name(t, "%s (copy)", a->name);
+    }
+    return t;
+}
+
+// ---- elementwise binary ----
+
+static struct ggml_tensor * ggml_binary_impl(struct ggml_context * ctx, enum ggml_op op, const char * name,
+                                             struct ggml_tensor * a, struct ggml_tensor * b, bool inplace) {
+    if (!a || !b) {
+        return ggml_op_fail(name, "NULL input", a, b);
+    }
+    if (a->type != GGML_TYPE_F32 || !ggml_is_float_type(b->type)) {
+        return ggml_op_fail(name, "a must be F32 and b F32/F16/BF16", a, b);
+    }
+    if (!ggml_can_repeat(b, a)) {
+        return ggml_op_fail(name, "b cannot be broadcast onto a (each a->ne[i] must be a multiple of b->ne[i])", a, b);
+    }
+    struct ggml_tensor * t = ggml_new_node_like(ctx, op, a, inplace);
+    if (t) {
+        t->src[1] = b;
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_add(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    return ggml_binary_impl(ctx, GGML_OP_ADD, "ggml_add", a, b, false);
+}
+struct ggml_tensor * ggml_add_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    return ggml_binary_impl(ctx, GGML_OP_ADD, "ggml_add_inplace", a, b, true);
+}
+struct ggml_tensor * ggml_sub(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    return ggml_binary_impl(ctx, GGML_OP_SUB, "ggml_sub", a, b, false);
+}
+struct ggml_tensor * ggml_sub_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    return ggml_binary_impl(ctx, GGML_OP_SUB, "ggml_sub_inplace", a, b, true);
+}
+struct ggml_tensor * ggml_mul(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    return ggml_binary_impl(ctx, GGML_OP_MUL, "ggml_mul", a, b, false);
+}
+struct ggml_tensor * ggml_mul_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    return ggml_binary_impl(ctx, GGML_OP_MUL, "ggml_mul_inplace", a, b, true);
+}
+struct ggml_tensor * ggml_div(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    return ggml_binary_impl(ctx, GGML_OP_DIV, "ggml_div", a, b, false);
+}
+struct ggml_tensor * ggml_div_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    return ggml_binary_impl(ctx, GGML_OP_DIV, "ggml_div_inplace", a, b, true);
+}
+
+// ---- unary and row-wise ----
+
+// Checks a is non-NULL F32; logs under `name` otherwise.
+static bool ggml_check_f32(const char * name, const struct ggml_tensor * a) {
+    if (!a) {
+        ggml_op_fail(name, "NULL input", a, NULL);
+        return false;
+    }
+    if (a->type != GGML_TYPE_F32) {
+        ggml_op_fail(name, "input must be F32", a, NULL);
+        return false;
+    }
+    return true;
+}
+
+static struct ggml_tensor * ggml_scale_impl(struct ggml_context * ctx, struct ggml_tensor * a, float s, bool inplace) {
+    if (!ggml_check_f32(inplace ? "ggml_scale_inplace" : "ggml_scale", a)) {
+        return NULL;
+    }
+    struct ggml_tensor * t = ggml_new_node_like(ctx, GGML_OP_SCALE, a, inplace);
+    if (t) {
+        ggml_set_op_params_f32(t, 0, s);
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_scale(struct ggml_context * ctx, struct ggml_tensor * a, float s) {
+    return ggml_scale_impl(ctx, a, s, false);
+}
+struct ggml_tensor * ggml_scale_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float s) {
+    return ggml_scale_impl(ctx, a, s, true);
+}
+
+static struct ggml_tensor * ggml_norm_impl(struct ggml_context * ctx, enum ggml_op op, const char * name,
+                                           struct ggml_tensor * a, float eps, bool inplace) {
+    if (!ggml_check_f32(name, a)) {
+        return NULL;
+    }
+    if (!(eps >= 0.0f) || isinf(eps)) {
+        GGML_LOG_ERROR("%s: eps %g must be finite and >= 0", name, (double) eps);
+        return NULL;
+    }
+    struct ggml_tensor * t = ggml_new_node_like(ctx, op, a, inplace);
+    if (t) {
+        ggml_set_op_params_f32(t, 0, eps);
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_rms_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps) {
+    return ggml_norm_impl(ctx, GGML_OP_RMS_NORM, "ggml_rms_norm", a, eps, false);
+}
+struct ggml_tensor * ggml_rms_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps) {
+    return ggml_norm_impl(ctx, GGML_OP_RMS_NORM, "ggml_rms_norm_inplace", a, eps, true);
+}
+struct ggml_tensor * ggml_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps) {
+    return ggml_norm_impl(ctx, GGML_OP_NORM, "ggml_norm", a, eps, false);
+}
+
+static struct ggml_tensor * ggml_unary_impl(struct ggml_context * ctx, enum ggml_op op, const char * name,
+                                            struct ggml_tensor * a, bool inplace) {
+    if (!ggml_check_f32(name, a)) {
+        return NULL;
+    }
+    return ggml_new_node_like(ctx, op, a, inplace);
+}
+
+struct ggml_tensor * ggml_silu(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_unary_impl(ctx, GGML_OP_SILU, "ggml_silu", a, false);
+}
+struct ggml_tensor * ggml_silu_inplace(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_unary_impl(ctx, GGML_OP_SILU, "ggml_silu_inplace", a, true);
+}
+struct ggml_tensor * ggml_gelu(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_unary_impl(ctx, GGML_OP_GELU, "ggml_gelu", a, false);
+}
+struct ggml_tensor * ggml_gelu_inplace(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_unary_impl(ctx, GGML_OP_GELU, "ggml_gelu_inplace", a, true);
+}
+
+struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    if (!a || !b) {
+        return ggml_op_fail("ggml_swiglu_split", "NULL input", a, b);
+    }
+    if (a->type != GGML_TYPE_F32 || b->type != GGML_TYPE_F32) {
+        return ggml_op_fail("ggml_swiglu_split", "inputs must be F32", a, b);
+    }
+    if (!ggml_are_same_shape(a, b)) {
+        return ggml_op_fail("ggml_swiglu_split", "gate and up must have the same shape", a, b);
+    }
+    struct ggml_tensor * t = ggml_new_node_like(ctx, GGML_OP_SWIGLU, a, false);
+    if (t) {
+        t->src[1] = b;
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_swiglu(struct ggml_context * ctx, struct ggml_tensor * a) {
+    if (!ggml_check_f32("ggml_swiglu", a)) {
+        return NULL;
+    }
+    if (a->ne[0] % 2 != 0) {
+        return ggml_op_fail("ggml_swiglu", "ne[0] must be even (gate and up halves)", a, NULL);
+    }
+    const int64_t ne[4] = { a->ne[0] / 2, a->ne[1], a->ne[2], a->ne[3] };
+    return ggml_new_node(ctx, GGML_OP_SWIGLU, a, false, GGML_TYPE_F32, ne);
+}
+
+// ---- matrix product ----
+
+struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    if (!a || !b) {
+        return ggml_op_fail("ggml_mul_mat", "NULL input", a, b);
+    }
+    if (b->type != GGML_TYPE_F32) {
+        return ggml_op_fail("ggml_mul_mat", "b must be F32", a, b);
+    }
+    const struct ggml_type_traits * tt = ggml_get_type_traits(a->type);
+    if (!tt || (!ggml_is_float_type(a->type) && !tt->is_quantized)) {
+        return ggml_op_fail("ggml_mul_mat", "a must be F32, F16, BF16 or quantized", a, b);
+    }
+    if (a->ne[0] != b->ne[0]) {
+        return ggml_op_fail("ggml_mul_mat", "a->ne[0] (K) must equal b->ne[0]", a, b);
+    }
+    if (a->ne[2] <= 0 || a->ne[3] <= 0 || b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) {
+        return ggml_op_fail("ggml_mul_mat", "b->ne[2..3] must be multiples of a->ne[2..3]", a, b);
+    }
+    if (ggml_is_transposed(a)) {
+        return ggml_op_fail("ggml_mul_mat", "a must not be transposed (use ggml_cont first)", a, b);
+    }
+    if (tt->is_quantized && a->nb[0] != tt->type_size) {
+        return ggml_op_fail("ggml_mul_mat", "a quantized a must have contiguous rows", a, b);
+    }
+    const int64_t ne[4] = { a->ne[1], b->ne[1], b->ne[2], b->ne[3] };
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_MUL_MAT, a, false, GGML_TYPE_F32, ne);
+    if (t) {
+        t->src[1] = b;
+    }
+    return t;
+}
+
+// ---- softmax and masks ----
+
+static struct ggml_tensor * ggml_soft_max_impl(struct ggml_context * ctx, const char * name, struct ggml_tensor * a,
+                                               struct ggml_tensor * mask, float scale, float max_bias, bool inplace) {
+    if (!ggml_check_f32(name, a)) {
+        return NULL;
+    }
+    if (mask) {
+        if (mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) {
+            return ggml_op_fail(name, "mask must be F32 or F16", a, mask);
+        }
+        if (mask->ne[0] != a->ne[0] || mask->ne[1] < a->ne[1]) {
+            return ggml_op_fail(name, "mask must be [a->ne[0], >= a->ne[1]]", a, mask);
+        }
+        if (mask->ne[2] <= 0 || mask->ne[3] <= 0 || a->ne[2] % mask->ne[2] != 0 || a->ne[3] % mask->ne[3] != 0) {
+            return ggml_op_fail(name, "mask dims 2-3 must broadcast onto a", a, mask);
+        }
+        if (mask->nb[0] != ggml_type_size(mask->type)) {
+            return ggml_op_fail(name, "mask rows must be contiguous", a, mask);
+        }
+    }
+    if (max_bias < 0.0f || isnan(max_bias)) {
+        GGML_LOG_ERROR("%s: max_bias %g must be >= 0", name, (double) max_bias);
+        return NULL;
+    }
+    struct ggml_tensor * t = ggml_new_node_like(ctx, GGML_OP_SOFT_MAX, a, inplace);
+    if (t) {
+        t->src[1] = mask;
+        ggml_set_op_params_f32(t, 0, scale);
+        ggml_set_op_params_f32(t, 1, max_bias);
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_soft_max(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_soft_max_impl(ctx, "ggml_soft_max", a, NULL, 1.0f, 0.0f, false);
+}
+struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_soft_max_impl(ctx, "ggml_soft_max_inplace", a, NULL, 1.0f, 0.0f, true);
+}
+struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * mask,
+                                       float scale, float max_bias) {
+    return ggml_soft_max_impl(ctx, "ggml_soft_max_ext", a, mask, scale, max_bias, false);
+}
+
+static struct ggml_tensor * ggml_diag_mask_inf_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_past, bool inplace) {
+    const char * name = inplace ? "ggml_diag_mask_inf_inplace" : "ggml_diag_mask_inf";
+    if (!ggml_check_f32(name, a)) {
+        return NULL;
+    }
+    if (n_past < 0) {
+        GGML_LOG_ERROR("%s: n_past %d must be >= 0", name, n_past);
+        return NULL;
+    }
+    struct ggml_tensor * t = ggml_new_node_like(ctx, GGML_OP_DIAG_MASK_INF, a, inplace);
+    if (t) {
+        ggml_set_op_params_i32(t, 0, n_past);
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_diag_mask_inf(struct ggml_context * ctx, struct ggml_tensor * a, int n_past) {
+    return ggml_diag_mask_inf_impl(ctx, a, n_past, false);
+}
+struct ggml_tensor * ggml_diag_mask_inf_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_past) {
+    return ggml_diag_mask_inf_impl(ctx, a, n_past, true);
+}
+
+// ---- rotary embedding ----
+
+static struct ggml_tensor * ggml_rope_impl(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                           struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig,
+                                           float freq_base, float freq_scale, float ext_factor, float attn_factor,
+                                           float beta_fast, float beta_slow, bool inplace) {
+    const char * name = inplace ? "ggml_rope_ext_inplace" : "ggml_rope_ext";
+    if (!a || !b) {
+        return ggml_op_fail(name, "NULL input", a, b);
+    }
+    if (a->type != GGML_TYPE_F32 && a->type != GGML_TYPE_F16) {
+        return ggml_op_fail(name, "a must be F32 or F16", a, b);
+    }
+    if (b->type != GGML_TYPE_I32 || ggml_n_dims(b) != 1 || b->ne[0] != a->ne[2]) {
+        return ggml_op_fail(name, "positions b must be I32 [a->ne[2]] (one per token)", a, b);
+    }
+    if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > a->ne[0]) {
+        char d[GGML_TENSOR_DESC_SIZE];
+        GGML_LOG_ERROR("%s: n_dims %d must be even and in 2..ne[0] of a = %s", name, n_dims, DESC(a, d));
+        return NULL;
+    }
+    if (mode != GGML_ROPE_TYPE_NORMAL && mode != GGML_ROPE_TYPE_NEOX) {
+        GGML_LOG_ERROR("%s: mode %d is neither GGML_ROPE_TYPE_NORMAL nor GGML_ROPE_TYPE_NEOX", name, mode);
+        return NULL;
+    }
+    if (c && (c->type != GGML_TYPE_F32 || c->ne[0] < n_dims / 2 || !ggml_is_contiguous(c))) {
+        return ggml_op_fail(name, "frequency factors c must be contiguous F32 with >= n_dims/2 elements", a, c);
+    }
+    if (!(freq_base > 0.0f) || !(freq_scale > 0.0f)) {
+        GGML_LOG_ERROR("%s: freq_base %g and freq_scale %g must be > 0", name, (double) freq_base, (double) freq_scale);
+        return NULL;
+    }
+    struct ggml_tensor * t = ggml_new_node_like(ctx, GGML_OP_ROPE, a, inplace);
+    if (!t) {
+        return NULL;
+    }
+    t->src[1] = b;
+    t->src[2] = c;
+    ggml_set_op_params_i32(t, 1, n_dims);
+    ggml_set_op_params_i32(t, 2, mode);
+    ggml_set_op_params_i32(t, 4, n_ctx_orig);
+    ggml_set_op_params_f32(t, 5, freq_base);
+    ggml_set_op_params_f32(t, 6, freq_scale);
+    ggml_set_op_params_f32(t, 7, ext_factor);
+    ggml_set_op_params_f32(t, 8, attn_factor);
+    ggml_set_op_params_f32(t, 9, beta_fast);
+    ggml_set_op_params_f32(t, 10, beta_slow);
+    return t;
+}
+
+struct ggml_tensor * ggml_rope_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c,
+                                   int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                                   float attn_factor, float beta_fast, float beta_slow) {
+    return ggml_rope_impl(ctx, a, b, c, n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor,
+                          attn_factor, beta_fast, beta_slow, false);
+}
+
+struct ggml_tensor * ggml_rope_ext_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c,
+                                           int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                                           float attn_factor, float beta_fast, float beta_slow) {
+    return ggml_rope_impl(ctx, a, b, c, n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor,
+                          attn_factor, beta_fast, beta_slow, true);
+}
+
+struct ggml_tensor * ggml_rope(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int n_dims, int mode) {
+    return ggml_rope_impl(ctx, a, b, NULL, n_dims, mode, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, false);
+}
+
+// ---- rows ----
+
+struct ggml_tensor * ggml_get_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+    if (!a || !b) {
+        return ggml_op_fail("ggml_get_rows", "NULL input", a, b);
+    }
+    if (b->type != GGML_TYPE_I32) {
+        return ggml_op_fail("ggml_get_rows", "row ids b must be I32", a, b);
+    }
+    if (b->ne[1] != a->ne[2] || b->ne[2] != a->ne[3] || b->ne[3] != 1) {
+        return ggml_op_fail("ggml_get_rows", "b must be [n, a->ne[2], a->ne[3]]", a, b);
+    }
+    const struct ggml_type_traits * tt = ggml_get_type_traits(a->type);
+    if (!tt || (a->type != GGML_TYPE_F32 && a->type != GGML_TYPE_I32 && !tt->to_float)) {
+        return ggml_op_fail("ggml_get_rows", "a's type cannot be converted to F32", a, b);
+    }
+    const int64_t ne[4] = { a->ne[0], b->ne[0], b->ne[1], b->ne[2] };
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_GET_ROWS, a, false, GGML_TYPE_F32, ne);
+    if (t) {
+        t->src[1] = b;
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c) {
+    if (!a || !b || !c) {
+        return ggml_op_fail("ggml_set_rows", "NULL input", a, b ? b : c);
+    }
+    if (b->type != GGML_TYPE_F32) {
+        return ggml_op_fail("ggml_set_rows", "rows b must be F32", a, b);
+    }
+    if (c->type != GGML_TYPE_I32 && c->type != GGML_TYPE_I64) {
+        return ggml_op_fail("ggml_set_rows", "row ids c must be I32 or I64", a, c);
+    }
+    if (b->ne[0] != a->ne[0] || b->ne[2] != a->ne[2] || b->ne[3] != a->ne[3]) {
+        return ggml_op_fail("ggml_set_rows", "b must be [a->ne[0], n, a->ne[2], a->ne[3]]", a, b);
+    }
+    if (c->ne[0] != b->ne[1] || c->ne[1] <= 0 || c->ne[2] <= 0 || b->ne[2] % c->ne[1] != 0 ||
+        b->ne[3] % c->ne[2] != 0 || c->ne[3] != 1) {
+        return ggml_op_fail("ggml_set_rows", "ids c must be [n, d1, d2] with b->ne[2] % d1 == 0, b->ne[3] % d2 == 0", b, c);
+    }
+    if (a->type != b->type) {
+        const struct ggml_type_traits * tt = ggml_get_type_traits(a->type);
+        if (!tt || (!ggml_is_float_type(a->type) && !tt->from_float_ref)) {
+            return ggml_op_fail("ggml_set_rows", "F32 rows cannot be converted to a's type", a, b);
+        }
+    }
+    if (a->nb[0] != ggml_type_size(a->type)) {
+        return ggml_op_fail("ggml_set_rows", "the destination's rows must be contiguous", a, b);
+    }
+    struct ggml_tensor * t = ggml_view_tensor(ctx, a);
+    if (!t) {
+        return NULL;
+    }
+    t->op = GGML_OP_SET_ROWS;
+    t->src[0] = b;
+    t->src[1] = c;
+    ggml_format_name(t, "%s (set rows)", a->name);
+    return t;
+}
+
+struct ggml_tensor * ggml_sum_rows(struct ggml_context * ctx, struct ggml_tensor * a) {
+    if (!ggml_check_f32("ggml_sum_rows", a)) {
+        return NULL;
+    }
+    const int64_t ne[4] = { 1, a->ne[1], a->ne[2], a->ne[3] };
+    return ggml_new_node(ctx, GGML_OP_SUM_ROWS, a, false, GGML_TYPE_F32, ne);
+}
+
+struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor * a) {
+    if (!ggml_check_f32("ggml_argmax", a)) {
+        return NULL;
+    }
+    if (a->ne[2] != 1 || a->ne[3] != 1) {
+        return ggml_op_fail("ggml_argmax", "a must be 2-D", a, NULL);
+    }
+    if (a->ne[0] > INT32_MAX) {
+        return ggml_op_fail("ggml_argmax", "rows longer than INT32_MAX do not fit an I32 index", a, NULL);
+    }
+    const int64_t ne[4] = { a->ne[1], 1, 1, 1 };
+    return ggml_new_node(ctx, GGML_OP_ARGMAX, a, false, GGML_TYPE_I32, ne);
+}
+
+struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int dim) {
+    if (!a || !b) {
+        return ggml_op_fail("ggml_concat", "NULL input", a, b);
+    }
+    if (dim < 0 || dim >= GGML_MAX_DIMS) {
+        GGML_LOG_ERROR("ggml_concat: dim %d is not in 0..3", dim);
+        return NULL;
+    }
+    if (a->type != b->type || ggml_is_quantized(a->type)) {
+        return ggml_op_fail("ggml_concat", "a and b must have the same non-quantized type", a, b);
+    }
+    int64_t ne[4];
+    for (int i = 0; i < GGML_MAX_DIMS; i++) {
+        if (i != dim && a->ne[i] != b->ne[i]) {
+            return ggml_op_fail("ggml_concat", "shapes must match outside the concatenated dim", a, b);
+        }
+        ne[i] = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
+    }
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_CONCAT, a, false, a->type, ne);
+    if (t) {
+        t->src[1] = b;
+        ggml_set_op_params_i32(t, 0, dim);
+    }
+    return t;
+}
+
+// ---- attention ----
+
+struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                         struct ggml_tensor * v, struct ggml_tensor * mask,
+                                         float scale, float max_bias, float logit_softcap) {
+    const char * name = "ggml_flash_attn_ext";
+    if (!q || !k || !v) {
+        return ggml_op_fail(name, "NULL input", q, q ? (k ? v : k) : NULL);
+    }
+    if (q->type != GGML_TYPE_F32) {
+        return ggml_op_fail(name, "q must be F32", q, NULL);
+    }
+    if ((k->type != GGML_TYPE_F32 && k->type != GGML_TYPE_F16) || (v->type != GGML_TYPE_F32 && v->type != GGML_TYPE_F16)) {
+        return ggml_op_fail(name, "k and v must be F32 or F16", k, v);
+    }
+    if (k->ne[0] != q->ne[0]) {
+        return ggml_op_fail(name, "k->ne[0] must equal q->ne[0] (head size)", q, k);
+    }
+    if (v->ne[1] != k->ne[1] || v->ne[2] != k->ne[2] || v->ne[3] != k->ne[3]) {
+        return ggml_op_fail(name, "v must be [Dv, n_kv, H_kv] like k", k, v);
+    }
+    if (k->ne[2] <= 0 || q->ne[2] % k->ne[2] != 0) {
+        return ggml_op_fail(name, "q heads must be a multiple of k heads", q, k);
+    }
+    if (k->ne[3] <= 0 || q->ne[3] % k->ne[3] != 0) {
+        return ggml_op_fail(name, "q->ne[3] must be a multiple of k->ne[3]", q, k);
+    }
+    if (mask) {
+        if (mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) {
+            return ggml_op_fail(name, "mask must be F16 or F32", q, mask);
+        }
+        if (mask->ne[0] != k->ne[1] || mask->ne[1] < q->ne[1]) {
+            return ggml_op_fail(name, "mask must be [n_kv, >= n_q]", k, mask);
+        }
+        if (mask->ne[2] <= 0 || mask->ne[3] <= 0 || q->ne[2] % mask->ne[2] != 0 || q->ne[3] % mask->ne[3] != 0) {
+            return ggml_op_fail(name, "mask dims 2-3 must broadcast onto q's heads", q, mask);
+        }
+        if (mask->nb[0] != ggml_type_size(mask->type)) {
+            return ggml_op_fail(name, "mask rows must be contiguous", q, mask);
+        }
+    }
+    if (max_bias < 0.0f || isnan(max_bias) || logit_softcap < 0.0f || isnan(logit_softcap)) {
+        GGML_LOG_ERROR("%s: max_bias %g and logit_softcap %g must be >= 0", name, (double) max_bias, (double) logit_softcap);
+        return NULL;
+    }
+    // Result is permuted relative to q: [Dv, H, n_q, ...], so heads of one token are adjacent.
+    const int64_t ne[4] = { v->ne[0], q->ne[2], q->ne[1], q->ne[3] };
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_FLASH_ATTN_EXT, q, false, GGML_TYPE_F32, ne);
+    if (!t) {
+        return NULL;
+    }
+    t->src[1] = k;
+    t->src[2] = v;
+    t->src[3] = mask;
+    ggml_set_op_params_f32(t, 0, scale);
+    ggml_set_op_params_f32(t, 1, max_bias);
+    ggml_set_op_params_f32(t, 2, logit_softcap);
+    return t;
+}
