@@ -73,6 +73,32 @@ void gguf_recompute_offsets(struct gguf_context * ctx);
 bool gguf_alignment_is_valid(uint64_t a);
 #define GGUF_MAX_ALIGNMENT ((size_t)1 << 20)
 
+// a * b into *out; false (out untouched) if it overflows size_t.
+static inline bool gguf_mul_ok(size_t a, size_t b, size_t * out) {
+    if (a != 0 && b > SIZE_MAX / a) {
+        return false;
+    }
+    *out = a * b;
+    return true;
+}
+// a + b into *out; false (out untouched) if it overflows size_t.
+static inline bool gguf_add_ok(size_t a, size_t b, size_t * out) {
+    if (b > SIZE_MAX - a) {
+        return false;
+    }
+    *out = a + b;
+    return true;
+}
+// x rounded up to a multiple of align (a power of two) into *out; false on overflow.
+static inline bool gguf_pad_ok(size_t x, size_t align, size_t * out) {
+    size_t t;
+    if (!gguf_add_ok(x, align - 1, &t)) {
+        return false;
+    }
+    *out = t & ~(align - 1);
+    return true;
+}
+
 // Length in bytes of element i of a string array (or of a string value with i = 0);
 // strings may hold NUL bytes, which gguf_get_arr_str cannot show. 0 if not a string.
 size_t gguf_get_arr_str_len(const struct gguf_context * ctx, int64_t key_id, size_t i);
