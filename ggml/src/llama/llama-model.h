@@ -1,0 +1,98 @@
+// llama-model.h — internal layout of a loaded model (model.c) shared with the context, the
+// graph builder, the KV cache and the tokenizer / sampler / state code. Not installed.
+//
+// A model owns: its GGUF metadata (kv_overrides applied), its vocabulary, a ggml context of
+// weight-tensor headers whose data points into the memory-mapped file (or into one buffer the
+// file was read into), and the hyperparameters below. Contexts never own model memory, so a
+// context freed after its model is still freed safely.
+#ifndef LLAMA_MODEL_H
+#define LLAMA_MODEL_H
+
+#include "llama-impl.h"
+#include "../gguf-impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Most layers a model may declare (sanity bound on llama.block_count).
+#define LLAMA_MAX_LAYERS 1024
+
+// Hyperparameters of a Llama-architecture model, from the <arch>.* GGUF keys.
+struct llama_hparams {
+    uint32_t n_ctx_train;     // llama.context_length
+    uint32_t n_embd;          // llama.embedding_length
+    uint32_t n_layer;         // llama.block_count
+    uint32_t n_ff;            // llama.feed_forward_length
+    uint32_t n_head;          // llama.attention.head_count
+    uint32_t n_head_kv;       // llama.attention.head_count_kv (default n_head)
+    uint32_t n_embd_head_k;   // llama.attention.key_length (default n_embd / n_head)
+    uint32_t n_embd_head_v;   // llama.attention.value_length (default n_embd / n_head)
+    uint32_t n_rot;           // llama.rope.dimension_count (default n_embd_head_k)
+    uint32_t n_vocab;         // rows of token_embd (== vocab size)
+    float    f_norm_rms_eps;  // llama.attention.layer_norm_rms_epsilon
+    float    rope_freq_base_train;   // llama.rope.freq_base (default 10000)
+    float    rope_freq_scale_train;  // 1 / llama.rope.scaling.factor (default 1)
+    enum llama_rope_scaling_type rope_scaling_type_train; // llama.rope.scaling.type
+    uint32_t n_ctx_orig_yarn; // llama.rope.scaling.original_context_length (default n_ctx_train)
+};
+
+// Key/value width of one token in one layer (all KV heads).
+static inline uint32_t llama_hparams_n_embd_k_gqa(const struct llama_hparams * hp) {
+    return hp->n_embd_head_k * hp->n_head_kv;
+}
+static inline uint32_t llama_hparams_n_embd_v_gqa(const struct llama_hparams * hp) {
+    return hp->n_embd_head_v * hp->n_head_kv;
+}
+
+// Weights of one transformer block (views into the model file).
+struct llama_layer {
+    struct ggml_tensor * attn_norm;  // [n_embd]
+    struct ggml_tensor * wq;         // [n_embd, n_embd_head_k * n_head]
+    struct ggml_tensor * wk;         // [n_embd, n_embd_k_gqa]
+    struct ggml_tensor * wv;         // [n_embd, n_embd_v_gqa]
+    struct ggml_tensor * wo;         // [n_embd_head_v * n_head, n_embd]
+    struct ggml_tensor * ffn_norm;   // [n_embd]
+    struct ggml_tensor * ffn_gate;   // [n_embd, n_ff]
+    struct ggml_tensor * ffn_up;     // [n_embd, n_ff]
+    struct ggml_tensor * ffn_down;   // [n_ff, n_embd]
+};
+
+struct llama_model {
+    uint32_t magic;                  // LLAMA_MAGIC_MODEL; LLAMA_MAGIC_DEAD once freed (first field)
+    struct llama_vocab * vocab;      // owned
+    struct llama_hparams hparams;
+    char arch[64];                   // general.architecture
+    enum llama_ftype ftype;          // general.file_type, or guessed (| LLAMA_FTYPE_GUESSED)
+    struct gguf_context * gguf;      // metadata, kv_overrides applied (owned)
+    struct gguf_mmap * map;          // file mapping / read-in copy holding the weights (owned)
+    bool mlocked;                    // map's pages are locked (unlocked on free)
+    struct ggml_context * ctx_w;     // weight tensor headers (no data of their own)
+    struct ggml_tensor * tok_embd;   // [n_embd, n_vocab]
+    struct ggml_tensor * output_norm;// [n_embd]
+    struct ggml_tensor * output;     // [n_embd, n_vocab]; == tok_embd when tied
+    struct llama_layer * layers;     // [n_layer]
+    struct ggml_tensor * rope_freqs; // [n_rot/2] frequency divisors, or NULL (rope_freqs.weight)
+    int64_t * meta_ids;              // GGUF key ids of the non-array metadata (what meta_* list)
+    int32_t n_meta;
+    uint64_t n_params;               // elements of all tensors in the file
+    uint64_t n_bytes;                // bytes of all tensors in the file
+    int64_t t_load_us;               // load time
+    int64_t t_start_us;              // when loading began
+    bool vocab_only;
+};
+
+// model if it is a live llama_model, else NULL (logged as func's error).
+const struct llama_model * llama_model_checked(const struct llama_model * model, const char * func);
+
+// Integer metadata of any integer GGUF type; false if absent or not an integer (logged as a
+// wrong type when present).
+bool llama_model_gguf_get_int(const struct gguf_context * g, const char * key, int64_t * out);
+// Float metadata of any numeric GGUF type; false if absent or not a number.
+bool llama_model_gguf_get_float(const struct gguf_context * g, const char * key, double * out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // LLAMA_MODEL_H
