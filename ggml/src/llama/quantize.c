@@ -1,0 +1,341 @@
+// quantize.c — llama_model_quantize: rewrites a GGUF model with its weights in another type.
+//
+// The input is memory-mapped; tensors are converted one at a time (rows split across
+// threads) and streamed to the output, so the memory needed beyond the mapping is about one
+// output tensor. Per-tensor types follow the mixes users know from llama.cpp's ftypes:
+// 1-D tensors stay as they are, output.weight goes to Q6_K for quantized ftypes, and the
+// _M / _L mixes keep part of attn_v / ffn_down (and attn_output) at a higher type.
+#include "llama-impl.h"
+#include "../gguf-impl.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Base tensor type of a file type; GGML_TYPE_COUNT if the ftype is not supported.
+static enum ggml_type quantize_base_type(enum llama_ftype ftype) {
+    switch (ftype) {
+        case LLAMA_FTYPE_ALL_F32:       return GGML_TYPE_F32;
+        case LLAMA_FTYPE_MOSTLY_F16:    return GGML_TYPE_F16;
+        case LLAMA_FTYPE_MOSTLY_BF16:   return GGML_TYPE_BF16;
+        case LLAMA_FTYPE_MOSTLY_Q4_0:   return GGML_TYPE_Q4_0;
+        case LLAMA_FTYPE_MOSTLY_Q4_1:   return GGML_TYPE_Q4_1;
+        case LLAMA_FTYPE_MOSTLY_Q5_0:   return GGML_TYPE_Q5_0;
+        case LLAMA_FTYPE_MOSTLY_Q5_1:   return GGML_TYPE_Q5_1;
+        case LLAMA_FTYPE_MOSTLY_Q8_0:   return GGML_TYPE_Q8_0;
+        case LLAMA_FTYPE_MOSTLY_Q2_K:
+        case LLAMA_FTYPE_MOSTLY_Q2_K_S: return GGML_TYPE_Q2_K;
+        case LLAMA_FTYPE_MOSTLY_Q3_K_S:
+        case LLAMA_FTYPE_MOSTLY_Q3_K_M:
+        case LLAMA_FTYPE_MOSTLY_Q3_K_L: return GGML_TYPE_Q3_K;
+        case LLAMA_FTYPE_MOSTLY_Q4_K_S:
+        case LLAMA_FTYPE_MOSTLY_Q4_K_M: return GGML_TYPE_Q4_K;
+        case LLAMA_FTYPE_MOSTLY_Q5_K_S:
+        case LLAMA_FTYPE_MOSTLY_Q5_K_M: return GGML_TYPE_Q5_K;
+        case LLAMA_FTYPE_MOSTLY_Q6_K:   return GGML_TYPE_Q6_K;
+        default:                        return GGML_TYPE_COUNT;
+    }
+}
+
+static bool name_has(const char * name, const char * part) {
+    return strstr(name, part) != NULL;
+}
+
+// Layer index of "blk.N...." names, -1 otherwise.
+static int quantize_layer_of(const char * name) {
+    if (strncmp(name, "blk.", 4) != 0) return -1;
+    return atoi(name + 4);
+}
+
+// The published "use more bits" layer pattern: the first and last eighth, and every third
+// layer in between.
+static bool use_more_bits(int i_layer, int n_layer) {
+    return i_layer < n_layer / 8 || i_layer >= 7 * n_layer / 8 || (i_layer - n_layer / 8) % 3 == 2;
+}
+
+struct quantize_plan {
+    enum llama_ftype ftype;
+    enum ggml_type base;
+    int n_layer;
+    bool has_output;   // output.weight exists (else token_embd doubles as the output)
+    const llama_model_quantize_params * params;
+};
+
+static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const char * name, int n_dims,
+                                           enum ggml_type cur, int64_t ne0) {
+    const llama_model_quantize_params * params = p->params;
+    if (params->only_copy || n_dims < 2) return cur;
+    if (strcmp(name, "token_embd.weight") != 0 && !name_has(name, ".weight")) return cur;
+    enum ggml_type t = p->base;
+    const bool is_output = strcmp(name, "output.weight") == 0 ||
+                           (!p->has_output && strcmp(name, "token_embd.weight") == 0);
+    const bool quantized_ftype = ggml_is_quantized(p->base);
+    if (is_output) {
+        if (params->output_tensor_type < GGML_TYPE_COUNT) return params->output_tensor_type;
+        if (!params->quantize_output_tensor) return cur;
+        if (!params->pure && quantized_ftype && t != GGML_TYPE_Q8_0) t = GGML_TYPE_Q6_K;
+    } else if (strcmp(name, "token_embd.weight") == 0) {
+        if (params->token_embedding_type < GGML_TYPE_COUNT) return params->token_embedding_type;
+    } else if (!params->pure && quantized_ftype) {
+        const int il = quantize_layer_of(name);
+        const int nl = p->n_layer > 0 ? p->n_layer : 1;
+        const bool attn_v = name_has(name, "attn_v.weight");
+        const bool ffn_down = name_has(name, "ffn_down");
+        const bool attn_out = name_has(name, "attn_output.weight");
+        switch (p->ftype) {
+            case LLAMA_FTYPE_MOSTLY_Q2_K:
+            case LLAMA_FTYPE_MOSTLY_Q2_K_S:
+                if (attn_v) t = GGML_TYPE_Q4_K;
+                else if (ffn_down) t = GGML_TYPE_Q3_K;
+                break;
+            case LLAMA_FTYPE_MOSTLY_Q3_K_S:
+                if (ffn_down && il >= 0 && il < nl / 8) t = GGML_TYPE_Q4_K;
+                break;
+            case LLAMA_FTYPE_MOSTLY_Q3_K_M:
+                if (attn_v) t = il >= 0 && il < 2 ? GGML_TYPE_Q5_K : GGML_TYPE_Q4_K;
+                else if (ffn_down) t = il >= 0 && il < nl / 16 ? GGML_TYPE_Q5_K :
+                                       (il >= 0 && use_more_bits(il, nl) ? GGML_TYPE_Q4_K : GGML_TYPE_Q3_K);
+                else if (attn_out) t = GGML_TYPE_Q4_K;
+                break;
+            case LLAMA_FTYPE_MOSTLY_Q3_K_L:
+                if (attn_v || ffn_down || attn_out) t = GGML_TYPE_Q5_K;
+                break;
+            case LLAMA_FTYPE_MOSTLY_Q4_K_S:
+                if ((attn_v && il >= 0 && il < 4) || (ffn_down && il >= 0 && il < nl / 8)) t = GGML_TYPE_Q5_K;
+                break;
+            case LLAMA_FTYPE_MOSTLY_Q4_K_M:
+            case LLAMA_FTYPE_MOSTLY_Q5_K_M:
+                if ((attn_v || ffn_down) && il >= 0 && use_more_bits(il, nl)) t = GGML_TYPE_Q6_K;
+                break;
+            default:
+                break;
+        }
+    }
+    // Rows that do not fill whole blocks cannot use the chosen type: fall back.
+    const int64_t bs = ggml_blck_size(t);
+    if (ne0 % bs != 0) {
+        if (ggml_is_quantized(t)) {
+            t = ne0 % 32 == 0 ? (t == GGML_TYPE_Q2_K || t == GGML_TYPE_Q3_K ? GGML_TYPE_Q4_0 :
+                                 t == GGML_TYPE_Q4_K ? GGML_TYPE_Q5_0 : GGML_TYPE_Q8_0)
+                              : GGML_TYPE_F16;
+        }
+    }
+    return t;
+}
+
+// Conversion work of one tensor, split by rows across threads.
+struct quantize_job {
+    const void * src;          // input tensor data
+    enum ggml_type src_type;
+    void * dst;                // output buffer
+    enum ggml_type dst_type;
+    int64_t ne0, nrows;
+    int ith, nth;
+    bool ok;
+};
+
+static void * quantize_worker(void * arg) {
+    struct quantize_job * j = arg;
+    const struct ggml_type_traits * ts = ggml_get_type_traits(j->src_type);
+    const struct ggml_type_traits * td = ggml_get_type_traits(j->dst_type);
+    const size_t src_row = ggml_row_size(j->src_type, j->ne0);
+    const size_t dst_row = ggml_row_size(j->dst_type, j->ne0);
+    float * row = malloc((size_t)j->ne0 * sizeof(float));
+    if (!row) { j->ok = false; return NULL; }
+    const int64_t per = (j->nrows + j->nth - 1) / j->nth;
+    const int64_t r0 = per * j->ith, r1 = r0 + per < j->nrows ? r0 + per : j->nrows;
+    for (int64_t r = r0; r < r1; r++) {
+        ts->to_float((const char *)j->src + r * src_row, row, j->ne0);
+        td->from_float_ref(row, (char *)j->dst + r * dst_row, j->ne0);
+    }
+    free(row);
+    j->ok = true;
+    return NULL;
+}
+
+static bool quantize_tensor(const void * src, enum ggml_type st, void * dst, enum ggml_type dt,
+                            int64_t ne0, int64_t nrows, int nthread) {
+    if (nthread > 64) nthread = 64;
+    if (nrows < nthread) nthread = nrows > 0 ? (int)nrows : 1;
+    struct quantize_job jobs[64];
+    pthread_t th[64];
+    bool started[64] = { false };
+    for (int i = 0; i < nthread; i++) {
+        jobs[i] = (struct quantize_job){ src, st, dst, dt, ne0, nrows, i, nthread, false };
+        if (i > 0) started[i] = pthread_create(&th[i], NULL, quantize_worker, &jobs[i]) == 0;
+    }
+    quantize_worker(&jobs[0]);
+    bool ok = jobs[0].ok;
+    for (int i = 1; i < nthread; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else quantize_worker(&jobs[i]); // thread creation failed: do its share here
+        ok = ok && jobs[i].ok;
+    }
+    return ok;
+}
+
+static bool write_zeros(FILE * f, size_t n) {
+    static const char zeros[64] = { 0 };
+    while (n > 0) {
+        const size_t k = n < sizeof(zeros) ? n : sizeof(zeros);
+        if (fwrite(zeros, 1, k, f) != k) return false;
+        n -= k;
+    }
+    return true;
+}
+
+uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, const llama_model_quantize_params * params) {
+    if (!fname_inp || !fname_out) {
+        LLAMA_LOG_ERROR("llama_model_quantize: input and output file names are required\n");
+        return 1;
+    }
+    llama_model_quantize_params defaults = llama_model_quantize_default_params();
+    if (!params) params = &defaults;
+    const enum ggml_type base = quantize_base_type(params->ftype);
+    if (base == GGML_TYPE_COUNT && !params->only_copy) {
+        LLAMA_LOG_ERROR("llama_model_quantize: file type %d is not supported\n", (int)params->ftype);
+        return 1;
+    }
+    uint32_t rc = 1;
+    struct gguf_init_params ip = { true, NULL };
+    struct gguf_context * in = gguf_init_from_file(fname_inp, ip);
+    struct gguf_mmap * map = in ? gguf_mmap_open(fname_inp) : NULL;
+    struct gguf_context * out = NULL;
+    struct ggml_context * meta = NULL;
+    FILE * f = NULL;
+    void * buf = NULL;
+    if (!in || !map) {
+        LLAMA_LOG_ERROR("llama_model_quantize: cannot read %s\n", fname_inp);
+        goto done;
+    }
+    const int64_t n_tensors = gguf_get_n_tensors(in);
+    struct quantize_plan plan = { params->ftype, base, 0, gguf_find_tensor(in, "output.weight") >= 0, params };
+    {
+        const int64_t k = gguf_find_key(in, "general.architecture");
+        if (k >= 0 && gguf_get_kv_type(in, k) == GGUF_TYPE_STRING) {
+            char key[128];
+            snprintf(key, sizeof(key), "%s.block_count", gguf_get_val_str(in, k));
+            const int64_t kb = gguf_find_key(in, key);
+            if (kb >= 0 && gguf_get_kv_type(in, kb) == GGUF_TYPE_UINT32) plan.n_layer = (int)gguf_get_val_u32(in, kb);
+        }
+    }
+    out = gguf_init_empty();
+    struct ggml_init_params mp = { (size_t)(n_tensors + 1) * ggml_tensor_overhead(), NULL, true };
+    meta = ggml_init(mp);
+    if (!out || !meta) goto done;
+    gguf_set_kv(out, in);
+    if (!params->only_copy) {
+        gguf_set_val_u32(out, "general.file_type", (uint32_t)params->ftype);
+        gguf_set_val_u32(out, "general.quantization_version", 2);
+    }
+    const size_t data_in = gguf_get_data_offset(in);
+    const uint8_t * base_in = gguf_mmap_addr(map);
+    size_t max_out = 0;
+    size_t total_in = 0, total_out = 0;
+    enum ggml_type * new_types = calloc((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof(enum ggml_type));
+    if (!new_types) goto done;
+    for (int64_t i = 0; i < n_tensors; i++) {
+        const char * name = gguf_get_tensor_name(in, i);
+        const enum ggml_type cur = gguf_get_tensor_type(in, i);
+        const int n_dims = gguf_get_tensor_n_dims(in, i);
+        int64_t ne[GGML_MAX_DIMS] = { 1, 1, 1, 1 };
+        for (int d = 0; d < n_dims; d++) ne[d] = gguf_get_tensor_ne(in, i, d);
+        enum ggml_type nt = quantize_choose_type(&plan, name, n_dims, cur, ne[0]);
+        if (nt != cur && ggml_is_quantized(cur) && !params->allow_requantize) {
+            LLAMA_LOG_ERROR("llama_model_quantize: %s is already quantized (%s); set allow_requantize\n",
+                            name, ggml_type_name(cur));
+            free(new_types);
+            goto done;
+        }
+        const struct ggml_type_traits * tt = ggml_get_type_traits(nt);
+        const struct ggml_type_traits * ts = ggml_get_type_traits(cur);
+        if (nt != cur && (!tt || !tt->from_float_ref || !ts || !ts->to_float)) {
+            LLAMA_LOG_ERROR("llama_model_quantize: cannot convert %s from %s to %s\n", name,
+                            ggml_type_name(cur), ggml_type_name(nt));
+            free(new_types);
+            goto done;
+        }
+        new_types[i] = nt;
+        struct ggml_tensor * t = ggml_new_tensor(meta, cur, n_dims, ne);
+        if (!t) { free(new_types); goto done; }
+        ggml_set_name(t, name);
+        gguf_add_tensor(out, t);
+        gguf_set_tensor_type(out, name, nt);
+        const size_t sz = gguf_get_tensor_size(out, gguf_find_tensor(out, name));
+        if (nt != cur && sz > max_out) max_out = sz;
+        total_in += gguf_get_tensor_size(in, i);
+        total_out += sz;
+    }
+    if (params->dry_run) {
+        LLAMA_LOG_INFO("llama_model_quantize: dry run: %.2f MiB -> %.2f MiB\n", total_in / 1048576.0, total_out / 1048576.0);
+        free(new_types);
+        rc = 0;
+        goto done;
+    }
+    buf = max_out ? malloc(max_out) : NULL;
+    if (max_out && !buf) {
+        LLAMA_LOG_ERROR("llama_model_quantize: cannot allocate %zu bytes\n", max_out);
+        free(new_types);
+        goto done;
+    }
+    f = fopen(fname_out, "wb");
+    if (!f) {
+        LLAMA_LOG_ERROR("llama_model_quantize: cannot open %s for writing\n", fname_out);
+        free(new_types);
+        goto done;
+    }
+    {
+        const size_t meta_size = gguf_get_meta_size(out);
+        void * mbuf = malloc(meta_size);
+        if (!mbuf) { free(new_types); goto done; }
+        gguf_get_meta_data(out, mbuf);
+        const bool ok = fwrite(mbuf, 1, meta_size, f) == meta_size;
+        free(mbuf);
+        if (!ok) { LLAMA_LOG_ERROR("llama_model_quantize: write error\n"); free(new_types); goto done; }
+    }
+    const int nthread = params->nthread > 0 ? params->nthread : ggml_cpu_n_physical_cores();
+    size_t written = 0;
+    for (int64_t i = 0; i < n_tensors; i++) {
+        const char * name = gguf_get_tensor_name(in, i);
+        const int64_t oi = gguf_find_tensor(out, name);
+        const size_t off = gguf_get_tensor_offset(out, oi);
+        const size_t sz = gguf_get_tensor_size(out, oi);
+        if (off > written && !write_zeros(f, off - written)) { free(new_types); goto done; }
+        written = off;
+        const void * src = base_in + data_in + gguf_get_tensor_offset(in, i);
+        const enum ggml_type cur = gguf_get_tensor_type(in, i);
+        const void * data = src;
+        if (new_types[i] != cur) {
+            const int64_t ne0 = gguf_get_tensor_ne(in, i, 0);
+            const int64_t nrows = ne0 > 0 ? (int64_t)(ggml_nelements(ggml_get_tensor(meta, name)) / ne0) : 0;
+            if (!quantize_tensor(src, cur, buf, new_types[i], ne0, nrows, nthread)) {
+                LLAMA_LOG_ERROR("llama_model_quantize: out of memory converting %s\n", name);
+                free(new_types);
+                goto done;
+            }
+            data = buf;
+        }
+        if (fwrite(data, 1, sz, f) != sz) {
+            LLAMA_LOG_ERROR("llama_model_quantize: write error at %s\n", name);
+            free(new_types);
+            goto done;
+        }
+        written += sz;
+        LLAMA_LOG_INFO("[%4lld/%4lld] %-40s %-6s -> %-6s %10.2f KiB\n", (long long)(i + 1), (long long)n_tensors,
+                       name, ggml_type_name(cur), ggml_type_name(new_types[i]), sz / 1024.0);
+    }
+    free(new_types);
+    if (fflush(f) != 0) goto done;
+    LLAMA_LOG_INFO("llama_model_quantize: model size %.2f MiB -> %.2f MiB\n", total_in / 1048576.0, total_out / 1048576.0);
+    rc = 0;
+done:
+    if (f && fclose(f) != 0) rc = 1;
+    if (rc != 0 && f) remove(fname_out);
+    free(buf);
+    ggml_free(meta);
+    gguf_free(out);
+    gguf_mmap_close(map);
+    gguf_free(in);
+    return rc;
+}

@@ -1,0 +1,92 @@
+"""python -m llama_py quantize IN OUT TYPE: rewrites a GGUF model in another type.
+
+A progress bar follows the library's per-tensor log lines; sizes before and after are printed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+from . import llama_cpp as C
+
+FTYPES = {
+    "F32": C.LLAMA_FTYPE_ALL_F32, "F16": C.LLAMA_FTYPE_MOSTLY_F16, "BF16": C.LLAMA_FTYPE_MOSTLY_BF16,
+    "Q4_0": C.LLAMA_FTYPE_MOSTLY_Q4_0, "Q4_1": C.LLAMA_FTYPE_MOSTLY_Q4_1, "Q5_0": C.LLAMA_FTYPE_MOSTLY_Q5_0,
+    "Q5_1": C.LLAMA_FTYPE_MOSTLY_Q5_1, "Q8_0": C.LLAMA_FTYPE_MOSTLY_Q8_0, "Q2_K": C.LLAMA_FTYPE_MOSTLY_Q2_K,
+    "Q2_K_S": C.LLAMA_FTYPE_MOSTLY_Q2_K_S, "Q3_K_S": C.LLAMA_FTYPE_MOSTLY_Q3_K_S,
+    "Q3_K_M": C.LLAMA_FTYPE_MOSTLY_Q3_K_M, "Q3_K_L": C.LLAMA_FTYPE_MOSTLY_Q3_K_L,
+    "Q4_K_S": C.LLAMA_FTYPE_MOSTLY_Q4_K_S, "Q4_K_M": C.LLAMA_FTYPE_MOSTLY_Q4_K_M,
+    "Q5_K_S": C.LLAMA_FTYPE_MOSTLY_Q5_K_S, "Q5_K_M": C.LLAMA_FTYPE_MOSTLY_Q5_K_M,
+    "Q6_K": C.LLAMA_FTYPE_MOSTLY_Q6_K,
+}
+FTYPES["Q3_K"] = FTYPES["Q3_K_M"]
+FTYPES["Q4_K"] = FTYPES["Q4_K_M"]
+FTYPES["Q5_K"] = FTYPES["Q5_K_M"]
+
+_PROGRESS = re.compile(rb"^\[\s*(\d+)/\s*(\d+)\]")
+
+
+def quantize(inp: str, out: str, ftype: str, nthread: int = 0, pure: bool = False, allow_requantize: bool = False,
+             only_copy: bool = False, show_progress: bool = True) -> None:
+    """Quantizes inp into out; raises RuntimeError naming the failure."""
+    key = ftype.upper()
+    if key not in FTYPES:
+        raise ValueError(f"unknown type {ftype!r}; one of: {', '.join(sorted(FTYPES))}")
+    errors = []
+
+    def on_log(level, text, user_data):
+        m = _PROGRESS.match(text or b"")
+        if m and show_progress:
+            i, n = int(m.group(1)), int(m.group(2))
+            bar = "#" * (30 * i // max(n, 1))
+            sys.stderr.write(f"\r[{bar:<30}] {i}/{n} tensors")
+            sys.stderr.flush()
+        elif level >= 4 and text:  # errors
+            errors.append(text.decode("utf-8", "replace").strip())
+
+    cb = C.llama_log_callback(on_log)
+    C.llama_log_set(cb, None)
+    try:
+        p = C.llama_model_quantize_default_params()
+        p.ftype = FTYPES[key]
+        p.nthread = nthread
+        p.pure = pure
+        p.allow_requantize = allow_requantize
+        p.only_copy = only_copy
+        rc = C.llama_model_quantize(inp.encode(), out.encode(), C.ctypes.byref(p))
+    finally:
+        quiet = C.llama_log_callback(lambda *a: None)
+        C.llama_log_set(quiet, None)
+        _keep.append(quiet)
+        _keep.append(cb)
+    if show_progress:
+        sys.stderr.write("\n")
+    if rc != 0:
+        raise RuntimeError("quantization failed: " + ("; ".join(errors) or f"code {rc}"))
+
+
+_keep = []
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="llama_py quantize", description="quantize a GGUF model")
+    ap.add_argument("input")
+    ap.add_argument("output")
+    ap.add_argument("type", help=", ".join(sorted(FTYPES)))
+    ap.add_argument("-t", "--threads", type=int, default=0)
+    ap.add_argument("--pure", action="store_true", help="every tensor to TYPE, no mixes")
+    ap.add_argument("--allow-requantize", action="store_true")
+    ap.add_argument("--only-copy", action="store_true")
+    a = ap.parse_args(argv)
+    size_in = os.path.getsize(a.input)
+    try:
+        quantize(a.input, a.output, a.type, a.threads, a.pure, a.allow_requantize, a.only_copy)
+    except (RuntimeError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    size_out = os.path.getsize(a.output)
+    print(f"{a.input}: {size_in / 2**20:.2f} MiB -> {a.output}: {size_out / 2**20:.2f} MiB "
+          f"({a.type.upper()})")
+    return 0
