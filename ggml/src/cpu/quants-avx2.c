@@ -1,5 +1,8 @@
-// quants-avx2.c — AVX2 + FMA + F16C dot products (compiled with those flags only; used
-// after a cpuid check in cpu-traits.c).
+// quants-avx2.c — AVX2 + FMA + F16C dot products and activation quantizers (compiled with
+// those flags only; cpu-traits.c installs them after a cpuid check).
+//
+// Integer work uses maddubs (u8 x s8 -> s16 pairs) then madd (-> s32): every operand range
+// below keeps the s16 pair sums far from saturation (largest: 2 * 128 * 127 for q8_0).
 #include "quants.h"
 
 #include <immintrin.h>
@@ -15,6 +18,14 @@ static inline float hsum_f32_8(__m256 x) {
     return _mm_cvtss_f32(r);
 }
 
+// Horizontal sum of 8 int32.
+static inline int hsum_i32_8(__m256i x) {
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
+    r = _mm_add_epi32(r, _mm_unpackhi_epi64(r, r));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 1));
+    return _mm_cvtsi128_si32(r);
+}
+
 // 32 nibbles of 16 bytes as bytes 0..15: low nibbles in the low lane, high in the high lane.
 static inline __m256i unpack_nibbles_32(const uint8_t * p) {
     const __m128i tmp = _mm_loadu_si128((const __m128i *)p);
@@ -22,17 +33,50 @@ static inline __m256i unpack_nibbles_32(const uint8_t * p) {
     return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
-// Sum of x[i]*y[i] over 32 signed bytes as 8 int32 lanes (x must not hold -128).
+// 0xFF in byte j where bit j of the 32-bit little-endian word at p is set.
+static inline __m256i bits_to_bytes_32(const uint8_t * p) {
+    uint32_t w;
+    memcpy(&w, p, sizeof(w));
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                           0x0101010101010101LL, 0x0000000000000000LL);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w), shuf);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+}
+
+// Sum of x[i]*y[i] over 32 signed bytes as 8 int32 lanes.
 static inline __m256i dot_i8_32(__m256i x, __m256i y) {
     const __m256i ax = _mm256_sign_epi8(x, x);
     const __m256i sy = _mm256_sign_epi8(y, x);
-    const __m256i p16 = _mm256_maddubs_epi16(ax, sy);
-    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
 }
 
 // Sum of u[i]*y[i] over 32 unsigned (<128) x signed bytes as 8 int32 lanes.
 static inline __m256i dot_u8_i8_32(__m256i u, __m256i y) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, y), _mm256_set1_epi16(1));
+}
+
+// maddubs of u (unsigned bytes) and y, then each half's 8 s16 sums times s_lo / s_hi -> 8 int32.
+static inline __m256i dot_scaled_pair(__m256i u, __m256i y, int s_lo, int s_hi) {
+    const __m256i scale = _mm256_set_m128i(_mm_set1_epi16((short)s_hi), _mm_set1_epi16((short)s_lo));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, y), scale);
+}
+
+// Unpacks the 12-byte q4_K/q5_K scale field into sc[0..7] (6-bit scales) and m[0..7] (mins).
+static inline void unpack_k4_scales(const uint8_t * q, uint8_t * sc, uint8_t * m) {
+    uint32_t w0, w1, w2;
+    memcpy(&w0, q, 4);
+    memcpy(&w1, q + 4, 4);
+    memcpy(&w2, q + 8, 4);
+    const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+    const uint32_t s_lo = w0 & lo6;
+    const uint32_t m_lo = w1 & lo6;
+    const uint32_t s_hi = (w2 & lo4) | (((w0 >> 6) & lo2) << 4);
+    const uint32_t m_hi = ((w2 >> 4) & lo4) | (((w1 >> 6) & lo2) << 4);
+    memcpy(sc, &s_lo, 4);
+    memcpy(sc + 4, &s_hi, 4);
+    memcpy(m, &m_lo, 4);
+    memcpy(m + 4, &m_hi, 4);
 }
 
 // ---- float types ----
@@ -55,6 +99,192 @@ static void vec_dot_f32_f32(int n, float * s, const void * x, const void * y) {
     float sum = hsum_f32_8(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
     for (; i < n; i++) sum += a[i] * b[i];
     *s = sum;
+}
+
+static inline __m256 load_f16_8(const ggml_fp16_t * p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+static void vec_dot_f16_f16(int n, float * s, const void * x, const void * y) {
+    const ggml_fp16_t * a = (const ggml_fp16_t *)x;
+    const ggml_fp16_t * b = (const ggml_fp16_t *)y;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm256_fmadd_ps(load_f16_8(a + i +  0), load_f16_8(b + i +  0), acc0);
+        acc1 = _mm256_fmadd_ps(load_f16_8(a + i +  8), load_f16_8(b + i +  8), acc1);
+        acc2 = _mm256_fmadd_ps(load_f16_8(a + i + 16), load_f16_8(b + i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(load_f16_8(a + i + 24), load_f16_8(b + i + 24), acc3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        acc0 = _mm256_fmadd_ps(load_f16_8(a + i), load_f16_8(b + i), acc0);
+    }
+    float sum = hsum_f32_8(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    for (; i < n; i++) sum += GGML_FP16_TO_FP32(a[i]) * GGML_FP16_TO_FP32(b[i]);
+    *s = sum;
+}
+
+static inline __m256 load_bf16_8(const ggml_bf16_t * p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+static void vec_dot_bf16_bf16(int n, float * s, const void * x, const void * y) {
+    const ggml_bf16_t * a = (const ggml_bf16_t *)x;
+    const ggml_bf16_t * b = (const ggml_bf16_t *)y;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        acc0 = _mm256_fmadd_ps(load_bf16_8(a + i + 0), load_bf16_8(b + i + 0), acc0);
+        acc1 = _mm256_fmadd_ps(load_bf16_8(a + i + 8), load_bf16_8(b + i + 8), acc1);
+    }
+    for (; i + 8 <= n; i += 8) {
+        acc0 = _mm256_fmadd_ps(load_bf16_8(a + i), load_bf16_8(b + i), acc0);
+    }
+    float sum = hsum_f32_8(_mm256_add_ps(acc0, acc1));
+    for (; i < n; i++) sum += ggml_compute_bf16_to_fp32(a[i]) * ggml_compute_bf16_to_fp32(b[i]);
+    *s = sum;
+}
+
+// F16C rounds to nearest even exactly like the reference conversion.
+static void from_float_f16(const float * x, void * y, int64_t k) {
+    ggml_fp16_t * h = (ggml_fp16_t *)y;
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        const __m128i v = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128((__m128i *)(h + i), v);
+    }
+    for (; i < k; i++) h[i] = GGML_FP32_TO_FP16(x[i]);
+}
+
+// Integer round-to-nearest-even on the bit pattern, quiet NaNs: same bits as the reference.
+static void from_float_bf16(const float * x, void * y, int64_t k) {
+    ggml_bf16_t * h = (ggml_bf16_t *)y;
+    int64_t i = 0;
+    const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+    const __m256i inf      = _mm256_set1_epi32(0x7F800000);
+    const __m256i quiet    = _mm256_set1_epi32(64 << 16);
+    const __m256i round    = _mm256_set1_epi32(0x7FFF);
+    const __m256i one      = _mm256_set1_epi32(1);
+    for (; i + 16 <= k; i += 16) {
+        __m256i r[2];
+        for (int j = 0; j < 2; j++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(x + i + 8 * j));
+            const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(v, abs_mask), inf);
+            const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(v, 16), one);
+            const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(v, _mm256_add_epi32(round, lsb)), 16);
+            const __m256i nan = _mm256_srli_epi32(_mm256_or_si256(v, quiet), 16);
+            r[j] = _mm256_blendv_epi8(rounded, nan, is_nan);
+        }
+        // packus works per 128-bit lane; the permute restores element order
+        const __m256i packed = _mm256_packus_epi32(r[0], r[1]);
+        _mm256_storeu_si256((__m256i *)(h + i), _mm256_permute4x64_epi64(packed, 0xD8));
+    }
+    for (; i < k; i++) h[i] = ggml_compute_fp32_to_bf16(x[i]);
+}
+
+// ---- activation quantizers ----
+
+// Max |x| over 32 floats.
+static inline float amax_32(const float * x) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_andnot_ps(sign, _mm256_loadu_ps(x));
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8)));
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 16)));
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 24)));
+    __m128 r = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    r = _mm_max_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_max_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+
+// roundf(v): truncate, then step away from zero where the dropped fraction is >= 0.5.
+static inline __m256i round_away_epi32(__m256 v) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
+    const __m256 step = _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.0f));
+    const __m256 up = _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step);
+    return _mm256_cvttps_epi32(_mm256_add_ps(t, up));
+}
+
+// Packs 4 x 8 int32 (in element order) to 32 int8 in element order.
+static inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
+    const __m256i ab = _mm256_packs_epi32(a, b);
+    const __m256i cd = _mm256_packs_epi32(c, d);
+    const __m256i abcd = _mm256_packs_epi16(ab, cd);
+    return _mm256_permutevar8x32_epi32(abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Quantizes 32 floats with inverse scale id (round half away from zero) into q; returns sum(q).
+static inline int quantize_32_away(const float * x, float id, int8_t * q) {
+    const __m256 vid = _mm256_set1_ps(id);
+    const __m256i i0 = round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x +  0), vid));
+    const __m256i i1 = round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x +  8), vid));
+    const __m256i i2 = round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), vid));
+    const __m256i i3 = round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), vid));
+    _mm256_storeu_si256((__m256i *)q, pack_i32_to_i8(i0, i1, i2, i3));
+    return hsum_i32_8(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+}
+
+static void quantize_row_q8_0(const float * x, void * vy, int64_t k) {
+    block_q8_0 * y = (block_q8_0 *)vy;
+    const int64_t nb = k / QK8_0;
+    for (int64_t i = 0; i < nb; i++) {
+        const float amax = amax_32(x + i * QK8_0);
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = GGML_FP32_TO_FP16(d);
+        quantize_32_away(x + i * QK8_0, id, y[i].qs);
+    }
+}
+
+static void quantize_row_q8_1(const float * x, void * vy, int64_t k) {
+    block_q8_1 * y = (block_q8_1 *)vy;
+    const int64_t nb = k / QK8_1;
+    for (int64_t i = 0; i < nb; i++) {
+        const float amax = amax_32(x + i * QK8_1);
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const int sum = quantize_32_away(x + i * QK8_1, id, y[i].qs);
+        y[i].d = d;
+        y[i].s = d * (float)sum;
+    }
+}
+
+// q8_K rounds to nearest even (cvtps under the default MXCSR), as the reference does.
+static void quantize_row_q8_K(const float * x, void * vy, int64_t k) {
+    block_q8_K * y = (block_q8_K *)vy;
+    const int64_t nb = k / QK_K;
+    for (int64_t i = 0; i < nb; i++, x += QK_K) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK_K; j += 32) amax = GGML_MAX(amax, amax_32(x + j));
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof(block_q8_K));
+            continue;
+        }
+        const float iscale = 127.0f / amax;
+        const __m256 vs = _mm256_set1_ps(iscale);
+        const __m256i lim = _mm256_set1_epi32(127), nlim = _mm256_set1_epi32(-127);
+        for (int j = 0; j < QK_K; j += 32) {
+            __m256i v[4];
+            for (int u = 0; u < 4; u++) {
+                v[u] = _mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(x + j + 8 * u)));
+                v[u] = _mm256_max_epi32(nlim, _mm256_min_epi32(lim, v[u]));
+            }
+            const __m256i q = pack_i32_to_i8(v[0], v[1], v[2], v[3]);
+            _mm256_storeu_si256((__m256i *)(y[i].qs + j), q);
+            // per-16 sums: widen to s16, pair-sum, then fold to the two 16-element halves
+            const __m256i s16 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+            const __m128i lo = _mm256_castsi256_si128(s16), hi = _mm256_extracti128_si256(s16, 1);
+            const __m128i h = _mm_hadd_epi32(lo, hi);   // [s0+s1, s2+s3, s4+s5, s6+s7]
+            const __m128i hh = _mm_hadd_epi32(h, h);    // [first 16, second 16, ...]
+            y[i].bsums[j / 16 + 0] = (int16_t)_mm_cvtsi128_si32(hh);
+            y[i].bsums[j / 16 + 1] = (int16_t)_mm_extract_epi32(hh, 1);
+        }
+        y[i].d = 1.0f / iscale;
+    }
 }
 
 // ---- 32-element blocks ----
@@ -104,9 +334,236 @@ static void vec_dot_q4_1_q8_1(int n, float * s, const void * x, const void * y) 
     *s = hsum_f32_8(acc) + summ;
 }
 
+static void vec_dot_q5_0_q8_0(int n, float * s, const void * x, const void * y) {
+    const block_q5_0 * a = (const block_q5_0 *)x;
+    const block_q8_0 * b = (const block_q8_0 *)y;
+    const int nb = n / QK8_0;
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i f0 = _mm256_set1_epi8((char)0xF0);
+    for (int i = 0; i < nb; i++) {
+        // (nibble | bit4) - 16 == nibble | 0xF0 when bit 4 is clear, the nibble itself when set
+        const __m256i hi = _mm256_andnot_si256(bits_to_bytes_32(a[i].qh), f0);
+        const __m256i qa = _mm256_or_si256(unpack_nibbles_32(a[i].qs), hi);
+        const __m256i qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
+        const __m256 d = _mm256_set1_ps(GGML_FP16_TO_FP32(a[i].d) * GGML_FP16_TO_FP32(b[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_32(qa, qb)), acc);
+    }
+    *s = hsum_f32_8(acc);
+}
+
+static void vec_dot_q5_1_q8_1(int n, float * s, const void * x, const void * y) {
+    const block_q5_1 * a = (const block_q5_1 *)x;
+    const block_q8_1 * b = (const block_q8_1 *)y;
+    const int nb = n / QK8_1;
+    __m256 acc = _mm256_setzero_ps();
+    float summ = 0.0f;
+    const __m256i b4 = _mm256_set1_epi8(0x10);
+    for (int i = 0; i < nb; i++) {
+        const __m256i hi = _mm256_and_si256(bits_to_bytes_32(a[i].qh), b4);
+        const __m256i qa = _mm256_or_si256(unpack_nibbles_32(a[i].qs), hi);
+        const __m256i qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
+        const __m256 d = _mm256_set1_ps(GGML_FP16_TO_FP32(a[i].d) * b[i].d);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8_i8_32(qa, qb)), acc);
+        summ += GGML_FP16_TO_FP32(a[i].m) * b[i].s;
+    }
+    *s = hsum_f32_8(acc) + summ;
+}
+
+// ---- K-quants ----
+
+static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_q2_K * a = (const block_q2_K *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    const int nb = n / QK_K;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const float dall = b[i].d * GGML_FP16_TO_FP32(a[i].d);
+        const float dmin = b[i].d * GGML_FP16_TO_FP32(a[i].dmin);
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)a[i].scales);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i summs = _mm256_madd_epi16(bsums, mins);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, _mm_and_si128(sc8, _mm_set1_epi8(0x0F)));
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < QK_K / 128; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
+            const int8_t * q8 = b[i].qs + 128 * c;
+            for (int sh = 0; sh < 4; sh++) {
+                const __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * sh), m3);
+                const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * sh));
+                const int sub = 8 * c + 2 * sh;
+                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v, y8, sc[sub], sc[sub + 1]));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dall), _mm256_cvtepi32_ps(sumi), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), acc);
+    }
+    *s = hsum_f32_8(acc);
+}
+
+static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_q3_K * a = (const block_q3_K *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    const int nb = n / QK_K;
+    const __m256i m3 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const float d = b[i].d * GGML_FP16_TO_FP32(a[i].d);
+        int8_t sc[16];
+        ggml_quants_unpack_q3_K_scales(a[i].scales, sc);
+        for (int j = 0; j < 16; j++) sc[j] = (int8_t)(sc[j] - 32);
+        // levels are stored as q + 4*hbit - 4: take the unsigned q + 4*hbit, subtract 4*sum(y) after
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 2);
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)a[i].hmask);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < QK_K / 128; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
+            const int8_t * q8 = b[i].qs + 128 * c;
+            for (int sh = 0; sh < 4; sh++) {
+                const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * sh), m3);
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * c + sh), m1);
+                const __m256i v = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));
+                const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * sh));
+                const int sub = 8 * c + 2 * sh;
+                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v, y8, sc[sub], sc[sub + 1]));
+            }
+        }
+        sumi = _mm256_sub_epi32(sumi, offs);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    *s = hsum_f32_8(acc);
+}
+
+// Pairs each of the 8 mins with itself (one per bsum of 16) as 16 s16.
+static inline __m256i k4_mins_pairs(const uint8_t * m) {
+    const __m128i m8 = _mm_loadl_epi64((const __m128i *)m);
+    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+}
+
+static void vec_dot_q4_K_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_q4_K * a = (const block_q4_K *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    const int nb = n / QK_K;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const float d    = b[i].d * GGML_FP16_TO_FP32(a[i].d);
+        const float dmin = b[i].d * GGML_FP16_TO_FP32(a[i].dmin);
+        uint8_t sc[8], m[8];
+        unpack_k4_scales(a[i].scales, sc, m);
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i summs = _mm256_madd_epi16(bsums, k4_mins_pairs(m));
+        __m256i sumi = _mm256_setzero_si256();
+        for (int j = 0; j < QK_K / 64; j++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * j));
+            const __m256i lo = _mm256_and_si256(q, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            const __m256i y0 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j));
+            const __m256i y1 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j + 32));
+            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[2 * j]));
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16(sc[2 * j + 1]));
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), acc);
+    }
+    *s = hsum_f32_8(acc);
+}
+
+static void vec_dot_q5_K_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_q5_K * a = (const block_q5_K *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    const int nb = n / QK_K;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const float d    = b[i].d * GGML_FP16_TO_FP32(a[i].d);
+        const float dmin = b[i].d * GGML_FP16_TO_FP32(a[i].dmin);
+        uint8_t sc[8], m[8];
+        unpack_k4_scales(a[i].scales, sc, m);
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i summs = _mm256_madd_epi16(bsums, k4_mins_pairs(m));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)a[i].qh);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int j = 0; j < QK_K / 64; j++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * j));
+            // bit 2j of qh[l] is bit 4 of element 64j+l, bit 2j+1 of element 64j+32+l
+            const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * j), 4), b4);
+            const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * j + 1), 4), b4);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), h0);
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), h1);
+            const __m256i y0 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j));
+            const __m256i y1 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j + 32));
+            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[2 * j]));
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16(sc[2 * j + 1]));
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), acc);
+    }
+    *s = hsum_f32_8(acc);
+}
+
+static void vec_dot_q6_K_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_q6_K * a = (const block_q6_K *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    const int nb = n / QK_K;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const float d = b[i].d * GGML_FP16_TO_FP32(a[i].d);
+        const int8_t * sc = a[i].scales;
+        // levels are q - 32 with q in 0..63: dot the unsigned q, subtract 32 * scale * sum(y)
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < QK_K / 128; c++) {
+            const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * c));
+            const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * c + 32));
+            const __m256i qh  = _mm256_loadu_si256((const __m256i *)(a[i].qh + 32 * c));
+            const __m256i v[4] = {
+                _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4)),
+                _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)),
+            };
+            const int8_t * q8 = b[i].qs + 128 * c;
+            for (int k = 0; k < 4; k++) {
+                const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * k));
+                const int sub = 8 * c + 2 * k;
+                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v[k], y8, sc[sub], sc[sub + 1]));
+            }
+        }
+        sumi = _mm256_sub_epi32(sumi, offs);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    *s = hsum_f32_8(acc);
+}
+
 void ggml_cpu_quants_init_avx2(struct ggml_type_traits_cpu * t) {
-    t[GGML_TYPE_F32].vec_dot  = vec_dot_f32_f32;
-    t[GGML_TYPE_Q8_0].vec_dot = vec_dot_q8_0_q8_0;
+    t[GGML_TYPE_F32].vec_dot    = vec_dot_f32_f32;
+    t[GGML_TYPE_F16].vec_dot    = vec_dot_f16_f16;
+    t[GGML_TYPE_F16].from_float = from_float_f16;
+    t[GGML_TYPE_BF16].vec_dot    = vec_dot_bf16_bf16;
+    t[GGML_TYPE_BF16].from_float = from_float_bf16;
+
     t[GGML_TYPE_Q4_0].vec_dot = vec_dot_q4_0_q8_0;
     t[GGML_TYPE_Q4_1].vec_dot = vec_dot_q4_1_q8_1;
+    t[GGML_TYPE_Q5_0].vec_dot = vec_dot_q5_0_q8_0;
+    t[GGML_TYPE_Q5_1].vec_dot = vec_dot_q5_1_q8_1;
+    t[GGML_TYPE_Q8_0].vec_dot = vec_dot_q8_0_q8_0;
+    t[GGML_TYPE_Q2_K].vec_dot = vec_dot_q2_K_q8_K;
+    t[GGML_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K;
+    t[GGML_TYPE_Q4_K].vec_dot = vec_dot_q4_K_q8_K;
+    t[GGML_TYPE_Q5_K].vec_dot = vec_dot_q5_K_q8_K;
+    t[GGML_TYPE_Q6_K].vec_dot = vec_dot_q6_K_q8_K;
+
+    t[GGML_TYPE_Q8_0].from_float = quantize_row_q8_0;
+    t[GGML_TYPE_Q8_1].from_float = quantize_row_q8_1;
+    t[GGML_TYPE_Q8_K].from_float = quantize_row_q8_K;
 }
