@@ -137,7 +137,7 @@ def llama_model_init_from_user(metadata, set_tensor_data, set_tensor_data_ud, pa
 # void llama_model_save_to_file(const struct llama_model * model, const char * path_model);
 @ctypes_function("llama_model_save_to_file", [llama_model_p_ctypes, c_char_p], None)
 def llama_model_save_to_file(model, path_model: bytes, /):
-    """Not supported yet: logs an error."""
+    """Writes the model as a GGUF file."""
 
 
 # struct llama_adapter_lora * llama_adapter_lora_init(struct llama_model * model, const char * path_lora);

@@ -513,7 +513,7 @@ LLAMA_API struct llama_model * llama_model_load_from_splits(const char ** paths,
 LLAMA_API struct llama_model * llama_model_load_from_file_ptr(FILE * file, struct llama_model_params params);
 // Builds a model from metadata and a callback filling tensors (not supported: returns NULL).
 LLAMA_API struct llama_model * llama_model_init_from_user(struct gguf_context * metadata, llama_model_set_tensor_data_t set_tensor_data, void * set_tensor_data_ud, struct llama_model_params params);
-// Not supported yet: logs an error (use llama_model_quantize with only_copy to rewrite a file).
+// Writes the model (metadata and weights) as a GGUF file; logs an error on failure.
 LLAMA_API void llama_model_save_to_file(const struct llama_model * model, const char * path_model);
 // Deprecated: use llama_model_free.
 LLAMA_API void llama_free_model(struct llama_model * model);

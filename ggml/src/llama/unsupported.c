@@ -157,8 +157,3 @@ void llama_opt_epoch(struct llama_context * lctx, void * dataset, void * result_
     (void)callback_train; (void)callback_eval;
     LLAMA_NOT_SUPPORTED("training");
 }
-
-void llama_model_save_to_file(const struct llama_model * model, const char * path_model) {
-    (void)model; (void)path_model;
-    LLAMA_NOT_SUPPORTED("saving a loaded model (use llama_model_quantize with only_copy)");
-}
