@@ -6,31 +6,6 @@
 
 #define LLAMA_NOT_SUPPORTED(what) LLAMA_LOG_ERROR("%s: %s is not supported by this engine\n", __func__, what)
 
-struct llama_model * llama_model_load_from_file_ptr(FILE * file, struct llama_model_params params) {
-    (void)file; (void)params;
-    LLAMA_NOT_SUPPORTED("loading from a FILE pointer (use llama_model_load_from_file)");
-    return NULL;
-}
-
-struct llama_model * llama_model_init_from_user(struct gguf_context * metadata, llama_model_set_tensor_data_t set_tensor_data,
-                                                void * set_tensor_data_ud, struct llama_model_params params) {
-    (void)metadata; (void)set_tensor_data; (void)set_tensor_data_ud; (void)params;
-    LLAMA_NOT_SUPPORTED("building a model from user callbacks");
-    return NULL;
-}
-
-struct llama_model * llama_model_load_from_splits(const char ** paths, size_t n_paths, struct llama_model_params params) {
-    if (!paths || n_paths == 0) {
-        LLAMA_LOG_ERROR("llama_model_load_from_splits: no paths given\n");
-        return NULL;
-    }
-    if (n_paths > 1) {
-        LLAMA_NOT_SUPPORTED("a model split over several files");
-        return NULL;
-    }
-    return llama_model_load_from_file(paths[0], params);
-}
-
 struct llama_adapter_lora * llama_adapter_lora_init(struct llama_model * model, const char * path_lora) {
     (void)model; (void)path_lora;
     LLAMA_NOT_SUPPORTED("LoRA adapters");
