@@ -1,0 +1,136 @@
+// unicode.c — UTF-8 decoding, category lookup over the generated range tables, and the GPT-2
+// byte alphabet.
+#include "unicode.h"
+
+uint8_t unicode_cpt_value(uint32_t cp) {
+    if (cp < unicode_direct_limit) {
+        return unicode_direct[cp];
+    }
+    if (cp > 0x10FFFF) {
+        return UNICODE_GC_CN;
+    }
+    // Last range whose start is <= cp.
+    uint32_t lo = 0, hi = unicode_n_ranges;
+    while (hi - lo > 1) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (unicode_range_start[mid] <= cp) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return unicode_range_value[lo];
+}
+
+// Class flags of each general category.
+static const uint8_t unicode_gc_flags[UNICODE_GC_COUNT] = {
+    [UNICODE_GC_LU] = UNICODE_FLAG_L, [UNICODE_GC_LL] = UNICODE_FLAG_L, [UNICODE_GC_LT] = UNICODE_FLAG_L,
+    [UNICODE_GC_LM] = UNICODE_FLAG_L, [UNICODE_GC_LO] = UNICODE_FLAG_L,
+    [UNICODE_GC_ND] = UNICODE_FLAG_N, [UNICODE_GC_NL] = UNICODE_FLAG_N, [UNICODE_GC_NO] = UNICODE_FLAG_N,
+    [UNICODE_GC_PC] = UNICODE_FLAG_P, [UNICODE_GC_PD] = UNICODE_FLAG_P, [UNICODE_GC_PS] = UNICODE_FLAG_P,
+    [UNICODE_GC_PE] = UNICODE_FLAG_P, [UNICODE_GC_PI] = UNICODE_FLAG_P, [UNICODE_GC_PF] = UNICODE_FLAG_P,
+    [UNICODE_GC_PO] = UNICODE_FLAG_P,
+};
+
+uint32_t unicode_cpt_flags(uint32_t cp) {
+    if (cp == UNICODE_INVALID) {
+        return 0;
+    }
+    const uint8_t v = unicode_cpt_value(cp);
+    return unicode_gc_flags[v & 31] | ((v & UNICODE_WS_BIT) ? UNICODE_FLAG_WS : 0);
+}
+
+uint32_t unicode_utf8_decode(const uint8_t * s, size_t n, size_t * len) {
+    const uint8_t b0 = s[0];
+    *len = 1;
+    if (b0 < 0x80) {
+        return b0;
+    }
+    size_t need;
+    uint32_t cp, min;
+    if ((b0 & 0xE0) == 0xC0) {
+        need = 2; cp = b0 & 0x1F; min = 0x80;
+    } else if ((b0 & 0xF0) == 0xE0) {
+        need = 3; cp = b0 & 0x0F; min = 0x800;
+    } else if ((b0 & 0xF8) == 0xF0) {
+        need = 4; cp = b0 & 0x07; min = 0x10000;
+    } else {
+        return UNICODE_INVALID;  // continuation byte or 0xF8..0xFF
+    }
+    if (n < need) {
+        return UNICODE_INVALID;
+    }
+    for (size_t i = 1; i < need; i++) {
+        if ((s[i] & 0xC0) != 0x80) {
+            return UNICODE_INVALID;
+        }
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+        return UNICODE_INVALID;
+    }
+    *len = need;
+    return cp;
+}
+
+size_t unicode_utf8_encode(uint32_t cp, char out[4]) {
+    if (cp < 0x80) {
+        out[0] = (char) cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char) (0xC0 | (cp >> 6));
+        out[1] = (char) (0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char) (0xE0 | (cp >> 12));
+        out[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char) (0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char) (0xF0 | (cp >> 18));
+    out[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char) (0x80 | (cp & 0x3F));
+    return 4;
+}
+
+// GPT-2's alphabet keeps the printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) as
+// themselves and numbers the other 68 bytes from U+0100 up, in byte order.
+static bool unicode_byte_is_printable(uint32_t b) {
+    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
+
+uint32_t unicode_byte_to_cpt(uint8_t b) {
+    if (unicode_byte_is_printable(b)) {
+        return b;
+    }
+    // Rank of b among the non-printable bytes: 0x00..0x20 (33), 0x7F..0xA0 (34), 0xAD (1).
+    uint32_t rank;
+    if (b <= 0x20) {
+        rank = b;
+    } else if (b <= 0xA0) {
+        rank = 33 + (b - 0x7F);
+    } else {
+        rank = 67;  // 0xAD
+    }
+    return 0x100 + rank;
+}
+
+int unicode_cpt_to_byte(uint32_t cp) {
+    if (cp <= 0xFF) {
+        return unicode_byte_is_printable(cp) ? (int) cp : -1;
+    }
+    if (cp < 0x100 || cp >= 0x100 + 68) {
+        return -1;
+    }
+    const uint32_t rank = cp - 0x100;
+    if (rank < 33) {
+        return (int) rank;
+    }
+    if (rank < 67) {
+        return (int) (0x7F + rank - 33);
+    }
+    return 0xAD;
+}
