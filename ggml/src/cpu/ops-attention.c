@@ -5,7 +5,7 @@
 // q [D, n_q, H, ne3] F32; k [D, n_kv, H_kv, *] and v [Dv, n_kv, H_kv, *] in any type with CPU
 // dot traits (F32, F16, ...), rows unit-stride but otherwise any strides (KV-cache views);
 // mask [n_kv, >= n_q, *, *] F32/F16 or NULL, dims 2-3 broadcast by modulo; head h reads KV
-// head h / (H / H_kv). Output [Dv, H, n_q, ne3] F32. Items (head, q row) are split over
+// head h / (H / H_kv) (dim 3 likewise). Output [Dv, H, n_q, ne3] F32. Items (head, q row) are split over
 // threads; each thread has its own scratch slice of wdata.
 #include "ops-util.h"
 
@@ -87,6 +87,7 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
                                                      : ggml_get_type_traits(p.qdt)->from_float_ref);
     if (!ggml_cpu_is_float_type(q->type) || !fa_type_ok(k) || !fa_type_ok(v) || dst->type != GGML_TYPE_F32 ||
         k->ne[0] != D || v->ne[1] != n_kv || v->ne[2] != H_kv || H_kv <= 0 || H % H_kv != 0 ||
+        k->ne[3] <= 0 || v->ne[3] <= 0 || q->ne[3] % k->ne[3] != 0 || q->ne[3] % v->ne[3] != 0 ||
         (p.qdt != GGML_TYPE_F32 && !q_convert) ||
         (mask && ((mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) || mask->ne[0] < n_kv || mask->ne[1] < n_q)) ||
         params->wsize < (size_t) params->nth*fa_thread_bytes(&p)) {
@@ -120,7 +121,7 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
         const int64_t iq = (r - i3*H*n_q)/H;
         const int64_t h  = r - i3*H*n_q - iq*H;
         const int64_t hk = h/group;
-        const int64_t k3 = i3 % k->ne[3], v3 = i3 % v->ne[3];
+        const int64_t k3 = i3/(q->ne[3]/k->ne[3]), v3 = i3/(q->ne[3]/v->ne[3]);
         const float slope = fa_alibi_slope(max_bias, H, h);
 
         fa_row_to_f32(q, ggml_cpu_ptr(q, 0, iq, h, i3), D, qf);

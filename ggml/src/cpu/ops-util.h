@@ -192,7 +192,8 @@ static inline float ggml_cpu_expf(float x) {
 
 // x * sigmoid(x).
 static inline float ggml_cpu_silu(float x) {
-    return x/(1.0f + ggml_cpu_expf(-x));
+    // The limit at -inf is 0; the formula alone would give -inf/inf = NaN.
+    return ggml_cpu_select(x == -INFINITY, -0.0f, x/(1.0f + ggml_cpu_expf(-x)));
 }
 
 // GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
@@ -204,7 +205,7 @@ static inline float ggml_cpu_gelu(float x) {
     const float e = ggml_cpu_expf(2.0f*u);
     float t = 2.0f*e/(e + 1.0f);
     t = ggml_cpu_select(u > 10.0f, 2.0f, t);
-    return 0.5f*x*t;
+    return ggml_cpu_select(x == -INFINITY, -0.0f, 0.5f*x*t); // -inf * 0 would be NaN
 }
 
 #endif // GGML_CPU_OPS_UTIL_H
