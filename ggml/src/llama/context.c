@@ -1,0 +1,722 @@
+// context.c — contexts: parameter defaults and resolution, the KV cache and compute resources
+// allocated once at init, llama_decode (validate, split into ubatches, build, allocate, compute,
+// copy the output rows out), logits / embeddings access, settings and performance counters.
+#include "llama-context.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef _WIN32
+#include <unistd.h>
+#endif
+
+struct llama_context_params llama_context_default_params(void) {
+    struct llama_context_params p;
+    memset(&p, 0, sizeof(p));
+    const int cores = ggml_cpu_n_physical_cores();
+    p.n_ctx = 4096;
+    p.n_batch = 2048;
+    p.n_ubatch = 512;
+    p.n_seq_max = 1;
+    p.n_rs_seq = 0;
+    p.n_outputs_max = 0;
+    p.n_outputs_max_per_seq = 0;
+    p.n_threads = cores;
+    p.n_threads_batch = cores;
+    p.ctx_type = LLAMA_CONTEXT_TYPE_DEFAULT;
+    p.rope_scaling_type = LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED;
+    p.pooling_type = LLAMA_POOLING_TYPE_UNSPECIFIED;
+    p.attention_type = LLAMA_ATTENTION_TYPE_UNSPECIFIED;
+    p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
+    p.rope_freq_base = 0.0f;
+    p.rope_freq_scale = 0.0f;
+    p.yarn_ext_factor = -1.0f;
+    p.yarn_attn_factor = 1.0f;
+    p.yarn_beta_fast = 32.0f;
+    p.yarn_beta_slow = 1.0f;
+    p.yarn_orig_ctx = 0;
+    p.defrag_thold = -1.0f;
+    p.cb_eval = NULL;
+    p.cb_eval_user_data = NULL;
+    p.type_k = GGML_TYPE_F16;
+    p.type_v = GGML_TYPE_F16;
+    p.abort_callback = NULL;
+    p.abort_callback_data = NULL;
+    p.embeddings = false;
+    p.offload_kqv = true;
+    p.no_perf = true;
+    p.op_offload = true;
+    p.swa_full = true;
+    p.kv_unified = false;
+    p.samplers = NULL;
+    p.n_samplers = 0;
+    p.ctx_other = NULL;
+    return p;
+}
+
+struct llama_context * llama_context_checked(const struct llama_context * ctx, const char * func) {
+    if (ctx == NULL) {
+        LLAMA_LOG_ERROR("%s: ctx is NULL\n", func);
+        return NULL;
+    }
+    if (ctx->magic != LLAMA_MAGIC_CONTEXT) {
+        LLAMA_LOG_ERROR("%s: not a live llama_context (freed or foreign pointer)\n", func);
+        return NULL;
+    }
+    return (struct llama_context *) ctx;
+}
+
+// Bytes of memory the system can still give (MemAvailable), or 0 if unknown.
+static uint64_t ctx_mem_available(void) {
+    FILE * f = fopen("/proc/meminfo", "r");
+    if (f != NULL) {
+        char line[256];
+        unsigned long long kb = 0;
+        bool found = false;
+        while (fgets(line, sizeof(line), f)) {
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                found = true;
+                break;
+            }
+        }
+        fclose(f);
+        if (found) {
+            return (uint64_t) kb * 1024u;
+        }
+    }
+#if !defined(_WIN32) && defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
+    const long pages = sysconf(_SC_AVPHYS_PAGES);
+    const long page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) {
+        return (uint64_t) pages * (uint64_t) page;
+    }
+#endif
+    return 0;
+}
+
+static int ctx_clamp_threads(int n) {
+    const int cores = ggml_cpu_n_physical_cores();
+    if (n <= 0) {
+        return cores;
+    }
+    return n > cores ? cores : n;
+}
+
+static bool ctx_kv_type_ok(enum ggml_type t, uint32_t head_dim, const char * which) {
+    if (t != GGML_TYPE_F32 && t != GGML_TYPE_F16 && t != GGML_TYPE_Q8_0) {
+        LLAMA_LOG_ERROR("llama_init_from_model: %s = %s is not supported (use f16, f32 or q8_0)\n", which, ggml_type_name(t));
+        return false;
+    }
+    if (head_dim % ggml_blck_size(t) != 0) {
+        LLAMA_LOG_ERROR("llama_init_from_model: %s = %s needs a head size that is a multiple of %" PRId64 " (head size %u)\n",
+                        which, ggml_type_name(t), ggml_blck_size(t), head_dim);
+        return false;
+    }
+    return true;
+}
+
+// (Re)creates the thread pool when more threads are needed than it has.
+static bool ctx_ensure_threadpool(struct llama_context * ctx) {
+    const int need = ctx->n_threads > ctx->n_threads_batch ? ctx->n_threads : ctx->n_threads_batch;
+    if (ctx->tp != NULL && ctx->tp_size >= need) {
+        return true;
+    }
+    ggml_threadpool_free(ctx->tp);
+    ctx->tp = ggml_threadpool_new(need);
+    if (ctx->tp == NULL) {
+        LLAMA_LOG_ERROR("llama_context: cannot create a thread pool of %d threads\n", need);
+        ctx->tp_size = 0;
+        return false;
+    }
+    ctx->tp_size = need;
+    ggml_threadpool_set_abort_callback(ctx->tp, ctx->abort_cb, ctx->abort_data);
+    return true;
+}
+
+void llama_free(struct llama_context * ctx) {
+    if (ctx == NULL) {
+        return;
+    }
+    if (ctx->magic != LLAMA_MAGIC_CONTEXT) {
+        LLAMA_LOG_ERROR("llama_free: not a live llama_context (double free?)\n");
+        return;
+    }
+    ctx->magic = LLAMA_MAGIC_DEAD;
+    llama_kv_cache_free(&ctx->kv);
+    ggml_threadpool_free(ctx->tp);
+    ggml_gallocr_free(ctx->galloc);
+    ggml_free(ctx->ctx_compute);
+    free(ctx->prep.pos);
+    free(ctx->prep.n_seq_id);
+    free(ctx->prep.seq_id);
+    free(ctx->prep.output);
+    free(ctx->cells);
+    free(ctx->seq_next);
+    free(ctx->seq_last);
+    free(ctx->seq_count);
+    free(ctx->logits);
+    free(ctx->embd);
+    free(ctx->embd_seq);
+    free(ctx->embd_seq_n);
+    free(ctx->output_ids);
+    free(ctx);
+}
+
+struct llama_context * llama_init_from_model(struct llama_model * model, struct llama_context_params params) {
+    if (!llama_model_checked(model, "llama_init_from_model")) {
+        return NULL;
+    }
+    if (model->vocab_only) {
+        LLAMA_LOG_ERROR("llama_init_from_model: the model was loaded with vocab_only; it has no weights\n");
+        return NULL;
+    }
+    const struct llama_hparams * hp = &model->hparams;
+    if (params.ctx_type != LLAMA_CONTEXT_TYPE_DEFAULT) {
+        LLAMA_LOG_ERROR("llama_init_from_model: ctx_type %d is not supported\n", (int) params.ctx_type);
+        return NULL;
+    }
+    if (params.n_seq_max == 0 || params.n_seq_max > LLAMA_MAX_SEQ) {
+        LLAMA_LOG_ERROR("llama_init_from_model: n_seq_max = %u must be in [1, %d]\n", params.n_seq_max, LLAMA_MAX_SEQ);
+        return NULL;
+    }
+    if (params.pooling_type == LLAMA_POOLING_TYPE_RANK || params.pooling_type < LLAMA_POOLING_TYPE_UNSPECIFIED ||
+        params.pooling_type > LLAMA_POOLING_TYPE_RANK) {
+        LLAMA_LOG_ERROR("llama_init_from_model: pooling_type %d is not supported\n", (int) params.pooling_type);
+        return NULL;
+    }
+    if (!ctx_kv_type_ok(params.type_k, hp->n_embd_head_k, "type_k") || !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v, "type_v")) {
+        return NULL;
+    }
+    const bool flash = params.flash_attn_type != LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    if (!flash && ggml_is_quantized(params.type_v)) {
+        LLAMA_LOG_ERROR("llama_init_from_model: a quantized V cache (%s) needs flash attention\n", ggml_type_name(params.type_v));
+        return NULL;
+    }
+    if (params.n_samplers > 0) {
+        LLAMA_LOG_WARN("llama_init_from_model: backend samplers are not supported; ignoring %zu\n", params.n_samplers);
+    }
+
+    // Sizes. n_ctx 0: the training context, reduced if its cache would not fit in memory.
+    const uint64_t avail = ctx_mem_available();
+    uint32_t n_ctx = params.n_ctx;
+    if (n_ctx == 0) {
+        n_ctx = hp->n_ctx_train;
+        while (avail > 0 && n_ctx > 512 && llama_kv_cache_bytes(hp, n_ctx, params.type_k, params.type_v) > avail / 2) {
+            n_ctx /= 2;
+        }
+        if (n_ctx != hp->n_ctx_train) {
+            LLAMA_LOG_WARN("llama_init_from_model: n_ctx = 0: the training context %u does not fit in memory; using %u\n",
+                           hp->n_ctx_train, n_ctx);
+        }
+    }
+    if (n_ctx > hp->n_ctx_train) {
+        LLAMA_LOG_WARN("llama_init_from_model: n_ctx = %u exceeds the training context %u\n", n_ctx, hp->n_ctx_train);
+    }
+    const size_t kv_bytes = llama_kv_cache_bytes(hp, n_ctx, params.type_k, params.type_v);
+    if (kv_bytes / n_ctx != llama_kv_cache_bytes(hp, 1, params.type_k, params.type_v) && n_ctx > 1) {
+        // size_t wrapped around: certainly too large
+        LLAMA_LOG_ERROR("llama_init_from_model: n_ctx = %u: the KV cache size overflows\n", n_ctx);
+        return NULL;
+    }
+    if (avail > 0 && kv_bytes > avail) {
+        LLAMA_LOG_ERROR("llama_init_from_model: n_ctx = %u needs %zu bytes for the KV cache but only %" PRIu64
+                        " bytes of memory are available; use a smaller n_ctx\n", n_ctx, kv_bytes, avail);
+        return NULL;
+    }
+
+    struct llama_context * ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        LLAMA_LOG_ERROR("llama_init_from_model: out of memory\n");
+        return NULL;
+    }
+    ctx->magic = LLAMA_MAGIC_CONTEXT;
+    ctx->model = model;
+    ctx->params = params;
+    ctx->n_ctx = n_ctx;
+    ctx->n_seq_max = params.n_seq_max;
+    ctx->causal_attn = params.attention_type != LLAMA_ATTENTION_TYPE_NON_CAUSAL;
+    uint32_t n_batch = params.n_batch == 0 ? n_ctx : params.n_batch;
+    if (ctx->causal_attn && n_batch > n_ctx) {
+        n_batch = n_ctx; // a causal batch can never hold more tokens than the cache
+    }
+    ctx->n_batch = n_batch;
+    ctx->n_ubatch = params.n_ubatch == 0 || params.n_ubatch > n_batch ? n_batch : params.n_ubatch;
+    ctx->n_threads = ctx_clamp_threads(params.n_threads);
+    ctx->n_threads_batch = ctx_clamp_threads(params.n_threads_batch);
+    ctx->flash_attn = flash;
+    ctx->embeddings = params.embeddings;
+    ctx->pooling = params.pooling_type == LLAMA_POOLING_TYPE_UNSPECIFIED ? LLAMA_POOLING_TYPE_NONE : params.pooling_type;
+    ctx->abort_cb = params.abort_callback;
+    ctx->abort_data = params.abort_callback_data;
+
+    const enum llama_rope_scaling_type rst = params.rope_scaling_type == LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED
+        ? hp->rope_scaling_type_train : params.rope_scaling_type;
+    ctx->rope_freq_base = params.rope_freq_base != 0.0f ? params.rope_freq_base : hp->rope_freq_base_train;
+    ctx->rope_freq_scale = params.rope_freq_scale != 0.0f ? params.rope_freq_scale : hp->rope_freq_scale_train;
+    if (rst == LLAMA_ROPE_SCALING_TYPE_NONE && params.rope_freq_scale == 0.0f) {
+        ctx->rope_freq_scale = 1.0f;
+    }
+    ctx->yarn_ext_factor = params.yarn_ext_factor >= 0.0f ? params.yarn_ext_factor
+                           : (rst == LLAMA_ROPE_SCALING_TYPE_YARN ? 1.0f : 0.0f);
+    ctx->yarn_attn_factor = params.yarn_attn_factor > 0.0f ? params.yarn_attn_factor : 1.0f;
+    ctx->yarn_beta_fast = params.yarn_beta_fast > 0.0f ? params.yarn_beta_fast : 32.0f;
+    ctx->yarn_beta_slow = params.yarn_beta_slow > 0.0f ? params.yarn_beta_slow : 1.0f;
+    ctx->n_ctx_orig = params.yarn_orig_ctx != 0 ? params.yarn_orig_ctx : hp->n_ctx_orig_yarn;
+    ctx->params.n_ctx = n_ctx;
+    ctx->params.n_batch = ctx->n_batch;
+    ctx->params.n_ubatch = ctx->n_ubatch;
+    ctx->params.n_threads = ctx->n_threads;
+    ctx->params.n_threads_batch = ctx->n_threads_batch;
+    ctx->params.flash_attn_type = flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    ctx->params.pooling_type = ctx->pooling;
+
+    // Graph capacity: ~40 nodes per layer plus inputs and the output head.
+    ctx->graph_size = (size_t) hp->n_layer * 64 + 256;
+    const size_t arena = ctx->graph_size * ggml_tensor_overhead() + ggml_graph_overhead_custom(ctx->graph_size, false);
+    ctx->ctx_compute = ggml_init((struct ggml_init_params) { .mem_size = arena, .mem_buffer = NULL, .no_alloc = true });
+    ctx->galloc = ggml_gallocr_new();
+    ctx->seq_next = calloc(ctx->n_seq_max, sizeof(llama_pos));
+    ctx->seq_last = calloc(ctx->n_seq_max, sizeof(llama_pos));
+    ctx->seq_count = calloc(ctx->n_seq_max, sizeof(int32_t));
+    ctx->embd_seq = calloc((size_t) ctx->n_seq_max * hp->n_embd, sizeof(float));
+    ctx->embd_seq_n = calloc(ctx->n_seq_max, sizeof(int32_t));
+    if (!ctx->ctx_compute || !ctx->galloc || !ctx->seq_next || !ctx->seq_last || !ctx->seq_count || !ctx->embd_seq || !ctx->embd_seq_n) {
+        LLAMA_LOG_ERROR("llama_init_from_model: out of memory\n");
+        llama_free(ctx);
+        return NULL;
+    }
+    if (!llama_kv_cache_init(&ctx->kv, ctx, model, n_ctx, ctx->n_seq_max, params.type_k, params.type_v)) {
+        llama_free(ctx);
+        return NULL;
+    }
+    if (!ctx_ensure_threadpool(ctx)) {
+        llama_free(ctx);
+        return NULL;
+    }
+    ctx->t_start_us = llama_time_us();
+    ctx->t_load_us = model->t_load_us;
+    LLAMA_LOG_INFO("llama_init_from_model: n_ctx = %u, n_batch = %u, n_ubatch = %u, flash_attn = %d, KV cache %.2f MiB (%s/%s), threads %d/%d\n",
+                   n_ctx, ctx->n_batch, ctx->n_ubatch, (int) flash, kv_bytes / 1048576.0,
+                   ggml_type_name(params.type_k), ggml_type_name(params.type_v), ctx->n_threads, ctx->n_threads_batch);
+    return ctx;
+}
+
+struct llama_context * llama_new_context_with_model(struct llama_model * model, struct llama_context_params params) {
+    return llama_init_from_model(model, params);
+}
+
+enum ggml_status llama_context_compute(struct llama_context * ctx, struct ggml_cgraph * gf, int n_threads) {
+    if (!ctx_ensure_threadpool(ctx)) {
+        return GGML_STATUS_ALLOC_FAILED;
+    }
+    ggml_threadpool_set_n_threads(ctx->tp, n_threads < 1 ? 1 : (n_threads > ctx->tp_size ? ctx->tp_size : n_threads));
+    return ggml_graph_compute(gf, ctx->tp);
+}
+
+// ---------------------------------------------------------------------------------------------
+// decode
+
+static bool ctx_reserve_outputs(struct llama_context * ctx, size_t n_tokens, size_t n_logit_rows, size_t n_embd_rows) {
+    const size_t n_vocab = ctx->model->hparams.n_vocab;
+    const size_t n_embd = ctx->model->hparams.n_embd;
+    if (n_logit_rows > ctx->logits_cap) {
+        float * p = realloc(ctx->logits, n_logit_rows * n_vocab * sizeof(float));
+        if (p == NULL) {
+            return false;
+        }
+        ctx->logits = p;
+        ctx->logits_cap = n_logit_rows;
+    }
+    if (n_embd_rows > ctx->embd_cap) {
+        float * p = realloc(ctx->embd, n_embd_rows * n_embd * sizeof(float));
+        if (p == NULL) {
+            return false;
+        }
+        ctx->embd = p;
+        ctx->embd_cap = n_embd_rows;
+    }
+    if (n_tokens > ctx->output_ids_cap) {
+        int32_t * p = realloc(ctx->output_ids, n_tokens * sizeof(int32_t));
+        if (p == NULL) {
+            return false;
+        }
+        ctx->output_ids = p;
+        ctx->output_ids_cap = n_tokens;
+    }
+    return true;
+}
+
+// Fills the graph inputs of ub (after allocation).
+static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub, const struct llama_graph_result * res) {
+    const struct llama_memory_i * kv = &ctx->kv;
+    const int32_t n = ub->n_tokens;
+    if (res->inp_tokens) {
+        memcpy(res->inp_tokens->data, ub->token, (size_t) n * sizeof(int32_t));
+    }
+    if (res->inp_embd) {
+        memcpy(res->inp_embd->data, ub->embd, (size_t) n * ctx->model->hparams.n_embd * sizeof(float));
+    }
+    memcpy(res->inp_pos->data, ub->pos, (size_t) n * sizeof(int32_t));
+    int32_t * idx = res->inp_kv_idx->data;
+    for (int32_t i = 0; i < n; i++) {
+        idx[i] = (int32_t) ub->cells[i];
+    }
+    // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal).
+    float * mask = res->inp_mask->data;
+    const uint32_t n_kv = ub->n_kv;
+    for (int32_t i = 0; i < n; i++) {
+        const llama_seq_id s = ub->seq_id[i][0];
+        const llama_pos p = ub->pos[i];
+        float * row = mask + (size_t) i * n_kv;
+        for (uint32_t j = 0; j < n_kv; j++) {
+            const llama_pos pj = kv->pos[j];
+            const bool vis = pj >= 0 && llama_kv_cache_seq_has(kv, j, s) && (!ctx->causal_attn || pj <= p);
+            row[j] = vis ? 0.0f : -INFINITY;
+        }
+    }
+    if (res->inp_out_ids) {
+        int32_t * o = res->inp_out_ids->data;
+        int32_t k = 0;
+        for (int32_t i = 0; i < n; i++) {
+            if (ub->output[i]) {
+                o[k++] = i;
+            }
+        }
+    }
+}
+
+int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
+    if (!llama_context_checked(ctx, __func__)) {
+        return -1;
+    }
+    const int64_t t0 = llama_time_us();
+    ctx->have_logits = ctx->have_embd = ctx->have_embd_seq = false;
+    ctx->n_outputs = 0;
+    ctx->n_batch_tokens = 0;
+
+    const int32_t r = llama_batch_prepare(ctx, &batch);
+    if (r != 0) {
+        return r;
+    }
+    const struct llama_batch_prep * p = &ctx->prep;
+    struct llama_memory_i * kv = &ctx->kv;
+    const int32_t n = p->n_tokens;
+    const size_t n_vocab = ctx->model->hparams.n_vocab;
+    const size_t n_embd = ctx->model->hparams.n_embd;
+    const bool pooled = ctx->embeddings && ctx->pooling != LLAMA_POOLING_TYPE_NONE;
+
+    if (!llama_kv_cache_find_slot(kv, (uint32_t) n, ctx->cells)) {
+        LLAMA_LOG_WARN("llama_decode: no KV cache slot for %d tokens (%u of %u cells free)\n",
+                       n, llama_kv_cache_n_free(kv), kv->size);
+        return 1;
+    }
+    const size_t n_out = pooled ? 0 : (size_t) p->n_outputs;
+    if (!ctx_reserve_outputs(ctx, (size_t) n, n_out, ctx->embeddings ? n_out : 0)) {
+        LLAMA_LOG_ERROR("llama_decode: out of memory for %zu output rows\n", n_out);
+        return -2;
+    }
+    if (pooled) {
+        memset(ctx->embd_seq, 0, (size_t) ctx->n_seq_max * n_embd * sizeof(float));
+        memset(ctx->embd_seq_n, 0, ctx->n_seq_max * sizeof(int32_t));
+    }
+
+    int32_t ret = 0;
+    int32_t n_assigned = 0;   // cells given out so far (rolled back on failure)
+    size_t out_row = 0;
+    for (int32_t i0 = 0; i0 < n; i0 += (int32_t) ctx->n_ubatch) {
+        const int32_t nu = n - i0 < (int32_t) ctx->n_ubatch ? n - i0 : (int32_t) ctx->n_ubatch;
+        for (int32_t i = i0; i < i0 + nu; i++) {
+            llama_kv_cache_cell_set(kv, ctx->cells[i], p->pos[i], p->n_seq_id[i], p->seq_id[i]);
+        }
+        n_assigned = i0 + nu;
+        struct llama_ubatch ub = {
+            .n_tokens = nu,
+            .token = p->token ? p->token + i0 : NULL,
+            .embd = p->embd ? p->embd + (size_t) i0 * n_embd : NULL,
+            .pos = p->pos + i0,
+            .n_seq_id = p->n_seq_id + i0,
+            .seq_id = p->seq_id + i0,
+            .output = p->output + i0,
+            .n_outputs = 0,
+            .all_rows = pooled,
+            .cells = ctx->cells + i0,
+            .n_kv = llama_kv_cache_n_kv(kv),
+        };
+        for (int32_t i = 0; i < nu; i++) {
+            ub.n_outputs += ub.output[i] != 0;
+        }
+        struct llama_graph_result res;
+        if (!llama_graph_build(ctx, &ub, &res)) {
+            ret = -3;
+            break;
+        }
+        if (!ggml_gallocr_alloc_graph(ctx->galloc, res.gf)) {
+            LLAMA_LOG_ERROR("llama_decode: cannot allocate the compute buffer\n");
+            ret = -3;
+            break;
+        }
+        ctx_set_inputs(ctx, &ub, &res);
+        const enum ggml_status st = llama_context_compute(ctx, res.gf, n == 1 ? ctx->n_threads : ctx->n_threads_batch);
+        if (st == GGML_STATUS_ABORTED) {
+            LLAMA_LOG_INFO("llama_decode: aborted by the abort callback\n");
+            ret = 2;
+            break;
+        }
+        if (st != GGML_STATUS_SUCCESS) {
+            LLAMA_LOG_ERROR("llama_decode: graph computation failed (status %d)\n", (int) st);
+            ret = -3;
+            break;
+        }
+        if (!pooled && ub.n_outputs > 0) {
+            if (res.t_logits) {
+                memcpy(ctx->logits + out_row * n_vocab, res.t_logits->data, (size_t) ub.n_outputs * n_vocab * sizeof(float));
+            }
+            if (ctx->embeddings && res.t_embd) {
+                memcpy(ctx->embd + out_row * n_embd, res.t_embd->data, (size_t) ub.n_outputs * n_embd * sizeof(float));
+            }
+            out_row += (size_t) ub.n_outputs;
+        }
+        if (pooled && res.t_embd) {
+            const float * rows = res.t_embd->data;
+            for (int32_t i = 0; i < nu; i++) {
+                const float * row = rows + (size_t) i * n_embd;
+                for (int32_t j = 0; j < ub.n_seq_id[i]; j++) {
+                    const llama_seq_id s = ub.seq_id[i][j];
+                    float * dst = ctx->embd_seq + (size_t) s * n_embd;
+                    if (ctx->pooling == LLAMA_POOLING_TYPE_MEAN) {
+                        for (size_t e = 0; e < n_embd; e++) {
+                            dst[e] += row[e];
+                        }
+                    } else if (ctx->pooling == LLAMA_POOLING_TYPE_LAST || ctx->embd_seq_n[s] == 0) {
+                        memcpy(dst, row, n_embd * sizeof(float)); // LAST: every time; CLS: the first
+                    }
+                    ctx->embd_seq_n[s]++;
+                }
+            }
+        }
+    }
+    if (ret != 0) {
+        // The cache is left as it was: undo the cells this batch took.
+        for (int32_t i = 0; i < n_assigned; i++) {
+            llama_kv_cache_cell_clear(kv, ctx->cells[i]);
+        }
+        return ret;
+    }
+
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++) {
+        ctx->output_ids[i] = (!pooled && p->output[i]) ? k++ : -1;
+    }
+    if (pooled && ctx->pooling == LLAMA_POOLING_TYPE_MEAN) {
+        for (uint32_t s = 0; s < ctx->n_seq_max; s++) {
+            if (ctx->embd_seq_n[s] > 0) {
+                float * dst = ctx->embd_seq + (size_t) s * n_embd;
+                const float inv = 1.0f / (float) ctx->embd_seq_n[s];
+                for (size_t e = 0; e < n_embd; e++) {
+                    dst[e] *= inv;
+                }
+            }
+        }
+    }
+    ctx->n_outputs = (int32_t) n_out;
+    ctx->n_batch_tokens = n;
+    ctx->have_logits = !pooled;
+    ctx->have_embd = ctx->embeddings && !pooled;
+    ctx->have_embd_seq = pooled;
+
+    if (n == 1) {
+        ctx->n_eval++;
+    } else {
+        ctx->n_p_eval += n;
+    }
+    // Timed even with no_perf: two clock reads per call cost nothing measurable.
+    const int64_t dt = llama_time_us() - t0;
+    if (n == 1) {
+        ctx->t_eval_us += dt;
+    } else {
+        ctx->t_p_eval_us += dt;
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// outputs
+
+// Output row for batch index i (negative: from the end of the outputs), or -1 (logged).
+static int32_t ctx_output_row(const struct llama_context * ctx, int32_t i, const char * func) {
+    if (i < 0) {
+        const int32_t j = ctx->n_outputs + i;
+        if (j < 0) {
+            LLAMA_LOG_ERROR("%s: index %d is out of range (%d outputs)\n", func, i, ctx->n_outputs);
+            return -1;
+        }
+        return j;
+    }
+    if (i >= ctx->n_batch_tokens) {
+        LLAMA_LOG_ERROR("%s: index %d is out of range (the last batch had %d tokens)\n", func, i, ctx->n_batch_tokens);
+        return -1;
+    }
+    const int32_t r = ctx->output_ids[i];
+    if (r < 0) {
+        LLAMA_LOG_ERROR("%s: batch token %d was not marked for output\n", func, i);
+    }
+    return r;
+}
+
+float * llama_get_logits(struct llama_context * ctx) {
+    if (!llama_context_checked(ctx, __func__)) {
+        return NULL;
+    }
+    if (!ctx->have_logits) {
+        LLAMA_LOG_ERROR("llama_get_logits: no logits (no successful llama_decode yet, the last one failed, or pooled embeddings are on)\n");
+        return NULL;
+    }
+    return ctx->logits;
+}
+
+float * llama_get_logits_ith(struct llama_context * ctx, int32_t i) {
+    if (!llama_context_checked(ctx, __func__)) {
+        return NULL;
+    }
+    if (!ctx->have_logits) {
+        LLAMA_LOG_ERROR("llama_get_logits_ith: no logits (no successful llama_decode yet, the last one failed, or pooled embeddings are on)\n");
+        return NULL;
+    }
+    const int32_t r = ctx_output_row(ctx, i, __func__);
+    return r < 0 ? NULL : ctx->logits + (size_t) r * ctx->model->hparams.n_vocab;
+}
+
+float * llama_get_embeddings(struct llama_context * ctx) {
+    if (!llama_context_checked(ctx, __func__)) {
+        return NULL;
+    }
+    if (!ctx->have_embd) {
+        LLAMA_LOG_ERROR("llama_get_embeddings: no token embeddings (embeddings off, pooling on, or no successful decode)\n");
+        return NULL;
+    }
+    return ctx->embd;
+}
+
+float * llama_get_embeddings_ith(struct llama_context * ctx, int32_t i) {
+    if (!llama_context_checked(ctx, __func__)) {
+        return NULL;
+    }
+    if (!ctx->have_embd) {
+        LLAMA_LOG_ERROR("llama_get_embeddings_ith: no token embeddings (embeddings off, pooling on, or no successful decode)\n");
+        return NULL;
+    }
+    const int32_t r = ctx_output_row(ctx, i, __func__);
+    return r < 0 ? NULL : ctx->embd + (size_t) r * ctx->model->hparams.n_embd;
+}
+
+float * llama_get_embeddings_seq(struct llama_context * ctx, llama_seq_id seq_id) {
+    if (!llama_context_checked(ctx, __func__)) {
+        return NULL;
+    }
+    if (!ctx->have_embd_seq) {
+        LLAMA_LOG_ERROR("llama_get_embeddings_seq: no pooled embeddings (pooling NONE, embeddings off, or no successful decode)\n");
+        return NULL;
+    }
+    if (seq_id < 0 || (uint32_t) seq_id >= ctx->n_seq_max || ctx->embd_seq_n[seq_id] == 0) {
+        LLAMA_LOG_ERROR("llama_get_embeddings_seq: sequence %d was not in the last batch\n", seq_id);
+        return NULL;
+    }
+    return ctx->embd_seq + (size_t) seq_id * ctx->model->hparams.n_embd;
+}
+
+// ---------------------------------------------------------------------------------------------
+// accessors and settings
+
+#define CTX_OR(ret) \
+    if (!llama_context_checked(ctx, __func__)) { return ret; }
+
+uint32_t llama_n_ctx(const struct llama_context * ctx)      { CTX_OR(0); return ctx->n_ctx; }
+uint32_t llama_n_ctx_seq(const struct llama_context * ctx)  { CTX_OR(0); return ctx->n_ctx; }
+uint32_t llama_n_batch(const struct llama_context * ctx)    { CTX_OR(0); return ctx->n_batch; }
+uint32_t llama_n_ubatch(const struct llama_context * ctx)   { CTX_OR(0); return ctx->n_ubatch; }
+uint32_t llama_n_seq_max(const struct llama_context * ctx)  { CTX_OR(0); return ctx->n_seq_max; }
+uint32_t llama_n_rs_seq(const struct llama_context * ctx)   { CTX_OR(0); return 0; }
+const struct llama_model * llama_get_model(const struct llama_context * ctx) { CTX_OR(NULL); return ctx->model; }
+llama_memory_t llama_get_memory(const struct llama_context * ctx) { CTX_OR(NULL); return (llama_memory_t) &ctx->kv; }
+enum llama_pooling_type llama_pooling_type(const struct llama_context * ctx) { CTX_OR(LLAMA_POOLING_TYPE_UNSPECIFIED); return ctx->pooling; }
+int32_t llama_n_threads(struct llama_context * ctx)         { CTX_OR(0); return ctx->n_threads; }
+int32_t llama_n_threads_batch(struct llama_context * ctx)   { CTX_OR(0); return ctx->n_threads_batch; }
+bool llama_get_causal_attn(const struct llama_context * ctx) { CTX_OR(false); return ctx->causal_attn; }
+
+void llama_set_n_threads(struct llama_context * ctx, int32_t n_threads, int32_t n_threads_batch) {
+    CTX_OR();
+    ctx->n_threads = ctx_clamp_threads(n_threads);
+    ctx->n_threads_batch = ctx_clamp_threads(n_threads_batch);
+    ctx->params.n_threads = ctx->n_threads;
+    ctx->params.n_threads_batch = ctx->n_threads_batch;
+    ctx_ensure_threadpool(ctx);
+}
+
+void llama_set_embeddings(struct llama_context * ctx, bool embeddings) {
+    CTX_OR();
+    ctx->embeddings = embeddings;
+    ctx->params.embeddings = embeddings;
+}
+
+void llama_set_causal_attn(struct llama_context * ctx, bool causal_attn) {
+    CTX_OR();
+    ctx->causal_attn = causal_attn;
+}
+
+void llama_set_warmup(struct llama_context * ctx, bool warmup) {
+    CTX_OR();
+    ctx->warmup = warmup;
+}
+
+void llama_set_abort_callback(struct llama_context * ctx, ggml_abort_callback abort_callback, void * abort_callback_data) {
+    CTX_OR();
+    ctx->abort_cb = abort_callback;
+    ctx->abort_data = abort_callback_data;
+    if (ctx->tp) {
+        ggml_threadpool_set_abort_callback(ctx->tp, abort_callback, abort_callback_data);
+    }
+}
+
+void llama_synchronize(struct llama_context * ctx) {
+    CTX_OR();
+}
+
+// ---------------------------------------------------------------------------------------------
+// performance
+
+struct llama_perf_context_data llama_perf_context(const struct llama_context * ctx) {
+    struct llama_perf_context_data d;
+    memset(&d, 0, sizeof(d));
+    CTX_OR(d);
+    d.t_start_ms = 1e-3 * (double) ctx->t_start_us;
+    d.t_load_ms = 1e-3 * (double) ctx->t_load_us;
+    d.t_p_eval_ms = 1e-3 * (double) ctx->t_p_eval_us;
+    d.t_eval_ms = 1e-3 * (double) ctx->t_eval_us;
+    d.n_p_eval = ctx->n_p_eval > 0 ? ctx->n_p_eval : 1;
+    d.n_eval = ctx->n_eval > 0 ? ctx->n_eval : 1;
+    d.n_reused = ctx->n_reused;
+    return d;
+}
+
+void llama_perf_context_print(const struct llama_context * ctx) {
+    CTX_OR();
+    const struct llama_perf_context_data d = llama_perf_context(ctx);
+    const double t_end_ms = 1e-3 * (double) llama_time_us();
+    LLAMA_LOG_INFO("llama_perf_context_print:        load time = %10.2f ms\n", d.t_load_ms);
+    LLAMA_LOG_INFO("llama_perf_context_print: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per second)\n",
+                   d.t_p_eval_ms, d.n_p_eval, d.t_p_eval_ms / d.n_p_eval, 1e3 / d.t_p_eval_ms * d.n_p_eval);
+    LLAMA_LOG_INFO("llama_perf_context_print:        eval time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)\n",
+                   d.t_eval_ms, d.n_eval, d.t_eval_ms / d.n_eval, 1e3 / d.t_eval_ms * d.n_eval);
+    LLAMA_LOG_INFO("llama_perf_context_print:       total time = %10.2f ms / %5d tokens\n",
+                   t_end_ms - d.t_start_ms, ctx->n_p_eval + ctx->n_eval);
+}
+
+void llama_perf_context_reset(struct llama_context * ctx) {
+    CTX_OR();
+    ctx->t_start_us = llama_time_us();
+    ctx->t_p_eval_us = ctx->t_eval_us = 0;
+    ctx->n_p_eval = ctx->n_eval = ctx->n_reused = 0;
+}

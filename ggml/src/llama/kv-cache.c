@@ -1,0 +1,403 @@
+// kv-cache.c — the KV cache: one K and one V tensor per layer with a row per cell, and per
+// cell a position and a set of sequence ids; the llama_memory_* API over it. Shifting
+// positions (seq_add / seq_div) re-rotates the cached keys with a small RoPE graph, because
+// RoPE rotations compose: R(p + d) = R(d) R(p).
+#include "llama-context.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(_WIN32)
+#include <malloc.h>
+#endif
+
+// 64-byte aligned buffer so that every layer's K/V rows start on a cache line.
+static void * kv_aligned_alloc(size_t size) {
+#if defined(_WIN32)
+    return _aligned_malloc(size ? size : 1, GGML_MEM_ALIGN);
+#else
+    void * p = NULL;
+    return posix_memalign(&p, GGML_MEM_ALIGN, size ? size : 1) == 0 ? p : NULL;
+#endif
+}
+
+static void kv_aligned_free(void * p) {
+#if defined(_WIN32)
+    _aligned_free(p);
+#else
+    free(p);
+#endif
+}
+
+size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v) {
+    const size_t k_row = ggml_row_size(type_k, llama_hparams_n_embd_k_gqa(hp));
+    const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa(hp));
+    const size_t per_layer = GGML_PAD(k_row * n_ctx, GGML_MEM_ALIGN) + GGML_PAD(v_row * n_ctx, GGML_MEM_ALIGN);
+    return per_layer * hp->n_layer;
+}
+
+void llama_kv_cache_free(struct llama_memory_i * kv) {
+    if (kv == NULL) {
+        return;
+    }
+    kv->magic = LLAMA_MAGIC_DEAD;
+    free(kv->pos);
+    free(kv->seq);
+    free(kv->k_l);
+    free(kv->v_l);
+    ggml_free(kv->ctx);
+    kv_aligned_free(kv->buf);
+    kv->pos = NULL;
+    kv->seq = NULL;
+    kv->k_l = kv->v_l = NULL;
+    kv->ctx = NULL;
+    kv->buf = NULL;
+}
+
+bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx, const struct llama_model * model,
+                         uint32_t n_ctx, uint32_t n_seq_max, enum ggml_type type_k, enum ggml_type type_v) {
+    const struct llama_hparams * hp = &model->hparams;
+    memset(kv, 0, sizeof(*kv));
+    kv->lctx = lctx;
+    kv->size = n_ctx;
+    kv->n_seq_max = n_seq_max;
+    kv->n_words = (n_seq_max + 63) / 64;
+    kv->n_layer = hp->n_layer;
+    kv->type_k = type_k;
+    kv->type_v = type_v;
+    kv->n_embd_k_gqa = llama_hparams_n_embd_k_gqa(hp);
+    kv->n_embd_v_gqa = llama_hparams_n_embd_v_gqa(hp);
+    kv->n_embd_head_k = hp->n_embd_head_k;
+    kv->n_embd_head_v = hp->n_embd_head_v;
+    kv->n_head_kv = hp->n_head_kv;
+
+    kv->pos = malloc(sizeof(llama_pos) * n_ctx);
+    kv->seq = calloc((size_t) n_ctx * kv->n_words, sizeof(uint64_t));
+    kv->k_l = calloc(hp->n_layer, sizeof(struct ggml_tensor *));
+    kv->v_l = calloc(hp->n_layer, sizeof(struct ggml_tensor *));
+    kv->ctx = ggml_init((struct ggml_init_params) {
+        .mem_size = (size_t) (2 * hp->n_layer + 2) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
+    kv->buf_size = llama_kv_cache_bytes(hp, n_ctx, type_k, type_v);
+    kv->buf = kv_aligned_alloc(kv->buf_size);
+    if (kv->pos == NULL || kv->seq == NULL || kv->k_l == NULL || kv->v_l == NULL || kv->ctx == NULL || kv->buf == NULL) {
+        LLAMA_LOG_ERROR("llama_kv_cache_init: cannot allocate the KV cache (%zu bytes)\n", kv->buf_size);
+        llama_kv_cache_free(kv);
+        return false;
+    }
+    // Zeroed so that masked cells never hold NaN/inf (0 * NaN would poison attention).
+    memset(kv->buf, 0, kv->buf_size);
+    for (uint32_t i = 0; i < n_ctx; i++) {
+        kv->pos[i] = -1;
+    }
+    uint8_t * p = kv->buf;
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        kv->k_l[il] = ggml_new_tensor_2d(kv->ctx, type_k, kv->n_embd_k_gqa, n_ctx);
+        kv->v_l[il] = ggml_new_tensor_2d(kv->ctx, type_v, kv->n_embd_v_gqa, n_ctx);
+        if (kv->k_l[il] == NULL || kv->v_l[il] == NULL) {
+            LLAMA_LOG_ERROR("llama_kv_cache_init: cannot create the cache tensors of layer %u\n", il);
+            llama_kv_cache_free(kv);
+            return false;
+        }
+        ggml_format_name(kv->k_l[il], "cache_k_l%u", il);
+        ggml_format_name(kv->v_l[il], "cache_v_l%u", il);
+        kv->k_l[il]->data = p;
+        p += GGML_PAD(ggml_nbytes(kv->k_l[il]), GGML_MEM_ALIGN);
+        kv->v_l[il]->data = p;
+        p += GGML_PAD(ggml_nbytes(kv->v_l[il]), GGML_MEM_ALIGN);
+    }
+    GGML_ASSERT((size_t) (p - (uint8_t *) kv->buf) <= kv->buf_size);
+    kv->magic = LLAMA_MAGIC_MEMORY;
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// cells
+
+static inline void kv_seq_set(struct llama_memory_i * kv, uint32_t cell, llama_seq_id s) {
+    kv->seq[(size_t) cell * kv->n_words + (uint32_t) s / 64] |= (uint64_t) 1 << ((uint32_t) s % 64);
+}
+
+static inline void kv_seq_unset(struct llama_memory_i * kv, uint32_t cell, llama_seq_id s) {
+    kv->seq[(size_t) cell * kv->n_words + (uint32_t) s / 64] &= ~((uint64_t) 1 << ((uint32_t) s % 64));
+}
+
+static inline bool kv_seq_empty(const struct llama_memory_i * kv, uint32_t cell) {
+    for (uint32_t w = 0; w < kv->n_words; w++) {
+        if (kv->seq[(size_t) cell * kv->n_words + w] != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+uint32_t llama_kv_cache_n_free(const struct llama_memory_i * kv) {
+    return kv->size - kv->n_used;
+}
+
+bool llama_kv_cache_find_slot(const struct llama_memory_i * kv, uint32_t n, uint32_t * cells) {
+    if (n > kv->size - kv->n_used) {
+        return false;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < kv->size && k < n; i++) {
+        if (kv->pos[i] < 0) {
+            cells[k++] = i;
+        }
+    }
+    return k == n;
+}
+
+void llama_kv_cache_cell_set(struct llama_memory_i * kv, uint32_t cell, llama_pos pos, int32_t n_seq, llama_seq_id * const seq) {
+    GGML_ASSERT(cell < kv->size && kv->pos[cell] < 0);
+    kv->pos[cell] = pos;
+    for (int32_t j = 0; j < n_seq; j++) {
+        kv_seq_set(kv, cell, seq[j]);
+    }
+    kv->n_used++;
+}
+
+void llama_kv_cache_cell_clear(struct llama_memory_i * kv, uint32_t cell) {
+    if (kv->pos[cell] < 0) {
+        return;
+    }
+    kv->pos[cell] = -1;
+    memset(&kv->seq[(size_t) cell * kv->n_words], 0, kv->n_words * sizeof(uint64_t));
+    kv->n_used--;
+}
+
+uint32_t llama_kv_cache_n_kv(const struct llama_memory_i * kv) {
+    uint32_t hi = 0;
+    for (uint32_t i = kv->size; i > 0; i--) {
+        if (kv->pos[i - 1] >= 0) {
+            hi = i;
+            break;
+        }
+    }
+    // Padding keeps the graph shapes (and the allocator's plan) stable across nearby calls.
+    const uint32_t n = GGML_PAD(hi, 32);
+    return n < kv->size ? n : kv->size;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the llama_memory_* API
+
+static struct llama_memory_i * kv_checked(llama_memory_t mem, const char * func) {
+    if (mem == NULL) {
+        LLAMA_LOG_ERROR("%s: memory is NULL\n", func);
+        return NULL;
+    }
+    if (mem->magic != LLAMA_MAGIC_MEMORY) {
+        LLAMA_LOG_ERROR("%s: not a live llama memory (its context was freed?)\n", func);
+        return NULL;
+    }
+    return mem;
+}
+
+static bool kv_seq_ok(const struct llama_memory_i * kv, llama_seq_id s, const char * func) {
+    if (s < 0 || (uint32_t) s >= kv->n_seq_max) {
+        LLAMA_LOG_ERROR("%s: seq_id %d is out of range [0, %u)\n", func, s, kv->n_seq_max);
+        return false;
+    }
+    return true;
+}
+
+// Open bounds: p0 < 0 means from 0, p1 < 0 means to the end.
+static void kv_range(llama_pos * p0, llama_pos * p1) {
+    if (*p0 < 0) {
+        *p0 = 0;
+    }
+    if (*p1 < 0) {
+        *p1 = INT32_MAX;
+    }
+}
+
+void llama_memory_clear(llama_memory_t mem, bool data) {
+    struct llama_memory_i * kv = kv_checked(mem, __func__);
+    if (!kv) {
+        return;
+    }
+    for (uint32_t i = 0; i < kv->size; i++) {
+        kv->pos[i] = -1;
+    }
+    memset(kv->seq, 0, (size_t) kv->size * kv->n_words * sizeof(uint64_t));
+    kv->n_used = 0;
+    if (data) {
+        memset(kv->buf, 0, kv->buf_size);
+    }
+}
+
+bool llama_memory_seq_rm(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, llama_pos p1) {
+    struct llama_memory_i * kv = kv_checked(mem, __func__);
+    if (!kv) {
+        return false;
+    }
+    if (seq_id >= 0 && !kv_seq_ok(kv, seq_id, __func__)) {
+        return false;
+    }
+    kv_range(&p0, &p1);
+    for (uint32_t i = 0; i < kv->size; i++) {
+        const llama_pos p = kv->pos[i];
+        if (p < 0 || p < p0 || p >= p1) {
+            continue;
+        }
+        if (seq_id < 0) {
+            llama_kv_cache_cell_clear(kv, i);
+        } else if (llama_kv_cache_seq_has(kv, i, seq_id)) {
+            kv_seq_unset(kv, i, seq_id);
+            if (kv_seq_empty(kv, i)) {
+                llama_kv_cache_cell_clear(kv, i);
+            }
+        }
+    }
+    return true;
+}
+
+void llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_id seq_id_dst, llama_pos p0, llama_pos p1) {
+    struct llama_memory_i * kv = kv_checked(mem, __func__);
+    if (!kv || !kv_seq_ok(kv, seq_id_src, __func__) || !kv_seq_ok(kv, seq_id_dst, __func__) || seq_id_src == seq_id_dst) {
+        return;
+    }
+    kv_range(&p0, &p1);
+    for (uint32_t i = 0; i < kv->size; i++) {
+        const llama_pos p = kv->pos[i];
+        if (p >= p0 && p < p1 && llama_kv_cache_seq_has(kv, i, seq_id_src)) {
+            kv_seq_set(kv, i, seq_id_dst);
+        }
+    }
+}
+
+void llama_memory_seq_keep(llama_memory_t mem, llama_seq_id seq_id) {
+    struct llama_memory_i * kv = kv_checked(mem, __func__);
+    if (!kv || !kv_seq_ok(kv, seq_id, __func__)) {
+        return;
+    }
+    for (uint32_t i = 0; i < kv->size; i++) {
+        if (kv->pos[i] < 0) {
+            continue;
+        }
+        if (llama_kv_cache_seq_has(kv, i, seq_id)) {
+            memset(&kv->seq[(size_t) i * kv->n_words], 0, kv->n_words * sizeof(uint64_t));
+            kv_seq_set(kv, i, seq_id);
+        } else {
+            llama_kv_cache_cell_clear(kv, i);
+        }
+    }
+}
+
+// Rotates the keys of cells[0..n) by delta[i] positions on the context's thread pool.
+static void kv_rotate_keys(struct llama_memory_i * kv, const int32_t * cells, const int32_t * delta, uint32_t n) {
+    if (n == 0) {
+        return;
+    }
+    struct llama_context * ctx = kv->lctx;
+    struct ggml_tensor * inp_cells = NULL, * inp_delta = NULL;
+    struct ggml_cgraph * gf = llama_graph_build_k_shift(ctx, n, &inp_cells, &inp_delta);
+    if (gf == NULL || !ggml_gallocr_alloc_graph(ctx->galloc, gf)) {
+        LLAMA_LOG_ERROR("llama_memory_seq_add: cannot build the key re-rotation graph; cached keys keep their old rotation\n");
+        return;
+    }
+    memcpy(inp_cells->data, cells, n * sizeof(int32_t));
+    memcpy(inp_delta->data, delta, n * sizeof(int32_t));
+    const enum ggml_status st = llama_context_compute(ctx, gf, ctx->n_threads_batch);
+    if (st != GGML_STATUS_SUCCESS) {
+        LLAMA_LOG_ERROR("llama_memory_seq_add: key re-rotation failed (status %d)\n", (int) st);
+    }
+}
+
+// Moves positions of seq_id in [p0, p1) to f(pos) and re-rotates the moved keys; cells whose
+// new position would be negative are removed.
+static void kv_seq_move(struct llama_memory_i * kv, llama_seq_id seq_id, llama_pos p0, llama_pos p1,
+                        llama_pos delta, int d, const char * func) {
+    kv_range(&p0, &p1);
+    int32_t * cells = malloc(sizeof(int32_t) * kv->size);
+    int32_t * dpos = malloc(sizeof(int32_t) * kv->size);
+    if (cells == NULL || dpos == NULL) {
+        LLAMA_LOG_ERROR("%s: out of memory\n", func);
+        free(cells);
+        free(dpos);
+        return;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < kv->size; i++) {
+        const llama_pos p = kv->pos[i];
+        if (p < 0 || p < p0 || p >= p1 || !llama_kv_cache_seq_has(kv, i, seq_id)) {
+            continue;
+        }
+        const int64_t np = d > 1 ? (int64_t) p / d : (int64_t) p + delta;
+        if (np < 0) {
+            llama_kv_cache_cell_clear(kv, i);
+            continue;
+        }
+        if (np > INT32_MAX) {
+            LLAMA_LOG_ERROR("%s: position %d + %d overflows; cell left unchanged\n", func, p, delta);
+            continue;
+        }
+        if (np == p) {
+            continue;
+        }
+        kv->pos[i] = (llama_pos) np;
+        cells[n] = (int32_t) i;
+        dpos[n] = (int32_t) (np - p);
+        n++;
+    }
+    kv_rotate_keys(kv, cells, dpos, n);
+    free(cells);
+    free(dpos);
+}
+
+void llama_memory_seq_add(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, llama_pos p1, llama_pos delta) {
+    struct llama_memory_i * kv = kv_checked(mem, __func__);
+    if (!kv || !kv_seq_ok(kv, seq_id, __func__) || delta == 0) {
+        return;
+    }
+    kv_seq_move(kv, seq_id, p0, p1, delta, 0, __func__);
+}
+
+void llama_memory_seq_div(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, llama_pos p1, int d) {
+    struct llama_memory_i * kv = kv_checked(mem, __func__);
+    if (!kv || !kv_seq_ok(kv, seq_id, __func__)) {
+        return;
+    }
+    if (d < 1) {
+        LLAMA_LOG_ERROR("%s: divisor %d must be >= 1\n", __func__, d);
+        return;
+    }
+    if (d == 1) {
+        return;
+    }
+    kv_seq_move(kv, seq_id, p0, p1, 0, d, __func__);
+}
+
+llama_pos llama_memory_seq_pos_min(llama_memory_t mem, llama_seq_id seq_id) {
+    struct llama_memory_i * kv = kv_checked(mem, __func__);
+    if (!kv || !kv_seq_ok(kv, seq_id, __func__)) {
+        return -1;
+    }
+    llama_pos r = -1;
+    for (uint32_t i = 0; i < kv->size; i++) {
+        const llama_pos p = kv->pos[i];
+        if (p >= 0 && (r < 0 || p < r) && llama_kv_cache_seq_has(kv, i, seq_id)) {
+            r = p;
+        }
+    }
+    return r;
+}
+
+llama_pos llama_memory_seq_pos_max(llama_memory_t mem, llama_seq_id seq_id) {
+    struct llama_memory_i * kv = kv_checked(mem, __func__);
+    if (!kv || !kv_seq_ok(kv, seq_id, __func__)) {
+        return -1;
+    }
+    llama_pos r = -1;
+    for (uint32_t i = 0; i < kv->size; i++) {
+        const llama_pos p = kv->pos[i];
+        if (p > r && llama_kv_cache_seq_has(kv, i, seq_id)) {
+            r = p;
+        }
+    }
+    return r;
+}
+
+bool llama_memory_can_shift(llama_memory_t mem) {
+    return kv_checked(mem, __func__) != NULL;
+}

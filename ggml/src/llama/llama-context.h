@@ -1,0 +1,196 @@
+// llama-context.h — internal layout of a context (context.c), its KV cache (kv-cache.c), the
+// validated batch (batch.c) and the transformer graph builder (graph.c). Not installed.
+//
+// One decode: batch.c validates the llama_batch into a llama_batch_prep (positions filled in,
+// output flags resolved); context.c cuts it into ubatches of at most n_ubatch tokens, asks the
+// cache for free cells, graph.c builds the graph for the ubatch (writing K/V into the cells and
+// attending over the first n_kv cells through a mask), ggml-alloc places its intermediates in
+// one reused buffer, the thread pool computes it, and the output rows are copied out.
+#ifndef LLAMA_CONTEXT_H
+#define LLAMA_CONTEXT_H
+
+#include "llama-model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLAMA_MAGIC_CONTEXT 0x4c435458u  // "LCTX"
+#define LLAMA_MAGIC_MEMORY  0x4c4b5643u  // "LKVC"
+
+// Most sequences a context may hold (llama_max_parallel_sequences).
+#define LLAMA_MAX_SEQ 256
+
+// The KV cache: llama_memory_t points at this (embedded in its context).
+struct llama_memory_i {
+    uint32_t magic;                 // LLAMA_MAGIC_MEMORY while its context lives
+    struct llama_context * lctx;    // owner (its thread pool re-rotates shifted keys)
+    uint32_t size;                  // cells (= n_ctx)
+    uint32_t n_seq_max;
+    uint32_t n_words;               // 64-bit words per cell's sequence set
+    llama_pos * pos;                // [size] position of each cell, -1 when empty
+    uint64_t * seq;                 // [size * n_words] sequence-id bitsets
+    uint32_t n_used;                // non-empty cells
+    uint32_t n_layer;
+    enum ggml_type type_k, type_v;
+    uint32_t n_embd_k_gqa, n_embd_v_gqa;
+    uint32_t n_embd_head_k, n_embd_head_v, n_head_kv;
+    struct ggml_context * ctx;      // headers of k_l / v_l
+    struct ggml_tensor ** k_l;      // [n_layer] each [n_embd_k_gqa, size] of type_k, row per cell
+    struct ggml_tensor ** v_l;      // [n_layer] each [n_embd_v_gqa, size] of type_v, row per cell
+    void * buf;                     // the K and V data (owned)
+    size_t buf_size;
+};
+
+// A validated batch: every array filled in (owned by the context, reused between calls).
+struct llama_batch_prep {
+    int32_t n_tokens;
+    const llama_token * token;      // [n_tokens] or NULL when embd is used
+    const float * embd;             // [n_tokens * n_embd] or NULL
+    llama_pos * pos;                // [n_tokens]
+    int32_t * n_seq_id;             // [n_tokens]
+    llama_seq_id ** seq_id;         // [n_tokens] pointers into the caller's batch (or seq0)
+    int8_t * output;                // [n_tokens] 1: this row's logits / embedding are returned
+    int32_t n_outputs;
+    size_t cap;                     // rows allocated
+    llama_seq_id seq0;              // target of seq_id rows when the batch gives none
+};
+
+// One graph's worth of tokens: a slice of a llama_batch_prep plus the cells it writes.
+struct llama_ubatch {
+    int32_t n_tokens;
+    const llama_token * token;
+    const float * embd;
+    const llama_pos * pos;
+    const int32_t * n_seq_id;
+    llama_seq_id * const * seq_id;
+    const int8_t * output;
+    int32_t n_outputs;              // rows flagged in output
+    bool all_rows;                  // compute the final hidden state of every row (pooling)
+    const uint32_t * cells;         // [n_tokens] KV cells the rows are written to
+    uint32_t n_kv;                  // cells attended over: [0, n_kv)
+};
+
+// Tensors of a built graph the context fills before and reads after computing.
+struct llama_graph_result {
+    struct ggml_cgraph * gf;
+    struct ggml_tensor * inp_tokens;  // I32 [n_tokens] or NULL
+    struct ggml_tensor * inp_embd;    // F32 [n_embd, n_tokens] or NULL
+    struct ggml_tensor * inp_pos;     // I32 [n_tokens]
+    struct ggml_tensor * inp_kv_idx;  // I32 [n_tokens] cells to write
+    struct ggml_tensor * inp_mask;    // F32 [n_kv, n_tokens]
+    struct ggml_tensor * inp_out_ids; // I32 [n_rows] rows kept for the output, or NULL (all)
+    struct ggml_tensor * t_embd;      // F32 [n_embd, n_rows] final-norm hidden states, or NULL
+    struct ggml_tensor * t_logits;    // F32 [n_vocab, n_rows], or NULL
+};
+
+struct llama_context {
+    uint32_t magic;                       // LLAMA_MAGIC_CONTEXT; LLAMA_MAGIC_DEAD once freed
+    const struct llama_model * model;     // not owned; not touched by llama_free
+    struct llama_context_params params;   // as resolved at init
+    uint32_t n_ctx, n_batch, n_ubatch, n_seq_max;
+    int32_t n_threads, n_threads_batch;
+    bool flash_attn;
+    bool causal_attn;
+    bool embeddings;
+    bool warmup;
+    enum llama_pooling_type pooling;
+
+    // RoPE as used (model values unless overridden by the context params)
+    float rope_freq_base, rope_freq_scale;
+    float yarn_ext_factor, yarn_attn_factor, yarn_beta_fast, yarn_beta_slow;
+    uint32_t n_ctx_orig;
+
+    struct llama_memory_i kv;
+
+    // computation, reused across calls
+    struct ggml_threadpool * tp;
+    int tp_size;                          // threads the pool was created with
+    ggml_abort_callback abort_cb;
+    void * abort_data;
+    struct ggml_gallocr * galloc;
+    struct ggml_context * ctx_compute;    // graph metadata arena, reset per graph
+    size_t graph_size;                    // node capacity of a graph
+
+    // per-decode scratch (grown, never shrunk)
+    struct llama_batch_prep prep;
+    uint32_t * cells;                     // [prep.cap] cells given to the batch's tokens
+    size_t cells_cap;
+    llama_pos * seq_next;                 // [n_seq_max] scratch for batch validation
+    llama_pos * seq_last;                 // [n_seq_max]
+    int32_t * seq_count;                  // [n_seq_max]
+
+    // results of the last decode
+    float * logits;                       // [n_outputs][n_vocab]
+    size_t logits_cap;                    // rows allocated
+    float * embd;                         // [n_outputs][n_embd] (pooling NONE)
+    size_t embd_cap;
+    float * embd_seq;                     // [n_seq_max][n_embd] pooled (pooling != NONE)
+    int32_t * embd_seq_n;                 // [n_seq_max] rows pooled into each (0: none)
+    int32_t * output_ids;                 // [n_batch tokens] batch row -> output row, -1
+    size_t output_ids_cap;
+    int32_t n_outputs;                    // output rows of the last decode
+    int32_t n_batch_tokens;               // tokens of the last decode
+    bool have_logits;                     // the last decode succeeded and computed logits
+    bool have_embd;                       // ... and embeddings (NONE pooling)
+    bool have_embd_seq;                   // ... and pooled embeddings
+
+    // performance counters
+    int64_t t_start_us;
+    int64_t t_load_us;
+    int64_t t_p_eval_us;
+    int64_t t_eval_us;
+    int32_t n_p_eval;
+    int32_t n_eval;
+    int32_t n_reused;
+};
+
+// ctx if it is a live context, else NULL (logged as func's error).
+struct llama_context * llama_context_checked(const struct llama_context * ctx, const char * func);
+
+// Computes gf on the context's thread pool with n_threads; GGML_STATUS_*.
+enum ggml_status llama_context_compute(struct llama_context * ctx, struct ggml_cgraph * gf, int n_threads);
+
+// ---- kv-cache.c ----
+
+// Bytes of K and V data for n_ctx cells.
+size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v);
+// Allocates and zeroes the cache; false (logged) on failure.
+bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx, const struct llama_model * model,
+                         uint32_t n_ctx, uint32_t n_seq_max, enum ggml_type type_k, enum ggml_type type_v);
+// Frees what init allocated; safe on a zeroed or half-initialised cache.
+void llama_kv_cache_free(struct llama_memory_i * kv);
+// Empty cells.
+uint32_t llama_kv_cache_n_free(const struct llama_memory_i * kv);
+// Picks n empty cells (lowest first) into cells; false if there are fewer. Changes nothing.
+bool llama_kv_cache_find_slot(const struct llama_memory_i * kv, uint32_t n, uint32_t * cells);
+// Gives an empty cell a position and sequences.
+void llama_kv_cache_cell_set(struct llama_memory_i * kv, uint32_t cell, llama_pos pos, int32_t n_seq, llama_seq_id * const seq);
+// Empties a cell.
+void llama_kv_cache_cell_clear(struct llama_memory_i * kv, uint32_t cell);
+// One past the highest non-empty cell, rounded up to a multiple of 32 (capped at size).
+uint32_t llama_kv_cache_n_kv(const struct llama_memory_i * kv);
+// True if cell holds seq s.
+static inline bool llama_kv_cache_seq_has(const struct llama_memory_i * kv, uint32_t cell, llama_seq_id s) {
+    return (kv->seq[(size_t) cell * kv->n_words + (uint32_t) s / 64] >> ((uint32_t) s % 64)) & 1u;
+}
+
+// ---- graph.c ----
+
+// Builds the forward graph of ub in ctx->ctx_compute; false (logged) if it cannot be built.
+bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * ub, struct llama_graph_result * res);
+// Builds the graph that rotates the keys of n cells by delta[i] positions (for seq_add / seq_div);
+// *inp_cells (I32 [n]) and *inp_delta (I32 [n]) are filled by the caller after allocation.
+struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n,
+                                               struct ggml_tensor ** inp_cells, struct ggml_tensor ** inp_delta);
+
+// ---- batch.c ----
+
+// Validates batch and fills ctx->prep; 0 ok, -1 invalid (logged with the reason).
+int32_t llama_batch_prepare(struct llama_context * ctx, const struct llama_batch * batch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // LLAMA_CONTEXT_H
