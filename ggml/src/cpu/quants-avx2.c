@@ -10,6 +10,9 @@
 
 // ---- helpers ----
 
+// One half to float in hardware (the portable conversion branches on the exponent).
+#define FP16_TO_FP32(x) _cvtsh_ss(x)
+
 // Horizontal sum of 8 floats.
 static inline float hsum_f32_8(__m256 x) {
     __m128 r = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
@@ -121,7 +124,7 @@ static void vec_dot_f16_f16(int n, float * s, const void * x, const void * y) {
         acc0 = _mm256_fmadd_ps(load_f16_8(a + i), load_f16_8(b + i), acc0);
     }
     float sum = hsum_f32_8(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; i++) sum += GGML_FP16_TO_FP32(a[i]) * GGML_FP16_TO_FP32(b[i]);
+    for (; i < n; i++) sum += FP16_TO_FP32(a[i]) * FP16_TO_FP32(b[i]);
     *s = sum;
 }
 
@@ -288,86 +291,105 @@ static void quantize_row_q8_K(const float * x, void * vy, int64_t k) {
 }
 
 // ---- 32-element blocks ----
+//
+// Each block is an integer dot scaled by its own float. Four blocks go together: their
+// dots fold into one vector and their four fp16 scales convert in one instruction.
 
-static void vec_dot_q8_0_q8_0(int n, float * s, const void * x, const void * y) {
-    const block_q8_0 * a = (const block_q8_0 *)x;
-    const block_q8_0 * b = (const block_q8_0 *)y;
-    const int nb = n / QK8_0;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++) {
-        const __m256i qa = _mm256_loadu_si256((const __m256i *)a[i].qs);
-        const __m256i qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        const __m256 d = _mm256_set1_ps(GGML_FP16_TO_FP32(a[i].d) * GGML_FP16_TO_FP32(b[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_32(qa, qb)), acc);
-    }
-    *s = hsum_f32_8(acc);
+// Integer dot of one block as 8 int32 lanes, per weight type.
+static inline __m256i block_dot_q8_0(const block_q8_0 * a, const int8_t * q8) {
+    return dot_i8_32(_mm256_loadu_si256((const __m256i *)a->qs), _mm256_loadu_si256((const __m256i *)q8));
+}
+static inline __m256i block_dot_q4_0(const block_q4_0 * a, const int8_t * q8) {
+    const __m256i qa = _mm256_sub_epi8(unpack_nibbles_32(a->qs), _mm256_set1_epi8(8));
+    return dot_i8_32(qa, _mm256_loadu_si256((const __m256i *)q8));
+}
+static inline __m256i block_dot_q4_1(const block_q4_1 * a, const int8_t * q8) {
+    return dot_u8_i8_32(unpack_nibbles_32(a->qs), _mm256_loadu_si256((const __m256i *)q8));
+}
+static inline __m256i block_dot_q5_0(const block_q5_0 * a, const int8_t * q8) {
+    // (nibble | bit4) - 16 == nibble | 0xF0 when bit 4 is clear, the nibble itself when set
+    const __m256i hi = _mm256_andnot_si256(bits_to_bytes_32(a->qh), _mm256_set1_epi8((char)0xF0));
+    const __m256i qa = _mm256_or_si256(unpack_nibbles_32(a->qs), hi);
+    return dot_i8_32(qa, _mm256_loadu_si256((const __m256i *)q8));
+}
+static inline __m256i block_dot_q5_1(const block_q5_1 * a, const int8_t * q8) {
+    const __m256i hi = _mm256_and_si256(bits_to_bytes_32(a->qh), _mm256_set1_epi8(0x10));
+    const __m256i qa = _mm256_or_si256(unpack_nibbles_32(a->qs), hi);
+    return dot_u8_i8_32(qa, _mm256_loadu_si256((const __m256i *)q8));
 }
 
-static void vec_dot_q4_0_q8_0(int n, float * s, const void * x, const void * y) {
-    const block_q4_0 * a = (const block_q4_0 *)x;
-    const block_q8_0 * b = (const block_q8_0 *)y;
-    const int nb = n / QK8_0;
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(8);
-    for (int i = 0; i < nb; i++) {
-        const __m256i qa = _mm256_sub_epi8(unpack_nibbles_32(a[i].qs), off);
-        const __m256i qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        const __m256 d = _mm256_set1_ps(GGML_FP16_TO_FP32(a[i].d) * GGML_FP16_TO_FP32(b[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_32(qa, qb)), acc);
-    }
-    *s = hsum_f32_8(acc);
+// Four halves (as raw bits) to four floats with one conversion.
+static inline __m128 fp16x4_to_f32(ggml_fp16_t h0, ggml_fp16_t h1, ggml_fp16_t h2, ggml_fp16_t h3) {
+    const uint64_t v = (uint64_t)h0 | ((uint64_t)h1 << 16) | ((uint64_t)h2 << 32) | ((uint64_t)h3 << 48);
+    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)v));
 }
 
-static void vec_dot_q4_1_q8_1(int n, float * s, const void * x, const void * y) {
-    const block_q4_1 * a = (const block_q4_1 *)x;
-    const block_q8_1 * b = (const block_q8_1 *)y;
-    const int nb = n / QK8_1;
-    __m256 acc = _mm256_setzero_ps();
-    float summ = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        const __m256i qa = unpack_nibbles_32(a[i].qs);
-        const __m256i qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        const __m256 d = _mm256_set1_ps(GGML_FP16_TO_FP32(a[i].d) * b[i].d);
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8_i8_32(qa, qb)), acc);
-        summ += GGML_FP16_TO_FP32(a[i].m) * b[i].s;
-    }
-    *s = hsum_f32_8(acc) + summ;
+// Folds four blocks' 8-lane integer dots into [b0, b1, b2, b3 | b0, b1, b2, b3] partial sums
+// (low lane: elements of lanes 0-3, high lane: 4-7), so one FMA applies four block scales.
+static inline __m256 fold4_i32(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+    return _mm256_cvtepi32_ps(h);
 }
 
-static void vec_dot_q5_0_q8_0(int n, float * s, const void * x, const void * y) {
-    const block_q5_0 * a = (const block_q5_0 *)x;
-    const block_q8_0 * b = (const block_q8_0 *)y;
-    const int nb = n / QK8_0;
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i f0 = _mm256_set1_epi8((char)0xF0);
-    for (int i = 0; i < nb; i++) {
-        // (nibble | bit4) - 16 == nibble | 0xF0 when bit 4 is clear, the nibble itself when set
-        const __m256i hi = _mm256_andnot_si256(bits_to_bytes_32(a[i].qh), f0);
-        const __m256i qa = _mm256_or_si256(unpack_nibbles_32(a[i].qs), hi);
-        const __m256i qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        const __m256 d = _mm256_set1_ps(GGML_FP16_TO_FP32(a[i].d) * GGML_FP16_TO_FP32(b[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_32(qa, qb)), acc);
-    }
-    *s = hsum_f32_8(acc);
+// Symmetric types against q8_0: sum_i d_a d_b dot_i, four blocks per step.
+#define VEC_DOT_SYM(name, block_t, block_dot)                                                  \
+static void name(int n, float * s, const void * x, const void * y) {                           \
+    const block_t * a = (const block_t *)x;                                                    \
+    const block_q8_0 * b = (const block_q8_0 *)y;                                              \
+    const int nb = n / QK8_0;                                                                  \
+    __m256 acc = _mm256_setzero_ps();                                                          \
+    int i = 0;                                                                                 \
+    for (; i + 4 <= nb; i += 4) {                                                              \
+        const __m256 sums = fold4_i32(block_dot(&a[i], b[i].qs), block_dot(&a[i + 1], b[i + 1].qs), \
+                                      block_dot(&a[i + 2], b[i + 2].qs), block_dot(&a[i + 3], b[i + 3].qs)); \
+        const __m128 da = fp16x4_to_f32(a[i].d, a[i + 1].d, a[i + 2].d, a[i + 3].d);           \
+        const __m128 db = fp16x4_to_f32(b[i].d, b[i + 1].d, b[i + 2].d, b[i + 3].d);           \
+        const __m128 dd = _mm_mul_ps(da, db);                                                  \
+        acc = _mm256_fmadd_ps(_mm256_set_m128(dd, dd), sums, acc);                             \
+    }                                                                                          \
+    for (; i < nb; i++) {                                                                      \
+        const __m256 d0 = _mm256_set1_ps(FP16_TO_FP32(a[i].d) * FP16_TO_FP32(b[i].d));         \
+        acc = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(block_dot(&a[i], b[i].qs)), acc);         \
+    }                                                                                          \
+    *s = hsum_f32_8(acc);                                                                      \
 }
 
-static void vec_dot_q5_1_q8_1(int n, float * s, const void * x, const void * y) {
-    const block_q5_1 * a = (const block_q5_1 *)x;
-    const block_q8_1 * b = (const block_q8_1 *)y;
-    const int nb = n / QK8_1;
-    __m256 acc = _mm256_setzero_ps();
-    float summ = 0.0f;
-    const __m256i b4 = _mm256_set1_epi8(0x10);
-    for (int i = 0; i < nb; i++) {
-        const __m256i hi = _mm256_and_si256(bits_to_bytes_32(a[i].qh), b4);
-        const __m256i qa = _mm256_or_si256(unpack_nibbles_32(a[i].qs), hi);
-        const __m256i qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        const __m256 d = _mm256_set1_ps(GGML_FP16_TO_FP32(a[i].d) * b[i].d);
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8_i8_32(qa, qb)), acc);
-        summ += GGML_FP16_TO_FP32(a[i].m) * b[i].s;
-    }
-    *s = hsum_f32_8(acc) + summ;
+// Types with a minimum against q8_1: sum_i (d_a d_b dot_i + m_a s_b), four blocks per step.
+#define VEC_DOT_MIN(name, block_t, block_dot)                                                  \
+static void name(int n, float * s, const void * x, const void * y) {                           \
+    const block_t * a = (const block_t *)x;                                                    \
+    const block_q8_1 * b = (const block_q8_1 *)y;                                              \
+    const int nb = n / QK8_1;                                                                  \
+    __m256 acc = _mm256_setzero_ps();                                                          \
+    __m128 accm = _mm_setzero_ps();                                                            \
+    float summ = 0.0f;                                                                         \
+    int i = 0;                                                                                 \
+    for (; i + 4 <= nb; i += 4) {                                                              \
+        const __m256 sums = fold4_i32(block_dot(&a[i], b[i].qs), block_dot(&a[i + 1], b[i + 1].qs), \
+                                      block_dot(&a[i + 2], b[i + 2].qs), block_dot(&a[i + 3], b[i + 3].qs)); \
+        const __m128 da = fp16x4_to_f32(a[i].d, a[i + 1].d, a[i + 2].d, a[i + 3].d);           \
+        const __m128 ma = fp16x4_to_f32(a[i].m, a[i + 1].m, a[i + 2].m, a[i + 3].m);           \
+        const __m128 db = _mm_setr_ps(b[i].d, b[i + 1].d, b[i + 2].d, b[i + 3].d);             \
+        const __m128 sb = _mm_setr_ps(b[i].s, b[i + 1].s, b[i + 2].s, b[i + 3].s);             \
+        const __m128 dd = _mm_mul_ps(da, db);                                                  \
+        acc = _mm256_fmadd_ps(_mm256_set_m128(dd, dd), sums, acc);                             \
+        accm = _mm_fmadd_ps(ma, sb, accm);                                                     \
+    }                                                                                          \
+    for (; i < nb; i++) {                                                                      \
+        const __m256 d0 = _mm256_set1_ps(FP16_TO_FP32(a[i].d) * b[i].d);                       \
+        acc = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(block_dot(&a[i], b[i].qs)), acc);         \
+        summ += FP16_TO_FP32(a[i].m) * b[i].s;                                                 \
+    }                                                                                          \
+    __m128 m = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));                                    \
+    m = _mm_add_ss(m, _mm_movehdup_ps(m));                                                     \
+    *s = hsum_f32_8(acc) + _mm_cvtss_f32(m) + summ;                                            \
 }
+
+VEC_DOT_SYM(vec_dot_q8_0_q8_0, block_q8_0, block_dot_q8_0)
+VEC_DOT_SYM(vec_dot_q4_0_q8_0, block_q4_0, block_dot_q4_0)
+VEC_DOT_SYM(vec_dot_q5_0_q8_0, block_q5_0, block_dot_q5_0)
+VEC_DOT_MIN(vec_dot_q4_1_q8_1, block_q4_1, block_dot_q4_1)
+VEC_DOT_MIN(vec_dot_q5_1_q8_1, block_q5_1, block_dot_q5_1)
 
 // ---- K-quants ----
 
@@ -378,8 +400,8 @@ static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) 
     const __m256i m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const float dall = b[i].d * GGML_FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * GGML_FP16_TO_FP32(a[i].dmin);
+        const float dall = b[i].d * FP16_TO_FP32(a[i].d);
+        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)a[i].scales);
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
@@ -410,7 +432,7 @@ static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) 
     const __m256i m3 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const float d = b[i].d * GGML_FP16_TO_FP32(a[i].d);
+        const float d = b[i].d * FP16_TO_FP32(a[i].d);
         int8_t sc[16];
         ggml_quants_unpack_q3_K_scales(a[i].scales, sc);
         for (int j = 0; j < 16; j++) sc[j] = (int8_t)(sc[j] - 32);
@@ -451,8 +473,8 @@ static void vec_dot_q4_K_q8_K(int n, float * s, const void * x, const void * y) 
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const float d    = b[i].d * GGML_FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * GGML_FP16_TO_FP32(a[i].dmin);
+        const float d    = b[i].d * FP16_TO_FP32(a[i].d);
+        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
         uint8_t sc[8], m[8];
         unpack_k4_scales(a[i].scales, sc, m);
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
@@ -481,8 +503,8 @@ static void vec_dot_q5_K_q8_K(int n, float * s, const void * x, const void * y) 
     const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const float d    = b[i].d * GGML_FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * GGML_FP16_TO_FP32(a[i].dmin);
+        const float d    = b[i].d * FP16_TO_FP32(a[i].d);
+        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
         uint8_t sc[8], m[8];
         unpack_k4_scales(a[i].scales, sc, m);
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
@@ -515,7 +537,7 @@ static void vec_dot_q6_K_q8_K(int n, float * s, const void * x, const void * y) 
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const float d = b[i].d * GGML_FP16_TO_FP32(a[i].d);
+        const float d = b[i].d * FP16_TO_FP32(a[i].d);
         const int8_t * sc = a[i].scales;
         // levels are q - 32 with q in 0..63: dot the unsigned q, subtract 32 * scale * sum(y)
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
