@@ -168,6 +168,7 @@ def corpus() -> Dict[str, Tuple[bytes, str]]:
         "string value has length 4611686018427387904")
     bad("string-len-past-end", build([kv_raw("test.s", STR, struct.pack("<Q", 9) + b"abcdefgh")], []),
         "string value has length 9")
+    bad("string-truncated-len", build([kv_raw("test.s", STR, b"\x05\x00\x00\x00")], []), "truncated before the string length")
     bad("string-len-2^64-1", build(kvs + [kv_raw("test.s", STR, struct.pack("<Q", 2**64 - 1) + b"x")], tis, data),
         "string value has length")
     bad("array-nested", build(kvs + [kv_raw("test.a", ARR, struct.pack("<IIQ", ARR, U8, 1) + struct.pack("<Q", 0))], tis, data),

@@ -223,8 +223,12 @@ static bool gguf_read_strings(struct gguf_reader * r, struct gguf_kv * kv, const
     const size_t n = kv->n;
     const bool is_arr = kv->type == GGUF_TYPE_ARRAY;
     if (n > gguf_rd_left(r) / 8) {
-        gguf_refuse(r, "key '%s': array of %zu strings needs at least %zu bytes of lengths, but only %zu bytes remain",
-                    gguf_printable(key, pk), n, (size_t) 8 * (gguf_rd_left(r) / 8 + 1), gguf_rd_left(r));
+        if (is_arr) {
+            gguf_refuse(r, "key '%s': array of %zu strings needs at least %zu bytes of lengths, but only %zu bytes remain",
+                        gguf_printable(key, pk), n, (size_t) 8 * (gguf_rd_left(r) / 8 + 1), gguf_rd_left(r));
+        } else {
+            gguf_refuse(r, "key '%s': truncated before the string length", gguf_printable(key, pk));
+        }
         return false;
     }
     // Pass 1: validate every length against the remaining bytes and total the blob size.
