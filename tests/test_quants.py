@@ -315,3 +315,58 @@ def test_quantized_dot_product_error(lib, t):
     err = abs(got - ref) / TEST_SIZE
     bound = MAX_DOT_PRODUCT_ERROR_LOWBIT if t in (10, 11) else MAX_DOT_PRODUCT_ERROR
     assert err <= bound, f"{t}: dot {got} vs {ref} (error {err:.5f})"
+
+
+# ---- kernel-set selection (GGML_CPU_VARIANT) ----
+
+_VARIANT_PROBE = r"""
+import ctypes, json, os, sys
+sys.path.insert(0, os.environ["TESTS_DIR"])
+import numpy as np
+import test_quants as T
+L = T._lib.load_library()
+L.ggml_get_type_traits.argtypes = [ctypes.c_int]
+L.ggml_get_type_traits.restype = ctypes.POINTER(T.TypeTraits)
+L.ggml_cpu_variant.restype = ctypes.c_char_p
+w, x = T.smooth_signal(0.0), T.smooth_signal(1.0)
+dots = {t: T.mul_mat_dot(L, t, w, x) for t in (0, 1, 2, 3, 8, 12, 14, 30)}
+print(json.dumps({"variant": L.ggml_cpu_variant().decode(), "dots": dots}))
+"""
+
+
+def _probe_variant(env_value):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    env = dict(os.environ)
+    env.pop("GGML_CPU_VARIANT", None)
+    if env_value is not None:
+        env["GGML_CPU_VARIANT"] = env_value
+    env["TESTS_DIR"] = str(Path(__file__).resolve().parent)
+    env["LLAMA_PY_LIB"] = str(_lib.load_library()._name)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", _VARIANT_PROBE], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def test_cpu_variant_env_lowers_and_kernels_agree(lib):
+    """Each kernel set the env var can select gives the same products as the portable one."""
+    best, _ = _probe_variant(None)
+    order = ["portable", "avx2", "avx512"] if best["variant"] in ("avx2", "avx512", "portable") \
+        else ["portable", best["variant"]]
+    reachable = order[: order.index(best["variant"]) + 1]
+    portable, _ = _probe_variant("portable")
+    assert portable["variant"] == "portable"
+    for name in reachable:
+        got, _ = _probe_variant(name)
+        assert got["variant"] == name
+        for t, v in got["dots"].items():
+            ref = portable["dots"][t]
+            assert abs(v - ref) <= 1e-4 * max(1.0, abs(ref)), (name, t, v, ref)
+    # an unknown name or a set above the best keeps the best, with a warning
+    got, err = _probe_variant("no-such-set")
+    assert got["variant"] == best["variant"] and "GGML_CPU_VARIANT" in err
