@@ -1,15 +1,21 @@
-// llama-vocab.h — internal API of the vocabulary (vocab.c): loading from GGUF metadata,
-// freeing, and the accessor the model implements so vocab functions accept a model too.
-// Not installed.
+// llama-vocab.h — internal API of the vocabulary (vocab.c, vocab-spm.c, vocab-bpe.c): loading
+// from GGUF metadata, freeing, and the accessor the model implements so that every vocab
+// function also accepts a model. Not installed.
 //
 // Ownership: the model owns its vocab. model.c calls llama_vocab_load() on the model's GGUF
-// metadata while loading (also with vocab_only) and llama_vocab_free() when the model is freed.
-// llama_model_get_vocab() (model.c) returns the pointer from llama_model_vocab_internal().
+// metadata while loading (also with vocab_only) and llama_vocab_free() when the model is freed;
+// llama_model_get_vocab() returns the same pointer as llama_model_vocab_internal().
+//
+// A loaded vocab is immutable: tokenizing and detokenizing from several threads at once is safe.
 #ifndef LLAMA_VOCAB_H
 #define LLAMA_VOCAB_H
 
 #include "llama-impl.h"
 #include "gguf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,8 +25,9 @@ struct llama_vocab;
 struct llama_model;
 
 // Builds the vocabulary from the tokenizer.* keys of g; NULL with a logged reason on failure
-// (unknown tokenizer.ggml.model or tokenizer.ggml.pre, missing or malformed arrays, bad ids).
-// Copies everything it needs: g may be freed afterwards. Free with llama_vocab_free.
+// (unknown tokenizer.ggml.model or tokenizer.ggml.pre, missing tokens, arrays of the wrong type
+// or length, merges of a BPE vocab missing). Special-token ids out of range are dropped with a
+// warning. Copies everything it needs: g may be freed afterwards. Free with llama_vocab_free.
 struct llama_vocab * llama_vocab_load(const struct gguf_context * g);
 
 // Frees a vocab from llama_vocab_load; NULL-safe. Marks the magic dead so stale uses are refused.
@@ -29,8 +36,112 @@ void llama_vocab_free(struct llama_vocab * vocab);
 // Implemented by model.c: the vocab owned by a model whose magic is LLAMA_MAGIC_MODEL (NULL if none).
 const struct llama_vocab * llama_model_vocab_internal(const struct llama_model * model);
 
-// Resolves a vocab argument that may be a vocab or a model (declared in llama-impl.h; defined in vocab.c).
-// const struct llama_vocab * llama_vocab_resolve(const void * vocab_or_model, const char * func);
+// llama_vocab_resolve() (declared in llama-impl.h) is defined in vocab.c.
+
+// ---------------------------------------------------------------------------------------------
+// Internals shared by vocab.c, vocab-spm.c and vocab-bpe.c only.
+
+// Pre-tokenizer of a BPE vocab (regex sets of TOKENIZER-FACTS, matched by hand in vocab-bpe.c).
+enum llama_vocab_pre_type {
+    LLAMA_VOCAB_PRE_TYPE_DEFAULT = 0, // [\p{P}$+<=>^~|]+, then gpt-2, then \p{N}+, then [0-9]{3}
+    LLAMA_VOCAB_PRE_TYPE_LLAMA3  = 1, // llama3: letters, \p{N}{1,3}, punctuation with trailing newlines
+    LLAMA_VOCAB_PRE_TYPE_QWEN2   = 2, // llama3 with single digits
+    LLAMA_VOCAB_PRE_TYPE_GPT2    = 3, // 's|'t|... | ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+    LLAMA_VOCAB_PRE_TYPE_SMOLLM  = 4, // \p{N} (each digit alone), then gpt-2
+};
+
+// One vocabulary entry.
+struct llama_vocab_token {
+    uint32_t off;    // text offset into vocab->text (NUL-terminated there)
+    uint32_t len;    // text length in bytes
+    float    score;  // SPM merge priority (higher merges first)
+    int32_t  attr;   // enum llama_token_attr bits
+    int32_t  type;   // enum llama_token_type as stored in the file
+};
+
+// One BPE merge: the pair (left, right) packed in key, its rank (lower merges first), the result.
+struct llama_vocab_merge {
+    uint64_t key;      // (uint64_t) left << 32 | right; UINT64_MAX marks an empty slot
+    int32_t  rank;
+    int32_t  result;
+};
+
+// Node of the byte trie over the texts of control, user-defined and unknown tokens.
+struct llama_vocab_trie_node {
+    int32_t child;    // first child node, -1 if none
+    int32_t sibling;  // next sibling node, -1 if none
+    int32_t token;    // token whose text ends here, -1 if none
+    uint8_t byte;
+};
+
+struct llama_vocab {
+    uint32_t magic;                          // LLAMA_MAGIC_VOCAB; LLAMA_MAGIC_DEAD once freed
+    enum llama_vocab_type type;              // SPM or BPE
+    enum llama_vocab_pre_type pre_type;      // BPE only
+    char pre_name[64];                       // tokenizer.ggml.pre as given ("" if absent)
+
+    int32_t n_tokens;
+    struct llama_vocab_token * tokens;       // [n_tokens]
+    char * text;                             // all token texts, each NUL-terminated
+    uint8_t * eog;                           // [n_tokens] 1 for end-of-generation tokens
+
+    uint64_t * index;                        // open-addressing hash: text -> (hash tag << 32 | token id + 1), 0 empty
+    uint32_t index_mask;                     // slots - 1
+
+    struct llama_vocab_merge * merges;       // open-addressing hash of BPE merges
+    uint64_t merges_mask;                    // slots - 1
+    int32_t n_merges;
+
+    // Special-token matching (parse_special): trie, and which first bytes can start a match
+    // (bit 0: some user-defined token, matched always; bit 1: any matchable token).
+    struct llama_vocab_trie_node * trie;     // node 0 is the root
+    int32_t n_trie;
+    int32_t trie_root_child[256];            // root's child per byte, -1 if none
+    uint8_t first_byte[256];
+
+    // SPM: the <0xXX> token of each byte; BPE: the token of each byte's alphabet character. -1 if absent.
+    llama_token byte_token[256];
+
+    llama_token bos, eos, eot, eom, unk, sep, pad, nl, cls, mask;
+    llama_token fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
+
+    bool add_bos;           // tokenize with add_special puts BOS first
+    bool add_eos;           // ... and EOS last
+    bool add_sep;           // ... and SEP last
+    bool add_space_prefix;  // SPM: a space (▁) starts each text segment
+    bool ignore_merges;     // BPE (llama3): a piece that is a whole token is not merged
+    bool clean_spaces;      // detokenize removes the space before . , ! ? 's ... (HF clean_up_tokenization)
+};
+
+// Growable list of token ids; oom is set (and further pushes ignored) if memory runs out.
+struct llama_vocab_tokens {
+    llama_token * data;
+    size_t n;
+    size_t cap;
+    bool oom;
+};
+
+// Appends id to list.
+void llama_vocab_tokens_push(struct llama_vocab_tokens * list, llama_token id);
+
+// Id of the token with exactly this text (len bytes), or -1.
+llama_token llama_vocab_find(const struct llama_vocab * vocab, const char * text, size_t len);
+
+// Rank and result of merging left and right; false if the pair does not merge.
+bool llama_vocab_merge_find(const struct llama_vocab * vocab, llama_token left, llama_token right,
+                            int32_t * rank, llama_token * result);
+
+// SPM: appends the tokens of text (no special tokens inside); prefix: start with a ▁.
+void llama_vocab_spm_tokenize(const struct llama_vocab * vocab, const char * text, size_t len, bool prefix,
+                              struct llama_vocab_tokens * out);
+
+// BPE: appends the tokens of text (no special tokens inside): pre-tokenize, then merge each piece.
+void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
+                              struct llama_vocab_tokens * out);
+
+// BPE pre-tokenizer: calls emit(user, start, end) for each piece of text[0, len) in order.
+void llama_vocab_bpe_pretokenize(enum llama_vocab_pre_type pre, const char * text, size_t len,
+                                 void (*emit)(void * user, size_t start, size_t end), void * user);
 
 #ifdef __cplusplus
 }
