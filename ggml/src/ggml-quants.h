@@ -13,6 +13,7 @@
 
 #include <assert.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -180,13 +181,22 @@ static inline void ggml_quants_get_scale_min_k4(int j, const uint8_t * q, uint8_
     }
 }
 
-// Unpacks the 16 6-bit q3_K scales (still biased by 32) into aux.
+// Unpacks the 16 6-bit q3_K scales (still biased by 32) into aux. Scale j keeps its low 4
+// bits in byte j % 8 (low nibble for j < 8, high nibble after) and its high 2 bits in byte
+// 8 + j % 4 at bit 2 * (j / 4); four scales are handled per 32-bit word.
 static inline void ggml_quants_unpack_q3_K_scales(const uint8_t * s, int8_t * aux) {
-    for (int j = 0; j < 16; ++j) {
-        const int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
-        const int hi = (s[8 + (j % 4)] >> (2 * (j / 4))) & 3;
-        aux[j] = (int8_t)(lo | (hi << 4));
-    }
+    uint32_t w0, w1, w2;
+    memcpy(&w0, s, 4);
+    memcpy(&w1, s + 4, 4);
+    memcpy(&w2, s + 8, 4);
+    const uint32_t lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+    const uint32_t out[4] = {
+        (w0 & lo4)        | (((w2 >> 0) & lo2) << 4),
+        (w1 & lo4)        | (((w2 >> 2) & lo2) << 4),
+        ((w0 >> 4) & lo4) | (((w2 >> 4) & lo2) << 4),
+        ((w1 >> 4) & lo4) | (((w2 >> 6) & lo2) << 4),
+    };
+    memcpy(aux, out, 16);
 }
 
 #ifdef __cplusplus

@@ -161,6 +161,234 @@ VEC_DOT_SYM(vec_dot_q5_0_q8_0, block_q5_0, block_dot_q5_0)
 VEC_DOT_MIN(vec_dot_q4_1_q8_1, block_q4_1, block_dot_q4_1)
 VEC_DOT_MIN(vec_dot_q5_1_q8_1, block_q5_1, block_dot_q5_1)
 
+// ---- K-quants: 64 levels per 512-bit step ----
+//
+// maddubs (u8 x s8 -> s16 pairs) then vpdpwssd multiplies those pairs by the sub-block scales
+// and accumulates into int32 in one instruction. A 512-bit step covers two 32-level or four
+// 16-level sub-blocks; vpermw spreads the matching scales over its lanes.
+
+// The 32 bytes at p in both 256-bit halves.
+static inline __m512i bcast256(const void * p) {
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+}
+
+// int16 lanes [s[first] x8, s[first+1] x8, s[first+2] x8, s[first+3] x8] of the 16 int16 in s16.
+static inline __m512i scales_by16(__m512i s16, int first) {
+    const __m512i idx = _mm512_add_epi16(_mm512_set_epi64(0x0003000300030003LL, 0x0003000300030003LL,
+                                                          0x0002000200020002LL, 0x0002000200020002LL,
+                                                          0x0001000100010001LL, 0x0001000100010001LL,
+                                                          0x0000000000000000LL, 0x0000000000000000LL),
+                                         _mm512_set1_epi16((short)first));
+    return _mm512_permutexvar_epi16(idx, s16);
+}
+
+// int16 lanes [s[first] x16, s[first+1] x16] of the int16 in s16.
+static inline __m512i scales_by32(__m512i s16, int first) {
+    const __m512i idx = _mm512_add_epi16(_mm512_set_epi64(0x0001000100010001LL, 0x0001000100010001LL,
+                                                          0x0001000100010001LL, 0x0001000100010001LL,
+                                                          0, 0, 0, 0),
+                                         _mm512_set1_epi16((short)first));
+    return _mm512_permutexvar_epi16(idx, s16);
+}
+
+// Pairs each of the 8 mins with itself (one per bsum of 16) as 16 s16.
+static inline __m256i k4_mins_pairs(const uint8_t * m) {
+    const __m128i m8 = _mm_loadl_epi64((const __m128i *)m);
+    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+}
+
+// Unpacks the 12-byte q4_K/q5_K scale field into sc[0..7] and m[0..7].
+static inline void unpack_k4_scales(const uint8_t * q, uint8_t * sc, uint8_t * m) {
+    uint32_t w0, w1, w2;
+    memcpy(&w0, q, 4);
+    memcpy(&w1, q + 4, 4);
+    memcpy(&w2, q + 8, 4);
+    const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+    const uint32_t s_lo = w0 & lo6;
+    const uint32_t m_lo = w1 & lo6;
+    const uint32_t s_hi = (w2 & lo4) | (((w0 >> 6) & lo2) << 4);
+    const uint32_t m_hi = ((w2 >> 4) & lo4) | (((w1 >> 6) & lo2) << 4);
+    memcpy(sc, &s_lo, 4);
+    memcpy(sc + 4, &s_hi, 4);
+    memcpy(m, &m_lo, 4);
+    memcpy(m + 4, &m_hi, 4);
+}
+
+static void vec_dot_q4_K_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_q4_K * a = (const block_q4_K *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    const int nb = n / QK_K;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i nib_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        uint8_t sc[8], m[8];
+        unpack_k4_scales(a[i].scales, sc, m);
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i summs = _mm256_madd_epi16(bsums, k4_mins_pairs(m));
+        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        __m512i sumi = _mm512_setzero_si512();
+        for (int j = 0; j < QK_K / 64; j++) {
+            // low nibbles (sub-block 2j) in the low half, high nibbles (2j+1) in the high half
+            const __m512i v = _mm512_and_si512(_mm512_srlv_epi16(bcast256(a[i].qs + 32 * j), nib_shift), m4);
+            const __m512i y8 = _mm512_loadu_si512(b[i].qs + 64 * j);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v, y8), scales_by32(sc16, 2 * j));
+        }
+        const float d    = b[i].d * FP16_TO_FP32(a[i].d);
+        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
+        acc  = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), accm);
+    }
+    *s = _mm512_reduce_add_ps(acc) + hsum_f32_8(accm);
+}
+
+static void vec_dot_q5_K_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_q5_K * a = (const block_q5_K *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    const int nb = n / QK_K;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i b4 = _mm512_set1_epi8(0x10);
+    const __m512i nib_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        uint8_t sc[8], m[8];
+        unpack_k4_scales(a[i].scales, sc, m);
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i summs = _mm256_madd_epi16(bsums, k4_mins_pairs(m));
+        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        const __m512i qh = bcast256(a[i].qh);
+        __m512i sumi = _mm512_setzero_si512();
+        for (int j = 0; j < QK_K / 64; j++) {
+            const __m512i v = _mm512_and_si512(_mm512_srlv_epi16(bcast256(a[i].qs + 32 * j), nib_shift), m4);
+            // bit 2j of qh[l] is bit 4 of element 64j+l, bit 2j+1 that of element 64j+32+l
+            const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * j))),
+                                                   _mm256_set1_epi8((char)(1 << (2 * j + 1))), 1);
+            const __m512i v5 = _mm512_mask_add_epi8(v, _mm512_test_epi8_mask(qh, bit), v, b4);
+            const __m512i y8 = _mm512_loadu_si512(b[i].qs + 64 * j);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v5, y8), scales_by32(sc16, 2 * j));
+        }
+        const float d    = b[i].d * FP16_TO_FP32(a[i].d);
+        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
+        acc  = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), accm);
+    }
+    *s = _mm512_reduce_add_ps(acc) + hsum_f32_8(accm);
+}
+
+static void vec_dot_q6_K_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_q6_K * a = (const block_q6_K *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    const int nb = n / QK_K;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    // per-half shifts that bring qh bit pairs (0-1, 2-3) or (4-5, 6-7) to bits 4-5
+    const __m512i sh01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i sh23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    __m512 acc = _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const int8_t * sc = a[i].scales;
+        // levels are q - 32 with q in 0..63: dot the unsigned q, subtract 32 * scale * sum(y)
+        const __m256i sc16_256 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16_256), 5);
+        const __m512i sc16 = _mm512_castsi256_si512(sc16_256);
+        __m512i sumi = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), offs));
+        sumi = _mm512_inserti64x4(sumi, _mm256_setzero_si256(), 1);
+        for (int c = 0; c < QK_K / 128; c++) {
+            const __m512i ql = _mm512_loadu_si512(a[i].ql + 64 * c);  // [ql0 | ql1]
+            const __m512i qh = bcast256(a[i].qh + 32 * c);
+            // 16-bit shifts: bits that cross into the neighbour byte land outside the 0x30 mask
+            const __m512i v01 = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                                _mm512_and_si512(_mm512_sllv_epi16(qh, sh01), m30));
+            const __m512i v23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                                _mm512_and_si512(_mm512_srlv_epi16(qh, sh23), m30));
+            const __m512i y01 = _mm512_loadu_si512(b[i].qs + 128 * c);
+            const __m512i y23 = _mm512_loadu_si512(b[i].qs + 128 * c + 64);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v01, y01), scales_by16(sc16, 8 * c));
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v23, y23), scales_by16(sc16, 8 * c + 4));
+        }
+        const float d = b[i].d * FP16_TO_FP32(a[i].d);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    *s = _mm512_reduce_add_ps(acc);
+}
+
+static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_q2_K * a = (const block_q2_K *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    const int nb = n / QK_K;
+    const __m512i m3 = _mm512_set1_epi8(3);
+    const __m512i sh01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const __m512i sh23 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)a[i].scales);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i summs = _mm256_madd_epi16(bsums, mins);
+        const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0x0F))));
+        __m512i sumi = _mm512_setzero_si512();
+        for (int c = 0; c < QK_K / 128; c++) {
+            const __m512i q = bcast256(a[i].qs + 32 * c);
+            const __m512i v01 = _mm512_and_si512(_mm512_srlv_epi16(q, sh01), m3);
+            const __m512i v23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
+            const __m512i y01 = _mm512_loadu_si512(b[i].qs + 128 * c);
+            const __m512i y23 = _mm512_loadu_si512(b[i].qs + 128 * c + 64);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v01, y01), scales_by16(sc16, 8 * c));
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v23, y23), scales_by16(sc16, 8 * c + 4));
+        }
+        const float dall = b[i].d * FP16_TO_FP32(a[i].d);
+        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
+        acc  = _mm512_fmadd_ps(_mm512_set1_ps(dall), _mm512_cvtepi32_ps(sumi), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), accm);
+    }
+    *s = _mm512_reduce_add_ps(acc) + hsum_f32_8(accm);
+}
+
+static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_q3_K * a = (const block_q3_K *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    const int nb = n / QK_K;
+    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    const __m512i sh01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const __m512i sh23 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+    __m512 acc = _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        int8_t sc[16];
+        ggml_quants_unpack_q3_K_scales(a[i].scales, sc);
+        const __m256i sc16_256 = _mm256_sub_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)),
+                                                  _mm256_set1_epi16(32));
+        // levels are q + 4*hbit - 4: dot the unsigned q + 4*hbit, subtract 4 * scale * sum(y)
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16_256), 2);
+        const __m512i sc16 = _mm512_castsi256_si512(sc16_256);
+        const __m512i hm = bcast256(a[i].hmask);
+        __m512i sumi = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), offs));
+        sumi = _mm512_inserti64x4(sumi, _mm256_setzero_si256(), 1);
+        for (int c = 0; c < QK_K / 128; c++) {
+            const __m512i q = bcast256(a[i].qs + 32 * c);
+            // hmask bit 4c+sh belongs to the levels taken with shift 2*sh
+            const __m512i bit01 = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * c))),
+                                                     _mm256_set1_epi8((char)(1 << (4 * c + 1))), 1);
+            const __m512i bit23 = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * c + 2))),
+                                                     _mm256_set1_epi8((char)(1 << (4 * c + 3))), 1);
+            __m512i v01 = _mm512_and_si512(_mm512_srlv_epi16(q, sh01), m3);
+            __m512i v23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
+            v01 = _mm512_mask_add_epi8(v01, _mm512_test_epi8_mask(hm, bit01), v01, four);
+            v23 = _mm512_mask_add_epi8(v23, _mm512_test_epi8_mask(hm, bit23), v23, four);
+            const __m512i y01 = _mm512_loadu_si512(b[i].qs + 128 * c);
+            const __m512i y23 = _mm512_loadu_si512(b[i].qs + 128 * c + 64);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v01, y01), scales_by16(sc16, 8 * c));
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v23, y23), scales_by16(sc16, 8 * c + 4));
+        }
+        const float d = b[i].d * FP16_TO_FP32(a[i].d);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    *s = _mm512_reduce_add_ps(acc);
+}
+
 void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * t) {
     // f32 and f16 stay on the AVX2 kernels: 512-bit versions measured 10-25% slower on this
     // machine's double-pumped AVX-512 (Zen 4), where loads, not FMAs, bound these dots.
@@ -172,4 +400,9 @@ void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q4_1].vec_dot = vec_dot_q4_1_q8_1;
     t[GGML_TYPE_Q5_0].vec_dot = vec_dot_q5_0_q8_0;
     t[GGML_TYPE_Q5_1].vec_dot = vec_dot_q5_1_q8_1;
+    t[GGML_TYPE_Q2_K].vec_dot = vec_dot_q2_K_q8_K;
+    t[GGML_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K;
+    t[GGML_TYPE_Q4_K].vec_dot = vec_dot_q4_K_q8_K;
+    t[GGML_TYPE_Q5_K].vec_dot = vec_dot_q5_K_q8_K;
+    t[GGML_TYPE_Q6_K].vec_dot = vec_dot_q6_K_q8_K;
 }
