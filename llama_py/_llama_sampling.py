@@ -66,10 +66,6 @@ __all__ = [
     "llama_sampler_init_logit_bias", "llama_sampler_init_infill", "llama_sampler_get_seed",
     "llama_sampler_sample",
     "llama_perf_sampler", "llama_perf_sampler_print", "llama_perf_sampler_reset",
-    # chain shorthands (llama.cpp's common helpers)
-    "llama_sampler_chain_add_greedy", "llama_sampler_chain_add_dist",
-    "llama_sampler_chain_add_top_k", "llama_sampler_chain_add_top_p",
-    "llama_sampler_chain_add_min_p", "llama_sampler_chain_add_temp",
     # Python helpers
     "PythonSampler", "TokenDataArray", "SAMPLING_ABI_STRUCTS",
 ]
@@ -536,38 +532,6 @@ def llama_perf_sampler_print(chain, /) -> None:
 @ctypes_function("llama_perf_sampler_reset", [llama_sampler_p], None)
 def llama_perf_sampler_reset(chain, /) -> None:
     ...
-
-
-# ---- chain shorthands (as in llama.cpp's common library / C++ tutorials) ----
-
-def llama_sampler_chain_add_greedy(chain) -> None:
-    """Appends a greedy sampler to chain."""
-    llama_sampler_chain_add(chain, llama_sampler_init_greedy())
-
-
-def llama_sampler_chain_add_dist(chain, seed: int = _DEFAULT_SEED) -> None:
-    """Appends a dist sampler with seed to chain."""
-    llama_sampler_chain_add(chain, llama_sampler_init_dist(seed))
-
-
-def llama_sampler_chain_add_top_k(chain, k: int) -> None:
-    """Appends a top-k sampler to chain."""
-    llama_sampler_chain_add(chain, llama_sampler_init_top_k(k))
-
-
-def llama_sampler_chain_add_top_p(chain, p: float, min_keep: int = 1) -> None:
-    """Appends a top-p sampler to chain."""
-    llama_sampler_chain_add(chain, llama_sampler_init_top_p(p, min_keep))
-
-
-def llama_sampler_chain_add_min_p(chain, p: float, min_keep: int = 1) -> None:
-    """Appends a min-p sampler to chain."""
-    llama_sampler_chain_add(chain, llama_sampler_init_min_p(p, min_keep))
-
-
-def llama_sampler_chain_add_temp(chain, t: float) -> None:
-    """Appends a temperature sampler to chain."""
-    llama_sampler_chain_add(chain, llama_sampler_init_temp(t))
 
 
 # ---- samplers written in Python ----

@@ -259,11 +259,6 @@ static bool smpl_is_chain(const struct llama_sampler * smpl, const char * func) 
     return true;
 }
 
-struct llama_sampler_chain_params llama_sampler_chain_default_params(void) {
-    struct llama_sampler_chain_params p = { .no_perf = true };
-    return p;
-}
-
 struct llama_sampler * llama_sampler_chain_init(struct llama_sampler_chain_params params) {
     struct smpl_chain * c = calloc(1, sizeof(*c));
     if (c) {
@@ -832,9 +827,10 @@ struct llama_sampler * llama_sampler_init_typical(float p, size_t min_keep) {
 }
 
 // ---- xtc (exclude top choices): with probability p, removes every candidate whose
-// probability is >= t except the least probable of them. Does nothing when fewer than two
-// reach t, when fewer than min_keep would remain, when p <= 0, t > 0.5 or size < 2.
-// The random draw is made only when those static conditions pass.
+// probability is >= t except the least probable of them (on ties, the last in the array).
+// Does nothing when fewer than two reach t, when fewer than min_keep would remain, when
+// p <= 0, t > 0.5 or size < 2. The random draw is made only when those static conditions
+// pass. One pass, no sort: the kept candidates keep their order (and sorted stays valid).
 
 static const char * smpl_xtc_name(const struct llama_sampler * smpl) { (void) smpl; return "xtc"; }
 
@@ -848,22 +844,27 @@ static void smpl_xtc_apply(struct llama_sampler * smpl, llama_token_data_array *
         return;
     }
     smpl_softmax(cur_p);
+    llama_token_data * d = cur_p->data;
     size_t n_above = 0;
+    size_t last = 0;
     for (size_t i = 0; i < n; i++) {
-        n_above += cur_p->data[i].p >= c->t;
+        if (d[i].p >= c->t) {
+            if (n_above == 0 || smpl_key(d[i].logit) <= smpl_key(d[last].logit)) {
+                last = i;
+            }
+            n_above++;
+        }
     }
-    if (n_above < 2) {
+    if (n_above < 2 || n - (n_above - 1) < c->min_keep) {
         return;
     }
-    const size_t pos_last = n_above - 1;
-    if (n - pos_last < c->min_keep) {
-        return;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (d[i].p < c->t || i == last) {
+            d[j++] = d[i];
+        }
     }
-    if (!smpl_sort_top(cur_p, n_above, &c->scratch)) {
-        return;
-    }
-    memmove(cur_p->data, cur_p->data + pos_last, (n - pos_last) * sizeof(llama_token_data));
-    cur_p->size = n - pos_last;
+    cur_p->size = j;
 }
 
 static void smpl_param_reset(struct llama_sampler * smpl) {
