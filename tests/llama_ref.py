@@ -80,17 +80,24 @@ class LlamaRef:
         out[:, :, 1:self.n_rot:2] = x0 * sin + x1 * cos
         return out
 
-    def forward(self, tokens: Sequence[int], positions: Optional[Sequence[int]] = None,
-                causal: bool = True, return_hidden: bool = False) -> np.ndarray:
-        """Logits [n_tokens, n_vocab] of one sequence (or the final-norm hidden states)."""
+    def new_cache(self) -> "RefCache":
+        """An empty per-sequence KV cache for step()."""
+        return RefCache(self)
+
+    def step(self, cache: "RefCache", tokens: Sequence[int], positions: Sequence[int],
+             causal: bool = True, return_hidden: bool = False) -> np.ndarray:
+        """Runs new tokens of one sequence against its cache (then appends them to it).
+
+        Each new token attends to every cached and new entry at a position <= its own."""
         toks = np.asarray(tokens, dtype=np.int64)
+        pos = np.asarray(positions, dtype=np.int64)
         n = len(toks)
-        pos = np.arange(n) if positions is None else np.asarray(positions, dtype=np.int64)
         hd, nh, nkv = self.head_dim, self.n_head, self.n_head_kv
-        x = self.w["token_embd.weight"][toks]
-        mask = np.zeros((n, n))
+        all_pos = np.concatenate([cache.pos, pos])
+        mask = np.zeros((n, len(all_pos)))
         if causal:
-            mask[pos[None, :] > pos[:, None]] = -np.inf
+            mask[all_pos[None, :] > pos[:, None]] = -np.inf
+        x = self.w["token_embd.weight"][toks]
         for il in range(self.n_layer):
             p = f"blk.{il}."
             h = self._rmsnorm(x, self.w[p + "attn_norm.weight"])
@@ -99,24 +106,85 @@ class LlamaRef:
             v = (h @ self.w[p + "attn_v.weight"].T).reshape(n, nkv, hd)
             q = self._rope(q, pos)
             k = self._rope(k, pos)
+            K = np.concatenate([cache.k[il], k])
+            V = np.concatenate([cache.v[il], v])
+            cache.k[il], cache.v[il] = K, V
             o = np.empty((n, nh, hd))
             group = nh // nkv
             for hh in range(nh):
                 kh = hh // group
-                s = q[:, hh, :] @ k[:, kh, :].T / np.sqrt(hd) + mask
+                s = q[:, hh, :] @ K[:, kh, :].T / np.sqrt(hd) + mask
                 s = s - s.max(axis=-1, keepdims=True)
                 a = np.exp(s)
                 a /= a.sum(axis=-1, keepdims=True)
-                o[:, hh, :] = a @ v[:, kh, :]
+                o[:, hh, :] = a @ V[:, kh, :]
             x = x + o.reshape(n, nh * hd) @ self.w[p + "attn_output.weight"].T
             m = self._rmsnorm(x, self.w[p + "ffn_norm.weight"])
             gate = m @ self.w[p + "ffn_gate.weight"].T
             up = m @ self.w[p + "ffn_up.weight"].T
             x = x + (gate / (1.0 + np.exp(-gate)) * up) @ self.w[p + "ffn_down.weight"].T
+        cache.pos = all_pos
         hidden = self._rmsnorm(x, self.w["output_norm.weight"])
         if return_hidden:
             return hidden
         return hidden @ self.out.T
+
+    def forward(self, tokens: Sequence[int], positions: Optional[Sequence[int]] = None,
+                causal: bool = True, return_hidden: bool = False) -> np.ndarray:
+        """Logits [n_tokens, n_vocab] of one sequence from an empty cache (or the final-norm
+        hidden states with return_hidden)."""
+        pos = np.arange(len(tokens)) if positions is None else positions
+        return self.step(self.new_cache(), tokens, pos, causal=causal, return_hidden=return_hidden)
+
+
+class RefCache:
+    """The KV cache of one sequence: per layer the rotated keys and the values, and positions.
+
+    rm / add / div follow llama_memory_seq_rm / _seq_add / _seq_div: moving an entry by delta
+    positions rotates its key by delta more (rotations compose), and entries moved below 0 go."""
+
+    def __init__(self, model: LlamaRef):
+        self.model = model
+        e = np.zeros((0, model.n_head_kv, model.head_dim))
+        self.k: List[np.ndarray] = [e.copy() for _ in range(model.n_layer)]
+        self.v: List[np.ndarray] = [e.copy() for _ in range(model.n_layer)]
+        self.pos = np.zeros(0, dtype=np.int64)
+
+    def copy(self) -> "RefCache":
+        c = RefCache(self.model)
+        c.k = [a.copy() for a in self.k]
+        c.v = [a.copy() for a in self.v]
+        c.pos = self.pos.copy()
+        return c
+
+    def _keep(self, sel: np.ndarray) -> None:
+        self.k = [a[sel] for a in self.k]
+        self.v = [a[sel] for a in self.v]
+        self.pos = self.pos[sel]
+
+    @staticmethod
+    def _range(p0: int, p1: int):
+        return (0 if p0 < 0 else p0), (np.iinfo(np.int64).max if p1 < 0 else p1)
+
+    def rm(self, p0: int, p1: int) -> None:
+        p0, p1 = self._range(p0, p1)
+        self._keep(~((self.pos >= p0) & (self.pos < p1)))
+
+    def _move(self, sel: np.ndarray, new_pos: np.ndarray) -> None:
+        delta = np.where(sel, new_pos - self.pos, 0)
+        self.k = [self.model._rope(a, delta) for a in self.k]
+        self.pos = np.where(sel, new_pos, self.pos)
+        self._keep(self.pos >= 0)
+
+    def add(self, p0: int, p1: int, delta: int) -> None:
+        p0, p1 = self._range(p0, p1)
+        sel = (self.pos >= p0) & (self.pos < p1)
+        self._move(sel, self.pos + delta)
+
+    def div(self, p0: int, p1: int, d: int) -> None:
+        p0, p1 = self._range(p0, p1)
+        sel = (self.pos >= p0) & (self.pos < p1)
+        self._move(sel, self.pos // d)
 
 
 def rel_err(ours: np.ndarray, ref: np.ndarray) -> float:

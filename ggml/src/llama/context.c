@@ -216,9 +216,8 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
         LLAMA_LOG_WARN("llama_init_from_model: n_ctx = %u exceeds the training context %u\n", n_ctx, hp->n_ctx_train);
     }
     const size_t kv_bytes = llama_kv_cache_bytes(hp, n_ctx, params.type_k, params.type_v);
-    if (kv_bytes / n_ctx != llama_kv_cache_bytes(hp, 1, params.type_k, params.type_v) && n_ctx > 1) {
-        // size_t wrapped around: certainly too large
-        LLAMA_LOG_ERROR("llama_init_from_model: n_ctx = %u: the KV cache size overflows\n", n_ctx);
+    if (kv_bytes == SIZE_MAX) {
+        LLAMA_LOG_ERROR("llama_init_from_model: n_ctx = %u: the KV cache would not fit in the address space\n", n_ctx);
         return NULL;
     }
     if (avail > 0 && kv_bytes > avail) {
@@ -375,6 +374,12 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
             const llama_pos pj = kv->pos[j];
             const bool vis = pj >= 0 && llama_kv_cache_seq_has(kv, j, s) && (!ctx->causal_attn || pj <= p);
             row[j] = vis ? 0.0f : -INFINITY;
+        }
+    }
+    if (res->inp_kv_range) {
+        int32_t * r = res->inp_kv_range->data;
+        for (uint32_t j = 0; j < n_kv; j++) {
+            r[j] = (int32_t) j;
         }
     }
     if (res->inp_out_ids) {

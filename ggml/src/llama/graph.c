@@ -71,6 +71,15 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
     G(res->inp_mask = ggml_new_tensor_2d(c, GGML_TYPE_F32, n_kv, n_tokens));
     ggml_set_name(res->inp_mask, "inp_mask");
     ggml_set_input(res->inp_mask);
+    // Attention reads F32/F16 caches in place; quantized ones are first dequantized (get_rows
+    // of cells [0, n_kv)), since the attention kernels take F32/F16 K and V only.
+    const bool k_quant = ggml_is_quantized(kv->type_k), v_quant = ggml_is_quantized(kv->type_v);
+    struct ggml_tensor * inp_kv_range = NULL;
+    if (k_quant || v_quant) {
+        G(inp_kv_range = res->inp_kv_range = ggml_new_tensor_1d(c, GGML_TYPE_I32, n_kv));
+        ggml_set_name(inp_kv_range, "inp_kv_range");
+        ggml_set_input(inp_kv_range);
+    }
     if (n_rows > 0 && n_rows < n_tokens) {
         G(res->inp_out_ids = ggml_new_tensor_1d(c, GGML_TYPE_I32, n_rows));
         ggml_set_name(res->inp_out_ids, "inp_out_ids");
@@ -104,10 +113,14 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
         }
 
         struct ggml_tensor * K, * V, * Q, * o;
-        G(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, kv->k_l[il]->nb[1],
-                           ggml_row_size(kv->type_k, hd_k), 0));
-        G(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, kv->v_l[il]->nb[1],
-                           ggml_row_size(kv->type_v, hd_v), 0));
+        if (k_quant) {
+            G(k_all = ggml_get_rows(c, k_all, inp_kv_range));     // F32 [n_embd_k_gqa, n_kv]
+        }
+        if (v_quant) {
+            G(v_all = ggml_get_rows(c, v_all, inp_kv_range));
+        }
+        G(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
+        G(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
         G(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]
         if (ctx->flash_attn) {
             G(o = ggml_flash_attn_ext(c, Q, K, V, res->inp_mask, kq_scale, 0.0f, 0.0f)); // [hd_v, n_head, n_tokens]

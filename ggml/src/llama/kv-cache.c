@@ -32,8 +32,14 @@ static void kv_aligned_free(void * p) {
 size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v) {
     const size_t k_row = ggml_row_size(type_k, llama_hparams_n_embd_k_gqa(hp));
     const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa(hp));
-    const size_t per_layer = GGML_PAD(k_row * n_ctx, GGML_MEM_ALIGN) + GGML_PAD(v_row * n_ctx, GGML_MEM_ALIGN);
-    return per_layer * hp->n_layer;
+    size_t k, v, per_layer, total;
+    // SIZE_MAX stands for "does not fit in the address space"
+    if (!gguf_mul_ok(k_row, n_ctx, &k) || !gguf_pad_ok(k, GGML_MEM_ALIGN, &k) ||
+        !gguf_mul_ok(v_row, n_ctx, &v) || !gguf_pad_ok(v, GGML_MEM_ALIGN, &v) ||
+        !gguf_add_ok(k, v, &per_layer) || !gguf_mul_ok(per_layer, hp->n_layer, &total)) {
+        return SIZE_MAX;
+    }
+    return total;
 }
 
 void llama_kv_cache_free(struct llama_memory_i * kv) {
