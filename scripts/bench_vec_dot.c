@@ -82,13 +82,13 @@ int main(int argc, char ** argv) {
         }
     }
     printf("; speed: %d rows x %d, 1 thread, best of %d\n\n", rows, n, reps);
-    printf("| type | bits/weight | rmse | dot error | portable GB/s |");
+    printf("| type | bits/weight | rmse | dot error | quantize_ref Mweights/s | portable GB/s |");
     for (int v = 1; v < GGML_CPU_KERNELS_COUNT; v++) {
         if (ggml_cpu_kernel_variant_available((enum ggml_cpu_kernel_variant)v)) {
             printf(" %s GB/s (x portable) |", ggml_cpu_kernel_variant_name((enum ggml_cpu_kernel_variant)v));
         }
     }
-    printf("\n|---|---|---|---|---|");
+    printf("\n|---|---|---|---|---|---|");
     for (int v = 1; v < GGML_CPU_KERNELS_COUNT; v++) {
         if (ggml_cpu_kernel_variant_available((enum ggml_cpu_kernel_variant)v)) printf("---|");
     }
@@ -134,7 +134,19 @@ int main(int argc, char ** argv) {
         for (int i = 0; i < n; i++) rowf[i] = cosf((float)i * 0.37f);
         vgen->from_float(rowf, act, n);
 
-        printf("| %s | %.3g | %.6f | %.6f |", tt->type_name, bpw, rmse, dot_err);
+        // reference quantizer speed (what a model quantizer pays per weight)
+        double tq_best = 1e30;
+        for (int r = 0; r < 3; r++) {
+            const double t0 = now_s();
+            for (int rr = 0; rr < 16; rr++) tt->from_float_ref(rowf, w + (size_t)(rr % rows) * row_bytes, n);
+            const double tq = now_s() - t0;
+            if (tq < tq_best) tq_best = tq;
+        }
+        for (int r = 0; r < rows; r++) {
+            for (int i = 0; i < n; i++) rowf[i] = sinf((float)(i * 7 + r * 13)) * 0.5f;
+            tt->from_float_ref(rowf, w + (size_t)r * row_bytes, n);
+        }
+        printf("| %s | %.3g | %.6f | %.6f | %.0f |", tt->type_name, bpw, rmse, dot_err, 16.0 * n / tq_best / 1e6);
         double t_gen = 0.0;
         for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
             const struct ggml_type_traits_cpu * var = ggml_get_type_traits_cpu_variant(t, (enum ggml_cpu_kernel_variant)v);
