@@ -1,0 +1,516 @@
+"""Every ggml op against NumPy: one table of cases, each run for its types x input layouts x
+1, 2 and 3 threads.
+
+A case builds its node from inputs made by `inp` (which lays the data out contiguous,
+permuted or as a padded strided view) and returns the node and the expected result,
+computed in float64 from the values the inputs actually hold (so F16 inputs are compared
+after their own rounding, and only the kernel's arithmetic is judged). Adding an op adds
+one `Case` to CASES.
+
+Shapes are chosen large enough that the executor really splits every node over 2 and 3
+threads (it keeps nodes under ~4096 elements of work per thread on one thread).
+
+Where a constructor accepts a type for only one operand (e.g. `ggml_add` takes an F32 `a`
+but an F16 `b`), the case's type applies to that operand; the docstring of each builder
+says which.
+"""
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+import pytest
+
+from llama_py import ggml
+
+MB = 1024 * 1024
+F32, F16, I32, I64 = ggml.GGML_TYPE_F32, ggml.GGML_TYPE_F16, ggml.GGML_TYPE_I32, ggml.GGML_TYPE_I64
+Q8_0, Q4_0, Q4_1 = ggml.GGML_TYPE_Q8_0, ggml.GGML_TYPE_Q4_0, ggml.GGML_TYPE_Q4_1
+TYPE_NAMES = {F32: "f32", F16: "f16", Q8_0: "q8_0", Q4_0: "q4_0", Q4_1: "q4_1"}
+LAYOUTS = ("cont", "perm", "view")
+THREADS = (1, 2, 3)
+
+# (atol, rtol) by the type the case's type parameter names.
+DEFAULT_TOL = {F32: (1e-5, 1e-5), F16: (2e-3, 2e-3)}
+
+
+# ---- inputs ----
+
+def shape4(t) -> Tuple[int, int, int, int]:
+    s = ggml.tensor_struct(t)
+    return (s.ne[3], s.ne[2], s.ne[1], s.ne[0])
+
+
+def val(t) -> np.ndarray:
+    """The tensor's values as float64 in NumPy order, always 4-D (ne3, ne2, ne1, ne0)."""
+    return np.asarray(ggml.tensor_to_numpy(t), dtype=np.float64).reshape(shape4(t))
+
+
+def inp(ctx, arr: np.ndarray, type: int = F32, layout: str = "cont"):
+    """A tensor holding arr (NumPy order, up to 4-D) in `type`, laid out as:
+    cont: contiguous; perm: memory order of dims 1 and 2 swapped, then ggml_permute'd back
+    (nb[1] > nb[2]); view: rows padded by 3 elements and offset into a bigger buffer."""
+    arr = np.asarray(arr, dtype=np.float64)
+    a4 = arr.reshape((1,) * (4 - arr.ndim) + arr.shape)
+    n3, n2, n1, n0 = a4.shape
+    if layout == "cont":
+        t = ggml.ggml_new_tensor_4d(ctx, type, n0, n1, n2, n3)
+    elif layout == "perm":
+        base = ggml.ggml_new_tensor_4d(ctx, type, n0, n2, n1, n3)
+        t = ggml.ggml_permute(ctx, base, 0, 2, 1, 3)
+    elif layout == "view":
+        base = ggml.ggml_new_tensor_4d(ctx, type, n0 + 3, n1, n2, n3 + 1)
+        bs = ggml.tensor_struct(base)
+        offs = 2 * ggml.ggml_type_size(type)
+        t = ggml.ggml_view_4d(ctx, base, n0, n1, n2, n3, bs.nb[1], bs.nb[2], bs.nb[3], offs)
+    else:
+        raise ValueError(layout)
+    assert t, f"could not create a {layout} input of shape {a4.shape}"
+    ggml.tensor_to_numpy(t).reshape(a4.shape)[...] = a4
+    return t
+
+
+def ids_tensor(ctx, ids: np.ndarray, type: int = I32):
+    return ggml.tensor_from_numpy(ctx, np.asarray(ids, dtype=np.int64 if type == I64 else np.int32), type)
+
+
+# ---- the table ----
+
+@dataclass
+class Case:
+    name: str
+    build: Callable  # (ctx, rng, type, layout) -> (node, expected 4-D float64, [tensor to check])
+    types: Sequence[int] = (F32, F16)
+    layouts: Sequence[str] = LAYOUTS
+    tol: Dict[int, Tuple[float, float]] = field(default_factory=dict)
+
+
+X_SHAPE = (3, 5, 17, 50)  # 12750 elements: splits over 3 threads
+
+
+def binary(fn, np_fn, b_shape, inplace_fn=None):
+    """a F32 in the layout; b (shape b_shape, repeated over a) in the case's type."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, rng.uniform(-2, 2, X_SHAPE), F32, layout)
+        b = inp(ctx, rng.uniform(0.5, 2, b_shape), type, "view" if layout == "view" else "cont")
+        av, bv = val(a), val(b)
+        out = (inplace_fn or fn)(ctx, a, b)
+        # ggml repeats b along each dim (b's size divides a's): np.tile, not broadcasting
+        bt = np.tile(bv, tuple(x // y for x, y in zip(av.shape, bv.shape)))
+        return out, np_fn(av, bt), (a if inplace_fn else None)
+    return build
+
+
+def unary(fn, np_fn, lo=-8.0, hi=8.0):
+    """F32 only: the constructors of the unary ops take F32."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, rng.uniform(lo, hi, X_SHAPE), type, layout)
+        av = val(a)
+        return fn(ctx, a), np_fn(av)
+    return build
+
+
+def np_silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def np_gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def np_norm(x, eps, rms):
+    mean = 0.0 if rms else x.mean(axis=-1, keepdims=True)
+    d = x - mean
+    return d / np.sqrt((d * d).mean(axis=-1, keepdims=True) + eps)
+
+
+def alibi_slopes(n_head, max_bias):
+    if max_bias <= 0:
+        return np.ones(n_head)
+    nl2 = 2 ** int(math.floor(math.log2(n_head)))
+    m0, m1 = 2.0 ** (-max_bias / nl2), 2.0 ** (-max_bias / 2.0 / nl2)
+    return np.array([m0 ** (h + 1) if h < nl2 else m1 ** (2 * (h - nl2) + 1) for h in range(n_head)])
+
+
+def np_softmax(w):
+    mx = w.max(axis=-1, keepdims=True)
+    safe = np.where(np.isneginf(mx), 0.0, mx)
+    e = np.exp(w - safe)
+    s = e.sum(axis=-1, keepdims=True)
+    return np.where(s > 0, e / np.where(s > 0, s, 1.0), 0.0)
+
+
+def softmax_case(mask_kind: Optional[str], max_bias: float = 0.0):
+    """a F32 [67, 32, 6, 1] in the layout; the type applies to the mask (F32/F16).
+    mask_kind: None, "rows" ([ne0, ne1 + 5]: extra rows ignored), "heads" ([ne0, ne1, 2]:
+    broadcast over dim 2 by modulo), "causal" (with one fully masked row)."""
+    def build(ctx, rng, type, layout):
+        shape = (1, 6, 32, 67)
+        a = inp(ctx, rng.uniform(-4, 4, shape), F32, layout)
+        mask = None
+        if mask_kind == "rows":
+            mask = inp(ctx, rng.uniform(-3, 1, (37, 67)), type)
+        elif mask_kind == "heads":
+            mask = inp(ctx, rng.uniform(-2, 2, (2, 32, 67)), type)
+        elif mask_kind == "causal":
+            i0 = np.arange(67)[None, :]
+            i1 = np.arange(32)[:, None]
+            m = np.where((i0 > i1 + 30) | (i1 == 5), -np.inf, 0.0)
+            mask = inp(ctx, m, type)
+        av = val(a)
+        scale = 0.7
+        w = av * scale
+        if mask is not None:
+            mv = val(mask)[0]  # (m2, m1, ne0)
+            slopes = alibi_slopes(shape[1], max_bias)
+            for h in range(shape[1]):
+                w[0, h] += slopes[h] * mv[h % mv.shape[0], :shape[2], :]
+        out = ggml.ggml_soft_max_ext(ctx, a, mask, scale, max_bias)
+        return out, np_softmax(w)
+    return build
+
+
+def soft_max_plain(ctx, rng, type, layout):
+    a = inp(ctx, rng.uniform(-4, 4, X_SHAPE), F32, layout)
+    return ggml.ggml_soft_max(ctx, a), np_softmax(val(a))
+
+
+def diag_mask_case(n_past, inplace=False):
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, rng.uniform(-1, 1, (3, 60, 70)), F32, layout)
+        av = val(a)
+        i0 = np.arange(70)[None, :]
+        i1 = np.arange(60)[:, None]
+        ref = np.where(i0 > n_past + i1, -np.inf, av)
+        fn = ggml.ggml_diag_mask_inf_inplace if inplace else ggml.ggml_diag_mask_inf
+        return fn(ctx, a, n_past), ref, (a if inplace else None)
+    return build
+
+
+def np_rope(x, pos, n_dims, mode, base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow,
+            n_ctx_orig, ff=None):
+    """x (1, n_tokens, n_head, head_dim) -> rotated, following the YaRN paper's formulas."""
+    out = x.copy()
+    half = n_dims // 2
+    k = np.arange(half)
+    theta_e = pos[:, None] * base ** (-2.0 * k / n_dims)[None, :]
+    if ff is not None:
+        theta_e = theta_e / ff[None, :half]
+    theta_i = freq_scale * theta_e
+    mscale = attn_factor
+    if ext_factor != 0:
+        def corr(beta):
+            return n_dims * math.log(n_ctx_orig / (beta * 2 * math.pi)) / (2 * math.log(base))
+        low = max(0.0, math.floor(corr(beta_fast)))
+        high = min(n_dims - 1.0, math.ceil(corr(beta_slow)))
+        y = (k - low) / max(0.001, high - low)
+        mix = (1 - np.clip(y, 0, 1)) * ext_factor
+        theta = theta_i * (1 - mix) + theta_e * mix
+        mscale *= 1 + 0.1 * math.log(1.0 / freq_scale)
+    else:
+        theta = theta_i
+    c = np.cos(theta)[None, :, None, :] * mscale  # (1, tokens, 1, half)
+    s = np.sin(theta)[None, :, None, :] * mscale
+    if mode == ggml.GGML_ROPE_TYPE_NEOX:
+        x0, x1 = x[..., :half], x[..., half:n_dims]
+        out[..., :half] = x0 * c - x1 * s
+        out[..., half:n_dims] = x0 * s + x1 * c
+    else:
+        x0, x1 = x[..., 0:n_dims:2], x[..., 1:n_dims:2]
+        out[..., 0:n_dims:2] = x0 * c - x1 * s
+        out[..., 1:n_dims:2] = x0 * s + x1 * c
+    return out
+
+
+def rope_case(mode, n_dims, freq_scale=1.0, ext_factor=0.0, with_ff=False, pos_offset=0, inplace=False):
+    """a [64, 7, 29] (head_dim, heads, tokens) in the case's type (F32/F16) and layout."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, rng.uniform(-1, 1, (1, 29, 7, 64)), type, layout)
+        pos = (np.arange(29) * 37) % 211 + pos_offset
+        p = ids_tensor(ctx, pos)
+        ff = None
+        ffv = None
+        if with_ff:
+            ffv = 1.0 + 0.25 * np.arange(n_dims // 2)
+            ff = ggml.tensor_from_numpy(ctx, ffv.astype(np.float32))
+        args = (n_dims, mode, 512, 10000.0, freq_scale, ext_factor, 0.9, 32.0, 1.0)
+        av = val(a)
+        fn = ggml.ggml_rope_ext_inplace if inplace else ggml.ggml_rope_ext
+        out = fn(ctx, a, p, ff, *args)
+        ref = np_rope(av, pos.astype(np.float64), n_dims, mode, 10000.0, freq_scale, ext_factor, 0.9, 32.0, 1.0,
+                      512, ffv)
+        return out, ref, (a if inplace else None)
+    return build
+
+
+def swiglu_case(split):
+    """F32 only (constructor); gate in the layout, up contiguous."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, rng.uniform(-6, 6, (3, 33, 128)), type, layout)
+        av = val(a)
+        if split:
+            b = inp(ctx, rng.uniform(-2, 2, (3, 33, 128)), F32)
+            return ggml.ggml_swiglu_split(ctx, a, b), np_silu(av) * val(b)
+        return ggml.ggml_swiglu(ctx, a), np_silu(av[..., :64]) * av[..., 64:]
+    return build
+
+
+def round_to(type, x):
+    return x.astype(np.float16).astype(np.float64) if type == F16 else x
+
+
+def cont_case(op):
+    """ggml_cont / ggml_dup of a tensor of the case's type in the layout: an exact copy."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, rng.uniform(-4, 4, (3, 5, 13, 64)), type, layout)
+        out = op(ctx, a)
+        return out, val(a)
+    return build
+
+
+def cpy_case(direction):
+    """to: F32 source in the layout -> destination of the case's type (reshaped 2-D);
+    from: source of the case's type in the layout -> permuted F32 destination."""
+    def build(ctx, rng, type, layout):
+        x = rng.uniform(-4, 4, (3, 5, 13, 64))
+        if direction == "to":
+            a = inp(ctx, x, F32, layout)
+            b = ggml.ggml_new_tensor_2d(ctx, type, 64 * 13, 15)
+            ref = round_to(type, val(a)).reshape(1, 1, 15, 64 * 13)
+        else:
+            a = inp(ctx, x, type, layout)
+            b = inp(ctx, np.zeros(x.shape), F32, "perm")
+            ref = val(a)
+        out = ggml.ggml_cpy(ctx, a, b)
+        return out, ref, b
+    return build
+
+
+def get_rows_case(ctx, rng, type, layout):
+    """Table [64, 50, 2] of the case's type (F32/F16/Q8_0/Q4_1, quantized by gguf.quants),
+    ids I32 [200, 2]; expected rows dequantized by gguf.quants."""
+    x = rng.uniform(-1, 1, (2, 50, 64)).astype(np.float32)
+    table, xq = quantized_input(ctx, x, type)
+    ids = (np.arange(400).reshape(2, 200) * 7 + 3) % 50
+    out = ggml.ggml_get_rows(ctx, table, ids_tensor(ctx, ids))
+    ref = np.stack([xq[b][ids[b]] for b in range(2)])[None]
+    return out, ref
+
+
+def set_rows_case(ids_type):
+    """Rows F32 [64, 50, 4] in the layout written into a [64, 300, 4] destination of the
+    case's type at ids [50, 2] (broadcast over dim 2)."""
+    def build(ctx, rng, type, layout):
+        dst = ggml.ggml_new_tensor_3d(ctx, type, 64, 300, 4)
+        ggml.tensor_to_numpy(dst)[...] = 0
+        rows = inp(ctx, rng.uniform(-1, 1, (4, 50, 64)), F32, layout)
+        ids = (np.arange(100).reshape(2, 50) * 11 + 5) % 300
+        out = ggml.ggml_set_rows(ctx, dst, rows, ids_tensor(ctx, ids, ids_type))
+        ref = np.zeros((1, 4, 300, 64))
+        rv = val(rows)
+        for b in range(4):
+            ref[0, b, ids[b % 2]] = round_to(type, rv[0, b])
+        return out, ref, dst
+    return build
+
+
+def concat_case(dim):
+    """a (in the layout) and b (strided view) of the case's type joined along ggml dim."""
+    def build(ctx, rng, type, layout):
+        ne_a, ne_b = [48, 13, 7, 3], [48, 13, 7, 3]
+        ne_a[dim], ne_b[dim] = 9, 4 + dim
+        a = inp(ctx, rng.uniform(-1, 1, ne_a[::-1]), type, layout)
+        b = inp(ctx, rng.uniform(-1, 1, ne_b[::-1]), type, "view")
+        out = ggml.ggml_concat(ctx, a, b, dim)
+        return out, np.concatenate([val(a), val(b)], axis=3 - dim)
+    return build
+
+
+def sum_rows_case(ctx, rng, type, layout):
+    a = inp(ctx, rng.uniform(-1, 1, (25, 513)), F32, layout)
+    return ggml.ggml_sum_rows(ctx, a), val(a).sum(axis=-1, keepdims=True)
+
+
+def argmax_case(ctx, rng, type, layout):
+    x = rng.uniform(-1, 1, (25, 513))
+    x[3, 100] = x[3, 200] = 5.0  # tie: the first index wins
+    a = inp(ctx, x, F32, layout)
+    return ggml.ggml_argmax(ctx, a), np.argmax(val(a), axis=-1).reshape(1, 1, 1, 25)
+
+
+def quantized_input(ctx, x: np.ndarray, type: int):
+    """A contiguous tensor of `type` holding x (3-D float32, NumPy order); quantized types are
+    filled with gguf.quants' bytes (an independent quantizer). Returns (tensor, values held)."""
+    import gguf
+    if type in (F32, F16):
+        t = inp(ctx, x, type)
+        return t, val(t)[0]
+    qt = {Q8_0: gguf.GGMLQuantizationType.Q8_0, Q4_0: gguf.GGMLQuantizationType.Q4_0,
+          Q4_1: gguf.GGMLQuantizationType.Q4_1}[type]
+    t = ggml.ggml_new_tensor_3d(ctx, type, x.shape[2], x.shape[1], x.shape[0])
+    q = gguf.quants.quantize(x.reshape(-1, x.shape[2]), qt)
+    ggml.tensor_to_numpy(t, raw=True).reshape(q.shape)[...] = q
+    deq = gguf.quants.dequantize(q, qt).reshape(x.shape).astype(np.float64)
+    return t, deq
+
+
+def mul_mat_case(K, M, N, A2, B2):
+    """a [K, M, A2] of the case's type (quantized by gguf.quants), b F32 [K, N, B2] in the
+    layout; a broadcast over dim 2 (B2 / A2 heads share one a)."""
+    def build(ctx, rng, type, layout):
+        a, av = quantized_input(ctx, rng.uniform(-1, 1, (A2, M, K)).astype(np.float32), type)
+        b = inp(ctx, rng.uniform(-1, 1, (B2, N, K)), F32, layout)
+        bv = val(b)[0]
+        r = B2 // A2
+        ref = np.stack([bv[i] @ av[i // r].T for i in range(B2)])[None]  # (1, B2, N, M)
+        return ggml.ggml_mul_mat(ctx, a, b), ref
+    return build
+
+
+def flash_attn_case(D, Dv, n_q, n_kv, H, H_kv, mask_kind=None, softcap=0.0, max_bias=0.0, kv_view=False):
+    """q F32 [D, n_q, H] in the layout; k, v of the case's type (F32/F16), contiguous or as a
+    KV-cache view ([D, H_kv, n_ctx] seen as [D, n_kv, H_kv]); mask F16 or NULL."""
+    def build(ctx, rng, type, layout):
+        q = inp(ctx, rng.uniform(-1, 1, (H, n_q, D)), F32, layout)
+        if kv_view:
+            kc = inp(ctx, rng.uniform(-1, 1, (n_kv + 10, H_kv, D)), type)
+            vc = inp(ctx, rng.uniform(-1, 1, (n_kv + 10, H_kv, Dv)), type)
+            ks, vs = ggml.tensor_struct(kc), ggml.tensor_struct(vc)
+            k = ggml.ggml_view_3d(ctx, kc, D, n_kv, H_kv, ks.nb[2], ks.nb[1], 0)
+            v = ggml.ggml_view_3d(ctx, vc, Dv, n_kv, H_kv, vs.nb[2], vs.nb[1], 0)
+        else:
+            k = inp(ctx, rng.uniform(-1, 1, (H_kv, n_kv, D)), type)
+            v = inp(ctx, rng.uniform(-1, 1, (H_kv, n_kv, Dv)), type)
+        mask = None
+        mv = np.zeros((n_q, n_kv))
+        if mask_kind == "random":
+            m = rng.uniform(-1, 1, (n_q + 3, n_kv))
+            m[(np.arange(n_q + 3)[:, None] * 1 + np.arange(n_kv)[None, :] * 3) % 7 == 0] = -np.inf
+            mask = inp(ctx, m, F16)
+            mv = val(mask)[0, 0, :n_q]
+        elif mask_kind == "causal":
+            i0 = np.arange(n_kv)[None, :]
+            i1 = np.arange(n_q + 3)[:, None]
+            mask = inp(ctx, np.where((i0 > i1 + n_kv - n_q) | (i1 == 2), -np.inf, 0.0), F16)
+            mv = val(mask)[0, 0, :n_q]
+        scale = 1.0 / math.sqrt(D)
+        qv, kv, vv = val(q)[0], val(k)[0], val(v)[0]
+        slopes = alibi_slopes(H, max_bias)
+        ref = np.zeros((1, n_q, H, Dv))
+        for h in range(H):
+            hk = h // (H // H_kv)
+            s = qv[h] @ kv[hk].T * scale  # (n_q, n_kv)
+            if softcap > 0:
+                s = softcap * np.tanh(s / softcap)
+            s = s + slopes[h] * mv
+            ref[0, :, h, :] = np_softmax(s) @ vv[hk]
+        out = ggml.ggml_flash_attn_ext(ctx, q, k, v, mask, scale, max_bias, softcap)
+        return out, ref
+    return build
+
+
+CASES = [
+    Case("add", binary(ggml.ggml_add, np.add, X_SHAPE)),
+    Case("add_bcast_row", binary(ggml.ggml_add, np.add, (1, 1, 1, 50))),
+    Case("add_inplace", binary(ggml.ggml_add, np.add, (1, 5, 1, 50), ggml.ggml_add_inplace)),
+    Case("sub_bcast_dims", binary(ggml.ggml_sub, np.subtract, (1, 5, 1, 25))),
+    Case("mul_bcast_col", binary(ggml.ggml_mul, np.multiply, (3, 1, 17, 1))),
+    Case("mul_inplace", binary(ggml.ggml_mul, np.multiply, (3, 5, 17, 50), ggml.ggml_mul_inplace)),
+    Case("div", binary(ggml.ggml_div, np.divide, (1, 5, 17, 50))),
+    Case("scale", unary(lambda c, a: ggml.ggml_scale(c, a, 0.37), lambda x: x * np.float32(0.37)), types=(F32,)),
+    Case("silu", unary(ggml.ggml_silu, np_silu, -20, 20), types=(F32,), tol={F32: (1e-6, 1e-5)}),
+    Case("gelu", unary(ggml.ggml_gelu, np_gelu), types=(F32,), tol={F32: (1e-6, 1e-5)}),
+    Case("swiglu", swiglu_case(False), types=(F32,), tol={F32: (1e-5, 1e-5)}),
+    Case("swiglu_split", swiglu_case(True), types=(F32,), tol={F32: (1e-5, 1e-5)}),
+    Case("rms_norm", unary(lambda c, a: ggml.ggml_rms_norm(c, a, 1e-5), lambda x: np_norm(x, 1e-5, True), -3, 5),
+         types=(F32,)),
+    Case("norm", unary(lambda c, a: ggml.ggml_norm(c, a, 1e-5), lambda x: np_norm(x, 1e-5, False), -3, 5),
+         types=(F32,), tol={F32: (2e-5, 2e-5)}),
+    Case("soft_max", soft_max_plain, types=(F32,), tol={F32: (1e-6, 1e-5)}),
+    Case("soft_max_mask_rows", softmax_case("rows"), tol={F32: (1e-6, 1e-5), F16: (1e-6, 1e-5)}),
+    Case("soft_max_mask_heads_alibi", softmax_case("heads", 8.0), tol={F32: (1e-6, 1e-5), F16: (1e-6, 1e-5)}),
+    Case("soft_max_causal_alibi", softmax_case("causal", 4.0), tol={F32: (1e-6, 1e-5), F16: (1e-6, 1e-5)}),
+    Case("diag_mask_inf", diag_mask_case(0), types=(F32,)),
+    Case("diag_mask_inf_inplace", diag_mask_case(9, True), types=(F32,)),
+    Case("rope_normal", rope_case(ggml.GGML_ROPE_TYPE_NORMAL, 64), tol={F32: (2e-5, 1e-5), F16: (2e-3, 2e-3)}),
+    Case("rope_neox", rope_case(ggml.GGML_ROPE_TYPE_NEOX, 64), tol={F32: (2e-5, 1e-5), F16: (2e-3, 2e-3)}),
+    Case("rope_partial_ff", rope_case(ggml.GGML_ROPE_TYPE_NORMAL, 48, 0.5, with_ff=True),
+         tol={F32: (2e-5, 1e-5), F16: (2e-3, 2e-3)}),
+    Case("rope_yarn_neox", rope_case(ggml.GGML_ROPE_TYPE_NEOX, 32, 0.25, 1.0, with_ff=True),
+         tol={F32: (2e-5, 1e-5), F16: (2e-3, 2e-3)}),
+    # positions ~3000: the float angle itself carries ~3000 * 2^-24 rad of rounding
+    Case("rope_yarn_far", rope_case(ggml.GGML_ROPE_TYPE_NORMAL, 64, 0.125, 0.5, pos_offset=3000),
+         tol={F32: (5e-4, 1e-5), F16: (4e-3, 2e-3)}),
+    Case("rope_inplace", rope_case(ggml.GGML_ROPE_TYPE_NEOX, 64, inplace=True), layouts=("cont",),
+         tol={F32: (2e-5, 1e-5), F16: (2e-3, 2e-3)}),
+    Case("cont", cont_case(ggml.ggml_cont), tol={F32: (0, 0), F16: (0, 0)}),
+    Case("dup", cont_case(ggml.ggml_dup), tol={F32: (0, 0), F16: (0, 0)}),
+    Case("cpy_to", cpy_case("to"), tol={F32: (0, 0), F16: (0, 0)}),
+    Case("cpy_from", cpy_case("from"), tol={F32: (0, 0), F16: (0, 0)}),
+    Case("get_rows", get_rows_case, types=(F32, F16, Q8_0, Q4_1), layouts=("cont",),
+         tol={F32: (0, 0), F16: (0, 0), Q8_0: (1e-6, 1e-6), Q4_1: (1e-6, 1e-6)}),
+    Case("set_rows_i32", set_rows_case(I32), tol={F32: (0, 0), F16: (0, 0)}),
+    Case("set_rows_i64", set_rows_case(I64), tol={F32: (0, 0), F16: (0, 0)}),
+    *[Case(f"concat_dim{d}", concat_case(d), tol={F32: (0, 0), F16: (0, 0)}) for d in range(4)],
+    Case("sum_rows", sum_rows_case, types=(F32,), tol={F32: (1e-5, 1e-5)}),
+    Case("argmax", argmax_case, types=(F32,), tol={F32: (0, 0)}),
+    # b is rounded to the dot kernel's vec_dot_type (F16 for F16 a, Q8 blocks for quantized a)
+    Case("mul_mat_vec", mul_mat_case(256, 37, 1, 1, 1), types=(F32, F16, Q8_0, Q4_0, Q4_1),
+         tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
+    Case("mul_mat", mul_mat_case(256, 70, 19, 1, 1), types=(F32, F16, Q8_0, Q4_0, Q4_1),
+         tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
+    Case("mul_mat_gqa", mul_mat_case(128, 33, 9, 2, 6), types=(F32, F16, Q8_0),
+         tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2)}),
+    Case("flash_attn_vec", flash_attn_case(64, 64, 1, 200, 6, 2), tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
+    Case("flash_attn_mask_view", flash_attn_case(64, 64, 7, 50, 6, 3, "random", kv_view=True),
+         tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
+    Case("flash_attn_softcap_dv", flash_attn_case(32, 48, 9, 40, 4, 4, "random", softcap=5.0),
+         tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
+    Case("flash_attn_causal_alibi", flash_attn_case(64, 64, 12, 45, 8, 2, "causal", max_bias=4.0),
+         tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
+]
+
+PARAMS = [pytest.param(c, t, l, n, id=f"{c.name}-{TYPE_NAMES[t]}-{l}-t{n}")
+          for c in CASES for t in c.types for l in c.layouts for n in THREADS]
+
+
+@pytest.fixture
+def ctx(lib_path):
+    c = ggml.ggml_init(ggml.ggml_init_params(mem_size=64 * MB, mem_buffer=None, no_alloc=False))
+    assert c, "ggml_init failed"
+    yield c
+    ggml.ggml_free(c)
+
+
+@pytest.mark.parametrize("case,type,layout,n_threads", PARAMS)
+def test_op(ctx, case: Case, type: int, layout: str, n_threads: int):
+    rng = np.random.default_rng(zlib.crc32(f"{case.name}-{type}-{layout}".encode()))
+    built = case.build(ctx, rng, type, layout)
+    node, expected = built[0], built[1]
+    check = built[2] if len(built) > 2 and built[2] is not None else node
+    assert node, f"{case.name}: constructor returned NULL (see log)"
+    gf = ggml.ggml_new_graph(ctx)
+    ggml.ggml_build_forward_expand(gf, node)
+    assert ggml.ggml_graph_compute_with_ctx(ctx, gf, n_threads) == ggml.GGML_STATUS_SUCCESS
+    got = val(check)
+    expected = np.asarray(expected, dtype=np.float64).reshape(got.shape)
+    atol, rtol = case.tol.get(type, DEFAULT_TOL.get(type, (1e-5, 1e-5)))
+    assert np.array_equal(np.isnan(got), np.isnan(expected)), f"{case.name}: NaN pattern differs"
+    np.testing.assert_allclose(got, expected, atol=atol, rtol=rtol, err_msg=f"{case.name} {TYPE_NAMES[type]} {layout} t{n_threads}")
+
+
+def test_every_compute_op_has_a_case(ctx):
+    """Guards the table: every op the CPU backend computes is the node of some case."""
+    seen = set()
+    rng = np.random.default_rng(0)
+    for c in CASES:
+        node = c.build(ctx, rng, c.types[0], c.layouts[0])[0]
+        assert node, f"{c.name}: constructor returned NULL"
+        seen.add(ggml.tensor_struct(node).op)
+    views = {ggml.ggml_op.NONE, ggml.ggml_op.RESHAPE, ggml.ggml_op.VIEW, ggml.ggml_op.PERMUTE,
+             ggml.ggml_op.TRANSPOSE}
+    missing = [ggml.ggml_op(o).name for o in range(ggml.ggml_op.COUNT) if o not in seen and o not in views]
+    assert not missing, f"ops without a case: {missing}"
