@@ -5,7 +5,7 @@
 // Error figures use the smooth test signal x[i] = 0.1 + 2 cos(i + offset) over 32*128 values:
 //   rmse  = sqrt(sum (x - dequant(quant(x)))^2) / n
 //   dot   = |vec_dot(quant(x), quant_act(y)) - dot(x, y)| / n
-// Speed: one thread, rows of 4096 weights, a weight matrix of `rows` rows (default sized to
+// Speed (thread CPU time, so other load on the machine does not count): one thread, rows of 4096 weights, a weight matrix of `rows` rows (default sized to
 // stay in L2, i.e. compute-bound) dotted with one activation row, best of several runs.
 #include "cpu/quants.h"
 
@@ -15,9 +15,10 @@
 #include <string.h>
 #include <time.h>
 
+// Thread CPU time: on a shared machine, time spent descheduled must not count.
 static double now_s(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 

@@ -181,22 +181,42 @@ static inline void ggml_quants_get_scale_min_k4(int j, const uint8_t * q, uint8_
     }
 }
 
-// Unpacks the 16 6-bit q3_K scales (still biased by 32) into aux. Scale j keeps its low 4
-// bits in byte j % 8 (low nibble for j < 8, high nibble after) and its high 2 bits in byte
-// 8 + j % 4 at bit 2 * (j / 4); four scales are handled per 32-bit word.
-static inline void ggml_quants_unpack_q3_K_scales(const uint8_t * s, int8_t * aux) {
+// The 16 6-bit q3_K scales (still biased by 32) as four little-endian words of four bytes.
+// Scale j keeps its low 4 bits in byte j % 8 (low nibble for j < 8, high nibble after) and
+// its high 2 bits in byte 8 + j % 4 at bit 2 * (j / 4); word arithmetic handles four at once.
+static inline void ggml_quants_q3_K_scale_words(const uint8_t * s, uint32_t out[4]) {
     uint32_t w0, w1, w2;
     memcpy(&w0, s, 4);
     memcpy(&w1, s + 4, 4);
     memcpy(&w2, s + 8, 4);
     const uint32_t lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
-    const uint32_t out[4] = {
-        (w0 & lo4)        | (((w2 >> 0) & lo2) << 4),
-        (w1 & lo4)        | (((w2 >> 2) & lo2) << 4),
-        ((w0 >> 4) & lo4) | (((w2 >> 4) & lo2) << 4),
-        ((w1 >> 4) & lo4) | (((w2 >> 6) & lo2) << 4),
-    };
+    out[0] = (w0 & lo4)        | (((w2 >> 0) & lo2) << 4);
+    out[1] = (w1 & lo4)        | (((w2 >> 2) & lo2) << 4);
+    out[2] = ((w0 >> 4) & lo4) | (((w2 >> 4) & lo2) << 4);
+    out[3] = ((w1 >> 4) & lo4) | (((w2 >> 6) & lo2) << 4);
+}
+
+// Unpacks the 16 6-bit q3_K scales (still biased by 32) into aux.
+static inline void ggml_quants_unpack_q3_K_scales(const uint8_t * s, int8_t * aux) {
+    uint32_t out[4];
+    ggml_quants_q3_K_scale_words(s, out);
     memcpy(aux, out, 16);
+}
+
+// The 8 scales and 8 mins of a q4_K / q5_K block as words (bytes 0-3 in *_lo, 4-7 in *_hi).
+// Bytes 0-3 hold scales 0-3 (low 6 bits) and the top bits of scales 4-7; bytes 4-7 the same
+// for the mins; bytes 8-11 the low nibbles of scales 4-7 (low) and mins 4-7 (high).
+static inline void ggml_quants_k4_scale_words(const uint8_t * q, uint32_t * sc_lo, uint32_t * sc_hi,
+                                              uint32_t * m_lo, uint32_t * m_hi) {
+    uint32_t w0, w1, w2;
+    memcpy(&w0, q, 4);
+    memcpy(&w1, q + 4, 4);
+    memcpy(&w2, q + 8, 4);
+    const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+    *sc_lo = w0 & lo6;
+    *m_lo  = w1 & lo6;
+    *sc_hi = (w2 & lo4) | (((w0 >> 6) & lo2) << 4);
+    *m_hi  = ((w2 >> 4) & lo4) | (((w1 >> 6) & lo2) << 4);
 }
 
 #ifdef __cplusplus

@@ -59,27 +59,34 @@ static inline __m256i dot_u8_i8_32(__m256i u, __m256i y) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, y), _mm256_set1_epi16(1));
 }
 
-// maddubs of u (unsigned bytes) and y, then each half's 8 s16 sums times s_lo / s_hi -> 8 int32.
-static inline __m256i dot_scaled_pair(__m256i u, __m256i y, int s_lo, int s_hi) {
-    const __m256i scale = _mm256_set_m128i(_mm_set1_epi16((short)s_hi), _mm_set1_epi16((short)s_lo));
+// maddubs of u (unsigned bytes) and y, then each 128-bit half's 8 s16 sums times its scale
+// (from scale_pair) -> 8 int32.
+static inline __m256i dot_scaled_pair(__m256i u, __m256i y, __m256i scale) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, y), scale);
 }
 
-// Unpacks the 12-byte q4_K/q5_K scale field into sc[0..7] (6-bit scales) and m[0..7] (mins).
-static inline void unpack_k4_scales(const uint8_t * q, uint8_t * sc, uint8_t * m) {
-    uint32_t w0, w1, w2;
-    memcpy(&w0, q, 4);
-    memcpy(&w1, q + 4, 4);
-    memcpy(&w2, q + 8, 4);
-    const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
-    const uint32_t s_lo = w0 & lo6;
-    const uint32_t m_lo = w1 & lo6;
-    const uint32_t s_hi = (w2 & lo4) | (((w0 >> 6) & lo2) << 4);
-    const uint32_t m_hi = ((w2 >> 4) & lo4) | (((w1 >> 6) & lo2) << 4);
-    memcpy(sc, &s_lo, 4);
-    memcpy(sc + 4, &s_hi, 4);
-    memcpy(m, &m_lo, 4);
-    memcpy(m + 4, &m_hi, 4);
+// s16 lanes [sc[j] x8 | sc[j+1] x8] from 16 signed byte scales held in both halves of sc8x2:
+// one byte shuffle puts sc[j] in the high byte of each s16, the arithmetic shift sign-extends.
+static inline __m256i scale_pair(__m256i sc8x2, int j) {
+    const __m256i ctrl = _mm256_set_m128i(_mm_set1_epi16((short)(((j + 1) << 8) | 0x80)),
+                                          _mm_set1_epi16((short)((j << 8) | 0x80)));
+    return _mm256_srai_epi16(_mm256_shuffle_epi8(sc8x2, ctrl), 8);
+}
+
+// The 8 scales (low 8 bytes of *sc) and 8 mins (*m) of a q4_K/q5_K block, built in
+// registers (a byte array round trip would stall on store forwarding).
+static inline void k4_scales_mins(const uint8_t * q, __m128i * sc, __m128i * m) {
+    uint32_t s_lo, s_hi, m_lo, m_hi;
+    ggml_quants_k4_scale_words(q, &s_lo, &s_hi, &m_lo, &m_hi);
+    *sc = _mm_setr_epi32((int)s_lo, (int)s_hi, 0, 0);
+    *m  = _mm_setr_epi32((int)m_lo, (int)m_hi, 0, 0);
+}
+
+// The 16 q3_K scales minus 32 as signed bytes.
+static inline __m128i q3_K_scales(const uint8_t * s) {
+    uint32_t w[4];
+    ggml_quants_q3_K_scale_words(s, w);
+    return _mm_sub_epi8(_mm_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]), _mm_set1_epi8(32));
 }
 
 // ---- float types ----
@@ -406,8 +413,7 @@ static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) 
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
         const __m256i summs = _mm256_madd_epi16(bsums, mins);
-        uint8_t sc[16];
-        _mm_storeu_si128((__m128i *)sc, _mm_and_si128(sc8, _mm_set1_epi8(0x0F)));
+        const __m256i sc2 = _mm256_broadcastsi128_si256(_mm_and_si128(sc8, _mm_set1_epi8(0x0F)));
         __m256i sumi = _mm256_setzero_si256();
         for (int c = 0; c < QK_K / 128; c++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
@@ -415,8 +421,7 @@ static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) 
             for (int sh = 0; sh < 4; sh++) {
                 const __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * sh), m3);
                 const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * sh));
-                const int sub = 8 * c + 2 * sh;
-                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v, y8, sc[sub], sc[sub + 1]));
+                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v, y8, scale_pair(sc2, 8 * c + 2 * sh)));
             }
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(dall), _mm256_cvtepi32_ps(sumi), acc);
@@ -433,11 +438,10 @@ static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) 
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
         const float d = b[i].d * FP16_TO_FP32(a[i].d);
-        int8_t sc[16];
-        ggml_quants_unpack_q3_K_scales(a[i].scales, sc);
-        for (int j = 0; j < 16; j++) sc[j] = (int8_t)(sc[j] - 32);
+        const __m128i sc8 = q3_K_scales(a[i].scales);
+        const __m256i sc2 = _mm256_broadcastsi128_si256(sc8);
         // levels are stored as q + 4*hbit - 4: take the unsigned q + 4*hbit, subtract 4*sum(y) after
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
         const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 2);
         const __m256i hm = _mm256_loadu_si256((const __m256i *)a[i].hmask);
@@ -450,8 +454,7 @@ static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) 
                 const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * c + sh), m1);
                 const __m256i v = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));
                 const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * sh));
-                const int sub = 8 * c + 2 * sh;
-                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v, y8, sc[sub], sc[sub + 1]));
+                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v, y8, scale_pair(sc2, 8 * c + 2 * sh)));
             }
         }
         sumi = _mm256_sub_epi32(sumi, offs);
@@ -460,9 +463,13 @@ static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) 
     *s = hsum_f32_8(acc);
 }
 
-// Pairs each of the 8 mins with itself (one per bsum of 16) as 16 s16.
-static inline __m256i k4_mins_pairs(const uint8_t * m) {
-    const __m128i m8 = _mm_loadl_epi64((const __m128i *)m);
+// Pairs each of the 8 mins (low 8 bytes of m8) with itself, one per bsum of 16, as 16 s16.
+// s16 lanes all equal to byte j of sc8 (zero-extended), with one byte shuffle.
+static inline __m256i scale_bcast_u8(__m256i sc8x2, int j) {
+    return _mm256_shuffle_epi8(sc8x2, _mm256_set1_epi16((short)(0x8000 | j)));
+}
+
+static inline __m256i k4_mins_pairs(__m128i m8) {
     return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
 }
 
@@ -475,10 +482,11 @@ static void vec_dot_q4_K_q8_K(int n, float * s, const void * x, const void * y) 
     for (int i = 0; i < nb; i++) {
         const float d    = b[i].d * FP16_TO_FP32(a[i].d);
         const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
-        uint8_t sc[8], m[8];
-        unpack_k4_scales(a[i].scales, sc, m);
+        __m128i sc, m;
+        k4_scales_mins(a[i].scales, &sc, &m);
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
         const __m256i summs = _mm256_madd_epi16(bsums, k4_mins_pairs(m));
+        const __m256i sc2 = _mm256_broadcastsi128_si256(sc);
         __m256i sumi = _mm256_setzero_si256();
         for (int j = 0; j < QK_K / 64; j++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * j));
@@ -486,8 +494,8 @@ static void vec_dot_q4_K_q8_K(int n, float * s, const void * x, const void * y) 
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
             const __m256i y0 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j));
             const __m256i y1 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j + 32));
-            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[2 * j]));
-            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16(sc[2 * j + 1]));
+            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), scale_bcast_u8(sc2, 2 * j));
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), scale_bcast_u8(sc2, 2 * j + 1));
             sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
@@ -505,10 +513,11 @@ static void vec_dot_q5_K_q8_K(int n, float * s, const void * x, const void * y) 
     for (int i = 0; i < nb; i++) {
         const float d    = b[i].d * FP16_TO_FP32(a[i].d);
         const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
-        uint8_t sc[8], m[8];
-        unpack_k4_scales(a[i].scales, sc, m);
+        __m128i sc, m;
+        k4_scales_mins(a[i].scales, &sc, &m);
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
         const __m256i summs = _mm256_madd_epi16(bsums, k4_mins_pairs(m));
+        const __m256i sc2 = _mm256_broadcastsi128_si256(sc);
         const __m256i qh = _mm256_loadu_si256((const __m256i *)a[i].qh);
         __m256i sumi = _mm256_setzero_si256();
         for (int j = 0; j < QK_K / 64; j++) {
@@ -520,8 +529,8 @@ static void vec_dot_q5_K_q8_K(int n, float * s, const void * x, const void * y) 
             const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), h1);
             const __m256i y0 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j));
             const __m256i y1 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j + 32));
-            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[2 * j]));
-            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16(sc[2 * j + 1]));
+            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), scale_bcast_u8(sc2, 2 * j));
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), scale_bcast_u8(sc2, 2 * j + 1));
             sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
@@ -538,9 +547,10 @@ static void vec_dot_q6_K_q8_K(int n, float * s, const void * x, const void * y) 
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
         const float d = b[i].d * FP16_TO_FP32(a[i].d);
-        const int8_t * sc = a[i].scales;
         // levels are q - 32 with q in 0..63: dot the unsigned q, subtract 32 * scale * sum(y)
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)a[i].scales);
+        const __m256i sc2 = _mm256_broadcastsi128_si256(sc8);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
         const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5);
         __m256i sumi = _mm256_setzero_si256();
@@ -557,8 +567,7 @@ static void vec_dot_q6_K_q8_K(int n, float * s, const void * x, const void * y) 
             const int8_t * q8 = b[i].qs + 128 * c;
             for (int k = 0; k < 4; k++) {
                 const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * k));
-                const int sub = 8 * c + 2 * k;
-                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v[k], y8, sc[sub], sc[sub + 1]));
+                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v[k], y8, scale_pair(sc2, 8 * c + 2 * k)));
             }
         }
         sumi = _mm256_sub_epi32(sumi, offs);

@@ -161,11 +161,11 @@ VEC_DOT_SYM(vec_dot_q5_0_q8_0, block_q5_0, block_dot_q5_0)
 VEC_DOT_MIN(vec_dot_q4_1_q8_1, block_q4_1, block_dot_q4_1)
 VEC_DOT_MIN(vec_dot_q5_1_q8_1, block_q5_1, block_dot_q5_1)
 
-// ---- K-quants: 64 levels per 512-bit step ----
+// ---- K-quants with 16-level sub-blocks: 64 levels per 512-bit step ----
 //
 // maddubs (u8 x s8 -> s16 pairs) then vpdpwssd multiplies those pairs by the sub-block scales
-// and accumulates into int32 in one instruction. A 512-bit step covers two 32-level or four
-// 16-level sub-blocks; vpermw spreads the matching scales over its lanes.
+// and accumulates into int32 in one instruction. A 512-bit step covers four 16-level
+// sub-blocks; vpermw spreads the matching scales over its lanes.
 
 // The 32 bytes at p in both 256-bit halves.
 static inline __m512i bcast256(const void * p) {
@@ -182,99 +182,11 @@ static inline __m512i scales_by16(__m512i s16, int first) {
     return _mm512_permutexvar_epi16(idx, s16);
 }
 
-// int16 lanes [s[first] x16, s[first+1] x16] of the int16 in s16.
-static inline __m512i scales_by32(__m512i s16, int first) {
-    const __m512i idx = _mm512_add_epi16(_mm512_set_epi64(0x0001000100010001LL, 0x0001000100010001LL,
-                                                          0x0001000100010001LL, 0x0001000100010001LL,
-                                                          0, 0, 0, 0),
-                                         _mm512_set1_epi16((short)first));
-    return _mm512_permutexvar_epi16(idx, s16);
-}
-
-// Pairs each of the 8 mins with itself (one per bsum of 16) as 16 s16.
-static inline __m256i k4_mins_pairs(const uint8_t * m) {
-    const __m128i m8 = _mm_loadl_epi64((const __m128i *)m);
-    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-}
-
-// Unpacks the 12-byte q4_K/q5_K scale field into sc[0..7] and m[0..7].
-static inline void unpack_k4_scales(const uint8_t * q, uint8_t * sc, uint8_t * m) {
-    uint32_t w0, w1, w2;
-    memcpy(&w0, q, 4);
-    memcpy(&w1, q + 4, 4);
-    memcpy(&w2, q + 8, 4);
-    const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
-    const uint32_t s_lo = w0 & lo6;
-    const uint32_t m_lo = w1 & lo6;
-    const uint32_t s_hi = (w2 & lo4) | (((w0 >> 6) & lo2) << 4);
-    const uint32_t m_hi = ((w2 >> 4) & lo4) | (((w1 >> 6) & lo2) << 4);
-    memcpy(sc, &s_lo, 4);
-    memcpy(sc + 4, &s_hi, 4);
-    memcpy(m, &m_lo, 4);
-    memcpy(m + 4, &m_hi, 4);
-}
-
-static void vec_dot_q4_K_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_q4_K * a = (const block_q4_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
-    const int nb = n / QK_K;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m512i nib_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    __m512 acc = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++) {
-        uint8_t sc[8], m[8];
-        unpack_k4_scales(a[i].scales, sc, m);
-        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
-        const __m256i summs = _mm256_madd_epi16(bsums, k4_mins_pairs(m));
-        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
-        __m512i sumi = _mm512_setzero_si512();
-        for (int j = 0; j < QK_K / 64; j++) {
-            // low nibbles (sub-block 2j) in the low half, high nibbles (2j+1) in the high half
-            const __m512i v = _mm512_and_si512(_mm512_srlv_epi16(bcast256(a[i].qs + 32 * j), nib_shift), m4);
-            const __m512i y8 = _mm512_loadu_si512(b[i].qs + 64 * j);
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v, y8), scales_by32(sc16, 2 * j));
-        }
-        const float d    = b[i].d * FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
-        acc  = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), accm);
-    }
-    *s = _mm512_reduce_add_ps(acc) + hsum_f32_8(accm);
-}
-
-static void vec_dot_q5_K_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_q5_K * a = (const block_q5_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
-    const int nb = n / QK_K;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m512i b4 = _mm512_set1_epi8(0x10);
-    const __m512i nib_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    __m512 acc = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++) {
-        uint8_t sc[8], m[8];
-        unpack_k4_scales(a[i].scales, sc, m);
-        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
-        const __m256i summs = _mm256_madd_epi16(bsums, k4_mins_pairs(m));
-        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
-        const __m512i qh = bcast256(a[i].qh);
-        __m512i sumi = _mm512_setzero_si512();
-        for (int j = 0; j < QK_K / 64; j++) {
-            const __m512i v = _mm512_and_si512(_mm512_srlv_epi16(bcast256(a[i].qs + 32 * j), nib_shift), m4);
-            // bit 2j of qh[l] is bit 4 of element 64j+l, bit 2j+1 that of element 64j+32+l
-            const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * j))),
-                                                   _mm256_set1_epi8((char)(1 << (2 * j + 1))), 1);
-            const __m512i v5 = _mm512_mask_add_epi8(v, _mm512_test_epi8_mask(qh, bit), v, b4);
-            const __m512i y8 = _mm512_loadu_si512(b[i].qs + 64 * j);
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v5, y8), scales_by32(sc16, 2 * j));
-        }
-        const float d    = b[i].d * FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
-        acc  = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), accm);
-    }
-    *s = _mm512_reduce_add_ps(acc) + hsum_f32_8(accm);
+// The 16 q3_K scales minus 32 as signed bytes.
+static inline __m128i q3_K_scales(const uint8_t * s) {
+    uint32_t w[4];
+    ggml_quants_q3_K_scale_words(s, w);
+    return _mm_sub_epi8(_mm_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]), _mm_set1_epi8(32));
 }
 
 static void vec_dot_q6_K_q8_K(int n, float * s, const void * x, const void * y) {
@@ -356,10 +268,7 @@ static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) 
     const __m512i sh23 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
     __m512 acc = _mm512_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        int8_t sc[16];
-        ggml_quants_unpack_q3_K_scales(a[i].scales, sc);
-        const __m256i sc16_256 = _mm256_sub_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)),
-                                                  _mm256_set1_epi16(32));
+        const __m256i sc16_256 = _mm256_cvtepi8_epi16(q3_K_scales(a[i].scales));
         // levels are q + 4*hbit - 4: dot the unsigned q + 4*hbit, subtract 4 * scale * sum(y)
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
         const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16_256), 2);
@@ -390,8 +299,8 @@ static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) 
 }
 
 void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * t) {
-    // f32 and f16 stay on the AVX2 kernels: 512-bit versions measured 10-25% slower on this
-    // machine's double-pumped AVX-512 (Zen 4), where loads, not FMAs, bound these dots.
+    // f32, f16, q4_K and q5_K stay on the AVX2 kernels: 512-bit versions measured 3-25%
+    // slower on this machine's double-pumped AVX-512 (Zen 4; scripts/bench_vec_dot.py).
     if (__builtin_cpu_supports("avx512bf16")) {
         t[GGML_TYPE_BF16].vec_dot = vec_dot_bf16_bf16_dp;
     }
@@ -402,7 +311,5 @@ void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q5_1].vec_dot = vec_dot_q5_1_q8_1;
     t[GGML_TYPE_Q2_K].vec_dot = vec_dot_q2_K_q8_K;
     t[GGML_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K;
-    t[GGML_TYPE_Q4_K].vec_dot = vec_dot_q4_K_q8_K;
-    t[GGML_TYPE_Q5_K].vec_dot = vec_dot_q5_K_q8_K;
     t[GGML_TYPE_Q6_K].vec_dot = vec_dot_q6_K_q8_K;
 }
