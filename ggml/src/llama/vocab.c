@@ -988,6 +988,10 @@ static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool spe
             memcpy(out, s, t->len);
             return t->len;
         case LLAMA_TOKEN_TYPE_UNKNOWN:
+            if (special) {
+                memcpy(out, s, t->len);
+                return t->len;
+            }
             memcpy(out, "\xe2\x96\x85", 3);  // ▅, what llama.cpp shows for unknown tokens
             return 3;
         case LLAMA_TOKEN_TYPE_BYTE: {
@@ -1120,7 +1124,7 @@ int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * t
         return 0;
     }
     // SPM: the space of the ▁ prefix that tokenizing put at the start of the text and after each
-    // control token is dropped from the first non-empty piece that follows.
+    // control (or unknown) token is dropped from the first non-empty piece that follows.
     const bool spm_prefix = v->type == LLAMA_VOCAB_TYPE_SPM && v->add_space_prefix;
     bool strip = spm_prefix;
     size_t n = 0;
@@ -1138,7 +1142,7 @@ int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * t
             }
             strip = false;
         }
-        if (spm_prefix && v->tokens[id].type == LLAMA_TOKEN_TYPE_CONTROL) {
+        if (spm_prefix && (v->tokens[id].type == LLAMA_TOKEN_TYPE_CONTROL || v->tokens[id].type == LLAMA_TOKEN_TYPE_UNKNOWN)) {
             strip = true;
         }
         n += m;
