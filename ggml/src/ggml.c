@@ -654,9 +654,18 @@ size_t ggml_nbytes(const struct ggml_tensor * t) {
     }
     const int64_t blck = ggml_blck_size(t->type);
     // Span from the first to one past the last byte: strides may be permuted or padded.
-    size_t n = (size_t) (t->ne[0] / blck) * t->nb[0];
-    for (int i = 1; i < GGML_MAX_DIMS; i++) {
-        n += (size_t) (t->ne[i] - 1) * t->nb[i];
+    size_t n;
+    if (blck == 1) {
+        n = ggml_type_size(t->type);
+        for (int i = 0; i < GGML_MAX_DIMS; i++) {
+            n += (size_t) (t->ne[i] - 1) * t->nb[i];
+        }
+    } else {
+        // Quantized rows are whole blocks and dim 0 is never permuted.
+        n = (size_t) (t->ne[0] / blck) * t->nb[0];
+        for (int i = 1; i < GGML_MAX_DIMS; i++) {
+            n += (size_t) (t->ne[i] - 1) * t->nb[i];
+        }
     }
     return n;
 }

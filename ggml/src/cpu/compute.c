@@ -115,20 +115,6 @@ int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// temporary fallbacks until ops-attention.c lands (weak: the real kernels replace them)
-
-__attribute__((weak)) void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
-    if (params->ith == 0) {
-        GGML_LOG_ERROR("ggml_compute_forward_flash_attn_ext: not implemented yet (node '%s')", dst->name);
-    }
-}
-
-__attribute__((weak)) size_t ggml_cpu_work_size_flash_attn_ext(const struct ggml_tensor * dst, int n_threads) {
-    (void) dst; (void) n_threads;
-    return 0;
-}
-
-// ---------------------------------------------------------------------------------------------
 // physical cores
 
 #if defined(__linux__)

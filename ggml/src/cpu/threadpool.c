@@ -8,6 +8,7 @@
 #include "cpu-impl.h"
 #include "../ggml-core.h"
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -68,6 +69,7 @@ static inline void ggml_cpu_relax(void) { }
 // Pause-spins an idle worker does before sleeping: catches back-to-back computations.
 #define GGML_SPIN_BEFORE_SLEEP 4096
 #define GGML_CACHE_LINE 64
+#define GGML_START_SHIFT 10 // n_threads <= 512 fits below
 
 // Counter barrier for n threads; gen moves on each time everyone arrived.
 struct ggml_barrier {
@@ -88,13 +90,15 @@ struct ggml_threadpool {
 
     pthread_mutex_t mutex;           // guards sleeping on cond
     pthread_cond_t  cond;
-    _Alignas(GGML_CACHE_LINE) atomic_int generation; // bumped to start a computation
+    // Starts a computation: (generation << GGML_START_SHIFT) | n_threads in one word, so a
+    // worker that wakes late never pairs one computation's thread count with another's start.
+    _Alignas(GGML_CACHE_LINE) atomic_uint start;
     atomic_bool stop;
     atomic_bool busy;                // a computation is running (pools are not reentrant)
 
     // The current computation; written before generation is bumped.
     struct ggml_cgraph * cgraph;
-    int n_threads_cur;
+    int n_threads_cur;               // the caller's copy of the count in `start`
     void * wdata;
     size_t wsize;
 
@@ -102,6 +106,9 @@ struct ggml_threadpool {
     struct ggml_barrier op_barrier;   // ggml_cpu_barrier, the node's n_tasks threads
     _Alignas(GGML_CACHE_LINE) atomic_int n_finished;
     atomic_int status;
+    // First node after which every thread stops (INT_MAX: none). A node index rather than a
+    // flag: a slow thread reading it after barrier i must not see a stop decided at node i+1.
+    atomic_int stop_node;
 
     ggml_abort_callback abort_cb;
     void * abort_data;
@@ -134,10 +141,18 @@ void ggml_cpu_barrier(const struct ggml_compute_params * params) {
     ggml_barrier_wait(&params->tp->op_barrier, params->nth);
 }
 
+// Records that the computation ends after node i with `status`; the earliest node wins.
+static void ggml_threadpool_stop_at(struct ggml_threadpool * tp, int i, enum ggml_status status) {
+    int cur = atomic_load(&tp->stop_node);
+    while (i < cur && !atomic_compare_exchange_weak(&tp->stop_node, &cur, i)) {
+    }
+    int expected = GGML_STATUS_SUCCESS;
+    atomic_compare_exchange_strong(&tp->status, &expected, status);
+}
+
 // Runs thread ith's share of every node of the current computation.
-static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith) {
+static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
     const struct ggml_cgraph * g = tp->cgraph;
-    const int nth = tp->n_threads_cur;
     for (int i = 0; i < g->n_nodes; i++) {
         struct ggml_tensor * node = g->nodes[i];
         if (ggml_op_is_view(node->op)) {
@@ -147,16 +162,16 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith) {
         if (ith < n_tasks) {
             const struct ggml_compute_params params = { ith, n_tasks, tp->wsize, tp->wdata, tp };
             if (!ggml_cpu_compute_forward(&params, node)) {
-                atomic_store(&tp->status, GGML_STATUS_FAILED);
+                ggml_threadpool_stop_at(tp, i, GGML_STATUS_FAILED);
             }
         }
         if (ith == 0 && tp->abort_cb && tp->abort_cb(tp->abort_data)) {
-            int expected = GGML_STATUS_SUCCESS;
-            atomic_compare_exchange_strong(&tp->status, &expected, GGML_STATUS_ABORTED);
+            ggml_threadpool_stop_at(tp, i, GGML_STATUS_ABORTED);
         }
         ggml_barrier_wait(&tp->node_barrier, nth);
-        // Everyone reads status after the same barrier, so all threads stop at the same node.
-        if (atomic_load_explicit(&tp->status, memory_order_relaxed) != GGML_STATUS_SUCCESS) {
+        // Stops decided at node i were made before this barrier, so every thread sees them
+        // here and leaves at the same node.
+        if (atomic_load_explicit(&tp->stop_node, memory_order_relaxed) <= i) {
             break;
         }
     }
@@ -165,18 +180,18 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith) {
 static void * ggml_worker_main(void * arg) {
     struct ggml_worker * w = arg;
     struct ggml_threadpool * tp = w->tp;
-    int seen = 0;
+    unsigned seen = 0;
     for (;;) {
         int spins = 0;
-        int gen;
-        while ((gen = atomic_load_explicit(&tp->generation, memory_order_acquire)) == seen &&
+        unsigned start;
+        while ((start = atomic_load_explicit(&tp->start, memory_order_acquire)) == seen &&
                !atomic_load_explicit(&tp->stop, memory_order_acquire)) {
             if (++spins < GGML_SPIN_BEFORE_SLEEP) {
                 ggml_cpu_relax();
                 continue;
             }
             pthread_mutex_lock(&tp->mutex);
-            while (atomic_load(&tp->generation) == seen && !atomic_load(&tp->stop)) {
+            while (atomic_load(&tp->start) == seen && !atomic_load(&tp->stop)) {
                 pthread_cond_wait(&tp->cond, &tp->mutex);
             }
             pthread_mutex_unlock(&tp->mutex);
@@ -184,9 +199,11 @@ static void * ggml_worker_main(void * arg) {
         if (atomic_load(&tp->stop)) {
             break;
         }
-        seen = gen;
-        if (w->ith < tp->n_threads_cur) {
-            ggml_threadpool_run(tp, w->ith);
+        seen = start;
+        const int nth = (int) (start & ((1u << GGML_START_SHIFT) - 1));
+        if (w->ith < nth) {
+            // The caller waits for every participant, so the computation cannot change under us.
+            ggml_threadpool_run(tp, w->ith, nth);
             atomic_fetch_add_explicit(&tp->n_finished, 1, memory_order_release);
         }
     }
@@ -204,7 +221,7 @@ struct ggml_threadpool * ggml_threadpool_new(int n_threads) {
         return NULL;
     }
     memset(tp, 0, sizeof(*tp));
-    atomic_init(&tp->generation, 0);
+    atomic_init(&tp->start, 0u);
     atomic_init(&tp->stop, false);
     atomic_init(&tp->busy, false);
     atomic_init(&tp->node_barrier.count, 0);
@@ -213,6 +230,7 @@ struct ggml_threadpool * ggml_threadpool_new(int n_threads) {
     atomic_init(&tp->op_barrier.gen, 0);
     atomic_init(&tp->n_finished, 0);
     atomic_init(&tp->status, GGML_STATUS_SUCCESS);
+    atomic_init(&tp->stop_node, INT_MAX);
     pthread_mutex_init(&tp->mutex, NULL);
     pthread_cond_init(&tp->cond, NULL);
     tp->threads = calloc((size_t) n_threads, sizeof(pthread_t));
@@ -346,14 +364,17 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
     tp->cgraph = cgraph;
     tp->n_threads_cur = nth;
     atomic_store(&tp->status, GGML_STATUS_SUCCESS);
+    atomic_store(&tp->stop_node, INT_MAX);
     atomic_store(&tp->n_finished, 0);
     if (nth > 1) {
         pthread_mutex_lock(&tp->mutex);
-        atomic_fetch_add_explicit(&tp->generation, 1, memory_order_release);
+        const unsigned prev = atomic_load_explicit(&tp->start, memory_order_relaxed);
+        const unsigned gen = (prev >> GGML_START_SHIFT) + 1;
+        atomic_store_explicit(&tp->start, (gen << GGML_START_SHIFT) | (unsigned) nth, memory_order_release);
         pthread_cond_broadcast(&tp->cond);
         pthread_mutex_unlock(&tp->mutex);
     }
-    ggml_threadpool_run(tp, 0);
+    ggml_threadpool_run(tp, 0, nth);
     // Wait until every worker has left the graph before the caller may change it.
     int spins = 0;
     while (atomic_load_explicit(&tp->n_finished, memory_order_acquire) < nth - 1) {
