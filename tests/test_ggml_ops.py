@@ -462,6 +462,9 @@ CASES = [
          tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
     Case("mul_mat", mul_mat_case(256, 70, 19, 1, 1), types=(F32, F16, Q8_0, Q4_0, Q4_1),
          tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
+    # b above the per-thread conversion limit: shared conversion, barrier, dynamic tiles
+    Case("mul_mat_shared_b", mul_mat_case(256, 64, 48, 1, 1), types=(F32, F16, Q8_0, Q4_1),
+         tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
     Case("mul_mat_gqa", mul_mat_case(128, 33, 9, 2, 6), types=(F32, F16, Q8_0),
          tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2)}),
     Case("flash_attn_vec", flash_attn_case(64, 64, 1, 200, 6, 2), tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
