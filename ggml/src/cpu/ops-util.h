@@ -64,10 +64,7 @@ static inline void ggml_cpu_store_f(void * p, enum ggml_type t, float v) {
 static inline void ggml_cpu_row_to_f32(const void * src, enum ggml_type t, float * dst, int64_t n) {
     switch (t) {
         case GGML_TYPE_F32: memcpy(dst, src, (size_t) n*sizeof(float)); break;
-        case GGML_TYPE_F16: {
-            const ggml_fp16_t * s = (const ggml_fp16_t *) src;
-            for (int64_t i = 0; i < n; i++) dst[i] = GGML_FP16_TO_FP32(s[i]);
-        } break;
+        case GGML_TYPE_F16: ggml_fp16_to_fp32_row((const ggml_fp16_t *) src, dst, n); break; // F16C when present
         case GGML_TYPE_BF16: {
             const ggml_bf16_t * s = (const ggml_bf16_t *) src;
             for (int64_t i = 0; i < n; i++) dst[i] = ggml_compute_bf16_to_fp32(s[i]);
@@ -80,10 +77,7 @@ static inline void ggml_cpu_row_to_f32(const void * src, enum ggml_type t, float
 static inline void ggml_cpu_row_from_f32(const float * src, void * dst, enum ggml_type t, int64_t n) {
     switch (t) {
         case GGML_TYPE_F32: memmove(dst, src, (size_t) n*sizeof(float)); break;
-        case GGML_TYPE_F16: {
-            ggml_fp16_t * d = (ggml_fp16_t *) dst;
-            for (int64_t i = 0; i < n; i++) d[i] = GGML_FP32_TO_FP16(src[i]);
-        } break;
+        case GGML_TYPE_F16: ggml_fp32_to_fp16_row(src, (ggml_fp16_t *) dst, n); break;
         case GGML_TYPE_BF16: {
             ggml_bf16_t * d = (ggml_bf16_t *) dst;
             for (int64_t i = 0; i < n; i++) d[i] = ggml_compute_fp32_to_bf16(src[i]);
