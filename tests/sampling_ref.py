@@ -197,7 +197,8 @@ def temp(c: Cand, t: float) -> Cand:
         c.logits[:] = -np.inf
         c.logits[i] = keep
         return c
-    c.logits = (c.logits.astype(np.float64) / t).astype(np.float32)
+    with np.errstate(all="ignore"):   # inf / inf, overflow to inf: as in float arithmetic
+        c.logits = (c.logits.astype(np.float64) / t).astype(np.float32)
     return c
 
 
@@ -244,8 +245,9 @@ def top_n_sigma(c: Cand, n: float) -> Cand:
     if not fin.any():
         return c
     x = c.logits[fin].astype(np.float64)
-    sigma = np.float32(np.sqrt(((x - x.mean()) ** 2).mean()))
-    thr = np.float32(np.float32(k.max()) - np.float32(n) * sigma)
+    with np.errstate(all="ignore"):   # huge logits overflow float, n = inf: as in C
+        sigma = np.float32(np.sqrt(((x - x.mean()) ** 2).mean()))
+        thr = np.float32(np.float32(k.max()) - np.float32(n) * sigma)
     c.logits[~(k >= thr)] = -np.inf
     return c
 
@@ -280,14 +282,16 @@ class Mirostat:
         ps = p[order].astype(np.float32).astype(np.float64)
         m = min(self.m, c.size) if self.m > 0 else 0
         num = den = 0.0
+        used = 0
         for i in range(m - 1):
+            if not ps[i + 1] > 0:      # the estimate stops at the first zero probability
+                break
             ti = math.log((i + 2) / (i + 1))
-            with np.errstate(divide="ignore"):
-                bi = math.log(ps[i] / ps[i + 1]) if ps[i + 1] > 0 else math.inf
-            num += ti * bi
+            num += ti * math.log(ps[i] / ps[i + 1])
             den += ti * ti
+            used = i + 2
         k = float("nan")
-        if m >= 2:
+        if used >= 2:
             with np.errstate(all="ignore"):
                 s_hat = num / den
                 eps = s_hat - 1
@@ -301,7 +305,7 @@ class Mirostat:
         if math.isnan(k):
             k = c.size
         kk = 1 if k < 1 else (c.size if k >= c.size else int(k))
-        out = top_k(c, kk)
+        out = c.take(desc_order(c.logits)[:kk])
         out.p = softmax(out.logits)
         out.selected = draw(out.p, self.rng.uniform())
         self._update(out)
@@ -327,7 +331,7 @@ class MirostatV2(Mirostat):
         p = softmax(c.logits).astype(np.float32)
         with np.errstate(divide="ignore"):
             keep = int(((p > 0) & (-np.log2(np.where(p > 0, p, 1)) <= self.mu)).sum())
-        out = top_k(c, max(keep, 1))
+        out = c.take(desc_order(c.logits)[:max(keep, 1)])
         out.p = softmax(out.logits)
         out.selected = draw(out.p, self.rng.uniform())
         self._update(out)

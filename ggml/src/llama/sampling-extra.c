@@ -90,10 +90,12 @@ static bool smpl_hist_copy(struct smpl_hist * dst, const struct smpl_hist * src)
 //   s_hat = sum_i t_i b_i / sum_i t_i^2 over the m most probable tokens, t_i = log((i+2)/(i+1)),
 //           b_i = log(p_i / p_{i+1});
 //   k = ((s_hat - 1) * 2^mu / (1 - N^-(s_hat - 1)))^(1 / s_hat), clamped to [1, size];
-//   top-k(k), sample, mu -= eta * (-log2 p(selected) - tau). mu starts at 2 tau.
-// Degenerate estimates (m < 2, NaN) use k = size. N = n_vocab (size when n_vocab <= 0).
-// mirostat v2: drops tokens with -log2 p > mu (keeps at least the best), renormalises,
-// samples, and updates mu the same way.
+//   keeps the k best (sorted descending), samples, mu -= eta * (-log2 p(selected) - tau).
+//   mu starts at 2 tau.
+// The estimate uses the m best tokens up to the first with probability 0; fewer than two such
+// tokens, or a NaN k, mean k = size. N = n_vocab (size when n_vocab <= 0).
+// mirostat v2: keeps the tokens with -log2 p <= mu (at least the best; sorted descending),
+// renormalises, samples, and updates mu the same way.
 
 struct smpl_mirostat {
     int32_t n_vocab;
@@ -166,21 +168,28 @@ static void smpl_mirostat_apply(struct llama_sampler * smpl, llama_token_data_ar
         return;
     }
     double sum_tb = 0.0, sum_tt = 0.0;
+    size_t m_used = 0; // the estimate stops at the first zero probability
     for (size_t i = 0; i + 1 < m; i++) {
+        if (!(cur_p->data[i + 1].p > 0.0f)) {
+            break;
+        }
         const double t = log((double) (i + 2) / (double) (i + 1));
         const double b = log((double) cur_p->data[i].p / (double) cur_p->data[i + 1].p);
         sum_tb += t * b;
         sum_tt += t * t;
+        m_used = i + 2;
     }
     const double s_hat = sum_tb / sum_tt;
     const double eps = s_hat - 1.0;
     const double nv = c->n_vocab > 0 ? (double) c->n_vocab : (double) n;
     double k = pow(eps * pow(2.0, (double) c->mu) / (1.0 - pow(nv, -eps)), 1.0 / s_hat);
-    if (isnan(k) || m < 2) {
+    if (isnan(k) || m_used < 2) {
         k = (double) n;
     }
     const size_t kk = k < 1.0 ? 1 : (k >= (double) n ? n : (size_t) k);
-    smpl_top_k_impl(cur_p, kk, &c->scratch);
+    if (kk >= n ? !smpl_sort(cur_p, &c->scratch) : (smpl_top_k_impl(cur_p, kk, &c->scratch), !cur_p->sorted)) {
+        return; // out of memory (logged)
+    }
     smpl_softmax(cur_p);
     cur_p->selected = smpl_sample_p(cur_p, &c->rng);
     smpl_mirostat_update(c, cur_p);
@@ -225,7 +234,10 @@ static void smpl_mirostat_v2_apply(struct llama_sampler * smpl, llama_token_data
         const float p = cur_p->data[i].p;
         keep += p > 0.0f && -log2f(p) <= c->mu;
     }
-    smpl_top_k_impl(cur_p, keep > 0 ? keep : 1, &c->scratch);
+    keep = keep > 0 ? keep : 1;
+    if (keep >= n ? !smpl_sort(cur_p, &c->scratch) : (smpl_top_k_impl(cur_p, keep, &c->scratch), !cur_p->sorted)) {
+        return; // out of memory (logged)
+    }
     smpl_softmax(cur_p);
     cur_p->selected = smpl_sample_p(cur_p, &c->rng);
     smpl_mirostat_update(c, cur_p);

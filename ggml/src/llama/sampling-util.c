@@ -30,14 +30,14 @@ double smpl_rng_uniform(struct smpl_rng * rng) {
     return (double) smpl_rng_next(rng) * (1.0 / 4294967296.0);
 }
 
-int64_t smpl_time_us(void) {
+int64_t smpl_time_ns(void) {
     struct timespec ts;
 #if defined(_WIN32)
     timespec_get(&ts, TIME_UTC);
 #else
     clock_gettime(CLOCK_MONOTONIC, &ts);
 #endif
-    return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static uint64_t smpl_splitmix64(uint64_t x) {
@@ -57,7 +57,7 @@ uint32_t smpl_seed_resolve(uint32_t seed) {
     struct timespec ts;
     timespec_get(&ts, TIME_UTC);
     uint64_t x = (uint64_t) ts.tv_sec * 1000000007ULL ^ (uint64_t) ts.tv_nsec;
-    x = smpl_splitmix64(x ^ (uint64_t) smpl_time_us());
+    x = smpl_splitmix64(x ^ (uint64_t) smpl_time_ns());
     x = smpl_splitmix64(x ^ ++counter);
     x = smpl_splitmix64(x ^ (uint64_t) (uintptr_t) &ts);
     uint32_t r = (uint32_t) (x ^ (x >> 32));

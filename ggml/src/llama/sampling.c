@@ -152,7 +152,7 @@ struct smpl_chain {
     struct llama_sampler ** samplers;
     int32_t n;
     int32_t cap;
-    int64_t t_sample_us;
+    int64_t t_sample_ns;
     int32_t n_sample;
     // Candidate buffer reused by llama_sampler_sample so a token costs no allocation.
     llama_token_data * cand;
@@ -176,12 +176,12 @@ static void smpl_chain_accept(struct llama_sampler * smpl, llama_token token) {
 
 static void smpl_chain_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     struct smpl_chain * c = smpl->ctx;
-    const int64_t t0 = c->params.no_perf ? 0 : smpl_time_us();
+    const int64_t t0 = c->params.no_perf ? 0 : smpl_time_ns();
     for (int32_t i = 0; i < c->n; i++) {
         llama_sampler_apply(c->samplers[i], cur_p);
     }
     if (!c->params.no_perf) {
-        c->t_sample_us += smpl_time_us() - t0;
+        c->t_sample_ns += smpl_time_ns() - t0;
     }
 }
 
@@ -237,7 +237,7 @@ static void smpl_chain_copy_state(struct llama_sampler * dst, const struct llama
     for (int32_t i = 0; i < s->n; i++) {
         llama_sampler_copy(s->samplers[i], d->samplers[i]);
     }
-    d->t_sample_us = s->t_sample_us;
+    d->t_sample_ns = s->t_sample_ns;
     d->n_sample = s->n_sample;
 }
 
@@ -282,7 +282,7 @@ static struct llama_sampler * smpl_chain_clone(const struct llama_sampler * smpl
             return NULL;
         }
     }
-    d->t_sample_us = s->t_sample_us;
+    d->t_sample_ns = s->t_sample_ns;
     d->n_sample = s->n_sample;
     return dst;
 }
@@ -426,7 +426,7 @@ struct llama_perf_sampler_data llama_perf_sampler(const struct llama_sampler * c
         return d;
     }
     const struct smpl_chain * c = chain->ctx;
-    d.t_sample_ms = (double) c->t_sample_us / 1000.0;
+    d.t_sample_ms = (double) c->t_sample_ns / 1e6;
     d.n_sample = c->n_sample;
     return d;
 }
@@ -447,7 +447,7 @@ void llama_perf_sampler_reset(struct llama_sampler * chain) {
         return;
     }
     struct smpl_chain * c = chain->ctx;
-    c->t_sample_us = 0;
+    c->t_sample_ns = 0;
     c->n_sample = 0;
 }
 
