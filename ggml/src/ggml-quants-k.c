@@ -4,7 +4,10 @@
 // for the "_1"-like types a minimum) that minimises a weighted error over a small sweep of
 // candidate inverse scales; then quantize the sub-block scales themselves against one fp16
 // super-block scale, and finally re-quantize the values against the *rounded* scales so
-// that what is stored is what dequantizes best. Dequantizers match gguf.quants bit for bit.
+// that what is stored is what dequantizes best. Dequantizers match gguf.quants bit for bit;
+// the q2_K..q6_K quantizers gave the same bytes as llama.cpp's reference ones on every input
+// tried (a one-off comparison against a scratch build, since gguf.quants cannot write them).
+// q8_K is an activation-only format here: positive scale, levels clamped to [-127, 127].
 #include "ggml-quants.h"
 
 #include <math.h>
@@ -359,10 +362,11 @@ void dequantize_row_q3_K(const block_q3_K * x, float * y, int64_t k) {
 
 // ---- q4_K / q5_K shared scale search ----
 
-// Finds the 8 sub-block scales and mins of one super-block (nmax 15 or 31), packs them into
-// the 12-byte 6-bit layout, sets d/dmin and re-quantizes x into L against the stored values.
-static void quantize_k_scales_mins(const float * x, int nmax, uint8_t * L, uint8_t * packed,
-                                   ggml_fp16_t * d_out, ggml_fp16_t * dmin_out) {
+// Finds the 8 sub-block scales and mins of one super-block (nmax 15 or 31; the search sweeps
+// nstep+1 inverse scales from rmin around nmax), packs them into the 12-byte 6-bit layout,
+// sets d/dmin and re-quantizes x into L against the stored values.
+static void quantize_k_scales_mins(const float * x, int nmax, float rmin, int nstep, uint8_t * L,
+                                   uint8_t * packed, ggml_fp16_t * d_out, ggml_fp16_t * dmin_out) {
     float mins[QK_K / 32], scales[QK_K / 32], weights[32];
     uint8_t Laux[32];
     float max_scale = 0.0f, max_min = 0.0f;
@@ -372,7 +376,7 @@ static void quantize_k_scales_mins(const float * x, int nmax, uint8_t * L, uint8
         const float av_x = sqrtf(sum_x2 / 32.0f);
         for (int l = 0; l < 32; ++l) weights[l] = av_x + fabsf(x[32 * j + l]);
         scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux,
-                                     -1.0f, 0.1f, 20, false);
+                                     rmin, 0.1f, nstep, false);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -414,7 +418,7 @@ void quantize_row_q4_K_ref(const float * x, block_q4_K * y, int64_t k) {
     uint8_t L[QK_K];
     for (int64_t i = 0; i < nb; i++) {
         memset(y[i].scales, 0, sizeof(y[i].scales));
-        quantize_k_scales_mins(x, 15, L, y[i].scales, &y[i].d, &y[i].dmin);
+        quantize_k_scales_mins(x, 15, -1.0f, 20, L, y[i].scales, &y[i].d, &y[i].dmin);
         uint8_t * q = y[i].qs;
         for (int j = 0; j < QK_K; j += 64) {
             for (int l = 0; l < 32; ++l) q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
@@ -450,7 +454,7 @@ void quantize_row_q5_K_ref(const float * x, block_q5_K * y, int64_t k) {
     uint8_t L[QK_K];
     for (int64_t i = 0; i < nb; i++) {
         memset(y[i].scales, 0, sizeof(y[i].scales));
-        quantize_k_scales_mins(x, 31, L, y[i].scales, &y[i].d, &y[i].dmin);
+        quantize_k_scales_mins(x, 31, -0.5f, 15, L, y[i].scales, &y[i].d, &y[i].dmin);
         uint8_t * qh = y[i].qh;
         uint8_t * ql = y[i].qs;
         memset(qh, 0, QK_K / 8);
