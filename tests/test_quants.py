@@ -370,3 +370,24 @@ def test_cpu_variant_env_lowers_and_kernels_agree(lib):
     # an unknown name or a set above the best keeps the best, with a warning
     got, err = _probe_variant("no-such-set")
     assert got["variant"] == best["variant"] and "GGML_CPU_VARIANT" in err
+
+
+# ---- K-quant quantizers against llama.cpp's (gguf.quants cannot write K-quants) ----
+
+KQUANT_GOLDEN = __import__("pathlib").Path(__file__).resolve().parent / "data" / "kquants-llamacpp.json"
+
+
+@pytest.mark.parametrize("name", ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K"])
+def test_kquant_quantize_matches_llamacpp(lib, name):
+    """Bytes produced by llama.cpp's reference quantizer (see "about" in the data file)."""
+    import json
+    golden = json.loads(KQUANT_GOLDEN.read_text())
+    t = {"q2_K": 10, "q3_K": 11, "q4_K": 12, "q5_K": 13, "q6_K": 14}[name]
+    for k, (xhex, qhex) in enumerate(zip(golden["inputs"], golden[name])):
+        x = np.frombuffer(bytes.fromhex(xhex), dtype=np.float32)
+        want = np.frombuffer(bytes.fromhex(qhex), dtype=np.uint8)
+        got = c_quantize(lib, t, x)
+        if not np.array_equal(got, want):
+            i = int(np.flatnonzero(got != want)[0])
+            raise AssertionError(f"{name} input {k}: byte {i} (block {i // EXPECTED_SIZES[t][1]}) "
+                                 f"is {got[i]}, llama.cpp wrote {want[i]}")
