@@ -704,3 +704,89 @@ def test_crafted_vocab_loading(tmp_path, lib_path, case):
             M.llama_model_free(m)
     else:
         assert not m, case
+
+
+# ---------------------------------------------------------------------------------------------
+# small crafted vocabularies: many merge candidates, score ties, unused pieces, repeated merges
+
+def _spm_crafted(tmp_path: Path, seed: int):
+    rng = random.Random(seed)
+    tokens, scores, types = ["<unk>", "<s>", "</s>"], [0.0, 0.0, 0.0], [TT_UNKNOWN, TT_CONTROL, TT_CONTROL]
+    for b in range(256):
+        tokens.append(f"<0x{b:02X}>")
+        scores.append(0.0)
+        types.append(TT_BYTE)
+    alphabet = ["a", "b", "\u2581"]
+    pieces = set()
+    for n in range(1, 5):
+        for _ in range(12 * n):
+            pieces.add("".join(rng.choice(alphabet) for _ in range(n)))
+    for p in sorted(pieces):
+        tokens.append(p)
+        scores.append(float(rng.randint(-3, 0)))  # few distinct scores: ties are common
+        types.append(TT_UNUSED if len(p) > 1 and rng.random() < 0.15 else TT_NORMAL)
+    path = tmp_path / f"spm-{seed}.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_string("tokenizer.ggml.model", "llama")
+    w.add_array("tokenizer.ggml.tokens", tokens)
+    w.add_array("tokenizer.ggml.scores", scores)
+    w.add_array("tokenizer.ggml.token_type", types)
+    w.add_uint32("tokenizer.ggml.bos_token_id", 1)
+    w.add_uint32("tokenizer.ggml.eos_token_id", 2)
+    w.add_uint32("tokenizer.ggml.unknown_token_id", 0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+    return path
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_crafted_spm_matches_sentencepiece(tmp_path, lib_path, seed):
+    path = _spm_crafted(tmp_path, seed)
+    gv = GGUFVocab(path)
+    sp = build_sentencepiece(gv)
+    ours = Ours(path)
+    try:
+        rng = random.Random(seed)
+        for _ in range(400):
+            text = "".join(rng.choice("ab  c") for _ in range(rng.randint(0, 40)))
+            assert ours.tokenize(text) == sp.encode(text), (text, show(gv, ours.tokenize(text)), show(gv, sp.encode(text)))
+    finally:
+        ours.close()
+
+
+def _bpe_crafted(tmp_path: Path, seed: int):
+    rng = random.Random(seed)
+    tokens = [byte_char(b) for b in range(256)]
+    have = set(tokens)
+    base = ["a", "b", "\u0120"]
+    merges = []
+    pool = list(base)
+    while len(merges) < 60:
+        a, b = rng.choice(pool), rng.choice(pool)
+        if len(a) + len(b) > 6:
+            continue
+        merges.append(f"{a} {b}")  # repeats and second routes to one result are allowed
+        if a + b not in have:
+            have.add(a + b)
+            tokens.append(a + b)
+            pool.append(a + b)
+    path = tmp_path / f"bpe-{seed}.gguf"
+    _write_vocab(path, model="gpt2", pre="gpt-2", tokens=tokens, merges=merges)
+    return path
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_crafted_bpe_matches_hf(tmp_path, lib_path, seed):
+    path = _bpe_crafted(tmp_path, seed)
+    gv = GGUFVocab(path)
+    hf = build_hf(gv, "gpt-2", False)
+    ours = Ours(path)
+    try:
+        rng = random.Random(seed)
+        for _ in range(400):
+            text = "".join(rng.choice("aab b  ") for _ in range(rng.randint(0, 40)))
+            want = hf.encode(text, add_special_tokens=False).ids
+            assert ours.tokenize(text) == want, (text, show(gv, ours.tokenize(text)), show(gv, want))
+    finally:
+        ours.close()

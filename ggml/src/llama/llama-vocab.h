@@ -111,6 +111,7 @@ struct llama_vocab {
     bool add_space_prefix;  // SPM: a space (▁) starts each text segment
     bool ignore_merges;     // BPE (llama3): a piece that is a whole token is not merged
     bool clean_spaces;      // detokenize removes the space before . , ! ? 's ... (HF clean_up_tokenization)
+    bool spm_words_independent; // SPM: no mergeable token has a ▁ right after another character
 };
 
 // Growable list of token ids; oom is set (and further pushes ignored) if memory runs out.
@@ -134,6 +135,10 @@ bool llama_vocab_merge_find(const struct llama_vocab * vocab, llama_token left, 
 // SPM: appends the tokens of text (no special tokens inside); prefix: start with a ▁.
 void llama_vocab_spm_tokenize(const struct llama_vocab * vocab, const char * text, size_t len, bool prefix,
                               struct llama_vocab_tokens * out);
+
+// SPM: true if text (len bytes) has no ▁ right after another character (so no merge can cross
+// the start of a word).
+bool llama_vocab_spm_words_independent(const char * text, size_t len);
 
 // BPE: appends the tokens of text (no special tokens inside): pre-tokenize, then merge each piece.
 void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,

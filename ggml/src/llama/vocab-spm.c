@@ -151,6 +151,62 @@ static void spm_emit(struct spm_session * s, uint32_t start, uint32_t len, struc
     }
 }
 
+// Merges the symbols of esc[start, end) and appends their tokens.
+static void spm_encode(struct spm_session * s, uint32_t start, uint32_t end, struct llama_vocab_tokens * out) {
+    const char * esc = s->text;
+    // One symbol per character (an invalid byte is a character of its own).
+    int32_t n_sym = 0;
+    for (uint32_t i = start; i < end;) {
+        size_t clen;
+        unicode_utf8_decode((const uint8_t *) esc + i, end - i, &clen);
+        s->sym[n_sym] = (struct spm_symbol) { i, (uint32_t) clen, n_sym - 1, n_sym + 1 };
+        n_sym++;
+        i += (uint32_t) clen;
+    }
+    if (n_sym == 0) {
+        return;
+    }
+    s->sym[n_sym - 1].next = -1;
+    s->heap_n = 0;
+    s->n_unused = 0;
+
+    for (int32_t i = 0; i + 1 < n_sym; i++) {
+        spm_try_pair(s, i, i + 1);
+    }
+    while (s->heap_n > 0) {
+        const struct spm_pair p = spm_heap_pop(s);
+        struct spm_symbol * a = &s->sym[p.left];
+        struct spm_symbol * b = &s->sym[p.right];
+        if (a->len == 0 || b->len == 0 || a->len + b->len != p.size) {
+            continue;  // stale: one side has merged since
+        }
+        a->len += b->len;
+        b->len = 0;
+        a->next = b->next;
+        if (b->next >= 0) {
+            s->sym[b->next].prev = p.left;
+        }
+        spm_try_pair(s, a->prev, p.left);
+        spm_try_pair(s, p.left, a->next);
+    }
+    for (int32_t i = 0; i >= 0; i = s->sym[i].next) {
+        spm_emit(s, s->sym[i].start, s->sym[i].len, out);
+    }
+}
+
+static inline bool spm_is_space_at(const char * t, size_t i) {
+    return memcmp(t + i, SPM_SPACE, 3) == 0;
+}
+
+bool llama_vocab_spm_words_independent(const char * text, size_t len) {
+    for (size_t k = 1; k + 3 <= len; k++) {
+        if (spm_is_space_at(text, k) && (k < 3 || !spm_is_space_at(text, k - 3))) {
+            return false;
+        }
+    }
+    return true;
+}
+
 void llama_vocab_spm_tokenize(const struct llama_vocab * vocab, const char * text, size_t len, bool prefix,
                               struct llama_vocab_tokens * out) {
     if (len == 0 && !prefix) {
@@ -162,7 +218,7 @@ void llama_vocab_spm_tokenize(const struct llama_vocab * vocab, const char * tex
         n_spaces += text[i] == ' ';
     }
     const size_t esc_len = len + 2 * n_spaces + (prefix ? 3 : 0);
-    if (esc_len > UINT32_MAX / 2) {
+    if (esc_len > UINT32_MAX / 4) {
         out->oom = true;  // offsets are 32-bit; llama_tokenize's int32 length keeps far below this
         return;
     }
@@ -170,12 +226,9 @@ void llama_vocab_spm_tokenize(const struct llama_vocab * vocab, const char * tex
     memset(&s, 0, sizeof(s));
     s.vocab = vocab;
     char * esc = malloc(esc_len ? esc_len : 1);
-    // At most one symbol per byte; each merge queues at most two pairs.
-    s.sym = malloc((esc_len ? esc_len : 1) * sizeof(struct spm_symbol));
-    s.heap = malloc((3 * esc_len + 1) * sizeof(struct spm_pair));
-    if (!esc || !s.sym || !s.heap) {
+    if (esc == NULL) {
         out->oom = true;
-        goto done;
+        return;
     }
     size_t m = 0;
     if (prefix) {
@@ -192,38 +245,39 @@ void llama_vocab_spm_tokenize(const struct llama_vocab * vocab, const char * tex
     }
     s.text = esc;
 
-    // One symbol per character (an invalid byte is a character of its own).
-    int32_t n_sym = 0;
-    for (size_t i = 0; i < m;) {
-        size_t clen;
-        unicode_utf8_decode((const uint8_t *) esc + i, m - i, &clen);
-        s.sym[n_sym] = (struct spm_symbol) { (uint32_t) i, (uint32_t) clen, n_sym - 1, n_sym + 1 };
-        n_sym++;
-        i += clen;
-    }
-    s.sym[n_sym - 1].next = -1;
-
-    for (int32_t i = 0; i + 1 < n_sym; i++) {
-        spm_try_pair(&s, i, i + 1);
-    }
-    while (s.heap_n > 0) {
-        const struct spm_pair p = spm_heap_pop(&s);
-        struct spm_symbol * a = &s.sym[p.left];
-        struct spm_symbol * b = &s.sym[p.right];
-        if (a->len == 0 || b->len == 0 || a->len + b->len != p.size) {
-            continue;  // stale: one side has merged since
+    // When no mergeable token holds a ▁ right after another character, no merge can cross the
+    // start of a word (a ▁ after a non-▁), so words are encoded one by one: the same merges in
+    // the same order, with a working set that stays in cache.
+    size_t max_chunk = m;
+    if (vocab->spm_words_independent) {
+        max_chunk = 0;
+        size_t c0 = 0;
+        for (size_t k = 1; k + 3 <= m; k++) {
+            if (spm_is_space_at(esc, k) && (k < 3 || !spm_is_space_at(esc, k - 3))) {
+                max_chunk = k - c0 > max_chunk ? k - c0 : max_chunk;
+                c0 = k;
+            }
         }
-        a->len += b->len;
-        b->len = 0;
-        a->next = b->next;
-        if (b->next >= 0) {
-            s.sym[b->next].prev = p.left;
-        }
-        spm_try_pair(&s, a->prev, p.left);
-        spm_try_pair(&s, p.left, a->next);
+        max_chunk = m - c0 > max_chunk ? m - c0 : max_chunk;
     }
-    for (int32_t i = 0; i >= 0; i = s.sym[i].next) {
-        spm_emit(&s, s.sym[i].start, s.sym[i].len, out);
+    // At most one symbol per byte; each merge queues at most two pairs.
+    s.sym = malloc((max_chunk ? max_chunk : 1) * sizeof(struct spm_symbol));
+    s.heap = malloc((3 * max_chunk + 1) * sizeof(struct spm_pair));
+    if (!s.sym || !s.heap) {
+        out->oom = true;
+        goto done;
+    }
+    if (vocab->spm_words_independent) {
+        size_t c0 = 0;
+        for (size_t k = 1; k + 3 <= m; k++) {
+            if (spm_is_space_at(esc, k) && (k < 3 || !spm_is_space_at(esc, k - 3))) {
+                spm_encode(&s, (uint32_t) c0, (uint32_t) k, out);
+                c0 = k;
+            }
+        }
+        spm_encode(&s, (uint32_t) c0, (uint32_t) m, out);
+    } else {
+        spm_encode(&s, 0, (uint32_t) m, out);
     }
     if (s.oom) {
         out->oom = true;

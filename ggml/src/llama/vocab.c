@@ -619,6 +619,23 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         goto fail;
     }
 
+    if (type == LLAMA_VOCAB_TYPE_SPM) {
+        v->spm_words_independent = true;
+        for (int32_t i = 0; i < v->n_tokens && v->spm_words_independent; i++) {
+            const struct llama_vocab_token * t = &v->tokens[i];
+            const bool mergeable = t->type == LLAMA_TOKEN_TYPE_NORMAL || t->type == LLAMA_TOKEN_TYPE_USER_DEFINED ||
+                                   t->type == LLAMA_TOKEN_TYPE_UNUSED || t->type == LLAMA_TOKEN_TYPE_UNDEFINED;
+            if (mergeable && !llama_vocab_spm_words_independent(v->text + t->off, t->len)) {
+                v->spm_words_independent = false;
+            }
+            // Unused tokens are split back by the last proposal of their merge over the whole
+            // text; encoding words one by one could see a different last proposal.
+            if (t->type == LLAMA_TOKEN_TYPE_UNUSED) {
+                v->spm_words_independent = false;
+            }
+        }
+    }
+
     // Byte tokens: SPM <0xXX>, BPE the single character that stands for the byte.
     for (int b = 0; b < 256; b++) {
         char buf[8];

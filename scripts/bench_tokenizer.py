@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Tokenizer speed: ours (libllama, one llama_tokenize call) against the reference tokenizers
+(sentencepiece for SPM vocabularies, HF tokenizers for byte-level BPE ones) on ~1 MB of English.
+
+    python scripts/bench_tokenizer.py                      # every vocab in ../shared/vocab (+ SmolLM2)
+    python scripts/bench_tokenizer.py --mb 4 --vocab gpt-2 # more text, one vocab
+    python scripts/bench_tokenizer.py --scaling            # 1, 2, 4, 8 MB: time per MB stays flat
+
+The text is the English prose of Python's own documentation (pydoc_data.topics), repeated to
+size, so the benchmark needs no download. Both sides must produce identical tokens; the script
+says so. A benchmark, not a test: the numbers depend on the machine and its load.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from llama_py import _llama_model as M  # noqa: E402
+from llama_py import _llama_vocab as V  # noqa: E402
+import test_tokenizer as T  # noqa: E402  (the reference builders)
+
+SMOLLM2 = Path("/work/scratch/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def english_text(n_bytes: int) -> str:
+    import pydoc_data.topics as topics
+    base = "\n\n".join(topics.topics[k] for k in sorted(topics.topics))
+    out = (base * (n_bytes // len(base.encode()) + 1)).encode()[:n_bytes]
+    return out.decode("utf-8", "ignore")
+
+
+def best_of(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def ours_tokenize(vocab, data: bytes):
+    n = -V.llama_tokenize(vocab, data, len(data), None, 0, False, False)
+    buf = (V.llama_token * n)()
+    got = V.llama_tokenize(vocab, data, len(data), buf, n, False, False)
+    assert got == n
+    return buf
+
+
+def bench(name: str, path: Path, text: str, repeat: int):
+    gv = T.GGUFVocab(path)
+    p = M.llama_model_default_params()
+    p.vocab_only = True
+    t = time.perf_counter()
+    model = M.llama_model_load_from_file(str(path).encode(), p)
+    load_ms = (time.perf_counter() - t) * 1e3
+    vocab = M.llama_model_get_vocab(model)
+    if gv.model == "llama":
+        ref = T.build_sentencepiece(gv)
+        ref_fn = lambda: ref.encode(text)  # noqa: E731
+        ref_name = "sentencepiece"
+    else:
+        ref = T.build_hf(gv, gv.pre, False)
+        ref_fn = lambda: ref.encode(text, add_special_tokens=False).ids  # noqa: E731
+        ref_name = "HF tokenizers"
+    data = text.encode()
+    ours_ids = list(ours_tokenize(vocab, data))
+    same = ours_ids == list(ref_fn())
+    t_ours = best_of(lambda: ours_tokenize(vocab, data), repeat)
+    t_ref = best_of(ref_fn, repeat)
+    mb = len(data) / 1e6
+    print(f"{name:10s} {len(data) / 1e6:5.2f} MB {len(ours_ids):8d} tokens  load {load_ms:6.1f} ms  "
+          f"ours {mb / t_ours:6.2f} MB/s  {ref_name} {mb / t_ref:6.2f} MB/s  "
+          f"x{t_ref / t_ours:5.2f}  {'identical' if same else 'DIFFERENT TOKENS'}")
+    M.llama_model_free(model)
+    return same
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vocab", action="append", help="vocab name (gpt-2, llama-bpe, qwen2, llama-spm, phi-3, smollm2)")
+    ap.add_argument("--mb", type=float, default=1.0, help="megabytes of text")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--scaling", action="store_true", help="time 1, 2, 4, 8 MB with ours only")
+    ap.add_argument("--vocab-dir", default=os.environ.get("LLAMA_PY_VOCAB_DIR", str(ROOT.parent / "shared" / "vocab")))
+    args = ap.parse_args()
+    paths = {p.stem: p for p in sorted(Path(args.vocab_dir).glob("*.gguf"))}
+    if SMOLLM2.exists():
+        paths["smollm2"] = SMOLLM2
+    names = args.vocab or list(paths)
+    if args.scaling:
+        for name in names:
+            p = M.llama_model_default_params()
+            p.vocab_only = True
+            model = M.llama_model_load_from_file(str(paths[name]).encode(), p)
+            vocab = M.llama_model_get_vocab(model)
+            for mb in (1, 2, 4, 8):
+                data = english_text(int(mb * 1e6)).encode()
+                t = best_of(lambda: ours_tokenize(vocab, data), 1)
+                print(f"{name:10s} {mb:3d} MB  {t:7.3f} s  {t / mb * 1e3:7.1f} ms/MB")
+            M.llama_model_free(model)
+        return 0
+    text = english_text(int(args.mb * 1e6))
+    ok = True
+    for name in names:
+        ok &= bench(name, paths[name], text, args.repeat)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
