@@ -151,29 +151,53 @@ static void ggml_threadpool_stop_at(struct ggml_threadpool * tp, int i, enum ggm
 }
 
 // Runs thread ith's share of every node of the current computation.
+// Index of the first node at or after i that does work (views do none), or n_nodes.
+static int ggml_next_compute_node(const struct ggml_cgraph * g, int i) {
+    while (i < g->n_nodes && ggml_op_is_view(g->nodes[i]->op)) {
+        i++;
+    }
+    return i;
+}
+
 static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
     const struct ggml_cgraph * g = tp->cgraph;
-    for (int i = 0; i < g->n_nodes; i++) {
+    const int n = g->n_nodes;
+    int i = ggml_next_compute_node(g, 0);
+    int n_tasks = i < n ? ggml_cpu_n_tasks(g->nodes[i], nth) : 1;
+    bool stopping = false;
+    while (i < n) {
         struct ggml_tensor * node = g->nodes[i];
-        if (ggml_op_is_view(node->op)) {
-            continue; // no work, so no barrier either
-        }
-        const int n_tasks = ggml_cpu_n_tasks(node, nth);
-        if (ith < n_tasks) {
+        // Once this thread knows of a stop it only walks on to the barrier where everyone
+        // leaves. It learns of stops it made itself, and of others' at barriers, so all
+        // threads of a multi-threaded node agree on running it (kernels may barrier inside).
+        if (ith < n_tasks && !stopping) {
             const struct ggml_compute_params params = { ith, n_tasks, tp->wsize, tp->wdata, tp };
             if (!ggml_cpu_compute_forward(&params, node)) {
                 ggml_threadpool_stop_at(tp, i, GGML_STATUS_FAILED);
+                stopping = true;
             }
         }
-        if (ith == 0 && tp->abort_cb && tp->abort_cb(tp->abort_data)) {
+        if (ith == 0 && !stopping && tp->abort_cb && tp->abort_cb(tp->abort_data)) {
             ggml_threadpool_stop_at(tp, i, GGML_STATUS_ABORTED);
+            stopping = true;
         }
-        ggml_barrier_wait(&tp->node_barrier, nth);
-        // Stops decided at node i were made before this barrier, so every thread sees them
-        // here and leaves at the same node.
-        if (atomic_load_explicit(&tp->stop_node, memory_order_relaxed) <= i) {
+        const int next = ggml_next_compute_node(g, i + 1);
+        const int n_tasks_next = next < n ? ggml_cpu_n_tasks(g->nodes[next], nth) : 1;
+        // When thread 0 alone ran this node and alone runs the next, nobody needs to wait:
+        // the same thread sees its own writes. Every thread takes the same decision.
+        const bool sync = nth > 1 && next < n && !(n_tasks == 1 && n_tasks_next == 1);
+        if (sync) {
+            ggml_barrier_wait(&tp->node_barrier, nth);
+        }
+        // Stops decided up to here were made before this barrier, so every thread sees them at
+        // the same barrier and leaves at the same node.
+        // (A stop at a later node, made by a thread already past this barrier, waits for the
+        // next barrier: only stops at nodes <= i are sure to be seen by everyone here.)
+        if ((sync || nth == 1) && atomic_load_explicit(&tp->stop_node, memory_order_relaxed) <= i) {
             break;
         }
+        i = next;
+        n_tasks = n_tasks_next;
     }
 }
 
