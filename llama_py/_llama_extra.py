@@ -8,8 +8,6 @@ import ctypes
 from ctypes import POINTER, Structure, c_bool, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
 
 from ._lib import ctypes_function
-from ._llama_context import llama_batch
-from ._llama_model import llama_model_params
 from ._llama_common import (
     gguf_context_p_ctypes, llama_adapter_lora_p_ctypes, llama_context_p_ctypes, llama_model_p_ctypes,
     llama_model_set_tensor_data_t, llama_seq_id, llama_token,
@@ -104,31 +102,6 @@ def llama_chat_builtin_templates(output, len: int, /) -> int:
 
 
 # ---- not supported by this engine: each returns its documented failure value ----
-
-# struct llama_model * llama_model_load_from_splits(const char ** paths, size_t n_paths, struct llama_model_params params);
-@ctypes_function("llama_model_load_from_splits", [POINTER(c_char_p), c_size_t, llama_model_params], llama_model_p_ctypes)
-def llama_model_load_from_splits(paths, n_paths: int, params, /):
-    """Loads a model given as split files (one file only is supported)."""
-
-
-# struct llama_model * llama_model_load_from_file_ptr(FILE * file, struct llama_model_params params);
-@ctypes_function("llama_model_load_from_file_ptr", [c_void_p, llama_model_params], llama_model_p_ctypes)
-def llama_model_load_from_file_ptr(file, params, /):
-    """Not supported: returns None."""
-
-
-# struct llama_model * llama_model_init_from_user(struct gguf_context *, llama_model_set_tensor_data_t, void *, struct llama_model_params);
-@ctypes_function("llama_model_init_from_user",
-                 [gguf_context_p_ctypes, llama_model_set_tensor_data_t, c_void_p, llama_model_params], llama_model_p_ctypes)
-def llama_model_init_from_user(metadata, set_tensor_data, set_tensor_data_ud, params, /):
-    """Not supported: returns None."""
-
-
-# int32_t llama_encode(struct llama_context * ctx, struct llama_batch batch);
-@ctypes_function("llama_encode", [llama_context_p_ctypes, llama_batch], c_int32)
-def llama_encode(ctx, batch, /) -> int:
-    """Encoder models are not supported: returns -1."""
-
 
 # void llama_model_save_to_file(const struct llama_model * model, const char * path_model);
 @ctypes_function("llama_model_save_to_file", [llama_model_p_ctypes, c_char_p], None)

@@ -80,12 +80,64 @@ def check_abi() -> None:
 
 LLAMA_PY_ABI_VERSION = 1
 
+import logging as _logging
+
+logger = _logging.getLogger("llama_py")
+logger.addHandler(_logging.NullHandler())  # quiet unless the application configures logging
+_LOG_LEVELS = {1: _logging.DEBUG, 2: _logging.INFO, 3: _logging.WARNING, 4: _logging.ERROR}
+_last_level = [_logging.INFO]
+
+
+def _route_log(level, text, user_data):
+    # CONT (5) continues the previous line at its level
+    lvl = _last_level[0] if level == 5 else _LOG_LEVELS.get(level, _logging.INFO)
+    _last_level[0] = lvl
+    if text and logger.isEnabledFor(lvl):
+        logger.log(lvl, text.decode("utf-8", "replace").rstrip("\n"))
+
+
+# Kept alive for the life of the module: the library holds this pointer.
+_log_callback = llama_log_callback(_route_log)
+
+
 try:
     load_library()
 except LibraryNotFound:
     pass  # the error comes at the first call, with the paths searched
 else:
     check_abi()
+    llama_log_set(_log_callback, None)
+
+
+from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_void_p
+from ._llama_common import gguf_context_p_ctypes, llama_model_set_tensor_data_t
+
+
+# ---- loaders and entry points whose argument structs live in several sections ----
+
+# struct llama_model * llama_model_load_from_splits(const char ** paths, size_t n_paths, struct llama_model_params params);
+@ctypes_function("llama_model_load_from_splits", [POINTER(c_char_p), c_size_t, llama_model_params], llama_model_p_ctypes)
+def llama_model_load_from_splits(paths, n_paths: int, params, /):
+    """Loads a model given as split files (one file only is supported)."""
+
+
+# struct llama_model * llama_model_load_from_file_ptr(FILE * file, struct llama_model_params params);
+@ctypes_function("llama_model_load_from_file_ptr", [c_void_p, llama_model_params], llama_model_p_ctypes)
+def llama_model_load_from_file_ptr(file, params, /):
+    """Not supported: returns None."""
+
+
+# struct llama_model * llama_model_init_from_user(struct gguf_context *, llama_model_set_tensor_data_t, void *, struct llama_model_params);
+@ctypes_function("llama_model_init_from_user",
+                 [gguf_context_p_ctypes, llama_model_set_tensor_data_t, c_void_p, llama_model_params], llama_model_p_ctypes)
+def llama_model_init_from_user(metadata, set_tensor_data, set_tensor_data_ud, params, /):
+    """Not supported: returns None."""
+
+
+# int32_t llama_encode(struct llama_context * ctx, struct llama_batch batch);
+@ctypes_function("llama_encode", [llama_context_p_ctypes, llama_batch], c_int32)
+def llama_encode(ctx, batch, /) -> int:
+    """Encoder models are not supported: returns -1."""
 
 
 # ---- older names: each works, with a DeprecationWarning ----
