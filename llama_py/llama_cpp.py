@@ -146,6 +146,58 @@ def _deprecated(old: str, new: str) -> None:
     warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
+# Model handles handed out by the loaders: the vocab functions that older code calls with a
+# model still work (the library accepts either), and warn that the model form is deprecated.
+_model_handles = set()
+
+
+def _addr(handle):
+    return handle.value if isinstance(handle, ctypes.c_void_p) else handle
+
+
+def _track_loader(raw):
+    def load(*args):
+        model = raw(*args)
+        if model:
+            _model_handles.add(_addr(model))
+        return model
+    load.__name__ = raw.__name__
+    load.__doc__ = raw.__doc__
+    load.c_name = getattr(raw, "c_name", raw.__name__)
+    return load
+
+
+llama_model_load_from_file = _track_loader(llama_model_load_from_file)
+llama_model_load_from_splits = _track_loader(llama_model_load_from_splits)
+_raw_model_free = llama_model_free
+
+
+def llama_model_free(model, /):
+    """Frees the model; NULL-safe. Contexts made from it should be freed first."""
+    _model_handles.discard(_addr(model))
+    return _raw_model_free(model)
+
+
+llama_model_free.c_name = "llama_model_free"
+
+
+def _accepts_model(raw, new_name: str):
+    def f(vocab, *args):
+        if _addr(vocab) in _model_handles:
+            _deprecated(f"{new_name}(model, ...)", f"{new_name}(llama_model_get_vocab(model), ...)")
+        return raw(vocab, *args)
+    f.__name__ = raw.__name__
+    f.__doc__ = raw.__doc__
+    f.c_name = getattr(raw, "c_name", new_name)
+    return f
+
+
+llama_tokenize = _accepts_model(llama_tokenize, "llama_tokenize")
+llama_token_to_piece = _accepts_model(llama_token_to_piece, "llama_token_to_piece")
+llama_detokenize = _accepts_model(llama_detokenize, "llama_detokenize")
+llama_sampler_init_dry = _accepts_model(llama_sampler_init_dry, "llama_sampler_init_dry")
+
+
 def llama_load_model_from_file(path_model: bytes, params, /):
     """Deprecated: llama_model_load_from_file."""
     _deprecated("llama_load_model_from_file", "llama_model_load_from_file")
