@@ -75,7 +75,9 @@ typedef struct {
 static inline uint32_t smpl_float_asc(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof(u));
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    // negative: flip all bits; positive: flip the sign bit. Branch-free (signs are random).
+    const uint32_t mask = (uint32_t) -(int32_t) (u >> 31) | 0x80000000u;
+    return u ^ mask;
 }
 
 // Key that sorts ascending in the order "highest logit first" (NaN last, with -inf).
@@ -93,6 +95,9 @@ void smpl_sort_by_keys(llama_token_data_array * cur_p, smpl_kv * kv);
 
 // Whether selecting the top k of n is cheaper with a bounded heap than with a full radix sort.
 bool smpl_use_heap(size_t k, size_t n);
+
+// Highest logit (NaN ignored; -inf if none or empty).
+float smpl_max_logit(const llama_token_data_array * cur_p);
 
 // Index of the highest logit (the first one on ties); -1 for an empty array.
 int64_t smpl_argmax(const llama_token_data_array * cur_p);

@@ -97,6 +97,26 @@ void smpl_buf_free(struct smpl_buf * buf) {
 // ---------------------------------------------------------------------------------------------
 // candidate-array helpers
 
+float smpl_max_logit(const llama_token_data_array * cur_p) {
+    const llama_token_data * d = cur_p->data;
+    const size_t n = d ? cur_p->size : 0;
+    // Four running maxima break the dependency chain; a NaN never compares greater.
+    float m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        m0 = d[j + 0].logit > m0 ? d[j + 0].logit : m0;
+        m1 = d[j + 1].logit > m1 ? d[j + 1].logit : m1;
+        m2 = d[j + 2].logit > m2 ? d[j + 2].logit : m2;
+        m3 = d[j + 3].logit > m3 ? d[j + 3].logit : m3;
+    }
+    for (; j < n; j++) {
+        m0 = d[j].logit > m0 ? d[j].logit : m0;
+    }
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    return (m2 > m0 ? m2 : m0) + 0.0f;
+}
+
 int64_t smpl_argmax(const llama_token_data_array * cur_p) {
     if (!cur_p || !cur_p->data || cur_p->size == 0) {
         return -1;
@@ -113,19 +133,35 @@ int64_t smpl_argmax(const llama_token_data_array * cur_p) {
     return best;
 }
 
-// exp(x) for x <= 0 without a libm call, so the loop vectorises: x = n ln2 + r, |r| <= ln2/2,
-// exp(r) by its degree-6 Taylor polynomial (relative error < 2e-7), 2^n through the exponent
-// bits. x < -87 (including -inf) gives 0.
+// exp(x) for x <= 0 or -inf (never NaN) without a libm call and without a floating-point
+// comparison, so that the loop over candidates vectorises: |x| is clamped to 87 on its bits,
+// x = n ln2 + r with |r| <= ln2/2, exp(r) by its degree-6 Taylor polynomial (relative error
+// < 3e-7), 2^n through the exponent bits; |x| >= 87 (including -inf) gives exactly 0.
 static inline float smpl_exp_neg(float x) {
-    // Quiet comparisons (isless) let the compiler turn the selects into vector blends.
-    const float xc = isless(x, -87.0f) ? -87.0f : x;
-    const float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f; // round to nearest
+    const uint32_t lim = 0x42AE0000u; // 87.0f
+    uint32_t ax;
+    memcpy(&ax, &x, sizeof(ax));
+    ax &= 0x7fffffffu;
+    const uint32_t keep = (uint32_t) -(int32_t) (ax < lim);
+    ax = ax < lim ? ax : lim;
+    float a;
+    memcpy(&a, &ax, sizeof(a));
+    const float xc = -a;
+    const float t = xc * 1.44269504f + 12582912.0f; // 1.5 * 2^23: rounds n into the low bits
+    uint32_t tb;
+    memcpy(&tb, &t, sizeof(tb));
+    const float n = t - 12582912.0f;
     const float r = (xc - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
     const float poly = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
-    const int32_t bits = ((int32_t) n + 127) << 23;
+    const uint32_t bits = (tb - 0x4B400000u + 127u) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof(scale));
-    return isless(x, -87.0f) ? 0.0f : poly * scale;
+    float res = poly * scale;
+    uint32_t rb;
+    memcpy(&rb, &res, sizeof(rb));
+    rb &= keep;
+    memcpy(&res, &rb, sizeof(res));
+    return res;
 }
 
 void smpl_softmax(llama_token_data_array * cur_p) {
@@ -134,11 +170,7 @@ void smpl_softmax(llama_token_data_array * cur_p) {
     if (n == 0 || !d) {
         return;
     }
-    float max = -INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        const float k = smpl_key(d[i].logit);
-        max = isgreater(k, max) ? k : max;
-    }
+    const float max = smpl_max_logit(cur_p);
     if (max == INFINITY) {
         size_t n_inf = 0;
         for (size_t i = 0; i < n; i++) {
@@ -158,7 +190,8 @@ void smpl_softmax(llama_token_data_array * cur_p) {
     // The exponentials in one plain loop (it vectorises), the sum in a second one with four
     // independent partial sums folded into a double every 4096 candidates.
     for (size_t i = 0; i < n; i++) {
-        d[i].p = smpl_exp_neg(smpl_key(d[i].logit) - max);
+        const float l = d[i].logit;
+        d[i].p = smpl_exp_neg((l != l ? -INFINITY : l) - max);
     }
     double sum = 0.0;
     size_t i = 0;
@@ -273,15 +306,17 @@ static bool smpl_select_top(llama_token_data_array * cur_p, size_t k, bool keep_
     for (size_t i = k / 2; i-- > 0;) {
         smpl_heap_sift_down(h, k, i);
     }
-    // Positions increase along the scan, so an equal key never displaces the root.
-    uint32_t root_key = h[0].key;
+    // Positions increase along the scan, so an equal key never displaces the root: a
+    // candidate enters only if its logit is strictly above the root's. That test is one float
+    // comparison (false for NaN, and -0 == +0), a branch that is almost never taken.
+    float root = smpl_key(d[h[0].pos].logit);
     for (size_t i = k; i < n; i++) {
-        const uint32_t key = smpl_desc_key(d[i].logit);
-        if (key < root_key) {
-            h[0].key = key;
+        const float l = d[i].logit;
+        if (l > root) {
+            h[0].key = smpl_desc_key(l);
             h[0].pos = (uint32_t) i;
             smpl_heap_sift_down(h, k, 0);
-            root_key = h[0].key;
+            root = smpl_key(d[h[0].pos].logit);
         }
     }
     // Heap sort: repeatedly move the root (worst) to the end -> ascending (key, pos).

@@ -746,8 +746,7 @@ static void smpl_min_p_apply(struct llama_sampler * smpl, llama_token_data_array
     if (n == 0 || !(c->p > 0.0f)) {
         return;
     }
-    const int64_t imax = smpl_argmax(cur_p);
-    const float max = smpl_key(cur_p->data[imax].logit);
+    const float max = smpl_max_logit(cur_p);
     if (max == -INFINITY) {
         return; // all equally (im)probable: every candidate has p == p_max
     }
@@ -755,12 +754,12 @@ static void smpl_min_p_apply(struct llama_sampler * smpl, llama_token_data_array
     const size_t want = c->min_keep > 1 ? c->min_keep : 1;
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
-        kept += smpl_key(cur_p->data[i].logit) >= thr;
+        kept += cur_p->data[i].logit >= thr; // NaN: false, as for -inf
     }
     if (kept >= want) {
         size_t j = 0;
         for (size_t i = 0; i < n; i++) {
-            if (smpl_key(cur_p->data[i].logit) >= thr) {
+            if (cur_p->data[i].logit >= thr) {
                 cur_p->data[j++] = cur_p->data[i];
             }
         }
