@@ -22,22 +22,27 @@ uint8_t unicode_cpt_value(uint32_t cp) {
     return unicode_range_value[lo];
 }
 
-// Class flags of each general category.
-static const uint8_t unicode_gc_flags[UNICODE_GC_COUNT] = {
-    [UNICODE_GC_LU] = UNICODE_FLAG_L, [UNICODE_GC_LL] = UNICODE_FLAG_L, [UNICODE_GC_LT] = UNICODE_FLAG_L,
-    [UNICODE_GC_LM] = UNICODE_FLAG_L, [UNICODE_GC_LO] = UNICODE_FLAG_L,
-    [UNICODE_GC_ND] = UNICODE_FLAG_N, [UNICODE_GC_NL] = UNICODE_FLAG_N, [UNICODE_GC_NO] = UNICODE_FLAG_N,
-    [UNICODE_GC_PC] = UNICODE_FLAG_P, [UNICODE_GC_PD] = UNICODE_FLAG_P, [UNICODE_GC_PS] = UNICODE_FLAG_P,
-    [UNICODE_GC_PE] = UNICODE_FLAG_P, [UNICODE_GC_PI] = UNICODE_FLAG_P, [UNICODE_GC_PF] = UNICODE_FLAG_P,
-    [UNICODE_GC_PO] = UNICODE_FLAG_P,
-};
+// Class flags of each table value: the general category's class, plus \s for White_Space.
+#define L_ UNICODE_FLAG_L
+#define N_ UNICODE_FLAG_N
+#define P_ UNICODE_FLAG_P
+#define GC_FLAGS(ws) \
+    0 | ws, 0 | ws, 0 | ws, 0 | ws, 0 | ws,            /* Cn Cc Cf Co Cs */ \
+    L_ | ws, L_ | ws, L_ | ws, L_ | ws, L_ | ws,       /* Lu Ll Lt Lm Lo */ \
+    0 | ws, 0 | ws, 0 | ws,                            /* Mn Mc Me */ \
+    N_ | ws, N_ | ws, N_ | ws,                         /* Nd Nl No */ \
+    P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, /* Pc Pd Ps Pe Pi Pf Po */ \
+    0 | ws, 0 | ws, 0 | ws, 0 | ws,                    /* Sm Sc Sk So */ \
+    0 | ws, 0 | ws, 0 | ws,                            /* Zs Zl Zp */ \
+    0 | ws, 0 | ws                                     /* unused: 30, 31 */
+
+const uint8_t unicode_value_flags[64] = { GC_FLAGS(0), GC_FLAGS(UNICODE_FLAG_WS) };
 
 uint32_t unicode_cpt_flags(uint32_t cp) {
     if (cp == UNICODE_INVALID) {
         return 0;
     }
-    const uint8_t v = unicode_cpt_value(cp);
-    return unicode_gc_flags[v & 31] | ((v & UNICODE_WS_BIT) ? UNICODE_FLAG_WS : 0);
+    return unicode_value_flags[unicode_cpt_value(cp) & 63];
 }
 
 uint32_t unicode_utf8_decode(const uint8_t * s, size_t n, size_t * len) {

@@ -50,6 +50,14 @@ uint8_t unicode_cpt_value(uint32_t cp);
 // UNICODE_FLAG_* bits of cp; 0 for UNICODE_INVALID (an invalid byte counts as "other").
 uint32_t unicode_cpt_flags(uint32_t cp);
 
+// UNICODE_FLAG_* bits of each table value (general category | White_Space bit).
+extern const uint8_t unicode_value_flags[64];
+
+// unicode_cpt_flags for cp < 0x80, inlined for the tokenizers' ASCII fast paths.
+static inline uint32_t unicode_cpt_flags_fast(uint32_t cp) {
+    return unicode_value_flags[unicode_direct[cp]];
+}
+
 // Decodes the code point at s (n > 0 bytes available) and stores its byte length in *len.
 // A byte that does not start a well-formed sequence (overlong, surrogate, > U+10FFFF,
 // truncated) yields UNICODE_INVALID with *len = 1, so every input decodes and no byte is lost.

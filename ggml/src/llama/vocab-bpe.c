@@ -14,19 +14,6 @@
 
 // ---- code point access ----
 
-// Flags of the ASCII code points, filled on first use from the Unicode tables.
-static uint8_t bpe_ascii_flags[128];
-static int bpe_ascii_ready;
-
-static void bpe_init_ascii(void) {
-    if (!__atomic_load_n(&bpe_ascii_ready, __ATOMIC_ACQUIRE)) {
-        for (uint32_t c = 0; c < 128; c++) {
-            bpe_ascii_flags[c] = (uint8_t) unicode_cpt_flags(c);  // same values on every thread
-        }
-        __atomic_store_n(&bpe_ascii_ready, 1, __ATOMIC_RELEASE);
-    }
-}
-
 // The text a pattern looks at: bytes [0, end).
 struct bpe_text {
     const uint8_t * s;
@@ -39,7 +26,7 @@ static inline uint32_t bpe_at(const struct bpe_text * t, size_t pos, size_t * le
     const uint8_t b = t->s[pos];
     if (b < 0x80) {
         *len = 1;
-        *flags = bpe_ascii_flags[b];
+        *flags = unicode_cpt_flags_fast(b);
         return b;
     }
     const uint32_t cp = unicode_utf8_decode(t->s + pos, t->end - pos, len);
@@ -333,7 +320,6 @@ void llama_vocab_bpe_pretokenize(enum llama_vocab_pre_type pre, const char * tex
     if (len == 0) {
         return;
     }
-    bpe_init_ascii();
     struct bpe_split sp = { NULL, 0, (const uint8_t *) text, emit, user };
     switch (pre) {
         case LLAMA_VOCAB_PRE_TYPE_DEFAULT: sp.pats = pats_default; sp.n_pats = 4; break;

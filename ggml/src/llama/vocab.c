@@ -13,6 +13,12 @@
 // ---------------------------------------------------------------------------------------------
 // small helpers
 
+#if defined(__GNUC__) || defined(__clang__)
+#define VOCAB_PREFETCH(p, rw) __builtin_prefetch((p), (rw))
+#else
+#define VOCAB_PREFETCH(p, rw) ((void) (p))
+#endif
+
 void llama_vocab_tokens_push(struct llama_vocab_tokens * list, llama_token id) {
     if (list->oom) {
         return;
@@ -339,7 +345,7 @@ static void vocab_find_batch(const struct llama_vocab * v, const char * const * 
     GGML_ASSERT(n <= 256);
     for (int i = 0; i < n; i++) {
         hash[i] = vocab_hash_bytes(texts[i], lens[i]);
-        __builtin_prefetch(&v->index[hash[i] & v->index_mask]);
+        VOCAB_PREFETCH(&v->index[hash[i] & v->index_mask], 0);
     }
     for (int i = 0; i < n; i++) {
         cand[i] = 0;
@@ -351,14 +357,14 @@ static void vocab_find_batch(const struct llama_vocab * v, const char * const * 
             }
             if ((uint32_t) (slot >> 32) == tag) {
                 cand[i] = (uint32_t) slot;
-                __builtin_prefetch(&v->tokens[(uint32_t) slot - 1]);
+                VOCAB_PREFETCH(&v->tokens[(uint32_t) slot - 1], 0);
                 break;
             }
         }
     }
     for (int i = 0; i < n; i++) {
         if (cand[i]) {
-            __builtin_prefetch(v->text + v->tokens[cand[i] - 1].off);
+            VOCAB_PREFETCH(v->text + v->tokens[cand[i] - 1].off, 0);
         }
     }
     for (int i = 0; i < n; i++) {
@@ -436,7 +442,7 @@ static bool vocab_build_merges(struct llama_vocab * v, const struct gguf_context
         for (int j = 0; j < nb; j++) {
             keys[j] = (uint64_t) (uint32_t) ids[3 * j] << 32 | (uint32_t) ids[3 * j + 1];
             slots[j] = vocab_hash_u64(keys[j]) & v->merges_mask;
-            __builtin_prefetch(&v->merges[slots[j]], 1);
+            VOCAB_PREFETCH(&v->merges[slots[j]], 1);
         }
         for (int j = 0; j < nb; j++) {
             const llama_token a = ids[3 * j], b = ids[3 * j + 1], c = ids[3 * j + 2];
@@ -1086,7 +1092,9 @@ int32_t llama_token_to_piece(const struct llama_vocab * vocab, llama_token token
     if (n > (size_t) length) {
         ret = -(int32_t) n;
     } else {
-        memcpy(buf, p, n);
+        if (n > 0) {
+            memcpy(buf, p, n);
+        }
         ret = (int32_t) n;
     }
     if (tmp != small) {
@@ -1181,7 +1189,9 @@ int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * t
     } else if (n > (size_t) text_len_max) {
         ret = -(int32_t) n;
     } else {
-        memcpy(text, out, n);
+        if (n > 0) {
+            memcpy(text, out, n);
+        }
         ret = (int32_t) n;
     }
     free(out);
