@@ -16,6 +16,7 @@ activations near unit size through any number of layers; they carry no knowledge
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -40,21 +41,24 @@ PRESETS = {
 FTYPES = {"f32": (gguf.GGMLQuantizationType.F32, 0), "f16": (gguf.GGMLQuantizationType.F16, 1)}
 
 
+@functools.lru_cache(maxsize=8)
+def _read_vocab(vocab_path: str):
+    """(key, types, value) of every tokenizer.* field; parsing a GGUF takes seconds, so cached."""
+    reader = gguf.GGUFReader(vocab_path)
+    return [(k, list(f.types), f.contents()) for k, f in reader.fields.items() if k.startswith("tokenizer.")]
+
+
 def copy_vocab(writer: gguf.GGUFWriter, vocab_path: Path, n_vocab: Optional[int]) -> int:
     """Copies every tokenizer.* key of vocab_path into writer; returns the token count.
 
     With n_vocab set, the token-indexed arrays are cut to their first n_vocab entries (merges
     that use a dropped token stay; they can simply never apply)."""
-    reader = gguf.GGUFReader(str(vocab_path))
-    tokens = reader.fields["tokenizer.ggml.tokens"].contents()
+    fields = _read_vocab(str(vocab_path))
+    tokens = next(v for k, _, v in fields if k == "tokenizer.ggml.tokens")
     total = len(tokens)
     keep = total if n_vocab is None else min(n_vocab, total)
     per_token = {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}
-    for key, field in reader.fields.items():
-        if not key.startswith("tokenizer."):
-            continue
-        types = field.types
-        value = field.contents()
+    for key, types, value in fields:
         if types[0] == gguf.GGUFValueType.ARRAY:
             if key in per_token:
                 value = value[:keep]

@@ -299,3 +299,29 @@ def test_load_mode_none_gives_same_logits(models):
     with Model(path, load_mode=L.LLAMA_LOAD_MODE_NONE) as m, _ctx(m) as c:
         assert c.decode_seq(PROMPT[:5]) == 0
         assert rel_err(c.all_logits(5), want) < 1e-4
+
+
+@pytest.fixture(scope="module")
+def f16_256(tmp_path_factory, lib_path):
+    src = tmp_path_factory.mktemp("quant") / "f16.gguf"
+    msm.write_model(src, n_layer=2, n_embd=256, n_head=8, n_head_kv=4, n_ff=512, n_ctx=256,
+                    n_vocab=N_VOCAB, ftype="f16", seed=4)
+    return src
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_K_M"])
+def test_quantized_model_matches_numpy(f16_256, tmp_path, qtype):
+    """Weights through this project's quantizer; the reference dequantizes them with gguf.quants,
+    so the difference is the int8 quantization of activations in the quantized matmuls."""
+    src = f16_256
+    dst = tmp_path / f"{qtype}.gguf"
+    msm.quantize(src, dst, qtype)
+    ref = LlamaRef(str(dst))
+    want = ref.forward(PROMPT)
+    with Model(dst) as m, _ctx(m) as c:
+        assert c.decode_seq(PROMPT) == 0
+        got = c.all_logits(len(PROMPT))
+    err = rel_err(got, want)
+    agree = float(np.mean(np.argmax(got, 1) == np.argmax(want, 1)))
+    print(f"{qtype}: max rel err {err:.2e}, argmax agreement {agree:.2f}")
+    assert err < 3e-2 and agree >= 0.85
