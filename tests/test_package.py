@@ -11,8 +11,12 @@ import llama_py
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run_elsewhere(code: str, cwd: Path) -> subprocess.CompletedProcess:
+NOT_INSTALLED = "llama_py is not installed for this Python (run `pip install -e .` or scripts/test.sh):\n"
+
+
+def _run_elsewhere(code: str, cwd: Path, **env_extra: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("LLAMA_PY_LIB", "PYTHONPATH")}
+    env.update(env_extra)
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
@@ -27,7 +31,7 @@ def test_import_from_another_directory_finds_library_inside_package(tmp_path):
         "print(lib.parent == pkg, g.ggml_abi_version(), llama_py.__version__)\n"
     )
     proc = _run_elsewhere(code, tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, NOT_INSTALLED + proc.stderr
     inside, abi, version = proc.stdout.split()
     assert inside == "True", "the library was not loaded from inside the package"
     assert int(abi) == llama_py.ggml.GGML_ABI_VERSION
@@ -41,7 +45,7 @@ def test_import_is_lazy_and_does_not_load_the_library(tmp_path):
         "print('llama_py.ggml' in sys.modules, _lib._lib is None)\n"
     )
     proc = _run_elsewhere(code, tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, NOT_INSTALLED + proc.stderr
     assert proc.stdout.split() == ["False", "True"]
 
 
@@ -53,10 +57,8 @@ def test_missing_library_fails_at_first_call_not_at_import(tmp_path):
         "except g.LibraryNotFound as e:\n"
         "    print('LibraryNotFound', 'nowhere.so' in str(e))\n"
     )
-    env = dict(os.environ, LLAMA_PY_LIB=str(tmp_path / "nowhere.so"))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    proc = _run_elsewhere(code, tmp_path, LLAMA_PY_LIB=str(tmp_path / "nowhere.so"))
+    assert proc.returncode == 0, NOT_INSTALLED + proc.stderr
     assert proc.stdout.split() == ["LibraryNotFound", "True"]
 
 
