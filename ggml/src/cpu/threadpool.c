@@ -65,9 +65,13 @@ static inline void ggml_cpu_relax(void) { }
 #endif
 
 // Pause-spins before a waiter starts yielding its core (other processes may need it).
+#ifndef GGML_SPIN_BEFORE_YIELD
 #define GGML_SPIN_BEFORE_YIELD 1024
+#endif
 // Pause-spins an idle worker does before sleeping: catches back-to-back computations.
+#ifndef GGML_SPIN_BEFORE_SLEEP
 #define GGML_SPIN_BEFORE_SLEEP 4096
+#endif
 #define GGML_CACHE_LINE 64
 #define GGML_START_SHIFT 10 // n_threads <= 512 fits below
 
