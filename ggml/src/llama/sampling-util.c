@@ -3,6 +3,7 @@
 // that keep large vocabularies away from comparison sorts.
 #include "sampling-impl.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -53,12 +54,12 @@ uint32_t smpl_seed_resolve(uint32_t seed) {
     }
     // Wall clock (differs between processes), monotonic clock, a counter (differs between
     // calls in the same microsecond) and a stack address (ASLR), mixed by splitmix64.
-    static uint64_t counter = 0;
+    static atomic_uint_fast64_t counter; // samplers may be created on several threads at once
     struct timespec ts;
     timespec_get(&ts, TIME_UTC);
     uint64_t x = (uint64_t) ts.tv_sec * 1000000007ULL ^ (uint64_t) ts.tv_nsec;
     x = smpl_splitmix64(x ^ (uint64_t) smpl_time_ns());
-    x = smpl_splitmix64(x ^ ++counter);
+    x = smpl_splitmix64(x ^ (uint64_t) (atomic_fetch_add(&counter, 1) + 1));
     x = smpl_splitmix64(x ^ (uint64_t) (uintptr_t) &ts);
     uint32_t r = (uint32_t) (x ^ (x >> 32));
     return r == LLAMA_DEFAULT_SEED ? 0x5eedu : r;
@@ -121,16 +122,14 @@ int64_t smpl_argmax(const llama_token_data_array * cur_p) {
     if (!cur_p || !cur_p->data || cur_p->size == 0) {
         return -1;
     }
-    int64_t best = 0;
-    float best_key = smpl_key(cur_p->data[0].logit);
-    for (size_t i = 1; i < cur_p->size; i++) {
-        const float k = smpl_key(cur_p->data[i].logit);
-        if (k > best_key) {
-            best_key = k;
-            best = (int64_t) i;
+    // The maximum first (four independent lanes), then the first position holding it.
+    const float max = smpl_max_logit(cur_p);
+    for (size_t i = 0; i < cur_p->size; i++) {
+        if (smpl_key(cur_p->data[i].logit) == max) {
+            return (int64_t) i;
         }
     }
-    return best;
+    return 0; // not reached: max is one of the keys
 }
 
 // exp(x) for x <= 0 or -inf (never NaN) without a libm call and without a floating-point
