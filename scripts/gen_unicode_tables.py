@@ -24,6 +24,8 @@ try:  # newer Unicode data with the same interface as unicodedata
     import unicodedata2 as unicodedata
 except ImportError:
     import unicodedata
+    print(f"note: unicodedata2 is not installed; using Python's Unicode {unicodedata.unidata_version} "
+          "(the committed tables are Unicode 16.0: pip install unicodedata2==16.0.0)", file=sys.stderr)
 
 OUT = Path(__file__).resolve().parents[1] / "ggml" / "src" / "llama" / "unicode-data.c"
 

@@ -790,3 +790,38 @@ def test_crafted_bpe_matches_hf(tmp_path, lib_path, seed):
             assert ours.tokenize(text) == want, (text, show(gv, ours.tokenize(text)), show(gv, want))
     finally:
         ours.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# the generated Unicode tables, as committed, against the reference's regex engine
+
+def test_unicode_tables_match_oniguruma():
+    """\\p{L}, \\p{N}, \\p{P} and \\s of every code point, read from the committed
+    unicode-data.c, agree with the classes of the Oniguruma engine inside HF tokenizers."""
+    tokenizers = pytest.importorskip("tokenizers")
+    src = (Path(__file__).resolve().parents[1] / "ggml" / "src" / "llama" / "unicode-data.c").read_text()
+
+    def array(name):
+        body = re.search(name + r"\[[^\]]*\] = \{(.*?)\};", src, re.S).group(1)
+        return [int(x, 0) for x in re.findall(r"0x[0-9A-Fa-f]+|\d+", body)]
+
+    direct, starts, values = array("unicode_direct"), array("unicode_range_start"), array("unicode_range_value")
+    table = bytearray(0x110000)
+    for i, (a, v) in enumerate(zip(starts, values)):
+        b = starts[i + 1] if i + 1 < len(starts) else 0x110000
+        table[a:b] = bytes([v]) * (b - a)
+    assert bytes(table[:len(direct)]) == bytes(direct)
+    cps = [cp for cp in range(1, 0x110000) if not 0xD800 <= cp < 0xE000]
+    tests = {r"\p{L}": lambda v: 5 <= (v & 31) <= 9, r"\p{N}": lambda v: 13 <= (v & 31) <= 15,
+             r"\p{P}": lambda v: 16 <= (v & 31) <= 22, r"\s": lambda v: bool(v & 0x20)}
+    for pattern, ours in tests.items():
+        split = tokenizers.pre_tokenizers.Split(tokenizers.Regex(pattern), behavior="removed")
+        inside = "".join(chr(cp) for cp in cps if ours(table[cp]))
+        outside = "".join(chr(cp) for cp in cps if not ours(table[cp]))
+        # every code point we class in is removed by the engine; every other one is kept
+        left = "".join(piece for piece, _ in split.pre_tokenize_str(inside))
+        assert left == "", f"{pattern}: Oniguruma does not match {[hex(ord(c)) for c in left[:8]]}"
+        kept = "".join(piece for piece, _ in split.pre_tokenize_str(outside))
+        if kept != outside:
+            missing = sorted(set(outside) - set(kept))
+            pytest.fail(f"{pattern}: Oniguruma matches {[hex(ord(c)) for c in missing[:8]]}")

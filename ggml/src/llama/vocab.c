@@ -1108,7 +1108,7 @@ static size_t vocab_replace(char * s, size_t n, const char * pat, const char * r
     const size_t pl = strlen(pat), rl = strlen(rep);
     size_t r = 0, w = 0;
     while (r < n) {
-        if (r + pl <= n && memcmp(s + r, pat, pl) == 0) {
+        if (s[r] == pat[0] && r + pl <= n && memcmp(s + r, pat, pl) == 0) {
             memmove(s + w, rep, rl);
             w += rl;
             r += pl;
