@@ -825,3 +825,19 @@ def test_unicode_tables_match_oniguruma():
         if kept != outside:
             missing = sorted(set(outside) - set(kept))
             pytest.fail(f"{pattern}: Oniguruma matches {[hex(ord(c)) for c in missing[:8]]}")
+
+
+def test_default_pre_tokenizer_matches_hf(tmp_path, load):
+    """The 'default' pre type (punctuation runs, gpt-2, digit runs, digit triples) on GPT-2's
+    vocabulary and merges, against HF with the same four Split steps."""
+    gv, _ = load("gpt-2")
+    path = tmp_path / "gpt2-default.gguf"
+    _write_vocab(path, model="gpt2", pre="default", tokens=gv.tokens, merges=gv.merges)
+    gd = GGUFVocab(path)
+    hf = build_hf(gd, "default", False)
+    ours = Ours(path)
+    try:
+        bad = [t for t in CORPUS if ours.tokenize(t) != hf.encode(t, add_special_tokens=False).ids]
+        assert not bad, bad[:5]
+    finally:
+        ours.close()
