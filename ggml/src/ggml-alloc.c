@@ -202,22 +202,24 @@ bool ggml_gallocr_alloc_graph(struct ggml_gallocr * ga, struct ggml_cgraph * g) 
 
     const char * buf_lo = ga->buffer;
     const char * buf_hi = buf_lo ? buf_lo + ga->buffer_size : NULL;
-#define IN_OUR_BUFFER(p) (buf_lo && (const char *) (p) >= buf_lo && (const char *) (p) < buf_hi)
+    // Ours: placed by an earlier plan of this allocator (tagged in `extra`, which survives the
+    // buffer moving when it grows) or pointing into the current buffer. Ours are placed again.
+#define OURS(t) ((t)->extra == (void *) ga || \
+                 (buf_lo && (const char *) (t)->data >= buf_lo && (const char *) (t)->data < buf_hi))
 
-    // Pass 0: what needs memory. A tensor already in our buffer was placed by an earlier plan
-    // and is placed again (the buffer may move).
+    // Pass 0: what needs memory.
     for (int i = 0; i < g->n_leafs; i++) {
         struct ggml_tensor * t = g->leafs[i];
         struct ggml_alloc_info * info = ggml_alloc_map_get(&map, t);
         info->is_leaf = true;
-        info->needs_alloc = !t->view_src && (!t->data || IN_OUR_BUFFER(t->data));
+        info->needs_alloc = !t->view_src && (!t->data || OURS(t));
     }
     for (int i = 0; i < g->n_nodes; i++) {
         struct ggml_tensor * t = g->nodes[i];
         struct ggml_alloc_info * info = ggml_alloc_map_get(&map, t);
-        info->needs_alloc = !t->view_src && (!t->data || IN_OUR_BUFFER(t->data));
+        info->needs_alloc = !t->view_src && (!t->data || OURS(t));
     }
-#undef IN_OUR_BUFFER
+#undef OURS
 
     // Pass 1: last use of every allocation root.
     for (int i = 0; i < g->n_nodes; i++) {
@@ -301,6 +303,9 @@ bool ggml_gallocr_alloc_graph(struct ggml_gallocr * ga, struct ggml_cgraph * g) 
             struct ggml_alloc_info * info = &map.slots[h];
             if (info->t && info->allocated) {
                 info->t->data = (char *) ga->buffer + info->offset;
+                if (info->t->extra == NULL) {
+                    info->t->extra = ga;
+                }
             }
         }
         for (int i = 0; i < g->n_nodes; i++) {

@@ -497,6 +497,33 @@ static void test_gallocr(void) {
     }
     CHECK(ok);
 
+    // A bigger graph grows (moves) the buffer; replanning the first graph must not keep
+    // pointers into the old one.
+    struct ggml_context * bctx = new_ctx(1 << 20, true);
+    struct ggml_tensor * big = ggml_new_tensor_2d(bctx, GGML_TYPE_F32, 32, 4096);
+    struct ggml_tensor * bo = ggml_scale(bctx, ggml_add(bctx, big, ggml_new_tensor_1d(bctx, GGML_TYPE_F32, 32)), 1.0f);
+    struct ggml_cgraph * gb = ggml_new_graph(bctx);
+    ggml_build_forward_expand(gb, bo);
+    CHECK(ggml_gallocr_alloc_graph(ga, gb));
+    CHECK(ggml_gallocr_get_buffer_size(ga) > size1);
+    // big is gb's first leaf, so it sits at the start of the (new) buffer.
+    const char * buf = big->data;
+    const size_t buf_size = ggml_gallocr_get_buffer_size(ga);
+    CHECK(ggml_gallocr_alloc_graph(ga, g));
+    CHECK(ggml_gallocr_get_buffer_size(ga) == buf_size);
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++) {
+        const char * d = ggml_graph_node(g, i)->data;
+        CHECK(d >= buf && d < buf + buf_size);
+    }
+    CHECK(ggml_graph_compute(g, tp) == GGML_STATUS_SUCCESS);
+    ok = true;
+    for (int64_t i = 0; i < ggml_nelements(ref); i++) {
+        const float e = ((float *) ref->data)[i], o = ((float *) out->data)[i];
+        ok = ok && fabsf(e - o) <= 1e-5f * fabsf(e) + 1e-6f;
+    }
+    CHECK(ok);
+    ggml_free(bctx);
+
     ggml_threadpool_free(tp);
     ggml_gallocr_free(ga);
     ggml_gallocr_free(NULL);
