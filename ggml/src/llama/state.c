@@ -31,6 +31,9 @@ struct st_writer {
 };
 
 static void st_write(struct st_writer * w, const void * p, size_t size) {
+    if (size == 0) {
+        return;
+    }
     if (w->dst != NULL) {
         if (size > w->cap - w->n || w->n > w->cap) {
             w->overflow = true;
@@ -53,6 +56,9 @@ struct st_reader {
 };
 
 static bool st_read(struct st_reader * r, void * p, size_t size) {
+    if (size == 0) {
+        return !r->err;
+    }
     if (r->err || size > r->size - r->n) {
         r->err = true;
         return false;
@@ -521,7 +527,9 @@ static size_t st_parse_header(const uint8_t * buf, size_t size, uint32_t magic, 
         LLAMA_LOG_ERROR("%s: tokens_out is NULL\n", func);
         return 0;
     }
-    memcpy(tokens_out, buf + sizeof(hdr), tok_bytes);
+    if (tok_bytes > 0) {
+        memcpy(tokens_out, buf + sizeof(hdr), tok_bytes);
+    }
     if (n_out) {
         *n_out = hdr[2];
     }
