@@ -1,0 +1,213 @@
+// fuzz_batch.c — libFuzzer target: llama_decode with arbitrary llama_batch contents, mixed
+// with the llama_memory_* operations and the output getters, on a tiny random-weight model.
+//
+// The input is a little program: byte 0 picks one of two contexts (F16 cache without flash
+// attention, Q8_0/F16 cache with it), the cache is cleared, then each op byte runs one call
+// with arguments drawn from the following bytes. Checked after every call:
+//   - a decode that does not return 0 leaves every sequence's [pos_min, pos_max] unchanged;
+//   - a decode of token ids that returns 0 gives finite logits for every output row;
+//   - pos_min <= pos_max for every sequence (both -1 when it is empty);
+//   - the getters answer NULL or a row inside the outputs (ASan checks the read).
+// Array sizes always match the counts the batch claims when those counts are plausible; an
+// absurd count gets a one-row array, which the library must refuse before reading past it.
+//
+// Model: $LLAMA_FUZZ_MODEL if set, else the tiny model of tiny_model.h written to a temporary
+// file at start-up (2 layers, d 64, 2 heads / 1 KV head, 283 tokens).
+#include "fuzz_common.h"
+#include "llama.h"
+#include "tiny_model.h"
+
+#include <unistd.h>
+
+#include <math.h>
+
+#define N_CTX     64
+#define N_BATCH   32
+#define N_UBATCH  8
+#define N_SEQ     4
+#define MAX_OPS   12
+
+static struct llama_model * g_model;
+static struct llama_context * g_ctx[2];
+static int32_t g_n_vocab, g_n_embd;
+
+int LLVMFuzzerInitialize(int * argc, char *** argv) {
+    (void) argc; (void) argv;
+    fuzz_quiet_library();
+    const char * path = getenv("LLAMA_FUZZ_MODEL");
+    char tmp[] = "/tmp/fuzz-batch-model-XXXXXX";
+    if (path == NULL) {
+        const int fd = mkstemp(tmp);
+        if (fd < 0 || close(fd) != 0 || !tiny_model_write(tmp)) {
+            fprintf(stderr, "fuzz_batch: cannot write the tiny model to %s\n", tmp);
+            exit(1);
+        }
+        path = tmp;
+    }
+    g_model = llama_model_load_from_file(path, llama_model_default_params());
+    if (path == tmp) {
+        unlink(tmp); // the mapping stays valid
+    }
+    if (g_model == NULL) {
+        fprintf(stderr, "fuzz_batch: cannot load %s\n", path);
+        exit(1);
+    }
+    g_n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(g_model));
+    g_n_embd = llama_model_n_embd(g_model);
+    for (int i = 0; i < 2; i++) {
+        struct llama_context_params cp = llama_context_default_params();
+        cp.n_ctx = N_CTX;
+        cp.n_batch = N_BATCH;
+        cp.n_ubatch = N_UBATCH;
+        cp.n_seq_max = N_SEQ;
+        cp.n_threads = cp.n_threads_batch = 1;
+        cp.flash_attn_type = i == 0 ? LLAMA_FLASH_ATTN_TYPE_DISABLED : LLAMA_FLASH_ATTN_TYPE_ENABLED;
+        cp.type_k = i == 0 ? GGML_TYPE_F16 : GGML_TYPE_Q8_0;
+        cp.embeddings = i == 1;
+        g_ctx[i] = llama_init_from_model(g_model, cp);
+        if (g_ctx[i] == NULL) {
+            fprintf(stderr, "fuzz_batch: cannot create context %d\n", i);
+            exit(1);
+        }
+    }
+    return 0;
+}
+
+struct seq_range { llama_pos lo[N_SEQ], hi[N_SEQ]; };
+
+static void snapshot(llama_memory_t mem, struct seq_range * r) {
+    for (int s = 0; s < N_SEQ; s++) {
+        r->lo[s] = llama_memory_seq_pos_min(mem, s);
+        r->hi[s] = llama_memory_seq_pos_max(mem, s);
+        if ((r->lo[s] < 0) != (r->hi[s] < 0) || r->lo[s] > r->hi[s]) {
+            fprintf(stderr, "fuzz_batch: sequence %d has pos_min %d, pos_max %d\n", s, r->lo[s], r->hi[s]);
+            abort();
+        }
+    }
+}
+
+volatile float fuzz_sink;
+
+static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
+    const uint8_t flags = fuzz_u8(r);
+    const int32_t n_claim = fuzz_i32_near(r, 1, N_BATCH + 1);
+    const bool plausible = n_claim >= 1 && n_claim <= 2 * N_BATCH;
+    const int32_t n = plausible ? n_claim : 1;          // rows actually allocated
+
+    llama_token * token = malloc(sizeof(llama_token) * (size_t) n);
+    float * embd = malloc(sizeof(float) * (size_t) n * (size_t) g_n_embd);
+    llama_pos * pos = malloc(sizeof(llama_pos) * (size_t) n);
+    int32_t * n_seq_id = malloc(sizeof(int32_t) * (size_t) n);
+    llama_seq_id ** seq_id = calloc((size_t) n, sizeof(llama_seq_id *));
+    int8_t * logits = malloc((size_t) n);
+
+    const bool sequential = flags & 32;                 // positions base, base+1, ... (mostly valid)
+    const llama_pos base = fuzz_i32_near(r, 0, N_CTX);
+    const float special[4] = { NAN, INFINITY, -INFINITY, 1e30f };
+    for (int32_t i = 0; i < n; i++) {
+        token[i] = fuzz_i32_near(r, 0, g_n_vocab);
+        pos[i] = sequential ? (llama_pos) ((int64_t) base + i) : fuzz_i32_near(r, 0, N_CTX);
+        const uint8_t b = fuzz_u8(r);
+        n_seq_id[i] = (b & 3) == 3 ? fuzz_i32_near(r, 1, N_SEQ + 1) : 1 + (b & 3) % 2;
+        const int32_t k = n_seq_id[i] >= 1 && n_seq_id[i] <= 8 ? n_seq_id[i] : 1;
+        seq_id[i] = malloc(sizeof(llama_seq_id) * (size_t) k);
+        for (int32_t j = 0; j < k; j++) {
+            seq_id[i][j] = (b & 12) == 12 ? fuzz_i32_near(r, 0, N_SEQ) : (llama_seq_id) ((b >> 4) + j) % N_SEQ;
+        }
+        logits[i] = (int8_t) (b >> 7);
+        for (int32_t e = 0; e < g_n_embd; e++) {
+            embd[(size_t) i * g_n_embd + e] = (float) ((b * 31 + e * 7) % 17 - 8) * 0.125f;
+        }
+        if ((b & 0x70) == 0x70) {
+            embd[(size_t) i * g_n_embd] = special[b & 3];
+        }
+    }
+
+    struct llama_batch batch = {
+        .n_tokens = n_claim,
+        .token    = (flags & 1) ? NULL : token,
+        .embd     = (flags & 2) ? embd : NULL,
+        .pos      = (flags & 4) ? NULL : pos,
+        .n_seq_id = (flags & 8) ? NULL : n_seq_id,
+        .seq_id   = (flags & 8) ? NULL : seq_id,
+        .logits   = (flags & 16) ? NULL : logits,
+    };
+    llama_memory_t mem = llama_get_memory(ctx);
+    struct seq_range before, after;
+    snapshot(mem, &before);
+    const int32_t rc = llama_decode(ctx, batch);
+    snapshot(mem, &after);
+    if (rc != 0 && memcmp(&before, &after, sizeof(before)) != 0) {
+        fprintf(stderr, "fuzz_batch: llama_decode returned %d but changed the cache\n", rc);
+        abort();
+    }
+    if (rc == 0 && batch.token != NULL) {
+        for (int32_t i = 0; i < n_claim; i++) {
+            const bool out = batch.logits ? batch.logits[i] != 0 : i == n_claim - 1;
+            const float * row = llama_get_logits_ith(ctx, i);
+            if (out != (row != NULL)) {
+                fprintf(stderr, "fuzz_batch: row %d output flag %d but logits %p\n", i, out, (const void *) row);
+                abort();
+            }
+            for (int32_t t = 0; row != NULL && t < g_n_vocab; t++) {
+                if (!isfinite(row[t])) {
+                    fprintf(stderr, "fuzz_batch: logit [%d][%d] = %f\n", i, t, row[t]);
+                    abort();
+                }
+            }
+        }
+    }
+    if (rc != 0 && llama_get_logits(ctx) != NULL) {
+        fprintf(stderr, "fuzz_batch: llama_get_logits is not NULL after a failed decode\n");
+        abort();
+    }
+    for (int32_t i = 0; i < n; i++) {
+        free(seq_id[i]);
+    }
+    free(token); free(embd); free(pos); free(n_seq_id); free(seq_id); free(logits);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
+    struct fuzz_reader r = { data, size };
+    struct llama_context * ctx = g_ctx[fuzz_u8(&r) & 1];
+    llama_memory_t mem = llama_get_memory(ctx);
+    llama_memory_clear(mem, false);
+    struct seq_range s;
+    for (int op = 0; op < MAX_OPS && r.n > 0; op++) {
+        const uint8_t code = fuzz_u8(&r);
+        const llama_seq_id sa = fuzz_i32_near(&r, -1, N_SEQ);
+        switch (code % 12) {
+            case 0: case 1: case 2: case 3: case 4:
+                op_decode(ctx, &r);
+                break;
+            case 5:
+                llama_memory_seq_rm(mem, sa, fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -1, N_CTX));
+                break;
+            case 6:
+                llama_memory_seq_cp(mem, sa, fuzz_i32_near(&r, 0, N_SEQ), fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -1, N_CTX));
+                break;
+            case 7:
+                llama_memory_seq_keep(mem, sa);
+                break;
+            case 8:
+                llama_memory_seq_add(mem, sa, fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -N_CTX, N_CTX));
+                break;
+            case 9:
+                llama_memory_seq_div(mem, sa, fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -1, 5));
+                break;
+            case 10: {
+                const int32_t i = fuzz_i32_near(&r, -N_BATCH, N_BATCH);
+                const float * l = llama_get_logits_ith(ctx, i);
+                const float * e = llama_get_embeddings_ith(ctx, i);
+                const float * es = llama_get_embeddings_seq(ctx, sa);
+                fuzz_sink = (l ? l[g_n_vocab - 1] : 0.0f) + (e ? e[g_n_embd - 1] : 0.0f) + (es ? es[0] : 0.0f);
+                break;
+            }
+            case 11:
+                llama_memory_clear(mem, code & 0x80);
+                break;
+        }
+        snapshot(mem, &s);
+    }
+    return 0;
+}
