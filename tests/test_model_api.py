@@ -403,3 +403,15 @@ def test_perplexity_script_runs(base):
     text = "The quick brown fox jumps over the lazy dog. " * 20
     ppl, scored, n = perplexity.perplexity(str(base), text, n_ctx=64, verbose=False)
     assert scored == n - 1 and np.isfinite(ppl) and ppl > 1
+
+
+def test_linear_rope_scaling_from_metadata(base, tmp_path):
+    dst = rewrite(base, tmp_path / "linear.gguf", kv={
+        "llama.rope.scaling.type": ("linear", gguf.GGUFValueType.STRING),
+        "llama.rope.scaling.factor": (4.0, gguf.GGUFValueType.FLOAT32)})
+    ref = LlamaRef(str(dst))
+    assert ref.freq_scale == 0.25
+    with Model(dst) as m, Ctx(m, n_ctx=64, type_k=F32, type_v=F32) as c:
+        assert L.llama_model_rope_freq_scale_train(m.ptr) == 0.25
+        assert c.decode_seq([4, 5, 6, 7]) == 0
+        assert rel_err(c.all_logits(4), ref.forward([4, 5, 6, 7])) < 1e-4

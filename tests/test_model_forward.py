@@ -325,3 +325,17 @@ def test_quantized_model_matches_numpy(f16_256, tmp_path, qtype):
     agree = float(np.mean(np.argmax(got, 1) == np.argmax(want, 1)))
     print(f"{qtype}: max rel err {err:.2e}, argmax agreement {agree:.2f}")
     assert err < 3e-2 and agree >= 0.85
+
+
+def test_rope_overrides_from_context_params(models):
+    """rope_freq_base / rope_freq_scale given to the context replace the model's values."""
+    path, ref = models["f32_tied"]
+    base0, scale0 = ref.rope_base, ref.freq_scale
+    try:
+        ref.rope_base, ref.freq_scale = 5000.0, 0.25
+        want = ref.forward(PROMPT[:8])
+    finally:
+        ref.rope_base, ref.freq_scale = base0, scale0
+    with Model(path) as m, _ctx(m, rope_freq_base=5000.0, rope_freq_scale=0.25) as c:
+        assert c.decode_seq(PROMPT[:8]) == 0
+        assert rel_err(c.all_logits(8), want) < 1e-4
