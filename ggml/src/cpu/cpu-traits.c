@@ -5,12 +5,14 @@
 // GGML_CPU_VARIANT=portable|avx2|avx512|neon can only lower the choice: asking for a set the
 // CPU cannot run logs a warning and keeps the best available one.
 #include "quants.h"
+#include "gemm.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 static struct ggml_type_traits_cpu variant_tables[GGML_CPU_KERNELS_COUNT][GGML_TYPE_COUNT];
+static struct ggml_gemm_traits gemm_tables[GGML_CPU_KERNELS_COUNT][GGML_TYPE_COUNT];
 static bool variant_ok[GGML_CPU_KERNELS_COUNT];
 static enum ggml_cpu_kernel_variant variant_selected = GGML_CPU_KERNELS_PORTABLE;
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
@@ -37,16 +39,20 @@ static bool cpu_has_avx512(void) {
 static void tables_init(void) {
     for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
         ggml_cpu_quants_init_generic(variant_tables[v]);
+        ggml_gemm_init_generic(gemm_tables[v]);
     }
     variant_ok[GGML_CPU_KERNELS_PORTABLE] = true;
 #if defined(__x86_64__) || defined(__i386__)
     if (cpu_has_avx2()) {
         ggml_cpu_quants_init_avx2(variant_tables[GGML_CPU_KERNELS_AVX2]);
+        ggml_gemm_init_avx2(gemm_tables[GGML_CPU_KERNELS_AVX2]);
         variant_ok[GGML_CPU_KERNELS_AVX2] = true;
     }
     if (cpu_has_avx512()) {
         ggml_cpu_quants_init_avx2(variant_tables[GGML_CPU_KERNELS_AVX512]);
         ggml_cpu_quants_init_avx512(variant_tables[GGML_CPU_KERNELS_AVX512]);
+        ggml_gemm_init_avx2(gemm_tables[GGML_CPU_KERNELS_AVX512]);
+        ggml_gemm_init_avx512(gemm_tables[GGML_CPU_KERNELS_AVX512]);
         variant_ok[GGML_CPU_KERNELS_AVX512] = true;
     }
 #elif defined(__aarch64__)
@@ -105,4 +111,16 @@ const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu(enum ggml_type type
     pthread_once(&tables_once, tables_init);
     if ((int)type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT - 1;
     return &variant_tables[variant_selected][type];
+}
+
+const struct ggml_gemm_traits * ggml_gemm_get_traits_variant(enum ggml_type type, enum ggml_cpu_kernel_variant v) {
+    pthread_once(&tables_once, tables_init);
+    if ((int)v < 0 || v >= GGML_CPU_KERNELS_COUNT || !variant_ok[v]) return NULL;
+    if ((int)type < 0 || type >= GGML_TYPE_COUNT || gemm_tables[v][type].qb == 0) return NULL;
+    return &gemm_tables[v][type];
+}
+
+const struct ggml_gemm_traits * ggml_gemm_get_traits(enum ggml_type type) {
+    pthread_once(&tables_once, tables_init);
+    return ggml_gemm_get_traits_variant(type, variant_selected);
 }

@@ -1,8 +1,16 @@
 // ops-matmul.c — dst[M, N, B2, B3] = a[K, M, A2, A3] . b[K, N, B2, B3] over K, a broadcast over
 // dims 2-3 (B2 % A2 == 0: batch i2 uses a's i2 / (B2/A2), as grouped-query attention needs).
 //
-// b's rows are fed to the dot kernel in its vec_dot_type (e.g. F32 -> Q8_0 for Q4_0 weights),
-// in one of three ways:
+// Two paths:
+//
+// GEMM (quantized a, N >= GGML_GEMM_MIN_N, a SIMD kernel set; see gemm.h): b's columns are
+// quantized once into groups of 8, split over threads, then a barrier. Work items are blocks of
+// a's rows (a few 16-row panels) of one batch, taken from an atomic counter; a thread unpacks its
+// item's rows into panels in its own scratch, then runs the 16 x 8 micro-kernel over every
+// column group, column chunk by column chunk so that the chunk and the panels stay in L2.
+//
+// vec_dot (everything else, and token generation): b's rows are fed to the dot kernel in its
+// vec_dot_type (e.g. F32 -> Q8_0 for Q4_0 weights), in one of three ways:
 //   direct  b already is vec_dot_type with unit stride: used in place;
 //   private b is small (token generation: one row of K): every thread converts all of it into
 //           its own slice of wdata, so no thread ever waits for another;
@@ -13,11 +21,15 @@
 // threads take tiles from an atomic counter (cores that finish early take more); otherwise
 // each thread takes a fixed contiguous range of tiles.
 //
-// wdata layout: [64 B: tile counter][converted b rows, each padded to 64 B, once or per
+// wdata layout (vec_dot): [64 B: tile counter][converted b rows, each padded to 64 B, once or per
 // thread][per-thread float row for gathering strided b rows].
+// wdata layout (GEMM): [64 B: item counter][activation groups of every batch][per thread: panels
+// of one item, a quantized b row, a float row for gathering].
 #include "ops-util.h"
+#include "gemm.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #define MM_HDR   64   // bytes reserved for the tile counter (one cache line)
 #define MM_BM    64   // a-rows per tile when N > 1
@@ -60,7 +72,167 @@ static size_t mm_work_size(const struct mm_plan * p, int n_threads) {
     return MM_HDR + (p->priv ? (size_t) n_threads : 1)*p->conv_bytes + (size_t) n_threads*p->gather_bytes;
 }
 
+// ---- GEMM path ----
+
+// Scratch budgets that keep one item's panels and one column chunk in L2 together.
+#define MM_GEMM_PANEL_BUDGET (192*1024)
+#define MM_GEMM_CHUNK_BUDGET (256*1024)
+
+static atomic_int mm_gemm_mode = -1; // -1: not decided yet, 0: off, 1: on
+
+void ggml_gemm_set_enabled(bool on) {
+    atomic_store(&mm_gemm_mode, on ? 1 : 0);
+}
+
+bool ggml_gemm_enabled(void) {
+    int mode = atomic_load_explicit(&mm_gemm_mode, memory_order_relaxed);
+    if (mode < 0) {
+        const char * env = getenv("GGML_CPU_GEMM");
+        mode = env && env[0] == '0' ? 0 : 1;
+        atomic_store(&mm_gemm_mode, mode);
+    }
+    return mode == 1;
+}
+
+struct mm_gemm_plan {
+    const struct ggml_gemm_traits * gt;
+    ggml_from_float_t quantize;  // F32 row -> act_type row
+    int64_t ngroups;             // column groups per batch
+    int64_t panels_m;            // 16-row panels of a
+    int64_t ppi;                 // panels per work item
+    int64_t items_m;             // work items per batch
+    int64_t gpc;                 // column groups per chunk
+    size_t  group_bytes, panel_bytes;
+    size_t  act_bytes;           // every group of every batch
+    size_t  qrow_bytes, frow_bytes, thread_bytes;
+};
+
+// Decides whether mul_mat(a, b) runs as a GEMM on nth threads, and how; false: use vec_dot.
+static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_tensor * b, const struct ggml_tensor * dst,
+                              int nth, struct mm_gemm_plan * p) {
+    memset(p, 0, sizeof(*p));
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
+    if (N < GGML_GEMM_MIN_N || !ggml_gemm_enabled()) return false;
+    const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(a->type);
+    if (!gt || !gt->accelerated || !gt->kernel || !gt->pack || !gt->act) return false;
+    const struct ggml_type_traits_cpu * atc = ggml_get_type_traits_cpu(gt->act_type);
+    if (!atc || !atc->from_float) return false;
+    if (K % (gt->qb*gt->sb) != 0 || K % ggml_blck_size(a->type) != 0 || a->nb[0] != ggml_type_size(a->type) ||
+        b->ne[0] != K || !ggml_cpu_is_float_type(b->type) || dst->type != GGML_TYPE_F32 ||
+        dst->nb[0] != sizeof(float) || dst->nb[1] % sizeof(float) != 0 ||
+        b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) {
+        return false;
+    }
+    p->gt = gt;
+    p->quantize = atc->from_float;
+    p->ngroups = (N + GGML_GEMM_NR - 1)/GGML_GEMM_NR;
+    p->group_bytes = ggml_gemm_group_bytes(gt, K);
+    p->panel_bytes = ggml_gemm_panel_bytes(gt, K);
+    p->panels_m = (M + GGML_GEMM_MR - 1)/GGML_GEMM_MR;
+    const int64_t nbatch = b->ne[2]*b->ne[3];
+    const int64_t pmax = GGML_MAX(1, (int64_t) (MM_GEMM_PANEL_BUDGET/p->panel_bytes));
+    // Enough items that threads finishing early can take more (the machine may be shared).
+    const int64_t want = nth > 1 ? 4*(int64_t) nth : 1;
+    p->ppi = GGML_MAX(1, GGML_MIN(pmax, p->panels_m*nbatch/want));
+    p->items_m = (p->panels_m + p->ppi - 1)/p->ppi;
+    p->gpc = GGML_MAX(1, (int64_t) (MM_GEMM_CHUNK_BUDGET/p->group_bytes));
+    p->act_bytes = GGML_PAD(p->group_bytes*(size_t) (p->ngroups*nbatch), 64);
+    p->qrow_bytes = GGML_PAD(ggml_row_size(gt->act_type, K), 64);
+    p->frow_bytes = (b->type != GGML_TYPE_F32 || b->nb[0] != sizeof(float)) ? GGML_PAD((size_t) K*sizeof(float), 64) : 0;
+    p->thread_bytes = GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64) + p->qrow_bytes + p->frow_bytes;
+    return true;
+}
+
+static size_t mm_gemm_work_size(const struct mm_gemm_plan * p, int nth) {
+    return MM_HDR + p->act_bytes + (size_t) nth*p->thread_bytes;
+}
+
+static void mm_gemm_compute(const struct ggml_compute_params * params, struct ggml_tensor * dst,
+                            const struct mm_gemm_plan * p) {
+    const struct ggml_tensor * a = dst->src[0];
+    const struct ggml_tensor * b = dst->src[1];
+    const struct ggml_gemm_traits * gt = p->gt;
+    const int ith = params->ith, nth = params->nth;
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
+    const int64_t r2 = B2/a->ne[2], r3 = B3/a->ne[3];
+    const int64_t nbatch = B2*B3;
+
+    char * wbase = (char *) params->wdata;
+    atomic_int * counter = (atomic_int *) wbase;
+    char * act = wbase + MM_HDR;
+    char * mine = act + p->act_bytes + (size_t) ith*p->thread_bytes;
+    char * panels = mine;
+    char * qrow = mine + GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64);
+    float * frow = p->frow_bytes ? (float *) (qrow + p->qrow_bytes) : NULL;
+
+    // Phase 1: b's columns -> activation groups (group index = batch*ngroups + g).
+    int64_t g0, g1;
+    ggml_cpu_split(nbatch*p->ngroups, ith, nth, &g0, &g1);
+    for (int64_t gi = g0; gi < g1; gi++) {
+        const int64_t batch = gi/p->ngroups, g = gi - batch*p->ngroups;
+        const int64_t i3 = batch/B2, i2 = batch - i3*B2;
+        char * group = act + (size_t) gi*p->group_bytes;
+        const int nc = (int) GGML_MIN(GGML_GEMM_NR, N - g*GGML_GEMM_NR);
+        if (nc < GGML_GEMM_NR) memset(group, 0, p->group_bytes);
+        for (int c = 0; c < nc; c++) {
+            const char * src = ggml_cpu_ptr(b, 0, g*GGML_GEMM_NR + c, i2, i3);
+            const float * row = (const float *) src;
+            if (frow) {
+                if (b->nb[0] == ggml_type_size(b->type)) {
+                    ggml_cpu_row_to_f32(src, b->type, frow, K);
+                } else {
+                    for (int64_t k = 0; k < K; k++) frow[k] = ggml_cpu_load_f(src + k*b->nb[0], b->type);
+                }
+                row = frow;
+            }
+            p->quantize(row, qrow, K);
+            gt->act(gt, qrow, K, c, group);
+        }
+    }
+    const int64_t n_items = p->items_m*nbatch;
+    int64_t t = ith;
+    if (nth > 1) {
+        if (ith == 0) atomic_store_explicit(counter, nth, memory_order_relaxed);
+        ggml_cpu_barrier(params); // groups and counter ready
+    }
+
+    // Phase 2: items (batch, block of ppi panels).
+    const size_t a_row = a->nb[1];
+    const int64_t ldc = (int64_t) (dst->nb[1]/sizeof(float));
+    while (t < n_items) {
+        const int64_t batch = t/p->items_m, im = t - batch*p->items_m;
+        const int64_t i3 = batch/B2, i2 = batch - i3*B2;
+        const int64_t pm0 = im*p->ppi, pm1 = GGML_MIN(p->panels_m, pm0 + p->ppi);
+        const char * abase = (const char *) a->data + (i2/r2)*a->nb[2] + (i3/r3)*a->nb[3];
+        for (int64_t pm = pm0; pm < pm1; pm++) {
+            const int64_t m0 = pm*GGML_GEMM_MR;
+            gt->pack(gt, abase + m0*a_row, a_row, (int) GGML_MIN(GGML_GEMM_MR, M - m0), K,
+                     panels + (size_t) (pm - pm0)*p->panel_bytes);
+        }
+        const char * gbase = act + (size_t) (batch*p->ngroups)*p->group_bytes;
+        float * obase = (float *) ggml_cpu_ptr(dst, 0, 0, i2, i3);
+        for (int64_t c0 = 0; c0 < p->ngroups; c0 += p->gpc) {
+            const int64_t c1 = GGML_MIN(p->ngroups, c0 + p->gpc);
+            for (int64_t pm = pm0; pm < pm1; pm++) {
+                const int64_t m0 = pm*GGML_GEMM_MR;
+                const int nr = (int) GGML_MIN(GGML_GEMM_MR, M - m0);
+                const char * panel = panels + (size_t) (pm - pm0)*p->panel_bytes;
+                for (int64_t g = c0; g < c1; g++) {
+                    const int nc = (int) GGML_MIN(GGML_GEMM_NR, N - g*GGML_GEMM_NR);
+                    gt->kernel(gt, K, panel, gbase + (size_t) g*p->group_bytes,
+                               obase + g*GGML_GEMM_NR*ldc + m0, ldc, nr, nc);
+                }
+            }
+        }
+        t = nth > 1 ? atomic_fetch_add_explicit(counter, 1, memory_order_relaxed) : t + 1;
+    }
+}
+
+// ---- both ----
+
 size_t ggml_cpu_work_size_mul_mat(const struct ggml_tensor * dst, int n_threads) {
+    struct mm_gemm_plan gp;
+    if (mm_gemm_plan_make(dst->src[0], dst->src[1], dst, n_threads, &gp)) return mm_gemm_work_size(&gp, n_threads);
     struct mm_plan p;
     if (!mm_plan_make(dst->src[0], dst->src[1], &p)) return 0;
     return mm_work_size(&p, n_threads);
@@ -102,6 +274,12 @@ void ggml_compute_forward_mul_mat(const struct ggml_compute_params * params, str
     const struct ggml_tensor * a = dst->src[0];
     const struct ggml_tensor * b = dst->src[1];
     const int ith = params->ith, nth = params->nth;
+
+    struct mm_gemm_plan gp;
+    if (mm_gemm_plan_make(a, b, dst, nth, &gp) && params->wsize >= mm_gemm_work_size(&gp, nth)) {
+        mm_gemm_compute(params, dst, &gp);
+        return;
+    }
 
     struct mm_plan p;
     const bool planned = mm_plan_make(a, b, &p);

@@ -1,0 +1,118 @@
+// gemm.h — multi-column quantized matrix multiplication: the prompt-processing path of mul_mat.
+//
+// A batch of activation columns (N >= GGML_GEMM_MIN_N) is quantized once, as the weight type's
+// vec_dot_type would be, and laid out for the micro-kernel; weight rows are unpacked on the fly,
+// 16 at a time, into one "panel" format shared by every quantized type. The micro-kernel then
+// computes a tile of 16 weight rows x 8 columns, reusing each loaded weight vector across the 8
+// columns (AVX-512 VNNI: one vpdpbusd per 16 rows x 1 column x 4 elements).
+//
+// Every weight element is a level u in 0..255 with value  d_blk * (u - off) + m_blk  (or, for the
+// K-quants, sub-block scales and mins folded into d_blk and m_blk), so one kernel serves all types:
+//
+//   weight block (qb = 16 or 32 elements): u8 levels, a float scale d and (has_min) a float m
+//   activation block: s8 values q, scale da (shared by sb consecutive blocks: 1 for the legacy
+//   types, 8 or 16 for the K-quants, whose Q8_K activations have one scale per 256)
+//
+//   dot(row, col) = sum over superblocks of da * sum over its blocks of d * (sum(u*q) - off*sum(q))
+//                 + sum over blocks of m * da * sum(q)
+//
+// The integer sums are exactly those of the vec_dot kernels; only the float rounding differs.
+//
+// Panel (16 rows, all K): per weight block, qb*16 bytes of levels interleaved as
+// [qb/4][16 rows][4 levels] (one 512-bit vector holds 4 levels of each of the 16 rows), then
+// d[16], then m[16] if has_min. Rows past the matrix' end are zero.
+//
+// Activation group (8 columns, all K): per superblock, da[8], then per block: q interleaved as
+// [qb/4][8 columns][4 values], corr[8] (int32: -off*sum(q)), s[8] (float: da*sum(q)). Columns
+// past the batch's end are zero.
+#ifndef GGML_CPU_GEMM_H
+#define GGML_CPU_GEMM_H
+
+#include "quants.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GGML_GEMM_MR 16   // weight rows per panel
+#define GGML_GEMM_NR 8    // activation columns per group
+// Fewest columns for which mul_mat takes the GEMM path (below it, vec_dot per column).
+#define GGML_GEMM_MIN_N 4
+
+struct ggml_gemm_traits;
+
+// Unpacks nr (<= 16) weight rows, row i at rows + i*row_stride, of K elements into a panel.
+typedef void (*ggml_gemm_pack_t)(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride,
+                                 int nr, int64_t K, void * panel);
+// dst[c*ldc + r] = dot(panel row r, group column c) for r < nr (<= 16), c < nc (<= 8).
+typedef void (*ggml_gemm_kernel_t)(const struct ggml_gemm_traits * gt, int64_t K, const void * panel,
+                                   const void * group, float * dst, int64_t ldc, int nr, int nc);
+// Fills column c (0..7) of an activation group from one row quantized to act_type.
+typedef void (*ggml_gemm_act_t)(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, int c,
+                                void * group);
+
+// How one weight type runs through the GEMM. qb == 0: the type has no GEMM path.
+struct ggml_gemm_traits {
+    enum ggml_type type;        // the weight type
+    int  qb;                    // elements per weight block (16 or 32)
+    int  sb;                    // weight blocks per activation scale (1, 8 or 16)
+    int  off;                   // value = level - off (0 for the types with a minimum)
+    bool has_min;               // blocks carry a float minimum m
+    enum ggml_type act_type;    // the activations are first quantized to this (vec_dot_type)
+    ggml_gemm_pack_t   pack;    // weight rows -> panel
+    ggml_gemm_kernel_t kernel;  // 16 x 8 tile
+    ggml_gemm_act_t    act;     // quantized activation row -> group column
+    bool accelerated;           // kernel is SIMD: mul_mat prefers it to vec_dot per column
+};
+
+// Bytes of one weight block in a panel.
+static inline size_t ggml_gemm_panel_block_bytes(const struct ggml_gemm_traits * gt) {
+    return (size_t) gt->qb*GGML_GEMM_MR + 64 + (gt->has_min ? 64 : 0);
+}
+// Bytes of a panel of 16 rows of K elements.
+static inline size_t ggml_gemm_panel_bytes(const struct ggml_gemm_traits * gt, int64_t K) {
+    return (size_t) (K/gt->qb)*ggml_gemm_panel_block_bytes(gt);
+}
+// Bytes of one activation block (values, corr, s) in a group.
+static inline size_t ggml_gemm_group_block_bytes(const struct ggml_gemm_traits * gt) {
+    return (size_t) gt->qb*GGML_GEMM_NR + 64;
+}
+// Bytes of one activation superblock (da, then sb blocks) in a group.
+static inline size_t ggml_gemm_group_sblock_bytes(const struct ggml_gemm_traits * gt) {
+    return 32 + (size_t) gt->sb*ggml_gemm_group_block_bytes(gt);
+}
+// Bytes of a group of 8 columns of K elements.
+static inline size_t ggml_gemm_group_bytes(const struct ggml_gemm_traits * gt, int64_t K) {
+    return (size_t) (K/(gt->qb*gt->sb))*ggml_gemm_group_sblock_bytes(gt);
+}
+
+// Turns the GEMM path of mul_mat on or off (tests and benchmarks; the environment variable
+// GGML_CPU_GEMM=0 turns it off from the start).
+void ggml_gemm_set_enabled(bool on);
+// Whether mul_mat may take the GEMM path.
+bool ggml_gemm_enabled(void);
+
+// GEMM traits of type under kernel set v (NULL if the type has no GEMM path or v is unavailable).
+const struct ggml_gemm_traits * ggml_gemm_get_traits_variant(enum ggml_type type, enum ggml_cpu_kernel_variant v);
+// GEMM traits of type under the selected kernel set (NULL if none).
+const struct ggml_gemm_traits * ggml_gemm_get_traits(enum ggml_type type);
+
+// Portable table (gemm-generic.c): every quantized type, scalar kernel, accelerated = false.
+void ggml_gemm_init_generic(struct ggml_gemm_traits * table);
+// ISA overrides (gemm-avx2.c, gemm-avx512.c): kernels (and packers) they accelerate.
+void ggml_gemm_init_avx2  (struct ggml_gemm_traits * table);
+void ggml_gemm_init_avx512(struct ggml_gemm_traits * table);
+
+// Portable pieces, shared by the ISA tables.
+void ggml_gemm_pack_generic  (const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride,
+                              int nr, int64_t K, void * panel);
+void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, const void * panel,
+                              const void * group, float * dst, int64_t ldc, int nr, int nc);
+void ggml_gemm_act_generic   (const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, int c,
+                              void * group);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // GGML_CPU_GEMM_H

@@ -1,0 +1,257 @@
+// test_gemm.c — the GEMM path of mul_mat (cpu/gemm.h) against the per-column vec_dot path:
+//   1. per kernel set and type: panels + activation groups + micro-kernel, tile by tile, equal to
+//      the portable vec_dot of the same quantized rows within float rounding (the integer sums
+//      are the same, only the order of float additions differs);
+//   2. the portable packer's panels dequantize to the reference dequantizer's values;
+//   3. ggml_mul_mat through the graph with the GEMM on and off (ragged M and N, broadcast
+//      batches, strided b, 1-3 threads) agree.
+#define _POSIX_C_SOURCE 200112L
+#include "cpu/gemm.h"
+#include "ggml.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int n_fail = 0;
+static int n_check = 0;
+
+#define CHECK(cond, ...) do { n_check++; if (!(cond)) { n_fail++; \
+    fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static uint32_t rng_u32(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t) (rng_state >> 16);
+}
+// Roughly normal values times scale, with an occasional outlier (large block scales).
+static float rng_value(float scale) {
+    float v = 0.0f;
+    for (int i = 0; i < 4; i++) v += (float) (rng_u32() & 0xFFFFFF)/(float) 0x1000000 - 0.5f;
+    if ((rng_u32() & 127) == 0) v *= 8.0f;
+    return v*scale;
+}
+
+static const enum ggml_type gemm_types[] = {
+    GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
+    GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
+};
+#define N_TYPES (sizeof(gemm_types)/sizeof(gemm_types[0]))
+
+static void * aligned(size_t n) {
+    void * p = NULL;
+    if (posix_memalign(&p, 64, n ? n : 64) != 0) { fprintf(stderr, "out of memory\n"); exit(1); }
+    memset(p, 0, n);
+    return p;
+}
+
+// 1. Tiles of every available kernel set against vec_dot (portable) of the same quantized data.
+static void check_kernels(enum ggml_type type, int64_t K, int M, int N) {
+    const struct ggml_type_traits * tt = ggml_get_type_traits(type);
+    const struct ggml_type_traits_cpu * tc = ggml_get_type_traits_cpu_variant(type, GGML_CPU_KERNELS_PORTABLE);
+    const struct ggml_gemm_traits * gen = ggml_gemm_get_traits_variant(type, GGML_CPU_KERNELS_PORTABLE);
+    CHECK(gen != NULL, "%s: no portable GEMM traits", ggml_type_name(type));
+    if (!gen) return;
+    const enum ggml_type at = gen->act_type;
+    CHECK(at == tc->vec_dot_type, "%s: act_type %s != vec_dot_type %s", ggml_type_name(type),
+          ggml_type_name(at), ggml_type_name(tc->vec_dot_type));
+    const struct ggml_type_traits_cpu * atc = ggml_get_type_traits_cpu_variant(at, GGML_CPU_KERNELS_PORTABLE);
+
+    const size_t wrow = ggml_row_size(type, K), arow = ggml_row_size(at, K);
+    char * w = aligned(wrow*(size_t) M);
+    char * qa = aligned(arow*(size_t) N);
+    float * x = malloc(sizeof(float)*(size_t) K);
+    float * wabs = malloc(sizeof(float)*(size_t) K*(size_t) M);
+    float * aabs = malloc(sizeof(float)*(size_t) K*(size_t) N);
+    for (int r = 0; r < M; r++) {
+        const float sc = (r % 5 == 0) ? 0.01f : 1.0f; // rows of different magnitude
+        for (int64_t k = 0; k < K; k++) x[k] = rng_value(sc);
+        tt->from_float_ref(x, w + (size_t) r*wrow, K);
+        tt->to_float(w + (size_t) r*wrow, wabs + (size_t) r*K, K);
+    }
+    for (int c = 0; c < N; c++) {
+        for (int64_t k = 0; k < K; k++) x[k] = rng_value(c % 3 == 0 ? 10.0f : 1.0f);
+        if (c == 2) for (int64_t k = 0; k < K; k++) x[k] = 0.0f; // an all-zero column
+        atc->from_float(x, qa + (size_t) c*arow, K);
+        ggml_get_type_traits(at)->to_float(qa + (size_t) c*arow, aabs + (size_t) c*K, K);
+    }
+    // reference: portable vec_dot, and the magnitude sum |w||a| that bounds rounding error
+    float * ref = malloc(sizeof(float)*(size_t) M*(size_t) N);
+    double * mag = malloc(sizeof(double)*(size_t) M*(size_t) N);
+    for (int c = 0; c < N; c++) for (int r = 0; r < M; r++) {
+        tc->vec_dot((int) K, &ref[c*M + r], w + (size_t) r*wrow, qa + (size_t) c*arow);
+        double m = 0;
+        for (int64_t k = 0; k < K; k++) m += fabs((double) wabs[(size_t) r*K + k]*aabs[(size_t) c*K + k]);
+        mag[c*M + r] = m;
+    }
+
+    for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
+        const struct ggml_gemm_traits * gt = ggml_gemm_get_traits_variant(type, (enum ggml_cpu_kernel_variant) v);
+        if (!gt) continue;
+        const int ngroups = (N + GGML_GEMM_NR - 1)/GGML_GEMM_NR, npanels = (M + GGML_GEMM_MR - 1)/GGML_GEMM_MR;
+        char * groups = aligned(ggml_gemm_group_bytes(gt, K)*(size_t) ngroups);
+        char * panel = aligned(ggml_gemm_panel_bytes(gt, K));
+        float * out = malloc(sizeof(float)*(size_t) M*(size_t) N);
+        for (size_t i = 0; i < (size_t) M*N; i++) out[i] = NAN;
+        for (int c = 0; c < N; c++) {
+            gt->act(gt, qa + (size_t) c*arow, K, c % GGML_GEMM_NR,
+                    groups + (size_t) (c/GGML_GEMM_NR)*ggml_gemm_group_bytes(gt, K));
+        }
+        for (int p = 0; p < npanels; p++) {
+            const int nr = M - p*GGML_GEMM_MR < GGML_GEMM_MR ? M - p*GGML_GEMM_MR : GGML_GEMM_MR;
+            gt->pack(gt, w + (size_t) p*GGML_GEMM_MR*wrow, wrow, nr, K, panel);
+            for (int g = 0; g < ngroups; g++) {
+                const int nc = N - g*GGML_GEMM_NR < GGML_GEMM_NR ? N - g*GGML_GEMM_NR : GGML_GEMM_NR;
+                gt->kernel(gt, K, panel, groups + (size_t) g*ggml_gemm_group_bytes(gt, K),
+                           out + (size_t) g*GGML_GEMM_NR*M + p*GGML_GEMM_MR, M, nr, nc);
+            }
+        }
+        int bad = 0;
+        double worst = 0;
+        for (int c = 0; c < N; c++) for (int r = 0; r < M; r++) {
+            const double e = fabs((double) out[c*M + r] - ref[c*M + r]);
+            const double tol = 2e-6*mag[c*M + r] + 1e-30;
+            if (!(e <= tol)) { bad++; if (!(e/tol <= worst)) worst = e/tol; }
+        }
+        CHECK(bad == 0, "%s kernels=%s K=%lld M=%d N=%d: %d of %d outputs off (worst %.3g x tolerance)",
+              ggml_type_name(type), ggml_cpu_kernel_variant_name((enum ggml_cpu_kernel_variant) v),
+              (long long) K, M, N, bad, M*N, worst);
+        free(groups); free(panel); free(out);
+    }
+    free(w); free(qa); free(x); free(wabs); free(aabs); free(ref); free(mag);
+}
+
+// 2. Panel levels and scales reproduce the reference dequantizer: d*(u - off) + m.
+static void check_pack_values(enum ggml_type type) {
+    const struct ggml_gemm_traits * gt = ggml_gemm_get_traits_variant(type, GGML_CPU_KERNELS_PORTABLE);
+    const struct ggml_type_traits * tt = ggml_get_type_traits(type);
+    const int64_t K = 512;
+    const int nr = 11;
+    const size_t wrow = ggml_row_size(type, K);
+    char * w = aligned(wrow*nr);
+    float * x = malloc(sizeof(float)*K), * deq = malloc(sizeof(float)*K);
+    for (int r = 0; r < nr; r++) {
+        for (int64_t k = 0; k < K; k++) x[k] = rng_value(1.0f) + (r % 2 ? 0.7f : 0.0f);
+        tt->from_float_ref(x, w + (size_t) r*wrow, K);
+    }
+    char * panel = aligned(ggml_gemm_panel_bytes(gt, K));
+    gt->pack(gt, w, wrow, nr, K, panel);
+    const size_t pbb = ggml_gemm_panel_block_bytes(gt);
+    int bad = 0;
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        if (r < nr) tt->to_float(w + (size_t) r*wrow, deq, K);
+        for (int64_t k = 0; k < K; k++) {
+            const uint8_t * pb = (const uint8_t *) panel + (size_t) (k/gt->qb)*pbb;
+            const int kk = (int) (k % gt->qb);
+            const int u = pb[64*(kk/4) + 4*r + kk % 4];
+            float d, m = 0.0f;
+            memcpy(&d, pb + gt->qb*GGML_GEMM_MR + 4*r, 4);
+            if (gt->has_min) memcpy(&m, pb + gt->qb*GGML_GEMM_MR + 64 + 4*r, 4);
+            const float v = d*(float) (u - gt->off) + m;
+            const float want = r < nr ? deq[k] : 0.0f;
+            if (!(fabsf(v - want) <= 1e-6f*fabsf(want) + 1e-7f) || (r >= nr && (u != 0 || d != 0.0f || m != 0.0f))) bad++;
+        }
+    }
+    CHECK(bad == 0, "%s: %d panel values differ from the reference dequantizer", ggml_type_name(type), bad);
+    free(w); free(x); free(deq); free(panel);
+}
+
+// 3. mul_mat through the graph, GEMM on versus off.
+static struct ggml_tensor * mm_case(struct ggml_context * ctx, enum ggml_type type, enum ggml_type btype, int64_t K,
+                                    int64_t M, int64_t N, int64_t A2, int64_t B2, bool strided) {
+    const struct ggml_type_traits * tt = ggml_get_type_traits(type);
+    struct ggml_tensor * a = ggml_new_tensor_3d(ctx, type, K, M, A2);
+    float * x = malloc(sizeof(float)*K);
+    for (int64_t r = 0; r < M*A2; r++) {
+        for (int64_t k = 0; k < K; k++) x[k] = rng_value(1.0f);
+        tt->from_float_ref(x, (char *) a->data + r*a->nb[1], K);
+    }
+    free(x);
+    struct ggml_tensor * b;
+    if (strided) {
+        // b[k, j] stored with j fastest: a transposed view, so columns are gathered element-wise
+        struct ggml_tensor * bt = ggml_new_tensor_3d(ctx, btype, N, K, B2);
+        b = ggml_transpose(ctx, bt);
+        for (int64_t i = 0; i < N*K*B2; i++) {
+            const float v = rng_value(1.0f);
+            if (btype == GGML_TYPE_F32) ((float *) bt->data)[i] = v;
+            else ((ggml_fp16_t *) bt->data)[i] = ggml_fp32_to_fp16(v);
+        }
+    } else {
+        b = ggml_new_tensor_3d(ctx, btype, K, N, B2);
+        for (int64_t i = 0; i < K*N*B2; i++) {
+            const float v = rng_value(1.0f);
+            if (btype == GGML_TYPE_F32) ((float *) b->data)[i] = v;
+            else ((ggml_fp16_t *) b->data)[i] = ggml_fp32_to_fp16(v);
+        }
+    }
+    return ggml_mul_mat(ctx, a, b);
+}
+
+static void check_mul_mat(void) {
+    struct { enum ggml_type type, btype; int64_t K, M, N, A2, B2; bool strided; } cases[] = {
+        { GGML_TYPE_Q4_0, GGML_TYPE_F32, 256,  70, 19, 1, 1, false },
+        { GGML_TYPE_Q4_1, GGML_TYPE_F32, 576, 192, 64, 1, 1, false },
+        { GGML_TYPE_Q8_0, GGML_TYPE_F32, 320,  33,  4, 1, 1, false },
+        { GGML_TYPE_Q8_0, GGML_TYPE_F32, 256,  40, 13, 2, 4, true  },
+        { GGML_TYPE_Q4_K, GGML_TYPE_F32, 512,  50, 21, 1, 2, false },
+        { GGML_TYPE_Q6_K, GGML_TYPE_F32, 256,  17,  9, 1, 1, true  },
+        { GGML_TYPE_Q5_0, GGML_TYPE_F32, 128,  16,  8, 1, 1, false },
+        { GGML_TYPE_Q3_K, GGML_TYPE_F32, 256,  31, 12, 1, 1, false },
+        { GGML_TYPE_Q2_K, GGML_TYPE_F32, 256,  31, 12, 1, 1, false },
+        { GGML_TYPE_Q5_K, GGML_TYPE_F32, 256,  31,  7, 1, 1, false },
+        { GGML_TYPE_Q5_1, GGML_TYPE_F32,  64, 300, 40, 1, 1, false },
+    };
+    for (size_t ci = 0; ci < sizeof(cases)/sizeof(cases[0]); ci++) for (int nth = 1; nth <= 3; nth++) {
+        struct ggml_init_params ip = { 64u*1024*1024, NULL, false };
+        struct ggml_context * ctx = ggml_init(ip);
+        struct ggml_tensor * out = mm_case(ctx, cases[ci].type, cases[ci].btype, cases[ci].K, cases[ci].M, cases[ci].N,
+                                           cases[ci].A2, cases[ci].B2, cases[ci].strided);
+        CHECK(out != NULL, "mul_mat constructor");
+        if (!out) { ggml_free(ctx); continue; }
+        struct ggml_cgraph * gf = ggml_new_graph(ctx);
+        ggml_build_forward_expand(gf, out);
+        const size_t n = (size_t) ggml_nelements(out);
+        float * want = malloc(n*sizeof(float));
+        ggml_gemm_set_enabled(false);
+        CHECK(ggml_graph_compute_with_ctx(ctx, gf, nth) == GGML_STATUS_SUCCESS, "vec_dot compute");
+        memcpy(want, out->data, n*sizeof(float));
+        memset(out->data, 0xFF, n*sizeof(float)); // NaN: every output must be written
+        ggml_gemm_set_enabled(true);
+        CHECK(ggml_graph_compute_with_ctx(ctx, gf, nth) == GGML_STATUS_SUCCESS, "gemm compute");
+        double scale = 0;
+        for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+        int bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            const float got = ((float *) out->data)[i];
+            if (!(fabs(got - want[i]) <= 1e-5*scale)) bad++;
+        }
+        CHECK(bad == 0, "mul_mat %s x %s K=%lld M=%lld N=%lld B2=%lld nth=%d: %d of %zu outputs differ",
+              ggml_type_name(cases[ci].type), ggml_type_name(cases[ci].btype), (long long) cases[ci].K,
+              (long long) cases[ci].M, (long long) cases[ci].N, (long long) cases[ci].B2, nth, bad, n);
+        free(want);
+        ggml_free(ctx);
+    }
+}
+
+int main(void) {
+    for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
+        if (!ggml_cpu_kernel_variant_available((enum ggml_cpu_kernel_variant) v)) {
+            fprintf(stderr, "note: kernel set %s not available here, skipped\n",
+                    ggml_cpu_kernel_variant_name((enum ggml_cpu_kernel_variant) v));
+        }
+    }
+    for (size_t t = 0; t < N_TYPES; t++) {
+        check_pack_values(gemm_types[t]);
+        const bool kq = ggml_blck_size(gemm_types[t]) == QK_K;
+        check_kernels(gemm_types[t], kq ? 256 : 96, 37, 11);
+        check_kernels(gemm_types[t], 768, 16, 8);
+        check_kernels(gemm_types[t], kq ? 512 : 64, 5, 3);
+    }
+    check_mul_mat();
+    printf("%d checks, %d failed\n", n_check, n_fail);
+    return n_fail ? 1 : 0;
+}
