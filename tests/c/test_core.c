@@ -579,6 +579,22 @@ static void test_threadpool(void) {
     ggml_threadpool_set_abort_callback(tp, NULL, NULL);
     CHECK(ggml_graph_compute(g, tp) == GGML_STATUS_SUCCESS);
 
+    // Aborts at every node, under every thread count: never a hang, always ABORTED, and the
+    // pool stays usable.
+    for (int nth = 1; nth <= 4; nth++) {
+        ggml_threadpool_set_n_threads(tp, nth);
+        for (abort_after = 1; abort_after <= 42; abort_after += 1 + (nth > 2)) {
+            calls = 0;
+            ggml_threadpool_set_abort_callback(tp, abort_cb, &calls);
+            CHECK(ggml_graph_compute(g, tp) == GGML_STATUS_ABORTED);
+            CHECK(calls == abort_after);
+        }
+        ggml_threadpool_set_abort_callback(tp, NULL, NULL);
+        memset(h->data, 0, ggml_nbytes(h));
+        CHECK(ggml_graph_compute(g, tp) == GGML_STATUS_SUCCESS);
+        CHECK(fabsf(((float *) h->data)[0] - want[0]) <= 1e-5f * fabsf(want[0]));
+    }
+
     CHECK(ggml_graph_compute(NULL, tp) == GGML_STATUS_FAILED);
     CHECK(ggml_threadpool_new(0) == NULL);
     CHECK(logged_error("n_threads"));
