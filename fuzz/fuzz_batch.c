@@ -13,6 +13,9 @@
 //
 // Model: $LLAMA_FUZZ_MODEL if set, else the tiny model of tiny_model.h written to a temporary
 // file at start-up (2 layers, d 64, 2 heads / 1 KV head, 283 tokens).
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L // mkstemp, opendir under strict C11
+#endif
 #include "fuzz_common.h"
 #include "llama.h"
 #include "tiny_model.h"
@@ -27,9 +30,9 @@
 #define N_SEQ     4
 #define MAX_OPS   12
 
-static struct llama_model * g_model;
-static struct llama_context * g_ctx[2];
-static int32_t g_n_vocab, g_n_embd;
+static struct llama_model * g_b_model;
+static struct llama_context * g_b_ctx[2];
+static int32_t g_b_n_vocab, g_b_n_embd;
 
 int LLVMFuzzerInitialize(int * argc, char *** argv) {
     (void) argc; (void) argv;
@@ -44,16 +47,16 @@ int LLVMFuzzerInitialize(int * argc, char *** argv) {
         }
         path = tmp;
     }
-    g_model = llama_model_load_from_file(path, llama_model_default_params());
+    g_b_model = llama_model_load_from_file(path, llama_model_default_params());
     if (path == tmp) {
         unlink(tmp); // the mapping stays valid
     }
-    if (g_model == NULL) {
+    if (g_b_model == NULL) {
         fprintf(stderr, "fuzz_batch: cannot load %s\n", path);
         exit(1);
     }
-    g_n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(g_model));
-    g_n_embd = llama_model_n_embd(g_model);
+    g_b_n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(g_b_model));
+    g_b_n_embd = llama_model_n_embd(g_b_model);
     for (int i = 0; i < 2; i++) {
         struct llama_context_params cp = llama_context_default_params();
         cp.n_ctx = N_CTX;
@@ -64,8 +67,8 @@ int LLVMFuzzerInitialize(int * argc, char *** argv) {
         cp.flash_attn_type = i == 0 ? LLAMA_FLASH_ATTN_TYPE_DISABLED : LLAMA_FLASH_ATTN_TYPE_ENABLED;
         cp.type_k = i == 0 ? GGML_TYPE_F16 : GGML_TYPE_Q8_0;
         cp.embeddings = i == 1;
-        g_ctx[i] = llama_init_from_model(g_model, cp);
-        if (g_ctx[i] == NULL) {
+        g_b_ctx[i] = llama_init_from_model(g_b_model, cp);
+        if (g_b_ctx[i] == NULL) {
             fprintf(stderr, "fuzz_batch: cannot create context %d\n", i);
             exit(1);
         }
@@ -86,7 +89,7 @@ static void snapshot(llama_memory_t mem, struct seq_range * r) {
     }
 }
 
-volatile float fuzz_sink;
+volatile float fuzz_b_sink;
 
 static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
     const uint8_t flags = fuzz_u8(r);
@@ -95,7 +98,7 @@ static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
     const int32_t n = plausible ? n_claim : 1;          // rows actually allocated
 
     llama_token * token = malloc(sizeof(llama_token) * (size_t) n);
-    float * embd = malloc(sizeof(float) * (size_t) n * (size_t) g_n_embd);
+    float * embd = malloc(sizeof(float) * (size_t) n * (size_t) g_b_n_embd);
     llama_pos * pos = malloc(sizeof(llama_pos) * (size_t) n);
     int32_t * n_seq_id = malloc(sizeof(int32_t) * (size_t) n);
     llama_seq_id ** seq_id = calloc((size_t) n, sizeof(llama_seq_id *));
@@ -105,7 +108,7 @@ static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
     const llama_pos base = fuzz_i32_near(r, 0, N_CTX);
     const float special[4] = { NAN, INFINITY, -INFINITY, 1e30f };
     for (int32_t i = 0; i < n; i++) {
-        token[i] = fuzz_i32_near(r, 0, g_n_vocab);
+        token[i] = fuzz_i32_near(r, 0, g_b_n_vocab);
         pos[i] = sequential ? (llama_pos) ((int64_t) base + i) : fuzz_i32_near(r, 0, N_CTX);
         const uint8_t b = fuzz_u8(r);
         n_seq_id[i] = (b & 3) == 3 ? fuzz_i32_near(r, 1, N_SEQ + 1) : 1 + (b & 3) % 2;
@@ -115,11 +118,11 @@ static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
             seq_id[i][j] = (b & 12) == 12 ? fuzz_i32_near(r, 0, N_SEQ) : (llama_seq_id) ((b >> 4) + j) % N_SEQ;
         }
         logits[i] = (int8_t) (b >> 7);
-        for (int32_t e = 0; e < g_n_embd; e++) {
-            embd[(size_t) i * g_n_embd + e] = (float) ((b * 31 + e * 7) % 17 - 8) * 0.125f;
+        for (int32_t e = 0; e < g_b_n_embd; e++) {
+            embd[(size_t) i * g_b_n_embd + e] = (float) ((b * 31 + e * 7) % 17 - 8) * 0.125f;
         }
         if ((b & 0x70) == 0x70) {
-            embd[(size_t) i * g_n_embd] = special[b & 3];
+            embd[(size_t) i * g_b_n_embd] = special[b & 3];
         }
     }
 
@@ -149,7 +152,7 @@ static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
                 fprintf(stderr, "fuzz_batch: row %d output flag %d but logits %p\n", i, out, (const void *) row);
                 abort();
             }
-            for (int32_t t = 0; row != NULL && t < g_n_vocab; t++) {
+            for (int32_t t = 0; row != NULL && t < g_b_n_vocab; t++) {
                 if (!isfinite(row[t])) {
                     fprintf(stderr, "fuzz_batch: logit [%d][%d] = %f\n", i, t, row[t]);
                     abort();
@@ -169,7 +172,7 @@ static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
 
 int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     struct fuzz_reader r = { data, size };
-    struct llama_context * ctx = g_ctx[fuzz_u8(&r) & 1];
+    struct llama_context * ctx = g_b_ctx[fuzz_u8(&r) & 1];
     llama_memory_t mem = llama_get_memory(ctx);
     llama_memory_clear(mem, false);
     struct seq_range s;
@@ -200,7 +203,7 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
                 const float * l = llama_get_logits_ith(ctx, i);
                 const float * e = llama_get_embeddings_ith(ctx, i);
                 const float * es = llama_get_embeddings_seq(ctx, sa);
-                fuzz_sink = (l ? l[g_n_vocab - 1] : 0.0f) + (e ? e[g_n_embd - 1] : 0.0f) + (es ? es[0] : 0.0f);
+                fuzz_b_sink = (l ? l[g_b_n_vocab - 1] : 0.0f) + (e ? e[g_b_n_embd - 1] : 0.0f) + (es ? es[0] : 0.0f);
                 break;
             }
             case 11:

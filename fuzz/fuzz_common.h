@@ -12,17 +12,17 @@
 
 // Logging stays on (the formatting code runs) but nothing is printed: fuzzing runs millions of
 // inputs, and an error log line is the expected answer to most of them.
-static void fuzz_log_quiet(enum ggml_log_level level, const char * text, void * user_data) {
+static inline void fuzz_log_quiet(enum ggml_log_level level, const char * text, void * user_data) {
     (void) level; (void) text; (void) user_data;
 }
 
 // An internal invariant broken by input the caller controls is exactly what the fuzzers hunt.
-static void fuzz_abort_hook(const char * file, int line, const char * message) {
+static inline void fuzz_abort_hook(const char * file, int line, const char * message) {
     fprintf(stderr, "fuzz: internal assertion reached from input: %s:%d: %s\n", file, line, message);
     abort();
 }
 
-static void fuzz_quiet_library(void) {
+static inline void fuzz_quiet_library(void) {
     ggml_log_set(getenv("FUZZ_VERBOSE") ? NULL : fuzz_log_quiet, NULL);
     ggml_set_abort_hook(fuzz_abort_hook);
 }
@@ -33,25 +33,25 @@ struct fuzz_reader {
     size_t n;
 };
 
-static uint8_t fuzz_u8(struct fuzz_reader * r) {
+static inline uint8_t fuzz_u8(struct fuzz_reader * r) {
     if (r->n == 0) return 0;
     r->n--;
     return *r->p++;
 }
 
-static uint16_t fuzz_u16(struct fuzz_reader * r) {
+static inline uint16_t fuzz_u16(struct fuzz_reader * r) {
     uint16_t lo = fuzz_u8(r);
     return (uint16_t) (lo | (uint16_t) fuzz_u8(r) << 8);
 }
 
-static uint32_t fuzz_u32(struct fuzz_reader * r) {
+static inline uint32_t fuzz_u32(struct fuzz_reader * r) {
     uint32_t lo = fuzz_u16(r);
     return lo | (uint32_t) fuzz_u16(r) << 16;
 }
 
 // A 32-bit integer drawn mostly from the valid range [lo, hi), often from its first invalid
 // neighbours (lo - 1, hi) and sometimes from the edges of int32 or anywhere.
-static int32_t fuzz_i32_near(struct fuzz_reader * r, int32_t lo, int32_t hi) {
+static inline int32_t fuzz_i32_near(struct fuzz_reader * r, int32_t lo, int32_t hi) {
     const uint8_t sel = fuzz_u8(r);
     switch (sel & 7) {
         case 0: return (int32_t) fuzz_u32(r);

@@ -3,6 +3,9 @@
 // Every input must either be refused (NULL, with a logged reason) or parse into a context whose
 // every getter answers within bounds; a parsed file is written back out and must parse again
 // with the same keys and tensors (the writer and the reader agree).
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L // mkstemp, opendir under strict C11
+#endif
 #include "fuzz_common.h"
 #include "gguf.h"
 
@@ -78,7 +81,7 @@ static size_t touch_tensors(struct ggml_context * meta) {
     return sum;
 }
 
-volatile size_t fuzz_sink;
+volatile size_t fuzz_g_sink;
 
 int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     // 1. metadata only
@@ -86,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     if (g == NULL) {
         return 0;
     }
-    fuzz_sink = walk(g);
+    fuzz_g_sink = walk(g);
     const int64_t n_kv = gguf_get_n_kv(g), n_t = gguf_get_n_tensors(g);
 
     // 2. written back out and parsed again: same shape
@@ -100,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
                         (long long) n_kv, (long long) n_t, (long long) gguf_get_n_kv(g2), (long long) gguf_get_n_tensors(g2));
                 abort();
             }
-            fuzz_sink += walk(g2);
+            fuzz_g_sink += walk(g2);
             gguf_free(g2);
         }
         gguf_buf_free(out);
@@ -114,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
         if (meta == NULL && n_t > 0) {
             abort(); // success promised a context holding the tensors
         }
-        fuzz_sink += touch_tensors(meta);
+        fuzz_g_sink += touch_tensors(meta);
         gguf_free(g);
     }
     ggml_free(meta);

@@ -9,6 +9,9 @@
 //
 // Vocabularies: every *.gguf in $LLAMA_FUZZ_VOCAB_DIR (default ../shared/vocab from the
 // working directory, then /work/shared/vocab), loaded once.
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L // mkstemp, opendir under strict C11
+#endif
 #include "fuzz_common.h"
 #include "llama.h"
 
@@ -44,8 +47,10 @@ static void load_dir(const char * dir) {
         }
     }
     for (int i = 0; i < n; i++) {
-        char path[1024];
-        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        char path[4096];
+        if (snprintf(path, sizeof(path), "%s/%s", dir, names[i]) >= (int) sizeof(path)) {
+            continue;
+        }
         struct llama_model_params mp = llama_model_default_params();
         mp.vocab_only = true;
         struct llama_model * m = llama_model_load_from_file(path, mp);
@@ -78,7 +83,7 @@ int LLVMFuzzerInitialize(int * argc, char *** argv) {
     return 0;
 }
 
-volatile size_t fuzz_sink;
+volatile size_t fuzz_t_sink;
 
 int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     if (size < 2) {
@@ -125,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
         }
     }
     // negative n_tokens_max: refused without writing
-    fuzz_sink += (size_t) llama_tokenize(v, text, len, tiny, -1 - small, add_special, parse_special);
+    fuzz_t_sink += (size_t) llama_tokenize(v, text, len, tiny, -1 - small, add_special, parse_special);
     free(tiny);
 
     // 3. each piece, into a small buffer and then an exact one
@@ -160,11 +165,11 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     ids[n_ids - 1] = INT32_MAX;
     for (int32_t i = 0; i < n_ids; i++) {
         if (sel & 128) ids[i] = (llama_token) ((uint32_t) ids[i] % (uint32_t) (n_vocab + 2)) - 1;
-        fuzz_sink += (size_t) llama_token_to_piece(v, ids[i], piece, (int32_t) sizeof(piece), 0, unparse_special);
-        fuzz_sink += (size_t) (llama_vocab_get_text(v, ids[i]) != NULL) + llama_vocab_get_attr(v, ids[i]);
+        fuzz_t_sink += (size_t) llama_token_to_piece(v, ids[i], piece, (int32_t) sizeof(piece), 0, unparse_special);
+        fuzz_t_sink += (size_t) (llama_vocab_get_text(v, ids[i]) != NULL) + llama_vocab_get_attr(v, ids[i]);
     }
-    fuzz_sink += (size_t) llama_detokenize(v, ids, n_ids, tsmall, small, remove_special, unparse_special);
-    fuzz_sink += (size_t) llama_detokenize(v, ids, -n_ids, tsmall, small, remove_special, unparse_special);
+    fuzz_t_sink += (size_t) llama_detokenize(v, ids, n_ids, tsmall, small, remove_special, unparse_special);
+    fuzz_t_sink += (size_t) llama_detokenize(v, ids, -n_ids, tsmall, small, remove_special, unparse_special);
     free(ids);
     free(tsmall);
     free(toks);

@@ -32,13 +32,13 @@ static const char * const tiny_words[] = {
 #define TINY_N_VOCAB (3 + 256 + TINY_N_WORDS)
 
 // Deterministic uniform numbers in [-1, 1) (xorshift), so the model is the same on every run.
-static float tiny_rand(uint64_t * s) {
+static inline float tiny_rand(uint64_t * s) {
     *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17;
     return (float) ((*s >> 40) & 0xFFFFFF) / (float) 0x800000 - 1.0f;
 }
 
 // Adds an F32 tensor [ne0, ne1] of values scale * U(-1, 1) (+ offset) to both contexts.
-static bool tiny_add(struct gguf_context * g, struct ggml_context * c, const char * name,
+static inline bool tiny_add(struct gguf_context * g, struct ggml_context * c, const char * name,
                      int64_t ne0, int64_t ne1, float scale, float offset, uint64_t * seed) {
     struct ggml_tensor * t = ne1 > 1 ? ggml_new_tensor_2d(c, GGML_TYPE_F32, ne0, ne1)
                                      : ggml_new_tensor_1d(c, GGML_TYPE_F32, ne0);
@@ -55,7 +55,7 @@ static bool tiny_add(struct gguf_context * g, struct ggml_context * c, const cha
 }
 
 // Writes the model to path; false if anything failed.
-static bool tiny_model_write(const char * path) {
+static inline bool tiny_model_write(const char * path) {
     struct gguf_context * g = gguf_init_empty();
     struct ggml_context * c = ggml_init((struct ggml_init_params) { .mem_size = 8u << 20, .mem_buffer = NULL, .no_alloc = false });
     if (g == NULL || c == NULL) {

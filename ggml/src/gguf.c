@@ -161,7 +161,8 @@ static const char * gguf_printable(const char * s, char out[GGUF_PRINTABLE_MAX])
     size_t o = 0;
     for (size_t i = 0; s[i] != '\0'; i++) {
         const unsigned char c = (unsigned char) s[i];
-        if (o + 5 >= GGUF_PRINTABLE_MAX) {
+        // Room for the widest step (a 4-byte escape) plus "..." and the NUL after it.
+        if (o + 8 > GGUF_PRINTABLE_MAX) {
             memcpy(out + o, "...", 3);
             o += 3;
             break;

@@ -1,0 +1,109 @@
+// test_fuzz_replay.c — replays every fuzzing seed (fuzz/corpus/<target>/) and every saved
+// crash (fuzz/regressions/<target>/) through the three libFuzzer targets, compiled here with
+// the project's own compiler, so ctest (and its ASan + UBSan build) keeps them fixed without
+// clang. Runs from the repository root (ctest's working directory).
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L // mkstemp, opendir under strict C11
+#endif
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+// The three targets in one program: each entry point renamed.
+#define LLVMFuzzerInitialize   fuzz_gguf_init
+#define LLVMFuzzerTestOneInput fuzz_gguf_one
+#include "../../fuzz/fuzz_gguf.c"
+#undef LLVMFuzzerInitialize
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerInitialize   fuzz_tokenizer_init
+#define LLVMFuzzerTestOneInput fuzz_tokenizer_one
+#include "../../fuzz/fuzz_tokenizer.c"
+#undef LLVMFuzzerInitialize
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerInitialize   fuzz_batch_init
+#define LLVMFuzzerTestOneInput fuzz_batch_one
+#include "../../fuzz/fuzz_batch.c"
+#undef LLVMFuzzerInitialize
+#undef LLVMFuzzerTestOneInput
+
+typedef int (*fuzz_one_fn)(const uint8_t * data, size_t size);
+
+// Runs fn on every regular file of dir; returns the number of files (-1: no such folder).
+static int replay_dir(const char * dir, fuzz_one_fn fn) {
+    DIR * d = opendir(dir);
+    if (d == NULL) {
+        return -1;
+    }
+    int n = 0;
+    struct dirent * e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        FILE * f = fopen(path, "rb");
+        if (f == NULL) {
+            continue;
+        }
+        fseek(f, 0, SEEK_END);
+        const long size = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        uint8_t * buf = malloc(size > 0 ? (size_t) size : 1);
+        const size_t got = size > 0 ? fread(buf, 1, (size_t) size, f) : 0;
+        fclose(f);
+        fn(buf, got); // a failure aborts (and names itself on stderr)
+        free(buf);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static int replay(const char * target, fuzz_one_fn fn) {
+    char dir[256];
+    int total = 0;
+    const char * kinds[2] = { "corpus", "regressions" };
+    for (int k = 0; k < 2; k++) {
+        snprintf(dir, sizeof(dir), "fuzz/%s/%s", kinds[k], target);
+        const int n = replay_dir(dir, fn);
+        if (n < 0 && k == 0) {
+            fprintf(stderr, "test_fuzz_replay: %s not found (run from the repository root)\n", dir);
+            exit(1);
+        }
+        printf("  %-10s %-12s %d input(s)\n", target, kinds[k], n < 0 ? 0 : n);
+        total += n < 0 ? 0 : n;
+    }
+    return total;
+}
+
+int main(void) {
+    int argc = 0;
+    char ** argv = NULL;
+    int total = 0;
+    fuzz_gguf_init(&argc, &argv);
+    total += replay("gguf", fuzz_gguf_one);
+
+    struct stat st;
+    const char * vdir = getenv("LLAMA_FUZZ_VOCAB_DIR") ? getenv("LLAMA_FUZZ_VOCAB_DIR") : "../shared/vocab";
+    if (stat(vdir, &st) == 0 || stat("/work/shared/vocab", &st) == 0) {
+        fuzz_tokenizer_init(&argc, &argv);
+        total += replay("tokenizer", fuzz_tokenizer_one);
+        for (int i = 0; i < g_n; i++) {
+            llama_model_free(g_models[i]);
+        }
+    } else {
+        printf("  tokenizer: no vocabulary folder (%s): not replayed\n", vdir);
+    }
+
+    fuzz_batch_init(&argc, &argv);
+    total += replay("batch", fuzz_batch_one);
+    llama_free(g_b_ctx[0]);
+    llama_free(g_b_ctx[1]);
+    llama_model_free(g_b_model);
+
+    printf("test_fuzz_replay: %d inputs replayed, no failure\n", total);
+    return 0;
+}
