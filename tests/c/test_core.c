@@ -595,6 +595,19 @@ static void test_threadpool(void) {
         CHECK(fabsf(((float *) h->data)[0] - want[0]) <= 1e-5f * fabsf(want[0]));
     }
 
+    // A node without a kernel fails the computation, naming the op, at any thread count.
+    struct ggml_tensor * bogus = ggml_scale(ctx, h, 1.0f);
+    bogus->op = GGML_OP_COUNT;
+    struct ggml_tensor * after = ggml_scale(ctx, bogus, 1.0f);
+    struct ggml_cgraph * gb = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gb, after);
+    for (int nth = 1; nth <= 4; nth++) {
+        ggml_threadpool_set_n_threads(tp, nth);
+        CHECK(ggml_graph_compute(gb, tp) == GGML_STATUS_FAILED);
+        CHECK(logged_error("no CPU kernel"));
+    }
+    CHECK(ggml_graph_compute(g, tp) == GGML_STATUS_SUCCESS);
+
     CHECK(ggml_graph_compute(NULL, tp) == GGML_STATUS_FAILED);
     CHECK(ggml_threadpool_new(0) == NULL);
     CHECK(logged_error("n_threads"));

@@ -24,6 +24,10 @@ struct ggml_compute_params {
 
 // Waits until all nth threads of the current node reach this point.
 void ggml_cpu_barrier(const struct ggml_compute_params * params);
+// Kernels call this (from any of their threads, then return) when they cannot compute dst,
+// e.g. an unsupported type or layout, after logging why: ggml_graph_compute then stops after
+// this node and returns GGML_STATUS_FAILED instead of succeeding with garbage.
+void ggml_cpu_kernel_failed(const struct ggml_compute_params * params);
 
 // Scratch bytes node needs when run on n_threads threads (0 if none).
 size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads);

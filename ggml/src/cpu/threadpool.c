@@ -113,6 +113,7 @@ struct ggml_threadpool {
     // First node after which every thread stops (INT_MAX: none). A node index rather than a
     // flag: a slow thread reading it after barrier i must not see a stop decided at node i+1.
     atomic_int stop_node;
+    atomic_bool kernel_failed;       // set by ggml_cpu_kernel_failed
 
     ggml_abort_callback abort_cb;
     void * abort_data;
@@ -135,6 +136,12 @@ static void ggml_barrier_wait(struct ggml_barrier * b, int n) {
         } else {
             ggml_thread_yield();
         }
+    }
+}
+
+void ggml_cpu_kernel_failed(const struct ggml_compute_params * params) {
+    if (params && params->tp) {
+        atomic_store(&params->tp->kernel_failed, true);
     }
 }
 
@@ -176,7 +183,8 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
         // threads of a multi-threaded node agree on running it (kernels may barrier inside).
         if (ith < n_tasks && !stopping) {
             const struct ggml_compute_params params = { ith, n_tasks, tp->wsize, tp->wdata, tp };
-            if (!ggml_cpu_compute_forward(&params, node)) {
+            if (!ggml_cpu_compute_forward(&params, node) ||
+                atomic_load_explicit(&tp->kernel_failed, memory_order_relaxed)) {
                 ggml_threadpool_stop_at(tp, i, GGML_STATUS_FAILED);
                 stopping = true;
             }
@@ -259,6 +267,7 @@ struct ggml_threadpool * ggml_threadpool_new(int n_threads) {
     atomic_init(&tp->n_finished, 0);
     atomic_init(&tp->status, GGML_STATUS_SUCCESS);
     atomic_init(&tp->stop_node, INT_MAX);
+    atomic_init(&tp->kernel_failed, false);
     pthread_mutex_init(&tp->mutex, NULL);
     pthread_cond_init(&tp->cond, NULL);
     tp->threads = calloc((size_t) n_threads, sizeof(pthread_t));
@@ -393,6 +402,7 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
     tp->n_threads_cur = nth;
     atomic_store(&tp->status, GGML_STATUS_SUCCESS);
     atomic_store(&tp->stop_node, INT_MAX);
+    atomic_store(&tp->kernel_failed, false);
     atomic_store(&tp->n_finished, 0);
     if (nth > 1) {
         pthread_mutex_lock(&tp->mutex);
