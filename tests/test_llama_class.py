@@ -1,0 +1,458 @@
+"""The high-level `Llama` class on SmolLM2-135M-Instruct: construction, tokens, generation,
+completions (greedy, seeds, stop strings, UTF-8-safe streaming, usage), chat, embeddings,
+lifetime, and chat-template metadata that must never be executed.
+
+Oracles: NumPy (mean pooling of the per-token embeddings), jinja2's sandbox rendering of the
+model's own chat template, the `gguf` package (to write a model with a hostile template), and
+properties that any correct text stream must have (checked with hypothesis).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import llama_py.llama_cpp as C
+from llama_py import ggml
+from llama_py._lib import LlamaError
+from llama_py.llama import Llama, _TextStream
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+PROMPT = "The capital of France is"
+EMOJI_PROMPT = "Emojis: 😀 😃 😄 😁 😆 😅 😂 🤣"
+
+
+@pytest.fixture(scope="module")
+def llm(smollm2_path, lib_path):
+    with Llama(str(smollm2_path), n_ctx=512) as m:
+        yield m
+
+
+@pytest.fixture(scope="module")
+def greedy_tokens(llm):
+    """The first 24 greedy tokens after PROMPT (the reference every completion test cuts from)."""
+    gen = llm.generate(llm.tokenize(PROMPT), temperature=0)
+    toks = [next(gen) for _ in range(24)]
+    gen.close()
+    return toks
+
+
+def _is_partial_utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+        return False
+    except UnicodeDecodeError:
+        return True
+
+
+# ---- construction ----
+
+def test_threads_default_to_physical_cores(smollm2_path, lib_path):
+    cores = ggml.ggml_cpu_n_physical_cores()
+    assert 1 <= cores <= (os.cpu_count() or cores)
+    with Llama(str(smollm2_path), n_ctx=64) as m:
+        assert m.n_threads == cores and m.n_threads_batch == cores
+        assert C.llama_n_threads(m._ctx) == cores and C.llama_n_threads_batch(m._ctx) == cores
+    with Llama(str(smollm2_path), n_ctx=64, n_threads=cores + 7, n_threads_batch=1000) as m:
+        assert m.n_threads == cores and m.n_threads_batch == cores   # never more than the cores
+        assert C.llama_n_threads(m._ctx) == cores
+    with Llama(str(smollm2_path), n_ctx=64, n_threads=1) as m:
+        assert m.n_threads == 1 and C.llama_n_threads(m._ctx) == 1
+
+
+def test_construction_errors(tmp_path, lib_path):
+    with pytest.raises(FileNotFoundError):
+        Llama(str(tmp_path / "missing.gguf"))
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\xff" * 60)
+    with pytest.raises(LlamaError):
+        Llama(str(bad))
+
+
+def test_properties(llm):
+    assert llm.n_ctx() == 512
+    assert llm.n_vocab() == 49152
+    assert llm.n_embd() == 576
+    assert llm.detokenize([llm.token_eos()], special=True) == b"<|im_end|>"
+    meta = llm.metadata
+    assert meta["general.architecture"] == "llama"
+    assert meta["tokenizer.chat_template"].startswith("{% for message in messages %}")
+
+
+# ---- tokens ----
+
+@pytest.mark.parametrize("text", [PROMPT, " leading space", "multi\nline\ttext  ", "Ünïcödé ünd 中文 😀!",
+                                  "<|im_start|>user"])
+def test_tokenize_detokenize_round_trip(llm, text):
+    toks = llm.tokenize(text, add_bos=False)
+    assert toks and all(0 <= t < llm.n_vocab() for t in toks)
+    assert llm.detokenize(toks) == text.encode("utf-8")
+    assert b"".join(llm.token_to_piece(t) for t in toks) == text.encode("utf-8")
+    assert llm.tokenize(text.encode("utf-8"), add_bos=False) == toks  # bytes in, same tokens
+
+
+def test_tokenize_special(llm):
+    as_text = llm.tokenize("<|im_start|>", add_bos=False, special=False)
+    as_special = llm.tokenize("<|im_start|>", add_bos=False, special=True)
+    assert len(as_special) == 1 and len(as_text) > 1
+    assert llm.detokenize(as_special, special=True) == b"<|im_start|>"
+    assert llm.detokenize(as_special, special=False) == b""  # control tokens render only when asked
+
+
+# ---- generation ----
+
+def test_generate_greedy(llm, greedy_tokens):
+    text = llm.detokenize(greedy_tokens).decode("utf-8", "replace")
+    assert "Paris" in text.split(".")[0], text
+    # again, now reusing the cached prompt: the same tokens
+    gen = llm.generate(llm.tokenize(PROMPT), temperature=0)
+    again = [next(gen) for _ in range(8)]
+    gen.close()
+    assert again == greedy_tokens[:8]
+    # and from an empty cache
+    llm.reset()
+    gen = llm.generate(llm.tokenize(PROMPT), temp=0)
+    assert [next(gen) for _ in range(8)] == greedy_tokens[:8]
+    gen.close()
+
+
+def test_completion_greedy_is_deterministic(llm, greedy_tokens):
+    a = llm.create_completion(PROMPT, max_tokens=12, temperature=0)
+    b = llm.create_completion(PROMPT, max_tokens=12, temperature=0)
+    assert a["choices"][0]["text"] == b["choices"][0]["text"]
+    assert a["choices"][0]["text"].encode() == llm.detokenize(greedy_tokens[:12])
+    assert a["object"] == "text_completion" and a["id"].startswith("cmpl-")
+    assert a["choices"][0]["finish_reason"] == "length"
+    n_prompt = len(llm.tokenize(PROMPT, special=True))
+    assert a["usage"] == {"prompt_tokens": n_prompt, "completion_tokens": 12, "total_tokens": n_prompt + 12}
+    assert llm(PROMPT, max_tokens=3, temperature=0)["usage"]["completion_tokens"] == 3
+
+
+def test_completion_echo_and_token_prompt(llm, greedy_tokens):
+    out = llm.create_completion(PROMPT, max_tokens=4, temperature=0, echo=True)
+    assert out["choices"][0]["text"] == PROMPT + llm.detokenize(greedy_tokens[:4]).decode()
+    out = llm.create_completion(llm.tokenize(PROMPT), max_tokens=4, temperature=0)
+    assert out["choices"][0]["text"].encode() == llm.detokenize(greedy_tokens[:4])
+
+
+def test_seed_reproducibility(llm):
+    def sample(seed, **kw):
+        return llm.create_completion(PROMPT, max_tokens=10, temperature=1.2, top_k=0, top_p=1.0, min_p=0.0,
+                                     seed=seed, **kw)["choices"][0]["text"]
+    assert sample(1234) == sample(1234)
+    outs = {sample(s) for s in (1, 2, 3, 4)}
+    assert len(outs) > 1  # different seeds do draw differently at this temperature
+
+
+def test_seed_from_constructor(smollm2_path, lib_path):
+    def run():
+        with Llama(str(smollm2_path), n_ctx=128, seed=99) as m:
+            return m.create_completion(PROMPT, max_tokens=8, temperature=1.0)["choices"][0]["text"]
+    assert run() == run()
+
+
+def test_max_tokens_none_runs_to_eog_or_context(smollm2_path, lib_path):
+    with Llama(str(smollm2_path), n_ctx=24) as m:
+        out = m.create_completion(PROMPT, max_tokens=None, temperature=0)
+        n_prompt = out["usage"]["prompt_tokens"]
+        if out["choices"][0]["finish_reason"] == "length":
+            assert out["usage"]["completion_tokens"] == 24 - n_prompt
+        with pytest.raises(ValueError):
+            m.create_completion("word " * 40, max_tokens=4)
+
+
+# ---- stop strings ----
+
+def _spanning_stop(llm, toks):
+    """A stop string that starts inside one generated token and ends inside the next, and the
+    character offset of its first occurrence in the generated text."""
+    pieces = [llm.token_to_piece(t).decode("utf-8") for t in toks]
+    text = "".join(pieces)
+    pos = 0
+    for a, b in zip(pieces, pieces[1:]):
+        pos += len(a)
+        if len(a.strip()) >= 2 and len(b.strip()) >= 2:
+            stop = a[-2:] + b[:2]
+            if text.find(stop) == pos - 2:
+                return stop, pos - 2
+    pytest.fail(f"no two adjacent word pieces in {pieces!r}")
+
+
+def test_stop_string_spanning_tokens(llm, greedy_tokens):
+    full = llm.detokenize(greedy_tokens).decode()
+    stop, at = _spanning_stop(llm, greedy_tokens)
+    out = llm.create_completion(PROMPT, max_tokens=24, temperature=0, stop=stop)
+    assert out["choices"][0]["text"] == full[:at]
+    assert out["choices"][0]["finish_reason"] == "stop"
+    # streamed: the same text, and no chunk ever shows a piece of the stop string
+    chunks = [c["choices"][0]["text"] for c in
+              llm.create_completion(PROMPT, max_tokens=24, temperature=0, stop=[stop], stream=True)]
+    assert "".join(chunks) == full[:at]
+    emitted = ""
+    for c in chunks:
+        emitted += c
+        assert full[:at].startswith(emitted)
+    # the earliest of several stops wins; a stop whose prefix appears but which never completes
+    # holds nothing back at the end
+    later = full[at + len(stop):][:3]
+    if later.strip():
+        assert llm.create_completion(PROMPT, max_tokens=24, temperature=0, stop=[later, stop])["choices"][0]["text"] \
+            == full[:min(at, full.find(later))]
+    never = full[:6] + "\x00never"
+    out = llm.create_completion(PROMPT, max_tokens=24, temperature=0, stop=never)
+    assert out["choices"][0]["text"] == full and out["choices"][0]["finish_reason"] == "length"
+
+
+def test_usage_with_stop(llm, greedy_tokens):
+    stop, at = _spanning_stop(llm, greedy_tokens)
+    out = llm.create_completion(PROMPT, max_tokens=24, temperature=0, stop=stop)
+    # generation ran through the token that completed the stop string, and no further
+    pieces = [llm.token_to_piece(t) for t in greedy_tokens]
+    done, n = b"", 0
+    while stop.encode() not in done:
+        done += pieces[n]
+        n += 1
+    assert out["usage"]["completion_tokens"] == n
+
+
+# ---- UTF-8 safe streaming ----
+
+def test_stream_never_splits_utf8(llm):
+    gen = llm.generate(llm.tokenize(EMOJI_PROMPT), temperature=0)
+    toks = [next(gen) for _ in range(15)]
+    gen.close()
+    # the model spells these emoji over several byte tokens: the test really crosses them
+    assert any(_is_partial_utf8(llm.token_to_piece(t)) for t in toks)
+    chunks = list(llm.create_completion(EMOJI_PROMPT, max_tokens=15, temperature=0, stream=True))
+    texts = [c["choices"][0]["text"] for c in chunks]
+    for t in texts:
+        assert "\ufffd" not in t
+        t.encode("utf-8")  # every chunk is whole characters
+    joined = "".join(texts)
+    assert joined == llm.detokenize(toks).decode("utf-8", "ignore")  # a character cut by max_tokens is dropped
+    assert any(ord(ch) > 0xFFFF for ch in joined)  # four-byte characters went through
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert chunks[-1]["usage"]["completion_tokens"] == 15
+    assert all(c["id"] == chunks[0]["id"] for c in chunks)
+    # the non-streamed text is the same
+    assert llm.create_completion(EMOJI_PROMPT, max_tokens=15, temperature=0)["choices"][0]["text"] == joined
+
+
+def _utf8_splits(data: bytes, cuts):
+    cuts = sorted({c for c in cuts if 0 < c < len(data)})
+    return [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("ab \n.") + ["é", "中", "😀", "ß"]), max_size=40),
+       cuts=st.lists(st.integers(0, 200), max_size=30),
+       stop_spans=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 5)), max_size=3),
+       extra_stops=st.lists(st.text(alphabet=st.sampled_from(list("ab.") + ["é", "😀"]), min_size=1, max_size=4),
+                            max_size=2))
+def test_text_stream_properties(text, cuts, stop_spans, extra_stops):
+    stops = [text[i:i + n] for i, n in stop_spans if text[i:i + n]] + extra_stops
+    data = text.encode("utf-8")
+    hits = [data.find(s.encode()) for s in stops if data.find(s.encode()) >= 0]
+    expected = data[:min(hits)].decode() if hits else text
+    s = _TextStream(stops)
+    out = ""
+    stopped = False
+    for piece in _utf8_splits(data, cuts):
+        chunk, stopped = s.push(piece)
+        assert "\ufffd" not in chunk
+        out += chunk
+        assert expected.startswith(out)  # never a byte of a stop string, never a broken character
+        if stopped:
+            break
+    if not stopped:
+        out += s.flush()
+    assert out == expected
+    assert stopped == bool(hits)
+
+
+def test_text_stream_truncated_character_dropped():
+    s = _TextStream([])
+    assert s.push("a😀".encode()[:3]) == ("a", False)
+    assert s.flush() == ""
+    s = _TextStream([])  # malformed bytes are not held forever: they come out as U+FFFD
+    assert s.push(b"\xe4x") == ("\ufffdx", False)
+
+
+# ---- chat ----
+
+MESSAGES = [{"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "What is the capital of France?"}]
+
+
+def test_apply_chat_template_matches_models_jinja(llm):
+    jinja2 = pytest.importorskip("jinja2")
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    tmpl = llm.metadata["tokenizer.chat_template"]
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    conv = MESSAGES + [{"role": "assistant", "content": "Paris."}, {"role": "user", "content": "And Spain?"}]
+    for msgs in (MESSAGES, conv):
+        for add in (True, False):
+            expected = env.from_string(tmpl).render(messages=msgs, add_generation_prompt=add)
+            assert llm.apply_chat_template(msgs, add_generation_prompt=add) == expected
+
+
+def test_chat_completion(llm):
+    out = llm.create_chat_completion(MESSAGES, max_tokens=32, temperature=0)
+    assert out["object"] == "chat.completion" and out["id"].startswith("chatcmpl-")
+    ch = out["choices"][0]
+    assert ch["message"]["role"] == "assistant"
+    assert "Paris" in ch["message"]["content"], ch
+    assert ch["finish_reason"] == "stop"   # ended by <|im_end|>, which is not in the text
+    assert "<|im_end|>" not in ch["message"]["content"]
+    prompt = llm.apply_chat_template(MESSAGES)
+    assert out["usage"]["prompt_tokens"] == len(llm.tokenize(prompt, special=True))
+    assert out["usage"]["total_tokens"] == out["usage"]["prompt_tokens"] + out["usage"]["completion_tokens"]
+    # streamed deltas: role first, then content pieces that add up to the same message
+    chunks = list(llm.create_chat_completion(MESSAGES, max_tokens=32, temperature=0, stream=True))
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant"}
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == ch["message"]["content"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
+
+
+def test_chat_format_override(smollm2_path, lib_path):
+    with Llama(str(smollm2_path), n_ctx=64, chat_format="llama3") as m:
+        assert m.apply_chat_template([{"role": "user", "content": "hi"}]) == \
+            "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+    with Llama(str(smollm2_path), n_ctx=64, chat_format="no-such-format") as m:
+        with pytest.raises(LlamaError, match="built-in"):
+            m.apply_chat_template([{"role": "user", "content": "hi"}])
+
+
+# ---- embeddings ----
+
+def test_embed_needs_embedding_mode(llm):
+    with pytest.raises(LlamaError, match="embedding=True"):
+        llm.embed("hello")
+
+
+def test_embed_mean_pooled_normalized(smollm2_path, lib_path):
+    sentences = ["The cat sat on the mat.", "A cat is sitting on a rug.", "Stock markets fell sharply today."]
+    with Llama(str(smollm2_path), n_ctx=128, embedding=True) as e:
+        vecs = np.array(e.embed(sentences))
+        single = np.array(e.embed(sentences[0]))
+        resp = e.create_embedding(sentences[:2])
+        with pytest.raises(LlamaError):  # a pooled context yields no logits to sample from
+            e.create_completion(PROMPT, max_tokens=2)
+        toks = e.tokenize(sentences[0])
+    assert vecs.shape == (3, 576)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-6)
+    assert np.allclose(single, vecs[0], atol=1e-6)
+    sim = vecs @ vecs.T
+    assert sim[0, 1] > sim[0, 2] and sim[0, 1] > sim[1, 2]
+    assert [d["index"] for d in resp["data"]] == [0, 1] and np.allclose(resp["data"][1]["embedding"], vecs[1])
+    # oracle: the mean of the per-token embeddings (pooling NONE), normalised with NumPy
+    with Llama(str(smollm2_path), n_ctx=128, embedding=True, pooling_type=C.LLAMA_POOLING_TYPE_NONE) as raw:
+        with pytest.raises(LlamaError):
+            raw.embed("x")
+        batch = C.llama_batch_init(len(toks), 0, 1)
+        for i, t in enumerate(toks):
+            C.llama_batch_add(batch, t, i, [0], True)
+        assert C.llama_decode(raw._ctx, batch) == 0
+        rows = np.array([C.llama_get_embeddings_ith(raw._ctx, i)[:576] for i in range(len(toks))])
+        C.llama_batch_free(batch)
+    mean = rows.mean(axis=0)
+    assert np.allclose(vecs[0], mean / np.linalg.norm(mean), atol=1e-5)
+
+
+# ---- lifetime ----
+
+def test_close_order_and_use_after_close(smollm2_path, lib_path, monkeypatch):
+    calls = []
+    for name, tag in (("llama_sampler_free", "sampler"), ("llama_free", "context"), ("llama_model_free", "model")):
+        orig = getattr(C, name)
+
+        def wrapped(ptr, _orig=orig, _tag=tag):
+            calls.append(_tag)
+            return _orig(ptr)
+        monkeypatch.setattr(C, name, wrapped)
+    m = Llama(str(smollm2_path), n_ctx=64)
+    m.create_completion(PROMPT, max_tokens=2, temperature=0)   # makes a sampler
+    calls.clear()
+    m.close()
+    assert calls == ["sampler", "context", "model"]
+    m.close()
+    assert calls == ["sampler", "context", "model"]  # twice is harmless
+    for use in (lambda: m.tokenize("x"), lambda: m.detokenize([1]), lambda: m.token_to_piece(1),
+                lambda: m.create_completion(PROMPT, max_tokens=2), lambda: next(m.generate([1])),
+                lambda: m.create_chat_completion(MESSAGES), lambda: m.embed("x"), lambda: m.n_ctx(),
+                lambda: m.n_embd(), lambda: m.token_eos(), lambda: m.metadata, lambda: m.reset(),
+                lambda: m.eval([1])):
+        with pytest.raises(LlamaError, match="closed"):
+            use()
+    calls.clear()
+    with Llama(str(smollm2_path), n_ctx=64) as m2:
+        next(m2.generate(m2.tokenize(PROMPT), temperature=0))
+    assert calls == ["sampler", "context", "model"]
+    with pytest.raises(LlamaError, match="closed"):
+        m2.tokenize("x")
+
+
+# ---- metadata is data, never code ----
+
+def _write_vocab_model(path: Path, template: str) -> None:
+    """A vocab-only GGUF (a six-token SentencePiece-style vocabulary) carrying the given chat template."""
+    import gguf
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_tokenizer_model("llama")
+    tokens = ["<unk>", "<s>", "</s>", "\u2581", "h", "i"]
+    w.add_token_list(tokens)
+    w.add_token_scores([0.0] * len(tokens))
+    w.add_token_types([2, 3, 3, 1, 1, 1])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_chat_template(template)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+
+
+def test_chat_template_metadata_is_never_executed(tmp_path, lib_path):
+    jinja2 = pytest.importorskip("jinja2")
+    marker = tmp_path / "pwned"
+    payload = "{{ cycler.__init__.__globals__.os.system('touch " + str(marker) + "') }}"
+    # the payload is live: an unsandboxed Jinja renderer runs it (in a child process)
+    probe = subprocess.run([sys.executable, "-c", "import jinja2,sys; jinja2.Template(sys.argv[1]).render()", payload],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0 and marker.exists(), probe.stderr
+    marker.unlink()
+
+    hostile = tmp_path / "hostile.gguf"
+    _write_vocab_model(hostile, payload)
+    disguised = tmp_path / "disguised.gguf"
+    _write_vocab_model(disguised, payload + "{{'<|im_start|>' + message['role']}}")
+    msgs = [{"role": "user", "content": "hi"}]
+    code = (
+        "import sys, llama_py\n"
+        "from llama_py import Llama, LlamaError\n"
+        "m = Llama(sys.argv[1], vocab_only=True)\n"
+        "assert 'os.system' in m.metadata['tokenizer.chat_template']\n"
+        "try:\n"
+        f"    m.apply_chat_template({msgs!r}); print('formatted')\n"
+        "except LlamaError as e:\n"
+        "    print('refused:', e)\n"
+        "m2 = Llama(sys.argv[2], vocab_only=True)\n"
+        f"print(repr(m2.apply_chat_template({msgs!r})))\n"
+        "print('jinja2 loaded' if 'jinja2' in sys.modules else 'no jinja2')\n"
+    )
+    env = dict(os.environ, LLAMA_PY_LIB=str(lib_path))
+    proc = subprocess.run([sys.executable, "-c", code, str(hostile), str(disguised)], capture_output=True, text=True,
+                          timeout=60, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("refused:") and "built-in" in lines[0]
+    assert lines[1] == repr("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")  # laid out as chatml
+    assert lines[2] == "no jinja2"
+    assert not marker.exists()
