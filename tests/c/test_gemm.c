@@ -96,10 +96,20 @@ static void check_kernels(enum ggml_type type, int64_t K, int M, int N) {
         char * panel = aligned(ggml_gemm_panel_bytes(gt, K));
         float * out = malloc(sizeof(float)*(size_t) M*(size_t) N);
         for (size_t i = 0; i < (size_t) M*N; i++) out[i] = NAN;
-        for (int c = 0; c < N; c++) {
-            gt->act(gt, qa + (size_t) c*arow, K, c % GGML_GEMM_NR,
-                    groups + (size_t) (c/GGML_GEMM_NR)*ggml_gemm_group_bytes(gt, K));
+        // groups through the set's act_group; byte-equal to the portable per-column filler
+        char * ref_groups = aligned(ggml_gemm_group_bytes(gt, K)*(size_t) ngroups);
+        for (int g = 0; g < ngroups; g++) {
+            const int nc = N - g*GGML_GEMM_NR < GGML_GEMM_NR ? N - g*GGML_GEMM_NR : GGML_GEMM_NR;
+            gt->act_group(gt, qa + (size_t) g*GGML_GEMM_NR*arow, arow, nc, K, groups + (size_t) g*ggml_gemm_group_bytes(gt, K));
+            for (int c = 0; c < nc; c++) {
+                ggml_gemm_act_generic(gt, qa + (size_t) (g*GGML_GEMM_NR + c)*arow, K, c,
+                                      ref_groups + (size_t) g*ggml_gemm_group_bytes(gt, K));
+            }
         }
+        CHECK(memcmp(groups, ref_groups, ggml_gemm_group_bytes(gt, K)*(size_t) ngroups) == 0,
+              "%s kernels=%s K=%lld N=%d: activation groups differ from the portable filler", ggml_type_name(type),
+              ggml_cpu_kernel_variant_name((enum ggml_cpu_kernel_variant) v), (long long) K, N);
+        free(ref_groups);
         for (int p = 0; p < npanels; p++) {
             const int nr = M - p*GGML_GEMM_MR < GGML_GEMM_MR ? M - p*GGML_GEMM_MR : GGML_GEMM_MR;
             gt->pack(gt, w + (size_t) p*GGML_GEMM_MR*wrow, wrow, nr, K, panel);
@@ -124,9 +134,11 @@ static void check_kernels(enum ggml_type type, int64_t K, int M, int N) {
     free(w); free(qa); free(x); free(wabs); free(aabs); free(ref); free(mag);
 }
 
-// 2. Panel levels and scales reproduce the reference dequantizer: d*(u - off) + m.
-static void check_pack_values(enum ggml_type type) {
-    const struct ggml_gemm_traits * gt = ggml_gemm_get_traits_variant(type, GGML_CPU_KERNELS_PORTABLE);
+// 2. Panel levels and scales of every set's packer reproduce the reference dequantizer:
+//    d*(u - off) + m.
+static void check_pack_values(enum ggml_type type, enum ggml_cpu_kernel_variant var) {
+    const struct ggml_gemm_traits * gt = ggml_gemm_get_traits_variant(type, var);
+    if (!gt) return;
     const struct ggml_type_traits * tt = ggml_get_type_traits(type);
     const int64_t K = 512;
     const int nr = 11;
@@ -152,10 +164,11 @@ static void check_pack_values(enum ggml_type type) {
             if (gt->has_min) memcpy(&m, pb + gt->qb*GGML_GEMM_MR + 64 + 4*r, 4);
             const float v = d*(float) (u - gt->off) + m;
             const float want = r < nr ? deq[k] : 0.0f;
-            if (!(fabsf(v - want) <= 1e-6f*fabsf(want) + 1e-7f) || (r >= nr && (u != 0 || d != 0.0f || m != 0.0f))) bad++;
+            if (!(fabsf(v - want) <= 1e-6f*fabsf(want) + 1e-7f) || (r >= nr && (d != 0.0f || m != 0.0f))) bad++;
         }
     }
-    CHECK(bad == 0, "%s: %d panel values differ from the reference dequantizer", ggml_type_name(type), bad);
+    CHECK(bad == 0, "%s kernels=%s: %d panel values differ from the reference dequantizer", ggml_type_name(type),
+          ggml_cpu_kernel_variant_name(var), bad);
     free(w); free(x); free(deq); free(panel);
 }
 
@@ -245,7 +258,7 @@ int main(void) {
         }
     }
     for (size_t t = 0; t < N_TYPES; t++) {
-        check_pack_values(gemm_types[t]);
+        for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) check_pack_values(gemm_types[t], (enum ggml_cpu_kernel_variant) v);
         const bool kq = ggml_blck_size(gemm_types[t]) == QK_K;
         check_kernels(gemm_types[t], kq ? 256 : 96, 37, 11);
         check_kernels(gemm_types[t], 768, 16, 8);

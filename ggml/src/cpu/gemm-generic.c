@@ -236,6 +236,11 @@ void ggml_gemm_act_generic(const struct ggml_gemm_traits * gt, const void * qrow
     }
 }
 
+void ggml_gemm_act_group_generic(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride,
+                                 int nc, int64_t K, void * group) {
+    for (int c = 0; c < nc; c++) gt->act(gt, (const char *) qrows + (size_t) c*qstride, K, c, group);
+}
+
 void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, const void * panel,
                               const void * group, float * dst, int64_t ldc, int nr, int nc) {
     const int qb = gt->qb, sb = gt->sb;
@@ -301,6 +306,7 @@ void ggml_gemm_init_generic(struct ggml_gemm_traits * t) {
         g->pack = ggml_gemm_pack_generic;
         g->kernel = ggml_gemm_kernel_generic;
         g->act = ggml_gemm_act_generic;
+        g->act_group = ggml_gemm_act_group_generic;
         g->accelerated = false;
     }
 }

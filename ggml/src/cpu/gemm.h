@@ -51,6 +51,11 @@ typedef void (*ggml_gemm_kernel_t)(const struct ggml_gemm_traits * gt, int64_t K
 typedef void (*ggml_gemm_act_t)(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, int c,
                                 void * group);
 
+// Fills columns [0, nc) of a group from nc rows quantized to act_type (row c at qrows + c*qstride);
+// the caller zeroes the group first when nc < 8.
+typedef void (*ggml_gemm_act_group_t)(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride,
+                                      int nc, int64_t K, void * group);
+
 // How one weight type runs through the GEMM. qb == 0: the type has no GEMM path.
 struct ggml_gemm_traits {
     enum ggml_type type;        // the weight type
@@ -62,6 +67,7 @@ struct ggml_gemm_traits {
     ggml_gemm_pack_t   pack;    // weight rows -> panel
     ggml_gemm_kernel_t kernel;  // 16 x 8 tile
     ggml_gemm_act_t    act;     // quantized activation row -> group column
+    ggml_gemm_act_group_t act_group; // up to 8 quantized rows -> group
     bool accelerated;           // kernel is SIMD: mul_mat prefers it to vec_dot per column
 };
 
@@ -110,6 +116,8 @@ void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, con
                               const void * group, float * dst, int64_t ldc, int nr, int nc);
 void ggml_gemm_act_generic   (const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, int c,
                               void * group);
+void ggml_gemm_act_group_generic(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride,
+                                 int nc, int64_t K, void * group);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@
 // wdata layout (vec_dot): [64 B: tile counter][converted b rows, each padded to 64 B, once or per
 // thread][per-thread float row for gathering strided b rows].
 // wdata layout (GEMM): [64 B: item counter][activation groups of every batch][per thread: panels
-// of one item, a quantized b row, a float row for gathering].
+// of one item, 8 quantized b rows, a float row for gathering].
 #include "ops-util.h"
 #include "gemm.h"
 
@@ -114,7 +114,7 @@ static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_te
     const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
     if (N < GGML_GEMM_MIN_N || !ggml_gemm_enabled()) return false;
     const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(a->type);
-    if (!gt || !gt->accelerated || !gt->kernel || !gt->pack || !gt->act) return false;
+    if (!gt || !gt->accelerated || !gt->kernel || !gt->pack || !gt->act_group) return false;
     const struct ggml_type_traits_cpu * atc = ggml_get_type_traits_cpu(gt->act_type);
     if (!atc || !atc->from_float) return false;
     if (K % (gt->qb*gt->sb) != 0 || K % ggml_blck_size(a->type) != 0 || a->nb[0] != ggml_type_size(a->type) ||
@@ -139,7 +139,7 @@ static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_te
     p->act_bytes = GGML_PAD(p->group_bytes*(size_t) (p->ngroups*nbatch), 64);
     p->qrow_bytes = GGML_PAD(ggml_row_size(gt->act_type, K), 64);
     p->frow_bytes = (b->type != GGML_TYPE_F32 || b->nb[0] != sizeof(float)) ? GGML_PAD((size_t) K*sizeof(float), 64) : 0;
-    p->thread_bytes = GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64) + p->qrow_bytes + p->frow_bytes;
+    p->thread_bytes = GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64) + GGML_GEMM_NR*p->qrow_bytes + p->frow_bytes;
     return true;
 }
 
@@ -163,7 +163,7 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
     char * mine = act + p->act_bytes + (size_t) ith*p->thread_bytes;
     char * panels = mine;
     char * qrow = mine + GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64);
-    float * frow = p->frow_bytes ? (float *) (qrow + p->qrow_bytes) : NULL;
+    float * frow = p->frow_bytes ? (float *) (qrow + GGML_GEMM_NR*p->qrow_bytes) : NULL;
 
     // Phase 1: b's columns -> activation groups (group index = batch*ngroups + g).
     int64_t g0, g1;
@@ -185,9 +185,9 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
                 }
                 row = frow;
             }
-            p->quantize(row, qrow, K);
-            gt->act(gt, qrow, K, c, group);
+            p->quantize(row, qrow + (size_t) c*p->qrow_bytes, K);
         }
+        gt->act_group(gt, qrow, p->qrow_bytes, nc, K, group);
     }
     const int64_t n_items = p->items_m*nbatch;
     int64_t t = ith;

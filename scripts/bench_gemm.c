@@ -1,0 +1,135 @@
+// bench_gemm.c — mul_mat speed for prompt-sized batches: quantized a [K, M] times F32 b [K, N],
+// through the graph API, with the GEMM path (cpu/gemm.h) off ("old": vec_dot per column) and on
+// ("new"), on 1 and 2 threads; plus the bare micro-kernel on data that stays in cache.
+// Built and run by scripts/bench_gemm.py (links the static library of a build folder).
+//
+// Figures are int8 multiply-adds x 2 per second (GOP/s = 2*M*N*K / time). On a shared machine
+// wall-clock time includes time other processes took, so two clocks are reported, best of reps:
+// cpu = CPU time of the process (all threads, spin-waits included) divided by the threads used,
+// wall = elapsed time. For one thread cpu is the figure to trust.
+#include "cpu/gemm.h"
+#include "ggml.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double clock_s(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double) ts.tv_sec + 1e-9*(double) ts.tv_nsec;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (float) ((rng >> 11) & 0xFFFFFF)/(float) 0x1000000 - 0.5f;
+}
+
+static bool listed(const char * list, const char * name) {
+    if (!list || !*list) return true;
+    const size_t len = strlen(name);
+    for (const char * p = list; *p; ) {
+        const char * e = strchr(p, ',');
+        const size_t l = e ? (size_t) (e - p) : strlen(p);
+        if (l == len && strncmp(p, name, len) == 0) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
+// Best (cpu per thread, wall) seconds of computing gf on nth threads.
+static void time_graph(struct ggml_context * ctx, struct ggml_cgraph * gf, int nth, int reps, double * cpu, double * wall) {
+    *cpu = *wall = 1e30;
+    ggml_graph_compute_with_ctx(ctx, gf, nth); // warm-up (page faults, caches)
+    for (int r = 0; r < reps; r++) {
+        const double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
+        ggml_graph_compute_with_ctx(ctx, gf, nth);
+        const double c = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0)/nth, w = clock_s(CLOCK_MONOTONIC) - w0;
+        if (c < *cpu) *cpu = c;
+        if (w < *wall) *wall = w;
+    }
+}
+
+// Micro-kernel alone: 4 panels x 8 groups of K (all in L2), thread CPU time, GOP/s.
+static double kernel_gops(enum ggml_type type, int64_t K, int reps) {
+    const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(type);
+    if (!gt || !gt->accelerated) return 0.0;
+    const int P = 4, G = 8;
+    const size_t pb = ggml_gemm_panel_bytes(gt, K), gb = ggml_gemm_group_bytes(gt, K);
+    char * panels = aligned_alloc(64, GGML_PAD(pb*P, 64));
+    char * groups = aligned_alloc(64, GGML_PAD(gb*G, 64));
+    for (size_t i = 0; i < pb*P; i++) panels[i] = (char) (i*7 & 15);
+    for (size_t i = 0; i < gb*G; i++) groups[i] = (char) (i*13 & 63);
+    float out[GGML_GEMM_NR*GGML_GEMM_MR];
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+        for (int it = 0; it < 4; it++)
+            for (int p = 0; p < P; p++) for (int g = 0; g < G; g++) {
+                gt->kernel(gt, K, panels + p*pb, groups + g*gb, out, GGML_GEMM_MR, GGML_GEMM_MR, GGML_GEMM_NR);
+            }
+        const double t = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+        if (t < best) best = t;
+    }
+    free(panels); free(groups);
+    return 2.0*4*P*G*GGML_GEMM_MR*GGML_GEMM_NR*(double) K/best*1e-9;
+}
+
+int main(int argc, char ** argv) {
+    const char * types_arg = argc > 1 ? argv[1] : "q4_0,q4_1,q8_0,q4_K,q6_K";
+    const char * shapes_arg = argc > 2 ? argv[2] : "576x576,576x1536,1536x576,2048x2048,2048x5632,5632x2048";
+    const int N = argc > 3 ? atoi(argv[3]) : 512;
+    const int reps = argc > 4 ? atoi(argv[4]) : 3;
+    const int max_threads = argc > 5 ? atoi(argv[5]) : 2;
+    const enum ggml_type all[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
+                                   GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K };
+
+    printf("kernel set: %s; N = %d; GOP/s = 2*M*N*K / time, best of %d; cpu = process CPU time / threads\n\n",
+           ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected()), N, reps);
+    printf("| type | K x M | kernel only | threads | old cpu | new cpu | speed-up | old wall | new wall |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t ti = 0; ti < sizeof(all)/sizeof(all[0]); ti++) {
+        const enum ggml_type type = all[ti];
+        if (!listed(types_arg, ggml_type_name(type))) continue;
+        const struct ggml_type_traits * tt = ggml_get_type_traits(type);
+        for (const char * s = shapes_arg; s && *s; ) {
+            long K = 0, M = 0;
+            if (sscanf(s, "%ldx%ld", &K, &M) != 2) break;
+            const char * e = strchr(s, ',');
+            s = e ? e + 1 : NULL;
+            if (K % ggml_blck_size(type) != 0) continue;
+            struct ggml_init_params ip = { (size_t) (ggml_row_size(type, K)*M + (size_t) K*N*4 + (size_t) M*N*4) + 16u*1024*1024, NULL, false };
+            struct ggml_context * ctx = ggml_init(ip);
+            struct ggml_tensor * a = ggml_new_tensor_2d(ctx, type, K, M);
+            struct ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
+            float * row = malloc(sizeof(float)*(size_t) K);
+            for (long r = 0; r < M; r++) {
+                for (long k = 0; k < K; k++) row[k] = frand();
+                tt->from_float_ref(row, (char *) a->data + r*a->nb[1], K);
+            }
+            free(row);
+            for (long i = 0; i < K*N; i++) ((float *) b->data)[i] = frand();
+            struct ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+            struct ggml_cgraph * gf = ggml_new_graph(ctx);
+            ggml_build_forward_expand(gf, out);
+            const double ops = 2.0*(double) M*N*K*1e-9;
+            const double kg = kernel_gops(type, K, reps);
+            for (int nth = 1; nth <= max_threads; nth++) {
+                double oc, ow, nc, nw;
+                ggml_gemm_set_enabled(false);
+                time_graph(ctx, gf, nth, reps, &oc, &ow);
+                ggml_gemm_set_enabled(true);
+                time_graph(ctx, gf, nth, reps, &nc, &nw);
+                printf("| %s | %ldx%ld | %.0f | %d | %.1f | %.1f | %.2fx | %.1f | %.1f |\n", ggml_type_name(type), K, M, kg,
+                       nth, ops/oc, ops/nc, oc/nc, ops/ow, ops/nw);
+                fflush(stdout);
+            }
+            ggml_free(ctx);
+        }
+    }
+    return 0;
+}
