@@ -61,7 +61,10 @@ def test_batch_vs_token_by_token(smol):
             single.append(c.logits(-1))
     err = rel_err(np.stack(single), batch)
     print(f"SmolLM2 batch vs token-by-token: max rel diff {err:.2e}")
-    assert err < 1e-3
+    # Activations are re-quantized to int8 before every quantized matmul, so any difference in
+    # float summation order between the batch (GEMM) and single-token (GEMV) kernels flips int8
+    # roundings and grows through 30 layers: the kernels must agree bit for bit to pass.
+    assert err < 1e-3, "batched and single-token matmul kernels disagree (compare GGML_CPU_GEMM=0)"
 
 
 def test_two_sequences_in_one_batch(smol):
