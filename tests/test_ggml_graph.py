@@ -377,3 +377,30 @@ def test_log_callback_is_kept_alive_and_removable(ctx):
         assert ggml._log_callback_ref is not None
     assert log and all(isinstance(text, str) for _, text in log)
     assert ggml._log_callback_ref is None  # C default restored
+
+
+def test_abort_callback_stops_compute_and_none_removes_it(ctx):
+    x = ggml.tensor_from_numpy(ctx, np.ones(16, np.float32))
+    y = ggml.ggml_scale(ctx, ggml.ggml_add(ctx, x, x), 3.0)
+    gf = ggml.ggml_new_graph(ctx)
+    ggml.ggml_build_forward_expand(gf, y)
+    tp = ggml.ggml_threadpool_new(2)
+    calls = []
+    cb = ggml.ggml_abort_callback(lambda data: calls.append(1) or True)
+    try:
+        ggml.ggml_threadpool_set_abort_callback(tp, cb, None)
+        ggml.tensor_set_numpy(y, np.zeros(16, np.float32))
+        assert ggml.ggml_graph_compute(gf, tp) == ggml.GGML_STATUS_ABORTED
+        assert calls and not np.all(ggml.tensor_to_numpy(y) == 6)
+        ggml.ggml_threadpool_set_abort_callback(tp, None, None)  # None passes as NULL
+        assert ggml.ggml_graph_compute(gf, tp) == ggml.GGML_STATUS_SUCCESS
+        np.testing.assert_array_equal(ggml.tensor_to_numpy(y), np.full(16, 6, np.float32))
+    finally:
+        ggml.ggml_threadpool_free(tp)
+
+
+def test_format_name_is_variadic(ctx):
+    t = ggml.ggml_new_tensor_1d(ctx, ggml.GGML_TYPE_F32, 4)
+    ggml.ggml_format_name(t, b"blk.%d.%s", ctypes.c_int(5), b"attn_q")
+    assert ggml.ggml_get_name(t) == b"blk.5.attn_q"
+    assert ggml.ggml_get_tensor(ctx, b"blk.5.attn_q") == t
