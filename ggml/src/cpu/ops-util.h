@@ -164,6 +164,9 @@ static inline float ggml_cpu_expf(float x) {
     const float lo = -87.3365447504f;     // exp(lo) = FLT_MIN
     float xc = ggml_cpu_select(x > hi, hi, x);
     xc = ggml_cpu_select(xc < lo, lo, xc);
+    // NaN would reach the float->int conversion below, which is undefined (UBSan); the NaN
+    // is put back at the end.
+    xc = ggml_cpu_select(xc != xc, 0.0f, xc);
     // n = round(x / ln2) by the 1.5*2^23 trick (exact for |n| < 2^22, no rounding-mode call).
     const float magic = 12582912.0f;
     const float n = (xc*1.44269504088896341f + magic) - magic;
