@@ -1,103 +1,150 @@
 """llama-bench-style measurements through the public API.
 
-pp<N>: an N-token prompt decoded in one batch from an empty cache.
-tg<N>: N tokens decoded one at a time after an empty cache.
-Rows report t/s as mean +- standard deviation over repetitions, like llama-bench.
+    python -m llama_py bench -m model.gguf -p 512 -n 128 -r 5 -t 2
+    python -m llama_py bench -m model.gguf -p 128,512 -n 0 -t 1,2 -o json
+
+pp<N>: an N-token prompt decoded from an empty cache (in n_batch pieces, like llama-bench).
+tg<N>: N tokens decoded one at a time from an empty cache.
+Each row gives t/s as mean +- sample standard deviation over -r repetitions, after one
+warm-up run, with the model's size and parameter count, like llama-bench's markdown table.
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
-import os
+import json
 import statistics
+import sys
 import time
-from typing import List, Optional
+from typing import Callable, List, Optional, Sequence
 
 from . import llama_cpp as C
 
-
-def _decode_tokens(ctx, tokens: List[int]) -> None:
-    arr = (C.llama_token * len(tokens))(*tokens)
-    rc = C.llama_decode(ctx, C.llama_batch_get_one(arr, len(tokens)))
-    if rc != 0:
-        raise RuntimeError(f"llama_decode returned {rc}")
+# The library keeps a pointer to the log callback: it must outlive every call that may log.
+_QUIET_LOG = None
 
 
-def run_bench(model_path: str, n_prompt: int = 512, n_gen: int = 128, reps: int = 5, threads: Optional[int] = None,
-              flash_attn: bool = True, out=print) -> List[dict]:
+def _quiet() -> None:
+    global _QUIET_LOG
+    if _QUIET_LOG is None:
+        _QUIET_LOG = C.llama_log_callback(lambda level, text, ud: None)
+    C.llama_log_set(_QUIET_LOG, None)
+
+
+def _decode(ctx, tokens: Sequence[int], n_batch: int) -> None:
+    for i in range(0, len(tokens), n_batch):
+        part = tokens[i:i + n_batch]
+        arr = (C.llama_token * len(part))(*part)
+        rc = C.llama_decode(ctx, C.llama_batch_get_one(arr, len(part)))
+        if rc != 0:
+            raise RuntimeError(f"llama_decode returned {rc}")
+
+
+def _fmt_size(n_bytes: int) -> str:
+    return f"{n_bytes / 2**30:.2f} GiB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:.2f} MiB"
+
+
+def _fmt_params(n: int) -> str:
+    return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.2f} M"
+
+
+def run_bench(model_path: str, n_prompt: Sequence[int] = (512,), n_gen: Sequence[int] = (128,), reps: int = 5,
+              threads: Sequence[Optional[int]] = (None,), flash_attn: bool = True, n_batch: int = 2048,
+              out: Optional[Callable[[str], None]] = print, fmt: str = "md") -> List[dict]:
+    """Runs the tests and returns one dict per row; prints the rows through `out` as they finish."""
+    if isinstance(n_prompt, int):
+        n_prompt = [n_prompt]
+    if isinstance(n_gen, int):
+        n_gen = [n_gen]
+    if threads is None or isinstance(threads, int):
+        threads = [threads]
+    reps = max(1, reps)
     C.llama_backend_init()
-    quiet = C.llama_log_callback(lambda level, text, ud: None)
-    C.llama_log_set(quiet, None)
-    mp = C.llama_model_default_params()
-    model = C.llama_model_load_from_file(model_path.encode(), mp)
+    _quiet()
+    model = C.llama_model_load_from_file(model_path.encode(), C.llama_model_default_params())
     if not model:
         raise RuntimeError(f"could not load {model_path}")
-    cp = C.llama_context_default_params()
-    cp.n_ctx = max(n_prompt + n_gen, 256)
-    cp.n_batch = max(n_prompt, 1)
-    cp.n_ubatch = max(n_prompt, 1)
-    if threads:
-        cp.n_threads = threads
-        cp.n_threads_batch = threads
-    cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else C.LLAMA_FLASH_ATTN_TYPE_DISABLED
-    ctx = C.llama_init_from_model(model, cp)
-    if not ctx:
+    rows: List[dict] = []
+    try:
+        desc = ctypes.create_string_buffer(128)
+        C.llama_model_desc(model, desc, len(desc))
+        size = C.llama_model_size(model)
+        n_params = C.llama_model_n_params(model)
+        n_vocab = C.llama_vocab_n_tokens(C.llama_model_get_vocab(model))
+        tests = [("pp", n) for n in n_prompt if n > 0] + [("tg", n) for n in n_gen if n > 0]
+        if out and fmt == "md":
+            out("| model | size | params | backend | threads | test | t/s |")
+            out("| ----- | ---: | -----: | ------- | ------: | ---: | --: |")
+        for th in threads:
+            for kind, n in tests:
+                cp = C.llama_context_default_params()
+                cp.n_ctx = max(n, 16)
+                cp.n_batch = min(n_batch, max(n, 1))
+                cp.n_ubatch = min(512, cp.n_batch)
+                if th:
+                    cp.n_threads = cp.n_threads_batch = th
+                cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else C.LLAMA_FLASH_ATTN_TYPE_DISABLED
+                ctx = C.llama_init_from_model(model, cp)
+                if not ctx:
+                    raise RuntimeError("could not create a context")
+                try:
+                    mem = C.llama_get_memory(ctx)
+                    n_threads = C.llama_n_threads(ctx)
+                    # the same token stream every run, spread over the vocabulary
+                    tokens = [(i * 7919 + 13) % n_vocab for i in range(n)]
+                    speeds = []
+                    for r in range(reps + 1):  # run 0 warms up caches and the thread pool
+                        C.llama_memory_clear(mem, True)
+                        t0 = time.perf_counter()
+                        if kind == "pp":
+                            _decode(ctx, tokens, cp.n_batch)
+                        else:
+                            for t in tokens:
+                                _decode(ctx, [t], 1)
+                        dt = time.perf_counter() - t0
+                        if r > 0:
+                            speeds.append(n / dt)
+                finally:
+                    C.llama_free(ctx)
+                mean = statistics.fmean(speeds)
+                sd = statistics.stdev(speeds) if len(speeds) > 1 else 0.0
+                row = {"model": desc.value.decode(), "size": size, "params": n_params, "backend": "CPU",
+                       "threads": n_threads, "test": f"{kind}{n}", "t_s": mean, "sd": sd, "reps": reps,
+                       "samples_ts": speeds}
+                rows.append(row)
+                if out and fmt == "md":
+                    out(f"| {row['model']} | {_fmt_size(size)} | {_fmt_params(n_params)} | CPU | {n_threads} | "
+                        f"{row['test']} | {mean:.2f} ± {sd:.2f} |")
+        if out and fmt == "json":
+            out(json.dumps(rows, indent=2))
+    finally:
         C.llama_model_free(model)
-        raise RuntimeError("could not create a context")
-    vocab = C.llama_model_get_vocab(model)
-    n_vocab = C.llama_vocab_n_tokens(vocab)
-    mem = C.llama_get_memory(ctx)
-    desc = ctypes.create_string_buffer(128)
-    C.llama_model_desc(model, desc, len(desc))
-    size_gib = C.llama_model_size(model) / 1024 ** 3
-    params_b = C.llama_model_n_params(model) / 1e9
-    n_threads = C.llama_n_threads(ctx)
-    rows = []
-    tokens = [(i * 7919 + 13) % n_vocab for i in range(max(n_prompt, n_gen))]
-
-    # warm-up: one small batch and one token
-    _decode_tokens(ctx, tokens[:min(16, len(tokens))])
-    C.llama_memory_clear(mem, True)
-
-    out(f"| model | size | params | threads | test | t/s |")
-    out(f"| ----- | ---: | -----: | ------: | ---: | --: |")
-    for test, n in (("pp", n_prompt), ("tg", n_gen)):
-        if n <= 0:
-            continue
-        speeds = []
-        for _ in range(reps):
-            C.llama_memory_clear(mem, True)
-            t0 = time.perf_counter()
-            if test == "pp":
-                _decode_tokens(ctx, tokens[:n])
-            else:
-                for i in range(n):
-                    _decode_tokens(ctx, [tokens[i]])
-            dt = time.perf_counter() - t0
-            speeds.append(n / dt)
-        mean = statistics.fmean(speeds)
-        sd = statistics.stdev(speeds) if len(speeds) > 1 else 0.0
-        row = {"model": desc.value.decode(), "size_gib": size_gib, "params_b": params_b, "threads": n_threads,
-               "test": f"{test}{n}", "t_s": mean, "sd": sd}
-        rows.append(row)
-        out(f"| {row['model']} | {size_gib:.2f} GiB | {params_b:.2f} B | {n_threads} | {row['test']} | "
-            f"{mean:.2f} ± {sd:.2f} |")
-    C.llama_free(ctx)
-    C.llama_model_free(model)
     return rows
 
 
+def _int_list(s: str) -> List[int]:
+    return [int(x) for x in s.split(",") if x.strip()]
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="llama_py bench", description="llama-bench-style speed rows")
+    p = argparse.ArgumentParser(prog="python -m llama_py bench", description="llama-bench-style speed rows")
     p.add_argument("-m", "--model", default=None, help="GGUF file (default: the demo model)")
-    p.add_argument("-p", "--n-prompt", type=int, default=512)
-    p.add_argument("-n", "--n-gen", type=int, default=128)
+    p.add_argument("-p", "--n-prompt", type=_int_list, default=[512], help="prompt lengths, comma separated")
+    p.add_argument("-n", "--n-gen", type=_int_list, default=[128], help="generation lengths, comma separated")
     p.add_argument("-r", "--repetitions", type=int, default=5)
-    p.add_argument("-t", "--threads", type=int, default=None)
+    p.add_argument("-t", "--threads", type=_int_list, default=None, help="thread counts, comma separated "
+                                                                         "(default: the physical cores)")
+    p.add_argument("-b", "--batch-size", type=int, default=2048)
     p.add_argument("-fa", "--flash-attn", type=int, default=1)
+    p.add_argument("-o", "--output", choices=("md", "json"), default="md")
     a = p.parse_args(argv)
     from .pull import resolve_model
-    run_bench(resolve_model(a.model), a.n_prompt, a.n_gen, a.repetitions, a.threads, bool(a.flash_attn))
+    try:
+        run_bench(resolve_model(a.model), a.n_prompt, a.n_gen, a.repetitions, a.threads or [None],
+                  bool(a.flash_attn), a.batch_size, out=lambda s: print(s, flush=True), fmt=a.output)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

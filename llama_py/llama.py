@@ -251,6 +251,18 @@ class Llama:
                 out[key] = buf.value.decode("utf-8", errors="replace")
         return out
 
+    def perf(self) -> Dict[str, float]:
+        """The context's timings since it was made or since reset_perf(): prompt tokens decoded in
+        batches (n_p_eval, t_p_eval_ms) and tokens decoded one at a time (n_eval, t_eval_ms)."""
+        self._check_open()
+        d = C.llama_perf_context(self._ctx)
+        return {"t_load_ms": d.t_load_ms, "t_p_eval_ms": d.t_p_eval_ms, "n_p_eval": d.n_p_eval,
+                "t_eval_ms": d.t_eval_ms, "n_eval": d.n_eval}
+
+    def reset_perf(self) -> None:
+        self._check_open()
+        C.llama_perf_context_reset(self._ctx)
+
     # ---- tokens ----
 
     def tokenize(self, text: Union[str, bytes], add_bos: bool = True, special: bool = False) -> List[int]:

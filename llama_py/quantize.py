@@ -25,6 +25,7 @@ FTYPES["Q3_K"] = FTYPES["Q3_K_M"]
 FTYPES["Q4_K"] = FTYPES["Q4_K_M"]
 FTYPES["Q5_K"] = FTYPES["Q5_K_M"]
 
+_LOG_ERROR = 4  # GGML_LOG_LEVEL_ERROR
 _PROGRESS = re.compile(rb"^\[\s*(\d+)/\s*(\d+)\]")
 
 
@@ -43,7 +44,7 @@ def quantize(inp: str, out: str, ftype: str, nthread: int = 0, pure: bool = Fals
             bar = "#" * (30 * i // max(n, 1))
             sys.stderr.write(f"\r[{bar:<30}] {i}/{n} tensors")
             sys.stderr.flush()
-        elif level >= 4 and text:  # errors
+        elif level == _LOG_ERROR and text:
             errors.append(text.decode("utf-8", "replace").strip())
 
     cb = C.llama_log_callback(on_log)
@@ -64,14 +65,17 @@ def quantize(inp: str, out: str, ftype: str, nthread: int = 0, pure: bool = Fals
     if show_progress:
         sys.stderr.write("\n")
     if rc != 0:
-        raise RuntimeError("quantization failed: " + ("; ".join(errors) or f"code {rc}"))
+        msg = "; ".join(errors) or f"code {rc}"
+        if "allow_requantize" in msg:
+            msg += " (pass --allow-requantize to quantize an already quantized model again)"
+        raise RuntimeError("quantization failed: " + msg)
 
 
 _keep = []
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="llama_py quantize", description="quantize a GGUF model")
+    ap = argparse.ArgumentParser(prog="python -m llama_py quantize", description="quantize a GGUF model")
     ap.add_argument("input")
     ap.add_argument("output")
     ap.add_argument("type", help=", ".join(sorted(FTYPES)))
