@@ -38,6 +38,9 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from llama_py import convert as C  # noqa: E402
 
+transformers.utils.logging.disable_progress_bar()
+transformers.utils.logging.set_verbosity_error()
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from model_util import Ctx, Model  # noqa: E402
 
@@ -75,6 +78,7 @@ LEADING_SPACE_PROMPTS = [" leading space", "   three spaces then text"]
 
 LLAMA3_RE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
              r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_RE = LLAMA3_RE.replace(r"\p{N}{1,3}", r"\p{N}")
 SPM_TEMPLATE = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}</s>{% endfor %}"
 
 
@@ -110,6 +114,12 @@ def _train_bpe(pre: str):
             pre_tokenizers.Split(Regex(LLAMA3_RE), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
         specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"]
+    elif pre == "qwen2":
+        tk.normalizer = tokenizers.normalizers.NFC()
+        tk.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(QWEN2_RE), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     else:
         raise ValueError(pre)
     tk.decoder = decoders.ByteLevel()
@@ -201,6 +211,7 @@ def ckpts(tmp_path_factory, lib_path) -> Dict[str, Checkpoint]:
         "gpt-2": _bpe_checkpoint(root, "gpt-2", "gpt-2", tied=False, seed=3, pad_vocab_to=512),
         "llama-bpe": _bpe_checkpoint(root, "llama-bpe", "llama-bpe", tied=True, seed=4),
         "smollm": _bpe_checkpoint(root, "smollm", "smollm", tied=True, seed=5),
+        "qwen2": _bpe_checkpoint(root, "qwen2", "qwen2", tied=False, seed=6),
     }
     return out
 
@@ -303,7 +314,7 @@ def hf_ids(ck: Checkpoint, text: str) -> List[int]:
 # ---------------------------------------------------------------------------------------------
 # tests
 
-VARIANTS = ["spm", "spm-tied", "gpt-2", "llama-bpe", "smollm"]
+VARIANTS = ["spm", "spm-tied", "gpt-2", "llama-bpe", "smollm", "qwen2"]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -455,6 +466,40 @@ def test_metadata(ckpts):
     assert kv["tokenizer.ggml.pre"] == "gpt-2"
     assert fields(ckpts["llama-bpe"].converted("f32"))[0]["tokenizer.ggml.pre"] == "llama-bpe"
     assert fields(ckpts["smollm"].converted("f32"))[0]["tokenizer.ggml.pre"] == "smollm"
+    assert fields(ckpts["qwen2"].converted("f32"))[0]["tokenizer.ggml.pre"] == "qwen2"
+
+
+def _pre(*steps, normalizer=None):
+    return {"normalizer": normalizer, "pre_tokenizer": steps[0] if len(steps) == 1 else
+            {"type": "Sequence", "pretokenizers": list(steps)}}
+
+
+def _bl(use_regex=True, add_prefix_space=False):
+    return {"type": "ByteLevel", "add_prefix_space": add_prefix_space, "trim_offsets": True, "use_regex": use_regex}
+
+
+def _split(rx):
+    return {"type": "Split", "pattern": {"Regex": rx}, "behavior": "Isolated", "invert": False}
+
+
+def test_detect_pre_tokenizer():
+    """The pre-tokenizer configurations that published tokenizer.json files carry, both spellings
+    of the Llama-3 / Qwen2 case-insensitive contractions, and refusals."""
+    llama3_cased = LLAMA3_RE.replace("(?i:'s|'t|'re|'ve|'m|'ll|'d)",
+                                     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])")
+    digits = {"type": "Digits", "individual_digits": True}
+    assert C.detect_bpe_pre(_pre(_bl())) == "gpt-2"
+    assert C.detect_bpe_pre(_pre(_split(LLAMA3_RE), _bl(False))) == "llama-bpe"
+    assert C.detect_bpe_pre(_pre(_split(llama3_cased), _bl(False))) == "llama-bpe"
+    assert C.detect_bpe_pre(_pre(_split(QWEN2_RE), _bl(False), normalizer={"type": "NFC"})) == "qwen2"
+    assert C.detect_bpe_pre(_pre(digits, _bl())) == "smollm"
+    for bad in [_pre(_bl(add_prefix_space=True)), _pre(_split(LLAMA3_RE + "x"), _bl(False)),
+                _pre({"type": "Metaspace", "replacement": "\u2581"}), _pre(_split(LLAMA3_RE), _bl(True)),
+                _pre({"type": "Digits", "individual_digits": False}, _bl()), {"pre_tokenizer": None}]:
+        with pytest.raises(C.ConvertError, match="unknown pre-tokenizer"):
+            C.detect_bpe_pre(bad)
+    with pytest.raises(C.ConvertError, match="normalizer"):
+        C.detect_bpe_pre(_pre(_bl(), normalizer={"type": "Lowercase"}))
 
 
 def test_chat_template_and_specials_through_the_library(ckpts):
@@ -513,3 +558,104 @@ def test_rope_scaling(tmp_path, sp_model, lib_path, rope):
     print(f"\nrope {rope['rope_type']}: f32 max rel {err:.2e} (unscaled transformers: {off:.2e})", end="")
     assert err < 1e-4, err
     assert off > 1e-2, off
+
+
+def test_sharded_bf16_checkpoint(tmp_path, sp_model, lib_path):
+    """A BF16 checkpoint in several shards (model.safetensors.index.json): BF16 out keeps the
+    checkpoint's bits, F32 out widens them exactly, and the logits equal transformers' on them."""
+    d = tmp_path / "sharded"
+    d.mkdir()
+    shutil.copy(sp_model, d / "tokenizer.model")
+    tok = transformers.LlamaTokenizer.from_pretrained(str(d), add_bos_token=True)
+    tok.save_pretrained(str(d))
+    model = _random_model(len(tok), tied=False, seed=11, dtype=torch.bfloat16)
+    model.save_pretrained(str(d), max_shard_size="40KB")
+    shards = sorted(p.name for p in d.glob("*.safetensors"))
+    assert (d / "model.safetensors.index.json").exists() and len(shards) > 2, shards
+    # the reference: transformers loading this directory in float32 (a model cast with .to()
+    # would carry a bf16-rounded rotary inv_freq buffer)
+    ref_model = transformers.LlamaForCausalLM.from_pretrained(str(d), dtype=torch.float32).eval()
+    ck = Checkpoint(d, ref_model, transformers.AutoTokenizer.from_pretrained(str(d)), "spm")
+
+    sd = {k: v.detach().to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+          for k, v in model.state_dict().items()}
+    r = gguf.GGUFReader(str(ck.converted("bf16")))
+    for t in r.tensors:
+        if t.name in ("blk.1.attn_k.weight", "blk.0.ffn_down.weight", "token_embd.weight"):
+            src = {"blk.1.attn_k.weight": "model.layers.1.self_attn.k_proj.weight",
+                   "blk.0.ffn_down.weight": "model.layers.0.mlp.down_proj.weight",
+                   "token_embd.weight": "model.embed_tokens.weight"}[t.name]
+            w = sd[src]
+            if "attn_k" in t.name:
+                w = w[C.qk_row_permutation(w.shape[0], N_HEAD_KV)]
+            assert np.asarray(t.data).tobytes() == w.tobytes(), t.name
+    toks = [hf_ids(ck, p) for p in PROMPTS]
+    ref = hf_logits(ck.model, toks)
+    err = rel_err(our_logits(ck.converted("f32"), toks), ref)
+    assert err < 1e-4, err
+
+
+def test_cli_progress_and_errors(tmp_path, ckpts):
+    env = dict(os.environ)
+    out = tmp_path / "cli.gguf"
+    p = subprocess.run([sys.executable, str(REPO / "scripts" / "convert_hf_to_gguf.py"), str(ckpts["smollm"].path),
+                        "--outfile", str(out), "--outtype", "q8_0"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("[")]
+    assert len(lines) == 2 + 9 * N_LAYER and "token_embd.weight" in lines[0] and "q8_0" in lines[0]
+    assert "wrote" in p.stderr and out.exists()
+    assert out.read_bytes() == ckpts["smollm"].converted("q8_0").read_bytes()
+
+    # errors are one clear line and exit status 1, and leave no partial file
+    bad = tmp_path / "bad"
+    shutil.copytree(ckpts["gpt-2"].path, bad, ignore=shutil.ignore_patterns("*.gguf"))
+    js = json.loads((bad / "tokenizer.json").read_text())
+    js["pre_tokenizer"] = {"type": "Whitespace"}
+    (bad / "tokenizer.json").write_text(json.dumps(js))
+    assert C.main([str(bad), "--outfile", str(tmp_path / "x.gguf")]) == 1
+    with pytest.raises(C.ConvertError, match="unknown pre-tokenizer .*Whitespace.*supported: gpt-2, llama-bpe"):
+        C.convert(bad, tmp_path / "x.gguf", "f16", progress=None)
+    assert not list(tmp_path.glob("x.gguf*"))
+
+    bad2 = tmp_path / "bad2"
+    shutil.copytree(ckpts["spm"].path, bad2, ignore=shutil.ignore_patterns("*.gguf"))
+    cfg = json.loads((bad2 / "config.json").read_text())
+    cfg["num_hidden_layers"] = 3
+    (bad2 / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(C.ConvertError, match="no tensor 'model.layers.2"):
+        C.convert(bad2, tmp_path / "y.gguf", "f16", progress=None)
+    cfg["num_hidden_layers"] = 1
+    (bad2 / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(C.ConvertError, match="not used by the llama architecture: model.layers.1"):
+        C.convert(bad2, tmp_path / "y.gguf", "f16", progress=None)
+    cfg["num_hidden_layers"] = N_LAYER
+    cfg["vocab_size"] = 10
+    (bad2 / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(C.ConvertError, match="tokenizer has 401 tokens but the model's embedding has 10"):
+        C.convert(bad2, tmp_path / "y.gguf", "f16", progress=None)
+    with pytest.raises(C.ConvertError, match="outtype"):
+        C.convert(ckpts["spm"].path, tmp_path / "y.gguf", "q4_0", progress=None)
+    # a truncated shard
+    data = (bad2 / "model.safetensors").read_bytes()
+    (bad2 / "model.safetensors").write_bytes(data[:len(data) // 2])
+    with pytest.raises(C.ConvertError, match="data offsets"):
+        C.Checkpoint(bad2)
+
+
+def test_safetensors_reader_against_safetensors(tmp_path):
+    """Our header parser and views against the `safetensors` package's own writer."""
+    st = pytest.importorskip("safetensors.numpy")
+    rng = np.random.default_rng(0)
+    tensors = {"a": rng.standard_normal((3, 5)).astype(np.float32), "b": rng.standard_normal(7).astype(np.float16),
+               "c": np.arange(12, dtype=np.int64).reshape(2, 3, 2), "empty": np.zeros((0, 4), np.float32)}
+    path = tmp_path / "t.safetensors"
+    st.save_file(tensors, str(path), metadata={"format": "np"})
+    f = C.SafetensorsFile(path)
+    try:
+        assert f.metadata == {"format": "np"}
+        for k, v in tensors.items():
+            got = f.array(k)
+            assert got.shape == v.shape and got.dtype == v.dtype and np.array_equal(got, v), k
+    finally:
+        f.close()
