@@ -1,0 +1,216 @@
+"""`python -m llama_py ...` as a user runs it: each command in a subprocess on SmolLM2.
+
+Oracles: the `gguf` package (tensor bytes, parameter count and types of the files the CLI
+reads and writes), the high-level Llama class for the greedy text, and what each command
+promises to print. Nothing is downloaded: pip is pointed at nothing, so a download attempt
+would fail the test instead of quietly reaching the network.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llama_py.llama import Llama
+
+REPO = Path(__file__).resolve().parents[1]
+PROMPT = "The capital of France is"
+
+
+@pytest.fixture(scope="module")
+def env(lib_path, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("empty-cache")
+    return dict(os.environ, LLAMA_PY_LIB=str(lib_path), PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO),
+                LLAMA_PY_CACHE=str(cache),           # an empty cache unless a test says otherwise
+                PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1", PIP_FIND_LINKS="")  # pip can fetch nothing
+
+
+def cli(env, *args, stdin: str = "", timeout: int = 120, **extra):
+    e = dict(env, **extra)
+    return subprocess.run([sys.executable, "-m", "llama_py", *map(str, args)], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, env=e, cwd=REPO)
+
+
+_SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+# ggml type -> (block elements, block bytes) for the types these tests meet
+_BLOCK = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 8: (32, 34), 30: (1, 2)}
+_TYPE_NAME = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 8: "Q8_0", 30: "BF16"}
+
+
+def tensor_table(path) -> dict:
+    """name -> (type name, elements, bytes) from a GGUF v3 header, read by the file format's
+    published layout; it agrees with the `gguf` package on SmolLM2, which takes ~8 s here to
+    parse every vocab string)."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read(8 << 20)
+    assert data[:4] == b"GGUF" and struct.unpack_from("<I", data, 4)[0] == 3
+    n_tensors, n_kv = struct.unpack_from("<QQ", data, 8)
+    off = 24
+
+    def string(o):
+        n = struct.unpack_from("<Q", data, o)[0]
+        return data[o + 8:o + 8 + n].decode(), o + 8 + n
+
+    def skip_value(t, o):
+        if t == 8:
+            return string(o)[1]
+        if t == 9:
+            sub, n = struct.unpack_from("<IQ", data, o)
+            o += 12
+            if sub in _SCALAR:
+                return o + n * struct.calcsize("<" + _SCALAR[sub])
+            for _ in range(n):
+                o = skip_value(sub, o)
+            return o
+        return o + struct.calcsize("<" + _SCALAR[t])
+
+    for _ in range(n_kv):
+        _, off = string(off)
+        t = struct.unpack_from("<I", data, off)[0]
+        off = skip_value(t, off + 4)
+    table = {}
+    for _ in range(n_tensors):
+        name, off = string(off)
+        nd = struct.unpack_from("<I", data, off)[0]
+        ne = struct.unpack_from(f"<{nd}Q", data, off + 4)
+        t = struct.unpack_from("<I", data, off + 4 + 8 * nd)[0]
+        off += 4 + 8 * nd + 4 + 8
+        n = 1
+        for x in ne:
+            n *= x
+        blk, size = _BLOCK[t]
+        table[name] = (_TYPE_NAME[t], n, n // blk * size)
+    return table
+
+
+@pytest.fixture(scope="module")
+def gguf_facts(smollm2_path):
+    """Tensor bytes, parameter count and tensor count of the model file."""
+    table = tensor_table(smollm2_path)
+    return {"bytes": sum(v[2] for v in table.values()), "params": sum(v[1] for v in table.values()),
+            "n_tensors": len(table)}
+
+
+@pytest.fixture(scope="module")
+def greedy8(smollm2_path, lib_path):
+    with Llama(str(smollm2_path), n_ctx=128) as m:
+        return m.create_completion(PROMPT, max_tokens=8, temperature=0)["choices"][0]["text"]
+
+
+def test_usage(env):
+    p = cli(env, "--help")
+    assert p.returncode == 0
+    for name in ("run", "chat", "bench", "quantize", "gguf-dump", "convert", "pull"):
+        assert re.search(rf"^\s+{re.escape(name)}\s", p.stdout, re.M), p.stdout
+    assert cli(env).returncode == 2
+    p = cli(env, "frobnicate")
+    assert p.returncode == 2 and "unknown command" in p.stderr
+
+
+def test_run_streams_text_and_speeds(env, smollm2_path, greedy8):
+    p = cli(env, "run", "-m", smollm2_path, "-p", PROMPT, "-n", 8, "--temp", 0)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == PROMPT + greedy8 + "\n"
+    assert "Paris" in p.stdout
+    m = re.search(r"prompt: (\d+) tokens in \d+ ms, ([\d.]+) t/s \| generation: (\d+) tokens in \d+ ms, ([\d.]+) t/s",
+                  p.stderr)
+    assert m, p.stderr
+    assert int(m.group(1)) == 5 and float(m.group(2)) > 0
+    assert int(m.group(3)) == 7 and float(m.group(4)) > 0  # the 8th token is sampled, never decoded
+    seeded = [cli(env, "run", "-m", smollm2_path, "-p", PROMPT, "-n", 6, "--temp", 1.0, "--seed", 7).stdout
+              for _ in range(2)]
+    assert seeded[0] == seeded[1]
+
+
+def test_run_errors(env, tmp_path):
+    p = cli(env, "run", "-m", tmp_path / "missing.gguf")
+    assert p.returncode == 1 and "error:" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_run_and_pull_use_the_cached_demo_model(env, smollm2_path, tmp_path, greedy8):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "SmolLM2-135M-Instruct.Q4_1.gguf").symlink_to(smollm2_path)
+    p = cli(env, "pull", LLAMA_PY_CACHE=str(cache))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == str(cache / "SmolLM2-135M-Instruct.Q4_1.gguf")  # stdout: the path and nothing else
+    p = cli(env, "run", "-p", PROMPT, "-n", 8, "--temp", 0, LLAMA_PY_CACHE=str(cache))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == PROMPT + greedy8 + "\n"
+    assert sorted(x.name for x in cache.iterdir()) == ["SmolLM2-135M-Instruct.Q4_1.gguf"]  # nothing fetched
+
+
+def test_pull_without_network_fails_cleanly(env, tmp_path):
+    p = cli(env, "pull", LLAMA_PY_CACHE=str(tmp_path / "c"), timeout=180)
+    assert p.returncode == 1
+    assert "could not download" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "c" / "SmolLM2-135M-Instruct.Q4_1.gguf").exists()
+    assert not [x for x in (tmp_path / "c").iterdir()]  # no partial file, no scratch folder left
+
+
+def test_chat_through_stdin(env, smollm2_path):
+    p = cli(env, "chat", "-m", smollm2_path, "-n", 24, "--temp", 0,
+            stdin="What is the capital of France?\nWhat is the capital of Germany?\n")
+    assert p.returncode == 0, p.stderr
+    turns = p.stdout.split("> ")[1:]
+    assert len(turns) == 2, p.stdout
+    assert turns[0].startswith("What is the capital of France?\n") and "Paris" in turns[0]
+    assert turns[1].startswith("What is the capital of Germany?\n") and "Berlin" in turns[1]
+
+
+def test_bench_rows(env, smollm2_path, gguf_facts):
+    p = cli(env, "bench", "-m", smollm2_path, "-r", 2, "-p", 32, "-n", 8)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert lines[0] == "| model | size | params | backend | threads | test | t/s |"
+    size = f"{gguf_facts['bytes'] / 2**20:.2f} MiB"
+    params = f"{gguf_facts['params'] / 1e6:.2f} M"
+    rows = {}
+    for line in lines[2:]:
+        m = re.fullmatch(r"\| (.+?) \| (.+?) \| (.+?) \| CPU \| (\d+) \| (\w+) \| ([\d.]+) ± ([\d.]+) \|", line)
+        assert m, line
+        assert m.group(1) == "llama 135M Q4_1" and m.group(2) == size and m.group(3) == params
+        assert 1 <= int(m.group(4)) <= (os.cpu_count() or 1)
+        rows[m.group(5)] = (float(m.group(6)), float(m.group(7)))
+    assert set(rows) == {"pp32", "tg8"}
+    assert all(ts > 0 and sd >= 0 for ts, sd in rows.values())
+
+
+def test_quantize(env, smollm2_path, tmp_path, gguf_facts):
+    out = tmp_path / "q8.gguf"
+    p = cli(env, "quantize", smollm2_path, out, "Q8_0")
+    assert p.returncode == 1 and "--allow-requantize" in p.stderr and not out.exists()
+    p = cli(env, "quantize", smollm2_path, out, "Q8_0", "--allow-requantize")
+    assert p.returncode == 0, p.stderr
+    n = gguf_facts["n_tensors"]
+    assert f"{n}/{n} tensors" in p.stderr  # the progress bar reached the end
+    sizes = re.search(r": ([\d.]+) MiB -> .*: ([\d.]+) MiB \(Q8_0\)", p.stdout)
+    assert sizes, p.stdout
+    assert float(sizes.group(1)) == round(os.path.getsize(smollm2_path) / 2**20, 2)
+    assert float(sizes.group(2)) == round(os.path.getsize(out) / 2**20, 2)
+    types = {k: v[0] for k, v in tensor_table(out).items()}
+    assert len(types) == n
+    assert all(types[k] == "Q8_0" for k in types if k.endswith(".weight") and "norm" not in k)
+    assert all(types[k] == "F32" for k in types if "norm" in k)
+    p = cli(env, "quantize", smollm2_path, tmp_path / "x.gguf", "Q9_9")
+    assert p.returncode == 1 and "unknown type" in p.stderr
+
+
+def test_gguf_dump(env, smollm2_path, gguf_facts):
+    p = cli(env, "gguf-dump", smollm2_path)
+    assert p.returncode == 0, p.stderr
+    assert "general.architecture = 'llama'" in p.stdout
+    assert f"GGUF.tensor_count = {gguf_facts['n_tensors']}" in p.stdout
+    assert re.search(r"\|\s+F32\s+\|\s+\d+ \| output_norm.weight$", p.stdout, re.M)
+
+
+@pytest.mark.skipif(not (REPO / "llama_py" / "convert.py").is_file(), reason="llama_py/convert.py not present")
+def test_convert_is_routed(env):
+    p = cli(env, "convert", "-h")
+    assert p.returncode == 0, p.stderr
+    assert "GGUF" in p.stdout
