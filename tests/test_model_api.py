@@ -351,9 +351,15 @@ def test_embd_input_equals_tokens(base):
                 b.seq_id[i][0] = 0
                 b.logits[i] = 1
             assert L.llama_decode(c.ptr, b) == 0
+            assert rel_err(c.all_logits(3), want) < 1e-6
+            # a NaN row would poison the shared cache: refused
+            L.llama_memory_clear(c.mem, True)
+            b.embd[64 + 5] = float("nan")
+            with LogCapture() as log:
+                assert L.llama_decode(c.ptr, b) == -1
+            assert "embd[1][5] is not finite" in log.text()
         finally:
             L.llama_batch_free(b)
-        assert rel_err(c.all_logits(3), want) < 1e-6
 
 
 def test_batch_ext(base):

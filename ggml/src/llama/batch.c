@@ -3,6 +3,9 @@
 // and the extended batch API (llama_batch_ext_*, llama_process) on top of llama_decode.
 #include "llama-context.h"
 
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +138,18 @@ int32_t llama_batch_prepare(struct llama_context * ctx, const struct llama_batch
                 return -1;
             }
         }
+        if (batch->embd != NULL) {
+            // A NaN/inf row would reach the KV cache, and masked cells still enter attention as
+            // 0 * value: one bad row would poison every sequence sharing the cache.
+            const int64_t n_embd = ctx->model->hparams.n_embd;
+            const float * e = batch->embd + (size_t) i * (size_t) n_embd;
+            for (int64_t j = 0; j < n_embd; j++) {
+                if (!isfinite(e[j])) {
+                    LLAMA_LOG_ERROR("llama_decode: embd[%d][%" PRId64 "] is not finite\n", i, j);
+                    return -1;
+                }
+            }
+        }
         if (batch->n_seq_id == NULL) {
             p->n_seq_id[i] = 1;
             p->seq_id[i] = &p->seq0;
@@ -169,9 +184,14 @@ int32_t llama_batch_prepare(struct llama_context * ctx, const struct llama_batch
         } else {
             // Continue the sequence: after its last cached position, then after its previous row.
             if (ctx->seq_next[s0] < 0) {
-                ctx->seq_next[s0] = llama_memory_seq_pos_max(&ctx->kv, s0) + 1;
+                const llama_pos last = llama_memory_seq_pos_max(&ctx->kv, s0);
+                if (last == INT32_MAX) {
+                    LLAMA_LOG_ERROR("llama_decode: sequence %d is at the largest position; it cannot continue\n", s0);
+                    return -1;
+                }
+                ctx->seq_next[s0] = last + 1;
             }
-            pos = ctx->seq_next[s0];
+            pos = ctx->seq_next[s0]; // saturates at INT32_MAX; a repeat is refused below
         }
         for (int32_t j = 0; j < p->n_seq_id[i]; j++) {
             const llama_seq_id s = p->seq_id[i][j];
@@ -183,7 +203,7 @@ int32_t llama_batch_prepare(struct llama_context * ctx, const struct llama_batch
                 return -1;
             }
             ctx->seq_last[s] = pos;
-            ctx->seq_next[s] = pos + 1;
+            ctx->seq_next[s] = pos < INT32_MAX ? pos + 1 : INT32_MAX;
         }
         p->pos[i] = pos;
         const bool out = batch->logits != NULL ? batch->logits[i] != 0 : i == n - 1;
@@ -304,13 +324,14 @@ int32_t llama_batch_ext_add_token(struct llama_batch_ext * b, llama_seq_id seq_i
     for (int32_t r = i - 1; r >= 0 && next < 0; r--) {
         for (int32_t j = 0; j < b->n_seq_id[r]; j++) {
             if (b->seq_id[r][j] == seq_id && b->pos_set[r]) {
-                next = b->pos[r] + 1;
+                next = b->pos[r] < INT32_MAX ? b->pos[r] + 1 : INT32_MAX;
                 break;
             }
         }
     }
     if (next < 0) {
-        next = llama_memory_seq_pos_max(&b->ctx->kv, seq_id) + 1;
+        const llama_pos last = llama_memory_seq_pos_max(&b->ctx->kv, seq_id);
+        next = last < INT32_MAX ? last + 1 : INT32_MAX;
     }
     b->pos[i] = next;
     b->pos_set[i] = true;
