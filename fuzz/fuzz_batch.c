@@ -5,7 +5,9 @@
 // attention, Q8_0/F16 cache with it), the cache is cleared, then each op byte runs one call
 // with arguments drawn from the following bytes. Checked after every call:
 //   - a decode that does not return 0 leaves every sequence's [pos_min, pos_max] unchanged;
-//   - a decode of token ids that returns 0 gives finite logits for every output row;
+//   - a decode of token ids that returns 0 gives finite logits for every output row, unless
+//     non-finite embeddings went into the cache earlier in the same input and no
+//     llama_memory_clear came since (a cleared cache must not remember them);
 //   - pos_min <= pos_max for every sequence (both -1 when it is empty);
 //   - the getters answer NULL or a row inside the outputs (ASan checks the read).
 // Array sizes always match the counts the batch claims when those counts are plausible; an
@@ -90,6 +92,10 @@ static void snapshot(llama_memory_t mem, struct seq_range * r) {
 }
 
 volatile float fuzz_b_sink;
+static bool g_b_poisoned; // NaN/inf embeddings were decoded since the last llama_memory_clear
+static int g_b_trace = -1; // $FUZZ_TRACE: print each call (to read a crash input)
+
+#define TRACE(...) do { if (g_b_trace) fprintf(stderr, __VA_ARGS__); } while (0)
 
 static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
     const uint8_t flags = fuzz_u8(r);
@@ -123,6 +129,7 @@ static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
         }
         if ((b & 0x70) == 0x70) {
             embd[(size_t) i * g_b_n_embd] = special[b & 3];
+            g_b_poisoned |= (flags & 3) == 3; // embd alone reaches the cache
         }
     }
 
@@ -139,12 +146,22 @@ static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
     struct seq_range before, after;
     snapshot(mem, &before);
     const int32_t rc = llama_decode(ctx, batch);
+    if (g_b_trace) {
+        TRACE("decode n_tokens=%d%s%s%s%s%s ->", n_claim, batch.token ? " token" : "", batch.embd ? " embd" : "",
+              batch.pos ? "" : " pos=NULL", batch.seq_id ? "" : " seq=NULL", batch.logits ? "" : " logits=NULL");
+        TRACE(" %d\n", rc);
+        for (int32_t i = 0; i < n && n_claim == n; i++) {
+            TRACE("   row %d: tok %d pos %d out %d seq", i, token[i], pos[i], logits[i]);
+            for (int32_t j = 0; j < (n_seq_id[i] >= 1 && n_seq_id[i] <= 8 ? n_seq_id[i] : 1); j++) TRACE(" %d", seq_id[i][j]);
+            TRACE(" (n_seq_id %d)\n", n_seq_id[i]);
+        }
+    }
     snapshot(mem, &after);
     if (rc != 0 && memcmp(&before, &after, sizeof(before)) != 0) {
         fprintf(stderr, "fuzz_batch: llama_decode returned %d but changed the cache\n", rc);
         abort();
     }
-    if (rc == 0 && batch.token != NULL) {
+    if (rc == 0 && batch.token != NULL && !g_b_poisoned) {
         for (int32_t i = 0; i < n_claim; i++) {
             const bool out = batch.logits ? batch.logits[i] != 0 : i == n_claim - 1;
             const float * row = llama_get_logits_ith(ctx, i);
@@ -172,9 +189,16 @@ static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
 
 int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     struct fuzz_reader r = { data, size };
-    struct llama_context * ctx = g_b_ctx[fuzz_u8(&r) & 1];
+    if (g_b_trace < 0) {
+        g_b_trace = getenv("FUZZ_TRACE") != NULL;
+    }
+    const int ci = fuzz_u8(&r) & 1;
+    struct llama_context * ctx = g_b_ctx[ci];
+    TRACE("context %d\n", ci);
     llama_memory_t mem = llama_get_memory(ctx);
-    llama_memory_clear(mem, false);
+    // Each input starts from an empty, zeroed cache, so that it replays alone.
+    llama_memory_clear(mem, true);
+    g_b_poisoned = false;
     struct seq_range s;
     for (int op = 0; op < MAX_OPS && r.n > 0; op++) {
         const uint8_t code = fuzz_u8(&r);
@@ -183,23 +207,40 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
             case 0: case 1: case 2: case 3: case 4:
                 op_decode(ctx, &r);
                 break;
-            case 5:
-                llama_memory_seq_rm(mem, sa, fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -1, N_CTX));
+            case 5: {
+                const llama_pos p0 = fuzz_i32_near(&r, -1, N_CTX), p1 = fuzz_i32_near(&r, -1, N_CTX);
+                TRACE("seq_rm(%d, %d, %d)\n", sa, p0, p1);
+                llama_memory_seq_rm(mem, sa, p0, p1);
                 break;
-            case 6:
-                llama_memory_seq_cp(mem, sa, fuzz_i32_near(&r, 0, N_SEQ), fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -1, N_CTX));
+            }
+            case 6: {
+                const llama_seq_id dst = fuzz_i32_near(&r, 0, N_SEQ);
+                const llama_pos p0 = fuzz_i32_near(&r, -1, N_CTX), p1 = fuzz_i32_near(&r, -1, N_CTX);
+                TRACE("seq_cp(%d, %d, %d, %d)\n", sa, dst, p0, p1);
+                llama_memory_seq_cp(mem, sa, dst, p0, p1);
                 break;
+            }
             case 7:
+                TRACE("seq_keep(%d)\n", sa);
                 llama_memory_seq_keep(mem, sa);
                 break;
-            case 8:
-                llama_memory_seq_add(mem, sa, fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -N_CTX, N_CTX));
+            case 8: {
+                const llama_pos p0 = fuzz_i32_near(&r, -1, N_CTX), p1 = fuzz_i32_near(&r, -1, N_CTX);
+                const llama_pos delta = fuzz_i32_near(&r, -N_CTX, N_CTX);
+                TRACE("seq_add(%d, %d, %d, %d)\n", sa, p0, p1, delta);
+                llama_memory_seq_add(mem, sa, p0, p1, delta);
                 break;
-            case 9:
-                llama_memory_seq_div(mem, sa, fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -1, N_CTX), fuzz_i32_near(&r, -1, 5));
+            }
+            case 9: {
+                const llama_pos p0 = fuzz_i32_near(&r, -1, N_CTX), p1 = fuzz_i32_near(&r, -1, N_CTX);
+                const int d = fuzz_i32_near(&r, -1, 5);
+                TRACE("seq_div(%d, %d, %d, %d)\n", sa, p0, p1, d);
+                llama_memory_seq_div(mem, sa, p0, p1, d);
                 break;
+            }
             case 10: {
                 const int32_t i = fuzz_i32_near(&r, -N_BATCH, N_BATCH);
+                TRACE("get outputs (%d, seq %d)\n", i, sa);
                 const float * l = llama_get_logits_ith(ctx, i);
                 const float * e = llama_get_embeddings_ith(ctx, i);
                 const float * es = llama_get_embeddings_seq(ctx, sa);
@@ -207,7 +248,9 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
                 break;
             }
             case 11:
+                TRACE("clear(data=%d)\n", code >> 7);
                 llama_memory_clear(mem, code & 0x80);
+                g_b_poisoned = false;
                 break;
         }
         snapshot(mem, &s);
