@@ -73,6 +73,7 @@ def main():
     n_cur = batch.n_tokens
     n_len = n_cur + 32
     out = b""
+    generated = []
     buf = ctypes.create_string_buffer(128)
     while n_cur <= n_len:
         logits = llama_cpp.llama_get_logits_ith(ctx, batch.n_tokens - 1)
@@ -83,6 +84,7 @@ def main():
             break
         n = llama_cpp.llama_token_to_piece(model, new_token_id, buf, 128, 0, False)
         out += buf.raw[:max(n, 0)]
+        generated.append(new_token_id)
         llama_cpp.llama_batch_clear(batch)
         llama_cpp.llama_batch_add(batch, new_token_id, n_cur, [0], True)
         n_cur += 1
@@ -90,6 +92,8 @@ def main():
             print("llama_decode failed", file=sys.stderr)
             return 1
     print(prompt + out.decode("utf-8", "replace"))
+    print(f"generated {len(generated)} tokens; forbidden token {forbidden} sampled {generated.count(forbidden)} times",
+          file=sys.stderr)
 
     llama_cpp.llama_sampler_free(smpl)
     llama_cpp.llama_batch_free(batch)

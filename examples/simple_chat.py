@@ -18,6 +18,8 @@ def main():
     ap.add_argument("-m", "--model", default=None)
     ap.add_argument("-c", "--ctx-size", type=int, default=2048)
     ap.add_argument("-n", "--n-predict", type=int, default=128)
+    ap.add_argument("--temp", type=float, default=0.8)
+    ap.add_argument("--seed", type=int, default=llama_cpp.LLAMA_DEFAULT_SEED)
     args = ap.parse_args()
     _log = quiet_logs(llama_cpp)
     llama_cpp.llama_backend_init()
@@ -33,8 +35,8 @@ def main():
         die("error: failed to create the llama_context")
     smpl = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
     llama_cpp.llama_sampler_chain_add(smpl, llama_cpp.llama_sampler_init_min_p(0.05, 1))
-    llama_cpp.llama_sampler_chain_add(smpl, llama_cpp.llama_sampler_init_temp(0.8))
-    llama_cpp.llama_sampler_chain_add(smpl, llama_cpp.llama_sampler_init_dist(llama_cpp.LLAMA_DEFAULT_SEED))
+    llama_cpp.llama_sampler_chain_add(smpl, llama_cpp.llama_sampler_init_temp(args.temp))
+    llama_cpp.llama_sampler_chain_add(smpl, llama_cpp.llama_sampler_init_dist(args.seed))
 
     tmpl = llama_cpp.llama_model_chat_template(model, None)
     messages = []      # (role, content) as bytes, kept alive for the C array
@@ -68,6 +70,10 @@ def main():
         response = b""
         tok = (llama_cpp.llama_token * 1)()
         for _ in range(args.n_predict):
+            n_ctx_used = llama_cpp.llama_memory_seq_pos_max(llama_cpp.llama_get_memory(ctx), 0) + 1
+            if n_ctx_used + batch.n_tokens > llama_cpp.llama_n_ctx(ctx):
+                print()
+                die("context size exceeded")
             if llama_cpp.llama_decode(ctx, batch):
                 die("failed to decode")
             t = llama_cpp.llama_sampler_sample(smpl, ctx, -1)
