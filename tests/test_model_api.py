@@ -421,3 +421,14 @@ def test_linear_rope_scaling_from_metadata(base, tmp_path):
         assert L.llama_model_rope_freq_scale_train(m.ptr) == 0.25
         assert c.decode_seq([4, 5, 6, 7]) == 0
         assert rel_err(c.all_logits(4), ref.forward([4, 5, 6, 7])) < 1e-4
+
+
+def test_memory_api_refuses_null_handle(lib_path):
+    with LogCapture() as log:
+        L.llama_memory_clear(None, False)
+        assert not L.llama_memory_seq_rm(None, 0, -1, -1)
+        assert L.llama_memory_seq_pos_max(None, 0) == -1
+        assert not L.llama_memory_can_shift(None)
+        assert L.llama_get_logits_ith(None, 0) is None or not L.llama_get_logits_ith(None, 0)
+        assert L.llama_decode(None, L.llama_batch()) == -1
+    assert "memory is NULL" in log.text() and "ctx is NULL" in log.text()
