@@ -110,18 +110,19 @@ class SafetensorsFile:
         return np.frombuffer(self._mm, dtype=_ST_DTYPES[t.dtype], count=math.prod(t.shape),
                              offset=t.begin).reshape(t.shape)
 
-    def release(self, name: str) -> None:
-        """Drops the mapped pages of a tensor from this process (they stay in the page cache),
-        so resident memory does not grow with the checkpoint's size."""
+    def release(self, name: str, first_byte: int = 0, end_byte: Optional[int] = None) -> None:
+        """Drops the mapped pages of a tensor (or of its bytes [first_byte, end_byte)) from this
+        process; they stay in the page cache. Keeps resident memory independent of the
+        checkpoint's size."""
         t = self.tensors[name]
         if self._mm is None or not hasattr(self._mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
             return
         page = mmap.PAGESIZE
-        start = t.begin // page * page
-        length = t.end - start
-        if length > 0:
+        start = (t.begin + first_byte) // page * page
+        end = t.end if end_byte is None else min(t.end, t.begin + end_byte)
+        if end > start:
             try:
-                self._mm.madvise(mmap.MADV_DONTNEED, start, length)
+                self._mm.madvise(mmap.MADV_DONTNEED, start, end - start)
             except (OSError, ValueError):
                 pass
 
@@ -178,8 +179,8 @@ class Checkpoint:
     def array(self, name: str) -> np.ndarray:
         return self.where[name].array(name)
 
-    def release(self, name: str) -> None:
-        self.where[name].release(name)
+    def release(self, name: str, first_byte: int = 0, end_byte: Optional[int] = None) -> None:
+        self.where[name].release(name, first_byte, end_byte)
 
     def close(self) -> None:
         for f in self.files:
@@ -722,19 +723,22 @@ class _Encoder:
         if G.ggml_row_size(GGML_Q8_0, 32) != 34:
             raise ConvertError("the library's q8_0 block is not 34 bytes per 32 values")
 
-    def encode(self, x: np.ndarray, ggml_type: int) -> bytes:
-        x = np.ascontiguousarray(x, dtype=np.float32)
+    def encode(self, x: np.ndarray, ggml_type: int) -> np.ndarray:
+        """The bytes of x in ggml_type, as a flat uint8 array (written without another copy)."""
+        x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
         if ggml_type == GGML_F32:
-            return x.tobytes()
+            return x.view(np.uint8)
         if ggml_type == GGML_F16:
-            return x.astype("<f2").tobytes()
-        out = ctypes.create_string_buffer(_row_bytes(ggml_type, x.size))
-        src = x.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+            return x.astype("<f2").view(np.uint8)
+        out = np.empty(_row_bytes(ggml_type, x.size), np.uint8)
+        # plain addresses: ctypes.cast of a ctypes buffer makes a reference cycle per call,
+        # and the buffers then pile up until the cycle collector runs
+        src = ctypes.cast(x.ctypes.data, ctypes.POINTER(ctypes.c_float))
         if ggml_type == GGML_BF16:
-            self.G.ggml_fp32_to_bf16_row(src, out, x.size)
+            self.G.ggml_fp32_to_bf16_row(src, out.ctypes.data, x.size)
         else:
-            self.q8_0(src, ctypes.cast(out, ctypes.c_void_p), x.size)
-        return out.raw
+            self.q8_0(src, out.ctypes.data, x.size)
+        return out
 
 
 def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) -> None:
@@ -821,7 +825,7 @@ def _print_progress(i: int, n: int, job: TensorJob, seconds: float) -> None:
 
 
 def convert(model_dir: os.PathLike, outfile: os.PathLike, outtype: str = "f16",
-            progress: Optional[Progress] = _print_progress, chunk_bytes: int = 32 << 20) -> Dict[str, object]:
+            progress: Optional[Progress] = _print_progress, chunk_bytes: int = 16 << 20) -> Dict[str, object]:
     """Converts a Hugging Face Llama directory into a GGUF file; returns a summary dict
     (tensors, bytes, seconds). Raises ConvertError for anything it cannot convert."""
     from . import ggml as G
@@ -900,13 +904,13 @@ def _write_tensor(f, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes:
     if job.data is not None:
         data = enc.encode(job.data, job.type)
         f.write(data)
-        return len(data)
+        return data.nbytes
     src = ck.array(job.src)
     st_dtype = ck.info(job.src).dtype
     if src.ndim == 1:
         data = enc.encode(_as_f32(src, st_dtype), job.type)
         f.write(data)
-        return len(data)
+        return data.nbytes
     rows, cols = src.shape
     perm = qk_row_permutation(rows, job.perm_heads) if job.perm_heads else None
     step = max(1, chunk_bytes // max(1, cols * 4))
@@ -915,11 +919,13 @@ def _write_tensor(f, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes:
         idx = slice(r0, min(rows, r0 + step)) if perm is None else perm[r0:r0 + step]
         chunk = src[idx]
         if job.type == GGML_BF16 and st_dtype == "BF16":
-            data = np.ascontiguousarray(chunk).tobytes()   # same bits: no rounding twice
+            data = np.ascontiguousarray(chunk).reshape(-1).view(np.uint8)   # same bits: no rounding twice
         else:
             data = enc.encode(_as_f32(chunk, st_dtype), job.type)
         f.write(data)
-        n += len(data)
+        n += data.nbytes
+        if perm is None:  # rows done with: let their pages go (the kernel would keep them resident)
+            ck.release(job.src, r0 * cols * src.itemsize, min(rows, r0 + step) * cols * src.itemsize)
     return n
 
 
