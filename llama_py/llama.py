@@ -24,6 +24,12 @@ from . import llama_cpp as C
 from ._lib import LlamaError
 
 _DEFAULT_CHAT_TEMPLATE = b"chatml"
+_PENALTY_LAST_N = 64  # tokens the repeat / frequency / presence penalties look back over
+
+
+def _penalized(penalties: Tuple[float, float, float]) -> bool:
+    repeat, freq, present = penalties
+    return bool((repeat and repeat != 1.0) or freq or present)
 
 
 def _physical_cores() -> int:
@@ -329,12 +335,15 @@ class Llama:
             self._tokens.extend(chunk)
 
     def _make_sampler(self, temperature: float, top_k: int, top_p: float, min_p: float,
-                      repeat_penalty: float, seed: Optional[int], logit_bias: Optional[Dict[int, float]]):
+                      penalties: Tuple[float, float, float], seed: Optional[int],
+                      logit_bias: Optional[Dict[int, float]]):
         chain = C.llama_sampler_chain_init(C.llama_sampler_chain_default_params())
         if logit_bias:
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_logit_bias(self._n_vocab, None, logit_bias))
-        if repeat_penalty and repeat_penalty != 1.0:
-            C.llama_sampler_chain_add(chain, C.llama_sampler_init_penalties(self._n_vocab, 64, repeat_penalty, 0.0, 0.0))
+        if _penalized(penalties):
+            repeat, freq, present = penalties
+            C.llama_sampler_chain_add(chain, C.llama_sampler_init_penalties(self._n_vocab, _PENALTY_LAST_N, repeat or 1.0,
+                                                                            freq, present))
         if temperature is None or temperature <= 0:
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_greedy())
         else:
@@ -350,7 +359,8 @@ class Llama:
         return chain
 
     def generate(self, tokens: Sequence[int], *, temperature: float = 0.8, top_k: int = 40, top_p: float = 0.95,
-                 min_p: float = 0.05, repeat_penalty: float = 1.0, seed: Optional[int] = None,
+                 min_p: float = 0.05, repeat_penalty: float = 1.0, frequency_penalty: float = 0.0,
+                 presence_penalty: float = 0.0, seed: Optional[int] = None,
                  logit_bias: Optional[Dict[int, float]] = None, reset: bool = True,
                  temp: Optional[float] = None) -> Iterator[int]:
         """Yields sampled tokens forever (stop by breaking out); the prompt is `tokens`.
@@ -381,9 +391,10 @@ class Llama:
         if self._smpl:
             C.llama_sampler_free(self._smpl)
             self._smpl = None
-        self._smpl = self._make_sampler(temperature, top_k, top_p, min_p, repeat_penalty, seed, logit_bias)
-        if repeat_penalty and repeat_penalty != 1.0:
-            for t in (self._tokens + tokens)[-64:]:  # the penalty window sees the prompt too
+        penalties = (repeat_penalty, frequency_penalty, presence_penalty)
+        self._smpl = self._make_sampler(temperature, top_k, top_p, min_p, penalties, seed, logit_bias)
+        if _penalized(penalties):
+            for t in (self._tokens + tokens)[-_PENALTY_LAST_N:]:  # the penalty window sees the prompt too
                 C.llama_sampler_accept(self._smpl, t)
         self.eval(tokens)
         while True:
@@ -395,7 +406,8 @@ class Llama:
                           temperature: float = 0.8, top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
                           repeat_penalty: float = 1.0, seed: Optional[int] = None,
                           stop: Optional[Union[str, List[str]]] = None, stream: bool = False,
-                          echo: bool = False, logit_bias: Optional[Dict[int, float]] = None
+                          echo: bool = False, logit_bias: Optional[Dict[int, float]] = None,
+                          frequency_penalty: float = 0.0, presence_penalty: float = 0.0
                           ) -> Union[Dict[str, Any], Iterator[Dict[str, Any]]]:
         """OpenAI-style completion; with stream=True an iterator of chunks.
 
@@ -404,8 +416,8 @@ class Llama:
         not part of the text, nor is any piece of it ever streamed), or at max_tokens ("length").
         Streamed chunks never split a UTF-8 character. The last chunk carries `usage`.
         """
-        gen = self._completion(prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop,
-                               echo, logit_bias)
+        gen = self._completion(prompt, max_tokens, temperature, top_k, top_p, min_p,
+                               (repeat_penalty, frequency_penalty, presence_penalty), seed, stop, echo, logit_bias)
         if stream:
             return gen
         text, finish, usage, cid, created = "", None, None, None, None
@@ -421,7 +433,7 @@ class Llama:
     def __call__(self, prompt, **kwargs):
         return self.create_completion(prompt, **kwargs)
 
-    def _completion(self, prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop, echo,
+    def _completion(self, prompt, max_tokens, temperature, top_k, top_p, min_p, penalties, seed, stop, echo,
                     logit_bias=None):
         self._check_open()
         cid = f"cmpl-{uuid.uuid4()}"
@@ -450,7 +462,8 @@ class Llama:
         n_gen = 0
         finish = "length"
         gen = self.generate(prompt_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-                            repeat_penalty=repeat_penalty, seed=seed, logit_bias=logit_bias)
+                            repeat_penalty=penalties[0], frequency_penalty=penalties[1],
+                            presence_penalty=penalties[2], seed=seed, logit_bias=logit_bias)
         try:
             for tok in gen:
                 if C.llama_vocab_is_eog(self._vocab, tok):
@@ -505,12 +518,13 @@ class Llama:
                                temperature: float = 0.2, top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
                                repeat_penalty: float = 1.0, seed: Optional[int] = None,
                                stop: Optional[Union[str, List[str]]] = None, stream: bool = False,
-                               logit_bias: Optional[Dict[int, float]] = None):
+                               logit_bias: Optional[Dict[int, float]] = None, frequency_penalty: float = 0.0,
+                               presence_penalty: float = 0.0):
         """OpenAI-style chat completion; with stream=True an iterator of delta chunks (the first
         carries the role, the last the finish_reason and usage)."""
         prompt = self.apply_chat_template(messages)
-        gen = self._completion(prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop, False,
-                               logit_bias)
+        gen = self._completion(prompt, max_tokens, temperature, top_k, top_p, min_p,
+                               (repeat_penalty, frequency_penalty, presence_penalty), seed, stop, False, logit_bias)
         cid = f"chatcmpl-{uuid.uuid4()}"
         created = int(time.time())
         if stream:

@@ -167,6 +167,39 @@ def test_max_tokens_none_runs_to_eog_or_context(smollm2_path, lib_path):
             m.create_completion("word " * 40, max_tokens=4)
 
 
+def test_logit_bias(llm, greedy_tokens):
+    first = greedy_tokens[0]
+    banned = llm.create_completion(PROMPT, max_tokens=2, temperature=0, logit_bias={first: -1e9})
+    assert llm.tokenize(banned["choices"][0]["text"], add_bos=False)[0] != first
+    london = llm.tokenize(" London", add_bos=False)
+    assert len(london) == 1
+    forced = llm.create_completion(PROMPT, max_tokens=3, temperature=0, logit_bias={london[0]: 100.0})
+    assert forced["choices"][0]["text"] == " London" * 3
+
+
+@pytest.mark.parametrize("repeat,freq,present", [(2.0, 0.0, 0.0), (1.0, 3.0, 0.0), (1.0, 0.0, 6.0), (1.5, 0.5, 0.5)])
+def test_penalties_see_the_prompt(llm, repeat, freq, present):
+    """The first greedy token under penalties equals the argmax of the raw logits penalised with
+    NumPy over the prompt (the last 64 tokens), by the published repeat/frequency/presence rules."""
+    prompt = "The capital of France is Paris. Paris is big. The capital of France is"
+    toks = llm.tokenize(prompt)
+    llm.reset()
+    llm.eval(toks)
+    logits = np.array(C.llama_get_logits_ith(llm._ctx, -1)[:llm.n_vocab()], dtype=np.float64)
+    plain = int(np.argmax(logits))
+    counts = np.bincount(np.array(toks[-64:]), minlength=llm.n_vocab())
+    seen = counts > 0
+    pen = logits.copy()
+    pen[seen] = np.where(pen[seen] <= 0, pen[seen] * repeat, pen[seen] / repeat)
+    pen -= counts * freq + seen * present
+    expected = int(np.argmax(pen))
+    gen = llm.generate(toks, temperature=0, repeat_penalty=repeat, frequency_penalty=freq, presence_penalty=present)
+    assert next(gen) == expected
+    gen.close()
+    if (repeat, freq, present) == (2.0, 0.0, 0.0):
+        assert expected != plain  # the penalty really changes the choice here
+
+
 # ---- stop strings ----
 
 def _spanning_stop(llm, toks):
