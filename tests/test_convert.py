@@ -636,6 +636,17 @@ def test_cli_progress_and_errors(tmp_path, ckpts):
         C.convert(bad2, tmp_path / "y.gguf", "f16", progress=None)
     with pytest.raises(C.ConvertError, match="outtype"):
         C.convert(ckpts["spm"].path, tmp_path / "y.gguf", "q4_0", progress=None)
+    cfg["vocab_size"] = json.loads((ckpts["spm"].path / "config.json").read_text())["vocab_size"]
+    cfg["attention_bias"] = True
+    (bad2 / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(C.ConvertError, match="attention_bias"):
+        C.convert(bad2, tmp_path / "y.gguf", "f16", progress=None)
+    cfg["attention_bias"] = False
+    (bad2 / "config.json").write_text(json.dumps(cfg))
+    # a SentencePiece-style (byte-fallback) tokenizer.json without its tokenizer.model
+    (bad2 / "tokenizer.model").unlink()
+    with pytest.raises(C.ConvertError, match="needs its tokenizer.model"):
+        C.convert(bad2, tmp_path / "y.gguf", "f16", progress=None)
     # a truncated shard
     data = (bad2 / "model.safetensors").read_bytes()
     (bad2 / "model.safetensors").write_bytes(data[:len(data) // 2])
