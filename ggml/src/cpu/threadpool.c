@@ -10,7 +10,10 @@
 
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #if defined(_WIN32) && !defined(__MINGW32__)
 // Minimal pthread shim over Win32 primitives: the pool needs nothing more.
@@ -74,6 +77,100 @@ static inline void ggml_cpu_relax(void) { }
 #endif
 #define GGML_CACHE_LINE 64
 #define GGML_START_SHIFT 10 // n_threads <= 512 fits below
+
+// ---------------------------------------------------------------------------------------------
+// GGML_PROFILE=1: every thread times each node's kernel and the barrier wait after it, per op
+// (mul_mat per weight type); ggml_graph_compute times its own set-up and the gap since the
+// previous computation (graph build, allocation and the caller's work). A table goes to stderr
+// at exit. Off, the cost is one predictable branch per node.
+
+#define GGML_PROF_THREADS 8
+#define GGML_PROF_KEYS (GGML_OP_COUNT + GGML_TYPE_COUNT)
+
+struct ggml_prof_slot {
+    uint64_t calls;   // nodes this thread ran (or skipped as extra thread)
+    uint64_t ns_run;  // inside the kernel
+    uint64_t ns_wait; // at the node barrier after it
+};
+
+static struct {
+    bool on;
+    uint64_t n_graphs, n_nodes, n_work_nodes, n_barriers;
+    uint64_t ns_total, ns_setup, ns_gap, ns_join, ns_last_end;
+    int max_threads;
+    struct ggml_prof_slot slot[GGML_PROF_THREADS][GGML_PROF_KEYS];
+} g_prof;
+
+static uint64_t ggml_prof_now(void) {
+#if defined(_WIN32)
+    LARGE_INTEGER c, f;
+    QueryPerformanceCounter(&c);
+    QueryPerformanceFrequency(&f);
+    return (uint64_t) ((double) c.QuadPart * 1e9 / (double) f.QuadPart);
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+#endif
+}
+
+static int ggml_prof_key(const struct ggml_tensor * node) {
+    if (node->op == GGML_OP_MUL_MAT && node->src[0]) {
+        return GGML_OP_COUNT + (int) node->src[0]->type;
+    }
+    return (int) node->op;
+}
+
+static void ggml_prof_key_name(int key, char * buf, size_t n) {
+    if (key >= GGML_OP_COUNT) {
+        snprintf(buf, n, "MUL_MAT %s", ggml_type_name((enum ggml_type) (key - GGML_OP_COUNT)));
+    } else {
+        snprintf(buf, n, "%s", ggml_op_name((enum ggml_op) key));
+    }
+}
+
+static void ggml_prof_print(void) {
+    if (g_prof.n_graphs == 0) {
+        return;
+    }
+    const double ng = (double) g_prof.n_graphs;
+    const int nt = g_prof.max_threads < GGML_PROF_THREADS ? g_prof.max_threads : GGML_PROF_THREADS;
+    double run0 = 0.0;
+    for (int k = 0; k < GGML_PROF_KEYS; k++) {
+        run0 += (double) g_prof.slot[0][k].ns_run;
+    }
+    fprintf(stderr, "\nGGML_PROFILE: %llu graph computes, per compute: %.0f nodes (%.0f with work), %.0f node barriers, up to %d threads\n",
+            (unsigned long long) g_prof.n_graphs, g_prof.n_nodes / ng, g_prof.n_work_nodes / ng, g_prof.n_barriers / ng, nt);
+    fprintf(stderr, "per compute (us): %.1f in ggml_graph_compute = set-up %.1f + nodes + final join %.1f; "
+                    "%.1f between computes (graph build, allocation, caller)\n",
+            g_prof.ns_total / ng / 1e3, g_prof.ns_setup / ng / 1e3, g_prof.ns_join / ng / 1e3,
+            g_prof.n_graphs > 1 ? g_prof.ns_gap / (ng - 1) / 1e3 : 0.0);
+    fprintf(stderr, "%-16s %8s", "op", "nodes/g");
+    for (int t = 0; t < nt; t++) {
+        fprintf(stderr, "  t%d run us  wait us", t);
+    }
+    fprintf(stderr, "  %%run(t0)\n");
+    for (int k = 0; k < GGML_PROF_KEYS; k++) {
+        if (g_prof.slot[0][k].calls == 0) {
+            continue;
+        }
+        char name[48];
+        ggml_prof_key_name(k, name, sizeof(name));
+        fprintf(stderr, "%-16s %8.1f", name, g_prof.slot[0][k].calls / ng);
+        for (int t = 0; t < nt; t++) {
+            fprintf(stderr, "  %9.1f %8.1f", g_prof.slot[t][k].ns_run / ng / 1e3, g_prof.slot[t][k].ns_wait / ng / 1e3);
+        }
+        fprintf(stderr, "  %7.1f\n", run0 > 0 ? 100.0 * g_prof.slot[0][k].ns_run / run0 : 0.0);
+    }
+}
+
+static void ggml_prof_init(void) {
+    const char * env = getenv("GGML_PROFILE");
+    if (env && env[0] && strcmp(env, "0") != 0) {
+        g_prof.on = true;
+        atexit(ggml_prof_print);
+    }
+}
 
 // Counter barrier for n threads; gen moves on each time everyone arrived.
 struct ggml_barrier {
@@ -176,6 +273,8 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
     int i = ggml_next_compute_node(g, 0);
     int n_tasks = i < n ? ggml_cpu_n_tasks(g->nodes[i], nth) : 1;
     bool stopping = false;
+    const bool prof = g_prof.on && ith < GGML_PROF_THREADS;
+    uint64_t t_prof = prof ? ggml_prof_now() : 0;
     while (i < n) {
         struct ggml_tensor * node = g->nodes[i];
         // Once this thread knows of a stop it only walks on to the barrier where everyone
@@ -198,7 +297,21 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
         // When thread 0 alone ran this node and alone runs the next, nobody needs to wait:
         // the same thread sees its own writes. Every thread takes the same decision.
         const bool sync = nth > 1 && next < n && !(n_tasks == 1 && n_tasks_next == 1);
-        if (sync) {
+        if (prof) {
+            const uint64_t t1 = ggml_prof_now();
+            struct ggml_prof_slot * sl = &g_prof.slot[ith][ggml_prof_key(node)];
+            sl->calls++;
+            sl->ns_run += t1 - t_prof;
+            if (sync) {
+                ggml_barrier_wait(&tp->node_barrier, nth);
+            }
+            t_prof = ggml_prof_now();
+            sl->ns_wait += t_prof - t1;
+            if (ith == 0) {
+                g_prof.n_work_nodes++;
+                g_prof.n_barriers += sync;
+            }
+        } else if (sync) {
             ggml_barrier_wait(&tp->node_barrier, nth);
         }
         // Stops decided up to here were made before this barrier, so every thread sees them at
@@ -250,6 +363,10 @@ struct ggml_threadpool * ggml_threadpool_new(int n_threads) {
     if (n_threads < 1 || n_threads > 512) {
         GGML_LOG_ERROR("ggml_threadpool_new: n_threads %d is not in 1..512", n_threads);
         return NULL;
+    }
+    static atomic_flag prof_once = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&prof_once)) {
+        ggml_prof_init();
     }
     struct ggml_threadpool * tp = ggml_aligned_malloc(sizeof(*tp));
     if (!tp) {
@@ -365,6 +482,7 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
         GGML_LOG_ERROR("ggml_graph_compute: the graph is incomplete (it overflowed or was given a NULL tensor)");
         return GGML_STATUS_FAILED;
     }
+    const uint64_t t_prof0 = g_prof.on ? ggml_prof_now() : 0;
     bool expected = false;
     if (!atomic_compare_exchange_strong(&tp->busy, &expected, true)) {
         GGML_LOG_ERROR("ggml_graph_compute: the threadpool is already computing a graph");
@@ -412,7 +530,9 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
         pthread_cond_broadcast(&tp->cond);
         pthread_mutex_unlock(&tp->mutex);
     }
+    const uint64_t t_prof1 = g_prof.on ? ggml_prof_now() : 0;
     ggml_threadpool_run(tp, 0, nth);
+    const uint64_t t_prof2 = g_prof.on ? ggml_prof_now() : 0;
     // Wait until every worker has left the graph before the caller may change it.
     int spins = 0;
     while (atomic_load_explicit(&tp->n_finished, memory_order_acquire) < nth - 1) {
@@ -423,6 +543,17 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
         }
     }
     tp->cgraph = NULL;
+    if (g_prof.on) {
+        const uint64_t t_prof3 = ggml_prof_now();
+        g_prof.ns_gap += g_prof.ns_last_end ? t_prof0 - g_prof.ns_last_end : 0;
+        g_prof.ns_last_end = t_prof3;
+        g_prof.ns_total += t_prof3 - t_prof0;
+        g_prof.ns_setup += t_prof1 - t_prof0;
+        g_prof.ns_join += t_prof3 - t_prof2;
+        g_prof.n_graphs++;
+        g_prof.n_nodes += (uint64_t) cgraph->n_nodes;
+        g_prof.max_threads = nth > g_prof.max_threads ? nth : g_prof.max_threads;
+    }
     const enum ggml_status status = (enum ggml_status) atomic_load(&tp->status);
     if (status == GGML_STATUS_ABORTED) {
         GGML_LOG_INFO("ggml_graph_compute: aborted by the abort callback");
