@@ -291,12 +291,20 @@ def _utf8_splits(data: bytes, cuts):
 def test_text_stream_properties(text, cuts, stop_spans, extra_stops):
     stops = [text[i:i + n] for i, n in stop_spans if text[i:i + n]] + extra_stops
     data = text.encode("utf-8")
-    hits = [data.find(s.encode()) for s in stops if data.find(s.encode()) >= 0]
-    expected = data[:min(hits)].decode() if hits else text
+    pieces = _utf8_splits(data, cuts)
+    # oracle: generation halts at the first piece after which some stop string is in the text,
+    # and the text is cut where the earliest stop string present then begins
+    expected, hits, seen = text, [], b""
+    for piece in pieces:
+        seen += piece
+        hits = [seen.find(s.encode()) for s in stops if s.encode() in seen]
+        if hits:
+            expected = seen[:min(hits)].decode()
+            break
     s = _TextStream(stops)
     out = ""
     stopped = False
-    for piece in _utf8_splits(data, cuts):
+    for piece in pieces:
         chunk, stopped = s.push(piece)
         assert "\ufffd" not in chunk
         out += chunk
