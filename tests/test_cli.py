@@ -130,6 +130,9 @@ def test_run_streams_text_and_speeds(env, smollm2_path, greedy8):
 def test_run_errors(env, tmp_path):
     p = cli(env, "run", "-m", tmp_path / "missing.gguf")
     assert p.returncode == 1 and "error:" in p.stderr and "Traceback" not in p.stderr
+    # no -m, no cached demo model, no network: a clear message, not a traceback
+    p = cli(env, "run", "-p", "x", "-n", 2, LLAMA_PY_CACHE=str(tmp_path / "c"), timeout=180)
+    assert p.returncode == 1 and "could not download" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_run_and_pull_use_the_cached_demo_model(env, smollm2_path, tmp_path, greedy8):

@@ -66,6 +66,19 @@ def test_threads_default_to_physical_cores(smollm2_path, lib_path):
         assert m.n_threads == 1 and C.llama_n_threads(m._ctx) == 1
 
 
+def test_quiet_unless_verbose(smollm2_path, lib_path):
+    code = ("import sys\nfrom llama_py import Llama\n"
+            "with Llama(sys.argv[1], n_ctx=64, verbose=sys.argv[2] == '1') as m:\n"
+            "    m.create_completion('Hi', max_tokens=2, temperature=0)\n")
+    env = dict(os.environ, LLAMA_PY_LIB=str(lib_path))
+    quiet = subprocess.run([sys.executable, "-c", code, str(smollm2_path), "0"], capture_output=True, text=True,
+                           env=env, timeout=60)
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""
+    loud = subprocess.run([sys.executable, "-c", code, str(smollm2_path), "1"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert loud.returncode == 0 and "llama" in loud.stderr
+
+
 def test_construction_errors(tmp_path, lib_path):
     with pytest.raises(FileNotFoundError):
         Llama(str(tmp_path / "missing.gguf"))
