@@ -95,18 +95,31 @@ def _cmd_chat(argv) -> int:
             messages.append({"role": "user", "content": line})
             reply = ""
             llm.reset_perf()
-            for chunk in llm.create_chat_completion(messages, max_tokens=a.n_predict, temperature=a.temp,
-                                                    top_k=a.top_k, top_p=a.top_p, min_p=a.min_p,
-                                                    repeat_penalty=a.repeat_penalty, seed=a.seed, stream=True):
-                piece = chunk["choices"][0]["delta"].get("content", "")
-                reply += piece
-                sys.stdout.write(piece)
-                sys.stdout.flush()
+            while True:
+                try:
+                    for chunk in llm.create_chat_completion(messages, max_tokens=a.n_predict, temperature=a.temp,
+                                                            top_k=a.top_k, top_p=a.top_p, min_p=a.min_p,
+                                                            repeat_penalty=a.repeat_penalty, seed=a.seed,
+                                                            stream=True):
+                        piece = chunk["choices"][0]["delta"].get("content", "")
+                        reply += piece
+                        sys.stdout.write(piece)
+                        sys.stdout.flush()
+                    break
+                except ValueError:  # the conversation no longer fits: forget the oldest exchange
+                    first = 1 if messages[0]["role"] == "system" else 0
+                    if len(messages) - first <= 1:
+                        print(f"error: the message does not fit the context ({a.ctx_size} tokens, -c)",
+                              file=sys.stderr)
+                        messages.pop()
+                        break
+                    del messages[first:first + 2]
             sys.stdout.write("\n")
             sys.stdout.flush()
             if a.verbose:
                 print(_speed_line(llm.perf()), file=sys.stderr)
-            messages.append({"role": "assistant", "content": reply})
+            if messages and messages[-1]["role"] == "user":
+                messages.append({"role": "assistant", "content": reply})
     return 0
 
 

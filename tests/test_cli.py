@@ -166,6 +166,16 @@ def test_chat_through_stdin(env, smollm2_path):
     assert turns[1].startswith("What is the capital of Germany?\n") and "Berlin" in turns[1]
 
 
+def test_chat_forgets_old_turns_when_full(env, smollm2_path):
+    p = cli(env, "chat", "-m", smollm2_path, "-c", 64, "-n", 12, "--temp", 0,
+            stdin="What is the capital of France?\nWhat is the capital of Germany?\nWhat is the capital of Italy?\n"
+                  + "word " * 80 + "\n")
+    assert p.returncode == 0, p.stderr
+    turns = p.stdout.split("> ")[1:]
+    assert len(turns) == 4 and "Rome" in turns[2]
+    assert "does not fit the context (64 tokens" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_bench_rows(env, smollm2_path, gguf_facts):
     p = cli(env, "bench", "-m", smollm2_path, "-r", 2, "-p", 32, "-n", 8)
     assert p.returncode == 0, p.stderr
