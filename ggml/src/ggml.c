@@ -46,7 +46,7 @@ void ggml_log_internal(enum ggml_log_level level, const char * fmt, ...) {
         return;
     }
     if ((size_t) len >= sizeof(stack_buf) - 1) {
-        heap = malloc((size_t) len + 2);
+        heap = GGML_MALLOC((size_t) len + 2);
         if (heap) {
             vsnprintf(heap, (size_t) len + 1, fmt, args2);
             text = heap;
@@ -242,23 +242,11 @@ void * ggml_aligned_malloc(size_t size) {
     if (size == 0) {
         size = GGML_MEM_ALIGN;
     }
-#if defined(_WIN32)
-    return _aligned_malloc(size, GGML_MEM_ALIGN);
-#else
-    void * p = NULL;
-    if (posix_memalign(&p, GGML_MEM_ALIGN, size) != 0) {
-        return NULL;
-    }
-    return p;
-#endif
+    return GGML_ALIGNED_ALLOC(GGML_MEM_ALIGN, size);
 }
 
 void ggml_aligned_free(void * ptr) {
-#if defined(_WIN32)
-    _aligned_free(ptr);
-#else
-    free(ptr);
-#endif
+    ggml_mem_aligned_free(ptr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,7 +278,7 @@ struct ggml_context {
 };
 
 struct ggml_context * ggml_init(struct ggml_init_params params) {
-    struct ggml_context * ctx = calloc(1, sizeof(*ctx));
+    struct ggml_context * ctx = GGML_CALLOC(1, sizeof(*ctx));
     if (!ctx) {
         GGML_LOG_ERROR("ggml_init: cannot allocate the context struct");
         return NULL;
@@ -1171,7 +1159,7 @@ void ggml_build_forward_expand(struct ggml_cgraph * g, struct ggml_tensor * tens
         }
         if (top == cap) {
             const size_t new_cap = cap * 2;
-            struct frame * grown = malloc(new_cap * sizeof(*grown));
+            struct frame * grown = GGML_MALLOC(new_cap * sizeof(*grown));
             if (!grown) {
                 GGML_LOG_ERROR("ggml_build_forward_expand: out of memory for the traversal stack");
                 g->overflow = true;

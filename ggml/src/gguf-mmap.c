@@ -70,7 +70,7 @@ struct gguf_mmap * gguf_mmap_open(const char * fname) {
     if (h == INVALID_HANDLE_VALUE) {
         return NULL;
     }
-    struct gguf_mmap * m = calloc(1, sizeof(*m));
+    struct gguf_mmap * m = GGML_CALLOC(1, sizeof(*m));
     if (m == NULL) {
         GGML_LOG_ERROR("gguf_mmap_open: out of memory\n");
         CloseHandle(h);
@@ -109,8 +109,8 @@ struct gguf_mmap * gguf_file_read_all(const char * fname) {
     if (h == INVALID_HANDLE_VALUE) {
         return NULL;
     }
-    struct gguf_mmap * m = calloc(1, sizeof(*m));
-    void * buf = size > 0 ? malloc(size) : NULL;
+    struct gguf_mmap * m = GGML_CALLOC(1, sizeof(*m));
+    void * buf = size > 0 ? GGML_MALLOC(size) : NULL;
     if (m == NULL || (size > 0 && buf == NULL)) {
         GGML_LOG_ERROR("gguf_file_read_all: cannot allocate %zu bytes for '%s'\n", size, fname);
         free(m); free(buf);
@@ -189,7 +189,7 @@ struct gguf_mmap * gguf_mmap_open(const char * fname) {
     if (fd < 0) {
         return NULL;
     }
-    struct gguf_mmap * m = calloc(1, sizeof(*m));
+    struct gguf_mmap * m = GGML_CALLOC(1, sizeof(*m));
     if (m == NULL) {
         GGML_LOG_ERROR("gguf_mmap_open: out of memory\n");
         close(fd);
@@ -223,8 +223,8 @@ struct gguf_mmap * gguf_file_read_all(const char * fname) {
     if (fd < 0) {
         return NULL;
     }
-    struct gguf_mmap * m = calloc(1, sizeof(*m));
-    void * buf = size > 0 ? malloc(size) : NULL;
+    struct gguf_mmap * m = GGML_CALLOC(1, sizeof(*m));
+    void * buf = size > 0 ? GGML_MALLOC(size) : NULL;
     if (m == NULL || (size > 0 && buf == NULL)) {
         GGML_LOG_ERROR("gguf_file_read_all: cannot allocate %zu bytes for '%s'\n", size, fname);
         free(m);

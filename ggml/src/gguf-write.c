@@ -29,8 +29,8 @@ static bool gguf_kv_make_scalars(struct gguf_kv * kv, const char * key, enum ggu
     if (!gguf_mul_ok(n, esz, &bytes)) {
         return false;
     }
-    kv->key = malloc(strlen(key) + 1);
-    kv->data = malloc(bytes > 0 ? bytes : 1);
+    kv->key = GGML_MALLOC(strlen(key) + 1);
+    kv->data = GGML_MALLOC(bytes > 0 ? bytes : 1);
     if (kv->key == NULL || kv->data == NULL) {
         gguf_kv_clear(kv);
         return false;
@@ -65,9 +65,9 @@ static bool gguf_kv_make_strings(struct gguf_kv * kv, const char * key, bool is_
     if (!gguf_mul_ok(n + 1, sizeof(size_t), &offs_bytes)) {
         return false;
     }
-    kv->key = malloc(strlen(key) + 1);
-    kv->strs = malloc(total > 0 ? total : 1);
-    kv->str_offs = malloc(offs_bytes);
+    kv->key = GGML_MALLOC(strlen(key) + 1);
+    kv->strs = GGML_MALLOC(total > 0 ? total : 1);
+    kv->str_offs = GGML_MALLOC(offs_bytes);
     if (kv->key == NULL || kv->strs == NULL || kv->str_offs == NULL) {
         gguf_kv_clear(kv);
         return false;
@@ -96,9 +96,9 @@ static bool gguf_kv_copy(struct gguf_kv * dst, const struct gguf_kv * src) {
     if (src->elem_type != GGUF_TYPE_STRING) {
         return gguf_kv_make_scalars(dst, src->key, src->elem_type, is_array, src->data, src->n);
     }
-    dst->key = malloc(strlen(src->key) + 1);
-    dst->strs = malloc(src->str_offs[src->n] > 0 ? src->str_offs[src->n] : 1);
-    dst->str_offs = malloc((src->n + 1) * sizeof(size_t));
+    dst->key = GGML_MALLOC(strlen(src->key) + 1);
+    dst->strs = GGML_MALLOC(src->str_offs[src->n] > 0 ? src->str_offs[src->n] : 1);
+    dst->str_offs = GGML_MALLOC((src->n + 1) * sizeof(size_t));
     if (dst->key == NULL || dst->strs == NULL || dst->str_offs == NULL) {
         gguf_kv_clear(dst);
         return false;
@@ -148,7 +148,7 @@ static void gguf_kv_install(struct gguf_context * ctx, struct gguf_kv * nkv, con
     } else {
         if (ctx->n_kv == ctx->cap_kv) {
             const int64_t cap = ctx->cap_kv > 0 ? 2 * ctx->cap_kv : 16;
-            struct gguf_kv * kv = realloc(ctx->kv, (size_t) cap * sizeof(*kv));
+            struct gguf_kv * kv = GGML_REALLOC(ctx->kv, (size_t) cap * sizeof(*kv));
             if (kv == NULL) {
                 GGML_LOG_ERROR("%s: out of memory\n", fn);
                 gguf_kv_clear(nkv);
@@ -335,7 +335,7 @@ void gguf_add_tensor(struct gguf_context * ctx, const struct ggml_tensor * tenso
     }
     if (ctx->n_ti == ctx->cap_ti) {
         const int64_t cap = ctx->cap_ti > 0 ? 2 * ctx->cap_ti : 16;
-        struct gguf_tensor_info * ti = realloc(ctx->ti, (size_t) cap * sizeof(*ti));
+        struct gguf_tensor_info * ti = GGML_REALLOC(ctx->ti, (size_t) cap * sizeof(*ti));
         if (ti == NULL) {
             GGML_LOG_ERROR("%s: out of memory\n", __func__);
             return;
@@ -568,7 +568,7 @@ void * gguf_write_to_buf(const struct gguf_context * ctx, size_t * size, bool on
         GGML_LOG_ERROR("%s: the file size overflows\n", __func__);
         return NULL;
     }
-    uint8_t * buf = malloc(count.pos);
+    uint8_t * buf = GGML_MALLOC(count.pos);
     if (buf == NULL) {
         GGML_LOG_ERROR("%s: cannot allocate %zu bytes\n", __func__, count.pos);
         return NULL;

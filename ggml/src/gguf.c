@@ -189,7 +189,7 @@ static bool gguf_strset_init(struct gguf_strset * s, size_t n) {
     while (cap < 2 * n) {
         cap *= 2; // n is bounded by the input size, so this cannot overflow
     }
-    s->slots = calloc(cap, sizeof(*s->slots));
+    s->slots = GGML_CALLOC(cap, sizeof(*s->slots));
     s->mask = cap - 1;
     return s->slots != NULL;
 }
@@ -263,8 +263,8 @@ static bool gguf_read_strings(struct gguf_reader * r, struct gguf_kv * kv, const
         gguf_refuse(r, "key '%s': string count overflows", gguf_printable(key, pk));
         return false;
     }
-    kv->strs = malloc(total > 0 ? total : 1);
-    kv->str_offs = malloc(offs_bytes);
+    kv->strs = GGML_MALLOC(total > 0 ? total : 1);
+    kv->str_offs = GGML_MALLOC(offs_bytes);
     if (kv->strs == NULL || kv->str_offs == NULL) {
         gguf_refuse(r, "key '%s': out of memory for %zu bytes of strings", gguf_printable(key, pk), total);
         return false;
@@ -298,7 +298,7 @@ static bool gguf_read_scalars(struct gguf_reader * r, struct gguf_kv * kv, const
         return false;
     }
     const size_t bytes = n * esz;
-    kv->data = malloc(bytes > 0 ? bytes : 1);
+    kv->data = GGML_MALLOC(bytes > 0 ? bytes : 1);
     if (kv->data == NULL) {
         gguf_refuse(r, "key '%s': out of memory for %zu bytes", gguf_printable(key, pk), bytes);
         return false;
@@ -347,7 +347,7 @@ static char * gguf_read_name(struct gguf_reader * r, const char * what, int64_t 
         gguf_refuse(r, "%s #%" PRId64 ": name contains a NUL byte", what, idx);
         return NULL;
     }
-    char * s = malloc((size_t) len + 1);
+    char * s = GGML_MALLOC((size_t) len + 1);
     if (s == NULL) {
         gguf_refuse(r, "%s #%" PRId64 ": out of memory", what, idx);
         return NULL;
@@ -562,7 +562,7 @@ static bool gguf_check_tensor_data(struct gguf_reader * r, struct gguf_context *
     if (ctx->n_ti < 2) {
         return true;
     }
-    struct gguf_span * spans = malloc((size_t) ctx->n_ti * sizeof(*spans));
+    struct gguf_span * spans = GGML_MALLOC((size_t) ctx->n_ti * sizeof(*spans));
     if (spans == NULL) {
         gguf_refuse(r, "out of memory checking tensor offsets");
         return false;
@@ -700,7 +700,7 @@ static struct gguf_context * gguf_parse(const uint8_t * data, size_t size, const
         return NULL;
     }
 
-    ctx = calloc(1, sizeof(*ctx));
+    ctx = GGML_CALLOC(1, sizeof(*ctx));
     if (ctx == NULL) {
         gguf_refuse(r, "out of memory");
         return NULL;
@@ -709,8 +709,8 @@ static struct gguf_context * gguf_parse(const uint8_t * data, size_t size, const
     ctx->alignment = GGUF_DEFAULT_ALIGNMENT;
     ctx->from_input = true;
     // Both counts were bounded by the bytes present above, so these allocations are too.
-    ctx->kv = calloc(n_kv > 0 ? (size_t) n_kv : 1, sizeof(*ctx->kv));
-    ctx->ti = calloc(n_tensors > 0 ? (size_t) n_tensors : 1, sizeof(*ctx->ti));
+    ctx->kv = GGML_CALLOC(n_kv > 0 ? (size_t) n_kv : 1, sizeof(*ctx->kv));
+    ctx->ti = GGML_CALLOC(n_tensors > 0 ? (size_t) n_tensors : 1, sizeof(*ctx->ti));
     ctx->cap_kv = (int64_t) n_kv;
     ctx->cap_ti = (int64_t) n_tensors;
     if (ctx->kv == NULL || ctx->ti == NULL) {
@@ -764,7 +764,7 @@ fail:
 // ---- construction and destruction ----
 
 struct gguf_context * gguf_init_empty(void) {
-    struct gguf_context * ctx = calloc(1, sizeof(*ctx));
+    struct gguf_context * ctx = GGML_CALLOC(1, sizeof(*ctx));
     if (ctx == NULL) {
         GGML_LOG_ERROR("gguf_init_empty: out of memory\n");
         return NULL;

@@ -125,7 +125,7 @@ static int ggml_cpu_count_cores_sysfs(void) {
     if (n_cpus <= 0 || n_cpus > MAX_CPUS) {
         n_cpus = MAX_CPUS;
     }
-    long * keys = malloc((size_t) n_cpus * sizeof(long));
+    long * keys = GGML_MALLOC((size_t) n_cpus * sizeof(long));
     if (!keys) {
         return 0;
     }

@@ -38,7 +38,7 @@ static void chat_buf_add(struct chat_buf * b, const char * s) {
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1) cap *= 2;
-        char * p = realloc(b->data, cap);
+        char * p = GGML_REALLOC(b->data, cap);
         if (!p) { b->failed = true; return; }
         b->data = p;
         b->cap = cap;

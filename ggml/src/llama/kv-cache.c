@@ -13,20 +13,11 @@
 
 // 64-byte aligned buffer so that every layer's K/V rows start on a cache line.
 static void * kv_aligned_alloc(size_t size) {
-#if defined(_WIN32)
-    return _aligned_malloc(size ? size : 1, GGML_MEM_ALIGN);
-#else
-    void * p = NULL;
-    return posix_memalign(&p, GGML_MEM_ALIGN, size ? size : 1) == 0 ? p : NULL;
-#endif
+    return GGML_ALIGNED_ALLOC(GGML_MEM_ALIGN, size);
 }
 
 static void kv_aligned_free(void * p) {
-#if defined(_WIN32)
-    _aligned_free(p);
-#else
-    free(p);
-#endif
+    ggml_mem_aligned_free(p);
 }
 
 size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v) {
@@ -77,10 +68,10 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
     kv->n_embd_head_v = hp->n_embd_head_v;
     kv->n_head_kv = hp->n_head_kv;
 
-    kv->pos = malloc(sizeof(llama_pos) * n_ctx);
-    kv->seq = calloc((size_t) n_ctx * kv->n_words, sizeof(uint64_t));
-    kv->k_l = calloc(hp->n_layer, sizeof(struct ggml_tensor *));
-    kv->v_l = calloc(hp->n_layer, sizeof(struct ggml_tensor *));
+    kv->pos = GGML_MALLOC(sizeof(llama_pos) * n_ctx);
+    kv->seq = GGML_CALLOC((size_t) n_ctx * kv->n_words, sizeof(uint64_t));
+    kv->k_l = GGML_CALLOC(hp->n_layer, sizeof(struct ggml_tensor *));
+    kv->v_l = GGML_CALLOC(hp->n_layer, sizeof(struct ggml_tensor *));
     kv->ctx = ggml_init((struct ggml_init_params) {
         .mem_size = (size_t) (2 * hp->n_layer + 2) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
     kv->buf_size = llama_kv_cache_bytes(hp, n_ctx, type_k, type_v);
@@ -315,8 +306,8 @@ static void kv_rotate_keys(struct llama_memory_i * kv, const int32_t * cells, co
 static void kv_seq_move(struct llama_memory_i * kv, llama_seq_id seq_id, llama_pos p0, llama_pos p1,
                         llama_pos delta, int d, const char * func) {
     kv_range(&p0, &p1);
-    int32_t * cells = malloc(sizeof(int32_t) * kv->size);
-    int32_t * dpos = malloc(sizeof(int32_t) * kv->size);
+    int32_t * cells = GGML_MALLOC(sizeof(int32_t) * kv->size);
+    int32_t * dpos = GGML_MALLOC(sizeof(int32_t) * kv->size);
     if (cells == NULL || dpos == NULL) {
         LLAMA_LOG_ERROR("%s: out of memory\n", func);
         free(cells);

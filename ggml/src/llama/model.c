@@ -442,7 +442,7 @@ static bool model_tensor_is_finite(const struct ggml_tensor * t, int64_t * bad_r
     const int64_t ne0 = t->ne[0];
     const int64_t nrows = ggml_nrows(t);
     const size_t row_size = ggml_row_size(t->type, ne0);
-    float * buf = malloc((size_t) ne0 * sizeof(float));
+    float * buf = GGML_MALLOC((size_t) ne0 * sizeof(float));
     if (buf == NULL) {
         return true; // cannot check; the load itself is not at fault
     }
@@ -518,12 +518,12 @@ static bool model_load_tensors(struct llama_model * m, const char * path, const 
         .mem_buffer = NULL,
         .no_alloc = true,
     });
-    m->layers = calloc(hp->n_layer, sizeof(struct llama_layer));
+    m->layers = GGML_CALLOC(hp->n_layer, sizeof(struct llama_layer));
     struct model_loader ld = {
         .m = m,
         .data = (const uint8_t *) gguf_mmap_addr(m->map) + data_offset,
         .data_size = file_size - data_offset,
-        .used = calloc((size_t) n_tensors + 1, sizeof(bool)),
+        .used = GGML_CALLOC((size_t) n_tensors + 1, sizeof(bool)),
     };
     if (m->ctx_w == NULL || m->layers == NULL || ld.used == NULL) {
         LLAMA_LOG_ERROR("llama_model_load: out of memory\n");
@@ -684,7 +684,7 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
         LLAMA_LOG_ERROR("llama_model_load_from_file: failed to read GGUF metadata of '%s'\n", path_model);
         return NULL;
     }
-    struct llama_model * m = calloc(1, sizeof(*m));
+    struct llama_model * m = GGML_CALLOC(1, sizeof(*m));
     if (m == NULL) {
         LLAMA_LOG_ERROR("llama_model_load_from_file: out of memory\n");
         gguf_free(g);
@@ -746,7 +746,7 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
     // Metadata listed by llama_model_meta_*: every non-array key, in file order.
     {
         const int64_t n_kv = gguf_get_n_kv(g);
-        m->meta_ids = calloc((size_t) n_kv + 1, sizeof(int64_t));
+        m->meta_ids = GGML_CALLOC((size_t) n_kv + 1, sizeof(int64_t));
         if (m->meta_ids == NULL) {
             LLAMA_LOG_ERROR("llama_model_load: out of memory\n");
             goto fail;

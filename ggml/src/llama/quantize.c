@@ -141,7 +141,7 @@ static void * quantize_worker(void * arg) {
     const struct ggml_type_traits * td = ggml_get_type_traits(j->dst_type);
     const size_t src_row = ggml_row_size(j->src_type, j->ne0);
     const size_t dst_row = ggml_row_size(j->dst_type, j->ne0);
-    float * row = malloc((size_t)j->ne0 * sizeof(float));
+    float * row = GGML_MALLOC((size_t)j->ne0 * sizeof(float));
     if (!row) { j->ok = false; return NULL; }
     const int64_t per = (j->nrows + j->nth - 1) / j->nth;
     const int64_t r0 = per * j->ith, r1 = r0 + per < j->nrows ? r0 + per : j->nrows;
@@ -233,7 +233,7 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
     const uint8_t * base_in = gguf_mmap_addr(map);
     size_t max_out = 0;
     size_t total_in = 0, total_out = 0;
-    enum ggml_type * new_types = calloc((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof(enum ggml_type));
+    enum ggml_type * new_types = GGML_CALLOC((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof(enum ggml_type));
     if (!new_types) goto done;
     for (int64_t i = 0; i < n_tensors; i++) {
         const char * name = gguf_get_tensor_name(in, i);
@@ -273,7 +273,7 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
         rc = 0;
         goto done;
     }
-    buf = max_out ? malloc(max_out) : NULL;
+    buf = max_out ? GGML_MALLOC(max_out) : NULL;
     if (max_out && !buf) {
         LLAMA_LOG_ERROR("llama_model_quantize: cannot allocate %zu bytes\n", max_out);
         free(new_types);
@@ -287,7 +287,7 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
     }
     {
         const size_t meta_size = gguf_get_meta_size(out);
-        void * mbuf = malloc(meta_size);
+        void * mbuf = GGML_MALLOC(meta_size);
         if (!mbuf) { free(new_types); goto done; }
         gguf_get_meta_data(out, mbuf);
         const bool ok = fwrite(mbuf, 1, meta_size, f) == meta_size;

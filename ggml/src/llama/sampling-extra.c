@@ -31,7 +31,7 @@ static int64_t smpl_hist_push(struct smpl_hist * h, llama_token t) {
             if (cap > h->limit) {
                 cap = h->limit;
             }
-            llama_token * p = realloc(h->buf, cap * sizeof(*p));
+            llama_token * p = GGML_REALLOC(h->buf, cap * sizeof(*p));
             if (!p) {
                 LLAMA_LOG_ERROR("%s: out of memory for the token history\n", __func__);
                 return -2;
@@ -67,7 +67,7 @@ static void smpl_hist_free(struct smpl_hist * h) {
 static bool smpl_hist_copy(struct smpl_hist * dst, const struct smpl_hist * src) {
     llama_token * p = NULL;
     if (src->n > 0) {
-        p = malloc(src->n * sizeof(*p));
+        p = GGML_MALLOC(src->n * sizeof(*p));
         if (!p) {
             LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
             return false;
@@ -125,7 +125,7 @@ static void smpl_mirostat_reset(struct llama_sampler * smpl) {
 }
 
 static struct llama_sampler * smpl_mirostat_clone(const struct llama_sampler * smpl) {
-    struct smpl_mirostat * c = malloc(sizeof(*c));
+    struct smpl_mirostat * c = GGML_MALLOC(sizeof(*c));
     if (c) {
         *c = *(const struct smpl_mirostat *) smpl->ctx;
         c->scratch.data = NULL;
@@ -201,7 +201,7 @@ static const struct llama_sampler_i smpl_mirostat_i = {
 };
 
 static struct llama_sampler * smpl_mirostat_new(const struct llama_sampler_i * iface, int32_t n_vocab, uint32_t seed, float tau, float eta, int32_t m) {
-    struct smpl_mirostat * c = calloc(1, sizeof(*c));
+    struct smpl_mirostat * c = GGML_CALLOC(1, sizeof(*c));
     if (c) {
         c->n_vocab = n_vocab;
         c->seed = seed;
@@ -289,7 +289,7 @@ static bool smpl_counts_fit(int32_t ** counts, size_t * n_counts, llama_token t)
     while (n <= (size_t) t) {
         n *= 2;
     }
-    int32_t * p = realloc(*counts, n * sizeof(*p));
+    int32_t * p = GGML_REALLOC(*counts, n * sizeof(*p));
     if (!p) {
         LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
         return false;
@@ -348,7 +348,7 @@ static void smpl_penalties_reset(struct llama_sampler * smpl) {
 static bool smpl_penalties_copy_into(struct smpl_penalties * d, const struct smpl_penalties * s) {
     int32_t * counts = NULL;
     if (s->n_counts) {
-        counts = malloc(s->n_counts * sizeof(*counts));
+        counts = GGML_MALLOC(s->n_counts * sizeof(*counts));
         if (!counts) {
             LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
             return false;
@@ -369,7 +369,7 @@ static bool smpl_penalties_copy_into(struct smpl_penalties * d, const struct smp
 }
 
 static struct llama_sampler * smpl_penalties_clone(const struct llama_sampler * smpl) {
-    struct smpl_penalties * c = calloc(1, sizeof(*c));
+    struct smpl_penalties * c = GGML_CALLOC(1, sizeof(*c));
     if (c && !smpl_penalties_copy_into(c, smpl->ctx)) {
         smpl_penalties_free_ctx(c);
         return NULL;
@@ -388,7 +388,7 @@ static const struct llama_sampler_i smpl_penalties_i = {
 };
 
 struct llama_sampler * llama_sampler_init_penalties(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat, float penalty_freq, float penalty_present) {
-    struct smpl_penalties * c = calloc(1, sizeof(*c));
+    struct smpl_penalties * c = GGML_CALLOC(1, sizeof(*c));
     if (c) {
         c->repeat  = penalty_repeat > 0.0f ? penalty_repeat : 1.0f;
         c->freq    = isfinite(penalty_freq) ? penalty_freq : 0.0f;
@@ -574,9 +574,9 @@ static void smpl_dry_reset(struct llama_sampler * smpl) {
 static bool smpl_dry_copy_into(struct smpl_dry * d, const struct smpl_dry * s) {
     struct smpl_dry_breaker * br = NULL;
     llama_token * tails = NULL;
-    int32_t * max_len = calloc((size_t) s->n_vocab, sizeof(int32_t));
-    if (s->n_breakers) br = malloc(s->n_breakers * sizeof(*br));
-    if (s->n_tails) tails = malloc(s->n_tails * sizeof(*tails));
+    int32_t * max_len = GGML_CALLOC((size_t) s->n_vocab, sizeof(int32_t));
+    if (s->n_breakers) br = GGML_MALLOC(s->n_breakers * sizeof(*br));
+    if (s->n_tails) tails = GGML_MALLOC(s->n_tails * sizeof(*tails));
     if (!max_len || (s->n_breakers && !br) || (s->n_tails && !tails) || !smpl_hist_copy(&d->hist, &s->hist)) {
         LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
         free(br); free(tails); free(max_len);
@@ -599,7 +599,7 @@ static bool smpl_dry_copy_into(struct smpl_dry * d, const struct smpl_dry * s) {
 }
 
 static struct llama_sampler * smpl_dry_clone(const struct llama_sampler * smpl) {
-    struct smpl_dry * c = calloc(1, sizeof(*c));
+    struct smpl_dry * c = GGML_CALLOC(1, sizeof(*c));
     if (c && !smpl_dry_copy_into(c, smpl->ctx)) {
         smpl_dry_free_ctx(c);
         return NULL;
@@ -620,14 +620,14 @@ static const struct llama_sampler_i smpl_dry_i = {
 static bool smpl_dry_add(struct smpl_dry * c, size_t * cap_b, size_t * cap_t, llama_token head, const llama_token * tail, size_t tail_len) {
     if (c->n_breakers == *cap_b) {
         const size_t cap = *cap_b ? *cap_b * 2 : 16;
-        struct smpl_dry_breaker * p = realloc(c->breakers, cap * sizeof(*p));
+        struct smpl_dry_breaker * p = GGML_REALLOC(c->breakers, cap * sizeof(*p));
         if (!p) return false;
         c->breakers = p;
         *cap_b = cap;
     }
     while (c->n_tails + tail_len > *cap_t) {
         const size_t cap = *cap_t ? *cap_t * 2 : 64;
-        llama_token * p = realloc(c->tails, cap * sizeof(*p));
+        llama_token * p = GGML_REALLOC(c->tails, cap * sizeof(*p));
         if (!p) return false;
         c->tails = p;
         *cap_t = cap;
@@ -720,7 +720,7 @@ struct llama_sampler * llama_sampler_init_dry(const struct llama_vocab * vocab, 
         LLAMA_LOG_ERROR("%s: seq_breakers is NULL but num_breakers is %zu\n", __func__, num_breakers);
         return NULL;
     }
-    struct smpl_dry * c = calloc(1, sizeof(*c));
+    struct smpl_dry * c = GGML_CALLOC(1, sizeof(*c));
     if (!c) {
         LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
         return NULL;
@@ -731,7 +731,7 @@ struct llama_sampler * llama_sampler_init_dry(const struct llama_vocab * vocab, 
     c->allowed_length = dry_allowed_length >= 1 ? dry_allowed_length : 1;
     c->penalty_last_n = dry_penalty_last_n;
     c->hist.limit = dry_penalty_last_n < 0 ? SMPL_DRY_MAX_HISTORY : (size_t) dry_penalty_last_n;
-    c->max_len = calloc((size_t) n_vocab, sizeof(int32_t));
+    c->max_len = GGML_CALLOC((size_t) n_vocab, sizeof(int32_t));
     if (!c->max_len) {
         LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
         smpl_dry_free_ctx(c);
@@ -804,13 +804,13 @@ static const struct llama_sampler_i smpl_logit_bias_i = {
 };
 
 static struct llama_sampler * smpl_logit_bias_make(int32_t n_vocab, int32_t n_logit_bias, const llama_logit_bias * logit_bias, bool quiet) {
-    struct smpl_logit_bias * c = calloc(1, sizeof(*c));
+    struct smpl_logit_bias * c = GGML_CALLOC(1, sizeof(*c));
     if (!c) {
         LLAMA_LOG_ERROR("llama_sampler_init_logit_bias: out of memory\n");
         return NULL;
     }
     if (n_logit_bias > 0) {
-        c->biases = malloc((size_t) n_logit_bias * sizeof(*c->biases));
+        c->biases = GGML_MALLOC((size_t) n_logit_bias * sizeof(*c->biases));
         if (!c->biases) {
             smpl_logit_bias_free_ctx(c);
             LLAMA_LOG_ERROR("llama_sampler_init_logit_bias: out of memory\n");
@@ -831,7 +831,7 @@ static struct llama_sampler * smpl_logit_bias_make(int32_t n_vocab, int32_t n_lo
     }
     c->n_dense = max_id + 1;
     if (c->n_dense > 0) {
-        c->dense = calloc((size_t) c->n_dense, sizeof(float));
+        c->dense = GGML_CALLOC((size_t) c->n_dense, sizeof(float));
         if (!c->dense) {
             smpl_logit_bias_free_ctx(c);
             LLAMA_LOG_ERROR("llama_sampler_init_logit_bias: out of memory\n");
@@ -936,7 +936,7 @@ static void smpl_adaptive_p_reset(struct llama_sampler * smpl) {
 }
 
 static struct llama_sampler * smpl_adaptive_p_clone(const struct llama_sampler * smpl) {
-    struct smpl_adaptive_p * c = malloc(sizeof(*c));
+    struct smpl_adaptive_p * c = GGML_MALLOC(sizeof(*c));
     if (c) {
         *c = *(const struct smpl_adaptive_p *) smpl->ctx;
         c->scratch.data = NULL;
@@ -958,7 +958,7 @@ static const struct llama_sampler_i smpl_adaptive_p_i = {
 };
 
 struct llama_sampler * llama_sampler_init_adaptive_p(float target, float decay, uint32_t seed) {
-    struct smpl_adaptive_p * c = calloc(1, sizeof(*c));
+    struct smpl_adaptive_p * c = GGML_CALLOC(1, sizeof(*c));
     if (c) {
         c->target = target;
         c->decay = decay >= 0.0f ? (decay > 0.99f ? 0.99f : decay) : 0.0f;

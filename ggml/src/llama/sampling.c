@@ -40,7 +40,7 @@ struct llama_sampler * llama_sampler_init(const struct llama_sampler_i * iface, 
         LLAMA_LOG_ERROR("%s: iface->apply is required\n", __func__);
         return NULL;
     }
-    struct llama_sampler * smpl = malloc(sizeof(*smpl));
+    struct llama_sampler * smpl = GGML_MALLOC(sizeof(*smpl));
     if (!smpl) {
         LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
         return NULL;
@@ -213,7 +213,7 @@ static void smpl_chain_free(struct llama_sampler * smpl) {
 static bool smpl_chain_push(struct smpl_chain * c, struct llama_sampler * s) {
     if (c->n == c->cap) {
         const int32_t cap = c->cap ? c->cap * 2 : 8;
-        struct llama_sampler ** p = realloc(c->samplers, (size_t) cap * sizeof(*p));
+        struct llama_sampler ** p = GGML_REALLOC(c->samplers, (size_t) cap * sizeof(*p));
         if (!p) {
             LLAMA_LOG_ERROR("llama_sampler_chain_add: out of memory\n");
             return false;
@@ -260,7 +260,7 @@ static bool smpl_is_chain(const struct llama_sampler * smpl, const char * func) 
 }
 
 struct llama_sampler * llama_sampler_chain_init(struct llama_sampler_chain_params params) {
-    struct smpl_chain * c = calloc(1, sizeof(*c));
+    struct smpl_chain * c = GGML_CALLOC(1, sizeof(*c));
     if (c) {
         c->params = params;
     }
@@ -364,7 +364,7 @@ llama_token llama_sampler_sample(struct llama_sampler * smpl, struct llama_conte
     if (chain && chain->cand_cap >= (size_t) n_vocab) {
         cand = chain->cand;
     } else {
-        cand = malloc((size_t) n_vocab * sizeof(*cand));
+        cand = GGML_MALLOC((size_t) n_vocab * sizeof(*cand));
         if (!cand) {
             LLAMA_LOG_ERROR("%s: out of memory for %d candidates\n", __func__, n_vocab);
             return LLAMA_TOKEN_NULL;
@@ -516,7 +516,7 @@ static const struct llama_sampler_i smpl_dist_i = {
 };
 
 struct llama_sampler * llama_sampler_init_dist(uint32_t seed) {
-    struct smpl_dist * c = calloc(1, sizeof(*c));
+    struct smpl_dist * c = GGML_CALLOC(1, sizeof(*c));
     if (c) {
         c->seed = seed;
         c->seed_cur = smpl_seed_resolve(seed);
@@ -526,7 +526,7 @@ struct llama_sampler * llama_sampler_init_dist(uint32_t seed) {
 }
 
 static struct llama_sampler * smpl_dist_clone(const struct llama_sampler * smpl) {
-    struct smpl_dist * c = malloc(sizeof(*c));
+    struct smpl_dist * c = GGML_MALLOC(sizeof(*c));
     if (c) {
         *c = *(const struct smpl_dist *) smpl->ctx;
     }
@@ -563,7 +563,7 @@ static void smpl_param_copy_state(struct llama_sampler * dst, const struct llama
 }
 
 static struct llama_sampler * smpl_param_new(const struct llama_sampler_i * iface, float p, float t, size_t min_keep, uint32_t seed) {
-    struct smpl_param * c = calloc(1, sizeof(*c));
+    struct smpl_param * c = GGML_CALLOC(1, sizeof(*c));
     if (c) {
         c->p = p;
         c->t = t;
@@ -576,7 +576,7 @@ static struct llama_sampler * smpl_param_new(const struct llama_sampler_i * ifac
 }
 
 static struct llama_sampler * smpl_param_clone(const struct llama_sampler * smpl) {
-    struct smpl_param * c = calloc(1, sizeof(*c));
+    struct smpl_param * c = GGML_CALLOC(1, sizeof(*c));
     if (c) {
         *c = *(const struct smpl_param *) smpl->ctx;
         c->scratch.data = NULL;
@@ -932,7 +932,7 @@ static void smpl_temp_apply(struct llama_sampler * smpl, llama_token_data_array 
 }
 
 static struct llama_sampler * smpl_temp_clone(const struct llama_sampler * smpl) {
-    struct smpl_temp * c = malloc(sizeof(*c));
+    struct smpl_temp * c = GGML_MALLOC(sizeof(*c));
     if (c) {
         *c = *(const struct smpl_temp *) smpl->ctx;
     }
@@ -951,7 +951,7 @@ static const struct llama_sampler_i smpl_temp_i = {
 };
 
 static struct llama_sampler * smpl_temp_new(const struct llama_sampler_i * iface, float t, float delta, float exponent) {
-    struct smpl_temp * c = malloc(sizeof(*c));
+    struct smpl_temp * c = GGML_MALLOC(sizeof(*c));
     if (c) {
         c->t = t;
         c->delta = delta;

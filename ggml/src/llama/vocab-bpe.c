@@ -357,16 +357,16 @@ static bool bpe_reserve(struct bpe_session * s, size_t n) {
     while (cap < n) {
         cap *= 2;
     }
-    void * a = realloc(s->sym_id, cap * sizeof(llama_token));
+    void * a = GGML_REALLOC(s->sym_id, cap * sizeof(llama_token));
     if (a) s->sym_id = a;
-    void * b = realloc(s->sym_next, cap * sizeof(int32_t));
+    void * b = GGML_REALLOC(s->sym_next, cap * sizeof(int32_t));
     if (b) s->sym_next = b;
-    void * c = realloc(s->sym_prev, cap * sizeof(int32_t));
+    void * c = GGML_REALLOC(s->sym_prev, cap * sizeof(int32_t));
     if (c) s->sym_prev = c;
-    void * d = realloc(s->sym_dead, cap);
+    void * d = GGML_REALLOC(s->sym_dead, cap);
     if (d) s->sym_dead = d;
     // Each merge pushes at most two pairs: initial n - 1 plus 2 per merge stays under 3n.
-    void * h = realloc(s->heap, 3 * cap * sizeof(uint64_t));
+    void * h = GGML_REALLOC(s->heap, 3 * cap * sizeof(uint64_t));
     if (h) s->heap = h;
     if (!a || !b || !c || !d || !h) {
         return false;
@@ -435,7 +435,7 @@ static void bpe_piece(void * user, size_t start, size_t end) {
     if (v->ignore_merges) {
         // The piece in the byte alphabet is at most 2 bytes per byte.
         if (s->mapped_cap < 2 * n) {
-            char * m = realloc(s->mapped, 2 * n);
+            char * m = GGML_REALLOC(s->mapped, 2 * n);
             if (!m) {
                 s->out->oom = true;
                 return;

@@ -107,7 +107,7 @@ static void spm_try_pair(struct spm_session * s, int32_t left, int32_t right) {
     if (s->vocab->tokens[id].type == LLAMA_TOKEN_TYPE_UNUSED) {
         if (s->n_unused == s->cap_unused) {
             const size_t cap = s->cap_unused ? 2 * s->cap_unused : 16;
-            struct spm_unused * u = realloc(s->unused, cap * sizeof(*u));
+            struct spm_unused * u = GGML_REALLOC(s->unused, cap * sizeof(*u));
             if (!u) {
                 s->oom = true;
                 return;
@@ -225,7 +225,7 @@ void llama_vocab_spm_tokenize(const struct llama_vocab * vocab, const char * tex
     struct spm_session s;
     memset(&s, 0, sizeof(s));
     s.vocab = vocab;
-    char * esc = malloc(esc_len ? esc_len : 1);
+    char * esc = GGML_MALLOC(esc_len ? esc_len : 1);
     if (esc == NULL) {
         out->oom = true;
         return;
@@ -261,8 +261,8 @@ void llama_vocab_spm_tokenize(const struct llama_vocab * vocab, const char * tex
         max_chunk = m - c0 > max_chunk ? m - c0 : max_chunk;
     }
     // At most one symbol per byte; each merge queues at most two pairs.
-    s.sym = malloc((max_chunk ? max_chunk : 1) * sizeof(struct spm_symbol));
-    s.heap = malloc((3 * max_chunk + 1) * sizeof(struct spm_pair));
+    s.sym = GGML_MALLOC((max_chunk ? max_chunk : 1) * sizeof(struct spm_symbol));
+    s.heap = GGML_MALLOC((3 * max_chunk + 1) * sizeof(struct spm_pair));
     if (!s.sym || !s.heap) {
         out->oom = true;
         goto done;

@@ -25,7 +25,7 @@ void llama_vocab_tokens_push(struct llama_vocab_tokens * list, llama_token id) {
     }
     if (list->n == list->cap) {
         const size_t cap = list->cap ? 2 * list->cap : 64;
-        llama_token * d = realloc(list->data, cap * sizeof(llama_token));
+        llama_token * d = GGML_REALLOC(list->data, cap * sizeof(llama_token));
         if (d == NULL) {
             list->oom = true;
             return;
@@ -291,7 +291,7 @@ static bool vocab_build_trie(struct llama_vocab * v) {
         LLAMA_LOG_ERROR("llama_vocab_load: special token texts too long\n");
         return false;
     }
-    v->trie = malloc((size_t) total * sizeof(struct llama_vocab_trie_node));
+    v->trie = GGML_MALLOC((size_t) total * sizeof(struct llama_vocab_trie_node));
     if (v->trie == NULL) {
         return false;
     }
@@ -387,7 +387,7 @@ static bool vocab_build_merges(struct llama_vocab * v, const struct gguf_context
         return false;
     }
     const uint64_t size = vocab_table_size(n);
-    v->merges = malloc(size * sizeof(struct llama_vocab_merge));
+    v->merges = GGML_MALLOC(size * sizeof(struct llama_vocab_merge));
     if (v->merges == NULL) {
         return false;
     }
@@ -411,7 +411,7 @@ static bool vocab_build_merges(struct llama_vocab * v, const struct gguf_context
             need += gguf_get_arr_str_len(g, key, r0 + j);
         }
         if (need > joined_cap) {
-            char * p = realloc(joined, need);
+            char * p = GGML_REALLOC(joined, need);
             if (p == NULL) {
                 free(joined);
                 return false;
@@ -552,7 +552,7 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         }
     }
 
-    struct llama_vocab * v = calloc(1, sizeof(struct llama_vocab));
+    struct llama_vocab * v = GGML_CALLOC(1, sizeof(struct llama_vocab));
     if (v == NULL) {
         LLAMA_LOG_ERROR("llama_vocab_load: out of memory\n");
         return NULL;
@@ -573,10 +573,10 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         text_size += len + 1;
     }
     const uint64_t index_size = vocab_table_size(n);
-    v->tokens = malloc(n * sizeof(struct llama_vocab_token));
-    v->text = malloc(text_size);
-    v->eog = calloc(n, 1);
-    v->index = calloc(index_size, sizeof(uint64_t));
+    v->tokens = GGML_MALLOC(n * sizeof(struct llama_vocab_token));
+    v->text = GGML_MALLOC(text_size);
+    v->eog = GGML_CALLOC(n, 1);
+    v->index = GGML_CALLOC(index_size, sizeof(uint64_t));
     if (!v->tokens || !v->text || !v->eog || !v->index) {
         LLAMA_LOG_ERROR("llama_vocab_load: out of memory for %zu tokens\n", n);
         goto fail;
@@ -1076,7 +1076,7 @@ int32_t llama_token_to_piece(const struct llama_vocab * vocab, llama_token token
     }
     char small[256];
     const size_t cap = v->tokens[token].len + 4;
-    char * tmp = cap <= sizeof(small) ? small : malloc(cap);
+    char * tmp = cap <= sizeof(small) ? small : GGML_MALLOC(cap);
     if (tmp == NULL) {
         LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
         return 0;
@@ -1143,7 +1143,7 @@ int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * t
             cap += v->tokens[tokens[i]].len + 4;
         }
     }
-    char * out = malloc(cap);
+    char * out = GGML_MALLOC(cap);
     if (out == NULL) {
         LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
         return 0;
