@@ -354,43 +354,43 @@ GGML_API struct ggml_tensor * ggml_dup(struct ggml_context * ctx, struct ggml_te
 GGML_API struct ggml_tensor * ggml_cont(struct ggml_context * ctx, struct ggml_tensor * a);
 // Copies a into b (converting type); returns a view of b. Same element count.
 GGML_API struct ggml_tensor * ggml_cpy(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
-// a + b, b broadcast over a.
+// a + b, b broadcast over a; a, b F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_add(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 GGML_API struct ggml_tensor * ggml_add_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
-// a - b, b broadcast over a.
+// a - b, b broadcast over a; a, b F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_sub(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 GGML_API struct ggml_tensor * ggml_sub_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
-// a * b elementwise, b broadcast over a.
+// a * b elementwise, b broadcast over a; a, b F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_mul(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 GGML_API struct ggml_tensor * ggml_mul_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
-// a / b elementwise, b broadcast over a.
+// a / b elementwise, b broadcast over a; a, b F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_div(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 GGML_API struct ggml_tensor * ggml_div_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
-// a * s.
+// a * s; a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_scale(struct ggml_context * ctx, struct ggml_tensor * a, float s);
 GGML_API struct ggml_tensor * ggml_scale_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float s);
-// x / sqrt(mean(x^2) + eps) per row.
+// x / sqrt(mean(x^2) + eps) per row; a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_rms_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
 GGML_API struct ggml_tensor * ggml_rms_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
-// (x - mean) / sqrt(var + eps) per row.
+// (x - mean) / sqrt(var + eps) per row; a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
-// x * sigmoid(x).
+// x * sigmoid(x); a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_silu(struct ggml_context * ctx, struct ggml_tensor * a);
 GGML_API struct ggml_tensor * ggml_silu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
-// GELU, tanh approximation.
+// GELU, tanh approximation; a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_gelu(struct ggml_context * ctx, struct ggml_tensor * a);
 GGML_API struct ggml_tensor * ggml_gelu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
-// silu(a) * b (fused SwiGLU); same shapes.
+// silu(a) * b (fused SwiGLU); same shapes, F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
-// SwiGLU over the two halves of dim 0: silu(a[:n/2]) * a[n/2:].
+// SwiGLU over the two halves of dim 0: silu(a[:n/2]) * a[n/2:]; result of a's type.
 GGML_API struct ggml_tensor * ggml_swiglu(struct ggml_context * ctx, struct ggml_tensor * a);
 // a [K, M, A2, A3] (F32, F16, BF16 or quantized), b [K, N, B2, B3] (F32) -> [M, N, B2, B3] F32;
 // B2 % A2 == 0 and B3 % A3 == 0 (a is broadcast, as grouped-query attention needs).
 GGML_API struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
-// Softmax over each row.
+// Softmax over each row; a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_soft_max(struct ggml_context * ctx, struct ggml_tensor * a);
 GGML_API struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
-// softmax(a*scale + mask) per row; mask (F32 or F16, [ne0, >=ne1], broadcast over dims 2-3)
+// softmax(a*scale + mask) per row, result of a's (F32/F16/BF16) type; mask (F32 or F16, [ne0, >=ne1], broadcast over dims 2-3)
 // may be NULL; max_bias > 0 enables ALiBi slopes.
 GGML_API struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * mask, float scale, float max_bias);
 // Rotary embedding of a [head_dim, n_head, n_tokens, 1] at positions b (I32, n_tokens);
@@ -403,7 +403,7 @@ GGML_API struct ggml_tensor * ggml_rope_ext_inplace(struct ggml_context * ctx, s
         float attn_factor, float beta_fast, float beta_slow);
 // Plain rope: ggml_rope_ext with freq_base 10000, scale 1, no YaRN.
 GGML_API struct ggml_tensor * ggml_rope(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int n_dims, int mode);
-// Sets a[i, j] = -inf where i > n_past + j (causal mask).
+// Sets a[i, j] = -inf where i > n_past + j (causal mask); a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_diag_mask_inf(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
 GGML_API struct ggml_tensor * ggml_diag_mask_inf_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
 // Rows b (I32 indices, [n, B2, B3]) of a ([ne0, rows, B2, B3], any type) as F32 [ne0, n, B2, B3].
@@ -411,11 +411,11 @@ GGML_API struct ggml_tensor * ggml_get_rows(struct ggml_context * ctx, struct gg
 // Writes rows of b (F32, [ne0, n, ...]) into a at row indices c (I32 or I64, [n, ...]),
 // converting to a's type; returns a view of a.
 GGML_API struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c);
-// Sum of each row -> [1, ne1, ne2, ne3].
+// Sum of each row -> [1, ne1, ne2, ne3] of a's type (F32/F16/BF16).
 GGML_API struct ggml_tensor * ggml_sum_rows(struct ggml_context * ctx, struct ggml_tensor * a);
-// Index of the max of each row of a 2-D F32 tensor -> I32 [ne1].
+// Index of the max of each row of a 2-D F32/F16/BF16 tensor -> I32 [ne1].
 GGML_API struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor * a);
-// Concatenation of a and b along dim.
+// Concatenation of a and b (same non-quantized type) along dim; result of that type.
 GGML_API struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int dim);
 // Attention: q [D, n_q, H, 1] F32, k [D, n_kv, H_kv, 1], v [Dv, n_kv, H_kv, 1] (F32/F16),
 // mask F16/F32 [n_kv, >=n_q] or NULL -> [Dv, H, n_q, 1] F32 (note the permuted result).

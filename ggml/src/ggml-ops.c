@@ -106,12 +106,13 @@ static struct ggml_tensor * ggml_binary_impl(struct ggml_context * ctx, enum ggm
     if (!a || !b) {
         return ggml_op_fail(name, "NULL input", a, b);
     }
-    if (a->type != GGML_TYPE_F32 || !ggml_is_float_type(b->type)) {
-        return ggml_op_fail(name, "a must be F32 and b F32/F16/BF16", a, b);
+    if (!ggml_is_float_type(a->type) || !ggml_is_float_type(b->type)) {
+        return ggml_op_fail(name, "a and b must be F32, F16 or BF16", a, b);
     }
     if (!ggml_can_repeat(b, a)) {
         return ggml_op_fail(name, "b cannot be broadcast onto a (each a->ne[i] must be a multiple of b->ne[i])", a, b);
     }
+    // Result has a's type and shape (ggml's convention); b is converted per element.
     struct ggml_tensor * t = ggml_new_node_like(ctx, op, a, inplace);
     if (t) {
         t->src[1] = b;
@@ -146,23 +147,25 @@ struct ggml_tensor * ggml_div_inplace(struct ggml_context * ctx, struct ggml_ten
 
 // ---- unary and row-wise ----
 
-// Checks a is non-NULL F32; logs under `name` otherwise.
-static bool ggml_check_f32(const char * name, const struct ggml_tensor * a) {
+// Checks a is non-NULL F32, F16 or BF16 (the kernels load and store those as floats);
+// logs under `name` otherwise.
+static bool ggml_check_float(const char * name, const struct ggml_tensor * a) {
     if (!a) {
         ggml_op_fail(name, "NULL input", a, NULL);
         return false;
     }
-    if (a->type != GGML_TYPE_F32) {
-        ggml_op_fail(name, "input must be F32", a, NULL);
+    if (!ggml_is_float_type(a->type)) {
+        ggml_op_fail(name, "input must be F32, F16 or BF16", a, NULL);
         return false;
     }
     return true;
 }
 
 static struct ggml_tensor * ggml_scale_impl(struct ggml_context * ctx, struct ggml_tensor * a, float s, bool inplace) {
-    if (!ggml_check_f32(inplace ? "ggml_scale_inplace" : "ggml_scale", a)) {
+    if (!ggml_check_float(inplace ? "ggml_scale_inplace" : "ggml_scale", a)) {
         return NULL;
     }
+    // Result has a's type; the product is formed in F32 and rounded once.
     struct ggml_tensor * t = ggml_new_node_like(ctx, GGML_OP_SCALE, a, inplace);
     if (t) {
         ggml_set_op_params_f32(t, 0, s);
@@ -179,13 +182,14 @@ struct ggml_tensor * ggml_scale_inplace(struct ggml_context * ctx, struct ggml_t
 
 static struct ggml_tensor * ggml_norm_impl(struct ggml_context * ctx, enum ggml_op op, const char * name,
                                            struct ggml_tensor * a, float eps, bool inplace) {
-    if (!ggml_check_f32(name, a)) {
+    if (!ggml_check_float(name, a)) {
         return NULL;
     }
     if (!(eps >= 0.0f) || isinf(eps)) {
         GGML_LOG_ERROR("%s: eps %g must be finite and >= 0", name, (double) eps);
         return NULL;
     }
+    // Result has a's type; the row statistics are accumulated in F32/F64 whatever the type.
     struct ggml_tensor * t = ggml_new_node_like(ctx, op, a, inplace);
     if (t) {
         ggml_set_op_params_f32(t, 0, eps);
@@ -205,9 +209,10 @@ struct ggml_tensor * ggml_norm(struct ggml_context * ctx, struct ggml_tensor * a
 
 static struct ggml_tensor * ggml_unary_impl(struct ggml_context * ctx, enum ggml_op op, const char * name,
                                             struct ggml_tensor * a, bool inplace) {
-    if (!ggml_check_f32(name, a)) {
+    if (!ggml_check_float(name, a)) {
         return NULL;
     }
+    // Result has a's type (F32 math, one rounding per element for F16/BF16).
     return ggml_new_node_like(ctx, op, a, inplace);
 }
 
@@ -228,12 +233,13 @@ struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_te
     if (!a || !b) {
         return ggml_op_fail("ggml_swiglu_split", "NULL input", a, b);
     }
-    if (a->type != GGML_TYPE_F32 || b->type != GGML_TYPE_F32) {
-        return ggml_op_fail("ggml_swiglu_split", "inputs must be F32", a, b);
+    if (!ggml_is_float_type(a->type) || !ggml_is_float_type(b->type)) {
+        return ggml_op_fail("ggml_swiglu_split", "inputs must be F32, F16 or BF16", a, b);
     }
     if (!ggml_are_same_shape(a, b)) {
         return ggml_op_fail("ggml_swiglu_split", "gate and up must have the same shape", a, b);
     }
+    // Result has the gate a's type; up b may be of another float type.
     struct ggml_tensor * t = ggml_new_node_like(ctx, GGML_OP_SWIGLU, a, false);
     if (t) {
         t->src[1] = b;
@@ -242,14 +248,15 @@ struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_te
 }
 
 struct ggml_tensor * ggml_swiglu(struct ggml_context * ctx, struct ggml_tensor * a) {
-    if (!ggml_check_f32("ggml_swiglu", a)) {
+    if (!ggml_check_float("ggml_swiglu", a)) {
         return NULL;
     }
     if (a->ne[0] % 2 != 0) {
         return ggml_op_fail("ggml_swiglu", "ne[0] must be even (gate and up halves)", a, NULL);
     }
+    // Result has a's type, half its rows' length.
     const int64_t ne[4] = { a->ne[0] / 2, a->ne[1], a->ne[2], a->ne[3] };
-    return ggml_new_node(ctx, GGML_OP_SWIGLU, a, false, GGML_TYPE_F32, ne);
+    return ggml_new_node(ctx, GGML_OP_SWIGLU, a, false, a->type, ne);
 }
 
 // ---- matrix product ----
@@ -289,7 +296,7 @@ struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor 
 
 static struct ggml_tensor * ggml_soft_max_impl(struct ggml_context * ctx, const char * name, struct ggml_tensor * a,
                                                struct ggml_tensor * mask, float scale, float max_bias, bool inplace) {
-    if (!ggml_check_f32(name, a)) {
+    if (!ggml_check_float(name, a)) {
         return NULL;
     }
     if (mask) {
@@ -310,6 +317,7 @@ static struct ggml_tensor * ggml_soft_max_impl(struct ggml_context * ctx, const 
         GGML_LOG_ERROR("%s: max_bias %g must be >= 0", name, (double) max_bias);
         return NULL;
     }
+    // Result has a's type; each row is computed in F32 and rounded once.
     struct ggml_tensor * t = ggml_new_node_like(ctx, GGML_OP_SOFT_MAX, a, inplace);
     if (t) {
         t->src[1] = mask;
@@ -332,13 +340,14 @@ struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_te
 
 static struct ggml_tensor * ggml_diag_mask_inf_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_past, bool inplace) {
     const char * name = inplace ? "ggml_diag_mask_inf_inplace" : "ggml_diag_mask_inf";
-    if (!ggml_check_f32(name, a)) {
+    if (!ggml_check_float(name, a)) {
         return NULL;
     }
     if (n_past < 0) {
         GGML_LOG_ERROR("%s: n_past %d must be >= 0", name, n_past);
         return NULL;
     }
+    // Result has a's type (kept values are copied exactly, the rest become -inf).
     struct ggml_tensor * t = ggml_new_node_like(ctx, GGML_OP_DIAG_MASK_INF, a, inplace);
     if (t) {
         ggml_set_op_params_i32(t, 0, n_past);
@@ -483,15 +492,16 @@ struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor
 }
 
 struct ggml_tensor * ggml_sum_rows(struct ggml_context * ctx, struct ggml_tensor * a) {
-    if (!ggml_check_f32("ggml_sum_rows", a)) {
+    if (!ggml_check_float("ggml_sum_rows", a)) {
         return NULL;
     }
+    // Result has a's type (ggml's convention); the sum is accumulated in F32/F64 and rounded once.
     const int64_t ne[4] = { 1, a->ne[1], a->ne[2], a->ne[3] };
-    return ggml_new_node(ctx, GGML_OP_SUM_ROWS, a, false, GGML_TYPE_F32, ne);
+    return ggml_new_node(ctx, GGML_OP_SUM_ROWS, a, false, a->type, ne);
 }
 
 struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor * a) {
-    if (!ggml_check_f32("ggml_argmax", a)) {
+    if (!ggml_check_float("ggml_argmax", a)) {
         return NULL;
     }
     if (a->ne[2] != 1 || a->ne[3] != 1) {
@@ -500,6 +510,7 @@ struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor *
     if (a->ne[0] > INT32_MAX) {
         return ggml_op_fail("ggml_argmax", "rows longer than INT32_MAX do not fit an I32 index", a, NULL);
     }
+    // Result is I32 whatever a's float type.
     const int64_t ne[4] = { a->ne[1], 1, 1, 1 };
     return ggml_new_node(ctx, GGML_OP_ARGMAX, a, false, GGML_TYPE_I32, ne);
 }
@@ -522,6 +533,7 @@ struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor *
         }
         ne[i] = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
     }
+    // Result has a's (= b's) type; non-float types are moved as bytes.
     struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_CONCAT, a, false, a->type, ne);
     if (t) {
         t->src[1] = b;
