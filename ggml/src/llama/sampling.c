@@ -299,7 +299,9 @@ void llama_sampler_chain_add(struct llama_sampler * chain, struct llama_sampler 
         LLAMA_LOG_ERROR("%s: cannot add a chain to itself\n", __func__);
         return;
     }
-    smpl_chain_push(chain->ctx, smpl);
+    if (!smpl_chain_push(chain->ctx, smpl)) {
+        llama_sampler_free(smpl); // the chain took ownership; the caller cannot see the failure
+    }
 }
 
 struct llama_sampler * llama_sampler_chain_get(const struct llama_sampler * chain, int32_t i) {
