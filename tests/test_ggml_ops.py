@@ -4,15 +4,21 @@
 A case builds its node from inputs made by `inp` (which lays the data out contiguous,
 permuted or as a padded strided view) and returns the node and the expected result,
 computed in float64 from the values the inputs actually hold (so F16 inputs are compared
-after their own rounding, and only the kernel's arithmetic is judged). Adding an op adds
-one `Case` to CASES.
+after their own rounding, and only the kernel's arithmetic is judged). A result stored as
+F16 is compared with the reference rounded through float16 (the kernels compute in F32 and
+round once). Adding an op adds one `Case` to CASES.
+
+The case's type is the type of every float operand the constructor lets vary (for the
+elementwise, unary, norm, softmax, mask and reduction ops: `a`, `b` and the mask alike, and
+the result keeps that type, which the test asserts); `*_mixed` cases give the second
+operand the other type. Where a constructor fixes an operand's type (mul_mat's `b`,
+flash-attention's `q`, set_rows' rows are F32), the type applies to the other operand; the
+docstring of each builder says which. Broadcasting: the binary cases repeat `b` over every
+dim and combination of dims, the softmax masks over rows and heads, mul_mat and flash
+attention over heads (GQA).
 
 Shapes are chosen large enough that the executor really splits every node over 2 and 3
 threads (it keeps nodes under ~4096 elements of work per thread on one thread).
-
-Where a constructor accepts a type for only one operand (e.g. `ggml_add` takes an F32 `a`
-but an F16 `b`), the case's type applies to that operand; the docstring of each builder
-says which.
 """
 from __future__ import annotations
 
@@ -33,8 +39,10 @@ TYPE_NAMES = {F32: "f32", F16: "f16", Q8_0: "q8_0", Q4_0: "q4_0", Q4_1: "q4_1"}
 LAYOUTS = ("cont", "perm", "view")
 THREADS = (1, 2, 3)
 
-# (atol, rtol) by the type the case's type parameter names.
-DEFAULT_TOL = {F32: (1e-5, 1e-5), F16: (2e-3, 2e-3)}
+# (atol, rtol) by the type the case's type parameter names. An F16 result and its rounded
+# reference differ by at most one F16 ulp (<= 2^-10 relative) when the F32 arithmetic is
+# accurate to well under an ulp, hence rtol 1e-3; atol covers F16 subnormals (ulp 6e-8).
+DEFAULT_TOL = {F32: (1e-5, 1e-5), F16: (1e-6, 1e-3)}
 
 
 # ---- inputs ----
@@ -86,16 +94,29 @@ class Case:
     types: Sequence[int] = (F32, F16)
     layouts: Sequence[str] = LAYOUTS
     tol: Dict[int, Tuple[float, float]] = field(default_factory=dict)
+    result: Optional[Callable[[int], int]] = None  # case type -> the node's type, when the op fixes it
+    quant_layouts: Sequence[str] = LAYOUTS  # layouts run for quantized case types
+
+
+def same(type):
+    """Result type rule of the ops that keep a's type."""
+    return type
+
+
+def other(type):
+    """The other of F32 / F16 (second operand of the *_mixed cases)."""
+    return F16 if type == F32 else F32
 
 
 X_SHAPE = (3, 5, 17, 50)  # 12750 elements: splits over 3 threads
 
 
-def binary(fn, np_fn, b_shape, inplace_fn=None):
-    """a F32 in the layout; b (shape b_shape, repeated over a) in the case's type."""
+def binary(fn, np_fn, b_shape, inplace_fn=None, mixed=False):
+    """a and b (shape b_shape, repeated over a) both in the case's type and the layout;
+    mixed: b in the other type."""
     def build(ctx, rng, type, layout):
-        a = inp(ctx, rng.uniform(-2, 2, X_SHAPE), F32, layout)
-        b = inp(ctx, rng.uniform(0.5, 2, b_shape), type, "view" if layout == "view" else "cont")
+        a = inp(ctx, rng.uniform(-2, 2, X_SHAPE), type, layout)
+        b = inp(ctx, rng.uniform(0.5, 2, b_shape), other(type) if mixed else type, layout)
         av, bv = val(a), val(b)
         out = (inplace_fn or fn)(ctx, a, b)
         # ggml repeats b along each dim (b's size divides a's): np.tile, not broadcasting
@@ -104,12 +125,12 @@ def binary(fn, np_fn, b_shape, inplace_fn=None):
     return build
 
 
-def unary(fn, np_fn, lo=-8.0, hi=8.0):
-    """F32 only: the constructors of the unary ops take F32."""
+def unary(fn, np_fn, lo=-8.0, hi=8.0, inplace=False):
+    """a in the case's type and the layout; inplace: fn writes into a, which is checked."""
     def build(ctx, rng, type, layout):
         a = inp(ctx, rng.uniform(lo, hi, X_SHAPE), type, layout)
         av = val(a)
-        return fn(ctx, a), np_fn(av)
+        return fn(ctx, a), np_fn(av), (a if inplace else None)
     return build
 
 
@@ -143,23 +164,27 @@ def np_softmax(w):
     return np.where(s > 0, e / np.where(s > 0, s, 1.0), 0.0)
 
 
-def softmax_case(mask_kind: Optional[str], max_bias: float = 0.0):
-    """a F32 [67, 32, 6, 1] in the layout; the type applies to the mask (F32/F16).
+def softmax_case(mask_kind: Optional[str], max_bias: float = 0.0, mixed=False):
+    """a [67, 32, 6, 1] in the case's type and the layout, the mask (contiguous rows) in the
+    case's type too, or the other one when mixed.
     mask_kind: None, "rows" ([ne0, ne1 + 5]: extra rows ignored), "heads" ([ne0, ne1, 2]:
     broadcast over dim 2 by modulo), "causal" (with one fully masked row)."""
     def build(ctx, rng, type, layout):
         shape = (1, 6, 32, 67)
-        a = inp(ctx, rng.uniform(-4, 4, shape), F32, layout)
+        a = inp(ctx, rng.uniform(-4, 4, shape), type, layout)
+        mtype = other(type) if mixed else type
+        # the mask's rows must be contiguous: "view" (padded rows) is the non-contiguous layout it takes
+        mlayout = "view" if layout != "cont" else "cont"
         mask = None
         if mask_kind == "rows":
-            mask = inp(ctx, rng.uniform(-3, 1, (37, 67)), type)
+            mask = inp(ctx, rng.uniform(-3, 1, (37, 67)), mtype, mlayout)
         elif mask_kind == "heads":
-            mask = inp(ctx, rng.uniform(-2, 2, (2, 32, 67)), type)
+            mask = inp(ctx, rng.uniform(-2, 2, (2, 32, 67)), mtype, mlayout)
         elif mask_kind == "causal":
             i0 = np.arange(67)[None, :]
             i1 = np.arange(32)[:, None]
             m = np.where((i0 > i1 + 30) | (i1 == 5), -np.inf, 0.0)
-            mask = inp(ctx, m, type)
+            mask = inp(ctx, m, mtype, mlayout)
         av = val(a)
         scale = 0.7
         w = av * scale
@@ -173,14 +198,19 @@ def softmax_case(mask_kind: Optional[str], max_bias: float = 0.0):
     return build
 
 
-def soft_max_plain(ctx, rng, type, layout):
-    a = inp(ctx, rng.uniform(-4, 4, X_SHAPE), F32, layout)
-    return ggml.ggml_soft_max(ctx, a), np_softmax(val(a))
+def soft_max_plain(inplace=False):
+    """a in the case's type and the layout; inplace: the softmax overwrites a."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, rng.uniform(-4, 4, X_SHAPE), type, layout)
+        fn = ggml.ggml_soft_max_inplace if inplace else ggml.ggml_soft_max
+        return fn(ctx, a), np_softmax(val(a)), (a if inplace else None)
+    return build
 
 
 def diag_mask_case(n_past, inplace=False):
+    """a [70, 60, 3] in the case's type and the layout."""
     def build(ctx, rng, type, layout):
-        a = inp(ctx, rng.uniform(-1, 1, (3, 60, 70)), F32, layout)
+        a = inp(ctx, rng.uniform(-1, 1, (3, 60, 70)), type, layout)
         av = val(a)
         i0 = np.arange(70)[None, :]
         i1 = np.arange(60)[:, None]
@@ -246,13 +276,13 @@ def rope_case(mode, n_dims, freq_scale=1.0, ext_factor=0.0, with_ff=False, pos_o
     return build
 
 
-def swiglu_case(split):
-    """F32 only (constructor); gate in the layout, up contiguous."""
+def swiglu_case(split, mixed=False):
+    """gate (and up, for split) in the case's type and the layout; mixed: up in the other type."""
     def build(ctx, rng, type, layout):
         a = inp(ctx, rng.uniform(-6, 6, (3, 33, 128)), type, layout)
         av = val(a)
         if split:
-            b = inp(ctx, rng.uniform(-2, 2, (3, 33, 128)), F32)
+            b = inp(ctx, rng.uniform(-2, 2, (3, 33, 128)), other(type) if mixed else type, layout)
             return ggml.ggml_swiglu_split(ctx, a, b), np_silu(av) * val(b)
         return ggml.ggml_swiglu(ctx, a), np_silu(av[..., :64]) * av[..., 64:]
     return build
@@ -290,10 +320,14 @@ def cpy_case(direction):
 
 
 def get_rows_case(ctx, rng, type, layout):
-    """Table [64, 50, 2] of the case's type (F32/F16/Q8_0/Q4_1, quantized by gguf.quants),
-    ids I32 [200, 2]; expected rows dequantized by gguf.quants."""
+    """Table [64, 50, 2] of the case's type (F32/F16 in the layout; Q8_0/Q4_1 contiguous,
+    quantized by gguf.quants), ids I32 [200, 2]; expected rows dequantized by gguf.quants."""
     x = rng.uniform(-1, 1, (2, 50, 64)).astype(np.float32)
-    table, xq = quantized_input(ctx, x, type)
+    if type in (F32, F16):
+        table = inp(ctx, x, type, layout)
+        xq = val(table)[0]
+    else:
+        table, xq = quantized_input(ctx, x, type)
     ids = (np.arange(400).reshape(2, 200) * 7 + 3) % 50
     out = ggml.ggml_get_rows(ctx, table, ids_tensor(ctx, ids))
     ref = np.stack([xq[b][ids[b]] for b in range(2)])[None]
@@ -330,14 +364,18 @@ def concat_case(dim):
 
 
 def sum_rows_case(ctx, rng, type, layout):
-    a = inp(ctx, rng.uniform(-1, 1, (25, 513)), F32, layout)
+    """a [171, 25, 3] in the case's type and the layout -> [1, 25, 3] of that type."""
+    a = inp(ctx, rng.uniform(-1, 1, (3, 25, 171)), type, layout)
     return ggml.ggml_sum_rows(ctx, a), val(a).sum(axis=-1, keepdims=True)
 
 
 def argmax_case(ctx, rng, type, layout):
+    """a [513, 25] in the case's type and the layout -> I32 [25]; F16 rounding makes more ties,
+    which the reference (first index) resolves like the kernel."""
     x = rng.uniform(-1, 1, (25, 513))
     x[3, 100] = x[3, 200] = 5.0  # tie: the first index wins
-    a = inp(ctx, x, F32, layout)
+    x[7, 512] = 6.0  # max in the last column
+    a = inp(ctx, x, type, layout)
     return ggml.ggml_argmax(ctx, a), np.argmax(val(a), axis=-1).reshape(1, 1, 1, 25)
 
 
@@ -412,29 +450,48 @@ def flash_attn_case(D, Dv, n_q, n_kv, H, H_kv, mask_kind=None, softcap=0.0, max_
     return build
 
 
+F16_SOFTMAX_TOL = {F32: (1e-6, 1e-5), F16: (1e-6, 2e-3)}
+
 CASES = [
-    Case("add", binary(ggml.ggml_add, np.add, X_SHAPE)),
-    Case("add_bcast_row", binary(ggml.ggml_add, np.add, (1, 1, 1, 50))),
-    Case("add_inplace", binary(ggml.ggml_add, np.add, (1, 5, 1, 50), ggml.ggml_add_inplace)),
-    Case("sub_bcast_dims", binary(ggml.ggml_sub, np.subtract, (1, 5, 1, 25))),
-    Case("mul_bcast_col", binary(ggml.ggml_mul, np.multiply, (3, 1, 17, 1))),
-    Case("mul_inplace", binary(ggml.ggml_mul, np.multiply, (3, 5, 17, 50), ggml.ggml_mul_inplace)),
-    Case("div", binary(ggml.ggml_div, np.divide, (1, 5, 17, 50))),
-    Case("scale", unary(lambda c, a: ggml.ggml_scale(c, a, 0.37), lambda x: x * np.float32(0.37)), types=(F32,)),
-    Case("silu", unary(ggml.ggml_silu, np_silu, -20, 20), types=(F32,), tol={F32: (1e-6, 1e-5)}),
-    Case("gelu", unary(ggml.ggml_gelu, np_gelu), types=(F32,), tol={F32: (1e-6, 1e-5)}),
-    Case("swiglu", swiglu_case(False), types=(F32,), tol={F32: (1e-5, 1e-5)}),
-    Case("swiglu_split", swiglu_case(True), types=(F32,), tol={F32: (1e-5, 1e-5)}),
+    # b repeated over: nothing, dim 0 (row), dims 0+2, dims 0 (half) + 1 + 3, dims 1 + 3 (column),
+    # everything (scalar), dims 1 + 2 with a partial row (ne0 50 = 5 x 10)
+    Case("add", binary(ggml.ggml_add, np.add, X_SHAPE), result=same),
+    Case("add_bcast_row", binary(ggml.ggml_add, np.add, (1, 1, 1, 50)), result=same),
+    Case("add_inplace", binary(ggml.ggml_add, np.add, (1, 5, 1, 50), ggml.ggml_add_inplace), result=same),
+    Case("add_mixed", binary(ggml.ggml_add, np.add, (1, 5, 1, 50), mixed=True), result=same),
+    Case("sub_bcast_dims", binary(ggml.ggml_sub, np.subtract, (1, 5, 1, 25)), result=same),
+    Case("sub_scalar_inplace", binary(ggml.ggml_sub, np.subtract, (1, 1, 1, 1), ggml.ggml_sub_inplace), result=same),
+    Case("mul_bcast_col", binary(ggml.ggml_mul, np.multiply, (3, 1, 17, 1)), result=same),
+    Case("mul_inplace", binary(ggml.ggml_mul, np.multiply, (3, 5, 17, 50), ggml.ggml_mul_inplace), result=same),
+    Case("mul_mixed_bcast", binary(ggml.ggml_mul, np.multiply, (1, 1, 17, 50), mixed=True), result=same),
+    Case("div", binary(ggml.ggml_div, np.divide, (1, 5, 17, 50)), result=same),
+    Case("div_bcast_part_row", binary(ggml.ggml_div, np.divide, (3, 1, 1, 10)), result=same),
+    Case("div_inplace_mixed", binary(ggml.ggml_div, np.divide, (3, 5, 1, 1), ggml.ggml_div_inplace, mixed=True),
+         result=same),
+    Case("scale", unary(lambda c, a: ggml.ggml_scale(c, a, 0.37), lambda x: x * np.float32(0.37)), result=same),
+    Case("scale_inplace", unary(lambda c, a: ggml.ggml_scale_inplace(c, a, -1.5), lambda x: x * -1.5, inplace=True),
+         result=same),
+    Case("silu", unary(ggml.ggml_silu, np_silu, -20, 20), tol={F32: (1e-6, 1e-5)}, result=same),
+    Case("silu_inplace", unary(ggml.ggml_silu_inplace, np_silu, inplace=True), tol={F32: (1e-6, 1e-5)}, result=same),
+    Case("gelu", unary(ggml.ggml_gelu, np_gelu), tol={F32: (1e-6, 1e-5)}, result=same),
+    Case("gelu_inplace", unary(ggml.ggml_gelu_inplace, np_gelu, inplace=True), tol={F32: (1e-6, 1e-5)}, result=same),
+    Case("swiglu", swiglu_case(False), tol={F32: (1e-5, 1e-5)}, result=same),
+    Case("swiglu_split", swiglu_case(True), tol={F32: (1e-5, 1e-5)}, result=same),
+    Case("swiglu_split_mixed", swiglu_case(True, mixed=True), tol={F32: (1e-5, 1e-5)}, result=same),
     Case("rms_norm", unary(lambda c, a: ggml.ggml_rms_norm(c, a, 1e-5), lambda x: np_norm(x, 1e-5, True), -3, 5),
-         types=(F32,)),
+         result=same),
+    Case("rms_norm_inplace", unary(lambda c, a: ggml.ggml_rms_norm_inplace(c, a, 1e-6),
+                                   lambda x: np_norm(x, 1e-6, True), -3, 5, inplace=True), result=same),
     Case("norm", unary(lambda c, a: ggml.ggml_norm(c, a, 1e-5), lambda x: np_norm(x, 1e-5, False), -3, 5),
-         types=(F32,), tol={F32: (2e-5, 2e-5)}),
-    Case("soft_max", soft_max_plain, types=(F32,), tol={F32: (1e-6, 1e-5)}),
-    Case("soft_max_mask_rows", softmax_case("rows"), tol={F32: (1e-6, 1e-5), F16: (1e-6, 1e-5)}),
-    Case("soft_max_mask_heads_alibi", softmax_case("heads", 8.0), tol={F32: (1e-6, 1e-5), F16: (1e-6, 1e-5)}),
-    Case("soft_max_causal_alibi", softmax_case("causal", 4.0), tol={F32: (1e-6, 1e-5), F16: (1e-6, 1e-5)}),
-    Case("diag_mask_inf", diag_mask_case(0), types=(F32,)),
-    Case("diag_mask_inf_inplace", diag_mask_case(9, True), types=(F32,)),
+         tol={F32: (2e-5, 2e-5)}, result=same),
+    Case("soft_max", soft_max_plain(), tol=F16_SOFTMAX_TOL, result=same),
+    Case("soft_max_inplace", soft_max_plain(True), tol=F16_SOFTMAX_TOL, result=same),
+    Case("soft_max_mask_rows", softmax_case("rows"), tol=F16_SOFTMAX_TOL, result=same),
+    Case("soft_max_mask_heads_alibi", softmax_case("heads", 8.0), tol=F16_SOFTMAX_TOL, result=same),
+    Case("soft_max_causal_alibi", softmax_case("causal", 4.0), tol=F16_SOFTMAX_TOL, result=same),
+    Case("soft_max_mask_mixed", softmax_case("heads", 0.0, mixed=True), tol=F16_SOFTMAX_TOL, result=same),
+    Case("diag_mask_inf", diag_mask_case(0), tol={F32: (0, 0), F16: (0, 0)}, result=same),
+    Case("diag_mask_inf_inplace", diag_mask_case(9, True), tol={F32: (0, 0), F16: (0, 0)}, result=same),
     Case("rope_normal", rope_case(ggml.GGML_ROPE_TYPE_NORMAL, 64), tol={F32: (2e-5, 1e-5), F16: (2e-3, 2e-3)}),
     Case("rope_neox", rope_case(ggml.GGML_ROPE_TYPE_NEOX, 64), tol={F32: (2e-5, 1e-5), F16: (2e-3, 2e-3)}),
     Case("rope_partial_ff", rope_case(ggml.GGML_ROPE_TYPE_NORMAL, 48, 0.5, with_ff=True),
@@ -444,19 +501,19 @@ CASES = [
     # positions ~3000: the float angle itself carries ~3000 * 2^-24 rad of rounding
     Case("rope_yarn_far", rope_case(ggml.GGML_ROPE_TYPE_NORMAL, 64, 0.125, 0.5, pos_offset=3000),
          tol={F32: (5e-4, 1e-5), F16: (4e-3, 2e-3)}),
-    Case("rope_inplace", rope_case(ggml.GGML_ROPE_TYPE_NEOX, 64, inplace=True), layouts=("cont",),
+    Case("rope_inplace", rope_case(ggml.GGML_ROPE_TYPE_NEOX, 64, inplace=True),
          tol={F32: (2e-5, 1e-5), F16: (2e-3, 2e-3)}),
     Case("cont", cont_case(ggml.ggml_cont), tol={F32: (0, 0), F16: (0, 0)}),
     Case("dup", cont_case(ggml.ggml_dup), tol={F32: (0, 0), F16: (0, 0)}),
     Case("cpy_to", cpy_case("to"), tol={F32: (0, 0), F16: (0, 0)}),
     Case("cpy_from", cpy_case("from"), tol={F32: (0, 0), F16: (0, 0)}),
-    Case("get_rows", get_rows_case, types=(F32, F16, Q8_0, Q4_1), layouts=("cont",),
+    Case("get_rows", get_rows_case, types=(F32, F16, Q8_0, Q4_1), quant_layouts=("cont",), result=lambda t: F32,
          tol={F32: (0, 0), F16: (0, 0), Q8_0: (1e-6, 1e-6), Q4_1: (1e-6, 1e-6)}),
     Case("set_rows_i32", set_rows_case(I32), tol={F32: (0, 0), F16: (0, 0)}),
     Case("set_rows_i64", set_rows_case(I64), tol={F32: (0, 0), F16: (0, 0)}),
     *[Case(f"concat_dim{d}", concat_case(d), tol={F32: (0, 0), F16: (0, 0)}) for d in range(4)],
-    Case("sum_rows", sum_rows_case, types=(F32,), tol={F32: (1e-5, 1e-5)}),
-    Case("argmax", argmax_case, types=(F32,), tol={F32: (0, 0)}),
+    Case("sum_rows", sum_rows_case, tol={F32: (1e-5, 1e-5)}, result=same),
+    Case("argmax", argmax_case, tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
     # b is rounded to the dot kernel's vec_dot_type (F16 for F16 a, Q8 blocks for quantized a)
     Case("mul_mat_vec", mul_mat_case(256, 37, 1, 1, 1), types=(F32, F16, Q8_0, Q4_0, Q4_1),
          tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
@@ -477,7 +534,8 @@ CASES = [
 ]
 
 PARAMS = [pytest.param(c, t, l, n, id=f"{c.name}-{TYPE_NAMES[t]}-{l}-t{n}")
-          for c in CASES for t in c.types for l in c.layouts for n in THREADS]
+          for c in CASES for t in c.types for l in (c.layouts if t in (F32, F16) else c.quant_layouts)
+          for n in THREADS]
 
 
 @pytest.fixture
@@ -495,11 +553,14 @@ def test_op(ctx, case: Case, type: int, layout: str, n_threads: int):
     node, expected = built[0], built[1]
     check = built[2] if len(built) > 2 and built[2] is not None else node
     assert node, f"{case.name}: constructor returned NULL (see log)"
+    if case.result is not None:
+        assert ggml.tensor_struct(node).type == case.result(type), f"{case.name}: result type"
     gf = ggml.ggml_new_graph(ctx)
     ggml.ggml_build_forward_expand(gf, node)
     assert ggml.ggml_graph_compute_with_ctx(ctx, gf, n_threads) == ggml.GGML_STATUS_SUCCESS
     got = val(check)
-    expected = np.asarray(expected, dtype=np.float64).reshape(got.shape)
+    # an F16 result is the kernel's F32 value rounded once: compare with the reference rounded likewise
+    expected = round_to(ggml.tensor_struct(check).type, np.asarray(expected, dtype=np.float64).reshape(got.shape))
     atol, rtol = case.tol.get(type, DEFAULT_TOL.get(type, (1e-5, 1e-5)))
     assert np.array_equal(np.isnan(got), np.isnan(expected)), f"{case.name}: NaN pattern differs"
     np.testing.assert_allclose(got, expected, atol=atol, rtol=rtol, err_msg=f"{case.name} {TYPE_NAMES[type]} {layout} t{n_threads}")
