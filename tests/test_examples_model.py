@@ -38,6 +38,7 @@ def llm(smollm2_path, lib_path):
 
 
 def greedy(llm, prompt, n):
+    llm.reset()  # the prompt decoded as one batch, as the examples do
     gen = llm.generate(llm.tokenize(prompt, special=True), temperature=0)
     toks = [next(gen) for _ in range(n)]
     gen.close()
