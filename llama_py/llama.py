@@ -415,6 +415,10 @@ class Llama:
         ends at an end-of-generation token (finish_reason "stop"), at a stop string (which is
         not part of the text, nor is any piece of it ever streamed), or at max_tokens ("length").
         Streamed chunks never split a UTF-8 character. The last chunk carries `usage`.
+        The part of the cache that matches the prompt is reused (only the rest is decoded); decoding
+        the last prompt token alone rounds slightly differently from decoding it in a batch, so a
+        greedy continuation can differ between a fresh call and a repeated one where two tokens are
+        nearly tied; call reset() first for identical results from identical calls.
         """
         gen = self._completion(prompt, max_tokens, temperature, top_k, top_p, min_p,
                                (repeat_penalty, frequency_penalty, presence_penalty), seed, stop, echo, logit_bias)
