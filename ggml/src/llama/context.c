@@ -393,6 +393,42 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     }
 }
 
+// Graph reuse: consecutive batch-of-one decodes build identical graphs (same ops, shapes and
+// allocation) until n_kv crosses a multiple of 32, so the last graph is kept, built and
+// allocated, and only its inputs are rewritten. The key holds everything llama_graph_build
+// reads to decide shapes or structure; the rest of ub only reaches the graph through
+// ctx_set_inputs. Building another graph in ctx_compute (llama_graph_build_k_shift) clears
+// graph_reusable.
+static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch * ub, struct llama_graph_result * res) {
+    const struct llama_graph_key key = {
+        .n_tokens = ub->n_tokens,
+        .n_outputs = ub->n_outputs,
+        .n_kv = ub->n_kv,
+        .embd_input = ub->token == NULL,
+        .all_rows = ub->all_rows,
+        .embeddings = ctx->embeddings,
+    };
+    const struct llama_graph_key * k = &ctx->graph_key;
+    if (ctx->graph_reusable && k->n_tokens == key.n_tokens && k->n_outputs == key.n_outputs && k->n_kv == key.n_kv &&
+        k->embd_input == key.embd_input && k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
+        *res = ctx->graph_res;
+        ctx->n_reused++;
+        return true;
+    }
+    ctx->graph_reusable = false;
+    if (!llama_graph_build(ctx, ub, res)) {
+        return false;
+    }
+    if (!ggml_gallocr_alloc_graph(ctx->galloc, res->gf)) {
+        LLAMA_LOG_ERROR("llama_decode: cannot allocate the compute buffer\n");
+        return false;
+    }
+    ctx->graph_res = *res;
+    ctx->graph_key = key;
+    ctx->graph_reusable = true;
+    return true;
+}
+
 int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
     if (!llama_context_checked(ctx, __func__)) {
         return -1;
@@ -454,12 +490,7 @@ int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
             ub.n_outputs += ub.output[i] != 0;
         }
         struct llama_graph_result res;
-        if (!llama_graph_build(ctx, &ub, &res)) {
-            ret = -3;
-            break;
-        }
-        if (!ggml_gallocr_alloc_graph(ctx->galloc, res.gf)) {
-            LLAMA_LOG_ERROR("llama_decode: cannot allocate the compute buffer\n");
+        if (!ctx_graph_get(ctx, &ub, &res)) {
             ret = -3;
             break;
         }

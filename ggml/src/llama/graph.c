@@ -178,6 +178,7 @@ struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint3
     const struct llama_hparams * hp = &model->hparams;
     const struct llama_memory_i * kv = &ctx->kv;
 
+    ctx->graph_reusable = false; // the arena and the allocator now hold another graph
     ggml_reset(ctx->ctx_compute);
     struct ggml_context * c = ctx->ctx_compute;
     struct ggml_cgraph * gf;

@@ -112,6 +112,15 @@ struct llama_context {
     struct ggml_gallocr * galloc;
     struct ggml_context * ctx_compute;    // graph metadata arena, reset per graph
     size_t graph_size;                    // node capacity of a graph
+    // The last decode graph, built and allocated, reused while its key repeats (context.c);
+    // anything else that resets ctx_compute or allocates with galloc clears graph_reusable.
+    struct llama_graph_result graph_res;
+    struct llama_graph_key {
+        int32_t n_tokens, n_outputs;
+        uint32_t n_kv;
+        bool embd_input, all_rows, embeddings;
+    } graph_key;
+    bool graph_reusable;
 
     // per-decode scratch (grown, never shrunk)
     struct llama_batch_prep prep;
