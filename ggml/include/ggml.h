@@ -390,8 +390,8 @@ GGML_API struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggm
 // Softmax over each row; a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_soft_max(struct ggml_context * ctx, struct ggml_tensor * a);
 GGML_API struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
-// softmax(a*scale + mask) per row, result of a's (F32/F16/BF16) type; mask (F32 or F16, [ne0, >=ne1], broadcast over dims 2-3)
-// may be NULL; max_bias > 0 enables ALiBi slopes.
+// softmax(a*scale + mask) per row, result of a's type (F32/F16/BF16); mask (F32 or F16,
+// [ne0, >=ne1], broadcast over dims 2-3) may be NULL; max_bias > 0 enables ALiBi slopes.
 GGML_API struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * mask, float scale, float max_bias);
 // Rotary embedding of a [head_dim, n_head, n_tokens, 1] at positions b (I32, n_tokens);
 // c (F32, n_dims/2 frequency divisors) may be NULL; mode GGML_ROPE_TYPE_NORMAL or _NEOX.

@@ -854,6 +854,29 @@ static void test_direct_splits(void) {
 }
 
 // Bad input to a kernel is logged, never fatal: out-of-range row ids.
+// The constructors take F32/F16/BF16 for a (and b) and refuse other types with NULL.
+static void test_type_validation(void) {
+    struct ggml_context * ctx = new_ctx();
+    struct ggml_tensor * f = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 4);
+    struct ggml_tensor * h = ggml_new_tensor_2d(ctx, GGML_TYPE_BF16, 64, 4);
+    struct ggml_tensor * q = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, 64, 4);
+    struct ggml_tensor * i = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 64, 4);
+    ggml_log_set(quiet_log, NULL);
+    EXPECT(ggml_add(ctx, q, f) == NULL && ggml_mul(ctx, f, i) == NULL && ggml_sub(ctx, i, f) == NULL, "binary refuses non-float");
+    EXPECT(ggml_scale(ctx, q, 2.0f) == NULL && ggml_silu(ctx, i) == NULL && ggml_gelu(ctx, q) == NULL, "unary refuses non-float");
+    EXPECT(ggml_rms_norm(ctx, i, 1e-5f) == NULL && ggml_norm(ctx, q, 1e-5f) == NULL, "norms refuse non-float");
+    EXPECT(ggml_swiglu(ctx, q) == NULL && ggml_swiglu_split(ctx, f, i) == NULL, "swiglu refuses non-float");
+    EXPECT(ggml_soft_max(ctx, i) == NULL && ggml_diag_mask_inf(ctx, q, 0) == NULL, "soft_max/diag_mask refuse non-float");
+    EXPECT(ggml_sum_rows(ctx, q) == NULL && ggml_argmax(ctx, i) == NULL, "reductions refuse non-float");
+    ggml_log_set(NULL, NULL);
+    struct ggml_tensor * r[6] = { ggml_div(ctx, h, f), ggml_swiglu_split(ctx, h, f), ggml_soft_max_ext(ctx, h, NULL, 1.0f, 0.0f),
+                                  ggml_sum_rows(ctx, h), ggml_concat(ctx, h, h, 1), ggml_argmax(ctx, h) };
+    for (int k = 0; k < 6; k++) {
+        EXPECT(r[k] != NULL && r[k]->type == (k == 5 ? GGML_TYPE_I32 : GGML_TYPE_BF16), "BF16 a: result type (op %d)", k);
+    }
+    ggml_free(ctx);
+}
+
 static void test_bad_ids(void) {
     ggml_log_set(quiet_log, NULL);
     struct ggml_context * ctx = new_ctx();
@@ -885,6 +908,7 @@ int main(void) {
     test_flash_attn();
     test_direct_splits();
     test_bad_ids();
+    test_type_validation();
     printf("test_ops: %d checks, %d failed\n", g_checks, g_fail);
     return g_fail ? 1 : 0;
 }
