@@ -576,6 +576,12 @@ def test_sampler_chain_bad_indices(ctx):
 # ---------------------------------------------------------------------------------------------
 # resources
 
+def under_asan() -> bool:
+    """True when AddressSanitizer is loaded (its quarantine keeps freed memory resident)."""
+    with open("/proc/self/maps") as f:
+        return "libasan" in f.read()
+
+
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -592,7 +598,7 @@ def test_n_ctx_too_large_refused_before_allocating(model):
         c = L.llama_init_from_model(model.ptr, cp)
     assert not c
     assert str(want) in log.text(), log.text()
-    assert rss_bytes() - before < 64 << 20
+    assert under_asan() or rss_bytes() - before < 64 << 20
 
 
 def _one_cycle(path: Path, tokens):
@@ -621,6 +627,8 @@ def test_500_load_free_cycles_flat_rss(tiny):
         _one_cycle(tiny, toks)
     gc.collect()
     grown = rss_bytes() - base
+    if under_asan():
+        return  # ASan's quarantine holds freed memory; LeakSanitizer (the C test) covers leaks there
     # One leaked KV cache per cycle would be 256 KiB x 470 = 118 MiB.
     assert grown < 12 << 20, f"RSS grew by {grown / 2**20:.1f} MiB over 470 cycles"
     assert time.perf_counter() - t0 < 60
