@@ -130,17 +130,7 @@ CONVERSATIONS: Dict[str, List[Dict[str, str]]] = {
 
 # (family, conversation, add_generation_prompt or None for both) -> how chat.c differs
 KNOWN_DIFFERENCES = {
-    ("llama2", "multi-turn", None): "template: ' Hi there </s><s>[INST] ...'; built-in: ' Hi there</s>[INST] ...'",
-    ("llama2", "system-multi-turn", None): "same as multi-turn: no space before </s>, no <s> before later [INST]",
-    ("llama2", "padded", None): "template strips content (.strip()); built-in keeps the spaces",
-    ("llama3", "padded", None): "template trims content (| trim); built-in keeps the spaces",
-    ("gemma2", "padded", None): "template trims content (| trim); built-in keeps the spaces",
-    ("gemma3", "padded", None): "template trims content (| trim); built-in keeps the spaces",
-    ("zephyr", "*", None): "zephyr-7b-beta ends turns with eos_token '</s>'; the built-in always writes <|endoftext|>",
-    ("mistral-v0.1", "*", None): "v0.1 writes '[INST] Hello [/INST]Hi there</s>'; the built-in (detected as v3) "
-                                 "writes '[INST] Hello[/INST] Hi there</s>'",
-    ("mistral-v3", "system-multi-turn", None): "v3 puts the system text on the last user turn; the built-in on the first",
-    ("phi3", "*", False): "without a generation prompt the template ends with eos_token; the built-in does not",
+    # The built-in chatml adds no default system message; SmolLM2's own template does (not in this table).
 }
 
 

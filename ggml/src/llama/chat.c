@@ -48,6 +48,23 @@ static void chat_buf_add(struct chat_buf * b, const char * s) {
     b->data[b->len] = '\0';
 }
 
+// Appends s without leading/trailing whitespace (the published templates trim content).
+static void chat_buf_add_trimmed(struct chat_buf * b, const char * s) {
+    if (!s) return;
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' || *s == '\f') s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n-1] == ' ' || s[n-1] == '\t' || s[n-1] == '\n' || s[n-1] == '\r' || s[n-1] == '\v' || s[n-1] == '\f')) n--;
+    char tmp[256];
+    while (n > 0 && !b->failed) {
+        const size_t k = n < sizeof(tmp) - 1 ? n : sizeof(tmp) - 1;
+        memcpy(tmp, s, k);
+        tmp[k] = '\0';
+        chat_buf_add(b, tmp);
+        s += k;
+        n -= k;
+    }
+}
+
 static enum llama_chat_tmpl llama_chat_detect(const char * tmpl) {
     if (tmpl == NULL) return LLAMA_CHAT_TMPL_CHATML;
     for (int i = 0; i < LLAMA_CHAT_TMPL_COUNT; i++) {
@@ -62,47 +79,60 @@ static enum llama_chat_tmpl llama_chat_detect(const char * tmpl) {
     if (strstr(tmpl, "[SYSTEM_PROMPT]")) return LLAMA_CHAT_TMPL_MISTRAL_V7;
     if (strstr(tmpl, "[INST]")) {
         if (strstr(tmpl, "<<SYS>>")) return LLAMA_CHAT_TMPL_LLAMA2_SYS;
-        if (strstr(tmpl, "' [INST] '")) return LLAMA_CHAT_TMPL_MISTRAL_V1;
+        if (strstr(tmpl, "' [/INST]'")) return LLAMA_CHAT_TMPL_MISTRAL_V1;
         return LLAMA_CHAT_TMPL_MISTRAL_V3;
     }
     return LLAMA_CHAT_TMPL_UNKNOWN;
 }
 
-// [INST]-style formats: a system message is folded into the next user turn.
+// [INST]-style formats. Llama 2 folds the system text into the first user turn, strips
+// content and opens every later turn with <s>; Mistral v3 puts the system text on the last
+// user turn; v7 has its own system block; v1 spaces "[INST] text [/INST]answer</s>".
 static void chat_format_inst(struct chat_buf * b, enum llama_chat_tmpl t, const struct llama_chat_message * chat, size_t n) {
-    const char * pending_sys = NULL;
+    const bool llama2 = t == LLAMA_CHAT_TMPL_LLAMA2 || t == LLAMA_CHAT_TMPL_LLAMA2_SYS;
+    const char * sys = NULL;
+    size_t last_user = n;
     for (size_t i = 0; i < n; i++) {
-        const char * role = chat[i].role ? chat[i].role : "";
-        const char * content = chat[i].content ? chat[i].content : "";
+        if (strcmp(chat[i].role, "user") == 0) last_user = i;
+    }
+    bool first_turn = true;
+    for (size_t i = 0; i < n; i++) {
+        const char * role = chat[i].role;
+        const char * content = chat[i].content;
         if (strcmp(role, "system") == 0) {
             if (t == LLAMA_CHAT_TMPL_MISTRAL_V7) {
                 chat_buf_add(b, "[SYSTEM_PROMPT] "); chat_buf_add(b, content); chat_buf_add(b, "[/SYSTEM_PROMPT]");
             } else {
-                pending_sys = content;
+                sys = content;
             }
         } else if (strcmp(role, "user") == 0) {
-            chat_buf_add(b, t == LLAMA_CHAT_TMPL_MISTRAL_V1 ? " [INST] " :
-                            (t == LLAMA_CHAT_TMPL_MISTRAL_V3 ? "[INST] " :
-                            (t == LLAMA_CHAT_TMPL_MISTRAL_V7 ? "[INST] " : "[INST] ")));
-            if (pending_sys) {
-                if (t == LLAMA_CHAT_TMPL_LLAMA2 || t == LLAMA_CHAT_TMPL_LLAMA2_SYS) {
-                    chat_buf_add(b, "<<SYS>>\n"); chat_buf_add(b, pending_sys); chat_buf_add(b, "\n<</SYS>>\n\n");
+            if (llama2 && !first_turn) chat_buf_add(b, "<s>");
+            chat_buf_add(b, "[INST] ");
+            const bool put_sys = sys && (t == LLAMA_CHAT_TMPL_MISTRAL_V3 ? i == last_user : first_turn);
+            if (put_sys) {
+                if (llama2) {
+                    chat_buf_add(b, "<<SYS>>\n"); chat_buf_add(b, sys); chat_buf_add(b, "\n<</SYS>>\n\n");
                 } else {
-                    chat_buf_add(b, pending_sys); chat_buf_add(b, "\n\n");
+                    chat_buf_add(b, sys); chat_buf_add(b, "\n\n");
                 }
-                pending_sys = NULL;
             }
-            chat_buf_add(b, content);
+            if (llama2) chat_buf_add_trimmed(b, content); else chat_buf_add(b, content);
             chat_buf_add(b, t == LLAMA_CHAT_TMPL_MISTRAL_V3 || t == LLAMA_CHAT_TMPL_MISTRAL_V7 ? "[/INST]" : " [/INST]");
+            first_turn = false;
         } else { // assistant
-            chat_buf_add(b, " ");
-            chat_buf_add(b, content);
-            chat_buf_add(b, "</s>");
+            if (llama2) {
+                chat_buf_add(b, " "); chat_buf_add_trimmed(b, content); chat_buf_add(b, " </s>");
+            } else {
+                if (t != LLAMA_CHAT_TMPL_MISTRAL_V1) chat_buf_add(b, " ");
+                chat_buf_add(b, content);
+                chat_buf_add(b, "</s>");
+            }
         }
     }
 }
 
-static void chat_format(struct chat_buf * b, enum llama_chat_tmpl t, const struct llama_chat_message * chat, size_t n, bool add_ass) {
+static void chat_format(struct chat_buf * b, enum llama_chat_tmpl t, const struct llama_chat_message * chat, size_t n, bool add_ass,
+                        const char * eos) {
     switch (t) {
         case LLAMA_CHAT_TMPL_CHATML:
             for (size_t i = 0; i < n; i++) {
@@ -114,14 +144,14 @@ static void chat_format(struct chat_buf * b, enum llama_chat_tmpl t, const struc
         case LLAMA_CHAT_TMPL_LLAMA3:
             for (size_t i = 0; i < n; i++) {
                 chat_buf_add(b, "<|start_header_id|>"); chat_buf_add(b, chat[i].role);
-                chat_buf_add(b, "<|end_header_id|>\n\n"); chat_buf_add(b, chat[i].content); chat_buf_add(b, "<|eot_id|>");
+                chat_buf_add(b, "<|end_header_id|>\n\n"); chat_buf_add_trimmed(b, chat[i].content); chat_buf_add(b, "<|eot_id|>");
             }
             if (add_ass) chat_buf_add(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
             break;
         case LLAMA_CHAT_TMPL_ZEPHYR:
             for (size_t i = 0; i < n; i++) {
                 chat_buf_add(b, "<|"); chat_buf_add(b, chat[i].role); chat_buf_add(b, "|>\n");
-                chat_buf_add(b, chat[i].content); chat_buf_add(b, "<|endoftext|>\n");
+                chat_buf_add(b, chat[i].content); chat_buf_add(b, eos); chat_buf_add(b, "\n");
             }
             if (add_ass) chat_buf_add(b, "<|assistant|>\n");
             break;
@@ -130,7 +160,7 @@ static void chat_format(struct chat_buf * b, enum llama_chat_tmpl t, const struc
                 chat_buf_add(b, "<|"); chat_buf_add(b, chat[i].role); chat_buf_add(b, "|>\n");
                 chat_buf_add(b, chat[i].content); chat_buf_add(b, "<|end|>\n");
             }
-            if (add_ass) chat_buf_add(b, "<|assistant|>\n");
+            chat_buf_add(b, add_ass ? "<|assistant|>\n" : "<|endoftext|>");
             break;
         case LLAMA_CHAT_TMPL_GEMMA: {
             // Gemma has no system role: the system text opens the first user turn.
@@ -142,7 +172,7 @@ static void chat_format(struct chat_buf * b, enum llama_chat_tmpl t, const struc
                 chat_buf_add(b, strcmp(role, "assistant") == 0 ? "model" : role);
                 chat_buf_add(b, "\n");
                 if (pending_sys) { chat_buf_add(b, pending_sys); chat_buf_add(b, "\n\n"); pending_sys = NULL; }
-                chat_buf_add(b, chat[i].content); chat_buf_add(b, "<end_of_turn>\n");
+                chat_buf_add_trimmed(b, chat[i].content); chat_buf_add(b, "<end_of_turn>\n");
             }
             if (add_ass) chat_buf_add(b, "<start_of_turn>model\n");
             break;
@@ -178,7 +208,10 @@ int32_t llama_chat_apply_template(const char * tmpl, const struct llama_chat_mes
     }
     struct chat_buf b = { NULL, 0, 0, false };
     chat_buf_add(&b, "");
-    chat_format(&b, t, chat, n_msg, add_ass);
+    // Zephyr turns end with the model's eos text: </s> (zephyr-7b-beta, TinyLlama-Chat) unless
+    // the template spells out <|endoftext|> (StableLM-Zephyr).
+    const char * eos = tmpl && strstr(tmpl, "<|endoftext|>") ? "<|endoftext|>" : "</s>";
+    chat_format(&b, t, chat, n_msg, add_ass, eos);
     if (b.failed || b.len > INT32_MAX) {
         free(b.data);
         LLAMA_LOG_ERROR("llama_chat_apply_template: out of memory\n");
