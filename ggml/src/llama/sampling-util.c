@@ -76,7 +76,7 @@ void * smpl_buf_reserve(struct smpl_buf * buf, size_t n) {
     while (cap < n) {
         cap = cap > SIZE_MAX / 2 ? n : cap * 2;
     }
-    void * p = malloc(cap);
+    void * p = GGML_MALLOC(cap);
     if (!p) {
         LLAMA_LOG_ERROR("%s: out of memory allocating %zu bytes of sampler scratch\n", __func__, cap);
         return NULL;
