@@ -4,7 +4,8 @@
 //      are the same, only the order of float additions differs);
 //   2. the portable packer's panels dequantize to the reference dequantizer's values;
 //   3. ggml_mul_mat through the graph with the GEMM on and off (ragged M and N, broadcast
-//      batches, strided b, 1-3 threads) agree.
+//      batches, strided b, 1-3 threads) agree;
+//   4. a column multiplied alone gives the same bits as in a batch.
 #define _POSIX_C_SOURCE 200112L
 #include "cpu/gemm.h"
 #include "ggml.h"
@@ -118,6 +119,25 @@ static void check_kernels(enum ggml_type type, int64_t K, int M, int N) {
                 gt->kernel(gt, K, panel, groups + (size_t) g*ggml_gemm_group_bytes(gt, K),
                            out + (size_t) g*GGML_GEMM_NR*M + p*GGML_GEMM_MR, M, nr, nc);
             }
+        }
+        // each column alone (a 1-column group through the 1-column kernel) gives the same bits
+        {
+            char * one = aligned(ggml_gemm_group_bytes(gt, K));
+            float * col = malloc(sizeof(float)*GGML_GEMM_MR);
+            int differ = 0;
+            for (int c = 0; c < N; c++) {
+                memset(one, 0, ggml_gemm_group_bytes(gt, K));
+                gt->act_group(gt, qa + (size_t) c*arow, arow, 1, K, one);
+                for (int p = 0; p < npanels; p++) {
+                    const int nr = M - p*GGML_GEMM_MR < GGML_GEMM_MR ? M - p*GGML_GEMM_MR : GGML_GEMM_MR;
+                    gt->pack(gt, w + (size_t) p*GGML_GEMM_MR*wrow, wrow, nr, K, panel);
+                    gt->kernel(gt, K, panel, one, col, GGML_GEMM_MR, nr, 1);
+                    differ += memcmp(col, out + (size_t) c*M + p*GGML_GEMM_MR, sizeof(float)*(size_t) nr) != 0;
+                }
+            }
+            CHECK(differ == 0, "%s kernels=%s K=%lld: %d tiles of a lone column differ from the same column in a group",
+                  ggml_type_name(type), ggml_cpu_kernel_variant_name((enum ggml_cpu_kernel_variant) v), (long long) K, differ);
+            free(one); free(col);
         }
         int bad = 0;
         double worst = 0;
@@ -250,6 +270,34 @@ static void check_mul_mat(void) {
     }
 }
 
+// 4. A column's output through the graph is bit for bit the same whether it is multiplied
+//    alone (token generation) or in a batch (prompt processing).
+static void check_batch_independence(void) {
+    const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K };
+    const int64_t K = 512, M = 70, N = 13;
+    for (size_t ti = 0; ti < sizeof(types)/sizeof(types[0]); ti++) for (int nth = 1; nth <= 2; nth++) {
+        struct ggml_init_params ip = { 32u*1024*1024, NULL, false };
+        struct ggml_context * ctx = ggml_init(ip);
+        struct ggml_tensor * full = mm_case(ctx, types[ti], GGML_TYPE_F32, K, M, N, 1, 1, false);
+        struct ggml_tensor * a = full->src[0], * b = full->src[1];
+        struct ggml_cgraph * gf = ggml_new_graph(ctx);
+        ggml_build_forward_expand(gf, full);
+        struct ggml_tensor * cols[13];
+        for (int64_t j = 0; j < N; j++) {
+            cols[j] = ggml_mul_mat(ctx, a, ggml_view_2d(ctx, b, K, 1, b->nb[1], (size_t) j*b->nb[1]));
+            ggml_build_forward_expand(gf, cols[j]);
+        }
+        CHECK(ggml_graph_compute_with_ctx(ctx, gf, nth) == GGML_STATUS_SUCCESS, "compute");
+        int differ = 0;
+        for (int64_t j = 0; j < N; j++) {
+            differ += memcmp(cols[j]->data, (char *) full->data + j*full->nb[1], (size_t) M*sizeof(float)) != 0;
+        }
+        CHECK(differ == 0, "mul_mat %s nth=%d: %d of %lld columns differ between the batch and one-column products",
+              ggml_type_name(types[ti]), nth, differ, (long long) N);
+        ggml_free(ctx);
+    }
+}
+
 int main(void) {
     for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
         if (!ggml_cpu_kernel_variant_available((enum ggml_cpu_kernel_variant) v)) {
@@ -265,6 +313,7 @@ int main(void) {
         check_kernels(gemm_types[t], kq ? 512 : 64, 5, 3);
     }
     check_mul_mat();
+    check_batch_independence();
     printf("%d checks, %d failed\n", n_check, n_fail);
     return n_fail ? 1 : 0;
 }

@@ -18,46 +18,46 @@ static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); retu
 // Rows [8h, 8h+8) x columns [c0, c0+4) over all K.
 static inline __attribute__((always_inline)) void
 half_tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-          int h, int c0, const int QB, const int SB, const bool MIN, const bool CORR) {
+          int h, int c0, const int QB, const int SB, const bool MIN, const bool CORR, const int CWT) {
     const size_t pbb = (size_t) QB*GGML_GEMM_MR + 64 + (MIN ? 64 : 0);
     const size_t gbb = (size_t) QB*GGML_GEMM_NR + 64;
     const size_t sbb = 32 + (size_t) SB*gbb;
     const int64_t nsb = K/(QB*SB);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[CW];
-    for (int c = 0; c < CW; c++) acc[c] = _mm256_setzero_ps();
+    for (int c = 0; c < CWT; c++) acc[c] = _mm256_setzero_ps();
     const uint8_t * pb = panel + 32*h;
     for (int64_t i = 0; i < nsb; i++) {
         const uint8_t * sbp = group + (size_t) i*sbb + 4*c0;
         const uint8_t * ab = group + (size_t) i*sbb + 32 + 4*c0;
         __m256 t[CW];
         if (SB > 1) {
-            for (int c = 0; c < CW; c++) t[c] = _mm256_setzero_ps();
+            for (int c = 0; c < CWT; c++) t[c] = _mm256_setzero_ps();
         }
         for (int j = 0; j < SB; j++) {
             __m256i ia[CW];
-            for (int c = 0; c < CW; c++) {
+            for (int c = 0; c < CWT; c++) {
                 ia[c] = CORR ? _mm256_set1_epi32(ld_i32(ab + QB*GGML_GEMM_NR + 4*c)) : _mm256_setzero_si256();
             }
             for (int g = 0; g < QB/4; g++) {
                 const __m256i w = _mm256_loadu_si256((const __m256i *) (pb + 64*g));
-                for (int c = 0; c < CW; c++) {
+                for (int c = 0; c < CWT; c++) {
                     const __m256i p16 = _mm256_maddubs_epi16(w, _mm256_set1_epi32(ld_i32(ab + 32*g + 4*c)));
                     ia[c] = _mm256_add_epi32(ia[c], _mm256_madd_epi16(p16, ones));
                 }
             }
             const __m256 d = _mm256_loadu_ps((const float *) (pb + QB*GGML_GEMM_MR));
             if (SB == 1) {
-                for (int c = 0; c < CW; c++) {
+                for (int c = 0; c < CWT; c++) {
                     const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(ld_f32(sbp + 4*c)));
                     acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[c]), dd, acc[c]);
                 }
             } else {
-                for (int c = 0; c < CW; c++) t[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[c]), d, t[c]);
+                for (int c = 0; c < CWT; c++) t[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[c]), d, t[c]);
             }
             if (MIN) {
                 const __m256 m = _mm256_loadu_ps((const float *) (pb + QB*GGML_GEMM_MR + 64));
-                for (int c = 0; c < CW; c++) {
+                for (int c = 0; c < CWT; c++) {
                     acc[c] = _mm256_fmadd_ps(m, _mm256_set1_ps(ld_f32(ab + QB*GGML_GEMM_NR + 32 + 4*c)), acc[c]);
                 }
             }
@@ -65,11 +65,11 @@ half_tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, 
             ab += gbb;
         }
         if (SB > 1) {
-            for (int c = 0; c < CW; c++) acc[c] = _mm256_fmadd_ps(t[c], _mm256_set1_ps(ld_f32(sbp + 4*c)), acc[c]);
+            for (int c = 0; c < CWT; c++) acc[c] = _mm256_fmadd_ps(t[c], _mm256_set1_ps(ld_f32(sbp + 4*c)), acc[c]);
         }
     }
     const int rows = nr - 8*h;
-    for (int c = 0; c < CW && c0 + c < nc; c++) {
+    for (int c = 0; c < CWT && c0 + c < nc; c++) {
         float * out = dst + (c0 + c)*ldc + 8*h;
         if (rows >= 8) {
             _mm256_storeu_ps(out, acc[c]);
@@ -86,7 +86,10 @@ tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
      const int QB, const int SB, const bool MIN, const bool CORR) {
     for (int h = 0; h < 2 && 8*h < nr; h++) {
         for (int c0 = 0; c0 < nc; c0 += CW) {
-            half_tile(K, panel, group, dst, ldc, nr, nc, h, c0, QB, SB, MIN, CORR);
+            // a column's lanes see the same operations in every width: results never depend on N
+            if (nc - c0 == 1)      half_tile(K, panel, group, dst, ldc, nr, nc, h, c0, QB, SB, MIN, CORR, 1);
+            else if (nc - c0 == 2) half_tile(K, panel, group, dst, ldc, nr, nc, h, c0, QB, SB, MIN, CORR, 2);
+            else                   half_tile(K, panel, group, dst, ldc, nr, nc, h, c0, QB, SB, MIN, CORR, CW);
         }
     }
 }

@@ -17,46 +17,46 @@ static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); retu
 // The tile for one (qb, sb, has_min, has_corr) combination; constants fold after inlining.
 static inline __attribute__((always_inline)) void
 tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-     const int QB, const int SB, const bool MIN, const bool CORR) {
+     const int QB, const int SB, const bool MIN, const bool CORR, const int NRT) {
     const size_t pbb = (size_t) QB*GGML_GEMM_MR + 64 + (MIN ? 64 : 0);
     const size_t gbb = (size_t) QB*GGML_GEMM_NR + 64;
     const size_t sbb = 32 + (size_t) SB*gbb;
     const int64_t nsb = K/(QB*SB);
     __m512 acc[GGML_GEMM_NR];
-    for (int c = 0; c < GGML_GEMM_NR; c++) acc[c] = _mm512_setzero_ps();
+    for (int c = 0; c < NRT; c++) acc[c] = _mm512_setzero_ps();
     const uint8_t * pb = panel;
     for (int64_t i = 0; i < nsb; i++) {
         const uint8_t * sbp = group + (size_t) i*sbb;
         const uint8_t * ab = sbp + 32;
         __m512 t[GGML_GEMM_NR];
         if (SB > 1) {
-            for (int c = 0; c < GGML_GEMM_NR; c++) t[c] = _mm512_setzero_ps();
+            for (int c = 0; c < NRT; c++) t[c] = _mm512_setzero_ps();
         }
         for (int j = 0; j < SB; j++) {
             __m512i ia[GGML_GEMM_NR];
-            for (int c = 0; c < GGML_GEMM_NR; c++) {
+            for (int c = 0; c < NRT; c++) {
                 ia[c] = CORR ? _mm512_set1_epi32(ld_i32(ab + QB*GGML_GEMM_NR + 4*c)) : _mm512_setzero_si512();
             }
             for (int g = 0; g < QB/4; g++) {
                 const __m512i w = _mm512_loadu_si512((const void *) (pb + 64*g));
-                for (int c = 0; c < GGML_GEMM_NR; c++) {
+                for (int c = 0; c < NRT; c++) {
                     ia[c] = _mm512_dpbusd_epi32(ia[c], w, _mm512_set1_epi32(ld_i32(ab + 32*g + 4*c)));
                 }
             }
             const __m512 d = _mm512_loadu_ps((const float *) (pb + QB*GGML_GEMM_MR));
             if (SB == 1) {
-                for (int c = 0; c < GGML_GEMM_NR; c++) {
+                for (int c = 0; c < NRT; c++) {
                     const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(ld_f32(sbp + 4*c)));
                     acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), dd, acc[c]);
                 }
             } else {
-                for (int c = 0; c < GGML_GEMM_NR; c++) {
+                for (int c = 0; c < NRT; c++) {
                     t[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), d, t[c]);
                 }
             }
             if (MIN) {
                 const __m512 m = _mm512_loadu_ps((const float *) (pb + QB*GGML_GEMM_MR + 64));
-                for (int c = 0; c < GGML_GEMM_NR; c++) {
+                for (int c = 0; c < NRT; c++) {
                     acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ld_f32(ab + QB*GGML_GEMM_NR + 32 + 4*c)), acc[c]);
                 }
             }
@@ -64,7 +64,7 @@ tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
             ab += gbb;
         }
         if (SB > 1) {
-            for (int c = 0; c < GGML_GEMM_NR; c++) {
+            for (int c = 0; c < NRT; c++) {
                 acc[c] = _mm512_fmadd_ps(t[c], _mm512_set1_ps(ld_f32(sbp + 4*c)), acc[c]);
             }
         }
@@ -75,10 +75,15 @@ tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
     }
 }
 
+// One function per type family and column count (1, 2, 4 or 8: the group's first nc columns);
+// a column's lanes see the same operations in every width, so results never depend on N.
 #define TILE_FN(name, QB, SB, MIN, CORR)                                                              \
 static void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc,   \
                  int nr, int nc) {                                                                    \
-    tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR);                                       \
+    if (nc == 1)      tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 1);                  \
+    else if (nc == 2) tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 2);                  \
+    else if (nc <= 4) tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 4);                  \
+    else              tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 8);                  \
 }
 
 TILE_FN(tile_32_1_off, 32,  1, false, true)   // q4_0, q5_0, q8_0

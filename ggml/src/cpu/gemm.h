@@ -36,8 +36,9 @@ extern "C" {
 
 #define GGML_GEMM_MR 16   // weight rows per panel
 #define GGML_GEMM_NR 8    // activation columns per group
-// Fewest columns for which mul_mat takes the GEMM path (below it, vec_dot per column).
-#define GGML_GEMM_MIN_N 4
+// Fewest columns for which mul_mat takes the GEMM path. Every N takes it (token generation
+// too, with the 1-column kernel): a column's result must not depend on the batch it came in.
+#define GGML_GEMM_MIN_N 1
 
 struct ggml_gemm_traits;
 

@@ -2,40 +2,52 @@
 // one pass over the KV entries with an online softmax (running max M and sum S; when a new
 // score exceeds M, the accumulator and S are rescaled by exp(M_old - M_new)).
 //
-// q [D, n_q, H, ne3] F32; k [D, n_kv, H_kv, *] and v [Dv, n_kv, H_kv, *] in any type with CPU
-// dot traits (F32, F16, ...), rows unit-stride but otherwise any strides (KV-cache views);
-// mask [n_kv, >= n_q, *, *] F32/F16 or NULL, dims 2-3 broadcast by modulo; head h reads KV
-// head h / (H / H_kv) (dim 3 likewise). Output [Dv, H, n_q, ne3] F32. Items (head, q row) are split over
-// threads; each thread has its own scratch slice of wdata.
+// q [D, n_q, H, ne3] F32/F16/BF16; k [D, n_kv, H_kv, *] and v [Dv, n_kv, H_kv, *] float types
+// (any element stride) or quantized (unit stride), rows otherwise at any strides (KV-cache
+// views); mask [n_kv, >= n_q, *, *] F32/F16 or NULL, dims 2-3 broadcast by modulo; head h reads
+// KV head h / (H / H_kv) (dim 3 likewise). Output [Dv, H, n_q, ne3] F32.
+//
+// Work is cut into tiles: up to 16 query rows that read the same KV head (the heads of a GQA
+// group at consecutive positions, or a slice of a large group at one position). The tile walks
+// the KV cells twice in blocks of GGML_FA_BLOCK (attn.h): K blocks for the scores of the keys
+// each row's mask leaves visible, then V blocks for the weighted sums; each block is converted
+// to F32 once for the whole tile (used in place when it already is F32), and blocks hidden from
+// every row (causal: past the diagonal) are not touched. A row's result depends only on its own
+// visible keys, so batched and one-token decoding, or a sequence in other cells, agree bit for
+// bit. Tiles are dealt to threads round-robin, which keeps causal work balanced without a
+// barrier; each thread has its own scratch slice of wdata.
 #include "ops-util.h"
+#include "attn.h"
+
+#define FA_TILE_ROWS 16
 
 struct fa_plan {
-    const struct ggml_type_traits_cpu * ktc; // k's dot kernel, or NULL: k rows go through floats
-    enum ggml_type qdt;                      // type q is converted to for the dot kernel
-    size_t qf_bytes, qv_bytes, acc_bytes, vt_bytes, kt_bytes;
+    int64_t rows;         // query rows per tile
+    int64_t lds;          // list entries per row: every cell
+    size_t qf_bytes;      // tile's q rows as F32
+    size_t o_bytes;       // tile's accumulators
+    size_t kv_bytes;      // one block of K and V rows as F32
+    size_t mask_bytes;    // tile's mask rows for one block (F16 masks converted)
+    size_t list_bytes;    // tile's lists of visible keys: scores and cells
 };
 
 static void fa_plan_make(const struct ggml_tensor * q, const struct ggml_tensor * k, const struct ggml_tensor * v,
                          struct fa_plan * p) {
     memset(p, 0, sizeof(*p));
     const int64_t D = q->ne[0], Dv = v->ne[0];
-    const struct ggml_type_traits_cpu * tc = ggml_get_type_traits_cpu(k->type);
-    if (tc && tc->vec_dot && k->nb[0] == ggml_type_size(k->type) &&
-        D % ggml_blck_size(tc->vec_dot_type) == 0 && D % ggml_blck_size(k->type) == 0) {
-        p->ktc = tc;
-        p->qdt = tc->vec_dot_type;
-    } else {
-        p->qdt = GGML_TYPE_F32;
-    }
-    p->qf_bytes  = GGML_PAD((size_t) D*sizeof(float), 64);
-    p->qv_bytes  = GGML_PAD(ggml_row_size(p->qdt, D), 64);
-    p->acc_bytes = GGML_PAD((size_t) Dv*sizeof(float), 64);
-    p->vt_bytes  = GGML_PAD((size_t) Dv*sizeof(float), 64);
-    p->kt_bytes  = p->ktc ? 0 : GGML_PAD((size_t) D*sizeof(float), 64);
+    const int64_t group = k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0 ? q->ne[2]/k->ne[2] : 1;
+    // whole GQA groups at consecutive positions, or a slice of one group's heads
+    p->rows = group >= FA_TILE_ROWS ? FA_TILE_ROWS : GGML_MAX(1, FA_TILE_ROWS/group)*group;
+    p->qf_bytes   = GGML_PAD((size_t) (p->rows*D)*sizeof(float), 64);
+    p->o_bytes    = GGML_PAD((size_t) (p->rows*Dv)*sizeof(float), 64);
+    p->kv_bytes   = GGML_PAD((size_t) (GGML_FA_BLOCK*(D + Dv))*sizeof(float), 64);
+    p->mask_bytes = GGML_PAD((size_t) (p->rows*GGML_FA_BLOCK)*sizeof(float), 64);
+    p->lds        = GGML_PAD(k->ne[1], 16);
+    p->list_bytes = GGML_PAD((size_t) (p->rows*p->lds)*(sizeof(float) + sizeof(int32_t)), 64);
 }
 
 static size_t fa_thread_bytes(const struct fa_plan * p) {
-    return p->qf_bytes + p->qv_bytes + p->acc_bytes + p->vt_bytes + p->kt_bytes;
+    return p->qf_bytes + p->o_bytes + p->kv_bytes + p->mask_bytes + p->list_bytes;
 }
 
 size_t ggml_cpu_work_size_flash_attn_ext(const struct ggml_tensor * dst, int n_threads) {
@@ -72,6 +84,20 @@ static bool fa_type_ok(const struct ggml_tensor * t) {
     return tt && tt->is_quantized && tt->to_float && t->nb[0] == tt->type_size && t->ne[0] % tt->blck_size == 0;
 }
 
+// Rows [J0, J0 + nk) of head hk (batch i3) of t as F32 rows: in place (*ld = row stride in floats)
+// when t already is unit-stride F32, else converted into buf (*ld = n).
+static const float * fa_block_rows(const struct ggml_tensor * t, int64_t J0, int nk, int64_t hk, int64_t i3,
+                                   float * buf, int64_t * ld) {
+    const int64_t n = t->ne[0];
+    if (t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float) && t->nb[1] % sizeof(float) == 0) {
+        *ld = (int64_t) (t->nb[1]/sizeof(float));
+        return (const float *) ggml_cpu_ptr(t, 0, J0, hk, i3);
+    }
+    for (int j = 0; j < nk; j++) fa_row_to_f32(t, ggml_cpu_ptr(t, 0, J0 + j, hk, i3), n, buf + j*n);
+    *ld = n;
+    return buf;
+}
+
 void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * q    = dst->src[0];
     const struct ggml_tensor * k    = dst->src[1];
@@ -82,13 +108,10 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
     fa_plan_make(q, k, v, &p);
     const int64_t D = q->ne[0], n_q = q->ne[1], H = q->ne[2], Dv = v->ne[0], n_kv = k->ne[1];
     const int64_t H_kv = k->ne[2];
-    const ggml_from_float_t q_convert = p.qdt == GGML_TYPE_F32 ? NULL :
-        (ggml_get_type_traits_cpu(p.qdt)->from_float ? ggml_get_type_traits_cpu(p.qdt)->from_float
-                                                     : ggml_get_type_traits(p.qdt)->from_float_ref);
     if (!ggml_cpu_is_float_type(q->type) || !fa_type_ok(k) || !fa_type_ok(v) || dst->type != GGML_TYPE_F32 ||
         k->ne[0] != D || v->ne[1] != n_kv || v->ne[2] != H_kv || H_kv <= 0 || H % H_kv != 0 ||
         k->ne[3] <= 0 || v->ne[3] <= 0 || q->ne[3] % k->ne[3] != 0 || q->ne[3] % v->ne[3] != 0 ||
-        (p.qdt != GGML_TYPE_F32 && !q_convert) ||
+        D > INT32_MAX || Dv > INT32_MAX || n_kv > INT32_MAX ||
         (mask && ((mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) || mask->ne[0] < n_kv || mask->ne[1] < n_q)) ||
         params->wsize < (size_t) params->nth*fa_thread_bytes(&p)) {
         if (params->ith == 0) {
@@ -98,78 +121,97 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
         }
         return;
     }
-    const float scale         = ggml_get_op_params_f32(dst, 0);
-    const float max_bias      = ggml_get_op_params_f32(dst, 1);
-    const float logit_softcap = ggml_get_op_params_f32(dst, 2);
-    const int64_t group = H/H_kv;
+    const float max_bias = ggml_get_op_params_f32(dst, 1);
+    const float softcap  = ggml_get_op_params_f32(dst, 2);
+    const int64_t group = H/H_kv, R = p.rows;
+    const struct ggml_fa_kernels kern = ggml_fa_kernels_get(ggml_cpu_kernel_variant_selected());
 
     char * ws = (char *) params->wdata + (size_t) params->ith*fa_thread_bytes(&p);
-    float * qf  = (float *) ws;                         ws += p.qf_bytes;
-    void *  qv  = ws;                                   ws += p.qv_bytes;
-    float * acc = (float *) ws;                         ws += p.acc_bytes;
-    float * vt  = (float *) ws;                         ws += p.vt_bytes;
-    float * kt  = p.kt_bytes ? (float *) ws : NULL;
+    float * qf = (float *) ws;                          ws += p.qf_bytes;
+    float * o  = (float *) ws;                          ws += p.o_bytes;
+    float * kb = (float *) ws;
+    float * vb = kb + GGML_FA_BLOCK*D;                  ws += p.kv_bytes;
+    float * mbuf = (float *) ws;                        ws += p.mask_bytes;
+    float * ls = (float *) ws;
+    int32_t * lc = (int32_t *) (ls + R*p.lds);
 
-    const bool v_direct = v->type == GGML_TYPE_F32 && v->nb[0] == sizeof(float);
-    const bool m_f32    = mask && mask->type == GGML_TYPE_F32 && mask->nb[0] == sizeof(float);
+    const bool m_f32 = mask && mask->type == GGML_TYPE_F32 && mask->nb[0] == sizeof(float);
 
-    int64_t r0, r1;
-    ggml_cpu_split(H*n_q*q->ne[3], params->ith, params->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        // Item r = (h, iq, i3) with h fastest: the heads of one query row are neighbours.
-        const int64_t i3 = r/(H*n_q);
-        const int64_t iq = (r - i3*H*n_q)/H;
-        const int64_t h  = r - i3*H*n_q - iq*H;
-        const int64_t hk = h/group;
+    // tiles per (batch, KV head): positions in steps of R/group, or (group >= R) slices of heads
+    const int64_t slices = group >= R ? (group + R - 1)/R : 1;
+    const int64_t per_pos = group >= R ? 1 : R/group;
+    const int64_t tiles_per_head = (n_q + per_pos - 1)/per_pos*slices;
+    const int64_t n_tiles = q->ne[3]*H_kv*tiles_per_head;
+
+    int64_t hs[FA_TILE_ROWS], iqs[FA_TILE_ROWS];
+    const char * mrows[FA_TILE_ROWS];
+    const float * mblk[FA_TILE_ROWS];
+    float slopes[FA_TILE_ROWS], mv[FA_TILE_ROWS], lv[FA_TILE_ROWS];
+    int64_t nv[FA_TILE_ROWS], next[FA_TILE_ROWS];
+    for (int64_t t = params->ith; t < n_tiles; t += params->nth) {
+        const int64_t i3 = t/(H_kv*tiles_per_head);
+        const int64_t hk = (t - i3*H_kv*tiles_per_head)/tiles_per_head;
+        const int64_t ti = t - (i3*H_kv + hk)*tiles_per_head;
         const int64_t k3 = i3/(q->ne[3]/k->ne[3]), v3 = i3/(q->ne[3]/v->ne[3]);
-        const float slope = fa_alibi_slope(max_bias, H, h);
-
-        fa_row_to_f32(q, ggml_cpu_ptr(q, 0, iq, h, i3), D, qf);
-        const void * qdot = qf;
-        if (q_convert) { q_convert(qf, qv, D); qdot = qv; }
-
-        const char * mrow = mask ? ggml_cpu_ptr(mask, 0, iq, h % mask->ne[2], i3 % mask->ne[3]) : NULL;
-
-        float M = -INFINITY, S = 0.0f;
-        memset(acc, 0, (size_t) Dv*sizeof(float));
-        for (int64_t j = 0; j < n_kv; j++) {
-            float mv = 0.0f;
-            if (mrow) {
-                mv = m_f32 ? ((const float *) mrow)[j] : ggml_cpu_load_f(mrow + j*mask->nb[0], mask->type);
-                if (mv == -INFINITY) continue; // masked: skip the dot product entirely
+        int nr = 0;
+        if (group >= R) {
+            const int64_t iq = ti/slices, h0 = hk*group + (ti % slices)*R;
+            for (int64_t i = 0; i < R && h0 + i < (hk + 1)*group; i++, nr++) { hs[nr] = h0 + i; iqs[nr] = iq; }
+        } else {
+            for (int64_t i = 0; i < R && ti*per_pos + i/group < n_q; i++, nr++) {
+                hs[nr] = hk*group + i % group;
+                iqs[nr] = ti*per_pos + i/group;
             }
-            const char * krow = ggml_cpu_ptr(k, 0, j, hk, k3);
-            float s;
-            if (p.ktc) {
-                p.ktc->vec_dot((int) D, &s, krow, qdot);
-            } else {
-                fa_row_to_f32(k, krow, D, kt);
-                s = ggml_cpu_vec_dot(D, kt, qf);
-            }
-            s *= scale;
-            if (logit_softcap > 0.0f) s = logit_softcap*tanhf(s/logit_softcap);
-            s += slope*mv;
-            if (s == -INFINITY) continue;
+        }
+        for (int i = 0; i < nr; i++) {
+            fa_row_to_f32(q, ggml_cpu_ptr(q, 0, iqs[i], hs[i], i3), D, qf + i*D);
+            mrows[i] = mask ? ggml_cpu_ptr(mask, 0, iqs[i], hs[i] % mask->ne[2], i3 % mask->ne[3]) : NULL;
+            slopes[i] = fa_alibi_slope(max_bias, H, hs[i]);
+            mv[i] = -INFINITY;
+            lv[i] = 0.0f;
+            nv[i] = next[i] = 0;
+        }
+        memset(o, 0, (size_t) (nr*Dv)*sizeof(float));
+        const struct ggml_fa_rows rows = { nr, (int) D, (int) Dv, qf, D, mask ? mblk : NULL, slopes,
+                                           ggml_get_op_params_f32(dst, 0), softcap > 0.0f ? softcap : 0.0f,
+                                           ls, lc, p.lds, nv, next, mv, lv, o, Dv };
 
-            float vs = 1.0f;
-            if (s > M) {
-                const float ms = ggml_cpu_expf(M - s); // 0 on the first entry (M = -inf)
-                M = s;
-                if (S != 0.0f) ggml_cpu_vec_scale(Dv, acc, ms);
-                S = S*ms;
-            } else {
-                vs = ggml_cpu_expf(s - M);
+        // pass 1: scores of the visible keys, K block by K block
+        for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
+            const int nk = (int) GGML_MIN(GGML_FA_BLOCK, n_kv - j0);
+            bool live = !mask;
+            for (int i = 0; mask && i < nr; i++) {
+                if (m_f32) {
+                    mblk[i] = (const float *) mrows[i] + j0;
+                } else {
+                    float * mb = mbuf + i*GGML_FA_BLOCK;
+                    for (int j = 0; j < nk; j++) mb[j] = ggml_cpu_load_f(mrows[i] + (j0 + j)*mask->nb[0], mask->type);
+                    mblk[i] = mb;
+                }
+                if (i > 0 && mrows[i] == mrows[i - 1]) continue; // same mask row as the previous
+                for (int j = 0; j < nk && !live; j++) live = mblk[i][j] != -INFINITY;
             }
-            S += vs;
-
-            const char * vrow = ggml_cpu_ptr(v, 0, j, hk, v3);
-            const float * vf = (const float *) vrow;
-            if (!v_direct) { fa_row_to_f32(v, vrow, Dv, vt); vf = vt; }
-            ggml_cpu_vec_mad(Dv, acc, vf, vs);
+            if (!live) continue; // hidden from every row (causal: past the diagonal)
+            int64_t ldk;
+            const float * kp = fa_block_rows(k, j0, nk, hk, k3, kb, &ldk);
+            kern.scores(&rows, j0, nk, kp, ldk);
+        }
+        kern.probs(&rows);
+        // pass 2: p * v, V block by V block, only where some row has a visible key
+        for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
+            const int nk = (int) GGML_MIN(GGML_FA_BLOCK, n_kv - j0);
+            bool used = false;
+            for (int i = 0; i < nr && !used; i++) used = next[i] < nv[i] && lc[i*p.lds + next[i]] < j0 + nk;
+            if (!used) continue;
+            int64_t ldv;
+            const float * vp = fa_block_rows(v, j0, nk, hk, v3, vb, &ldv);
+            kern.accum(&rows, j0, nk, vp, ldv);
         }
 
-        float * out = (float *) ggml_cpu_ptr(dst, 0, h, iq, i3);
-        const float inv = S > 0.0f ? 1.0f/S : 0.0f;
-        for (int64_t i = 0; i < Dv; i++) out[i] = acc[i]*inv;
+        for (int i = 0; i < nr; i++) {
+            float * out = (float *) ggml_cpu_ptr(dst, 0, hs[i], iqs[i], i3);
+            const float inv = lv[i] > 0.0f ? 1.0f/lv[i] : 0.0f;
+            for (int64_t c = 0; c < Dv; c++) out[c] = o[i*Dv + c]*inv;
+        }
     }
 }

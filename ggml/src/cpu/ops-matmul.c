@@ -3,13 +3,16 @@
 //
 // Two paths:
 //
-// GEMM (quantized a, N >= GGML_GEMM_MIN_N, a SIMD kernel set; see gemm.h): b's columns are
-// quantized once into groups of 8, split over threads, then a barrier. Work items are blocks of
-// a's rows (a few 16-row panels) of one batch, taken from an atomic counter; a thread unpacks its
-// item's rows into panels in its own scratch, then runs the 16 x 8 micro-kernel over every
+// GEMM (quantized a with a SIMD GEMM kernel, any N; see gemm.h): b's columns are quantized once
+// into groups of 8, split over threads, then a barrier (small b, as in token generation: every
+// thread converts all of it, no barrier). Work items are blocks of a's rows (a few 16-row
+// panels) of one batch, taken from an atomic counter (small b: fixed ranges); a thread unpacks
+// its item's rows into panels in its own scratch, then runs the 16 x 8 micro-kernel over every
 // column group, column chunk by column chunk so that the chunk and the panels stay in L2.
+// Token generation runs the same kernel with one column, so a column's result is bit for bit
+// the same whatever batch it came in.
 //
-// vec_dot (everything else, and token generation): b's rows are fed to the dot kernel in its
+// vec_dot (everything else): b's rows are fed to the dot kernel in its
 // vec_dot_type (e.g. F32 -> Q8_0 for Q4_0 weights), in one of three ways:
 //   direct  b already is vec_dot_type with unit stride: used in place;
 //   private b is small (token generation: one row of K): every thread converts all of it into
@@ -104,6 +107,7 @@ struct mm_gemm_plan {
     int64_t gpc;                 // column groups per chunk
     size_t  group_bytes, panel_bytes;
     size_t  act_bytes;           // every group of every batch
+    bool    priv;                // b is small: every thread converts all of it (no barrier)
     size_t  qrow_bytes, frow_bytes, thread_bytes;
 };
 
@@ -137,6 +141,7 @@ static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_te
     p->items_m = (p->panels_m + p->ppi - 1)/p->ppi;
     p->gpc = GGML_MAX(1, (int64_t) (MM_GEMM_CHUNK_BUDGET/p->group_bytes));
     p->act_bytes = GGML_PAD(p->group_bytes*(size_t) (p->ngroups*nbatch), 64);
+    p->priv = nth == 1 || N*nbatch*K <= MM_PRIVATE_MAX_ELEMENTS;
     p->qrow_bytes = GGML_PAD(ggml_row_size(gt->act_type, K), 64);
     p->frow_bytes = (b->type != GGML_TYPE_F32 || b->nb[0] != sizeof(float)) ? GGML_PAD((size_t) K*sizeof(float), 64) : 0;
     p->thread_bytes = GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64) + GGML_GEMM_NR*p->qrow_bytes + p->frow_bytes;
@@ -144,7 +149,7 @@ static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_te
 }
 
 static size_t mm_gemm_work_size(const struct mm_gemm_plan * p, int nth) {
-    return MM_HDR + p->act_bytes + (size_t) nth*p->thread_bytes;
+    return MM_HDR + (p->priv ? (size_t) nth : 1)*p->act_bytes + (size_t) nth*p->thread_bytes;
 }
 
 static void mm_gemm_compute(const struct ggml_compute_params * params, struct ggml_tensor * dst,
@@ -159,15 +164,17 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
 
     char * wbase = (char *) params->wdata;
     atomic_int * counter = (atomic_int *) wbase;
-    char * act = wbase + MM_HDR;
-    char * mine = act + p->act_bytes + (size_t) ith*p->thread_bytes;
+    const size_t n_act = p->priv ? (size_t) nth : 1;
+    char * act = wbase + MM_HDR + (p->priv ? (size_t) ith*p->act_bytes : 0);
+    char * mine = wbase + MM_HDR + n_act*p->act_bytes + (size_t) ith*p->thread_bytes;
     char * panels = mine;
     char * qrow = mine + GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64);
     float * frow = p->frow_bytes ? (float *) (qrow + GGML_GEMM_NR*p->qrow_bytes) : NULL;
 
-    // Phase 1: b's columns -> activation groups (group index = batch*ngroups + g).
-    int64_t g0, g1;
-    ggml_cpu_split(nbatch*p->ngroups, ith, nth, &g0, &g1);
+    // Phase 1: b's columns -> activation groups (group index = batch*ngroups + g), all of them
+    // into this thread's copy, or this thread's share into the shared copy.
+    int64_t g0 = 0, g1 = nbatch*p->ngroups;
+    if (!p->priv) ggml_cpu_split(nbatch*p->ngroups, ith, nth, &g0, &g1);
     for (int64_t gi = g0; gi < g1; gi++) {
         const int64_t batch = gi/p->ngroups, g = gi - batch*p->ngroups;
         const int64_t i3 = batch/B2, i2 = batch - i3*B2;
@@ -190,16 +197,19 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
         gt->act_group(gt, qrow, p->qrow_bytes, nc, K, group);
     }
     const int64_t n_items = p->items_m*nbatch;
-    int64_t t = ith;
-    if (nth > 1) {
+    const bool dynamic = !p->priv && nth > 1;
+    int64_t t = ith, t_end = n_items;
+    if (dynamic) {
         if (ith == 0) atomic_store_explicit(counter, nth, memory_order_relaxed);
         ggml_cpu_barrier(params); // groups and counter ready
+    } else {
+        ggml_cpu_split(n_items, ith, nth, &t, &t_end);
     }
 
     // Phase 2: items (batch, block of ppi panels).
     const size_t a_row = a->nb[1];
     const int64_t ldc = (int64_t) (dst->nb[1]/sizeof(float));
-    while (t < n_items) {
+    while (t < t_end) {
         const int64_t batch = t/p->items_m, im = t - batch*p->items_m;
         const int64_t i3 = batch/B2, i2 = batch - i3*B2;
         const int64_t pm0 = im*p->ppi, pm1 = GGML_MIN(p->panels_m, pm0 + p->ppi);
@@ -224,7 +234,7 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
                 }
             }
         }
-        t = nth > 1 ? atomic_fetch_add_explicit(counter, 1, memory_order_relaxed) : t + 1;
+        t = dynamic ? atomic_fetch_add_explicit(counter, 1, memory_order_relaxed) : t + 1;
     }
 }
 
