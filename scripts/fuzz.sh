@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz/fuzz_*.c) with clang -fsanitize=fuzzer,address,undefined
+# Builds the libFuzzer targets (fuzz/fuzz_*.c: gguf, tokenizer, batch, model) with clang -fsanitize=fuzzer,address,undefined
 # against the whole library, replays every saved regression input, then fuzzes each target
 # for a bounded time and prints the executions per target.
 #
@@ -30,7 +30,7 @@ BUILD="${FUZZ_BUILD_DIR:-build/fuzz}"
 JOBS="${FUZZ_JOBS:-2}"
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-    TARGETS=(gguf tokenizer batch)
+    TARGETS=(gguf tokenizer batch model)
 fi
 
 find_clang() {
@@ -78,8 +78,10 @@ for t in "${TARGETS[@]}"; do
     mkdir -p "$BUILD/corpus/$t" "$BUILD/crashes/$t"
     log="$BUILD/fuzz_$t.log"
     set +e
+    max_len=4096
+    [ "$t" = model ] && max_len=16384  # the seeds are whole (tiny) models
     "$bin" -max_total_time="$SECONDS_PER" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
-        -max_len=4096 -artifact_prefix="$BUILD/crashes/$t/" \
+        -max_len="$max_len" -artifact_prefix="$BUILD/crashes/$t/" \
         "$BUILD/corpus/$t" "fuzz/corpus/$t" > "$log" 2>&1
     rc=$?
     set -e

@@ -12,7 +12,8 @@
 #      sanitizer runtimes preloaded into Python (leak detection off: CPython keeps memory on
 #      purpose; the C tests check leaks);
 #   3. scripts/fuzz.sh: each libFuzzer target for FUZZ_SECONDS (default 60, at most 120 in CI).
-# Environment: PYTHON, JOBS (default 2), FUZZ_SECONDS, LLAMA_PY_SKIP_FUZZ=1 (skip stage 3),
+# Environment: PYTHON, JOBS (default 2), SANITIZE_BUILD_DIR (default build/asan), FUZZ_BUILD_DIR
+# (default build/fuzz), FUZZ_SECONDS, LLAMA_PY_SKIP_FUZZ=1 (skip stage 3),
 # LLAMA_PY_SKIP_ASAN_PYTEST=1 (skip stage 2). A missing clang fails stage 3 with the package
 # to install (Debian: clang-19 libclang-rt-19-dev), unless LLAMA_PY_SKIP_FUZZ=1.
 set -euo pipefail
@@ -20,7 +21,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PY="${PYTHON:-$(command -v python3 || command -v python)}"
 JOBS="${JOBS:-2}"
-BUILD=build/asan
+BUILD="${SANITIZE_BUILD_DIR:-build/asan}"
 stage() { printf '\n==== %s ====\n' "$*"; }
 t0=$SECONDS
 
@@ -28,7 +29,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1:strict_stri
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 stage "C tests under ASan + UBSan ($BUILD)"
-mkdir -p build
+mkdir -p "$(dirname "$BUILD")"
 cmake -S . -B "$BUILD" -DLLAMA_SANITIZE=ON -DLLAMA_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     > "$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
 cmake --build "$BUILD" -j "$JOBS"
@@ -49,7 +50,7 @@ if [ "${LLAMA_PY_SKIP_FUZZ:-0}" = "1" ]; then
     stage "fuzzing skipped (LLAMA_PY_SKIP_FUZZ=1)"
 else
     stage "fuzzing (scripts/fuzz.sh, ${FUZZ_SECONDS:-60} s per target)"
-    FUZZ_BUILD_DIR=build/fuzz bash scripts/fuzz.sh
+    FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-build/fuzz}" bash scripts/fuzz.sh
 fi
 
 stage "sanitizer and fuzzing stages passed in $((SECONDS - t0)) s"

@@ -1,5 +1,5 @@
 // test_fuzz_replay.c — replays every fuzzing seed (fuzz/corpus/<target>/) and every saved
-// crash (fuzz/regressions/<target>/) through the three libFuzzer targets, compiled here with
+// crash (fuzz/regressions/<target>/) through the libFuzzer targets, compiled here with
 // the project's own compiler, so ctest (and its ASan + UBSan build) keeps them fixed without
 // clang. Inputs of bugs not fixed yet (fuzz/open/<target>/) run in a child process each and
 // are reported, not failed; one that passes is announced so that it moves to regressions/.
@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-// The three targets in one program: each entry point renamed.
+// The four targets in one program: each entry point renamed.
 #define LLVMFuzzerInitialize   fuzz_gguf_init
 #define LLVMFuzzerTestOneInput fuzz_gguf_one
 #include "../../fuzz/fuzz_gguf.c"
@@ -29,6 +29,11 @@
 #define LLVMFuzzerInitialize   fuzz_batch_init
 #define LLVMFuzzerTestOneInput fuzz_batch_one
 #include "../../fuzz/fuzz_batch.c"
+#undef LLVMFuzzerInitialize
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerInitialize   fuzz_model_init
+#define LLVMFuzzerTestOneInput fuzz_model_one
+#include "../../fuzz/fuzz_model.c"
 #undef LLVMFuzzerInitialize
 #undef LLVMFuzzerTestOneInput
 
@@ -133,6 +138,10 @@ int main(void) {
     llama_free(g_b_ctx[0]);
     llama_free(g_b_ctx[1]);
     llama_model_free(g_b_model);
+
+    fuzz_model_init(&argc, &argv);
+    total += replay("model", fuzz_model_one);
+    close(g_m_fd);
 
     printf("test_fuzz_replay: %d inputs replayed, no failure\n", total);
     return 0;
