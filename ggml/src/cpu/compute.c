@@ -74,31 +74,72 @@ size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads) {
     }
 }
 
-// Below this many elements of output a node runs on one thread: waking others and meeting at a
-// barrier costs more than the work (a barrier is ~0.5-1 us, a simple op does ~1-4 elements/ns).
-#define GGML_CPU_MIN_ELEMENTS_PER_TASK 4096
+// Below this much estimated work (about one element-op each, ~0.3-1 ns) a node runs on one
+// thread: meeting the other threads at a barrier costs ~0.2-1 us on an idle machine and
+// far more on a busy one.
+#define GGML_CPU_MIN_WORK_PER_TASK 4096
+
+// Independent pieces node's kernel splits its work into (rows, heads x queries, ...): more
+// threads than this would only idle until the next barrier.
+static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
+    switch (node->op) {
+        case GGML_OP_MUL_MAT:
+        case GGML_OP_DUP:
+        case GGML_OP_CONT:
+        case GGML_OP_CPY:
+            return ggml_nelements(node); // tiles of rows x columns; contiguous copies split bytes
+        case GGML_OP_GET_ROWS:
+            return ggml_nelements(node->src[1]);
+        case GGML_OP_SET_ROWS:
+        case GGML_OP_SUM_ROWS:
+        case GGML_OP_ARGMAX:
+        case GGML_OP_ROPE:
+        case GGML_OP_SOFT_MAX:
+            return ggml_nrows(node->src[0]);
+        default:
+            return ggml_nrows(node); // FLASH_ATTN_EXT: [Dv, heads, queries, seqs]: heads x queries
+    }
+}
+
+int ggml_cpu_n_tasks_max(const struct ggml_tensor * node, int n_threads) {
+    if (n_threads <= 1 || ggml_op_is_view(node->op)) {
+        return 1;
+    }
+    const int64_t units = ggml_cpu_n_units(node);
+    return units < 1 ? 1 : (units < n_threads ? (int) units : n_threads);
+}
 
 int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
-    if (n_threads <= 1 || ggml_op_is_view(node->op)) {
+    const int max = ggml_cpu_n_tasks_max(node, n_threads);
+    if (max <= 1) {
         return 1;
     }
     int64_t work;
     switch (node->op) {
         case GGML_OP_MUL_MAT: {
-            // Multiply-adds: K * M * N (b's rows times a's rows).
+            // Multiply-adds: K * M * N (b's rows times a's rows); int8/SIMD dots do ~8 per element-op.
             const struct ggml_tensor * a = node->src[0];
             work = a->ne[0] * ggml_nelements(node) / 8;
             break;
         }
         case GGML_OP_FLASH_ATTN_EXT: {
+            // Per query row and KV cell: a dot of D and an axpy of Dv, plus an exp and the
+            // online-softmax bookkeeping: several element-ops per element, not 1/8.
             const struct ggml_tensor * k = node->src[1];
-            work = ggml_nelements(node->src[0]) * k->ne[1] / 8;
+            work = 2 * ggml_nelements(node->src[0]) * k->ne[1];
             break;
         }
+        case GGML_OP_SOFT_MAX:
+        case GGML_OP_SILU:
+        case GGML_OP_GELU:
+        case GGML_OP_SWIGLU:
+            work = 4 * ggml_nelements(node); // an exp or tanh per element
+            break;
+        case GGML_OP_ROPE:
+            work = 2 * ggml_nelements(node);
+            break;
         case GGML_OP_ARGMAX:
         case GGML_OP_SUM_ROWS:
-            work = ggml_nelements(node->src[0]);
-            break;
         case GGML_OP_CPY:
         case GGML_OP_SET_ROWS:
             work = ggml_nelements(node->src[0]);
@@ -107,11 +148,11 @@ int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
             work = ggml_nelements(node);
             break;
     }
-    const int64_t n = work / GGML_CPU_MIN_ELEMENTS_PER_TASK;
+    const int64_t n = work / GGML_CPU_MIN_WORK_PER_TASK;
     if (n <= 1) {
         return 1;
     }
-    return n < n_threads ? (int) n : n_threads;
+    return n < max ? (int) n : max;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads);
 bool ggml_cpu_compute_forward(const struct ggml_compute_params * params, struct ggml_tensor * node);
 // Number of threads worth using for node (1 for tiny nodes).
 int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads);
+// Most threads node's kernel can keep busy (its independent rows/items), at most n_threads.
+int ggml_cpu_n_tasks_max(const struct ggml_tensor * node, int n_threads);
 
 // Dot product of n elements of x (type T) and y (type vec_dot_type of T), result in *s.
 typedef void (*ggml_vec_dot_t)(int n, float * s, const void * x, const void * y);

@@ -9,6 +9,7 @@
 #include "../ggml-core.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,20 @@ static void ggml_thread_yield(void) { SwitchToThread(); }
 static void ggml_thread_yield(void) { sched_yield(); }
 #endif
 
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+// Sleeps while *addr == val (returns at once if it already differs); wakes are spurious-safe.
+static void ggml_futex_wait(atomic_int * addr, int val) {
+    syscall(SYS_futex, (int *) addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+static void ggml_futex_wake_all(atomic_int * addr) {
+    syscall(SYS_futex, (int *) addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+#define GGML_HAVE_FUTEX 1
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 static inline void ggml_cpu_relax(void) { _mm_pause(); }
@@ -96,6 +111,8 @@ struct ggml_prof_slot {
 static struct {
     bool on;
     uint64_t n_graphs, n_nodes, n_work_nodes, n_barriers;
+    uint64_t n_adapt_single, n_adapt_multi; // computes the adaptive count ran with one / n_threads
+    uint64_t ns_blocked0;                   // thread 0's sleep at barriers
     uint64_t ns_total, ns_setup, ns_gap, ns_join, ns_last_end;
     int max_threads;
     struct ggml_prof_slot slot[GGML_PROF_THREADS][GGML_PROF_KEYS];
@@ -145,6 +162,12 @@ static void ggml_prof_print(void) {
                     "%.1f between computes (graph build, allocation, caller)\n",
             g_prof.ns_total / ng / 1e3, g_prof.ns_setup / ng / 1e3, g_prof.ns_join / ng / 1e3,
             g_prof.n_graphs > 1 ? g_prof.ns_gap / (ng - 1) / 1e3 : 0.0);
+    if (g_prof.n_adapt_single + g_prof.n_adapt_multi > 0) {
+        fprintf(stderr, "adaptive thread count (GGML_THREADS_ADAPT): %llu computes with one thread, %llu with all "
+                        "(thread 0 slept %.1f us per compute at barriers)\n",
+                (unsigned long long) g_prof.n_adapt_single, (unsigned long long) g_prof.n_adapt_multi,
+                (double) g_prof.ns_blocked0 / (double) g_prof.n_graphs / 1e3);
+    }
     fprintf(stderr, "%-16s %8s", "op", "nodes/g");
     for (int t = 0; t < nt; t++) {
         fprintf(stderr, "  t%d run us  wait us", t);
@@ -172,10 +195,48 @@ static void ggml_prof_init(void) {
     }
 }
 
-// Counter barrier for n threads; gen moves on each time everyone arrived.
+// ---------------------------------------------------------------------------------------------
+// Adaptive thread count. Threads that meet at a barrier after every node only make progress
+// while all of them are on a CPU at once: on a machine with more runnable threads than cores
+// they spend most of the time waiting for a descheduled partner (and one thread is 2-3x
+// faster than two). So for each kind of graph that takes long enough to matter the pool
+// times whole computations with n_threads and with one thread, keeps a running (geometric)
+// mean of each, runs the faster, and now and then re-tries the other (less often while it
+// keeps losing). GGML_THREADS_ADAPT=0 turns this off.
+
+#define GGML_ADAPT_SLOTS 8
+#define GGML_ADAPT_MIN_NS 300000.0   // graphs faster than this keep n_threads (tests, toys)
+#define GGML_ADAPT_PROBE_MIN 4       // computes between re-tries of the losing count...
+#define GGML_ADAPT_PROBE_MAX 32      // ...doubling up to this while it keeps losing
+#define GGML_ADAPT_ALPHA 0.25        // weight of a new sample in the running mean of log(ns)
+#define GGML_ADAPT_MARGIN 0.03       // the other count must be 3% faster to take over
+#define GGML_ADAPT_QUIET 0.05         // thread 0 asleep at barriers for less than this share: "quiet"
+
+struct ggml_adapt_entry {
+    uint64_t key;       // graph kind (0: free slot)
+    uint64_t last_use;  // for replacing the least recently used slot
+    double lt[2];       // running mean of log(ns per compute): [0] one thread, [1] n_threads
+    int n[2];           // samples behind lt
+    int choice;         // 0 or 1: the faster so far
+    bool quiet;         // in the last computation with n_threads, thread 0 hardly slept at barriers
+    int interval;       // computes between re-tries of the other
+    int countdown;      // computes until the next re-try
+};
+
+// One node of the computation's plan (views, which do no work, have no step).
+struct ggml_plan_step {
+    struct ggml_tensor * node;
+    int n_tasks;                     // threads 0..n_tasks-1 run the kernel
+    bool sync;                       // every thread meets at the node barrier after this step
+};
+
+// Counter barrier for n threads; gen moves on each time everyone arrived. Waiters spin a
+// while, then sleep on gen (a futex on Linux) so that a partner that was descheduled gets a
+// CPU; the last to arrive wakes sleepers only if there are any.
 struct ggml_barrier {
     _Alignas(GGML_CACHE_LINE) atomic_int count;
     _Alignas(GGML_CACHE_LINE) atomic_int gen;
+    atomic_int sleepers;
 };
 
 struct ggml_worker {
@@ -202,10 +263,18 @@ struct ggml_threadpool {
     int n_threads_cur;               // the caller's copy of the count in `start`
     void * wdata;
     size_t wsize;
+    struct ggml_plan_step * plan;    // the nodes that do work, in order, with their thread counts
+    int n_plan;
+    int plan_cap;
+
+    uint64_t blocked0;               // ns thread 0 slept at barriers in this computation
+    bool adapt;                      // adaptive thread count (GGML_THREADS_ADAPT)
+    int adapt_nth;                   // n_threads the entries were measured with
+    uint64_t adapt_clock;
+    struct ggml_adapt_entry adapt_slot[GGML_ADAPT_SLOTS];
 
     struct ggml_barrier node_barrier; // between nodes, all n_threads_cur threads
     struct ggml_barrier op_barrier;   // ggml_cpu_barrier, the node's n_tasks threads
-    _Alignas(GGML_CACHE_LINE) atomic_int n_finished;
     atomic_int status;
     // First node after which every thread stops (INT_MAX: none). A node index rather than a
     // flag: a slow thread reading it after barrier i must not see a stop decided at node i+1.
@@ -216,24 +285,48 @@ struct ggml_threadpool {
     void * abort_data;
 };
 
-static void ggml_barrier_wait(struct ggml_barrier * b, int n) {
+// Returns the nanoseconds the caller slept after spinning in vain (the others were late), or 0.
+// Every thread must pass the same sequence of barriers (kernels call ggml_cpu_barrier on all
+// their threads).
+static uint64_t ggml_prof_now(void);
+
+static uint64_t ggml_barrier_wait(struct ggml_barrier * b, int n) {
     if (n <= 1) {
-        return;
+        return 0;
     }
     const int gen = atomic_load_explicit(&b->gen, memory_order_relaxed);
     if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) == n - 1) {
         atomic_store_explicit(&b->count, 0, memory_order_relaxed);
-        atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
-        return;
-    }
-    int spins = 0;
-    while (atomic_load_explicit(&b->gen, memory_order_acquire) == gen) {
-        if (++spins < GGML_SPIN_BEFORE_YIELD) {
-            ggml_cpu_relax();
-        } else {
-            ggml_thread_yield();
+        // seq_cst pairs with the sleeper's increment of sleepers: either it sees the new gen
+        // (and does not sleep) or this sees it counted (and wakes it).
+        atomic_fetch_add_explicit(&b->gen, 1, memory_order_seq_cst);
+#if defined(GGML_HAVE_FUTEX)
+        if (atomic_load_explicit(&b->sleepers, memory_order_seq_cst) > 0) {
+            ggml_futex_wake_all(&b->gen);
         }
+#endif
+        return 0;
     }
+    for (int spins = 0; spins < GGML_SPIN_BEFORE_YIELD; spins++) {
+        if (atomic_load_explicit(&b->gen, memory_order_acquire) != gen) {
+            return 0;
+        }
+        ggml_cpu_relax();
+    }
+    const uint64_t t0 = ggml_prof_now();
+#if defined(GGML_HAVE_FUTEX)
+    atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&b->gen, memory_order_seq_cst) == gen) {
+        ggml_futex_wait(&b->gen, gen);
+    }
+    atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
+#else
+    while (atomic_load_explicit(&b->gen, memory_order_acquire) == gen) {
+        ggml_thread_yield();
+    }
+#endif
+    const uint64_t dt = ggml_prof_now() - t0;
+    return dt ? dt : 1;
 }
 
 void ggml_cpu_kernel_failed(const struct ggml_compute_params * params) {
@@ -258,25 +351,17 @@ static void ggml_threadpool_stop_at(struct ggml_threadpool * tp, int i, enum ggm
     atomic_compare_exchange_strong(&tp->status, &expected, status);
 }
 
-// Runs thread ith's share of every node of the current computation.
-// Index of the first node at or after i that does work (views do none), or n_nodes.
-static int ggml_next_compute_node(const struct ggml_cgraph * g, int i) {
-    while (i < g->n_nodes && ggml_op_is_view(g->nodes[i]->op)) {
-        i++;
-    }
-    return i;
-}
-
+// Runs thread ith's share of every step of the current computation's plan.
 static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
-    const struct ggml_cgraph * g = tp->cgraph;
-    const int n = g->n_nodes;
-    int i = ggml_next_compute_node(g, 0);
-    int n_tasks = i < n ? ggml_cpu_n_tasks(g->nodes[i], nth) : 1;
+    const struct ggml_plan_step * plan = tp->plan;
+    const int n = tp->n_plan;
     bool stopping = false;
     const bool prof = g_prof.on && ith < GGML_PROF_THREADS;
     uint64_t t_prof = prof ? ggml_prof_now() : 0;
-    while (i < n) {
-        struct ggml_tensor * node = g->nodes[i];
+    for (int i = 0; i < n; i++) {
+        struct ggml_tensor * node = plan[i].node;
+        const int n_tasks = plan[i].n_tasks;
+        const bool sync = plan[i].sync;
         // Once this thread knows of a stop it only walks on to the barrier where everyone
         // leaves. It learns of stops it made itself, and of others' at barriers, so all
         // threads of a multi-threaded node agree on running it (kernels may barrier inside).
@@ -292,38 +377,91 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
             ggml_threadpool_stop_at(tp, i, GGML_STATUS_ABORTED);
             stopping = true;
         }
-        const int next = ggml_next_compute_node(g, i + 1);
-        const int n_tasks_next = next < n ? ggml_cpu_n_tasks(g->nodes[next], nth) : 1;
-        // When thread 0 alone ran this node and alone runs the next, nobody needs to wait:
-        // the same thread sees its own writes. Every thread takes the same decision.
-        const bool sync = nth > 1 && next < n && !(n_tasks == 1 && n_tasks_next == 1);
         if (prof) {
             const uint64_t t1 = ggml_prof_now();
             struct ggml_prof_slot * sl = &g_prof.slot[ith][ggml_prof_key(node)];
             sl->calls++;
             sl->ns_run += t1 - t_prof;
             if (sync) {
-                ggml_barrier_wait(&tp->node_barrier, nth);
+                const uint64_t y = ggml_barrier_wait(&tp->node_barrier, nth);
+                if (ith == 0) {
+                    tp->blocked0 += y;
+                }
             }
             t_prof = ggml_prof_now();
             sl->ns_wait += t_prof - t1;
             if (ith == 0) {
-                g_prof.n_work_nodes++;
                 g_prof.n_barriers += sync;
             }
         } else if (sync) {
-            ggml_barrier_wait(&tp->node_barrier, nth);
+            const uint64_t y = ggml_barrier_wait(&tp->node_barrier, nth);
+            if (ith == 0) {
+                tp->blocked0 += y;
+            }
         }
         // Stops decided up to here were made before this barrier, so every thread sees them at
-        // the same barrier and leaves at the same node.
-        // (A stop at a later node, made by a thread already past this barrier, waits for the
-        // next barrier: only stops at nodes <= i are sure to be seen by everyone here.)
+        // the same barrier and leaves at the same step.
+        // (A stop at a later step, made by a thread already past this barrier, waits for the
+        // next barrier: only stops at steps <= i are sure to be seen by everyone here.)
         if ((sync || nth == 1) && atomic_load_explicit(&tp->stop_node, memory_order_relaxed) <= i) {
             break;
         }
-        i = next;
-        n_tasks = n_tasks_next;
     }
+    // Everyone leaves together: the caller may change or free the graph once it returns.
+    if (nth > 1) {
+        const uint64_t t0 = prof && ith == 0 ? ggml_prof_now() : 0;
+        const uint64_t y = ggml_barrier_wait(&tp->node_barrier, nth);
+        if (ith == 0) {
+            tp->blocked0 += y;
+            if (prof) {
+                g_prof.ns_join += ggml_prof_now() - t0;
+            }
+        }
+    }
+}
+
+// Plans the computation of g on nth threads into tp->plan: one step per node that does work,
+// its thread count, and whether all threads must meet after it. Sets *wsize to the scratch the
+// steps need. False if the plan array cannot grow.
+static bool ggml_threadpool_plan(struct ggml_threadpool * tp, const struct ggml_cgraph * g, int nth, size_t * wsize) {
+    if (g->n_nodes > tp->plan_cap) {
+        const int cap = g->n_nodes + g->n_nodes / 2;
+        struct ggml_plan_step * p = ggml_aligned_malloc((size_t) cap * sizeof(*p));
+        if (!p) {
+            return false;
+        }
+        ggml_aligned_free(tp->plan);
+        tp->plan = p;
+        tp->plan_cap = cap;
+    }
+    struct ggml_plan_step * plan = tp->plan;
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct ggml_tensor * node = g->nodes[i];
+        if (!ggml_op_is_view(node->op)) {
+            plan[n].node = node;
+            plan[n].n_tasks = ggml_cpu_n_tasks(node, nth);
+            n++;
+        }
+    }
+    // A small node between two multi-threaded ones is met by barriers on both sides anyway:
+    // splitting it too costs nothing extra and shortens the time the others wait.
+    for (int i = 1; i + 1 < n; i++) {
+        if (plan[i].n_tasks == 1 && plan[i - 1].n_tasks > 1 && plan[i + 1].n_tasks > 1) {
+            plan[i].n_tasks = ggml_cpu_n_tasks_max(plan[i].node, nth);
+        }
+    }
+    size_t w = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t wi = ggml_cpu_work_size(plan[i].node, plan[i].n_tasks);
+        w = wi > w ? wi : w;
+        // When thread 0 alone runs this step and alone runs the next, nobody needs to wait:
+        // the same thread sees its own writes.
+        plan[i].sync = nth > 1 && i + 1 < n && !(plan[i].n_tasks == 1 && plan[i + 1].n_tasks == 1);
+    }
+    tp->n_plan = n;
+    *wsize = w;
+    return true;
 }
 
 static void * ggml_worker_main(void * arg) {
@@ -351,9 +489,9 @@ static void * ggml_worker_main(void * arg) {
         seen = start;
         const int nth = (int) (start & ((1u << GGML_START_SHIFT) - 1));
         if (w->ith < nth) {
-            // The caller waits for every participant, so the computation cannot change under us.
+            // The caller meets every participant at the final barrier, so the computation
+            // cannot change under us.
             ggml_threadpool_run(tp, w->ith, nth);
-            atomic_fetch_add_explicit(&tp->n_finished, 1, memory_order_release);
         }
     }
     return NULL;
@@ -381,7 +519,8 @@ struct ggml_threadpool * ggml_threadpool_new(int n_threads) {
     atomic_init(&tp->node_barrier.gen, 0);
     atomic_init(&tp->op_barrier.count, 0);
     atomic_init(&tp->op_barrier.gen, 0);
-    atomic_init(&tp->n_finished, 0);
+    atomic_init(&tp->node_barrier.sleepers, 0);
+    atomic_init(&tp->op_barrier.sleepers, 0);
     atomic_init(&tp->status, GGML_STATUS_SUCCESS);
     atomic_init(&tp->stop_node, INT_MAX);
     atomic_init(&tp->kernel_failed, false);
@@ -405,6 +544,8 @@ struct ggml_threadpool * ggml_threadpool_new(int n_threads) {
         tp->n_threads_max = i + 1;
     }
     tp->n_threads = tp->n_threads_max;
+    const char * adapt = getenv("GGML_THREADS_ADAPT");
+    tp->adapt = !(adapt && strcmp(adapt, "0") == 0);
     return tp;
 }
 
@@ -424,6 +565,7 @@ void ggml_threadpool_free(struct ggml_threadpool * tp) {
     free(tp->threads);
     free(tp->workers);
     ggml_aligned_free(tp->wdata);
+    ggml_aligned_free(tp->plan);
     ggml_aligned_free(tp);
 }
 
@@ -473,6 +615,93 @@ static bool ggml_graph_prepare_data(struct ggml_cgraph * g) {
     return true;
 }
 
+// A graph's kind: its size and the shapes of its first and last nodes (a token-generation
+// step stays one kind while the KV cache grows; a prompt batch is another).
+static uint64_t ggml_adapt_key(const struct ggml_cgraph * g) {
+    uint64_t h = 1469598103934665603ull;
+    const uint64_t v[] = {
+        (uint64_t) g->n_nodes, (uint64_t) g->n_leafs,
+        g->n_nodes ? (uint64_t) g->nodes[0]->ne[0] : 0, g->n_nodes ? (uint64_t) g->nodes[0]->ne[1] : 0,
+        g->n_nodes ? (uint64_t) g->nodes[g->n_nodes - 1]->ne[0] : 0,
+        g->n_nodes ? (uint64_t) g->nodes[g->n_nodes - 1]->ne[1] : 0,
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        h = (h ^ v[i]) * 1099511628211ull;
+    }
+    return h ? h : 1;
+}
+
+static struct ggml_adapt_entry * ggml_adapt_lookup(struct ggml_threadpool * tp, const struct ggml_cgraph * g, int nth) {
+    if (tp->adapt_nth != nth) {
+        memset(tp->adapt_slot, 0, sizeof(tp->adapt_slot)); // measured with another count
+        tp->adapt_nth = nth;
+    }
+    const uint64_t key = ggml_adapt_key(g);
+    struct ggml_adapt_entry * victim = &tp->adapt_slot[0];
+    tp->adapt_clock++;
+    for (int i = 0; i < GGML_ADAPT_SLOTS; i++) {
+        struct ggml_adapt_entry * e = &tp->adapt_slot[i];
+        if (e->key == key) {
+            e->last_use = tp->adapt_clock;
+            return e;
+        }
+        if (e->last_use < victim->last_use) {
+            victim = e;
+        }
+    }
+    memset(victim, 0, sizeof(*victim));
+    victim->key = key;
+    victim->last_use = tp->adapt_clock;
+    victim->choice = 1;
+    victim->interval = GGML_ADAPT_PROBE_MIN;
+    victim->countdown = GGML_ADAPT_PROBE_MIN;
+    return victim;
+}
+
+// Which count the next computation of e's kind runs with: 0 one thread, 1 n_threads.
+static int ggml_adapt_arm(struct ggml_adapt_entry * e) {
+    if (e->n[1] < 3) {
+        return 1;
+    }
+    if (e->choice == 1 && (e->quiet || e->lt[1] < log(GGML_ADAPT_MIN_NS))) {
+        // The threads kept meeting promptly, or the graph is too quick to matter.
+        return 1;
+    }
+    if (e->n[0] < 2) {
+        return 0;
+    }
+    return --e->countdown <= 0 ? !e->choice : e->choice;
+}
+
+static void ggml_adapt_record(struct ggml_adapt_entry * e, int arm, uint64_t ns, uint64_t blocked) {
+    const double lx = log((double) (ns ? ns : 1));
+    // The count not in use is only sampled by re-tries: weigh those more so a change in the
+    // machine's load is noticed after one or two.
+    const double alpha = arm == e->choice ? GGML_ADAPT_ALPHA : 2 * GGML_ADAPT_ALPHA;
+    e->lt[arm] = e->n[arm] == 0 ? lx : e->lt[arm] + alpha * (lx - e->lt[arm]);
+    e->n[arm]++;
+    if (arm == 1) {
+        // Threads that are on CPUs at the same time meet within microseconds; sleeping at
+        // barriers means a partner was descheduled (or a node was badly unbalanced).
+        e->quiet = (double) blocked <= GGML_ADAPT_QUIET * (double) ns;
+    }
+    if (e->n[0] < 2 || e->n[1] < 3) {
+        return;
+    }
+    const int other = !e->choice;
+    const bool flip = e->lt[other] < e->lt[e->choice] - GGML_ADAPT_MARGIN;
+    if (arm == other || e->countdown <= 0) {
+        // A re-try of the other count just ended: wait longer before the next one while it loses.
+        e->interval = flip ? GGML_ADAPT_PROBE_MIN
+                           : (e->interval * 2 > GGML_ADAPT_PROBE_MAX ? GGML_ADAPT_PROBE_MAX : e->interval * 2);
+        e->countdown = e->interval;
+    }
+    if (flip) {
+        e->choice = other;
+        e->countdown = e->interval;
+    }
+}
+
 enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_threadpool * tp) {
     if (!cgraph || !tp) {
         GGML_LOG_ERROR("ggml_graph_compute: NULL %s", cgraph ? "threadpool" : "graph");
@@ -493,14 +722,21 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
         return GGML_STATUS_ALLOC_FAILED;
     }
 
-    const int nth = tp->n_threads;
+    int nth = tp->n_threads;
+    struct ggml_adapt_entry * adapt = NULL;
+    int arm = 1;
+    uint64_t t_adapt = 0;
+    if (tp->adapt && nth > 1 && cgraph->n_nodes > 0) {
+        adapt = ggml_adapt_lookup(tp, cgraph, nth);
+        arm = ggml_adapt_arm(adapt);
+        nth = arm ? nth : 1;
+        t_adapt = ggml_prof_now();
+    }
     size_t wsize = 0;
-    for (int i = 0; i < cgraph->n_nodes; i++) {
-        const struct ggml_tensor * node = cgraph->nodes[i];
-        if (!ggml_op_is_view(node->op)) {
-            const size_t w = ggml_cpu_work_size(node, ggml_cpu_n_tasks(node, nth));
-            wsize = w > wsize ? w : wsize;
-        }
+    if (!ggml_threadpool_plan(tp, cgraph, nth, &wsize)) {
+        GGML_LOG_ERROR("ggml_graph_compute: cannot allocate the plan of %d nodes", cgraph->n_nodes);
+        atomic_store(&tp->busy, false);
+        return GGML_STATUS_ALLOC_FAILED;
     }
     if (wsize > tp->wsize) {
         // Grow once, with slack so slowly growing graphs (a longer KV cache) do not regrow each call.
@@ -518,10 +754,10 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
 
     tp->cgraph = cgraph;
     tp->n_threads_cur = nth;
+    tp->blocked0 = 0;
     atomic_store(&tp->status, GGML_STATUS_SUCCESS);
     atomic_store(&tp->stop_node, INT_MAX);
     atomic_store(&tp->kernel_failed, false);
-    atomic_store(&tp->n_finished, 0);
     if (nth > 1) {
         pthread_mutex_lock(&tp->mutex);
         const unsigned prev = atomic_load_explicit(&tp->start, memory_order_relaxed);
@@ -532,26 +768,24 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
     }
     const uint64_t t_prof1 = g_prof.on ? ggml_prof_now() : 0;
     ggml_threadpool_run(tp, 0, nth);
-    const uint64_t t_prof2 = g_prof.on ? ggml_prof_now() : 0;
-    // Wait until every worker has left the graph before the caller may change it.
-    int spins = 0;
-    while (atomic_load_explicit(&tp->n_finished, memory_order_acquire) < nth - 1) {
-        if (++spins < GGML_SPIN_BEFORE_YIELD) {
-            ggml_cpu_relax();
-        } else {
-            ggml_thread_yield();
+    tp->cgraph = NULL;
+    if (adapt) {
+        ggml_adapt_record(adapt, arm, ggml_prof_now() - t_adapt, tp->blocked0);
+        if (g_prof.on) {
+            g_prof.ns_blocked0 += tp->blocked0;
+            g_prof.n_adapt_single += arm == 0;
+            g_prof.n_adapt_multi += arm == 1;
         }
     }
-    tp->cgraph = NULL;
     if (g_prof.on) {
         const uint64_t t_prof3 = ggml_prof_now();
         g_prof.ns_gap += g_prof.ns_last_end ? t_prof0 - g_prof.ns_last_end : 0;
         g_prof.ns_last_end = t_prof3;
         g_prof.ns_total += t_prof3 - t_prof0;
         g_prof.ns_setup += t_prof1 - t_prof0;
-        g_prof.ns_join += t_prof3 - t_prof2;
         g_prof.n_graphs++;
         g_prof.n_nodes += (uint64_t) cgraph->n_nodes;
+        g_prof.n_work_nodes += (uint64_t) tp->n_plan;
         g_prof.max_threads = nth > g_prof.max_threads ? nth : g_prof.max_threads;
     }
     const enum ggml_status status = (enum ggml_status) atomic_load(&tp->status);
