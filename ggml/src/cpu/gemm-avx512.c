@@ -113,26 +113,33 @@ static void kernel_avx512(const struct ggml_gemm_traits * gt, int64_t K, const v
 //
 // A block's bytes of 16 rows are transposed in 4-byte units so that one vector holds the same
 // 4 bytes of every row; nibble and bit planes are then split with shifts and masks on the
-// transposed vectors. Rows past the matrix' end read a zero block (levels 0, scales 0).
+// transposed vectors. The fast packers take whole panels (the last, partial panel of a matrix
+// goes through the portable packer: same panel bytes). Row r's unit u is at
+// base + r*stride + u*unit_bytes; per-row scalars are fetched with one gather.
 
 static const uint8_t zero_block[256 + 64] __attribute__((aligned(64)));
 
-// The 16 rows' storage units u: rp[r] = row r's unit (or zero_block).
-static inline void unit_ptrs(const void * rows, size_t row_stride, int nr, size_t unit_off, const uint8_t * rp[16]) {
-    for (int r = 0; r < GGML_GEMM_MR; r++) {
-        rp[r] = r < nr ? (const uint8_t *) rows + (size_t) r*row_stride + unit_off : zero_block;
+// The hardware prefetchers do not follow 16 interleaved row streams, and token generation
+// reads every weight once, from DRAM: while a panel is packed, the next one (the following 16
+// rows, contiguous in memory for a weight matrix) is prefetched into L2, a share per unit.
+static inline void prefetch_next_panel(const uint8_t * base, size_t stride, int64_t u, int64_t n_units) {
+    const uint8_t * next = base + GGML_GEMM_MR*stride;
+    const int64_t n_lines = (int64_t) (GGML_GEMM_MR*stride + 63)/64;
+    for (int64_t l = u*n_lines/n_units; l < (u + 1)*n_lines/n_units; l++) {
+        _mm_prefetch((const char *) (next + 64*l), _MM_HINT_T1);
     }
 }
 
-// t[j] = dword j of the 16 bytes at rp[r] + off, for rows r = 0..15 in lane order.
-static inline void transpose_16x4(const uint8_t * const rp[16], size_t off, __m512i t[4]) {
+// t[j] = dword j of the 16 bytes at base + r*stride + off, for rows r = 0..15 in lane order.
+static inline void transpose_16x4(const uint8_t * base, size_t stride, size_t off, __m512i t[4]) {
     __m512i z[4];
     for (int i = 0; i < 4; i++) {
         // lane L holds row i + 4L, so after the in-lane 4x4 transpose lane L holds rows 4L..4L+3
-        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *) (rp[i] + off)));
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *) (rp[i + 4] + off)), 1);
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *) (rp[i + 8] + off)), 2);
-        z[i] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *) (rp[i + 12] + off)), 3);
+        const uint8_t * p = base + off + (size_t) i*stride;
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *) p));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *) (p + 4*stride)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *) (p + 8*stride)), 2);
+        z[i] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *) (p + 12*stride)), 3);
     }
     const __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
     const __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
@@ -142,11 +149,22 @@ static inline void transpose_16x4(const uint8_t * const rp[16], size_t off, __m5
     t[3] = _mm512_unpackhi_epi64(a1, a3);
 }
 
-// The fp16 at byte offset off of each row's unit, as 16 floats.
-static inline __m512 gather_f16(const uint8_t * const rp[16], size_t off) {
-    uint16_t h[16];
-    for (int r = 0; r < 16; r++) memcpy(&h[r], rp[r] + off, 2);
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) h));
+// The 4 bytes at base + r*stride + off of each row (vidx = r*stride).
+static inline __m512i gather_u32(const uint8_t * base, __m512i vidx, size_t off) {
+    return _mm512_i32gather_epi32(vidx, (const void *) (base + off), 1);
+}
+// Low / high fp16 of such words as floats.
+static inline __m512 f16_lo(__m512i w) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w)); }
+static inline __m512 f16_hi(__m512i w) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16))); }
+
+// Whole panels only, with row offsets that fit the gather's int32 indices.
+static inline bool pack_fast_ok(int nr, size_t stride) {
+    return nr == GGML_GEMM_MR && stride <= (size_t) INT32_MAX/GGML_GEMM_MR;
+}
+
+static inline __m512i row_offsets(size_t stride) {
+    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                              _mm512_set1_epi32((int) stride));
 }
 
 static inline void store_nibbles(uint8_t * pb, const __m512i t[4]) {
@@ -160,33 +178,40 @@ static inline void store_nibbles(uint8_t * pb, const __m512i t[4]) {
 // q4_0 / q4_1 / q8_0: one 32-element block per unit.
 static void pack_legacy(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int nr, int64_t K,
                         void * panel) {
+    if (!pack_fast_ok(nr, row_stride)) {
+        ggml_gemm_pack_generic(gt, rows, row_stride, nr, K, panel);
+        return;
+    }
     const size_t ub = ggml_type_size(gt->type), pbb = ggml_gemm_panel_block_bytes(gt);
-    const uint8_t * rp[16];
+    const uint8_t * base = (const uint8_t *) rows;
+    const __m512i vidx = row_offsets(row_stride);
     for (int64_t u = 0; u < K/32; u++) {
         uint8_t * pb = (uint8_t *) panel + (size_t) u*pbb;
-        unit_ptrs(rows, row_stride, nr, (size_t) u*ub, rp);
+        const size_t uo = (size_t) u*ub;
+        prefetch_next_panel(base, row_stride, u, K/32);
         __m512i t[4];
         switch (gt->type) {
             case GGML_TYPE_Q4_0:
-                transpose_16x4(rp, offsetof(block_q4_0, qs), t);
+                transpose_16x4(base, row_stride, uo + offsetof(block_q4_0, qs), t);
                 store_nibbles(pb, t);
-                _mm512_storeu_ps(pb + 32*16, gather_f16(rp, offsetof(block_q4_0, d)));
+                _mm512_storeu_ps(pb + 32*16, f16_lo(gather_u32(base, vidx, uo + offsetof(block_q4_0, d))));
                 break;
-            case GGML_TYPE_Q4_1:
-                transpose_16x4(rp, offsetof(block_q4_1, qs), t);
+            case GGML_TYPE_Q4_1: {
+                transpose_16x4(base, row_stride, uo + offsetof(block_q4_1, qs), t);
                 store_nibbles(pb, t);
-                _mm512_storeu_ps(pb + 32*16, gather_f16(rp, offsetof(block_q4_1, d)));
-                _mm512_storeu_ps(pb + 32*16 + 64, gather_f16(rp, offsetof(block_q4_1, m)));
-                break;
+                const __m512i dm = gather_u32(base, vidx, uo + offsetof(block_q4_1, d)); // d low, m high
+                _mm512_storeu_ps(pb + 32*16, f16_lo(dm));
+                _mm512_storeu_ps(pb + 32*16 + 64, f16_hi(dm));
+            } break;
             default: { // q8_0: levels are q + 128
                 const __m512i bias = _mm512_set1_epi8((char) 0x80);
                 for (int h = 0; h < 2; h++) {
-                    transpose_16x4(rp, offsetof(block_q8_0, qs) + 16*h, t);
+                    transpose_16x4(base, row_stride, uo + offsetof(block_q8_0, qs) + 16*h, t);
                     for (int g = 0; g < 4; g++) {
                         _mm512_storeu_si512((void *) (pb + 64*(4*h + g)), _mm512_xor_si512(t[g], bias));
                     }
                 }
-                _mm512_storeu_ps(pb + 32*16, gather_f16(rp, offsetof(block_q8_0, d)));
+                _mm512_storeu_ps(pb + 32*16, f16_lo(gather_u32(base, vidx, uo + offsetof(block_q8_0, d))));
             } break;
         }
     }
@@ -195,27 +220,34 @@ static void pack_legacy(const struct ggml_gemm_traits * gt, const void * rows, s
 // q4_K: 8 blocks of 32 per unit; chunk c of qs holds block 2c (low nibbles) and 2c+1 (high).
 static void pack_q4_K(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int nr, int64_t K,
                       void * panel) {
+    if (!pack_fast_ok(nr, row_stride)) {
+        ggml_gemm_pack_generic(gt, rows, row_stride, nr, K, panel);
+        return;
+    }
     const size_t pbb = ggml_gemm_panel_block_bytes(gt);
-    const uint8_t * rp[16];
+    const uint8_t * base = (const uint8_t *) rows;
+    const __m512i vidx = row_offsets(row_stride);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int64_t u = 0; u < K/QK_K; u++) {
         uint8_t * pu = (uint8_t *) panel + (size_t) u*8*pbb;
-        unit_ptrs(rows, row_stride, nr, (size_t) u*sizeof(block_q4_K), rp);
-        const __m512i m4 = _mm512_set1_epi8(0x0F);
+        const size_t uo = (size_t) u*sizeof(block_q4_K);
+        prefetch_next_panel(base, row_stride, u, K/QK_K);
         for (int c = 0; c < 4; c++) {
             uint8_t * b0 = pu + (size_t) (2*c)*pbb, * b1 = b0 + pbb;
             for (int h = 0; h < 2; h++) {
                 __m512i t[4];
-                transpose_16x4(rp, offsetof(block_q4_K, qs) + 32*c + 16*h, t);
+                transpose_16x4(base, row_stride, uo + offsetof(block_q4_K, qs) + 32*c + 16*h, t);
                 for (int g = 0; g < 4; g++) {
                     _mm512_storeu_si512((void *) (b0 + 64*(4*h + g)), _mm512_and_si512(t[g], m4));
                     _mm512_storeu_si512((void *) (b1 + 64*(4*h + g)), _mm512_and_si512(_mm512_srli_epi32(t[g], 4), m4));
                 }
             }
         }
-        const __m512 d = gather_f16(rp, offsetof(block_q4_K, d)), dmin = gather_f16(rp, offsetof(block_q4_K, dmin));
+        const __m512i dd = gather_u32(base, vidx, uo + offsetof(block_q4_K, d)); // d low, dmin high
+        const __m512 d = f16_lo(dd), ndmin = _mm512_sub_ps(_mm512_setzero_ps(), f16_hi(dd));
         float sc[8][16], mn[8][16];
         for (int r = 0; r < 16; r++) {
-            const uint8_t * s = rp[r] + offsetof(block_q4_K, scales);
+            const uint8_t * s = base + (size_t) r*row_stride + uo + offsetof(block_q4_K, scales);
             for (int j = 0; j < 8; j++) {
                 uint8_t a, b;
                 ggml_quants_get_scale_min_k4(j, s, &a, &b);
@@ -226,7 +258,7 @@ static void pack_q4_K(const struct ggml_gemm_traits * gt, const void * rows, siz
         for (int j = 0; j < 8; j++) {
             uint8_t * pb = pu + (size_t) j*pbb;
             _mm512_storeu_ps(pb + 32*16, _mm512_mul_ps(d, _mm512_loadu_ps(sc[j])));
-            _mm512_storeu_ps(pb + 32*16 + 64, _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), dmin), _mm512_loadu_ps(mn[j])));
+            _mm512_storeu_ps(pb + 32*16 + 64, _mm512_mul_ps(ndmin, _mm512_loadu_ps(mn[j])));
         }
     }
 }
@@ -235,16 +267,22 @@ static void pack_q4_K(const struct ggml_gemm_traits * gt, const void * rows, siz
 // low 4 bits in ql[64n + l + 32*(quad&1)] (high nibble for quad >= 2), top 2 in qh[32n + l] >> 2*quad.
 static void pack_q6_K(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int nr, int64_t K,
                       void * panel) {
+    if (!pack_fast_ok(nr, row_stride)) {
+        ggml_gemm_pack_generic(gt, rows, row_stride, nr, K, panel);
+        return;
+    }
     const size_t pbb = ggml_gemm_panel_block_bytes(gt);
-    const uint8_t * rp[16];
+    const uint8_t * base = (const uint8_t *) rows;
+    const __m512i vidx = row_offsets(row_stride);
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
     for (int64_t u = 0; u < K/QK_K; u++) {
         uint8_t * pu = (uint8_t *) panel + (size_t) u*16*pbb;
-        unit_ptrs(rows, row_stride, nr, (size_t) u*sizeof(block_q6_K), rp);
+        const size_t uo = (size_t) u*sizeof(block_q6_K);
+        prefetch_next_panel(base, row_stride, u, K/QK_K);
         for (int n = 0; n < 2; n++) {
             __m512i ql[16], qh[8];
-            for (int i = 0; i < 4; i++) transpose_16x4(rp, offsetof(block_q6_K, ql) + 64*n + 16*i, ql + 4*i);
-            for (int i = 0; i < 2; i++) transpose_16x4(rp, offsetof(block_q6_K, qh) + 32*n + 16*i, qh + 4*i);
+            for (int i = 0; i < 4; i++) transpose_16x4(base, row_stride, uo + offsetof(block_q6_K, ql) + 64*n + 16*i, ql + 4*i);
+            for (int i = 0; i < 2; i++) transpose_16x4(base, row_stride, uo + offsetof(block_q6_K, qh) + 32*n + 16*i, qh + 4*i);
             for (int quad = 0; quad < 4; quad++) {
                 for (int half = 0; half < 2; half++) {
                     uint8_t * pb = pu + (size_t) (8*n + 2*quad + half)*pbb;
@@ -258,15 +296,154 @@ static void pack_q6_K(const struct ggml_gemm_traits * gt, const void * rows, siz
                 }
             }
         }
-        const __m512 d = gather_f16(rp, offsetof(block_q6_K, d));
-        float sc[16][16];
-        for (int r = 0; r < 16; r++) {
-            const int8_t * s = (const int8_t *) (rp[r] + offsetof(block_q6_K, scales));
-            for (int j = 0; j < 16; j++) sc[j][r] = (float) s[j];
-        }
+        // d sits in the last 2 bytes of the block: gather the word that ends with it
+        const __m512 d = f16_hi(gather_u32(base, vidx, uo + offsetof(block_q6_K, d) - 2));
+        // scales: 16 int8 per row, transposed like the levels (t[j] byte e = scale 4j+e of the row)
+        __m512i st[4];
+        transpose_16x4(base, row_stride, uo + offsetof(block_q6_K, scales), st);
         for (int j = 0; j < 16; j++) {
-            _mm512_storeu_ps(pu + (size_t) j*pbb + 16*16, _mm512_mul_ps(d, _mm512_loadu_ps(sc[j])));
+            const __m512i sj = _mm512_srai_epi32(_mm512_slli_epi32(st[j/4], 24 - 8*(j % 4)), 24); // sign-extended byte
+            _mm512_storeu_ps(pu + (size_t) j*pbb + 16*16, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sj)));
         }
+    }
+}
+
+// ---- one column straight from the weight rows (token generation) ----
+//
+// Integer block sums first, row by row in memory order: 4 blocks of a row per vpdpbusd pair
+// (nibble types: low nibbles against elements 0-15 of each block, high against 16-31, one
+// block per 128-bit lane), folded 4 rows at a time into [block][16 rows] sums. Then, block by
+// block, the 1-column tile's float arithmetic on those sums (same operations, same order, same
+// bits). The 16 rows are read as one stream in memory order (they are contiguous in a weight
+// matrix) and the next 16 are prefetched meanwhile. gv: bytes (nibble types: the blocks'
+// elements 0-15 then, after them all, 16-31; q8_0: the blocks' 32 elements), padded to 4
+// blocks, then per block da, s and corr, then scratch for the row sums.
+
+static inline size_t gemv_nbp(int64_t K) { return (size_t) GGML_PAD(K/32, 4); }
+
+static void gemv_prep_avx512(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
+                             void * gv) {
+    const int64_t nb = K/32;
+    const size_t nbp = gemv_nbp(K), sbb = ggml_gemm_group_sblock_bytes(gt);
+    uint8_t * bytes = (uint8_t *) gv;
+    float * da = (float *) (bytes + 32*nbp), * sv = da + nbp;
+    int32_t * corr = (int32_t *) (sv + nbp);
+    memset(gv, 0, 32*nbp + 12*nbp);
+    const size_t ub = ggml_type_size(gt->act_type);
+    const size_t qs_off = gt->act_type == GGML_TYPE_Q8_1 ? offsetof(block_q8_1, qs) : offsetof(block_q8_0, qs);
+    const bool nib = gt->type != GGML_TYPE_Q8_0;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t * q = (const uint8_t *) qrow + (size_t) b*ub + qs_off;
+        if (nib) {
+            memcpy(bytes + 16*b, q, 16);
+            memcpy(bytes + 16*nbp + 16*b, q + 16, 16);
+        } else {
+            memcpy(bytes + 32*b, q, 32);
+        }
+        const uint8_t * sbp = (const uint8_t *) group + (size_t) b*sbb;
+        memcpy(&da[b], sbp, 4);                      // column 0's scale
+        memcpy(&corr[b], sbp + 32 + 32*8, 4);        // column 0's corr
+        memcpy(&sv[b], sbp + 32 + 32*8 + 32, 4);     // column 0's s
+    }
+}
+
+// The 4 int32 of each 128-bit lane of x[0..3] summed: lane L of the result holds
+// [x0, x1, x2, x3] totals of 128-bit lane L (the rows of a quad, block L of a group).
+static inline __m512i fold_4x4(__m512i x0, __m512i x1, __m512i x2, __m512i x3) {
+    const __m512i b0 = _mm512_add_epi32(_mm512_unpacklo_epi32(x0, x1), _mm512_unpackhi_epi32(x0, x1));
+    const __m512i b1 = _mm512_add_epi32(_mm512_unpacklo_epi32(x2, x3), _mm512_unpackhi_epi32(x2, x3));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(b0, b1), _mm512_unpackhi_epi64(b0, b1));
+}
+
+static inline __attribute__((always_inline)) void
+gemv_impl(const struct ggml_gemm_traits * gt, const void * rows, size_t stride, int64_t K, void * gv, float * dst,
+          const enum ggml_type T) {
+    const int64_t nb = K/32;
+    const size_t nbp = gemv_nbp(K);
+    const int ng = (int) (nbp/4);
+    uint8_t * bytes = (uint8_t *) gv;
+    const float * da = (const float *) (bytes + 32*nbp), * sv = da + nbp;
+    const int32_t * corr = (const int32_t *) (sv + nbp);
+    __m512i * vs = (__m512i *) (bytes + GGML_PAD(32*nbp + 12*nbp, 64)); // [16 rows][ng]
+    int32_t * isum = (int32_t *) (vs + GGML_GEMM_MR*ng);                 // [nbp][16 rows]
+    uint32_t * dm = (uint32_t *) (isum + GGML_GEMM_MR*nbp);              // [nbp][16 rows]: a block's first word
+    const size_t ub = T == GGML_TYPE_Q4_0 ? sizeof(block_q4_0) : T == GGML_TYPE_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q8_0);
+    const size_t qs_off = T == GGML_TYPE_Q4_0 ? offsetof(block_q4_0, qs) : T == GGML_TYPE_Q4_1 ? offsetof(block_q4_1, qs)
+                                                                                            : offsetof(block_q8_0, qs);
+    const uint8_t * base = (const uint8_t *) rows;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8((char) 0x80);
+    const __m512i fold_lo = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const __m512i fold_hi = _mm512_add_epi32(fold_lo, _mm512_set1_epi32(4));
+    const int64_t n_lines = (int64_t) (GGML_GEMM_MR*stride + 63)/64;
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        const uint8_t * row = base + (size_t) r*stride + qs_off;
+        // the next panel into L2, a sixteenth per row (the stream itself passes through L1 once)
+        for (int64_t l = r*n_lines/GGML_GEMM_MR; l < (r + 1)*n_lines/GGML_GEMM_MR; l++) {
+            _mm_prefetch((const char *) (base + GGML_GEMM_MR*stride + 64*l), _MM_HINT_T1);
+        }
+        // the scales (q4_1: and minimums) while the row is in L1: d is each block's first word
+        for (int64_t b = 0; b < nb; b++) memcpy(&dm[b*GGML_GEMM_MR + r], row - qs_off + b*ub, 4);
+        for (int g = 0; g < ng; g++) {
+            const int64_t b0 = 4*g;
+            if (T == GGML_TYPE_Q8_0) {
+                __m512i x[2];
+                for (int h = 0; h < 2; h++) {
+                    const int64_t b = b0 + 2*h;
+                    const __m256i lo = b < nb ? _mm256_loadu_si256((const __m256i *) (row + b*ub)) : _mm256_setzero_si256();
+                    const __m256i hi = b + 1 < nb ? _mm256_loadu_si256((const __m256i *) (row + (b + 1)*ub)) : _mm256_setzero_si256();
+                    x[h] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), bias);
+                }
+                // blocks past nb have level 128 against zero activations: no contribution
+                const __m512i v0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x[0], _mm512_loadu_si512(bytes + 32*b0));
+                const __m512i v1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x[1], _mm512_loadu_si512(bytes + 32*b0 + 64));
+                vs[r*ng + g] = _mm512_add_epi32(_mm512_permutex2var_epi32(v0, fold_lo, v1),
+                                                _mm512_permutex2var_epi32(v0, fold_hi, v1));
+            } else {
+                __m512i v;
+                if (b0 + 3 < nb) {
+                    v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *) (row + b0*ub)));
+                    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *) (row + (b0 + 1)*ub)), 1);
+                    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *) (row + (b0 + 2)*ub)), 2);
+                    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *) (row + (b0 + 3)*ub)), 3);
+                } else {
+                    uint8_t tmp[64] = { 0 };
+                    for (int64_t b = b0; b < nb; b++) memcpy(tmp + 16*(b - b0), row + b*ub, 16);
+                    v = _mm512_loadu_si512(tmp);
+                }
+                const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                const __m512i x = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(bytes + 16*b0));
+                vs[r*ng + g] = _mm512_dpbusd_epi32(x, hi, _mm512_loadu_si512(bytes + 16*nbp + 16*b0));
+            }
+        }
+    }
+    for (int g = 0; g < ng; g++) {
+        for (int p = 0; p < 4; p++) {
+            const __m512i f = fold_4x4(vs[(4*p)*ng + g], vs[(4*p + 1)*ng + g], vs[(4*p + 2)*ng + g], vs[(4*p + 3)*ng + g]);
+            _mm_storeu_si128((__m128i *) &isum[(4*g + 0)*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 0));
+            _mm_storeu_si128((__m128i *) &isum[(4*g + 1)*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 1));
+            _mm_storeu_si128((__m128i *) &isum[(4*g + 2)*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 2));
+            _mm_storeu_si128((__m128i *) &isum[(4*g + 3)*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 3));
+        }
+    }
+    // the 1-column tile's float steps, block by block
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i ia = _mm512_loadu_si512(isum + b*GGML_GEMM_MR);
+        if (T != GGML_TYPE_Q4_1) ia = _mm512_add_epi32(ia, _mm512_set1_epi32(corr[b]));
+        const __m512i w = _mm512_loadu_si512(dm + b*GGML_GEMM_MR); // d (q4_1: and m) of 16 rows
+        const __m512 dd = _mm512_mul_ps(f16_lo(w), _mm512_set1_ps(da[b]));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), dd, acc);
+        if (T == GGML_TYPE_Q4_1) acc = _mm512_fmadd_ps(f16_hi(w), _mm512_set1_ps(sv[b]), acc);
+    }
+    _mm512_storeu_ps(dst, acc);
+}
+
+static void gemv_avx512(const struct ggml_gemm_traits * gt, const void * rows, size_t stride, int64_t K, void * gv,
+                        float * dst) {
+    switch (gt->type) {
+        case GGML_TYPE_Q4_0: gemv_impl(gt, rows, stride, K, gv, dst, GGML_TYPE_Q4_0); break;
+        case GGML_TYPE_Q4_1: gemv_impl(gt, rows, stride, K, gv, dst, GGML_TYPE_Q4_1); break;
+        default:             gemv_impl(gt, rows, stride, K, gv, dst, GGML_TYPE_Q8_0); break;
     }
 }
 
@@ -374,6 +551,12 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
         t[i].kernel = kernel_avx512;
         t[i].act_group = act_group_avx512;
         t[i].accelerated = true;
+    }
+    for (int i = 0; i < GGML_TYPE_COUNT; i++) {
+        if (i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0) {
+            t[i].gemv = gemv_avx512;
+            t[i].gemv_prep = gemv_prep_avx512;
+        }
     }
     t[GGML_TYPE_Q4_0].pack = pack_legacy;
     t[GGML_TYPE_Q4_1].pack = pack_legacy;

@@ -57,6 +57,16 @@ typedef void (*ggml_gemm_act_t)(const struct ggml_gemm_traits * gt, const void *
 typedef void (*ggml_gemm_act_group_t)(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride,
                                       int nc, int64_t K, void * group);
 
+// One column (token generation) straight from 16 whole weight rows, without a panel: integer
+// block sums row by row (the rows are read in memory order), then the same float arithmetic as
+// the kernel's 1-column tile, so the outputs are the same bits. gv is the column prepared by
+// gemv_prep (gemv_bytes(K) bytes, the end of which gemv uses as scratch: not shared between
+// threads) from its quantized row and its activation group.
+typedef void (*ggml_gemm_gemv_t)(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                                 void * gv, float * dst);
+typedef void (*ggml_gemm_gemv_prep_t)(const struct ggml_gemm_traits * gt, const void * qrow, const void * group,
+                                      int64_t K, void * gv);
+
 // How one weight type runs through the GEMM. qb == 0: the type has no GEMM path.
 struct ggml_gemm_traits {
     enum ggml_type type;        // the weight type
@@ -70,6 +80,8 @@ struct ggml_gemm_traits {
     ggml_gemm_act_t    act;     // quantized activation row -> group column
     ggml_gemm_act_group_t act_group; // up to 8 quantized rows -> group
     bool accelerated;           // kernel is SIMD: mul_mat prefers it to vec_dot per column
+    ggml_gemm_gemv_t      gemv;      // NULL: one column goes through pack + kernel
+    ggml_gemm_gemv_prep_t gemv_prep;
 };
 
 // Bytes of one weight block in a panel.
@@ -98,6 +110,12 @@ static inline size_t ggml_gemm_group_bytes(const struct ggml_gemm_traits * gt, i
 void ggml_gemm_set_enabled(bool on);
 // Whether mul_mat may take the GEMM path.
 bool ggml_gemm_enabled(void);
+
+// Bytes of a column prepared for gemv, with gemv's scratch after it (a bound for every type).
+static inline size_t ggml_gemm_gemv_bytes(int64_t K) {
+    const size_t nbp = (size_t) (K/16 + 8);
+    return (size_t) GGML_PAD(K, 128) + nbp*12 + nbp*(16*16 + 64 + 64) + 128;
+}
 
 // GEMM traits of type under kernel set v (NULL if the type has no GEMM path or v is unavailable).
 const struct ggml_gemm_traits * ggml_gemm_get_traits_variant(enum ggml_type type, enum ggml_cpu_kernel_variant v);

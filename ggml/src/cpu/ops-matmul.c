@@ -108,7 +108,8 @@ struct mm_gemm_plan {
     size_t  group_bytes, panel_bytes;
     size_t  act_bytes;           // every group of every batch
     bool    priv;                // b is small: every thread converts all of it (no barrier)
-    size_t  qrow_bytes, frow_bytes, thread_bytes;
+    bool    gemv;                // one column: whole panels go through gt->gemv
+    size_t  qrow_bytes, frow_bytes, gv_bytes, thread_bytes;
 };
 
 // Decides whether mul_mat(a, b) runs as a GEMM on nth threads, and how; false: use vec_dot.
@@ -141,10 +142,13 @@ static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_te
     p->items_m = (p->panels_m + p->ppi - 1)/p->ppi;
     p->gpc = GGML_MAX(1, (int64_t) (MM_GEMM_CHUNK_BUDGET/p->group_bytes));
     p->act_bytes = GGML_PAD(p->group_bytes*(size_t) (p->ngroups*nbatch), 64);
-    p->priv = nth == 1 || N*nbatch*K <= MM_PRIVATE_MAX_ELEMENTS;
+    p->gemv = N == 1 && nbatch == 1 && gt->gemv && gt->gemv_prep && a->nb[1] <= (size_t) INT32_MAX/GGML_GEMM_MR;
+    p->priv = nth == 1 || N*nbatch*K <= MM_PRIVATE_MAX_ELEMENTS || p->gemv;
+    p->gv_bytes = p->gemv ? GGML_PAD(ggml_gemm_gemv_bytes(K), 64) : 0;
     p->qrow_bytes = GGML_PAD(ggml_row_size(gt->act_type, K), 64);
     p->frow_bytes = (b->type != GGML_TYPE_F32 || b->nb[0] != sizeof(float)) ? GGML_PAD((size_t) K*sizeof(float), 64) : 0;
-    p->thread_bytes = GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64) + GGML_GEMM_NR*p->qrow_bytes + p->frow_bytes;
+    p->thread_bytes = GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64) + GGML_GEMM_NR*p->qrow_bytes + p->frow_bytes +
+                      p->gv_bytes;
     return true;
 }
 
@@ -170,6 +174,7 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
     char * panels = mine;
     char * qrow = mine + GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64);
     float * frow = p->frow_bytes ? (float *) (qrow + GGML_GEMM_NR*p->qrow_bytes) : NULL;
+    char * gv = qrow + GGML_GEMM_NR*p->qrow_bytes + p->frow_bytes;
 
     // Phase 1: b's columns -> activation groups (group index = batch*ngroups + g), all of them
     // into this thread's copy, or this thread's share into the shared copy.
@@ -209,6 +214,26 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
     // Phase 2: items (batch, block of ppi panels).
     const size_t a_row = a->nb[1];
     const int64_t ldc = (int64_t) (dst->nb[1]/sizeof(float));
+    if (p->gemv) {
+        // one column: whole panels straight from the rows, the last partial one through a panel
+        gt->gemv_prep(gt, qrow, act, K, gv);
+        for (; t < t_end; t++) {
+            const int64_t pm0 = t*p->ppi, pm1 = GGML_MIN(p->panels_m, pm0 + p->ppi);
+            float * out = (float *) dst->data;
+            for (int64_t pm = pm0; pm < pm1; pm++) {
+                const int64_t m0 = pm*GGML_GEMM_MR;
+                const int nr = (int) GGML_MIN(GGML_GEMM_MR, M - m0);
+                const char * rows = (const char *) a->data + m0*a_row;
+                if (nr == GGML_GEMM_MR) {
+                    gt->gemv(gt, rows, a_row, K, gv, out + m0);
+                } else {
+                    gt->pack(gt, rows, a_row, nr, K, panels);
+                    gt->kernel(gt, K, panels, act, out + m0, ldc, nr, 1);
+                }
+            }
+        }
+        return;
+    }
     while (t < t_end) {
         const int64_t batch = t/p->items_m, im = t - batch*p->items_m;
         const int64_t i3 = batch/B2, i2 = batch - i3*B2;
