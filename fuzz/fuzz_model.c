@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
             struct llama_context_params cp = llama_context_default_params();
             cp.n_ctx = 16;
             cp.n_batch = 8;
-            cp.n_ubatch = 4;
+            cp.n_ubatch = 8; // one ubatch: see fuzz/open/model (a ubatch without outputs crashes 1-layer models)
             cp.n_threads = cp.n_threads_batch = 1;
             struct llama_context * ctx = llama_init_from_model(m, cp);
             if (ctx != NULL) {

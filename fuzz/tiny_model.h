@@ -54,8 +54,8 @@ static inline bool tiny_add(struct gguf_context * g, struct ggml_context * c, co
     return true;
 }
 
-// Writes the model to path; false if anything failed.
-static inline bool tiny_model_write(const char * path) {
+// Writes the model with n_layer layers to path; false if anything failed.
+static inline bool tiny_model_write_layers(const char * path, int n_layer) {
     struct gguf_context * g = gguf_init_empty();
     struct ggml_context * c = ggml_init((struct ggml_init_params) { .mem_size = 8u << 20, .mem_buffer = NULL, .no_alloc = false });
     if (g == NULL || c == NULL) {
@@ -68,7 +68,7 @@ static inline bool tiny_model_write(const char * path) {
     gguf_set_val_u32(g, "general.file_type", 0);
     gguf_set_val_u32(g, "llama.context_length", TINY_N_CTX);
     gguf_set_val_u32(g, "llama.embedding_length", TINY_N_EMBD);
-    gguf_set_val_u32(g, "llama.block_count", TINY_N_LAYER);
+    gguf_set_val_u32(g, "llama.block_count", (uint32_t) n_layer);
     gguf_set_val_u32(g, "llama.feed_forward_length", TINY_N_FF);
     gguf_set_val_u32(g, "llama.attention.head_count", TINY_N_HEAD);
     gguf_set_val_u32(g, "llama.attention.head_count_kv", TINY_N_HEAD_KV);
@@ -107,7 +107,7 @@ static inline bool tiny_model_write(const char * path) {
     bool ok = tiny_add(g, c, "token_embd.weight", TINY_N_EMBD, TINY_N_VOCAB, 1.0f, 0.0f, &seed) &&
               tiny_add(g, c, "output_norm.weight", TINY_N_EMBD, 1, 0.1f, 1.0f, &seed) &&
               tiny_add(g, c, "output.weight", TINY_N_EMBD, TINY_N_VOCAB, se, 0.0f, &seed);
-    for (int il = 0; ok && il < TINY_N_LAYER; il++) {
+    for (int il = 0; ok && il < n_layer; il++) {
         char n[64];
 #define TINY_T(suffix, ne0, ne1, sc, off) \
         (snprintf(n, sizeof(n), "blk.%d." suffix ".weight", il), tiny_add(g, c, n, ne0, ne1, sc, off, &seed))
@@ -126,6 +126,11 @@ static inline bool tiny_model_write(const char * path) {
     gguf_free(g);
     ggml_free(c);
     return ok;
+}
+
+// Writes the default (TINY_N_LAYER layers) model to path.
+static inline bool tiny_model_write(const char * path) {
+    return tiny_model_write_layers(path, TINY_N_LAYER);
 }
 
 #endif // TINY_MODEL_H
