@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(_WIN32)
+#include <windows.h> // QueryPerformanceCounter (MinGW's pthreads included)
+#endif
 
 #if defined(_WIN32) && !defined(__MINGW32__)
 // Minimal pthread shim over Win32 primitives: the pool needs nothing more.
