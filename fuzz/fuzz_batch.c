@@ -1,7 +1,8 @@
 // fuzz_batch.c — libFuzzer target: llama_decode with arbitrary llama_batch contents, mixed
 // with the llama_memory_* operations and the output getters, on a tiny random-weight model.
 //
-// The input is a little program: byte 0 picks one of two contexts (F16 cache without flash
+// The input is a little program (decodes, memory operations, output getters, state saved,
+// corrupted and restored): byte 0 picks one of two contexts (F16 cache without flash
 // attention, Q8_0/F16 cache with it), the cache is cleared, then each op byte runs one call
 // with arguments drawn from the following bytes. Checked after every call:
 //   - a decode that does not return 0 leaves every sequence's [pos_min, pos_max] unchanged;
@@ -203,7 +204,7 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     for (int op = 0; op < MAX_OPS && r.n > 0; op++) {
         const uint8_t code = fuzz_u8(&r);
         const llama_seq_id sa = fuzz_i32_near(&r, -1, N_SEQ);
-        switch (code % 12) {
+        switch (code % 14) {
             case 0: case 1: case 2: case 3: case 4:
                 op_decode(ctx, &r);
                 break;
@@ -245,6 +246,31 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
                 const float * e = llama_get_embeddings_ith(ctx, i);
                 const float * es = llama_get_embeddings_seq(ctx, sa);
                 fuzz_b_sink = (l ? l[g_b_n_vocab - 1] : 0.0f) + (e ? e[g_b_n_embd - 1] : 0.0f) + (es ? es[0] : 0.0f);
+                break;
+            }
+            case 12: case 13: {
+                // A saved state with some bytes flipped, restored: state.c parses it as untrusted.
+                const bool seq = code % 14 == 13;
+                const llama_seq_id s_dst = seq ? fuzz_i32_near(&r, 0, N_SEQ) : 0;
+                const size_t n = seq ? llama_state_seq_get_size(ctx, sa) : llama_state_get_size(ctx);
+                uint8_t * st = n > 0 && n < (16u << 20) ? malloc(n) : NULL;
+                if (st == NULL) {
+                    break;
+                }
+                const size_t got = seq ? llama_state_seq_get_data(ctx, st, n, sa) : llama_state_get_data(ctx, st, n);
+                const int flips = fuzz_u8(&r) % 8;
+                for (int f = 0; f < flips && got > 0; f++) {
+                    const size_t at = fuzz_u32(&r) % got;
+                    st[at] ^= fuzz_u8(&r) | 1;
+                }
+                const size_t len = (size_t) fuzz_u16(&r) % 4 == 0 ? got / 2 : got; // sometimes truncated
+                TRACE("state_%sset_data(%zu of %zu bytes, %d flips%s)\n", seq ? "seq_" : "", len, got, flips, seq ? "" : "");
+                const size_t used = seq ? llama_state_seq_set_data(ctx, st, len, s_dst) : llama_state_set_data(ctx, st, len);
+                if (used > len) {
+                    fprintf(stderr, "fuzz_batch: state set_data read %zu of %zu bytes\n", used, len);
+                    abort();
+                }
+                free(st);
                 break;
             }
             case 11:

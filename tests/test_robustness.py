@@ -297,6 +297,36 @@ def test_memory_ops_bad_arguments(ctx):
     assert np.allclose(ctx.logits(-1), ref, rtol=1e-5, atol=1e-5)
 
 
+def test_state_with_non_finite_cache_stays_in_its_sequence(model):
+    case("state: a restored sequence state full of NaN does not reach other sequences")
+    with Ctx(model, n_ctx=64, n_batch=16, n_ubatch=8, n_seq_max=2, n_threads=1, n_threads_batch=1,
+             type_k=F32, type_v=F32) as c:
+        assert c.decode_seq([1, 5, 6, 7]) == 0
+        want = c.logits(3)
+        n = L.llama_state_seq_get_size(c.ptr, 0)
+        buf = (ctypes.c_uint8 * n)()
+        got = L.llama_state_seq_get_data(c.ptr, buf, n, 0)
+        raw = bytearray(bytes(buf)[:got])
+        k = len(raw) // 2 // 4 * 4
+        raw[-k:] = np.full(k // 4, np.nan, np.float32).tobytes()  # the K/V rows at the end
+        with LogCapture():
+            used = L.llama_state_seq_set_data(c.ptr, (ctypes.c_uint8 * len(raw)).from_buffer(raw), len(raw), 1)
+        assert used in (0, len(raw))
+        assert L.llama_memory_seq_rm(c.mem, 0, -1, -1)
+        assert c.decode_seq([1, 5, 6, 7]) == 0
+        assert np.isfinite(c.logits(3)).all(), "NaN cache rows of sequence 1 leaked into sequence 0"
+        assert np.allclose(c.logits(3), want, rtol=1e-5, atol=1e-5)
+        case("state: truncated and corrupted blobs are refused")
+        with LogCapture():
+            for cut in (0, 1, 7, len(raw) // 3, len(raw) - 1):
+                assert L.llama_state_seq_set_data(c.ptr, (ctypes.c_uint8 * max(cut, 1)).from_buffer(raw), cut, 1) == 0
+            junk = (ctypes.c_uint8 * 64)(*range(64))
+            assert L.llama_state_set_data(c.ptr, junk, 64) == 0
+        L.llama_memory_clear(c.mem, True)
+        assert c.decode_seq([1, 5, 6, 7]) == 0
+        assert np.allclose(c.logits(3), want, rtol=1e-5, atol=1e-5)
+
+
 # ---------------------------------------------------------------------------------------------
 # handles
 
