@@ -297,10 +297,11 @@ def test_memory_ops_bad_arguments(ctx):
     assert np.allclose(ctx.logits(-1), ref, rtol=1e-5, atol=1e-5)
 
 
-def test_state_with_non_finite_cache_stays_in_its_sequence(model):
-    case("state: a restored sequence state full of NaN does not reach other sequences")
+@pytest.mark.parametrize("flash", [L.LLAMA_FLASH_ATTN_TYPE_ENABLED, L.LLAMA_FLASH_ATTN_TYPE_DISABLED])
+def test_state_with_non_finite_cache_stays_in_its_sequence(model, flash):
+    case(f"state: a restored sequence state full of NaN does not reach other sequences (flash {flash})")
     with Ctx(model, n_ctx=64, n_batch=16, n_ubatch=8, n_seq_max=2, n_threads=1, n_threads_batch=1,
-             type_k=F32, type_v=F32) as c:
+             type_k=F32, type_v=F32, flash_attn_type=flash) as c:
         assert c.decode_seq([1, 5, 6, 7]) == 0
         want = c.logits(3)
         n = L.llama_state_seq_get_size(c.ptr, 0)
