@@ -15,7 +15,7 @@ struct ggml_gallocr {
 };
 
 struct ggml_gallocr * ggml_gallocr_new(void) {
-    struct ggml_gallocr * ga = calloc(1, sizeof(*ga));
+    struct ggml_gallocr * ga = GGML_CALLOC(1, sizeof(*ga));
     if (!ga) {
         GGML_LOG_ERROR("ggml_gallocr_new: out of memory");
     }
@@ -191,8 +191,8 @@ bool ggml_gallocr_alloc_graph(struct ggml_gallocr * ga, struct ggml_cgraph * g) 
         map.cap <<= 1;
     }
     struct ggml_vspace vs = { NULL, 0, 0, 0 };
-    map.slots = calloc(map.cap, sizeof(*map.slots));
-    vs.free_blocks = malloc((n_tensors + 2) * sizeof(*vs.free_blocks));
+    map.slots = GGML_CALLOC(map.cap, sizeof(*map.slots));
+    vs.free_blocks = GGML_MALLOC((n_tensors + 2) * sizeof(*vs.free_blocks));
     if (!map.slots || !vs.free_blocks) {
         GGML_LOG_ERROR("ggml_gallocr_alloc_graph: out of memory while planning %zu tensors", n_tensors);
         free(map.slots);

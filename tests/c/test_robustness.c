@@ -1,7 +1,7 @@
 // test_robustness.c — nothing a caller sends crashes the library (issue #9), at the C level:
 // NULL handles, invalid batches, output getters, memory operations, tokenizer and sampler
 // inputs, refused sizes, the replaceable abort hook, and the allocation-failure loop that
-// makes each allocation of load -> context -> decode -> tokenize -> sample fail in turn and
+// makes each allocation of load -> context -> decode -> tokenize -> sample -> state fail in turn and
 // checks that every one ends in a clean error and that a clean run works afterwards.
 // Built like every tests/c/test_*.c, so ctest runs it in the ASan + UBSan build too, where
 // LeakSanitizer checks the failure paths free what they took.
@@ -491,8 +491,8 @@ static void test_abort_hook(void) {
 // ---------------------------------------------------------------------------------------------
 // allocation failures
 
-// Everything a host does once: read the GGUF, load, context, decode, shift, tokenize, sample.
-// Returns how far it got (0..8), 8 = everything succeeded. Frees everything in every case.
+// Everything a host does once: read the GGUF, load, context, decode, shift, tokenize, sample,
+// save and restore the state. Returns how far it got (0..9), 9 = everything succeeded. Frees everything in every case.
 static int full_run(void) {
     int stage = 0;
     struct gguf_context * g = gguf_init_from_file(g_model_path, (struct gguf_init_params) { true, NULL });
@@ -530,6 +530,21 @@ static int full_run(void) {
     const llama_token t = llama_sampler_sample(chain, ctx, -1);
     if (t < 0 || t >= TINY_N_VOCAB) goto done;
     stage++;
+    {
+        // state: whole context, then one sequence into another
+        const size_t n_st = llama_state_get_size(ctx);
+        uint8_t * st = n_st > 0 ? malloc(n_st) : NULL;
+        const bool ok_full = st != NULL && llama_state_get_data(ctx, st, n_st) == n_st && llama_state_set_data(ctx, st, n_st) == n_st;
+        free(st);
+        if (!ok_full) goto done;
+        const size_t n_seq = llama_state_seq_get_size(ctx, 0);
+        st = n_seq > 0 ? malloc(n_seq) : NULL;
+        const bool ok_seq = st != NULL && llama_state_seq_get_data(ctx, st, n_seq, 0) == n_seq &&
+                            llama_state_seq_set_data(ctx, st, n_seq, 1) == n_seq;
+        free(st);
+        if (!ok_seq) goto done;
+    }
+    stage++;
 done:
     llama_sampler_free(chain);
     llama_free(ctx);
@@ -542,9 +557,9 @@ static void test_alloc_failures(void) {
     const int clean = full_run();
     const int64_t total = ggml_test_alloc_count();
     ggml_test_fail_alloc_after(-1);
-    CHECK(clean == 8, "the clean run completes (stage %d)", clean);
+    CHECK(clean == 9, "the clean run completes (stage %d)", clean);
     CHECK(total > 20, "the run allocates through the wrappers (%lld allocations)", (long long) total);
-    int absorbed = 0, by_stage[9] = { 0 };
+    int absorbed = 0, by_stage[10] = { 0 };
     int64_t k = 0;
     for (; k < total + 4; k++) {
         ggml_test_fail_alloc_after(k);
@@ -555,12 +570,12 @@ static void test_alloc_failures(void) {
         if (seen <= k) {
             break; // allocation k never happened: every one has been failed once
         }
-        absorbed += got == 8; // the failure was survived (a fallback), not an error
+        absorbed += got == 9; // the failure was survived (a fallback), not an error
     }
-    CHECK(full_run() == 8, "a clean run after %lld failure runs", (long long) k);
+    CHECK(full_run() == 9, "a clean run after %lld failure runs", (long long) k);
     printf("  alloc failures: %lld runs (allocation k of %lld failed in run k); stopped at stage",
            (long long) k, (long long) total);
-    for (int i = 0; i < 9; i++) printf(" %d:%d", i, by_stage[i]);
+    for (int i = 0; i < 10; i++) printf(" %d:%d", i, by_stage[i]);
     printf("; %d failures absorbed\n", absorbed);
 }
 

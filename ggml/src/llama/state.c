@@ -153,9 +153,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
         LLAMA_LOG_ERROR("%s: %s\n", func, r->err ? "the state is truncated" : "not enough free KV cells for the saved state");
         return false;
     }
-    uint32_t * cells = malloc(sizeof(uint32_t) * (n + 1));
-    uint32_t * free_cells = malloc(sizeof(uint32_t) * (n + 1));
-    llama_seq_id * seqs = malloc(sizeof(llama_seq_id) * kv->n_seq_max);
+    uint32_t * cells = GGML_MALLOC(sizeof(uint32_t) * (n + 1));
+    uint32_t * free_cells = GGML_MALLOC(sizeof(uint32_t) * (n + 1));
+    llama_seq_id * seqs = GGML_MALLOC(sizeof(llama_seq_id) * kv->n_seq_max);
     bool ok = cells && free_cells && seqs && llama_kv_cache_find_slot(kv, n, free_cells);
     uint32_t placed = 0;
     if (!ok) {
@@ -309,17 +309,17 @@ size_t llama_state_set_data(struct llama_context * ctx, const uint8_t * src, siz
     }
     bool ok = true;
     if (n_tok > ctx->output_ids_cap) {
-        int32_t * p = realloc(ctx->output_ids, n_tok * sizeof(int32_t));
+        int32_t * p = GGML_REALLOC(ctx->output_ids, n_tok * sizeof(int32_t));
         ok = p != NULL;
         if (p) { ctx->output_ids = p; ctx->output_ids_cap = n_tok; }
     }
     if (ok && (flags & 1u) && n_out > ctx->logits_cap) {
-        float * p = realloc(ctx->logits, (size_t) n_out * n_vocab * sizeof(float));
+        float * p = GGML_REALLOC(ctx->logits, (size_t) n_out * n_vocab * sizeof(float));
         ok = p != NULL;
         if (p) { ctx->logits = p; ctx->logits_cap = n_out; }
     }
     if (ok && (flags & 2u) && n_out > ctx->embd_cap) {
-        float * p = realloc(ctx->embd, (size_t) n_out * n_embd * sizeof(float));
+        float * p = GGML_REALLOC(ctx->embd, (size_t) n_out * n_embd * sizeof(float));
         ok = p != NULL;
         if (p) { ctx->embd = p; ctx->embd_cap = n_out; }
     }
@@ -475,7 +475,7 @@ static uint8_t * st_read_file(const char * path, size_t * size, const char * fun
     for (;;) {
         if (n == cap) {
             cap = cap ? cap * 2 : 1 << 20;
-            uint8_t * p = realloc(buf, cap);
+            uint8_t * p = GGML_REALLOC(buf, cap);
             if (p == NULL) {
                 free(buf);
                 fclose(f);
@@ -541,7 +541,7 @@ bool llama_state_save_file(struct llama_context * ctx, const char * path_session
         return false;
     }
     const size_t n = st_write_full(ctx, NULL, 0);
-    uint8_t * buf = malloc(n ? n : 1);
+    uint8_t * buf = GGML_MALLOC(n ? n : 1);
     if (buf == NULL) {
         LLAMA_LOG_ERROR("llama_state_save_file: out of memory\n");
         return false;
@@ -589,7 +589,7 @@ size_t llama_state_seq_save_file(struct llama_context * ctx, const char * filepa
         return 0;
     }
     const size_t n = st_write_seq(ctx, NULL, 0, seq_id);
-    uint8_t * buf = malloc(n ? n : 1);
+    uint8_t * buf = GGML_MALLOC(n ? n : 1);
     if (buf == NULL) {
         LLAMA_LOG_ERROR("llama_state_seq_save_file: out of memory\n");
         return 0;
