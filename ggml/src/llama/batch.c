@@ -202,6 +202,16 @@ int32_t llama_batch_prepare(struct llama_context * ctx, const struct llama_batch
                                 "(row %d has pos %d after pos %d)\n", s, i, pos, ctx->seq_last[s]);
                 return -1;
             }
+            // Explicit positions must continue the sequence: one past its previous row in this
+            // batch, else one past its last cached position (any start for an empty sequence).
+            if (batch->pos != NULL) {
+                const llama_pos prev = ctx->seq_last[s] >= 0 ? ctx->seq_last[s] : llama_memory_seq_pos_max(&ctx->kv, s);
+                if (prev >= 0 && pos != prev + 1) {
+                    LLAMA_LOG_ERROR("llama_decode: pos[%d] = %d does not continue sequence %d (its last position is %d; "
+                                    "expected %d)\n", i, pos, s, prev, prev + 1);
+                    return -1;
+                }
+            }
             ctx->seq_last[s] = pos;
             ctx->seq_next[s] = pos < INT32_MAX ? pos + 1 : INT32_MAX;
         }

@@ -348,25 +348,34 @@ static bool ctx_reserve_outputs(struct llama_context * ctx, size_t n_tokens, siz
     return true;
 }
 
-// Fills the graph inputs of ub (after allocation).
+static bool inp_ready(const struct ggml_tensor * t) {
+    return t != NULL && t->data != NULL;
+}
+
+// Fills the graph inputs of ub (after allocation). An input the graph ended up not using (a
+// one-layer model whose ubatch has no outputs never reaches attention) got no memory: skip it.
 static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub, const struct llama_graph_result * res) {
     const struct llama_memory_i * kv = &ctx->kv;
     const int32_t n = ub->n_tokens;
-    if (res->inp_tokens) {
+    if (inp_ready(res->inp_tokens)) {
         memcpy(res->inp_tokens->data, ub->token, (size_t) n * sizeof(int32_t));
     }
-    if (res->inp_embd) {
+    if (inp_ready(res->inp_embd)) {
         memcpy(res->inp_embd->data, ub->embd, (size_t) n * ctx->model->hparams.n_embd * sizeof(float));
     }
-    memcpy(res->inp_pos->data, ub->pos, (size_t) n * sizeof(int32_t));
-    int32_t * idx = res->inp_kv_idx->data;
-    for (int32_t i = 0; i < n; i++) {
-        idx[i] = (int32_t) ub->cells[i];
+    if (inp_ready(res->inp_pos)) {
+        memcpy(res->inp_pos->data, ub->pos, (size_t) n * sizeof(int32_t));
+    }
+    if (inp_ready(res->inp_kv_idx)) {
+        int32_t * idx = res->inp_kv_idx->data;
+        for (int32_t i = 0; i < n; i++) {
+            idx[i] = (int32_t) ub->cells[i];
+        }
     }
     // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal).
-    float * mask = res->inp_mask->data;
     const uint32_t n_kv = ub->n_kv;
-    for (int32_t i = 0; i < n; i++) {
+    float * mask = inp_ready(res->inp_mask) ? res->inp_mask->data : NULL;
+    for (int32_t i = 0; mask && i < n; i++) {
         const llama_seq_id s = ub->seq_id[i][0];
         const llama_pos p = ub->pos[i];
         float * row = mask + (size_t) i * n_kv;
@@ -376,13 +385,13 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
             row[j] = vis ? 0.0f : -INFINITY;
         }
     }
-    if (res->inp_kv_range) {
+    if (inp_ready(res->inp_kv_range)) {
         int32_t * r = res->inp_kv_range->data;
         for (uint32_t j = 0; j < n_kv; j++) {
             r[j] = (int32_t) j;
         }
     }
-    if (res->inp_out_ids) {
+    if (inp_ready(res->inp_out_ids)) {
         int32_t * o = res->inp_out_ids->data;
         int32_t k = 0;
         for (int32_t i = 0; i < n; i++) {
