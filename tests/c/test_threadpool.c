@@ -10,6 +10,7 @@
 #include "ggml.h"
 #include "ggml-impl.h"
 #include "cpu/cpu-impl.h"
+#include "cpu/threadpool.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -124,7 +125,12 @@ static void test_same_bits(bool adapt) {
             // The threads first, while every intermediate still holds the previous input's
             // values; then the reference (the graph writes its KV row into the caches it
             // reads, so computing it again is idempotent).
+            // Every other time with the promise that the graph is unchanged (it is: only the
+            // input's contents differ), which reuses the previous computation's plan.
             float got[E], ref[E];
+            if (rep % 2) {
+                ggml_threadpool_graph_unchanged(tp, g.gf);
+            }
             failed += ggml_graph_compute(g.gf, tp) != GGML_STATUS_SUCCESS;
             memcpy(got, g.out->data, sizeof(got));
             failed += ggml_graph_compute(g.gf, one) != GGML_STATUS_SUCCESS;
@@ -143,6 +149,36 @@ static void test_same_bits(bool adapt) {
     }
     ggml_threadpool_free(one);
     ggml_free(g.ctx);
+}
+
+// A promise about one graph does not carry over to another: computing a second graph after
+// promising the first plans the second from scratch (a stale plan would run the first graph's
+// nodes), and the promise is spent by that computation.
+static void test_unchanged_other_graph(void) {
+    struct decode_graph a = build_decode(), b = build_decode();
+    if (!a.out || !b.out) {
+        return;
+    }
+    fill(b.x, 99);
+    struct ggml_threadpool * tp = ggml_threadpool_new(2);
+    float ref_a[E], ref_b[E];
+    CHECK(ggml_graph_compute(b.gf, tp) == GGML_STATUS_SUCCESS);
+    memcpy(ref_b, b.out->data, sizeof(ref_b));
+    CHECK(ggml_graph_compute(a.gf, tp) == GGML_STATUS_SUCCESS);
+    memcpy(ref_a, a.out->data, sizeof(ref_a));
+    CHECK(memcmp(ref_a, ref_b, sizeof(ref_a)) != 0); // different inputs
+    ggml_threadpool_graph_unchanged(tp, a.gf);
+    memset(b.out->data, 0, sizeof(ref_b));
+    CHECK(ggml_graph_compute(b.gf, tp) == GGML_STATUS_SUCCESS);
+    CHECK(memcmp(b.out->data, ref_b, sizeof(ref_b)) == 0);
+    // the promise was for a and is gone: a is planned afresh, b's plan is not used for it
+    ggml_threadpool_graph_unchanged(tp, b.gf);
+    memset(a.out->data, 0, sizeof(ref_a));
+    CHECK(ggml_graph_compute(a.gf, tp) == GGML_STATUS_SUCCESS);
+    CHECK(memcmp(a.out->data, ref_a, sizeof(ref_a)) == 0);
+    ggml_threadpool_free(tp);
+    ggml_free(a.ctx);
+    ggml_free(b.ctx);
 }
 
 // Per-node thread counts: never more than the kernel can split, one for tiny nodes, several
@@ -177,6 +213,7 @@ int main(void) {
     test_n_tasks();
     test_same_bits(false);
     test_same_bits(true);
+    test_unchanged_other_graph();
     if (n_fail) {
         fprintf(stderr, "test_threadpool: %d checks failed\n", n_fail);
         return 1;

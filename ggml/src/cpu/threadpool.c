@@ -6,6 +6,7 @@
 // pause instruction, then yielding) because a node takes microseconds and a futex wake-up
 // costs as much as the node.
 #include "cpu-impl.h"
+#include "threadpool.h"
 #include "../ggml-core.h"
 
 #include <limits.h>
@@ -233,6 +234,16 @@ struct ggml_plan_step {
     bool sync;                       // every thread meets at the node barrier after this step
 };
 
+// The steps of a computation: kept, with what they were made for, so that an unchanged graph
+// (ggml_threadpool_graph_unchanged) is not planned again.
+struct ggml_plan {
+    struct ggml_plan_step * steps;
+    int n, cap;
+    const struct ggml_cgraph * graph; // NULL: nothing valid
+    int nth;
+    size_t wsize;                    // scratch bytes the steps need
+};
+
 // Counter barrier for n threads; gen moves on each time everyone arrived. Waiters spin a
 // while, then sleep on gen (a futex on Linux) so that a partner that was descheduled gets a
 // CPU; the last to arrive wakes sleepers only if there are any.
@@ -266,9 +277,11 @@ struct ggml_threadpool {
     int n_threads_cur;               // the caller's copy of the count in `start`
     void * wdata;
     size_t wsize;
-    struct ggml_plan_step * plan;    // the nodes that do work, in order, with their thread counts
-    int n_plan;
-    int plan_cap;
+    // Plans kept for reuse: [0] for one thread, [1] for more (the adaptive count alternates).
+    struct ggml_plan plans[2];
+    const struct ggml_plan * plan;   // the current computation's
+    const struct ggml_cgraph * unchanged; // ggml_threadpool_graph_unchanged's promise
+    const struct ggml_cgraph * data_checked; // graph whose tensors' data the last computation checked
 
     uint64_t blocked0;               // ns thread 0 slept at barriers in this computation
     bool adapt;                      // adaptive thread count (GGML_THREADS_ADAPT)
@@ -356,8 +369,8 @@ static void ggml_threadpool_stop_at(struct ggml_threadpool * tp, int i, enum ggm
 
 // Runs thread ith's share of every step of the current computation's plan.
 static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
-    const struct ggml_plan_step * plan = tp->plan;
-    const int n = tp->n_plan;
+    const struct ggml_plan_step * plan = tp->plan->steps;
+    const int n = tp->plan->n;
     bool stopping = false;
     const bool prof = g_prof.on && ith < GGML_PROF_THREADS;
     uint64_t t_prof = prof ? ggml_prof_now() : 0;
@@ -423,21 +436,22 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
     }
 }
 
-// Plans the computation of g on nth threads into tp->plan: one step per node that does work,
-// its thread count, and whether all threads must meet after it. Sets *wsize to the scratch the
-// steps need. False if the plan array cannot grow.
-static bool ggml_threadpool_plan(struct ggml_threadpool * tp, const struct ggml_cgraph * g, int nth, size_t * wsize) {
-    if (g->n_nodes > tp->plan_cap) {
+// Plans the computation of g on nth threads into pl: one step per node that does work, its
+// thread count, and whether all threads must meet after it, plus the scratch the steps need.
+// False if the step array cannot grow.
+static bool ggml_threadpool_plan(struct ggml_plan * pl, const struct ggml_cgraph * g, int nth) {
+    pl->graph = NULL;
+    if (g->n_nodes > pl->cap) {
         const int cap = g->n_nodes + g->n_nodes / 2;
         struct ggml_plan_step * p = ggml_aligned_malloc((size_t) cap * sizeof(*p));
         if (!p) {
             return false;
         }
-        ggml_aligned_free(tp->plan);
-        tp->plan = p;
-        tp->plan_cap = cap;
+        ggml_aligned_free(pl->steps);
+        pl->steps = p;
+        pl->cap = cap;
     }
-    struct ggml_plan_step * plan = tp->plan;
+    struct ggml_plan_step * plan = pl->steps;
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         struct ggml_tensor * node = g->nodes[i];
@@ -462,9 +476,17 @@ static bool ggml_threadpool_plan(struct ggml_threadpool * tp, const struct ggml_
         // the same thread sees its own writes.
         plan[i].sync = nth > 1 && i + 1 < n && !(plan[i].n_tasks == 1 && plan[i + 1].n_tasks == 1);
     }
-    tp->n_plan = n;
-    *wsize = w;
+    pl->n = n;
+    pl->nth = nth;
+    pl->wsize = w;
+    pl->graph = g;
     return true;
+}
+
+void ggml_threadpool_graph_unchanged(struct ggml_threadpool * tp, const struct ggml_cgraph * gf) {
+    if (tp) {
+        tp->unchanged = gf;
+    }
 }
 
 static void * ggml_worker_main(void * arg) {
@@ -568,7 +590,8 @@ void ggml_threadpool_free(struct ggml_threadpool * tp) {
     free(tp->threads);
     free(tp->workers);
     ggml_aligned_free(tp->wdata);
-    ggml_aligned_free(tp->plan);
+    ggml_aligned_free(tp->plans[0].steps);
+    ggml_aligned_free(tp->plans[1].steps);
     ggml_aligned_free(tp);
 }
 
@@ -720,9 +743,21 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
         GGML_LOG_ERROR("ggml_graph_compute: the threadpool is already computing a graph");
         return GGML_STATUS_FAILED;
     }
-    if (!ggml_graph_prepare_data(cgraph)) {
-        atomic_store(&tp->busy, false);
-        return GGML_STATUS_ALLOC_FAILED;
+    // The caller's promise that nothing changed since the last computation of this graph lets
+    // it skip the walk over every tensor (after a token's worth of weights went through the
+    // caches, that walk is mostly cache misses) and the planning.
+    const bool unchanged = tp->unchanged == cgraph;
+    tp->unchanged = NULL;
+    if (!unchanged) {
+        tp->plans[0].graph = tp->plans[1].graph = NULL;
+        tp->data_checked = NULL;
+    }
+    if (tp->data_checked != cgraph) {
+        if (!ggml_graph_prepare_data(cgraph)) {
+            atomic_store(&tp->busy, false);
+            return GGML_STATUS_ALLOC_FAILED;
+        }
+        tp->data_checked = cgraph;
     }
 
     int nth = tp->n_threads;
@@ -735,12 +770,15 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
         nth = arm ? nth : 1;
         t_adapt = ggml_prof_now();
     }
-    size_t wsize = 0;
-    if (!ggml_threadpool_plan(tp, cgraph, nth, &wsize)) {
+    struct ggml_plan * plan = &tp->plans[nth > 1];
+    if ((plan->graph != cgraph || plan->nth != nth) && !ggml_threadpool_plan(plan, cgraph, nth)) {
         GGML_LOG_ERROR("ggml_graph_compute: cannot allocate the plan of %d nodes", cgraph->n_nodes);
+        tp->data_checked = NULL;
         atomic_store(&tp->busy, false);
         return GGML_STATUS_ALLOC_FAILED;
     }
+    tp->plan = plan;
+    const size_t wsize = plan->wsize;
     if (wsize > tp->wsize) {
         // Grow once, with slack so slowly growing graphs (a longer KV cache) do not regrow each call.
         const size_t want = GGML_PAD(wsize + wsize / 4, GGML_CACHE_LINE);
@@ -788,7 +826,7 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
         g_prof.ns_setup += t_prof1 - t_prof0;
         g_prof.n_graphs++;
         g_prof.n_nodes += (uint64_t) cgraph->n_nodes;
-        g_prof.n_work_nodes += (uint64_t) tp->n_plan;
+        g_prof.n_work_nodes += (uint64_t) tp->plan->n;
         g_prof.max_threads = nth > g_prof.max_threads ? nth : g_prof.max_threads;
     }
     const enum ggml_status status = (enum ggml_status) atomic_load(&tp->status);
