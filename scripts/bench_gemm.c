@@ -1,6 +1,7 @@
 // bench_gemm.c — mul_mat speed for prompt-sized batches: quantized a [K, M] times F32 b [K, N],
 // through the graph API, with the GEMM path (cpu/gemm.h) off ("old": vec_dot per column) and on
-// ("new"), on 1 and 2 threads; plus the bare micro-kernel on data that stays in cache.
+// ("new"), with the weights repacked at load ("repacked", repack.h; q4_0, q4_1, q8_0), on 1 and
+// 2 threads; plus the bare micro-kernel on data that stays in cache.
 // Built and run by scripts/bench_gemm.py (links the static library of a build folder).
 //
 // Figures are int8 multiply-adds x 2 per second (GOP/s = 2*M*N*K / time). On a shared machine
@@ -8,6 +9,7 @@
 // cpu = CPU time of the process (all threads, spin-waits included) divided by the threads used,
 // wall = elapsed time. For one thread cpu is the figure to trust.
 #include "cpu/gemm.h"
+#include "cpu/repack.h"
 #include "ggml.h"
 
 #include <math.h>
@@ -90,8 +92,8 @@ int main(int argc, char ** argv) {
 
     printf("kernel set: %s; N = %d; GOP/s = 2*M*N*K / time, best of %d; cpu = process CPU time / threads\n\n",
            ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected()), N, reps);
-    printf("| type | K x M | kernel only | threads | old cpu | new cpu | speed-up | old wall | new wall |\n");
-    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| type | K x M | kernel only | threads | old cpu | new cpu | repacked cpu | speed-up | old wall | new wall | repacked wall |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t ti = 0; ti < sizeof(all)/sizeof(all[0]); ti++) {
         const enum ggml_type type = all[ti];
         if (!listed(types_arg, ggml_type_name(type))) continue;
@@ -118,16 +120,24 @@ int main(int argc, char ** argv) {
             ggml_build_forward_expand(gf, out);
             const double ops = 2.0*(double) M*N*K*1e-9;
             const double kg = kernel_gops(type, K, reps);
+            const size_t rsz = ggml_cpu_repack_size(a);
+            void * rbuf = rsz ? aligned_alloc(64, GGML_PAD(rsz, 64)) : NULL;
             for (int nth = 1; nth <= max_threads; nth++) {
-                double oc, ow, nc, nw;
+                double oc, ow, nc, nw, rc = 0, rw = 0;
                 ggml_gemm_set_enabled(false);
                 time_graph(ctx, gf, nth, reps, &oc, &ow);
                 ggml_gemm_set_enabled(true);
                 time_graph(ctx, gf, nth, reps, &nc, &nw);
-                printf("| %s | %ldx%ld | %.0f | %d | %.1f | %.1f | %.2fx | %.1f | %.1f |\n", ggml_type_name(type), K, M, kg,
-                       nth, ops/oc, ops/nc, oc/nc, ops/ow, ops/nw);
+                if (rbuf && ggml_cpu_repack(a, rbuf)) {
+                    time_graph(ctx, gf, nth, reps, &rc, &rw);
+                    ggml_cpu_repack_clear(a);
+                }
+                const double best = rc > 0 && rc < nc ? rc : nc;
+                printf("| %s | %ldx%ld | %.0f | %d | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f | %.1f |\n", ggml_type_name(type),
+                       K, M, kg, nth, ops/oc, ops/nc, rc > 0 ? ops/rc : 0.0, oc/best, ops/ow, ops/nw, rw > 0 ? ops/rw : 0.0);
                 fflush(stdout);
             }
+            free(rbuf);
             ggml_free(ctx);
         }
     }

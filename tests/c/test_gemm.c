@@ -5,9 +5,11 @@
 //   2. the portable packer's panels dequantize to the reference dequantizer's values;
 //   3. ggml_mul_mat through the graph with the GEMM on and off (ragged M and N, broadcast
 //      batches, strided b, 1-3 threads) agree;
-//   4. a column multiplied alone gives the same bits as in a batch.
+//   4. a column multiplied alone gives the same bits as in a batch;
+//   5. weights repacked at load give the same bits.
 #define _POSIX_C_SOURCE 200112L
 #include "cpu/gemm.h"
+#include "cpu/repack.h"
 #include "ggml.h"
 
 #include <math.h>
@@ -298,6 +300,51 @@ static void check_batch_independence(void) {
     }
 }
 
+// 5. Weights repacked at load (repack.h): same bytes as stored, same bits out, for every N.
+static void check_repack(void) {
+    const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0 };
+    const int64_t K = 320, M = 48, Ns[] = { 1, 3, 5, 13 };
+    for (size_t ti = 0; ti < sizeof(types)/sizeof(types[0]); ti++) for (size_t ni = 0; ni < 4; ni++) {
+        for (int nth = 1; nth <= 2; nth++) {
+            struct ggml_init_params ip = { 16u*1024*1024, NULL, false };
+            struct ggml_context * ctx = ggml_init(ip);
+            struct ggml_tensor * out = mm_case(ctx, types[ti], GGML_TYPE_F32, K, M, Ns[ni], 1, 1, false);
+            struct ggml_tensor * a = out->src[0];
+            struct ggml_cgraph * gf = ggml_new_graph(ctx);
+            ggml_build_forward_expand(gf, out);
+            const size_t n = (size_t) ggml_nelements(out);
+            float * want = malloc(n*sizeof(float));
+            CHECK(ggml_graph_compute_with_ctx(ctx, gf, nth) == GGML_STATUS_SUCCESS, "compute");
+            memcpy(want, out->data, n*sizeof(float));
+            const size_t sz = ggml_cpu_repack_size(a);
+            const bool avail = ggml_gemm_get_traits(types[ti]) && ggml_gemm_get_traits(types[ti])->kernel_repacked;
+            CHECK(sz == (avail ? ggml_nbytes(a) + 64 : 0), "%s: repack size %zu for %zu bytes", ggml_type_name(types[ti]),
+                  sz, ggml_nbytes(a));
+            if (sz) {
+                void * buf = aligned(sz);
+                CHECK(ggml_cpu_repack(a, buf), "repack");
+                CHECK(ggml_cpu_repack_panels(a) != NULL, "repacked panels");
+                memset(out->data, 0xFF, n*sizeof(float));
+                CHECK(ggml_graph_compute_with_ctx(ctx, gf, nth) == GGML_STATUS_SUCCESS, "compute repacked");
+                CHECK(memcmp(want, out->data, n*sizeof(float)) == 0, "%s N=%lld nth=%d: repacked weights change the result",
+                      ggml_type_name(types[ti]), (long long) Ns[ni], nth);
+                ggml_cpu_repack_clear(a);
+                CHECK(a->extra == NULL && ggml_cpu_repack_panels(a) == NULL, "repack clear");
+                free(buf);
+            }
+            free(want);
+            ggml_free(ctx);
+        }
+    }
+    // shapes it declines: rows not a multiple of 16, other types
+    struct ggml_init_params ip = { 1u*1024*1024, NULL, false };
+    struct ggml_context * ctx = ggml_init(ip);
+    CHECK(ggml_cpu_repack_size(ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, 20)) == 0, "M %% 16 != 0 declined");
+    CHECK(ggml_cpu_repack_size(ggml_new_tensor_2d(ctx, GGML_TYPE_F16, 64, 32)) == 0, "f16 declined");
+    CHECK(ggml_cpu_repack_size(ggml_new_tensor_3d(ctx, GGML_TYPE_Q8_0, 64, 32, 2)) == 0, "3D declined");
+    ggml_free(ctx);
+}
+
 int main(void) {
     for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
         if (!ggml_cpu_kernel_variant_available((enum ggml_cpu_kernel_variant) v)) {
@@ -314,6 +361,7 @@ int main(void) {
     }
     check_mul_mat();
     check_batch_independence();
+    check_repack();
     printf("%d checks, %d failed\n", n_check, n_fail);
     return n_fail ? 1 : 0;
 }

@@ -15,10 +15,16 @@ static inline int32_t ld_i32(const void * p) { int32_t v; memcpy(&v, p, 4); retu
 static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); return v; }
 
 // The tile for one (qb, sb, has_min, has_corr) combination; constants fold after inlining.
+// PK: 0 = panel of gemm.h (u8 levels, float scales); 1 / 2 = repacked weights (repack.h:
+// nibble / byte levels, fp16 scales). Only the loads differ: the arithmetic, and so the bits of
+// the result, are the same for the three.
 static inline __attribute__((always_inline)) void
 tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-     const int QB, const int SB, const bool MIN, const bool CORR, const int NRT) {
-    const size_t pbb = (size_t) QB*GGML_GEMM_MR + 64 + (MIN ? 64 : 0);
+     const int QB, const int SB, const bool MIN, const bool CORR, const int NRT, const int PK) {
+    const size_t lvb = PK == 1 ? (size_t) QB*GGML_GEMM_MR/2 : (size_t) QB*GGML_GEMM_MR; // level bytes per block
+    const size_t scb = PK ? 32 : 64;                                                      // bytes per scale vector
+    const size_t pbb = lvb + scb + (MIN ? scb : 0);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
     const size_t gbb = (size_t) QB*GGML_GEMM_NR + 64;
     const size_t sbb = 32 + (size_t) SB*gbb;
     const int64_t nsb = K/(QB*SB);
@@ -38,12 +44,19 @@ tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                 ia[c] = CORR ? _mm512_set1_epi32(ld_i32(ab + QB*GGML_GEMM_NR + 4*c)) : _mm512_setzero_si512();
             }
             for (int g = 0; g < QB/4; g++) {
-                const __m512i w = _mm512_loadu_si512((const void *) (pb + 64*g));
+                __m512i w;
+                if (PK == 1) {
+                    const __m512i pk = _mm512_loadu_si512((const void *) (pb + 64*(g % (QB/8))));
+                    w = _mm512_and_si512(g < QB/8 ? pk : _mm512_srli_epi16(pk, 4), m4);
+                } else {
+                    w = _mm512_loadu_si512((const void *) (pb + 64*g));
+                }
                 for (int c = 0; c < NRT; c++) {
                     ia[c] = _mm512_dpbusd_epi32(ia[c], w, _mm512_set1_epi32(ld_i32(ab + 32*g + 4*c)));
                 }
             }
-            const __m512 d = _mm512_loadu_ps((const float *) (pb + QB*GGML_GEMM_MR));
+            const __m512 d = PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb)))
+                                : _mm512_loadu_ps((const float *) (pb + lvb));
             if (SB == 1) {
                 for (int c = 0; c < NRT; c++) {
                     const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(ld_f32(sbp + 4*c)));
@@ -55,7 +68,8 @@ tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                 }
             }
             if (MIN) {
-                const __m512 m = _mm512_loadu_ps((const float *) (pb + QB*GGML_GEMM_MR + 64));
+                const __m512 m = PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb + scb)))
+                                    : _mm512_loadu_ps((const float *) (pb + lvb + scb));
                 for (int c = 0; c < NRT; c++) {
                     acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ld_f32(ab + QB*GGML_GEMM_NR + 32 + 4*c)), acc[c]);
                 }
@@ -77,20 +91,35 @@ tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
 
 // One function per type family and column count (1, 2, 4 or 8: the group's first nc columns);
 // a column's lanes see the same operations in every width, so results never depend on N.
-#define TILE_FN(name, QB, SB, MIN, CORR)                                                              \
+#define TILE_FN(name, QB, SB, MIN, CORR, PK)                                                          \
 static void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc,   \
                  int nr, int nc) {                                                                    \
-    if (nc == 1)      tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 1);                  \
-    else if (nc == 2) tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 2);                  \
-    else if (nc <= 4) tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 4);                  \
-    else              tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 8);                  \
+    if (nc == 1)      tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 1, PK);              \
+    else if (nc == 2) tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 2, PK);              \
+    else if (nc <= 4) tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 4, PK);              \
+    else              tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 8, PK);              \
 }
 
-TILE_FN(tile_32_1_off, 32,  1, false, true)   // q4_0, q5_0, q8_0
-TILE_FN(tile_32_1_min, 32,  1, true,  false)  // q4_1, q5_1
-TILE_FN(tile_32_8_min, 32,  8, true,  false)  // q4_K, q5_K
-TILE_FN(tile_16_16_off, 16, 16, false, true)  // q3_K, q6_K
-TILE_FN(tile_16_16_min, 16, 16, true,  false) // q2_K
+TILE_FN(tile_32_1_off, 32,  1, false, true, 0)   // q4_0, q5_0, q8_0
+TILE_FN(tile_32_1_min, 32,  1, true,  false, 0)  // q4_1, q5_1
+TILE_FN(tile_32_8_min, 32,  8, true,  false, 0)  // q4_K, q5_K
+TILE_FN(tile_16_16_off, 16, 16, false, true, 0)  // q3_K, q6_K
+TILE_FN(tile_16_16_min, 16, 16, true,  false, 0) // q2_K
+TILE_FN(tile_rp_q4_0, 32, 1, false, true, 1)     // repacked q4_0
+TILE_FN(tile_rp_q4_1, 32, 1, true,  false, 1)    // repacked q4_1
+TILE_FN(tile_rp_q8_0, 32, 1, false, true, 2)     // repacked q8_0
+
+static void kernel_repacked_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
+                                   float * dst, int64_t ldc, int nr, int nc) {
+    const uint8_t * p = (const uint8_t *) panel;
+    const uint8_t * g = (const uint8_t *) group;
+    switch (gt->type) {
+        case GGML_TYPE_Q4_0: tile_rp_q4_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q4_1: tile_rp_q4_1(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q8_0: tile_rp_q8_0(K, p, g, dst, ldc, nr, nc); break;
+        default: break; // ggml_gemm_repack_supported() admits no other type
+    }
+}
 
 static void kernel_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
                           float * dst, int64_t ldc, int nr, int nc) {
@@ -558,6 +587,9 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
             t[i].gemv_prep = gemv_prep_avx512;
         }
     }
+    t[GGML_TYPE_Q4_0].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q4_1].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q8_0].kernel_repacked = kernel_repacked_avx512;
     t[GGML_TYPE_Q4_0].pack = pack_legacy;
     t[GGML_TYPE_Q4_1].pack = pack_legacy;
     t[GGML_TYPE_Q8_0].pack = pack_legacy;

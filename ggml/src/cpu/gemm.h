@@ -80,6 +80,7 @@ struct ggml_gemm_traits {
     ggml_gemm_act_t    act;     // quantized activation row -> group column
     ggml_gemm_act_group_t act_group; // up to 8 quantized rows -> group
     bool accelerated;           // kernel is SIMD: mul_mat prefers it to vec_dot per column
+    ggml_gemm_kernel_t    kernel_repacked; // tile on repacked weights (repack.h), or NULL
     ggml_gemm_gemv_t      gemv;      // NULL: one column goes through pack + kernel
     ggml_gemm_gemv_prep_t gemv_prep;
 };

@@ -30,6 +30,7 @@
 // of one item, 8 quantized b rows, a float row for gathering].
 #include "ops-util.h"
 #include "gemm.h"
+#include "repack.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -109,6 +110,8 @@ struct mm_gemm_plan {
     size_t  act_bytes;           // every group of every batch
     bool    priv;                // b is small: every thread converts all of it (no barrier)
     bool    gemv;                // one column: whole panels go through gt->gemv
+    const uint8_t * packed;      // a's repacked panels (repack.h), or NULL: panels are made here
+    size_t  packed_panel_bytes;
     size_t  qrow_bytes, frow_bytes, gv_bytes, thread_bytes;
 };
 
@@ -142,7 +145,14 @@ static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_te
     p->items_m = (p->panels_m + p->ppi - 1)/p->ppi;
     p->gpc = GGML_MAX(1, (int64_t) (MM_GEMM_CHUNK_BUDGET/p->group_bytes));
     p->act_bytes = GGML_PAD(p->group_bytes*(size_t) (p->ngroups*nbatch), 64);
-    p->gemv = N == 1 && nbatch == 1 && gt->gemv && gt->gemv_prep && a->nb[1] <= (size_t) INT32_MAX/GGML_GEMM_MR;
+    p->packed = (const uint8_t *) ggml_cpu_repack_panels(a);
+    if (p->packed) {
+        p->packed_panel_bytes = (ggml_cpu_repack_size(a) - 64)/(size_t) p->panels_m;
+        p->panel_bytes = 0; // nothing to unpack
+        p->ppi = GGML_MAX(1, p->panels_m*nbatch/want);
+        p->items_m = (p->panels_m + p->ppi - 1)/p->ppi;
+    }
+    p->gemv = !p->packed && N == 1 && nbatch == 1 && gt->gemv && gt->gemv_prep && a->nb[1] <= (size_t) INT32_MAX/GGML_GEMM_MR;
     p->priv = nth == 1 || N*nbatch*K <= MM_PRIVATE_MAX_ELEMENTS || p->gemv;
     p->gv_bytes = p->gemv ? GGML_PAD(ggml_gemm_gemv_bytes(K), 64) : 0;
     p->qrow_bytes = GGML_PAD(ggml_row_size(gt->act_type, K), 64);
@@ -239,11 +249,12 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
         const int64_t i3 = batch/B2, i2 = batch - i3*B2;
         const int64_t pm0 = im*p->ppi, pm1 = GGML_MIN(p->panels_m, pm0 + p->ppi);
         const char * abase = (const char *) a->data + (i2/r2)*a->nb[2] + (i3/r3)*a->nb[3];
-        for (int64_t pm = pm0; pm < pm1; pm++) {
+        for (int64_t pm = pm0; pm < pm1 && !p->packed; pm++) {
             const int64_t m0 = pm*GGML_GEMM_MR;
             gt->pack(gt, abase + m0*a_row, a_row, (int) GGML_MIN(GGML_GEMM_MR, M - m0), K,
                      panels + (size_t) (pm - pm0)*p->panel_bytes);
         }
+        const ggml_gemm_kernel_t kernel = p->packed ? gt->kernel_repacked : gt->kernel;
         const char * gbase = act + (size_t) (batch*p->ngroups)*p->group_bytes;
         float * obase = (float *) ggml_cpu_ptr(dst, 0, 0, i2, i3);
         for (int64_t c0 = 0; c0 < p->ngroups; c0 += p->gpc) {
@@ -251,10 +262,11 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
             for (int64_t pm = pm0; pm < pm1; pm++) {
                 const int64_t m0 = pm*GGML_GEMM_MR;
                 const int nr = (int) GGML_MIN(GGML_GEMM_MR, M - m0);
-                const char * panel = panels + (size_t) (pm - pm0)*p->panel_bytes;
+                const char * panel = p->packed ? (const char *) p->packed + (size_t) pm*p->packed_panel_bytes
+                                               : panels + (size_t) (pm - pm0)*p->panel_bytes;
                 for (int64_t g = c0; g < c1; g++) {
                     const int nc = (int) GGML_MIN(GGML_GEMM_NR, N - g*GGML_GEMM_NR);
-                    gt->kernel(gt, K, panel, gbase + (size_t) g*p->group_bytes,
+                    kernel(gt, K, panel, gbase + (size_t) g*p->group_bytes,
                                obase + g*GGML_GEMM_NR*ldc + m0, ldc, nr, nc);
                 }
             }

@@ -1,0 +1,48 @@
+// repack.h — weights laid out once, at load time, for the CPU GEMM of cpu/gemm.h.
+//
+// mul_mat otherwise unpacks every 16-row panel of a quantized weight matrix each time it runs
+// (cheap for a prompt, where a panel meets hundreds of columns, but most of the work when one
+// token is generated). A repacked copy holds the panels ready: per 32-element block the 16 rows'
+// levels interleaved as the micro-kernel loads them (q4_0 / q4_1 as nibbles, q8_0 as bytes)
+// and their fp16 scales (and minimums) after them: exactly as many bytes as the GGUF layout.
+// Results are bit for bit those of the unpacked path.
+//
+// Usage (model loader, per 2D weight that mul_mat uses as its first operand):
+//
+//   size_t n = ggml_cpu_repack_size(t);        // 0: this type/shape/CPU has no packed layout
+//   if (n) {
+//       void * buf = aligned_alloc(64, n);     // owned by the caller
+//       ggml_cpu_repack(t, buf);               // writes the copy; t->extra = buf from now on
+//   }
+//   ...                                        // t->data must stay valid (other ops read it:
+//                                              // get_rows of tied embeddings), but pages no
+//                                              // other op touches may be given back (madvise)
+//   ggml_cpu_repack_clear(t); free(buf);       // before t or buf goes away
+//
+// The buffer starts with a header that names the layout; mul_mat uses the copy only when the
+// header matches t's type and shape and the selected kernel set (GGML_CPU_VARIANT) has the
+// kernel, and falls back to t->data otherwise.
+#ifndef GGML_CPU_REPACK_H
+#define GGML_CPU_REPACK_H
+
+#include "../ggml-impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Bytes of the repacked copy of t (header included), or 0 if t cannot be repacked here.
+size_t ggml_cpu_repack_size(const struct ggml_tensor * t);
+// Writes the repacked copy of t into buf (ggml_cpu_repack_size(t) bytes, 64-byte aligned) and
+// sets t->extra = buf. Returns false (t unchanged) if t cannot be repacked.
+bool ggml_cpu_repack(struct ggml_tensor * t, void * buf);
+// Detaches the copy from t (t->extra = NULL if it pointed at one).
+void ggml_cpu_repack_clear(struct ggml_tensor * t);
+// The panels of t's repacked copy, or NULL if t has none usable by the selected kernels.
+const void * ggml_cpu_repack_panels(const struct ggml_tensor * t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // GGML_CPU_REPACK_H
