@@ -1,6 +1,6 @@
 // attn-avx2.c — flash-attention kernels with AVX2 + FMA (math in attn.h); the layout of
-// attn-avx512.c with 8 lanes: 8 keys per score vector, 8-element chunks of q . k; visible keys
-// are appended lane by lane (AVX2 has no compress).
+// attn-avx512.c with 8-lane vectors: the tile's 16 rows as two vectors of 8, 4 keys at a time;
+// visible keys are appended lane by lane (AVX2 has no compress).
 #include "attn.h"
 
 #include <immintrin.h>
@@ -34,19 +34,6 @@ static inline __m256 tanh8(__m256 x) {
     return _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
 }
 
-// Lane u of the result = sum of the 8 lanes of a[u].
-static inline __m256 reduce_8x8(const __m256 a[8]) {
-    __m256 b[4], c[2];
-    for (int p = 0; p < 4; p++) {
-        b[p] = _mm256_add_ps(_mm256_unpacklo_ps(a[2*p], a[2*p + 1]), _mm256_unpackhi_ps(a[2*p], a[2*p + 1]));
-    }
-    for (int p = 0; p < 2; p++) {
-        c[p] = _mm256_add_ps(_mm256_shuffle_ps(b[2*p], b[2*p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm256_shuffle_ps(b[2*p], b[2*p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    return _mm256_add_ps(_mm256_permute2f128_ps(c[0], c[1], 0x20), _mm256_permute2f128_ps(c[0], c[1], 0x31));
-}
-
 static inline float hsum8(__m256 x) {
     __m128 r = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
     r = _mm_add_ps(r, _mm_movehl_ps(r, r));
@@ -63,9 +50,28 @@ static inline __m256i lanes_below(int64_t n) {
 static void scores_avx2(const struct ggml_fa_rows * r, int64_t j0, int nk, const float * k, int64_t ldk) {
     const int D = r->D;
     const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    // qk[j][i] = q_i . k_j, the rows in lanes (two vectors of 8)
+    float qk[GGML_FA_BLOCK][GGML_FA_ROWS];
+    for (int j = 0; j < nk; j += 4) {
+        const float * kp[4];
+        for (int u = 0; u < 4; u++) kp[u] = k + (j + u < nk ? j + u : nk - 1)*ldk; // past nk: never read back
+        __m256 acc[4][2];
+        for (int u = 0; u < 4; u++) acc[u][0] = acc[u][1] = _mm256_setzero_ps();
+        for (int d = 0; d < D; d++) {
+            const __m256 q0 = _mm256_loadu_ps(r->qt + d*GGML_FA_ROWS), q1 = _mm256_loadu_ps(r->qt + d*GGML_FA_ROWS + 8);
+            for (int u = 0; u < 4; u++) {
+                const __m256 kd = _mm256_broadcast_ss(kp[u] + d);
+                acc[u][0] = _mm256_fmadd_ps(kd, q0, acc[u][0]);
+                acc[u][1] = _mm256_fmadd_ps(kd, q1, acc[u][1]);
+            }
+        }
+        for (int u = 0; u < 4 && j + u < nk; u++) {
+            _mm256_storeu_ps(qk[j + u], acc[u][0]);
+            _mm256_storeu_ps(qk[j + u] + 8, acc[u][1]);
+        }
+    }
     for (int i = 0; i < r->nr; i++) {
         const float * mrow = r->mask ? r->mask[i] : NULL;
-        const float * q = r->q + i*r->ldq;
         float * s = r->s + i*r->lds;
         int32_t * cell = r->cell + i*r->lds;
         int64_t n = r->n[i];
@@ -79,16 +85,9 @@ static void scores_avx2(const struct ggml_fa_rows * r, int64_t j0, int nk, const
                 live &= _mm256_movemask_ps(_mm256_cmp_ps(mv, ninf, _CMP_NEQ_UQ));
             }
             if (!live) continue; // every cell hidden from this row
-            const float * kp[8];
-            for (int u = 0; u < 8; u++) kp[u] = k + (j + u < nk ? j + u : nk - 1)*ldk; // past nk: not live
-            __m256 acc[8];
-            for (int u = 0; u < 8; u++) acc[u] = _mm256_setzero_ps();
-            for (int d0 = 0; d0 < D; d0 += 8) {
-                const __m256i md = lanes_below(D - d0);
-                const __m256 qv = _mm256_maskload_ps(q + d0, md);
-                for (int u = 0; u < 8; u++) acc[u] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(kp[u] + d0, md), acc[u]);
-            }
-            __m256 x = _mm256_mul_ps(reduce_8x8(acc), _mm256_set1_ps(r->scale));
+            float col[8];
+            for (int u = 0; u < 8; u++) col[u] = j + u < nk ? qk[j + u][i] : 0.0f;
+            __m256 x = _mm256_mul_ps(_mm256_loadu_ps(col), _mm256_set1_ps(r->scale));
             if (r->softcap != 0.0f) {
                 const __m256 cap = _mm256_set1_ps(r->softcap);
                 x = _mm256_mul_ps(cap, tanh8(_mm256_div_ps(x, cap)));
@@ -136,29 +135,52 @@ static void accum_avx2(const struct ggml_fa_rows * r, int64_t j0, int nk, const 
         while (e1 < r->n[i] && cell[e1] < j0 + nk) e1++;
         r->next[i] = e1;
         if (e1 == e0) continue;
-        float * o = r->o + i*r->ldo;
-        for (int c0 = 0; c0 < Dv; c0 += 64) {
-            __m256 acc[8];
-            const int nc = (Dv - c0 + 7)/8 < 8 ? (Dv - c0 + 7)/8 : 8;
-            for (int t = 0; t < 8; t++) {
-                acc[t] = _mm256_setzero_ps();
-                if (t < nc) acc[t] = _mm256_maskload_ps(o + c0 + 8*t, lanes_below(Dv - c0 - 8*t));
+        float * o = r->o + i*r->ldo, * o2 = r->o2 + i*r->ldo;
+        for (int c0 = 0; c0 < Dv; c0 += 32) {
+            // even entries into a, odd into b: two independent FMA chains per output vector
+            __m256 a[4], b[4];
+            const int nc = (Dv - c0 + 7)/8 < 4 ? (Dv - c0 + 7)/8 : 4;
+            for (int t = 0; t < 4; t++) {
+                a[t] = b[t] = _mm256_setzero_ps();
+                if (t < nc) {
+                    a[t] = _mm256_maskload_ps(o + c0 + 8*t, lanes_below(Dv - c0 - 8*t));
+                    b[t] = _mm256_maskload_ps(o2 + c0 + 8*t, lanes_below(Dv - c0 - 8*t));
+                }
             }
             for (int64_t e = e0; e < e1; e++) {
                 const __m256 pe = _mm256_set1_ps(p[e]);
                 const float * vj = v + (cell[e] - j0)*ldv + c0;
-                for (int t = 0; t < 8; t++) {
-                    if (t < nc) acc[t] = _mm256_fmadd_ps(pe, _mm256_maskload_ps(vj + 8*t, lanes_below(Dv - c0 - 8*t)), acc[t]);
+                if (e % 2 == 0) {
+                    for (int t = 0; t < 4; t++) {
+                        if (t < nc) a[t] = _mm256_fmadd_ps(pe, _mm256_maskload_ps(vj + 8*t, lanes_below(Dv - c0 - 8*t)), a[t]);
+                    }
+                } else {
+                    for (int t = 0; t < 4; t++) {
+                        if (t < nc) b[t] = _mm256_fmadd_ps(pe, _mm256_maskload_ps(vj + 8*t, lanes_below(Dv - c0 - 8*t)), b[t]);
+                    }
                 }
             }
-            for (int t = 0; t < 8; t++) {
-                if (t < nc) _mm256_maskstore_ps(o + c0 + 8*t, lanes_below(Dv - c0 - 8*t), acc[t]);
+            for (int t = 0; t < 4; t++) {
+                if (t < nc) {
+                    _mm256_maskstore_ps(o + c0 + 8*t, lanes_below(Dv - c0 - 8*t), a[t]);
+                    _mm256_maskstore_ps(o2 + c0 + 8*t, lanes_below(Dv - c0 - 8*t), b[t]);
+                }
             }
         }
     }
 }
 
+static void f16_rows_avx2(const void * src, size_t stride, int nk, int64_t n, float * dst) {
+    for (int j = 0; j < nk; j++) {
+        const ggml_fp16_t * h = (const ggml_fp16_t *) ((const char *) src + (size_t) j*stride);
+        int64_t e = 0;
+        for (; e + 8 <= n; e += 8) _mm256_storeu_ps(dst + j*n + e, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (h + e))));
+        for (; e < n; e++) dst[j*n + e] = _cvtsh_ss(h[e]);
+    }
+}
+
 void ggml_fa_kernels_init_avx2(struct ggml_fa_kernels * k) {
+    k->f16_rows = f16_rows_avx2;
     k->scores = scores_avx2;
     k->probs = probs_avx2;
     k->accum = accum_avx2;

@@ -1,10 +1,10 @@
 // attn-avx512.c — flash-attention kernels with AVX-512 (math in attn.h).
 //
-// scores: per row, 16 keys at a time; the q . k dot products run over 16-element chunks of the
-// row (one FMA per chunk and key) and are folded into one vector of 16 scores by a fixed
-// transpose-and-add tree (the same for every lane, so a key's score does not depend on its
-// lane); visible keys are appended with vcompressps. probs: 16 list entries at a time.
-// accum: o += p * v with the output elements in lanes, o held in registers across the block.
+// scores: the tile's 16 rows in the lanes, 8 keys at a time, one FMA per key element (broadcast
+// from the K row) against the transposed queries; the 64 x 16 block of products is transposed
+// back to rows, and each row's visible keys are appended with vcompressps. probs: 16 list
+// entries at a time. accum: o += p * v with the output elements in lanes, o and o2 (even and
+// odd entries) held in registers across the block.
 #include "attn.h"
 
 #include <immintrin.h>
@@ -37,25 +37,31 @@ static inline __m512 tanh16(__m512 x) {
     return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
 }
 
-// Lane u of the result = sum of the 16 lanes of a[u].
-static inline __m512 reduce_16x16(const __m512 a[16]) {
-    __m512 b[8], c[4], e[2];
-    for (int p = 0; p < 8; p++) {
-        // per 128-bit lane: [x0+x2, y0+y2, x1+x3, y1+y3] of x = a[2p], y = a[2p+1]
-        b[p] = _mm512_add_ps(_mm512_unpacklo_ps(a[2*p], a[2*p + 1]), _mm512_unpackhi_ps(a[2*p], a[2*p + 1]));
+// 16x16 transpose: r[i] lane j <- r[j] lane i.
+static inline void transpose_16x16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2*i]     = _mm512_unpacklo_ps(r[2*i], r[2*i + 1]);
+        t[2*i + 1] = _mm512_unpackhi_ps(r[2*i], r[2*i + 1]);
     }
-    for (int p = 0; p < 4; p++) {
-        // per 128-bit lane: the partial sums of keys 4p..4p+3
-        c[p] = _mm512_add_ps(_mm512_shuffle_ps(b[2*p], b[2*p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(b[2*p], b[2*p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (int i = 0; i < 4; i++) {
+        r[4*i]     = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[4*i]),     _mm512_castps_pd(t[4*i + 2])));
+        r[4*i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[4*i]),     _mm512_castps_pd(t[4*i + 2])));
+        r[4*i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[4*i + 1]), _mm512_castps_pd(t[4*i + 3])));
+        r[4*i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[4*i + 1]), _mm512_castps_pd(t[4*i + 3])));
     }
-    for (int p = 0; p < 2; p++) {
-        // [keys 8p..8p+3 lanes 0+1, same lanes 2+3, keys 8p+4..8p+7 lanes 0+1, lanes 2+3]
-        e[p] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2*p], c[2*p + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_f32x4(c[2*p], c[2*p + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    // r[4i + c] now holds, per 128-bit lane L, column c of rows 4i..4i+3 restricted to columns 4L..4L+3
+    for (int c = 0; c < 4; c++) {
+        const __m512 a0 = _mm512_shuffle_f32x4(r[c],     r[4 + c],  0x88); // lanes 0,2 of each
+        const __m512 a1 = _mm512_shuffle_f32x4(r[c],     r[4 + c],  0xDD); // lanes 1,3
+        const __m512 a2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        const __m512 a3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+        t[c]      = _mm512_shuffle_f32x4(a0, a2, 0x88); // column c     (128-bit lane 0 of each)
+        t[c + 4]  = _mm512_shuffle_f32x4(a1, a3, 0x88); // column c + 4 (lane 1)
+        t[c + 8]  = _mm512_shuffle_f32x4(a0, a2, 0xDD); // column c + 8 (lane 2)
+        t[c + 12] = _mm512_shuffle_f32x4(a1, a3, 0xDD); // column c + 12 (lane 3)
     }
-    return _mm512_add_ps(_mm512_shuffle_f32x4(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    for (int i = 0; i < 16; i++) r[i] = t[i];
 }
 
 static inline __mmask16 lanes_below(int64_t n) {
@@ -66,9 +72,28 @@ static void scores_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, con
     const int D = r->D;
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    // qk[j] lane i = q_i . k_j, then transposed in 16x16 blocks: rows[i][j]
+    __m512 qk[GGML_FA_BLOCK];
+    for (int j = 0; j < nk; j += 8) {
+        const float * kp[8];
+        for (int u = 0; u < 8; u++) kp[u] = k + (j + u < nk ? j + u : nk - 1)*ldk; // past nk: never read back
+        __m512 acc[8];
+        for (int u = 0; u < 8; u++) acc[u] = _mm512_setzero_ps();
+        for (int d = 0; d < D; d++) {
+            const __m512 q = _mm512_loadu_ps(r->qt + d*GGML_FA_ROWS);
+            for (int u = 0; u < 8; u++) acc[u] = _mm512_fmadd_ps(_mm512_set1_ps(kp[u][d]), q, acc[u]);
+        }
+        for (int u = 0; u < 8; u++) qk[j + u] = acc[u];
+    }
+    float rows[GGML_FA_ROWS][GGML_FA_BLOCK];
+    for (int j = 0; j < nk; j += 16) {
+        __m512 t[16];
+        for (int u = 0; u < 16; u++) t[u] = j + u < nk ? qk[j + u] : _mm512_setzero_ps();
+        transpose_16x16(t);
+        for (int i = 0; i < r->nr; i++) _mm512_storeu_ps(&rows[i][j], t[i]);
+    }
     for (int i = 0; i < r->nr; i++) {
         const float * mrow = r->mask ? r->mask[i] : NULL;
-        const float * q = r->q + i*r->ldq;
         float * s = r->s + i*r->lds;
         int32_t * cell = r->cell + i*r->lds;
         int64_t n = r->n[i];
@@ -77,23 +102,16 @@ static void scores_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, con
             __mmask16 live = lanes_below(nk - j);
             if (mrow) live = _mm512_mask_cmp_ps_mask(live, _mm512_maskz_loadu_ps(live, mrow + j), ninf, _CMP_NEQ_UQ);
             if (!live) continue; // every cell hidden from this row
-            const float * kp[16];
-            for (int u = 0; u < 16; u++) kp[u] = k + (j + u < nk ? j + u : nk - 1)*ldk; // past nk: not live
-            __m512 acc[16];
-            for (int u = 0; u < 16; u++) acc[u] = _mm512_setzero_ps();
-            for (int d0 = 0; d0 < D; d0 += 16) {
-                const __mmask16 md = lanes_below(D - d0);
-                const __m512 qv = _mm512_maskz_loadu_ps(md, q + d0);
-                for (int u = 0; u < 16; u++) acc[u] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(md, kp[u] + d0), acc[u]);
-            }
-            __m512 x = _mm512_mul_ps(reduce_16x16(acc), _mm512_set1_ps(r->scale));
+            __m512 x = _mm512_mul_ps(_mm512_loadu_ps(&rows[i][j]), _mm512_set1_ps(r->scale));
             if (r->softcap != 0.0f) {
                 const __m512 cap = _mm512_set1_ps(r->softcap);
                 x = _mm512_mul_ps(cap, tanh16(_mm512_div_ps(x, cap)));
             }
             if (mrow) x = _mm512_add_ps(x, _mm512_mul_ps(_mm512_set1_ps(r->slope[i]), _mm512_maskz_loadu_ps(live, mrow + j)));
-            _mm512_mask_compressstoreu_ps(s + n, live, x);
-            _mm512_mask_compressstoreu_epi32(cell + n, live, _mm512_add_epi32(iota, _mm512_set1_epi32((int) (j0 + j))));
+            // compress in registers, then a plain store (vcompressps to memory is microcoded on Zen 4);
+            // the 16 lanes fit: n <= j0 + j and the list has room for every cell, rounded up to 16
+            _mm512_storeu_ps(s + n, _mm512_maskz_compress_ps(live, x));
+            _mm512_storeu_si512(cell + n, _mm512_maskz_compress_epi32(live, _mm512_add_epi32(iota, _mm512_set1_epi32((int) (j0 + j)))));
             n += __builtin_popcount((unsigned) live);
             mx = _mm512_mask_max_ps(mx, live, mx, x);
         }
@@ -129,29 +147,53 @@ static void accum_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, cons
         while (e1 < r->n[i] && cell[e1] < j0 + nk) e1++;
         r->next[i] = e1;
         if (e1 == e0) continue;
-        float * o = r->o + i*r->ldo;
-        for (int c0 = 0; c0 < Dv; c0 += 128) {
-            __m512 acc[8];
-            const int nc = (Dv - c0 + 15)/16 < 8 ? (Dv - c0 + 15)/16 : 8;
-            for (int t = 0; t < 8; t++) {
-                acc[t] = _mm512_setzero_ps();
-                if (t < nc) acc[t] = _mm512_maskz_loadu_ps(lanes_below(Dv - c0 - 16*t), o + c0 + 16*t);
+        float * o = r->o + i*r->ldo, * o2 = r->o2 + i*r->ldo;
+        for (int c0 = 0; c0 < Dv; c0 += 64) {
+            // even entries into a, odd into b: two independent FMA chains per output vector
+            __m512 a[4], b[4];
+            const int nc = (Dv - c0 + 15)/16 < 4 ? (Dv - c0 + 15)/16 : 4;
+            for (int t = 0; t < 4; t++) {
+                a[t] = b[t] = _mm512_setzero_ps();
+                if (t < nc) {
+                    a[t] = _mm512_maskz_loadu_ps(lanes_below(Dv - c0 - 16*t), o + c0 + 16*t);
+                    b[t] = _mm512_maskz_loadu_ps(lanes_below(Dv - c0 - 16*t), o2 + c0 + 16*t);
+                }
             }
             for (int64_t e = e0; e < e1; e++) {
                 const __m512 pe = _mm512_set1_ps(p[e]);
                 const float * vj = v + (cell[e] - j0)*ldv + c0;
-                for (int t = 0; t < 8; t++) {
-                    if (t < nc) acc[t] = _mm512_fmadd_ps(pe, _mm512_maskz_loadu_ps(lanes_below(Dv - c0 - 16*t), vj + 16*t), acc[t]);
+                if (e % 2 == 0) {
+                    for (int t = 0; t < 4; t++) {
+                        if (t < nc) a[t] = _mm512_fmadd_ps(pe, _mm512_maskz_loadu_ps(lanes_below(Dv - c0 - 16*t), vj + 16*t), a[t]);
+                    }
+                } else {
+                    for (int t = 0; t < 4; t++) {
+                        if (t < nc) b[t] = _mm512_fmadd_ps(pe, _mm512_maskz_loadu_ps(lanes_below(Dv - c0 - 16*t), vj + 16*t), b[t]);
+                    }
                 }
             }
-            for (int t = 0; t < 8; t++) {
-                if (t < nc) _mm512_mask_storeu_ps(o + c0 + 16*t, lanes_below(Dv - c0 - 16*t), acc[t]);
+            for (int t = 0; t < 4; t++) {
+                if (t < nc) {
+                    _mm512_mask_storeu_ps(o + c0 + 16*t, lanes_below(Dv - c0 - 16*t), a[t]);
+                    _mm512_mask_storeu_ps(o2 + c0 + 16*t, lanes_below(Dv - c0 - 16*t), b[t]);
+                }
             }
         }
     }
 }
 
+static void f16_rows_avx512(const void * src, size_t stride, int nk, int64_t n, float * dst) {
+    for (int j = 0; j < nk; j++) {
+        const ggml_fp16_t * h = (const ggml_fp16_t *) ((const char *) src + (size_t) j*stride);
+        for (int64_t e = 0; e < n; e += 16) {
+            const __mmask16 m = lanes_below(n - e);
+            _mm512_mask_storeu_ps(dst + j*n + e, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h + e)));
+        }
+    }
+}
+
 void ggml_fa_kernels_init_avx512(struct ggml_fa_kernels * k) {
+    k->f16_rows = f16_rows_avx512;
     k->scores = scores_avx512;
     k->probs = probs_avx512;
     k->accum = accum_avx512;

@@ -9,16 +9,20 @@ static inline float fa_tanh(float x) {
 }
 
 static void scores_generic(const struct ggml_fa_rows * r, int64_t j0, int nk, const float * k, int64_t ldk) {
+    float qk[GGML_FA_BLOCK][GGML_FA_ROWS];
+    for (int j = 0; j < nk; j++) {
+        for (int i = 0; i < GGML_FA_ROWS; i++) qk[j][i] = 0.0f;
+        for (int d = 0; d < r->D; d++) {
+            for (int i = 0; i < GGML_FA_ROWS; i++) qk[j][i] += k[j*ldk + d]*r->qt[d*GGML_FA_ROWS + i];
+        }
+    }
     for (int i = 0; i < r->nr; i++) {
         const float * mask = r->mask ? r->mask[i] : NULL;
-        const float * q = r->q + i*r->ldq;
         float * s = r->s + i*r->lds;
         int32_t * cell = r->cell + i*r->lds;
         for (int j = 0; j < nk; j++) {
             if (mask && mask[j] == -INFINITY) continue;
-            float x = 0.0f;
-            for (int d = 0; d < r->D; d++) x += q[d]*k[j*ldk + d];
-            x *= r->scale;
+            float x = qk[j][i]*r->scale;
             if (r->softcap != 0.0f) x = r->softcap*fa_tanh(x/r->softcap);
             if (mask) x += r->slope[i]*mask[j];
             s[r->n[i]] = x;
@@ -45,9 +49,9 @@ static void accum_generic(const struct ggml_fa_rows * r, int64_t j0, int nk, con
     for (int i = 0; i < r->nr; i++) {
         const float * p = r->s + i*r->lds;
         const int32_t * cell = r->cell + i*r->lds;
-        float * o = r->o + i*r->ldo;
         int64_t e = r->next[i];
         for (; e < r->n[i] && cell[e] < j0 + nk; e++) {
+            float * o = (e % 2 ? r->o2 : r->o) + i*r->ldo;
             const float * vj = v + (cell[e] - j0)*ldv;
             for (int c = 0; c < r->Dv; c++) o[c] += p[e]*vj[c];
         }
@@ -55,7 +59,15 @@ static void accum_generic(const struct ggml_fa_rows * r, int64_t j0, int nk, con
     }
 }
 
+static void f16_rows_generic(const void * src, size_t stride, int nk, int64_t n, float * dst) {
+    for (int j = 0; j < nk; j++) {
+        const ggml_fp16_t * h = (const ggml_fp16_t *) ((const char *) src + (size_t) j*stride);
+        for (int64_t e = 0; e < n; e++) dst[j*n + e] = GGML_FP16_TO_FP32(h[e]);
+    }
+}
+
 void ggml_fa_kernels_init_generic(struct ggml_fa_kernels * k) {
+    k->f16_rows = f16_rows_generic;
     k->scores = scores_generic;
     k->probs = probs_generic;
     k->accum = accum_generic;

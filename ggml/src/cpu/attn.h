@@ -4,12 +4,16 @@
 // group at a few consecutive positions) and walks the KV cells twice, in blocks of
 // GGML_FA_BLOCK, converting each block of K (first pass) and V (second pass) rows to F32 once
 // for the whole tile:
-//   scores  per row, the keys the mask leaves visible get  s = scale*q.k (softcap:
-//           softcap*tanh(s/softcap)) + slope*mask, appended in cell order to the row's list
-//           of visible keys (score, cell); the row's maximum m is kept exact;
+//   scores  q.k for every row and key at once, rows in vector lanes (the tile's queries are
+//           held transposed, qt; each key element is broadcast against them, so a lane sees
+//           the same operations whatever the other lanes hold); per row, the keys the mask
+//           leaves visible get s = scale*q.k (softcap: softcap*tanh(s/softcap)) + slope*mask,
+//           appended in cell order to the row's list of visible keys (score, cell); the
+//           row's maximum m is kept exact;
 //   probs   per row, p = exp(s - m) over the list and l = sum of p;
-//   accum   per row, o += p * v over the list entries that fall in the block.
-// The output is o / l. Knowing the exact maximum before exponentiating needs no rescaling, and
+//   accum   per row, o += p * v over the list entries that fall in the block: even list
+//           entries into o, odd ones into o2 (two independent chains of FMAs).
+// The output is (o + o2) / l. Knowing the exact maximum before exponentiating needs no rescaling, and
 // every row's arithmetic depends only on its own sequence of visible keys: not on the tile it
 // shares, nor on the cells the keys sit in, nor on what other sequences or masked cells lie
 // between them. A prompt decoded in one batch and token by token, or a sequence restored into
@@ -25,13 +29,15 @@ extern "C" {
 
 // Cells per block.
 #define GGML_FA_BLOCK 64
+// Rows per tile at most: the lanes of qt.
+#define GGML_FA_ROWS 16
 
 // The rows of one tile and their state.
 struct ggml_fa_rows {
     int nr;                      // rows
     int D, Dv;                   // K and V row lengths
-    const float * q;             // row i at q + i*ldq (F32)
-    int64_t ldq;
+    const float * qt;            // the rows' q transposed: element d of row i at qt[d*GGML_FA_ROWS + i]
+                                 // (lanes past nr zero)
     const float * const * mask;  // row i's additive mask for the current block's cells, or NULL
     const float * slope;         // per row: ALiBi slope the mask is multiplied by
     float scale, softcap;        // softcap 0: none
@@ -41,8 +47,8 @@ struct ggml_fa_rows {
     int64_t * n;                 // per row: visible keys so far (0 at start)
     int64_t * next;              // per row: first list entry accum has not consumed (0 at start)
     float * m, * l;              // per row: maximum score (-inf at start), sum of p
-    float * o;                   // row i's accumulator at o + i*ldo (0 at start)
-    int64_t ldo;
+    float * o, * o2;             // row i's accumulators (even / odd list entries) at o + i*ldo,
+    int64_t ldo;                 //   o2 + i*ldo (0 at start)
 };
 
 struct ggml_fa_kernels {
@@ -52,6 +58,8 @@ struct ggml_fa_kernels {
     void (*probs)(const struct ggml_fa_rows * r);
     // Adds p * v for every row's list entries in cells [j0, j0 + nk) (v rows at v + j*ldv, F32).
     void (*accum)(const struct ggml_fa_rows * r, int64_t j0, int nk, const float * v, int64_t ldv);
+    // dst[j*n + e] = element e of F16 row j at src + j*stride bytes, for j < nk, e < n.
+    void (*f16_rows)(const void * src, size_t stride, int nk, int64_t n, float * dst);
 };
 
 // The kernels of kernel set v (the portable ones where v has none).

@@ -19,13 +19,13 @@
 #include "ops-util.h"
 #include "attn.h"
 
-#define FA_TILE_ROWS 16
+#define FA_TILE_ROWS GGML_FA_ROWS
 
 struct fa_plan {
     int64_t rows;         // query rows per tile
     int64_t lds;          // list entries per row: every cell
-    size_t qf_bytes;      // tile's q rows as F32
-    size_t o_bytes;       // tile's accumulators
+    size_t qf_bytes;      // tile's q rows as F32, transposed (qt), and one row as read
+    size_t o_bytes;       // tile's accumulators (o and o2)
     size_t kv_bytes;      // one block of K and V rows as F32
     size_t mask_bytes;    // tile's mask rows for one block (F16 masks converted)
     size_t list_bytes;    // tile's lists of visible keys: scores and cells
@@ -38,8 +38,8 @@ static void fa_plan_make(const struct ggml_tensor * q, const struct ggml_tensor 
     const int64_t group = k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0 ? q->ne[2]/k->ne[2] : 1;
     // whole GQA groups at consecutive positions, or a slice of one group's heads
     p->rows = group >= FA_TILE_ROWS ? FA_TILE_ROWS : GGML_MAX(1, FA_TILE_ROWS/group)*group;
-    p->qf_bytes   = GGML_PAD((size_t) (p->rows*D)*sizeof(float), 64);
-    p->o_bytes    = GGML_PAD((size_t) (p->rows*Dv)*sizeof(float), 64);
+    p->qf_bytes   = GGML_PAD((size_t) ((FA_TILE_ROWS + 1)*D)*sizeof(float), 64);
+    p->o_bytes    = GGML_PAD((size_t) (2*p->rows*Dv)*sizeof(float), 64);
     p->kv_bytes   = GGML_PAD((size_t) (GGML_FA_BLOCK*(D + Dv))*sizeof(float), 64);
     p->mask_bytes = GGML_PAD((size_t) (p->rows*GGML_FA_BLOCK)*sizeof(float), 64);
     p->lds        = GGML_PAD(k->ne[1], 16);
@@ -87,11 +87,16 @@ static bool fa_type_ok(const struct ggml_tensor * t) {
 // Rows [J0, J0 + nk) of head hk (batch i3) of t as F32 rows: in place (*ld = row stride in floats)
 // when t already is unit-stride F32, else converted into buf (*ld = n).
 static const float * fa_block_rows(const struct ggml_tensor * t, int64_t J0, int nk, int64_t hk, int64_t i3,
-                                   float * buf, int64_t * ld) {
+                                   const struct ggml_fa_kernels * kern, float * buf, int64_t * ld) {
     const int64_t n = t->ne[0];
     if (t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float) && t->nb[1] % sizeof(float) == 0) {
         *ld = (int64_t) (t->nb[1]/sizeof(float));
         return (const float *) ggml_cpu_ptr(t, 0, J0, hk, i3);
+    }
+    if (t->type == GGML_TYPE_F16 && t->nb[0] == sizeof(ggml_fp16_t)) {
+        kern->f16_rows(ggml_cpu_ptr(t, 0, J0, hk, i3), t->nb[1], nk, n, buf);
+        *ld = n;
+        return buf;
     }
     for (int j = 0; j < nk; j++) fa_row_to_f32(t, ggml_cpu_ptr(t, 0, J0 + j, hk, i3), n, buf + j*n);
     *ld = n;
@@ -127,8 +132,10 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
     const struct ggml_fa_kernels kern = ggml_fa_kernels_get(ggml_cpu_kernel_variant_selected());
 
     char * ws = (char *) params->wdata + (size_t) params->ith*fa_thread_bytes(&p);
-    float * qf = (float *) ws;                          ws += p.qf_bytes;
-    float * o  = (float *) ws;                          ws += p.o_bytes;
+    float * qt = (float *) ws;
+    float * qf = qt + FA_TILE_ROWS*D;                   ws += p.qf_bytes;
+    float * o  = (float *) ws;
+    float * o2 = o + R*Dv;                              ws += p.o_bytes;
     float * kb = (float *) ws;
     float * vb = kb + GGML_FA_BLOCK*D;                  ws += p.kv_bytes;
     float * mbuf = (float *) ws;                        ws += p.mask_bytes;
@@ -163,18 +170,20 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
                 iqs[nr] = ti*per_pos + i/group;
             }
         }
+        memset(qt, 0, (size_t) (FA_TILE_ROWS*D)*sizeof(float));
         for (int i = 0; i < nr; i++) {
-            fa_row_to_f32(q, ggml_cpu_ptr(q, 0, iqs[i], hs[i], i3), D, qf + i*D);
+            fa_row_to_f32(q, ggml_cpu_ptr(q, 0, iqs[i], hs[i], i3), D, qf);
+            for (int64_t d = 0; d < D; d++) qt[d*FA_TILE_ROWS + i] = qf[d];
             mrows[i] = mask ? ggml_cpu_ptr(mask, 0, iqs[i], hs[i] % mask->ne[2], i3 % mask->ne[3]) : NULL;
             slopes[i] = fa_alibi_slope(max_bias, H, hs[i]);
             mv[i] = -INFINITY;
             lv[i] = 0.0f;
             nv[i] = next[i] = 0;
         }
-        memset(o, 0, (size_t) (nr*Dv)*sizeof(float));
-        const struct ggml_fa_rows rows = { nr, (int) D, (int) Dv, qf, D, mask ? mblk : NULL, slopes,
+        memset(o, 0, (size_t) (2*R*Dv)*sizeof(float));
+        const struct ggml_fa_rows rows = { nr, (int) D, (int) Dv, qt, mask ? mblk : NULL, slopes,
                                            ggml_get_op_params_f32(dst, 0), softcap > 0.0f ? softcap : 0.0f,
-                                           ls, lc, p.lds, nv, next, mv, lv, o, Dv };
+                                           ls, lc, p.lds, nv, next, mv, lv, o, o2, Dv };
 
         // pass 1: scores of the visible keys, K block by K block
         for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
@@ -193,7 +202,7 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
             }
             if (!live) continue; // hidden from every row (causal: past the diagonal)
             int64_t ldk;
-            const float * kp = fa_block_rows(k, j0, nk, hk, k3, kb, &ldk);
+            const float * kp = fa_block_rows(k, j0, nk, hk, k3, &kern, kb, &ldk);
             kern.scores(&rows, j0, nk, kp, ldk);
         }
         kern.probs(&rows);
@@ -204,14 +213,14 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
             for (int i = 0; i < nr && !used; i++) used = next[i] < nv[i] && lc[i*p.lds + next[i]] < j0 + nk;
             if (!used) continue;
             int64_t ldv;
-            const float * vp = fa_block_rows(v, j0, nk, hk, v3, vb, &ldv);
+            const float * vp = fa_block_rows(v, j0, nk, hk, v3, &kern, vb, &ldv);
             kern.accum(&rows, j0, nk, vp, ldv);
         }
 
         for (int i = 0; i < nr; i++) {
             float * out = (float *) ggml_cpu_ptr(dst, 0, hs[i], iqs[i], i3);
             const float inv = lv[i] > 0.0f ? 1.0f/lv[i] : 0.0f;
-            for (int64_t c = 0; c < Dv; c++) out[c] = o[i*Dv + c]*inv;
+            for (int64_t c = 0; c < Dv; c++) out[c] = (o[i*Dv + c] + o2[i*Dv + c])*inv;
         }
     }
 }
