@@ -764,6 +764,7 @@ static void test_flash_attn(void) {
         { 64, 64, 5,  33, 6, 2, 3, 0.0f, 0.0f, GGML_TYPE_F16, false }, // causal mask with a fully masked row
         { 80, 48, 3, 150, 34, 1, 1, 0.0f, 0.0f, GGML_TYPE_F16, false }, // group > 16 rows (slices), D % 16 != 0, 3 blocks
         { 16, 16, 40, 70, 2, 2, 3, 0.0f, 0.0f, GGML_TYPE_F32, true },   // many positions per tile, causal, 2 blocks
+        { 128, 128, 6, 70, 4, 2, 3, 0.0f, 0.0f, GGML_TYPE_F16, false }, // D = Dv = 128 (wide heads)
     };
     for (size_t c = 0; c < sizeof(cases)/sizeof(cases[0]); c++) for (int nth = 1; nth <= 3; nth++) {
         const int64_t D = cases[c].D, Dv = cases[c].Dv, nq = cases[c].nq, nkv = cases[c].nkv, H = cases[c].H, Hkv = cases[c].Hkv;

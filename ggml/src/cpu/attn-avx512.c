@@ -137,6 +137,42 @@ static void probs_avx512(const struct ggml_fa_rows * r) {
     }
 }
 
+// o += p * v over entries [e0, e1) of a row: NC whole vectors of v per entry (Dv = 16*NC), even
+// entries into a, odd into b, two entries per step.
+static inline __attribute__((always_inline)) void
+accum_row(float * o, float * o2, const float * p, const int32_t * cell, int64_t e0, int64_t e1, const float * v,
+          int64_t ldv, int64_t j0, const int NC) {
+    __m512 a[8], b[8];
+    for (int t = 0; t < NC; t++) {
+        a[t] = _mm512_loadu_ps(o + 16*t);
+        b[t] = _mm512_loadu_ps(o2 + 16*t);
+    }
+    int64_t e = e0;
+    if (e < e1 && e % 2) { // an odd entry first: it belongs to b
+        const __m512 pe = _mm512_set1_ps(p[e]);
+        const float * vj = v + (cell[e] - j0)*ldv;
+        for (int t = 0; t < NC; t++) b[t] = _mm512_fmadd_ps(pe, _mm512_loadu_ps(vj + 16*t), b[t]);
+        e++;
+    }
+    for (; e + 1 < e1; e += 2) {
+        const __m512 pa = _mm512_set1_ps(p[e]), pb = _mm512_set1_ps(p[e + 1]);
+        const float * va = v + (cell[e] - j0)*ldv, * vb = v + (cell[e + 1] - j0)*ldv;
+        for (int t = 0; t < NC; t++) {
+            a[t] = _mm512_fmadd_ps(pa, _mm512_loadu_ps(va + 16*t), a[t]);
+            b[t] = _mm512_fmadd_ps(pb, _mm512_loadu_ps(vb + 16*t), b[t]);
+        }
+    }
+    if (e < e1) { // an even entry last
+        const __m512 pe = _mm512_set1_ps(p[e]);
+        const float * vj = v + (cell[e] - j0)*ldv;
+        for (int t = 0; t < NC; t++) a[t] = _mm512_fmadd_ps(pe, _mm512_loadu_ps(vj + 16*t), a[t]);
+    }
+    for (int t = 0; t < NC; t++) {
+        _mm512_storeu_ps(o + 16*t, a[t]);
+        _mm512_storeu_ps(o2 + 16*t, b[t]);
+    }
+}
+
 static void accum_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, const float * v, int64_t ldv) {
     const int Dv = r->Dv;
     for (int i = 0; i < r->nr; i++) {
@@ -148,6 +184,14 @@ static void accum_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, cons
         r->next[i] = e1;
         if (e1 == e0) continue;
         float * o = r->o + i*r->ldo, * o2 = r->o2 + i*r->ldo;
+        if (Dv == 64) {
+            accum_row(o, o2, p, cell, e0, e1, v, ldv, j0, 4);
+            continue;
+        }
+        if (Dv == 128) {
+            accum_row(o, o2, p, cell, e0, e1, v, ldv, j0, 8);
+            continue;
+        }
         for (int c0 = 0; c0 < Dv; c0 += 64) {
             // even entries into a, odd into b: two independent FMA chains per output vector
             __m512 a[4], b[4];
