@@ -297,7 +297,8 @@ def test_memory_ops_bad_arguments(ctx):
     assert np.allclose(ctx.logits(-1), ref, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("flash", [L.LLAMA_FLASH_ATTN_TYPE_ENABLED, L.LLAMA_FLASH_ATTN_TYPE_DISABLED])
+@pytest.mark.parametrize("flash", [L.LLAMA_FLASH_ATTN_TYPE_ENABLED, L.LLAMA_FLASH_ATTN_TYPE_DISABLED],
+                         ids=["flash", "no-flash"])
 def test_state_with_non_finite_cache_stays_in_its_sequence(model, flash):
     case(f"state: a restored sequence state full of NaN does not reach other sequences (flash {flash})")
     with Ctx(model, n_ctx=64, n_batch=16, n_ubatch=8, n_seq_max=2, n_threads=1, n_threads_batch=1,
