@@ -735,6 +735,7 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
     }
     if (cgraph->overflow) {
         GGML_LOG_ERROR("ggml_graph_compute: the graph is incomplete (it overflowed or was given a NULL tensor)");
+        tp->unchanged = NULL; // a promise holds for one computation, even a refused one
         return GGML_STATUS_FAILED;
     }
     const uint64_t t_prof0 = g_prof.on ? ggml_prof_now() : 0;
