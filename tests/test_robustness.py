@@ -256,8 +256,8 @@ def test_logits_ith_rules(ctx):
 
 def test_memory_ops_bad_arguments(ctx):
     decode_ok(ctx, list(range(10, 18)), 0)
+    ref = ctx.logits(-1)  # sequence 0's last token, compared after the operations below
     decode_ok(ctx, list(range(10, 14)), 0, seq=1)
-    ref = ctx.logits(-1)
     before = cache_state(ctx)
     mem = ctx.mem
     with LogCapture():

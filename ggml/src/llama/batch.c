@@ -206,7 +206,7 @@ int32_t llama_batch_prepare(struct llama_context * ctx, const struct llama_batch
             // batch, else one past its last cached position (any start for an empty sequence).
             if (batch->pos != NULL) {
                 const llama_pos prev = ctx->seq_last[s] >= 0 ? ctx->seq_last[s] : llama_memory_seq_pos_max(&ctx->kv, s);
-                if (prev >= 0 && pos != prev + 1) {
+                if (prev >= 0 && (prev == INT32_MAX || pos != prev + 1)) {
                     LLAMA_LOG_ERROR("llama_decode: pos[%d] = %d does not continue sequence %d (its last position is %d; "
                                     "expected %d)\n", i, pos, s, prev, prev + 1);
                     return -1;

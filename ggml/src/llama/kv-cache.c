@@ -198,14 +198,17 @@ static bool kv_seq_ok(const struct llama_memory_i * kv, llama_seq_id s, const ch
     return true;
 }
 
-// Open bounds: p0 < 0 means from 0, p1 < 0 means to the end.
+// A negative p0 means from the start; a negative p1 means no upper bound (so a cell at
+// INT32_MAX is inside an open range too).
 static void kv_range(llama_pos * p0, llama_pos * p1) {
     if (*p0 < 0) {
         *p0 = 0;
     }
-    if (*p1 < 0) {
-        *p1 = INT32_MAX;
-    }
+    (void) p1;
+}
+
+static bool kv_in_range(llama_pos p, llama_pos p0, llama_pos p1) {
+    return p >= 0 && p >= p0 && (p1 < 0 || p < p1);
 }
 
 void llama_memory_clear(llama_memory_t mem, bool data) {
@@ -234,7 +237,7 @@ bool llama_memory_seq_rm(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, 
     kv_range(&p0, &p1);
     for (uint32_t i = 0; i < kv->size; i++) {
         const llama_pos p = kv->pos[i];
-        if (p < 0 || p < p0 || p >= p1) {
+        if (!kv_in_range(p, p0, p1)) {
             continue;
         }
         if (seq_id < 0) {
@@ -257,7 +260,7 @@ void llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_
     kv_range(&p0, &p1);
     for (uint32_t i = 0; i < kv->size; i++) {
         const llama_pos p = kv->pos[i];
-        if (p >= p0 && p < p1 && llama_kv_cache_seq_has(kv, i, seq_id_src)) {
+        if (kv_in_range(p, p0, p1) && llama_kv_cache_seq_has(kv, i, seq_id_src)) {
             kv_seq_set(kv, i, seq_id_dst);
         }
     }
@@ -317,7 +320,7 @@ static void kv_seq_move(struct llama_memory_i * kv, llama_seq_id seq_id, llama_p
     uint32_t n = 0;
     for (uint32_t i = 0; i < kv->size; i++) {
         const llama_pos p = kv->pos[i];
-        if (p < 0 || p < p0 || p >= p1 || !llama_kv_cache_seq_has(kv, i, seq_id)) {
+        if (!kv_in_range(p, p0, p1) || !llama_kv_cache_seq_has(kv, i, seq_id)) {
             continue;
         }
         const int64_t np = d > 1 ? (int64_t) p / d : (int64_t) p + delta;

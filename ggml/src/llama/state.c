@@ -204,21 +204,50 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
         llama_kv_cache_cell_set(kv, cell, pos, dest >= 0 ? 1 : (int32_t) ns, seqs);
         cells[placed++] = cell;
     }
+    // Restored keys and values must be finite: a NaN in one sequence's cells would reach the
+    // other sequences' attention through masked-out (0 * NaN) products.
+    float * row = ok ? GGML_MALLOC(sizeof(float) * (size_t) (kv->k_l[0]->ne[0] > kv->v_l[0]->ne[0] ?
+                                                              kv->k_l[0]->ne[0] : kv->v_l[0]->ne[0])) : NULL;
+    if (ok && row == NULL) {
+        LLAMA_LOG_ERROR("%s: out of memory\n", func);
+        ok = false;
+    }
     for (int kind = 0; ok && kind < 2; kind++) {
         for (uint32_t il = 0; ok && il < kv->n_layer; il++) {
             struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            const struct ggml_type_traits * tt = ggml_get_type_traits(t->type);
             for (uint32_t k = 0; k < placed; k++) {
-                if (!st_read(r, (uint8_t *) t->data + (size_t) cells[k] * t->nb[1], t->nb[1])) {
+                uint8_t * dst = (uint8_t *) t->data + (size_t) cells[k] * t->nb[1];
+                if (!st_read(r, dst, t->nb[1])) {
                     LLAMA_LOG_ERROR("%s: the state is truncated\n", func);
                     ok = false;
+                    break;
+                }
+                tt->to_float(dst, row, t->ne[0]);
+                for (int64_t e = 0; e < t->ne[0]; e++) {
+                    if (!isfinite(row[e])) {
+                        LLAMA_LOG_ERROR("%s: the state holds a non-finite %s value (layer %u)\n", func,
+                                        kind == 0 ? "key" : "value", il);
+                        ok = false;
+                        break;
+                    }
+                }
+                if (!ok) {
                     break;
                 }
             }
         }
     }
+    free(row);
     if (!ok) {
+        // Refused: free the cells and zero what was copied into them, so no rejected (possibly
+        // non-finite) bytes stay in the buffer that the attention reads for masked cells.
         for (uint32_t k = 0; k < placed; k++) {
             llama_kv_cache_cell_clear(kv, cells[k]);
+            for (uint32_t il = 0; il < kv->n_layer; il++) {
+                memset((uint8_t *) kv->k_l[il]->data + (size_t) cells[k] * kv->k_l[il]->nb[1], 0, kv->k_l[il]->nb[1]);
+                memset((uint8_t *) kv->v_l[il]->data + (size_t) cells[k] * kv->v_l[il]->nb[1], 0, kv->v_l[il]->nb[1]);
+            }
         }
     }
     free(cells);
