@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -62,14 +63,32 @@ def load_library() -> ctypes.CDLL:
         ". Install the package with `pip install .` or set LLAMA_PY_LIB to the library's path.")
 
 
+_INT_RANGES = {}
+for _t in (ctypes.c_int8, ctypes.c_int16, ctypes.c_int32, ctypes.c_int64, ctypes.c_int, ctypes.c_long):
+    _bits = ctypes.sizeof(_t) * 8
+    _INT_RANGES[_t] = (-(1 << (_bits - 1)), (1 << (_bits - 1)) - 1)
+for _t in (ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint, ctypes.c_ulong,
+           ctypes.c_size_t):
+    _INT_RANGES[_t] = (0, (1 << (ctypes.sizeof(_t) * 8)) - 1)
+
+
 def ctypes_function(name: str, argtypes: List[Any], restype: Any) -> Callable:
     """Binds the C function `name` to the decorated Python signature.
 
     Binding is lazy: the symbol is looked up on the first call, so a function missing
-    from the library raises AttributeError naming it then, never at import.
+    from the library raises AttributeError naming it then, never at import. Integer
+    arguments out of their C type's range raise OverflowError and wrongly typed arguments
+    raise TypeError, both naming the parameter (plain ctypes would truncate silently or
+    say only "argument 2").
     """
     def decorator(pyfunc: Callable) -> Callable:
         cfunc = None
+        try:
+            params = [p.name for p in inspect.signature(pyfunc).parameters.values()]
+        except (TypeError, ValueError):
+            params = []
+        pnames = [params[i] if i < len(params) else f"#{i + 1}" for i in range(len(argtypes))]
+        checks = [(i, _INT_RANGES[t]) for i, t in enumerate(argtypes) if t in _INT_RANGES]
 
         @functools.wraps(pyfunc)
         def wrapper(*args):
@@ -83,7 +102,23 @@ def ctypes_function(name: str, argtypes: List[Any], restype: Any) -> Callable:
                 f.argtypes = argtypes
                 f.restype = restype
                 cfunc = f
-            return cfunc(*args)
+            for i, (lo, hi) in checks:
+                if i < len(args):
+                    v = args[i]
+                    if type(v) is int and not lo <= v <= hi:
+                        raise OverflowError(f"{name}: {pnames[i]} = {v} is out of range [{lo}, {hi}]")
+            try:
+                return cfunc(*args)
+            except ctypes.ArgumentError as e:
+                msg = str(e)
+                idx = None
+                if msg.startswith("argument "):
+                    try:
+                        idx = int(msg.split()[1].rstrip(":")) - 1
+                    except ValueError:
+                        idx = None
+                pname = pnames[idx] if idx is not None and 0 <= idx < len(pnames) else "?"
+                raise TypeError(f"{name}: bad argument {pname!r}: {msg}") from None
 
         wrapper.c_name = name
         wrapper.argtypes = argtypes

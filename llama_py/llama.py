@@ -125,6 +125,13 @@ class Llama:
         self._model = None
         self._ctx = None
         self._smpl = None
+        for pname, value, lo in (("n_ctx", n_ctx, 0), ("n_batch", n_batch, 1), ("n_ubatch", n_ubatch, 1),
+                                 ("n_seq_max", n_seq_max, 1)):
+            if not isinstance(value, int) or not lo <= value <= 0xFFFFFFFF:
+                raise ValueError(f"{pname} must be an integer in [{lo}, 4294967295], got {value!r}")
+        for pname, value in (("n_threads", n_threads), ("n_threads_batch", n_threads_batch)):
+            if value is not None and (not isinstance(value, int) or not 1 <= value <= 4096):
+                raise ValueError(f"{pname} must be None or an integer in [1, 4096], got {value!r}")
         self.verbose = verbose
         _install_logger(verbose)
         self.model_path = str(model_path)
