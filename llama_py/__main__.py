@@ -71,7 +71,7 @@ def _cmd_chat(argv) -> int:
                                 description="chat with the model's template; one user message per line of "
                                             "input, /exit or end of input to quit")
     p.add_argument("-m", "--model", default=None, help="GGUF file (default: the demo model, pulled if needed)")
-    p.add_argument("-s", "--system", default="You are a helpful assistant.", help="system message ('' for none)")
+    p.add_argument("-s", "--system", default="", help="system message (default: none, the model's own behaviour)")
     p.add_argument("-n", "--n-predict", type=int, default=256, help="most tokens per reply")
     _add_sampling_args(p, temp=0.2)
     a = p.parse_args(argv)

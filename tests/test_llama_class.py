@@ -365,19 +365,24 @@ def test_apply_chat_template_matches_models_jinja(llm):
             assert llm.apply_chat_template(msgs, add_generation_prompt=add) == expected
 
 
+# A question alone: with a system message this 135M model's first greedy token is a near tie
+# ("La" / "The"), which the order of float sums in the kernels may decide either way.
+ASK = [{"role": "user", "content": "What is the capital of France?"}]
+
+
 def test_chat_completion(llm):
-    out = fresh(llm).create_chat_completion(MESSAGES, max_tokens=32, temperature=0)
+    out = fresh(llm).create_chat_completion(ASK, max_tokens=32, temperature=0)
     assert out["object"] == "chat.completion" and out["id"].startswith("chatcmpl-")
     ch = out["choices"][0]
     assert ch["message"]["role"] == "assistant"
     assert "Paris" in ch["message"]["content"], ch
     assert ch["finish_reason"] == "stop"   # ended by <|im_end|>, which is not in the text
     assert "<|im_end|>" not in ch["message"]["content"]
-    prompt = llm.apply_chat_template(MESSAGES)
+    prompt = llm.apply_chat_template(ASK)
     assert out["usage"]["prompt_tokens"] == len(llm.tokenize(prompt, special=True))
     assert out["usage"]["total_tokens"] == out["usage"]["prompt_tokens"] + out["usage"]["completion_tokens"]
     # streamed deltas: role first, then content pieces that add up to the same message
-    chunks = list(fresh(llm).create_chat_completion(MESSAGES, max_tokens=32, temperature=0, stream=True))
+    chunks = list(fresh(llm).create_chat_completion(ASK, max_tokens=32, temperature=0, stream=True))
     assert chunks[0]["choices"][0]["delta"] == {"role": "assistant"}
     assert all(c["object"] == "chat.completion.chunk" for c in chunks)
     assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == ch["message"]["content"]
