@@ -274,20 +274,24 @@ static void pack_q4_K(const struct ggml_gemm_traits * gt, const void * rows, siz
         }
         const __m512i dd = gather_u32(base, vidx, uo + offsetof(block_q4_K, d)); // d low, dmin high
         const __m512 d = f16_lo(dd), ndmin = _mm512_sub_ps(_mm512_setzero_ps(), f16_hi(dd));
-        float sc[8][16], mn[8][16];
-        for (int r = 0; r < 16; r++) {
-            const uint8_t * s = base + (size_t) r*row_stride + uo + offsetof(block_q4_K, scales);
-            for (int j = 0; j < 8; j++) {
-                uint8_t a, b;
-                ggml_quants_get_scale_min_k4(j, s, &a, &b);
-                sc[j][r] = (float) a;
-                mn[j][r] = (float) b;
-            }
-        }
+        // the 12 scale bytes of the 16 rows as words w0, w1, w2 (ggml_quants_k4_scale_words, 16 rows at once)
+        __m512i w[4];
+        transpose_16x4(base, row_stride, uo + offsetof(block_q4_K, scales), w);
+        const __m512i lo6 = _mm512_set1_epi8(0x3F), lo4 = _mm512_set1_epi8(0x0F), lo2 = _mm512_set1_epi8(0x03);
+        const __m512i sc_lo = _mm512_and_si512(w[0], lo6);
+        const __m512i mn_lo = _mm512_and_si512(w[1], lo6);
+        const __m512i sc_hi = _mm512_or_si512(_mm512_and_si512(w[2], lo4),
+                                              _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w[0], 6), lo2), 4));
+        const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w[2], 4), lo4),
+                                              _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w[1], 6), lo2), 4));
+        const __m512i byte = _mm512_set1_epi32(0xFF);
         for (int j = 0; j < 8; j++) {
             uint8_t * pb = pu + (size_t) j*pbb;
-            _mm512_storeu_ps(pb + 32*16, _mm512_mul_ps(d, _mm512_loadu_ps(sc[j])));
-            _mm512_storeu_ps(pb + 32*16 + 64, _mm512_mul_ps(ndmin, _mm512_loadu_ps(mn[j])));
+            const int sh = 8*(j % 4);
+            const __m512i sc = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? sc_lo : sc_hi, sh), byte);
+            const __m512i mn = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? mn_lo : mn_hi, sh), byte);
+            _mm512_storeu_ps(pb + 32*16, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
+            _mm512_storeu_ps(pb + 32*16 + 64, _mm512_mul_ps(ndmin, _mm512_cvtepi32_ps(mn)));
         }
     }
 }
