@@ -74,6 +74,9 @@ static struct llama_context * new_ctx(struct llama_model * m, uint32_t n_ctx, ui
 // One batch row per token: positions pos0.., sequence seq, output flag on the last row.
 static struct llama_batch make_batch(const llama_token * toks, int n, llama_pos pos0, llama_seq_id seq) {
     struct llama_batch b = llama_batch_init(n > 0 ? n : 1, 0, 2);
+    if (b.token == NULL) {  // allocation failed (the allocation-failure loop): an empty batch
+        return b;
+    }
     b.n_tokens = n;
     for (int i = 0; i < n; i++) {
         b.token[i] = toks[i];

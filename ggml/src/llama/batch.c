@@ -29,18 +29,18 @@ struct llama_batch llama_batch_init(int32_t n_tokens, int32_t embd, int32_t n_se
     }
     const size_t n = (size_t) n_tokens;
     if (embd > 0) {
-        b.embd = malloc(sizeof(float) * n * (size_t) embd);
+        b.embd = GGML_MALLOC(sizeof(float) * n * (size_t) embd);
     } else {
-        b.token = malloc(sizeof(llama_token) * n);
+        b.token = GGML_MALLOC(sizeof(llama_token) * n);
     }
-    b.pos = malloc(sizeof(llama_pos) * n);
-    b.n_seq_id = malloc(sizeof(int32_t) * n);
+    b.pos = GGML_MALLOC(sizeof(llama_pos) * n);
+    b.n_seq_id = GGML_MALLOC(sizeof(int32_t) * n);
     // One extra NULL pointer marks the end for llama_batch_free.
-    b.seq_id = calloc(n + 1, sizeof(llama_seq_id *));
-    b.logits = calloc(n, sizeof(int8_t));
+    b.seq_id = GGML_CALLOC(n + 1, sizeof(llama_seq_id *));
+    b.logits = GGML_CALLOC(n, sizeof(int8_t));
     bool ok = (b.embd != NULL || b.token != NULL) && b.pos && b.n_seq_id && b.seq_id && b.logits;
     for (size_t i = 0; ok && i < n; i++) {
-        b.seq_id[i] = malloc(sizeof(llama_seq_id) * (size_t) n_seq_max);
+        b.seq_id[i] = GGML_MALLOC(sizeof(llama_seq_id) * (size_t) n_seq_max);
         ok = b.seq_id[i] != NULL;
     }
     if (!ok) {
@@ -73,15 +73,15 @@ static bool prep_reserve(struct llama_context * ctx, size_t n) {
     if (n <= p->cap) {
         return true;
     }
-    llama_pos * pos = realloc(p->pos, n * sizeof(*pos));
+    llama_pos * pos = GGML_REALLOC(p->pos, n * sizeof(*pos));
     if (pos) p->pos = pos;
-    int32_t * nsi = realloc(p->n_seq_id, n * sizeof(*nsi));
+    int32_t * nsi = GGML_REALLOC(p->n_seq_id, n * sizeof(*nsi));
     if (nsi) p->n_seq_id = nsi;
-    llama_seq_id ** si = realloc(p->seq_id, n * sizeof(*si));
+    llama_seq_id ** si = GGML_REALLOC(p->seq_id, n * sizeof(*si));
     if (si) p->seq_id = si;
-    int8_t * out = realloc(p->output, n * sizeof(*out));
+    int8_t * out = GGML_REALLOC(p->output, n * sizeof(*out));
     if (out) p->output = out;
-    uint32_t * cells = realloc(ctx->cells, n * sizeof(*cells));
+    uint32_t * cells = GGML_REALLOC(ctx->cells, n * sizeof(*cells));
     if (cells) ctx->cells = cells;
     if (!pos || !nsi || !si || !out || !cells) {
         LLAMA_LOG_ERROR("llama_decode: out of memory for a batch of %zu tokens\n", n);
@@ -245,7 +245,7 @@ struct llama_batch_ext * llama_batch_ext_init(struct llama_context * ctx) {
     if (!llama_context_checked(ctx, __func__)) {
         return NULL;
     }
-    struct llama_batch_ext * b = calloc(1, sizeof(*b));
+    struct llama_batch_ext * b = GGML_CALLOC(1, sizeof(*b));
     if (b == NULL) {
         LLAMA_LOG_ERROR("llama_batch_ext_init: out of memory\n");
         return NULL;
@@ -254,13 +254,13 @@ struct llama_batch_ext * llama_batch_ext_init(struct llama_context * ctx) {
     b->n_max = (int32_t) ctx->n_batch;
     b->n_seq_max = (int32_t) ctx->n_seq_max;
     const size_t n = (size_t) b->n_max;
-    b->token = malloc(n * sizeof(llama_token));
-    b->pos = malloc(n * sizeof(llama_pos));
-    b->pos_set = calloc(n, sizeof(bool));
-    b->n_seq_id = calloc(n, sizeof(int32_t));
-    b->seq_store = malloc(n * (size_t) b->n_seq_max * sizeof(llama_seq_id));
-    b->seq_id = malloc(n * sizeof(llama_seq_id *));
-    b->logits = calloc(n, sizeof(int8_t));
+    b->token = GGML_MALLOC(n * sizeof(llama_token));
+    b->pos = GGML_MALLOC(n * sizeof(llama_pos));
+    b->pos_set = GGML_CALLOC(n, sizeof(bool));
+    b->n_seq_id = GGML_CALLOC(n, sizeof(int32_t));
+    b->seq_store = GGML_MALLOC(n * (size_t) b->n_seq_max * sizeof(llama_seq_id));
+    b->seq_id = GGML_MALLOC(n * sizeof(llama_seq_id *));
+    b->logits = GGML_CALLOC(n, sizeof(int8_t));
     if (!b->token || !b->pos || !b->pos_set || !b->n_seq_id || !b->seq_store || !b->seq_id || !b->logits) {
         LLAMA_LOG_ERROR("llama_batch_ext_init: out of memory\n");
         llama_batch_ext_free(b);

@@ -226,7 +226,7 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
         return NULL;
     }
 
-    struct llama_context * ctx = calloc(1, sizeof(*ctx));
+    struct llama_context * ctx = GGML_CALLOC(1, sizeof(*ctx));
     if (ctx == NULL) {
         LLAMA_LOG_ERROR("llama_init_from_model: out of memory\n");
         return NULL;
@@ -277,11 +277,11 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
     const size_t arena = ctx->graph_size * ggml_tensor_overhead() + ggml_graph_overhead_custom(ctx->graph_size, false);
     ctx->ctx_compute = ggml_init((struct ggml_init_params) { .mem_size = arena, .mem_buffer = NULL, .no_alloc = true });
     ctx->galloc = ggml_gallocr_new();
-    ctx->seq_next = calloc(ctx->n_seq_max, sizeof(llama_pos));
-    ctx->seq_last = calloc(ctx->n_seq_max, sizeof(llama_pos));
-    ctx->seq_count = calloc(ctx->n_seq_max, sizeof(int32_t));
-    ctx->embd_seq = calloc((size_t) ctx->n_seq_max * hp->n_embd, sizeof(float));
-    ctx->embd_seq_n = calloc(ctx->n_seq_max, sizeof(int32_t));
+    ctx->seq_next = GGML_CALLOC(ctx->n_seq_max, sizeof(llama_pos));
+    ctx->seq_last = GGML_CALLOC(ctx->n_seq_max, sizeof(llama_pos));
+    ctx->seq_count = GGML_CALLOC(ctx->n_seq_max, sizeof(int32_t));
+    ctx->embd_seq = GGML_CALLOC((size_t) ctx->n_seq_max * hp->n_embd, sizeof(float));
+    ctx->embd_seq_n = GGML_CALLOC(ctx->n_seq_max, sizeof(int32_t));
     if (!ctx->ctx_compute || !ctx->galloc || !ctx->seq_next || !ctx->seq_last || !ctx->seq_count || !ctx->embd_seq || !ctx->embd_seq_n) {
         LLAMA_LOG_ERROR("llama_init_from_model: out of memory\n");
         llama_free(ctx);
@@ -322,7 +322,7 @@ static bool ctx_reserve_outputs(struct llama_context * ctx, size_t n_tokens, siz
     const size_t n_vocab = ctx->model->hparams.n_vocab;
     const size_t n_embd = ctx->model->hparams.n_embd;
     if (n_logit_rows > ctx->logits_cap) {
-        float * p = realloc(ctx->logits, n_logit_rows * n_vocab * sizeof(float));
+        float * p = GGML_REALLOC(ctx->logits, n_logit_rows * n_vocab * sizeof(float));
         if (p == NULL) {
             return false;
         }
@@ -330,7 +330,7 @@ static bool ctx_reserve_outputs(struct llama_context * ctx, size_t n_tokens, siz
         ctx->logits_cap = n_logit_rows;
     }
     if (n_embd_rows > ctx->embd_cap) {
-        float * p = realloc(ctx->embd, n_embd_rows * n_embd * sizeof(float));
+        float * p = GGML_REALLOC(ctx->embd, n_embd_rows * n_embd * sizeof(float));
         if (p == NULL) {
             return false;
         }
@@ -338,7 +338,7 @@ static bool ctx_reserve_outputs(struct llama_context * ctx, size_t n_tokens, siz
         ctx->embd_cap = n_embd_rows;
     }
     if (n_tokens > ctx->output_ids_cap) {
-        int32_t * p = realloc(ctx->output_ids, n_tokens * sizeof(int32_t));
+        int32_t * p = GGML_REALLOC(ctx->output_ids, n_tokens * sizeof(int32_t));
         if (p == NULL) {
             return false;
         }
