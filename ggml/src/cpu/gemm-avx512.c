@@ -480,6 +480,201 @@ static void gemv_avx512(const struct ggml_gemm_traits * gt, const void * rows, s
     }
 }
 
+// q4_K, one column: as gemv_impl, per superblock of a row two loads give the 8 sub-blocks'
+// levels (chunk c of qs: sub-block 2c in the low nibbles, 2c+1 in the high), 4 vpdpbusd against
+// the column's values rearranged to match, folded to 4 partial lanes per sub-block; the rows'
+// scale bytes are kept and decoded for 16 rows at once as the packer does, and the float steps
+// are the 1-column tile's (superblock sums t over the 8 sub-blocks, then da * t).
+// gv: per superblock 256 rearranged values ([sb0|sb2], [sb1|sb3], [sb4|sb6], [sb5|sb7]), then
+// per superblock da and the 8 sub-blocks' s, then scratch.
+
+// Sub-block held in 128-bit lane L of the folded vector h (0: sub-blocks 0-3, 1: 4-7).
+static const int q4k_lane_sb[2][4] = { { 0, 2, 1, 3 }, { 4, 6, 5, 7 } };
+
+static void gemv_prep_q4_K(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
+                           void * gv) {
+    const int64_t nsb = K/QK_K;
+    const size_t sbb = ggml_gemm_group_sblock_bytes(gt), gbb = ggml_gemm_group_block_bytes(gt);
+    uint8_t * bytes = (uint8_t *) gv;
+    float * sc = (float *) (bytes + (size_t) K); // per superblock: da, s[8]
+    for (int64_t i = 0; i < nsb; i++) {
+        const block_q8_K * b = (const block_q8_K *) qrow + i;
+        uint8_t * o = bytes + (size_t) i*QK_K;
+        static const int order[8] = { 0, 2, 1, 3, 4, 6, 5, 7 };
+        for (int k = 0; k < 8; k++) memcpy(o + 32*k, b->qs + 32*order[k], 32);
+        const uint8_t * sbp = (const uint8_t *) group + (size_t) i*sbb;
+        memcpy(&sc[9*i], sbp, 4);                                              // column 0's da
+        for (int j = 0; j < 8; j++) memcpy(&sc[9*i + 1 + j], sbp + 32 + (size_t) j*gbb + 32*8 + 32, 4); // its s
+    }
+}
+
+static void gemv_q4_K(const struct ggml_gemm_traits * gt, const void * rows, size_t stride, int64_t K, void * gv,
+                      float * dst) {
+    (void) gt;
+    const int64_t nsb = K/QK_K;
+    uint8_t * bytes = (uint8_t *) gv;
+    const float * sc = (const float *) (bytes + (size_t) K);
+    uint8_t * hdr = bytes + GGML_PAD((size_t) K + (size_t) nsb*9*sizeof(float), 64); // [16 rows][nsb][16 bytes]
+    __m512i * vs = (__m512i *) (hdr + (size_t) GGML_GEMM_MR*nsb*16);                  // [16 rows][nsb][2]
+    int32_t * isum = (int32_t *) (vs + (size_t) GGML_GEMM_MR*nsb*2);                   // [nsb][8 lanes][16 rows]
+    const uint8_t * base = (const uint8_t *) rows;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i fold_lo = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const __m512i fold_hi = _mm512_add_epi32(fold_lo, _mm512_set1_epi32(4));
+    const int64_t n_lines = (int64_t) (GGML_GEMM_MR*stride + 63)/64;
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        const uint8_t * row = base + (size_t) r*stride;
+        for (int64_t l = r*n_lines/GGML_GEMM_MR; l < (r + 1)*n_lines/GGML_GEMM_MR; l++) {
+            _mm_prefetch((const char *) (base + GGML_GEMM_MR*stride + 64*l), _MM_HINT_T1);
+        }
+        for (int64_t i = 0; i < nsb; i++) {
+            const block_q4_K * b = (const block_q4_K *) row + i;
+            memcpy(hdr + ((size_t) r*nsb + i)*16, b, 16); // d, dmin, scales
+            const uint8_t * a = bytes + (size_t) i*QK_K;
+            for (int h = 0; h < 2; h++) {
+                const __m512i q = _mm512_loadu_si512(b->qs + 64*h);
+                const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+                const __m512i v0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(a + 128*h));
+                const __m512i v1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, _mm512_loadu_si512(a + 128*h + 64));
+                vs[((size_t) r*nsb + i)*2 + h] = _mm512_add_epi32(_mm512_permutex2var_epi32(v0, fold_lo, v1),
+                                                                  _mm512_permutex2var_epi32(v0, fold_hi, v1));
+            }
+        }
+    }
+    for (int64_t i = 0; i < nsb; i++) {
+        for (int h = 0; h < 2; h++) {
+            for (int p = 0; p < 4; p++) {
+                const __m512i f = fold_4x4(vs[((size_t) (4*p)*nsb + i)*2 + h], vs[((size_t) (4*p + 1)*nsb + i)*2 + h],
+                                           vs[((size_t) (4*p + 2)*nsb + i)*2 + h], vs[((size_t) (4*p + 3)*nsb + i)*2 + h]);
+                for (int L = 0; L < 4; L++) {
+                    _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][L])*GGML_GEMM_MR + 4*p],
+                                     _mm512_extracti32x4_epi32(f, L));
+                }
+            }
+        }
+    }
+    // the 1-column tile's float steps, with the packer's scale decoding
+    const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int) (nsb*16)));
+    const __m512i lo6 = _mm512_set1_epi8(0x3F), lo4 = _mm512_set1_epi8(0x0F), lo2 = _mm512_set1_epi8(0x03);
+    const __m512i byte = _mm512_set1_epi32(0xFF);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++) {
+        const uint8_t * hb = hdr + (size_t) i*16;
+        const __m512i w0 = gather_u32(hb, vidx, 0), w1 = gather_u32(hb, vidx, 4);
+        const __m512i w2 = gather_u32(hb, vidx, 8), w3 = gather_u32(hb, vidx, 12);
+        const __m512 d = f16_lo(w0), ndmin = _mm512_sub_ps(_mm512_setzero_ps(), f16_hi(w0));
+        const __m512i sc_lo = _mm512_and_si512(w1, lo6);
+        const __m512i mn_lo = _mm512_and_si512(w2, lo6);
+        const __m512i sc_hi = _mm512_or_si512(_mm512_and_si512(w3, lo4),
+                                              _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), lo2), 4));
+        const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w3, 4), lo4),
+                                              _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 6), lo2), 4));
+        __m512 t = _mm512_setzero_ps();
+        for (int j = 0; j < 8; j++) {
+            const int sh = 8*(j % 4);
+            const __m512i scj = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? sc_lo : sc_hi, sh), byte);
+            const __m512i mnj = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? mn_lo : mn_hi, sh), byte);
+            const __m512i ia = _mm512_loadu_si512(isum + (i*8 + j)*GGML_GEMM_MR);
+            t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(d, _mm512_cvtepi32_ps(scj)), t);
+            acc = _mm512_fmadd_ps(_mm512_mul_ps(ndmin, _mm512_cvtepi32_ps(mnj)), _mm512_set1_ps(sc[9*i + 1 + j]), acc);
+        }
+        acc = _mm512_fmadd_ps(t, _mm512_set1_ps(sc[9*i]), acc);
+    }
+    _mm512_storeu_ps(dst, acc);
+}
+
+// q6_K, one column: per row and half n of a superblock one 64-byte load of ql and the 32 qh
+// bytes in both halves give 128 levels in element order (as the q6_K dot kernel builds them),
+// so the column's values are used as stored; 2 vpdpbusd per half leave 4 partial lanes per
+// 16-element sub-block. Scales: the rows' 16 int8 and d kept, decoded for 16 rows at once.
+// gv: the column's q8_K values, then per superblock da and the 16 sub-blocks' corr, then scratch.
+
+static void gemv_prep_q6_K(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
+                           void * gv) {
+    const int64_t nsb = K/QK_K;
+    const size_t sbb = ggml_gemm_group_sblock_bytes(gt), gbb = ggml_gemm_group_block_bytes(gt);
+    uint8_t * bytes = (uint8_t *) gv;
+    float * sc = (float *) (bytes + (size_t) K); // per superblock: da, corr[16] (int32)
+    for (int64_t i = 0; i < nsb; i++) {
+        const block_q8_K * b = (const block_q8_K *) qrow + i;
+        memcpy(bytes + (size_t) i*QK_K, b->qs, QK_K);
+        const uint8_t * sbp = (const uint8_t *) group + (size_t) i*sbb;
+        memcpy(&sc[17*i], sbp, 4);
+        for (int j = 0; j < 16; j++) memcpy(&sc[17*i + 1 + j], sbp + 32 + (size_t) j*gbb + 16*8, 4);
+    }
+}
+
+static void gemv_q6_K(const struct ggml_gemm_traits * gt, const void * rows, size_t stride, int64_t K, void * gv,
+                      float * dst) {
+    (void) gt;
+    const int64_t nsb = K/QK_K;
+    uint8_t * bytes = (uint8_t *) gv;
+    const float * sc = (const float *) (bytes + (size_t) K);
+    uint8_t * hdr = bytes + GGML_PAD((size_t) K + (size_t) nsb*17*sizeof(float), 64); // [16 rows][nsb][32 bytes]
+    __m512i * vs = (__m512i *) (hdr + (size_t) GGML_GEMM_MR*nsb*32);                  // [16 rows][nsb][4]
+    int32_t * isum = (int32_t *) (vs + (size_t) GGML_GEMM_MR*nsb*4);                   // [nsb][16][16 rows]
+    const uint8_t * base = (const uint8_t *) rows;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    // per-half shifts that bring qh bit pairs (0-1 | 2-3) or (4-5 | 6-7) to bits 4-5
+    const __m512i sh01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i sh23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const int64_t n_lines = (int64_t) (GGML_GEMM_MR*stride + 63)/64;
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        const uint8_t * row = base + (size_t) r*stride;
+        for (int64_t l = r*n_lines/GGML_GEMM_MR; l < (r + 1)*n_lines/GGML_GEMM_MR; l++) {
+            _mm_prefetch((const char *) (base + GGML_GEMM_MR*stride + 64*l), _MM_HINT_T1);
+        }
+        for (int64_t i = 0; i < nsb; i++) {
+            const block_q6_K * b = (const block_q6_K *) row + i;
+            uint8_t * h = hdr + ((size_t) r*nsb + i)*32;
+            memcpy(h, b->scales, 16);
+            memcpy(h + 16, &b->d, 2);
+            const uint8_t * a = bytes + (size_t) i*QK_K;
+            for (int n = 0; n < 2; n++) {
+                const __m512i ql = _mm512_loadu_si512(b->ql + 64*n);
+                const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (b->qh + 32*n)));
+                // 16-bit shifts: bits that cross into the neighbour byte land outside the 0x30 mask
+                const __m512i v01 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, sh01), m30));
+                const __m512i v23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                                    _mm512_and_si512(_mm512_srlv_epi16(qh, sh23), m30));
+                vs[((size_t) r*nsb + i)*4 + 2*n]     = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v01, _mm512_loadu_si512(a + 128*n));
+                vs[((size_t) r*nsb + i)*4 + 2*n + 1] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v23, _mm512_loadu_si512(a + 128*n + 64));
+            }
+        }
+    }
+    for (int64_t i = 0; i < nsb; i++) {
+        for (int k = 0; k < 4; k++) { // vector k holds sub-blocks 4k..4k+3, one per 128-bit lane
+            for (int p = 0; p < 4; p++) {
+                const __m512i f = fold_4x4(vs[((size_t) (4*p)*nsb + i)*4 + k], vs[((size_t) (4*p + 1)*nsb + i)*4 + k],
+                                           vs[((size_t) (4*p + 2)*nsb + i)*4 + k], vs[((size_t) (4*p + 3)*nsb + i)*4 + k]);
+                for (int L = 0; L < 4; L++) {
+                    _mm_storeu_si128((__m128i *) &isum[(i*16 + 4*k + L)*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, L));
+                }
+            }
+        }
+    }
+    // the 1-column tile's float steps, with the packer's scale decoding
+    __m512 acc = _mm512_setzero_ps();
+    const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int) (nsb*32)));
+    for (int64_t i = 0; i < nsb; i++) {
+        const uint8_t * hb = hdr + (size_t) i*32;
+        __m512i st[4];
+        transpose_16x4(hb, (size_t) nsb*32, 0, st);
+        const __m512 d = f16_lo(gather_u32(hb, vidx, 16));
+        __m512 t = _mm512_setzero_ps();
+        for (int j = 0; j < 16; j++) {
+            const __m512i sj = _mm512_srai_epi32(_mm512_slli_epi32(st[j/4], 24 - 8*(j % 4)), 24); // sign-extended byte
+            const __m512i ia = _mm512_add_epi32(_mm512_loadu_si512(isum + (i*16 + j)*GGML_GEMM_MR),
+                                                _mm512_set1_epi32(((const int32_t *) sc)[17*i + 1 + j]));
+            t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(d, _mm512_cvtepi32_ps(sj)), t);
+        }
+        acc = _mm512_fmadd_ps(t, _mm512_set1_ps(sc[17*i]), acc);
+    }
+    _mm512_storeu_ps(dst, acc);
+}
+
 // ---- activation groups ----
 
 // 8x8 transpose of dwords: r[c] = 8 dwords of column c -> r[g] = dword g of the 8 columns.
@@ -590,6 +785,12 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
             t[i].gemv = gemv_avx512;
             t[i].gemv_prep = gemv_prep_avx512;
         }
+    }
+    if (GGML_GEMM_MR*sizeof(block_q4_K) <= (size_t) INT32_MAX) {
+        t[GGML_TYPE_Q4_K].gemv = gemv_q4_K;
+        t[GGML_TYPE_Q4_K].gemv_prep = gemv_prep_q4_K;
+        t[GGML_TYPE_Q6_K].gemv = gemv_q6_K;
+        t[GGML_TYPE_Q6_K].gemv_prep = gemv_prep_q6_K;
     }
     t[GGML_TYPE_Q4_0].kernel_repacked = kernel_repacked_avx512;
     t[GGML_TYPE_Q4_1].kernel_repacked = kernel_repacked_avx512;
