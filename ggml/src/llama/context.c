@@ -2,6 +2,7 @@
 // allocated once at init, llama_decode (validate, split into ubatches, build, allocate, compute,
 // copy the output rows out), logits / embeddings access, settings and performance counters.
 #include "llama-context.h"
+#include "../cpu/threadpool.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -422,6 +423,8 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
         k->embd_input == key.embd_input && k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
         *res = ctx->graph_res;
         ctx->n_reused++;
+        // Same graph, same allocation: the thread pool may keep its plan too.
+        ggml_threadpool_graph_unchanged(ctx->tp, res->gf);
         return true;
     }
     ctx->graph_reusable = false;
