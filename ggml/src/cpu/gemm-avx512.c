@@ -17,23 +17,24 @@ static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); retu
 // The tile for one (qb, sb, has_min, has_corr) combination; constants fold after inlining.
 // PK: 0 = panel of gemm.h (u8 levels, float scales); 1 / 2 = repacked weights (repack.h:
 // nibble / byte levels, fp16 scales). Only the loads differ: the arithmetic, and so the bits of
-// the result, are the same for the three.
+// the result, are the same for the three. GNR: columns of the group layout (8, or 1 for the
+// compact one-column group of gemm.h).
 static inline __attribute__((always_inline)) void
-tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-     const int QB, const int SB, const bool MIN, const bool CORR, const int NRT, const int PK) {
+tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
+       const int QB, const int SB, const bool MIN, const bool CORR, const int NRT, const int PK, const int GNR) {
     const size_t lvb = PK == 1 ? (size_t) QB*GGML_GEMM_MR/2 : (size_t) QB*GGML_GEMM_MR; // level bytes per block
     const size_t scb = PK ? 32 : 64;                                                      // bytes per scale vector
     const size_t pbb = lvb + scb + (MIN ? scb : 0);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const size_t gbb = (size_t) QB*GGML_GEMM_NR + 64;
-    const size_t sbb = 32 + (size_t) SB*gbb;
+    const size_t gbb = (size_t) (QB + 8)*GNR;
+    const size_t sbb = (size_t) 4*GNR + (size_t) SB*gbb;
     const int64_t nsb = K/(QB*SB);
     __m512 acc[GGML_GEMM_NR];
     for (int c = 0; c < NRT; c++) acc[c] = _mm512_setzero_ps();
     const uint8_t * pb = panel;
     for (int64_t i = 0; i < nsb; i++) {
         const uint8_t * sbp = group + (size_t) i*sbb;
-        const uint8_t * ab = sbp + 32;
+        const uint8_t * ab = sbp + 4*GNR;
         __m512 t[GGML_GEMM_NR];
         if (SB > 1) {
             for (int c = 0; c < NRT; c++) t[c] = _mm512_setzero_ps();
@@ -41,7 +42,7 @@ tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
         for (int j = 0; j < SB; j++) {
             __m512i ia[GGML_GEMM_NR];
             for (int c = 0; c < NRT; c++) {
-                ia[c] = CORR ? _mm512_set1_epi32(ld_i32(ab + QB*GGML_GEMM_NR + 4*c)) : _mm512_setzero_si512();
+                ia[c] = CORR ? _mm512_set1_epi32(ld_i32(ab + QB*GNR + 4*c)) : _mm512_setzero_si512();
             }
             for (int g = 0; g < QB/4; g++) {
                 __m512i w;
@@ -52,7 +53,7 @@ tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                     w = _mm512_loadu_si512((const void *) (pb + 64*g));
                 }
                 for (int c = 0; c < NRT; c++) {
-                    ia[c] = _mm512_dpbusd_epi32(ia[c], w, _mm512_set1_epi32(ld_i32(ab + 32*g + 4*c)));
+                    ia[c] = _mm512_dpbusd_epi32(ia[c], w, _mm512_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c)));
                 }
             }
             const __m512 d = PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb)))
@@ -71,7 +72,7 @@ tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                 const __m512 m = PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb + scb)))
                                     : _mm512_loadu_ps((const float *) (pb + lvb + scb));
                 for (int c = 0; c < NRT; c++) {
-                    acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ld_f32(ab + QB*GGML_GEMM_NR + 32 + 4*c)), acc[c]);
+                    acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[c]);
                 }
             }
             pb += pbb;
@@ -87,6 +88,12 @@ tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
     for (int c = 0; c < nc; c++) {
         _mm512_mask_storeu_ps(dst + c*ldc, mask, acc[c]);
     }
+}
+
+static inline __attribute__((always_inline)) void
+tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
+     const int QB, const int SB, const bool MIN, const bool CORR, const int NRT, const int PK) {
+    tile_g(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, NRT, PK, GGML_GEMM_NR);
 }
 
 // One function per type family and column count (1, 2, 4 or 8: the group's first nc columns);
@@ -108,6 +115,20 @@ TILE_FN(tile_16_16_min, 16, 16, true,  false, 0) // q2_K
 TILE_FN(tile_rp_q4_0, 32, 1, false, true, 1)     // repacked q4_0
 TILE_FN(tile_rp_q4_1, 32, 1, true,  false, 1)    // repacked q4_1
 TILE_FN(tile_rp_q8_0, 32, 1, false, true, 2)     // repacked q8_0
+
+// Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_act_compact).
+static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
+                                    float * dst, int64_t ldc, int nr, int nc) {
+    const uint8_t * p = (const uint8_t *) panel;
+    const uint8_t * g = (const uint8_t *) group;
+    (void) nc;
+    switch (gt->type) {
+        case GGML_TYPE_Q4_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, false, true, 1, 1, 1); break;
+        case GGML_TYPE_Q4_1: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, true, false, 1, 1, 1); break;
+        case GGML_TYPE_Q8_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, false, true, 1, 2, 1); break;
+        default: break;
+    }
+}
 
 static void kernel_repacked_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
                                    float * dst, int64_t ldc, int nr, int nc) {
@@ -795,6 +816,9 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
     t[GGML_TYPE_Q4_0].kernel_repacked = kernel_repacked_avx512;
     t[GGML_TYPE_Q4_1].kernel_repacked = kernel_repacked_avx512;
     t[GGML_TYPE_Q8_0].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q4_0].kernel_repacked1 = kernel_repacked1_avx512;
+    t[GGML_TYPE_Q4_1].kernel_repacked1 = kernel_repacked1_avx512;
+    t[GGML_TYPE_Q8_0].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_0].pack = pack_legacy;
     t[GGML_TYPE_Q4_1].pack = pack_legacy;
     t[GGML_TYPE_Q8_0].pack = pack_legacy;

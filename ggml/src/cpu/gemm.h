@@ -81,6 +81,7 @@ struct ggml_gemm_traits {
     ggml_gemm_act_group_t act_group; // up to 8 quantized rows -> group
     bool accelerated;           // kernel is SIMD: mul_mat prefers it to vec_dot per column
     ggml_gemm_kernel_t    kernel_repacked; // tile on repacked weights (repack.h), or NULL
+    ggml_gemm_kernel_t    kernel_repacked1; // the same, one column in the compact layout, or NULL
     ggml_gemm_gemv_t      gemv;      // NULL: one column goes through pack + kernel
     ggml_gemm_gemv_prep_t gemv_prep;
 };
@@ -112,6 +113,13 @@ void ggml_gemm_set_enabled(bool on);
 // Whether mul_mat may take the GEMM path.
 bool ggml_gemm_enabled(void);
 
+// The compact layout of one column (what a group is with 8 columns narrowed to 1): per
+// superblock da, then per block q (qb bytes), corr, s. Token generation on repacked weights
+// reads it: a group's column would touch 8 times the cache lines.
+static inline size_t ggml_gemm_compact_bytes(const struct ggml_gemm_traits * gt, int64_t K) {
+    return (size_t) (K/(gt->qb*gt->sb))*(4 + (size_t) gt->sb*(gt->qb + 8));
+}
+
 // Bytes of a column prepared for gemv, with gemv's scratch after it (a bound for every type).
 static inline size_t ggml_gemm_gemv_bytes(int64_t K) {
     const size_t nbp = (size_t) (K/16 + 8);
@@ -138,6 +146,8 @@ void ggml_gemm_act_generic   (const struct ggml_gemm_traits * gt, const void * q
                               void * group);
 void ggml_gemm_act_group_generic(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride,
                                  int nc, int64_t K, void * group);
+// Column 0 of group (ggml_gemm_group_bytes) in the compact layout (ggml_gemm_compact_bytes).
+void ggml_gemm_act_compact(const struct ggml_gemm_traits * gt, const void * group, int64_t K, void * out);
 
 #ifdef __cplusplus
 }

@@ -112,6 +112,8 @@ struct mm_gemm_plan {
     bool    gemv;                // one column: whole panels go through gt->gemv
     const uint8_t * packed;      // a's repacked panels (repack.h), or NULL: panels are made here
     size_t  packed_panel_bytes;
+    bool    compact;             // one column on repacked weights: the compact column layout
+    size_t  compact_bytes;
     size_t  qrow_bytes, frow_bytes, gv_bytes, thread_bytes;
 };
 
@@ -152,13 +154,15 @@ static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_te
         p->ppi = GGML_MAX(1, p->panels_m*nbatch/want);
         p->items_m = (p->panels_m + p->ppi - 1)/p->ppi;
     }
+    p->compact = p->packed && N == 1 && nbatch == 1 && gt->kernel_repacked1;
+    p->compact_bytes = p->compact ? GGML_PAD(ggml_gemm_compact_bytes(gt, K), 64) : 0;
     p->gemv = !p->packed && N == 1 && nbatch == 1 && gt->gemv && gt->gemv_prep && a->nb[1] <= (size_t) INT32_MAX/GGML_GEMM_MR;
-    p->priv = nth == 1 || N*nbatch*K <= MM_PRIVATE_MAX_ELEMENTS || p->gemv;
+    p->priv = nth == 1 || N*nbatch*K <= MM_PRIVATE_MAX_ELEMENTS || p->gemv || p->compact;
     p->gv_bytes = p->gemv ? GGML_PAD(ggml_gemm_gemv_bytes(K), 64) : 0;
     p->qrow_bytes = GGML_PAD(ggml_row_size(gt->act_type, K), 64);
     p->frow_bytes = (b->type != GGML_TYPE_F32 || b->nb[0] != sizeof(float)) ? GGML_PAD((size_t) K*sizeof(float), 64) : 0;
     p->thread_bytes = GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64) + GGML_GEMM_NR*p->qrow_bytes + p->frow_bytes +
-                      p->gv_bytes;
+                      p->gv_bytes + p->compact_bytes;
     return true;
 }
 
@@ -185,6 +189,7 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
     char * qrow = mine + GGML_PAD(p->panel_bytes*(size_t) p->ppi, 64);
     float * frow = p->frow_bytes ? (float *) (qrow + GGML_GEMM_NR*p->qrow_bytes) : NULL;
     char * gv = qrow + GGML_GEMM_NR*p->qrow_bytes + p->frow_bytes;
+    char * compact = gv + p->gv_bytes;
 
     // Phase 1: b's columns -> activation groups (group index = batch*ngroups + g), all of them
     // into this thread's copy, or this thread's share into the shared copy.
@@ -224,6 +229,19 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
     // Phase 2: items (batch, block of ppi panels).
     const size_t a_row = a->nb[1];
     const int64_t ldc = (int64_t) (dst->nb[1]/sizeof(float));
+    if (p->compact) {
+        // one column on repacked weights: every thread holds the column compactly, panels in turn
+        ggml_gemm_act_compact(gt, act, K, compact);
+        float * out = (float *) dst->data;
+        for (; t < t_end; t++) {
+            const int64_t pm0 = t*p->ppi, pm1 = GGML_MIN(p->panels_m, pm0 + p->ppi);
+            for (int64_t pm = pm0; pm < pm1; pm++) {
+                gt->kernel_repacked1(gt, K, p->packed + (size_t) pm*p->packed_panel_bytes, compact,
+                                     out + pm*GGML_GEMM_MR, ldc, GGML_GEMM_MR, 1);
+            }
+        }
+        return;
+    }
     if (p->gemv) {
         // one column: whole panels straight from the rows, the last partial one through a panel
         gt->gemv_prep(gt, qrow, act, K, gv);
