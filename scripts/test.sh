@@ -55,7 +55,11 @@ if [ "${LLAMA_PY_SKIP_ASAN:-0}" = "1" ]; then
     stage "sanitizer stage skipped (LLAMA_PY_SKIP_ASAN=1)"
 else
     # libFuzzer needs clang (15 or newer); install Debian's when none is there and we may.
-    if [ "${LLAMA_PY_SKIP_FUZZ:-0}" != "1" ] && ! ls /usr/bin/clang-1[5-9] /usr/bin/clang-2[0-9] >/dev/null 2>&1; then
+    have_clang=0
+    for v in 25 24 23 22 21 20 19 18 17 16 15; do
+        command -v "clang-$v" >/dev/null 2>&1 && { have_clang=1; break; }
+    done
+    if [ "${LLAMA_PY_SKIP_FUZZ:-0}" != "1" ] && [ "$have_clang" = "0" ]; then
         if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
             stage "installing clang for the fuzzers (Debian packages)"
             apt-get update -qq && apt-get install -y -qq clang-19 libclang-rt-19-dev >/dev/null \
