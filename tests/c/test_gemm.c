@@ -336,6 +336,37 @@ static void check_repack(void) {
             ggml_free(ctx);
         }
     }
+    // a whole set at once, on 2 threads, repeats and NULLs skipped; then freed
+    {
+        struct ggml_init_params ip = { 16u*1024*1024, NULL, false };
+        struct ggml_context * ctx = ggml_init(ip);
+        struct ggml_tensor * outs[3];
+        struct ggml_tensor * ws[6];
+        struct ggml_cgraph * gf = ggml_new_graph(ctx);
+        for (int i = 0; i < 3; i++) {
+            outs[i] = mm_case(ctx, types[i], GGML_TYPE_F32, 256, 32, 1, 1, 1, false);
+            ws[i] = outs[i]->src[0];
+            ggml_build_forward_expand(gf, outs[i]);
+        }
+        ws[3] = ws[0];
+        ws[4] = NULL;
+        ws[5] = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 32);
+        CHECK(ggml_graph_compute_with_ctx(ctx, gf, 2) == GGML_STATUS_SUCCESS, "compute");
+        float want[3][32];
+        for (int i = 0; i < 3; i++) memcpy(want[i], outs[i]->data, sizeof(want[i]));
+        void * buf = ggml_cpu_repack_all(ws, 6, 2);
+        const bool avail = ggml_gemm_get_traits(GGML_TYPE_Q4_0) && ggml_gemm_get_traits(GGML_TYPE_Q4_0)->kernel_repacked;
+        CHECK((buf != NULL) == avail, "repack_all");
+        if (buf) {
+            for (int i = 0; i < 3; i++) CHECK(ggml_cpu_repack_panels(ws[i]) != NULL, "tensor %d repacked", i);
+            CHECK(ws[5]->extra == NULL, "f32 left alone");
+            CHECK(ggml_graph_compute_with_ctx(ctx, gf, 2) == GGML_STATUS_SUCCESS, "compute repacked");
+            for (int i = 0; i < 3; i++) CHECK(memcmp(want[i], outs[i]->data, sizeof(want[i])) == 0, "repack_all: tensor %d", i);
+            ggml_cpu_repack_free(ws, 6, buf);
+            for (int i = 0; i < 3; i++) CHECK(ws[i]->extra == NULL, "tensor %d released", i);
+        }
+        ggml_free(ctx);
+    }
     // shapes it declines: rows not a multiple of 16, other types
     struct ggml_init_params ip = { 1u*1024*1024, NULL, false };
     struct ggml_context * ctx = ggml_init(ip);

@@ -6,6 +6,7 @@
 #include "repack.h"
 #include "gemm.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,4 +107,87 @@ const void * ggml_cpu_repack_panels(const struct ggml_tensor * t) {
     const struct repack_header * h = repack_header_of(t);
     if (!h || !repack_traits(t)) return NULL;
     return (const uint8_t *) h + REPACK_HEADER;
+}
+
+struct repack_job {
+    struct ggml_tensor * const * ts;
+    const size_t * offs;      // per tensor: offset in buf, or SIZE_MAX (skip)
+    int n, ith, nth;
+    uint8_t * buf;
+    bool ok;
+};
+
+// Tensors ith, ith + nth, ... of the job.
+static void * repack_worker(void * arg) {
+    struct repack_job * j = (struct repack_job *) arg;
+    for (int i = j->ith; i < j->n; i += j->nth) {
+        if (j->offs[i] == SIZE_MAX) continue;
+        j->ok &= ggml_cpu_repack(j->ts[i], j->buf + j->offs[i]);
+    }
+    return NULL;
+}
+
+void * ggml_cpu_repack_all(struct ggml_tensor * const * ts, int n, int n_threads) {
+    if (!ts || n <= 0) return NULL;
+    size_t * offs = malloc(sizeof(size_t)*(size_t) n);
+    if (!offs) return NULL;
+    size_t total = REPACK_HEADER; // the buffer's own header: its size, for ggml_cpu_repack_free
+    for (int i = 0; i < n; i++) {
+        offs[i] = SIZE_MAX;
+        const size_t sz = ggml_cpu_repack_size(ts[i]);
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++) seen = ts[k] == ts[i];
+        if (sz == 0 || seen || ggml_cpu_repack_panels(ts[i])) continue;
+        offs[i] = total;
+        total += GGML_PAD(sz, 64);
+    }
+    if (total == REPACK_HEADER) {
+        free(offs);
+        return NULL;
+    }
+    uint8_t * buf = NULL;
+    if (posix_memalign((void **) &buf, 64, total) != 0) {
+        GGML_LOG_ERROR("ggml_cpu_repack_all: out of memory (%zu bytes); weights stay as stored\n", total);
+        free(offs);
+        return NULL;
+    }
+    memcpy(buf, &total, sizeof(total));
+    const int nth = n_threads < 1 ? 1 : n_threads > 64 ? 64 : n_threads;
+    struct repack_job jobs[64];
+    pthread_t th[64];
+    bool started[64] = { false };
+    for (int t = 0; t < nth; t++) {
+        jobs[t] = (struct repack_job) { ts, offs, n, t, nth, buf, true };
+        if (t > 0) started[t] = pthread_create(&th[t], NULL, repack_worker, &jobs[t]) == 0;
+    }
+    // tensors of threads that could not start are done here
+    for (int t = 0; t < nth; t++) {
+        if (t == 0 || !started[t]) repack_worker(&jobs[t]);
+    }
+    bool ok = true;
+    for (int t = 0; t < nth; t++) {
+        if (started[t]) pthread_join(th[t], NULL);
+        ok &= jobs[t].ok;
+    }
+    if (!ok) {
+        GGML_LOG_ERROR("ggml_cpu_repack_all: a tensor could not be repacked; weights stay as stored\n");
+        ggml_cpu_repack_free(ts, n, buf);
+        buf = NULL;
+    }
+    free(offs);
+    return buf;
+}
+
+void ggml_cpu_repack_free(struct ggml_tensor * const * ts, int n, void * buf) {
+    if (!buf) return;
+    size_t total;
+    memcpy(&total, buf, sizeof(total));
+    const uint8_t * lo = (const uint8_t *) buf, * hi = lo + total;
+    for (int i = 0; ts && i < n; i++) {
+        // only copies inside buf: a tensor may hold one made elsewhere
+        if (ts[i] && repack_header_of(ts[i]) && (const uint8_t *) ts[i]->extra > lo && (const uint8_t *) ts[i]->extra < hi) {
+            ggml_cpu_repack_clear(ts[i]);
+        }
+    }
+    free(buf);
 }

@@ -19,6 +19,12 @@
 //                                              // other op touches may be given back (madvise)
 //   ggml_cpu_repack_clear(t); free(buf);       // before t or buf goes away
 //
+// Or, for a whole model:
+//
+//   void * rp = ggml_cpu_repack_all(weights, n, n_threads);  // NULL: nothing repacked
+//   ...
+//   ggml_cpu_repack_free(weights, n, rp);
+//
 // The buffer starts with a header that names the layout; mul_mat uses the copy only when the
 // header matches t's type and shape and the selected kernel set (GGML_CPU_VARIANT) has the
 // kernel, and falls back to t->data otherwise.
@@ -40,6 +46,13 @@ bool ggml_cpu_repack(struct ggml_tensor * t, void * buf);
 void ggml_cpu_repack_clear(struct ggml_tensor * t);
 // The panels of t's repacked copy, or NULL if t has none usable by the selected kernels.
 const void * ggml_cpu_repack_panels(const struct ggml_tensor * t);
+
+// Repacks every tensor of ts[0..n) that can be (ggml_cpu_repack_size > 0; NULL entries and
+// repeats are skipped) into one buffer it allocates, on n_threads threads. Returns the buffer,
+// owned by the caller (ggml_cpu_repack_free), or NULL if nothing was repacked.
+void * ggml_cpu_repack_all(struct ggml_tensor * const * ts, int n, int n_threads);
+// Detaches the copies made by ggml_cpu_repack_all from ts[0..n) and frees buf (NULL-safe).
+void ggml_cpu_repack_free(struct ggml_tensor * const * ts, int n, void * buf);
 
 #ifdef __cplusplus
 }
