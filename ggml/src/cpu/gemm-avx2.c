@@ -2,7 +2,8 @@
 //
 // Without VNNI a 4-way byte dot is maddubs (u8 x s8 -> s16 pairs) then madd with ones (-> s32).
 // maddubs saturates at 32767, and a pair reaches 2 * level * 128: safe for levels below 128,
-// so every type but q8_0 (levels up to 255) runs here; q8_0 stays on vec_dot per column.
+// so every type but q8_0 (levels up to 255) runs here. (Not yet chosen by mul_mat: see
+// ggml_gemm_init_avx2.)
 // A 256-bit vector holds 4 levels of 8 rows: the 16-row panel is done as two halves, each
 // with 4 columns at a time (16 registers: 4 integer sums, 4 block sums, 4 accumulators).
 #include "gemm.h"
@@ -127,6 +128,9 @@ void ggml_gemm_init_avx2(struct ggml_gemm_traits * t) {
     for (int i = 0; i < GGML_TYPE_COUNT; i++) {
         if (t[i].qb == 0 || i == GGML_TYPE_Q8_0) continue; // q8_0 levels would saturate maddubs
         t[i].kernel = kernel_avx2;
-        t[i].accelerated = true;
+        // Not used by mul_mat yet (accelerated stays false): without AVX2 panel packers and a
+        // one-column gemv, the portable packer makes token generation and small batches several
+        // times slower than vec_dot, and mul_mat must use one path for every N. The kernel is
+        // tested against the portable one (tests/c/test_gemm.c) for when those exist.
     }
 }

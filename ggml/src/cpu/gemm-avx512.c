@@ -799,7 +799,12 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
         if (t[i].qb == 0) continue;
         t[i].kernel = kernel_avx512;
         t[i].act_group = act_group_avx512;
-        t[i].accelerated = true;
+        // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend
+        // on its batch), so a type needs a fast packer (prompts) and a one-column gemv (token
+        // generation) to beat vec_dot: q5_0, q5_1, q2_K, q3_K and q5_K have neither yet and stay
+        // on vec_dot; their kernels are still tested against the portable ones.
+        t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 ||
+                           i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q6_K;
     }
     for (int i = 0; i < GGML_TYPE_COUNT; i++) {
         if (i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0) {
