@@ -1,10 +1,13 @@
-// gemm.h — multi-column quantized matrix multiplication: the prompt-processing path of mul_mat.
+// gemm.h — multi-column quantized matrix multiplication: mul_mat's path for the weight types a
+// kernel set accelerates (prompt processing, and token generation with one column).
 //
-// A batch of activation columns (N >= GGML_GEMM_MIN_N) is quantized once, as the weight type's
-// vec_dot_type would be, and laid out for the micro-kernel; weight rows are unpacked on the fly,
-// 16 at a time, into one "panel" format shared by every quantized type. The micro-kernel then
-// computes a tile of 16 weight rows x 8 columns, reusing each loaded weight vector across the 8
-// columns (AVX-512 VNNI: one vpdpbusd per 16 rows x 1 column x 4 elements).
+// A batch of activation columns is quantized once, as the weight type's vec_dot_type would be,
+// and laid out for the micro-kernel; weight rows are unpacked on the fly, 16 at a time, into one
+// "panel" format shared by every quantized type (or were repacked at load, repack.h). The
+// micro-kernel then computes a tile of 16 weight rows x 8 columns, reusing each loaded weight
+// vector across the 8 columns (AVX-512 VNNI: one vpdpbusd per 16 rows x 1 column x 4 elements).
+// Each column's lanes see the same operations whatever the tile width, and the one-column
+// paths (gemv, compact column) reproduce them: results never depend on N.
 //
 // Every weight element is a level u in 0..255 with value  d_blk * (u - off) + m_blk  (or, for the
 // K-quants, sub-block scales and mins folded into d_blk and m_blk), so one kernel serves all types:

@@ -1,16 +1,19 @@
 // ops-matmul.c — dst[M, N, B2, B3] = a[K, M, A2, A3] . b[K, N, B2, B3] over K, a broadcast over
 // dims 2-3 (B2 % A2 == 0: batch i2 uses a's i2 / (B2/A2), as grouped-query attention needs).
 //
-// Two paths:
+// Two paths, chosen per weight type for every N alike (a column's result must be bit for bit
+// the same whatever batch it came in: a prompt decoded at once and token by token agree):
 //
-// GEMM (quantized a with a SIMD GEMM kernel, any N; see gemm.h): b's columns are quantized once
-// into groups of 8, split over threads, then a barrier (small b, as in token generation: every
-// thread converts all of it, no barrier). Work items are blocks of a's rows (a few 16-row
-// panels) of one batch, taken from an atomic counter (small b: fixed ranges); a thread unpacks
-// its item's rows into panels in its own scratch, then runs the 16 x 8 micro-kernel over every
-// column group, column chunk by column chunk so that the chunk and the panels stay in L2.
-// Token generation runs the same kernel with one column, so a column's result is bit for bit
-// the same whatever batch it came in.
+// GEMM (quantized a whose type the selected kernel set accelerates; see gemm.h): b's columns
+// are quantized once into groups of 8, split over threads, then a barrier (small b, as in token
+// generation: every thread converts all of it, no barrier). Work items are blocks of a's rows
+// (a few 16-row panels) of one batch, taken from an atomic counter (small b: fixed ranges); a
+// thread unpacks its item's rows into panels in its own scratch (or finds them ready: weights
+// repacked at load, repack.h), then runs the 16 x 8 micro-kernel over every column group,
+// column chunk by column chunk so that the chunk and the panels stay in L2. One column (token
+// generation) goes through the kernel set's gemv straight from the rows, or through the
+// 1-column kernel on repacked panels with the column in a compact layout; both give the bits
+// of the 1-column tile.
 //
 // vec_dot (everything else): b's rows are fed to the dot kernel in its
 // vec_dot_type (e.g. F32 -> Q8_0 for Q4_0 weights), in one of three ways:
@@ -26,8 +29,9 @@
 //
 // wdata layout (vec_dot): [64 B: tile counter][converted b rows, each padded to 64 B, once or per
 // thread][per-thread float row for gathering strided b rows].
-// wdata layout (GEMM): [64 B: item counter][activation groups of every batch][per thread: panels
-// of one item, 8 quantized b rows, a float row for gathering].
+// wdata layout (GEMM): [64 B: item counter][activation groups of every batch, once or per
+// thread][per thread: panels of one item, 8 quantized b rows, a float row for gathering, the
+// gemv column, the compact column].
 #include "ops-util.h"
 #include "gemm.h"
 #include "repack.h"
