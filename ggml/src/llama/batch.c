@@ -208,7 +208,7 @@ int32_t llama_batch_prepare(struct llama_context * ctx, const struct llama_batch
                 const llama_pos prev = ctx->seq_last[s] >= 0 ? ctx->seq_last[s] : llama_memory_seq_pos_max(&ctx->kv, s);
                 if (prev >= 0 && (prev == INT32_MAX || pos != prev + 1)) {
                     LLAMA_LOG_ERROR("llama_decode: pos[%d] = %d does not continue sequence %d (its last position is %d; "
-                                    "expected %d)\n", i, pos, s, prev, prev + 1);
+                                    "expected %lld)\n", i, pos, s, prev, (long long) prev + 1);
                     return -1;
                 }
             }
