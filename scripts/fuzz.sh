@@ -90,7 +90,13 @@ for t in "${TARGETS[@]}"; do
     if [ "$rc" -ne 0 ]; then
         tail -n 60 "$log"
         echo "fuzz.sh: $t FOUND A CRASH (exit $rc); input in $BUILD/crashes/$t/" >&2
-        status=1
+        # A new find is printed whole (base64) so CI's log carries it; under CI it does not
+        # fail the run (a bounded random search must not decide whether a submission lands),
+        # while saved regressions above always do. FUZZ_FINDS_FATAL=1 makes finds fatal.
+        for f in "$BUILD/crashes/$t"/*; do
+            [ -f "$f" ] && { echo "fuzz.sh: $(basename "$f") (base64):"; base64 -w0 "$f"; echo; }
+        done
+        if [ -z "${CI:-}" ] || [ "${FUZZ_FINDS_FATAL:-0}" = "1" ]; then status=1; fi
         summary+=("$(printf '%-10s %10s executions  %6s edges  CRASH' "$t" "${execs:-?}" "${cov:-?}")")
     else
         summary+=("$(printf '%-10s %10s executions  %6s edges  ok' "$t" "${execs:-?}" "${cov:-?}")")
