@@ -302,9 +302,13 @@ static void check_batch_independence(void) {
 
 // 5. Weights repacked at load (repack.h): same bytes as stored, same bits out, for every N.
 static void check_repack(void) {
-    const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0 };
-    const int64_t K = 320, M = 48, Ns[] = { 1, 3, 5, 13 };
+    const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K };
+    const int64_t M = 48, Ns[] = { 1, 3, 5, 13 };
     for (size_t ti = 0; ti < sizeof(types)/sizeof(types[0]); ti++) for (size_t ni = 0; ni < 4; ni++) {
+        const bool kq = types[ti] == GGML_TYPE_Q4_K;
+        const int64_t K = kq ? 512 : 320;
+        // q4_K keeps d, dmin and its decoded sub-block scales per superblock: 2368 bytes per 16 rows
+        const size_t want_size = kq ? 64 + (size_t) (M/16)*(size_t) (K/256)*2368 : 0;
         for (int nth = 1; nth <= 2; nth++) {
             struct ggml_init_params ip = { 16u*1024*1024, NULL, false };
             struct ggml_context * ctx = ggml_init(ip);
@@ -318,8 +322,8 @@ static void check_repack(void) {
             memcpy(want, out->data, n*sizeof(float));
             const size_t sz = ggml_cpu_repack_size(a);
             const bool avail = ggml_gemm_get_traits(types[ti]) && ggml_gemm_get_traits(types[ti])->kernel_repacked;
-            CHECK(sz == (avail ? ggml_nbytes(a) + 64 : 0), "%s: repack size %zu for %zu bytes", ggml_type_name(types[ti]),
-                  sz, ggml_nbytes(a));
+            CHECK(sz == (avail ? (kq ? want_size : ggml_nbytes(a) + 64) : 0), "%s: repack size %zu for %zu bytes",
+                  ggml_type_name(types[ti]), sz, ggml_nbytes(a));
             if (sz) {
                 void * buf = aligned(sz);
                 CHECK(ggml_cpu_repack(a, buf), "repack");

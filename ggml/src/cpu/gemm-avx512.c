@@ -22,9 +22,10 @@ static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); retu
 static inline __attribute__((always_inline)) void
 tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
        const int QB, const int SB, const bool MIN, const bool CORR, const int NRT, const int PK, const int GNR) {
-    const size_t lvb = PK == 1 ? (size_t) QB*GGML_GEMM_MR/2 : (size_t) QB*GGML_GEMM_MR; // level bytes per block
+    // level bytes per block; PK 3 (repacked q4_K) keeps its scales in a header per superblock
+    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : (size_t) QB*GGML_GEMM_MR;
     const size_t scb = PK ? 32 : 64;                                                      // bytes per scale vector
-    const size_t pbb = lvb + scb + (MIN ? scb : 0);
+    const size_t pbb = PK == 3 ? lvb : lvb + scb + (MIN ? scb : 0);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const size_t gbb = (size_t) (QB + 8)*GNR;
     const size_t sbb = (size_t) 4*GNR + (size_t) SB*gbb;
@@ -39,6 +40,14 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
         if (SB > 1) {
             for (int c = 0; c < NRT; c++) t[c] = _mm512_setzero_ps();
         }
+        // repacked q4_K: d[16], dmin[16] (fp16), then sc[8][16], mn[8][16] (u8), then the levels
+        const uint8_t * hd = pb;
+        __m512 dsb = _mm512_setzero_ps(), ndsb = _mm512_setzero_ps();
+        if (PK == 3) {
+            dsb = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) hd));
+            ndsb = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (hd + 32))));
+            pb += 64 + 2*8*GGML_GEMM_MR;
+        }
         for (int j = 0; j < SB; j++) {
             __m512i ia[GGML_GEMM_NR];
             for (int c = 0; c < NRT; c++) {
@@ -46,7 +55,7 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
             }
             for (int g = 0; g < QB/4; g++) {
                 __m512i w;
-                if (PK == 1) {
+                if (PK == 1 || PK == 3) {
                     const __m512i pk = _mm512_loadu_si512((const void *) (pb + 64*(g % (QB/8))));
                     w = _mm512_and_si512(g < QB/8 ? pk : _mm512_srli_epi16(pk, 4), m4);
                 } else {
@@ -56,7 +65,10 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                     ia[c] = _mm512_dpbusd_epi32(ia[c], w, _mm512_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c)));
                 }
             }
-            const __m512 d = PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb)))
+            // the packer's d * sc and -dmin * mn, the same float products
+            const __m512 d = PK == 3 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                           _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j)))))
+                           : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb)))
                                 : _mm512_loadu_ps((const float *) (pb + lvb));
             if (SB == 1) {
                 for (int c = 0; c < NRT; c++) {
@@ -69,7 +81,9 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                 }
             }
             if (MIN) {
-                const __m512 m = PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb + scb)))
+                const __m512 m = PK == 3 ? _mm512_mul_ps(ndsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                               _mm_loadu_si128((const __m128i *) (hd + 64 + 128 + 16*j)))))
+                               : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb + scb)))
                                     : _mm512_loadu_ps((const float *) (pb + lvb + scb));
                 for (int c = 0; c < NRT; c++) {
                     acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[c]);
@@ -115,6 +129,7 @@ TILE_FN(tile_16_16_min, 16, 16, true,  false, 0) // q2_K
 TILE_FN(tile_rp_q4_0, 32, 1, false, true, 1)     // repacked q4_0
 TILE_FN(tile_rp_q4_1, 32, 1, true,  false, 1)    // repacked q4_1
 TILE_FN(tile_rp_q8_0, 32, 1, false, true, 2)     // repacked q8_0
+TILE_FN(tile_rp_q4_K, 32, 8, true,  false, 3)    // repacked q4_K
 
 // Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_act_compact).
 static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
@@ -126,6 +141,7 @@ static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t 
         case GGML_TYPE_Q4_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, false, true, 1, 1, 1); break;
         case GGML_TYPE_Q4_1: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, true, false, 1, 1, 1); break;
         case GGML_TYPE_Q8_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, false, true, 1, 2, 1); break;
+        case GGML_TYPE_Q4_K: tile_g(K, p, g, dst, ldc, nr, 1, 32, 8, true, false, 1, 3, 1); break;
         default: break;
     }
 }
@@ -138,7 +154,8 @@ static void kernel_repacked_avx512(const struct ggml_gemm_traits * gt, int64_t K
         case GGML_TYPE_Q4_0: tile_rp_q4_0(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q4_1: tile_rp_q4_1(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q8_0: tile_rp_q8_0(K, p, g, dst, ldc, nr, nc); break;
-        default: break; // ggml_gemm_repack_supported() admits no other type
+        case GGML_TYPE_Q4_K: tile_rp_q4_K(K, p, g, dst, ldc, nr, nc); break;
+        default: break; // repack.c makes no other layout
     }
 }
 
@@ -821,6 +838,8 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
     t[GGML_TYPE_Q4_0].kernel_repacked = kernel_repacked_avx512;
     t[GGML_TYPE_Q4_1].kernel_repacked = kernel_repacked_avx512;
     t[GGML_TYPE_Q8_0].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q4_K].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q4_K].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_0].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_1].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q8_0].kernel_repacked1 = kernel_repacked1_avx512;

@@ -1,8 +1,9 @@
 // repack.c — load-time repacking of weight matrices for the CPU GEMM (layout in repack.h).
 //
 // The copy is made with the selected kernel set's panel packer (the same unpacking mul_mat
-// would do on every call), then squeezed back to the stored size: levels to nibbles (q4_0,
-// q4_1) and scales to fp16, which is exact since they came from fp16.
+// would do on every call), then squeezed back to about the stored size: levels to nibbles (q4_0,
+// q4_1, q4_K) and scales to fp16, which is exact since they came from fp16 (q4_K: its stored
+// d, dmin and decoded 6-bit sub-block scales, 2.8% more than stored).
 #include "repack.h"
 #include "gemm.h"
 
@@ -20,20 +21,29 @@ struct repack_header {
     uint64_t bytes;   // of the whole copy, header included
 };
 
-// Bytes of one repacked 32-element block of 16 rows (0: no repacked layout for the type).
-static size_t repack_block_bytes(enum ggml_type type) {
+// Elements of one repacked unit (a block, or a q4_K superblock) and its bytes for 16 rows
+// (0: no repacked layout for the type).
+static int64_t repack_unit(enum ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q8_0: return 32;
+        case GGML_TYPE_Q4_K: return QK_K;
+        default:             return 0;
+    }
+}
+static size_t repack_unit_bytes(enum ggml_type type) {
     switch (type) {
         case GGML_TYPE_Q4_0: return 16*32/2 + 32;
         case GGML_TYPE_Q4_1: return 16*32/2 + 64;
         case GGML_TYPE_Q8_0: return 16*32 + 32;
+        case GGML_TYPE_Q4_K: return 64 + 2*8*16 + 8*(16*32/2); // d, dmin; sc, mn; 8 blocks of nibbles
         default:             return 0;
     }
 }
 
 static const struct ggml_gemm_traits * repack_traits(const struct ggml_tensor * t) {
-    if (!t || repack_block_bytes(t->type) == 0) return NULL;
-    if (t->ne[2] != 1 || t->ne[3] != 1 || t->ne[0] % 32 != 0 || t->ne[1] % GGML_GEMM_MR != 0 || t->ne[1] <= 0 ||
-        t->nb[0] != ggml_type_size(t->type) || t->nb[1] < ggml_row_size(t->type, t->ne[0])) {
+    if (!t || repack_unit(t->type) == 0) return NULL;
+    if (t->ne[2] != 1 || t->ne[3] != 1 || t->ne[0] % repack_unit(t->type) != 0 || t->ne[1] % GGML_GEMM_MR != 0 ||
+        t->ne[1] <= 0 || t->nb[0] != ggml_type_size(t->type) || t->nb[1] < ggml_row_size(t->type, t->ne[0])) {
         return NULL;
     }
     const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(t->type);
@@ -41,16 +51,23 @@ static const struct ggml_gemm_traits * repack_traits(const struct ggml_tensor * 
     return gt;
 }
 
+// Levels of a panel block (u8, 16 rows x 32) as nibbles: packed vector h holds level vector h in
+// its low nibbles and h + 4 in its high ones.
+static void repack_nibbles(const uint8_t * lv, uint8_t * o) {
+    for (size_t i = 0; i < 16*32/2; i++) o[i] = (uint8_t) (lv[i] | (lv[i + 16*32/2] << 4));
+}
+
 size_t ggml_cpu_repack_size(const struct ggml_tensor * t) {
     if (!repack_traits(t)) return 0;
-    return REPACK_HEADER + (size_t) (t->ne[1]/GGML_GEMM_MR)*(size_t) (t->ne[0]/32)*repack_block_bytes(t->type);
+    return REPACK_HEADER + (size_t) (t->ne[1]/GGML_GEMM_MR)*(size_t) (t->ne[0]/repack_unit(t->type))*
+                           repack_unit_bytes(t->type);
 }
 
 bool ggml_cpu_repack(struct ggml_tensor * t, void * buf) {
     const struct ggml_gemm_traits * gt = repack_traits(t);
     if (!gt || !buf || !t->data) return false;
-    const int64_t K = t->ne[0], M = t->ne[1], nblk = K/32;
-    const size_t pbb = ggml_gemm_panel_block_bytes(gt), rbb = repack_block_bytes(t->type);
+    const int64_t K = t->ne[0], M = t->ne[1], unit = repack_unit(t->type), nu = K/unit;
+    const size_t pbb = ggml_gemm_panel_block_bytes(gt), rub = repack_unit_bytes(t->type);
     uint8_t * panel = malloc(ggml_gemm_panel_bytes(gt, K));
     if (!panel) {
         GGML_LOG_ERROR("ggml_cpu_repack: out of memory for a panel of '%s'\n", t->name);
@@ -58,18 +75,35 @@ bool ggml_cpu_repack(struct ggml_tensor * t, void * buf) {
     }
     uint8_t * out = (uint8_t *) buf + REPACK_HEADER;
     for (int64_t p = 0; p < M/GGML_GEMM_MR; p++) {
-        gt->pack(gt, (const char *) t->data + (size_t) p*GGML_GEMM_MR*t->nb[1], t->nb[1], GGML_GEMM_MR, K, panel);
-        for (int64_t b = 0; b < nblk; b++) {
-            const uint8_t * lv = panel + (size_t) b*pbb;
-            uint8_t * o = out + (size_t) (p*nblk + b)*rbb;
+        const char * rows = (const char *) t->data + (size_t) p*GGML_GEMM_MR*t->nb[1];
+        gt->pack(gt, rows, t->nb[1], GGML_GEMM_MR, K, panel);
+        for (int64_t u = 0; u < nu; u++) {
+            uint8_t * o = out + (size_t) (p*nu + u)*rub;
+            if (t->type == GGML_TYPE_Q4_K) {
+                // the scales as stored (d, dmin) and decoded (6-bit sc, mn): the kernel forms
+                // d*sc and -dmin*mn as the packer does
+                for (int r = 0; r < GGML_GEMM_MR; r++) {
+                    const block_q4_K * b = (const block_q4_K *) (rows + (size_t) r*t->nb[1]) + u;
+                    memcpy(o + 2*r, &b->d, 2);
+                    memcpy(o + 32 + 2*r, &b->dmin, 2);
+                    for (int j = 0; j < 8; j++) {
+                        uint8_t sc, mn;
+                        ggml_quants_get_scale_min_k4(j, b->scales, &sc, &mn);
+                        o[64 + 16*j + r] = sc;
+                        o[64 + 128 + 16*j + r] = mn;
+                    }
+                }
+                for (int j = 0; j < 8; j++) repack_nibbles(panel + (size_t) (8*u + j)*pbb, o + 64 + 256 + 256*j);
+                continue;
+            }
+            const uint8_t * lv = panel + (size_t) u*pbb;
             size_t lvb;
             if (t->type == GGML_TYPE_Q8_0) {
                 lvb = 16*32;
                 memcpy(o, lv, lvb);
             } else {
-                // packed vector h: level vector h in the low nibbles, h + 4 in the high ones
                 lvb = 16*32/2;
-                for (size_t i = 0; i < lvb; i++) o[i] = (uint8_t) (lv[i] | (lv[i + lvb] << 4));
+                repack_nibbles(lv, o);
             }
             const float * d = (const float *) (lv + 32*GGML_GEMM_MR);
             for (int r = 0; r < GGML_GEMM_MR; r++) {
@@ -91,7 +125,7 @@ bool ggml_cpu_repack(struct ggml_tensor * t, void * buf) {
 
 // t's copy if t->extra is one and describes t (extra may belong to someone else otherwise).
 static const struct repack_header * repack_header_of(const struct ggml_tensor * t) {
-    if (!t || !t->extra || repack_block_bytes(t->type) == 0) return NULL;
+    if (!t || !t->extra || repack_unit(t->type) == 0) return NULL;
     const struct repack_header * h = (const struct repack_header *) t->extra;
     if (h->magic != REPACK_MAGIC || h->type != (int32_t) t->type || h->ne0 != t->ne[0] || h->ne1 != t->ne[1]) {
         return NULL;
