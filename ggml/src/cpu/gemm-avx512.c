@@ -22,10 +22,12 @@ static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); retu
 static inline __attribute__((always_inline)) void
 tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
        const int QB, const int SB, const bool MIN, const bool CORR, const int NRT, const int PK, const int GNR) {
-    // level bytes per block; PK 3 (repacked q4_K) keeps its scales in a header per superblock
-    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : (size_t) QB*GGML_GEMM_MR;
+    // level bytes per block; PK 3 / 4 (repacked q4_K / q6_K) keep their scales in a header per
+    // superblock, q6_K its levels as two nibble vectors and one vector of 2-bit tops per block
+    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
     const size_t scb = PK ? 32 : 64;                                                      // bytes per scale vector
-    const size_t pbb = PK == 3 ? lvb : lvb + scb + (MIN ? scb : 0);
+    const size_t pbb = PK >= 3 ? lvb : lvb + scb + (MIN ? scb : 0);
+    const __m512i m3 = _mm512_set1_epi8(0x03);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const size_t gbb = (size_t) (QB + 8)*GNR;
     const size_t sbb = (size_t) 4*GNR + (size_t) SB*gbb;
@@ -48,6 +50,11 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
             ndsb = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (hd + 32))));
             pb += 64 + 2*8*GGML_GEMM_MR;
         }
+        // repacked q6_K: sc[16][16] (int8), then d[16] (fp16), then the levels
+        if (PK == 4) {
+            dsb = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (hd + 256)));
+            pb += 256 + 32;
+        }
         for (int j = 0; j < SB; j++) {
             __m512i ia[GGML_GEMM_NR];
             for (int c = 0; c < NRT; c++) {
@@ -58,6 +65,12 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                 if (PK == 1 || PK == 3) {
                     const __m512i pk = _mm512_loadu_si512((const void *) (pb + 64*(g % (QB/8))));
                     w = _mm512_and_si512(g < QB/8 ? pk : _mm512_srli_epi16(pk, 4), m4);
+                } else if (PK == 4) {
+                    // 16-bit shifts: bits that cross into the neighbour byte fall outside the masks
+                    const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512((const void *) (pb + 64*(g % 2))),
+                                                                          4*(g/2)), m4);
+                    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512((const void *) (pb + 128)), 2*g), m3);
+                    w = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
                 } else {
                     w = _mm512_loadu_si512((const void *) (pb + 64*g));
                 }
@@ -68,6 +81,8 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
             // the packer's d * sc and -dmin * mn, the same float products
             const __m512 d = PK == 3 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                            _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j)))))
+                           : PK == 4 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                           _mm_loadu_si128((const __m128i *) (hd + 16*j)))))
                            : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb)))
                                 : _mm512_loadu_ps((const float *) (pb + lvb));
             if (SB == 1) {
@@ -130,6 +145,7 @@ TILE_FN(tile_rp_q4_0, 32, 1, false, true, 1)     // repacked q4_0
 TILE_FN(tile_rp_q4_1, 32, 1, true,  false, 1)    // repacked q4_1
 TILE_FN(tile_rp_q8_0, 32, 1, false, true, 2)     // repacked q8_0
 TILE_FN(tile_rp_q4_K, 32, 8, true,  false, 3)    // repacked q4_K
+TILE_FN(tile_rp_q6_K, 16, 16, false, true, 4)    // repacked q6_K
 
 // Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_act_compact).
 static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
@@ -142,6 +158,7 @@ static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t 
         case GGML_TYPE_Q4_1: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, true, false, 1, 1, 1); break;
         case GGML_TYPE_Q8_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, false, true, 1, 2, 1); break;
         case GGML_TYPE_Q4_K: tile_g(K, p, g, dst, ldc, nr, 1, 32, 8, true, false, 1, 3, 1); break;
+        case GGML_TYPE_Q6_K: tile_g(K, p, g, dst, ldc, nr, 1, 16, 16, false, true, 1, 4, 1); break;
         default: break;
     }
 }
@@ -155,6 +172,7 @@ static void kernel_repacked_avx512(const struct ggml_gemm_traits * gt, int64_t K
         case GGML_TYPE_Q4_1: tile_rp_q4_1(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q8_0: tile_rp_q8_0(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q4_K: tile_rp_q4_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q6_K: tile_rp_q6_K(K, p, g, dst, ldc, nr, nc); break;
         default: break; // repack.c makes no other layout
     }
 }
@@ -839,6 +857,8 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
     t[GGML_TYPE_Q4_1].kernel_repacked = kernel_repacked_avx512;
     t[GGML_TYPE_Q8_0].kernel_repacked = kernel_repacked_avx512;
     t[GGML_TYPE_Q4_K].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q6_K].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q6_K].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_K].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_0].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_1].kernel_repacked1 = kernel_repacked1_avx512;

@@ -26,7 +26,7 @@ struct repack_header {
 static int64_t repack_unit(enum ggml_type type) {
     switch (type) {
         case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q8_0: return 32;
-        case GGML_TYPE_Q4_K: return QK_K;
+        case GGML_TYPE_Q4_K: case GGML_TYPE_Q6_K: return QK_K;
         default:             return 0;
     }
 }
@@ -36,6 +36,7 @@ static size_t repack_unit_bytes(enum ggml_type type) {
         case GGML_TYPE_Q4_1: return 16*32/2 + 64;
         case GGML_TYPE_Q8_0: return 16*32 + 32;
         case GGML_TYPE_Q4_K: return 64 + 2*8*16 + 8*(16*32/2); // d, dmin; sc, mn; 8 blocks of nibbles
+        case GGML_TYPE_Q6_K: return 16*16 + 32 + 16*192;        // sc; d; 16 blocks of 4+2-bit levels
         default:             return 0;
     }
 }
@@ -79,6 +80,26 @@ bool ggml_cpu_repack(struct ggml_tensor * t, void * buf) {
         gt->pack(gt, rows, t->nb[1], GGML_GEMM_MR, K, panel);
         for (int64_t u = 0; u < nu; u++) {
             uint8_t * o = out + (size_t) (p*nu + u)*rub;
+            if (t->type == GGML_TYPE_Q6_K) {
+                // sc and d as stored; per 16-element block its 4 level vectors L0..L3 as two nibble
+                // vectors (L0 | L2 << 4, L1 | L3 << 4) and one of 2-bit tops (L_g >> 4 at bits 2g)
+                for (int r = 0; r < GGML_GEMM_MR; r++) {
+                    const block_q6_K * b = (const block_q6_K *) (rows + (size_t) r*t->nb[1]) + u;
+                    for (int j = 0; j < 16; j++) o[16*j + r] = (uint8_t) b->scales[j];
+                    memcpy(o + 256 + 2*r, &b->d, 2);
+                }
+                for (int j = 0; j < 16; j++) {
+                    const uint8_t * lv = panel + (size_t) (16*u + j)*pbb;
+                    uint8_t * ob = o + 288 + 192*j;
+                    for (int i = 0; i < 64; i++) {
+                        ob[i]      = (uint8_t) ((lv[i] & 15) | ((lv[128 + i] & 15) << 4));
+                        ob[64 + i] = (uint8_t) ((lv[64 + i] & 15) | ((lv[192 + i] & 15) << 4));
+                        ob[128 + i] = (uint8_t) ((lv[i] >> 4) | ((lv[64 + i] >> 4) << 2) | ((lv[128 + i] >> 4) << 4) |
+                                                 ((lv[192 + i] >> 4) << 6));
+                    }
+                }
+                continue;
+            }
             if (t->type == GGML_TYPE_Q4_K) {
                 // the scales as stored (d, dmin) and decoded (6-bit sc, mn): the kernel forms
                 // d*sc and -dmin*mn as the packer does
