@@ -332,6 +332,13 @@ static void check_repack(void) {
                 CHECK(ggml_graph_compute_with_ctx(ctx, gf, nth) == GGML_STATUS_SUCCESS, "compute repacked");
                 CHECK(memcmp(want, out->data, n*sizeof(float)) == 0, "%s N=%lld nth=%d: repacked weights change the result",
                       ggml_type_name(types[ti]), (long long) Ns[ni], nth);
+                // the copy is used even with the GEMM switched off (its loader may drop the stored bytes)
+                ggml_gemm_set_enabled(false);
+                memset(out->data, 0xFF, n*sizeof(float));
+                CHECK(ggml_graph_compute_with_ctx(ctx, gf, nth) == GGML_STATUS_SUCCESS, "compute repacked, gemm off");
+                CHECK(memcmp(want, out->data, n*sizeof(float)) == 0, "%s N=%lld: repacked copy not used with the GEMM off",
+                      ggml_type_name(types[ti]), (long long) Ns[ni]);
+                ggml_gemm_set_enabled(true);
                 ggml_cpu_repack_clear(a);
                 CHECK(a->extra == NULL && ggml_cpu_repack_panels(a) == NULL, "repack clear");
                 free(buf);

@@ -126,7 +126,8 @@ static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_te
                               int nth, struct mm_gemm_plan * p) {
     memset(p, 0, sizeof(*p));
     const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
-    if (N < GGML_GEMM_MIN_N || !ggml_gemm_enabled()) return false;
+    // repacked weights always take this path: their loader may have let the stored bytes go
+    if (N < GGML_GEMM_MIN_N || (!ggml_gemm_enabled() && !ggml_cpu_repack_panels(a))) return false;
     const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(a->type);
     if (!gt || !gt->accelerated || !gt->kernel || !gt->pack || !gt->act_group) return false;
     const struct ggml_type_traits_cpu * atc = ggml_get_type_traits_cpu(gt->act_type);

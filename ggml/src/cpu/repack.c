@@ -52,21 +52,23 @@ static const struct ggml_gemm_traits * repack_traits(const struct ggml_tensor * 
     return gt;
 }
 
+size_t ggml_cpu_repack_size(const struct ggml_tensor * t) {
+    if (!ggml_gemm_enabled() || !repack_traits(t)) return 0; // GGML_CPU_GEMM=0: nothing to repack for
+    return REPACK_HEADER + (size_t) (t->ne[1]/GGML_GEMM_MR)*(size_t) (t->ne[0]/repack_unit(t->type))*
+                           repack_unit_bytes(t->type);
+}
+
 // Levels of a panel block (u8, 16 rows x 32) as nibbles: packed vector h holds level vector h in
 // its low nibbles and h + 4 in its high ones.
 static void repack_nibbles(const uint8_t * lv, uint8_t * o) {
     for (size_t i = 0; i < 16*32/2; i++) o[i] = (uint8_t) (lv[i] | (lv[i + 16*32/2] << 4));
 }
 
-size_t ggml_cpu_repack_size(const struct ggml_tensor * t) {
-    if (!repack_traits(t)) return 0;
-    return REPACK_HEADER + (size_t) (t->ne[1]/GGML_GEMM_MR)*(size_t) (t->ne[0]/repack_unit(t->type))*
-                           repack_unit_bytes(t->type);
-}
+
 
 bool ggml_cpu_repack(struct ggml_tensor * t, void * buf) {
     const struct ggml_gemm_traits * gt = repack_traits(t);
-    if (!gt || !buf || !t->data) return false;
+    if (!gt || !buf || !t->data || !ggml_cpu_repack_size(t)) return false;
     const int64_t K = t->ne[0], M = t->ne[1], unit = repack_unit(t->type), nu = K/unit;
     const size_t pbb = ggml_gemm_panel_block_bytes(gt), rub = repack_unit_bytes(t->type);
     uint8_t * panel = malloc(ggml_gemm_panel_bytes(gt, K));

@@ -14,9 +14,10 @@
 //       void * buf = aligned_alloc(64, n);     // owned by the caller
 //       ggml_cpu_repack(t, buf);               // writes the copy; t->extra = buf from now on
 //   }
-//   ...                                        // t->data must stay valid (other ops read it:
-//                                              // get_rows of tied embeddings), but pages no
-//                                              // other op touches may be given back (madvise)
+//   ...                                        // mul_mat now reads only the copy (even with
+//                                              // the GEMM switched off): t's stored pages may
+//                                              // be given back (madvise) unless another op
+//                                              // reads them (get_rows of tied embeddings)
 //   ggml_cpu_repack_clear(t); free(buf);       // before t or buf goes away
 //
 // Or, for a whole model:
@@ -37,7 +38,8 @@
 extern "C" {
 #endif
 
-// Bytes of the repacked copy of t (header included), or 0 if t cannot be repacked here.
+// Bytes of the repacked copy of t (header included), or 0 if t cannot be repacked here (type,
+// shape, kernel set, or GGML_CPU_GEMM=0).
 size_t ggml_cpu_repack_size(const struct ggml_tensor * t);
 // Writes the repacked copy of t into buf (ggml_cpu_repack_size(t) bytes, 64-byte aligned) and
 // sets t->extra = buf. Returns false (t unchanged) if t cannot be repacked.
