@@ -154,7 +154,7 @@ static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_te
     p->act_bytes = GGML_PAD(p->group_bytes*(size_t) (p->ngroups*nbatch), 64);
     p->packed = (const uint8_t *) ggml_cpu_repack_panels(a);
     if (p->packed) {
-        p->packed_panel_bytes = (ggml_cpu_repack_size(a) - 64)/(size_t) p->panels_m;
+        p->packed_panel_bytes = ggml_cpu_repack_panel_bytes(a);
         p->panel_bytes = 0; // nothing to unpack
         p->ppi = GGML_MAX(1, p->panels_m*nbatch/want);
         p->items_m = (p->panels_m + p->ppi - 1)/p->ppi;

@@ -248,3 +248,8 @@ void ggml_cpu_repack_free(struct ggml_tensor * const * ts, int n, void * buf) {
     }
     free(buf);
 }
+
+size_t ggml_cpu_repack_panel_bytes(const struct ggml_tensor * t) {
+    if (!t || repack_unit(t->type) == 0) return 0;
+    return (size_t) (t->ne[0]/repack_unit(t->type))*repack_unit_bytes(t->type);
+}

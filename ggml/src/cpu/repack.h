@@ -48,6 +48,8 @@ bool ggml_cpu_repack(struct ggml_tensor * t, void * buf);
 void ggml_cpu_repack_clear(struct ggml_tensor * t);
 // The panels of t's repacked copy, or NULL if t has none usable by the selected kernels.
 const void * ggml_cpu_repack_panels(const struct ggml_tensor * t);
+// Bytes of one 16-row panel of a repacked copy of t (0 if t's type has no repacked layout).
+size_t ggml_cpu_repack_panel_bytes(const struct ggml_tensor * t);
 
 // Repacks every tensor of ts[0..n) that can be (ggml_cpu_repack_size > 0; NULL entries and
 // repeats are skipped) into one buffer it allocates, on n_threads threads. Returns the buffer,
