@@ -602,10 +602,11 @@ static void gemv_q4_K(const struct ggml_gemm_traits * gt, const void * rows, siz
             for (int p = 0; p < 4; p++) {
                 const __m512i f = fold_4x4(vs[((size_t) (4*p)*nsb + i)*2 + h], vs[((size_t) (4*p + 1)*nsb + i)*2 + h],
                                            vs[((size_t) (4*p + 2)*nsb + i)*2 + h], vs[((size_t) (4*p + 3)*nsb + i)*2 + h]);
-                for (int L = 0; L < 4; L++) {
-                    _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][L])*GGML_GEMM_MR + 4*p],
-                                     _mm512_extracti32x4_epi32(f, L));
-                }
+                // the lane index of the extract must be a constant (unoptimised builds do not unroll)
+                _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][0])*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 0));
+                _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][1])*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 1));
+                _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][2])*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 2));
+                _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][3])*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 3));
             }
         }
     }
@@ -704,9 +705,10 @@ static void gemv_q6_K(const struct ggml_gemm_traits * gt, const void * rows, siz
             for (int p = 0; p < 4; p++) {
                 const __m512i f = fold_4x4(vs[((size_t) (4*p)*nsb + i)*4 + k], vs[((size_t) (4*p + 1)*nsb + i)*4 + k],
                                            vs[((size_t) (4*p + 2)*nsb + i)*4 + k], vs[((size_t) (4*p + 3)*nsb + i)*4 + k]);
-                for (int L = 0; L < 4; L++) {
-                    _mm_storeu_si128((__m128i *) &isum[(i*16 + 4*k + L)*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, L));
-                }
+                _mm_storeu_si128((__m128i *) &isum[(i*16 + 4*k + 0)*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 0));
+                _mm_storeu_si128((__m128i *) &isum[(i*16 + 4*k + 1)*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 1));
+                _mm_storeu_si128((__m128i *) &isum[(i*16 + 4*k + 2)*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 2));
+                _mm_storeu_si128((__m128i *) &isum[(i*16 + 4*k + 3)*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 3));
             }
         }
     }
