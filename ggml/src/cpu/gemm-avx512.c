@@ -602,10 +602,11 @@ static void gemv_q4_K(const struct ggml_gemm_traits * gt, const void * rows, siz
             }
             for (int h = 0; h < 2; h++) {
                 const __m512i f = fold_4x4(w[0][h], w[1][h], w[2][h], w[3][h]);
-                for (int L = 0; L < 4; L++) {
-                    _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][L])*GGML_GEMM_MR + 4*p],
-                                     _mm512_extracti32x4_epi32(f, L));
-                }
+                // the lane index of the extract must be a constant (unoptimised builds do not unroll)
+                _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][0])*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 0));
+                _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][1])*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 1));
+                _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][2])*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 2));
+                _mm_storeu_si128((__m128i *) &isum[(i*8 + q4k_lane_sb[h][3])*GGML_GEMM_MR + 4*p], _mm512_extracti32x4_epi32(f, 3));
             }
         }
     }
