@@ -336,6 +336,13 @@ size_t llama_state_set_data(struct llama_context * ctx, const uint8_t * src, siz
         LLAMA_LOG_ERROR("%s: malformed output section\n", func);
         return 0;
     }
+    // Nothing is allocated for sizes the blob claims but does not hold.
+    const size_t need = (size_t) n_tok * sizeof(int32_t) + ((flags & 1u) ? (size_t) n_out * n_vocab * sizeof(float) : 0) +
+                        ((flags & 2u) ? (size_t) n_out * n_embd * sizeof(float) : 0);
+    if (need > r.size - r.n) {
+        LLAMA_LOG_ERROR("%s: the state is truncated (its output section needs %zu bytes, %zu remain)\n", func, need, r.size - r.n);
+        return 0;
+    }
     bool ok = true;
     if (n_tok > ctx->output_ids_cap) {
         int32_t * p = GGML_REALLOC(ctx->output_ids, n_tok * sizeof(int32_t));
