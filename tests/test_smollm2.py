@@ -103,3 +103,42 @@ def test_greedy_names_paris(smol, flash):
     text = "".join(piece_of(smol, t) for t in out)
     print(f"greedy continuation: {PROMPT!r} -> {text!r}")
     assert "Paris" in text
+
+
+def _rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_repacked_weights_give_the_stored_layouts_bits(smollm2_path, lib_path):
+    # use_extra_bufts repacks the matmul weights at load (cpu/repack.h); the repacked kernels
+    # must reproduce the stored-layout kernels bit for bit, for a batch and for one token.
+    toks = None
+    results = {}
+    for extra in (True, False):
+        with Model(smollm2_path, use_extra_bufts=extra) as m:
+            toks = tokens_of(m, PROMPT)
+            with Ctx(m, n_ctx=256, n_batch=64) as c:
+                assert c.decode_seq(toks) == 0
+                batch = c.all_logits(len(toks))
+                assert c.decode_seq([toks[-1]], start=len(toks)) == 0
+                one = c.logits(-1)
+            results[extra] = (batch, one)
+    np.testing.assert_array_equal(results[True][0], results[False][0])
+    np.testing.assert_array_equal(results[True][1], results[False][1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_repacking_does_not_double_resident_memory(smollm2_path, lib_path):
+    # The stored pages of repacked weights are let go as each tensor is repacked, so a loaded
+    # model costs about one copy of its weights, not the file plus the copy.
+    size_kib = Path(smollm2_path).stat().st_size // 1024
+    before = _rss_kib()
+    with Model(smollm2_path) as m:
+        grown = _rss_kib() - before
+        assert L.llama_model_n_params(m.ptr) > 0
+    print(f"SmolLM2 load: RSS +{grown} KiB for a {size_kib} KiB file")
+    assert grown < 1.5*size_kib  # without letting them go: ~2x

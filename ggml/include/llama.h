@@ -286,7 +286,7 @@ struct llama_model_params {
     const struct llama_model_kv_override * kv_overrides; // terminated by an empty key
     bool vocab_only;     // load only the vocabulary
     bool check_tensors;  // validate tensor data (NaN/inf in float tensors)
-    bool use_extra_bufts;
+    bool use_extra_bufts; // repack matmul weights at load for the CPU kernels (default true)
     bool no_host;
     bool no_alloc;
     bool load_mtp;

@@ -10,6 +10,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #define REPACK_MAGIC 0x4b435052u // "RPCK"
 #define REPACK_HEADER 64
@@ -171,6 +174,8 @@ struct repack_job {
     const size_t * offs;      // per tensor: offset in buf, or SIZE_MAX (skip)
     int n, ith, nth;
     uint8_t * buf;
+    ggml_cpu_repack_done_t done;
+    void * done_data;
     bool ok;
 };
 
@@ -179,12 +184,23 @@ static void * repack_worker(void * arg) {
     struct repack_job * j = (struct repack_job *) arg;
     for (int i = j->ith; i < j->n; i += j->nth) {
         if (j->offs[i] == SIZE_MAX) continue;
-        j->ok &= ggml_cpu_repack(j->ts[i], j->buf + j->offs[i]);
+        const bool ok = ggml_cpu_repack(j->ts[i], j->buf + j->offs[i]);
+        j->ok &= ok;
+        if (ok && j->done) j->done(j->ts[i], j->done_data);
     }
     return NULL;
 }
 
 void * ggml_cpu_repack_all(struct ggml_tensor * const * ts, int n, int n_threads) {
+    return ggml_cpu_repack_all_cb(ts, n, n_threads, NULL, NULL);
+}
+
+// Big copies are aligned to 2 MiB and asked to be backed by huge pages: token generation streams
+// every weight once per token, and fewer TLB misses measurably raise the read bandwidth.
+#define REPACK_HUGE (2u << 20)
+
+void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_threads, ggml_cpu_repack_done_t done,
+                              void * done_data) {
     if (!ts || n <= 0) return NULL;
     size_t * offs = malloc(sizeof(size_t)*(size_t) n);
     if (!offs) return NULL;
@@ -203,18 +219,23 @@ void * ggml_cpu_repack_all(struct ggml_tensor * const * ts, int n, int n_threads
         return NULL;
     }
     uint8_t * buf = NULL;
-    if (posix_memalign((void **) &buf, 64, total) != 0) {
+    const bool huge = total >= REPACK_HUGE;
+    if (huge) total = GGML_PAD(total, REPACK_HUGE);
+    if (posix_memalign((void **) &buf, huge ? REPACK_HUGE : 64, total) != 0) {
         GGML_LOG_ERROR("ggml_cpu_repack_all: out of memory (%zu bytes); weights stay as stored\n", total);
         free(offs);
         return NULL;
     }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (huge) madvise(buf, total, MADV_HUGEPAGE); // advice only: failure changes nothing
+#endif
     memcpy(buf, &total, sizeof(total));
     const int nth = n_threads < 1 ? 1 : n_threads > 64 ? 64 : n_threads;
     struct repack_job jobs[64];
     pthread_t th[64];
     bool started[64] = { false };
     for (int t = 0; t < nth; t++) {
-        jobs[t] = (struct repack_job) { ts, offs, n, t, nth, buf, true };
+        jobs[t] = (struct repack_job) { ts, offs, n, t, nth, buf, done, done_data, true };
         if (t > 0) started[t] = pthread_create(&th[t], NULL, repack_worker, &jobs[t]) == 0;
     }
     // tensors of threads that could not start are done here

@@ -73,6 +73,9 @@ struct llama_model {
     struct ggml_tensor * output;     // [n_embd, n_vocab]; == tok_embd when tied
     struct llama_layer * layers;     // [n_layer]
     struct ggml_tensor * rope_freqs; // [n_rot/2] frequency divisors, or NULL (rope_freqs.weight)
+    struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
+    int n_repack;
+    void * repacked;                 // their repacked copies (cpu/repack.h), or NULL (owned)
     int64_t * meta_ids;              // GGUF key ids of the non-array metadata (what meta_* list)
     int32_t n_meta;
     uint64_t n_params;               // elements of all tensors in the file

@@ -3,6 +3,7 @@
 // of every required tensor and shape; and the model accessors and metadata functions.
 #include "llama-model.h"
 #include "llama-vocab.h"
+#include "../cpu/repack.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -13,6 +14,7 @@
 
 #ifndef _WIN32
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -473,6 +475,45 @@ static bool model_progress(const struct llama_model_params * p, float v) {
     return p->progress_callback(v, p->progress_callback_user_data);
 }
 
+// Stored bytes of a repacked weight: mul_mat reads only the copy from now on, so the file pages
+// behind it are dropped from this process (they are clean: read again from the file if touched).
+static void model_release_stored(struct ggml_tensor * t, void * data) {
+#if !defined(_WIN32) && defined(MADV_DONTNEED)
+    const struct llama_model * m = (const struct llama_model *) data;
+    if (t == m->tok_embd) return; // get_rows still reads the embeddings (tied output)
+    const uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t) t->data + page - 1) & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t) t->data + ggml_nbytes(t)) & ~(page - 1);
+    if (hi > lo) madvise((void *) lo, hi - lo, MADV_DONTNEED);
+#else
+    (void) t; (void) data;
+#endif
+}
+
+// Lays the matmul weights out for the CPU kernels (cpu/repack.h), on every core; with the file
+// mapped (not locked), their stored pages are let go tensor by tensor so that the peak memory
+// stays near one copy of the model. Failure only costs speed.
+static void model_repack_weights(struct llama_model * m, bool release_stored) {
+    const uint32_t n_layer = m->hparams.n_layer;
+    m->repack_ts = GGML_CALLOC((size_t) n_layer*7 + 1, sizeof(struct ggml_tensor *));
+    if (m->repack_ts == NULL) return;
+    int n = 0;
+    for (uint32_t il = 0; il < n_layer; il++) {
+        const struct llama_layer * L = &m->layers[il];
+        struct ggml_tensor * ws[7] = { L->wq, L->wk, L->wv, L->wo, L->ffn_gate, L->ffn_up, L->ffn_down };
+        for (int i = 0; i < 7; i++) m->repack_ts[n++] = ws[i];
+    }
+    m->repack_ts[n++] = m->output;
+    m->n_repack = n;
+    const int64_t t0 = llama_time_us();
+    m->repacked = ggml_cpu_repack_all_cb(m->repack_ts, n, ggml_cpu_n_physical_cores(),
+                                         release_stored ? model_release_stored : NULL, m);
+    if (m->repacked != NULL) {
+        LLAMA_LOG_INFO("llama_model_load: weights repacked for the CPU kernels in %.1f ms\n",
+                       (double) (llama_time_us() - t0)/1000.0);
+    }
+}
+
 // Maps the file and creates every weight tensor; false (logged) on any problem or a cancel.
 static bool model_load_tensors(struct llama_model * m, const char * path, const struct llama_model_params * params,
                                bool * cancelled) {
@@ -602,6 +643,9 @@ static bool model_load_tensors(struct llama_model * m, const char * path, const 
             }
         }
     }
+    if (params->use_extra_bufts) {
+        model_repack_weights(m, use_mmap && !m->mlocked);
+    }
     if (!model_progress(params, 1.0f)) {
         *cancelled = true;
         return false;
@@ -661,6 +705,8 @@ void llama_model_free(struct llama_model * model) {
         munlock(gguf_mmap_addr(model->map), gguf_mmap_size(model->map));
     }
 #endif
+    ggml_cpu_repack_free(model->repack_ts, model->n_repack, model->repacked);
+    free(model->repack_ts);
     gguf_mmap_close(model->map);
     ggml_free(model->ctx_w);
     gguf_free(model->gguf);
