@@ -50,8 +50,9 @@ def _fmt_params(n: int) -> str:
 
 def run_bench(model_path: str, n_prompt: Sequence[int] = (512,), n_gen: Sequence[int] = (128,), reps: int = 5,
               threads: Sequence[Optional[int]] = (None,), flash_attn: bool = True, n_batch: int = 2048,
-              out: Optional[Callable[[str], None]] = print, fmt: str = "md") -> List[dict]:
-    """Runs the tests and returns one dict per row; prints the rows through `out` as they finish."""
+              out: Optional[Callable[[str], None]] = print, fmt: str = "md", repack: bool = True) -> List[dict]:
+    """Runs the tests and returns one dict per row; prints the rows through `out` as they finish.
+    repack=False loads the weights as stored (use_extra_bufts off: no CPU repacking)."""
     if isinstance(n_prompt, int):
         n_prompt = [n_prompt]
     if isinstance(n_gen, int):
@@ -61,7 +62,9 @@ def run_bench(model_path: str, n_prompt: Sequence[int] = (512,), n_gen: Sequence
     reps = max(1, reps)
     C.llama_backend_init()
     _quiet()
-    model = C.llama_model_load_from_file(model_path.encode(), C.llama_model_default_params())
+    mparams = C.llama_model_default_params()
+    mparams.use_extra_bufts = repack
+    model = C.llama_model_load_from_file(model_path.encode(), mparams)
     if not model:
         raise RuntimeError(f"could not load {model_path}")
     rows: List[dict] = []
@@ -137,11 +140,14 @@ def main(argv=None) -> int:
     p.add_argument("-b", "--batch-size", type=int, default=2048)
     p.add_argument("-fa", "--flash-attn", type=int, default=1)
     p.add_argument("-o", "--output", choices=("md", "json"), default="md")
+    p.add_argument("-nr", "--no-repack", action="store_true",
+                   help="keep the weights as stored (no repacking at load for the CPU kernels)")
     a = p.parse_args(argv)
     from .pull import resolve_model
     try:
         run_bench(resolve_model(a.model), a.n_prompt, a.n_gen, a.repetitions, a.threads or [None],
-                  bool(a.flash_attn), a.batch_size, out=lambda s: print(s, flush=True), fmt=a.output)
+                  bool(a.flash_attn), a.batch_size, out=lambda s: print(s, flush=True), fmt=a.output,
+                  repack=not a.no_repack)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

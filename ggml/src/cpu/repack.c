@@ -184,9 +184,10 @@ static void * repack_worker(void * arg) {
     struct repack_job * j = (struct repack_job *) arg;
     for (int i = j->ith; i < j->n; i += j->nth) {
         if (j->offs[i] == SIZE_MAX) continue;
+        if (j->done) j->done(j->ts[i], false, j->done_data);
         const bool ok = ggml_cpu_repack(j->ts[i], j->buf + j->offs[i]);
         j->ok &= ok;
-        if (ok && j->done) j->done(j->ts[i], j->done_data);
+        if (ok && j->done) j->done(j->ts[i], true, j->done_data);
     }
     return NULL;
 }

@@ -55,10 +55,11 @@ size_t ggml_cpu_repack_panel_bytes(const struct ggml_tensor * t);
 // repeats are skipped) into one buffer it allocates, on n_threads threads. Returns the buffer,
 // owned by the caller (ggml_cpu_repack_free), or NULL if nothing was repacked.
 void * ggml_cpu_repack_all(struct ggml_tensor * const * ts, int n, int n_threads);
-// Called for each tensor once its copy is written (from a worker thread), so that a loader can
-// let the stored bytes go at once and the peak memory stays near one copy of the model.
-typedef void (*ggml_cpu_repack_done_t)(struct ggml_tensor * t, void * data);
-// ggml_cpu_repack_all, calling done(t, done_data) after each tensor t is repacked.
+// Called from a worker thread for each tensor before its copy is written (done false: a loader
+// can fault its stored pages in at once) and after (done true: it can let them go, so that the
+// peak memory stays near one copy of the model).
+typedef void (*ggml_cpu_repack_done_t)(struct ggml_tensor * t, bool done, void * data);
+// ggml_cpu_repack_all, calling done(t, false/true, done_data) around each tensor t's repacking.
 void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_threads, ggml_cpu_repack_done_t done,
                               void * done_data);
 // Detaches the copies made by ggml_cpu_repack_all from ts[0..n) and frees buf (NULL-safe).

@@ -475,18 +475,29 @@ static bool model_progress(const struct llama_model_params * p, float v) {
     return p->progress_callback(v, p->progress_callback_user_data);
 }
 
-// Stored bytes of a repacked weight: mul_mat reads only the copy from now on, so the file pages
-// behind it are dropped from this process (they are clean: read again from the file if touched).
-static void model_release_stored(struct ggml_tensor * t, void * data) {
+// Stored bytes of a repacked weight: faulted in with one call before the repacker reads them
+// (page by page faults cost more than the copy), and dropped from this process once mul_mat
+// reads only the copy (the file pages are clean: get_rows of tied embeddings reads them again
+// from the page cache, only the rows it needs).
+static void model_stored_pages(struct ggml_tensor * t, bool done, void * data) {
+    (void) data;
 #if !defined(_WIN32) && defined(MADV_DONTNEED)
-    const struct llama_model * m = (const struct llama_model *) data;
-    if (t == m->tok_embd) return; // get_rows still reads the embeddings (tied output)
     const uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+    if (!done) {
+#if defined(MADV_POPULATE_READ)
+        const uintptr_t lo = (uintptr_t) t->data & ~(page - 1);
+        const uintptr_t hi = ((uintptr_t) t->data + ggml_nbytes(t) + page - 1) & ~(page - 1);
+        if (madvise((void *) lo, hi - lo, MADV_POPULATE_READ) != 0) {
+            madvise((void *) lo, hi - lo, MADV_WILLNEED); // kernels before 5.14: read-ahead only
+        }
+#endif
+        return;
+    }
     const uintptr_t lo = ((uintptr_t) t->data + page - 1) & ~(page - 1);
     const uintptr_t hi = ((uintptr_t) t->data + ggml_nbytes(t)) & ~(page - 1);
     if (hi > lo) madvise((void *) lo, hi - lo, MADV_DONTNEED);
 #else
-    (void) t; (void) data;
+    (void) t; (void) done;
 #endif
 }
 
@@ -507,7 +518,7 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     m->n_repack = n;
     const int64_t t0 = llama_time_us();
     m->repacked = ggml_cpu_repack_all_cb(m->repack_ts, n, ggml_cpu_n_physical_cores(),
-                                         release_stored ? model_release_stored : NULL, m);
+                                         release_stored ? model_stored_pages : NULL, m);
     if (m->repacked != NULL) {
         LLAMA_LOG_INFO("llama_model_load: weights repacked for the CPU kernels in %.1f ms\n",
                        (double) (llama_time_us() - t0)/1000.0);
