@@ -288,6 +288,66 @@ def swiglu_case(split, mixed=False):
     return build
 
 
+WIDE = 5632  # TinyLlama's FFN width: a decoded token's activations are one row this long
+
+
+def np_silu_lim(x):
+    """silu with its limits: -0 at -inf, inf at inf, NaN kept (x / (1 + exp(-x)) alone gives NaN at -inf)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(x == -np.inf, -0.0, x / (1.0 + np.exp(-x)))
+
+
+def wide_values(rng, shape, lo, hi, specials):
+    """Uniform values; specials: -inf, +inf, NaN and values where exp(-x) over- or underflows,
+    scattered over the row, near its ends and around 16-element boundaries."""
+    x = rng.uniform(lo, hi, shape)
+    if specials:
+        flat = x.reshape(-1)
+        sv = [-np.inf, np.inf, np.nan, 90.0, -90.0, 88.0, -88.0, 1e-30, 0.0, -200.0]
+        for k, i in enumerate(list(range(0, flat.size, 97)) + [1, 15, 16, 17, flat.size - 2, flat.size - 1]):
+            flat[i] = sv[k % len(sv)]
+    return x
+
+
+def wide_unary(fn, np_fn, shape=(WIDE,), specials=False):
+    """a (one row of WIDE by default) in the case's type and the layout: the executor splits the
+    row's elements over threads; specials: see wide_values."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, wide_values(rng, shape, -10, 10, specials), type, layout)
+        return fn(ctx, a), np_fn(val(a))
+    return build
+
+
+def wide_binary(fn, np_fn, shape, b_shape):
+    """a (shape) and b (b_shape, repeated over a) in the case's type and the layout; few rows,
+    so the elements of each row are split over threads."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, rng.uniform(-2, 2, shape), type, layout)
+        b = inp(ctx, rng.uniform(0.5, 2, b_shape), type, layout)
+        av, bv = val(a), val(b)
+        bt = np.tile(bv, tuple(x // y for x, y in zip(av.shape, bv.shape)))
+        return fn(ctx, a, b), np_fn(av, bt)
+    return build
+
+
+def wide_swiglu(split, shape=(WIDE,), specials=False):
+    """gate (and up, for split) of shape `shape` in the case's type and the layout (fused: the
+    row holds gate then up, twice as long); specials in the gate: see wide_values."""
+    def build(ctx, rng, type, layout):
+        n0 = shape[-1]
+        gshape = shape if split else shape[:-1] + (2 * n0,)
+        gv = wide_values(rng, gshape, -10, 10, specials)
+        if not split:
+            gv[..., n0:] = rng.uniform(-2, 2, shape)  # the up half: finite
+        a = inp(ctx, gv, type, layout)
+        av = val(a)
+        if split:
+            b = inp(ctx, rng.uniform(-2, 2, shape), type, layout)
+            return ggml.ggml_swiglu_split(ctx, a, b), np_silu_lim(av) * val(b)
+        return ggml.ggml_swiglu(ctx, a), np_silu_lim(av[..., :n0]) * av[..., n0:]
+    return build
+
+
 def round_to(type, x):
     return x.astype(np.float16).astype(np.float64) if type == F16 else x
 
@@ -478,6 +538,21 @@ CASES = [
     Case("swiglu", swiglu_case(False), tol={F32: (1e-5, 1e-5)}, result=same),
     Case("swiglu_split", swiglu_case(True), tol={F32: (1e-5, 1e-5)}, result=same),
     Case("swiglu_split_mixed", swiglu_case(True, mixed=True), tol={F32: (1e-5, 1e-5)}, result=same),
+    # one row (a decoded token) or a few odd-length rows: elements split over threads, ranges
+    # starting mid-row and, for b repeated along the row, mid-repetition
+    Case("silu_wide", wide_unary(ggml.ggml_silu, np_silu_lim, specials=True), tol={F32: (1e-6, 1e-5)}, result=same),
+    Case("gelu_wide", wide_unary(ggml.ggml_gelu, np_gelu), tol={F32: (1e-6, 1e-5)}, result=same),
+    Case("scale_wide", wide_unary(lambda c, a: ggml.ggml_scale(c, a, 0.37), lambda x: x * np.float32(0.37),
+                                  shape=(3, 2051)), result=same),
+    Case("swiglu_wide", wide_swiglu(False, specials=True), tol={F32: (1e-5, 1e-5)}, result=same),
+    Case("swiglu_split_wide", wide_swiglu(True, specials=True), tol={F32: (1e-5, 1e-5)}, result=same),
+    Case("swiglu_split_rows", wide_swiglu(True, shape=(3, 2051)), tol={F32: (1e-5, 1e-5)}, result=same),
+    Case("mul_wide", wide_binary(ggml.ggml_mul, np.multiply, (1, WIDE), (WIDE,)), result=same),
+    Case("mul_wide_bcast", wide_binary(ggml.ggml_mul, np.multiply, (1, WIDE), (64,)), result=same),
+    Case("add_wide", wide_binary(ggml.ggml_add, np.add, (1, WIDE), (1, WIDE)), result=same),
+    Case("add_rows_bcast", wide_binary(ggml.ggml_add, np.add, (3, 2052), (1, 36)), result=same),
+    Case("sub_wide_scalar", wide_binary(ggml.ggml_sub, np.subtract, (1, WIDE), (1,)), result=same),
+    Case("div_rows", wide_binary(ggml.ggml_div, np.divide, (3, 2051), (3, 2051)), result=same),
     Case("rms_norm", unary(lambda c, a: ggml.ggml_rms_norm(c, a, 1e-5), lambda x: np_norm(x, 1e-5, True), -3, 5),
          result=same),
     Case("rms_norm_inplace", unary(lambda c, a: ggml.ggml_rms_norm_inplace(c, a, 1e-6),
@@ -578,3 +653,74 @@ def test_every_compute_op_has_a_case(ctx):
              ggml.ggml_op.TRANSPOSE}
     missing = [ggml.ggml_op(o).name for o in range(ggml.ggml_op.COUNT) if o not in seen and o not in views]
     assert not missing, f"ops without a case: {missing}"
+
+
+# ---- kernel sets (GGML_CPU_VARIANT): the SIMD silu / swiglu rows ----
+
+_VARIANT_PROBE = r"""
+import json, os, sys
+sys.path.insert(0, os.environ["TESTS_DIR"])
+import numpy as np
+import test_ggml_ops as T
+from llama_py import ggml
+out = {"variant": ggml.ggml_cpu_variant().decode(), "runs": {}}
+rng = np.random.default_rng(7)
+gate = T.wide_values(rng, (T.WIDE + 5,), -10, 10, True)  # + 5: a row that ends in a partial vector
+up = rng.uniform(-2, 2, T.WIDE + 5)
+for n_threads in (1, 2, 3):
+    ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=8 * T.MB, mem_buffer=None, no_alloc=False))
+    g = T.inp(ctx, gate)
+    u = T.inp(ctx, up)
+    nodes = {"silu": ggml.ggml_silu(ctx, g), "swiglu": ggml.ggml_swiglu_split(ctx, g, u)}
+    gf = ggml.ggml_new_graph(ctx)
+    for t in nodes.values():
+        ggml.ggml_build_forward_expand(gf, t)
+    assert ggml.ggml_graph_compute_with_ctx(ctx, gf, n_threads) == ggml.GGML_STATUS_SUCCESS
+    out["runs"][n_threads] = {k: np.asarray(ggml.tensor_to_numpy(t), dtype=np.float32).reshape(-1).tobytes().hex()
+                              for k, t in nodes.items()}
+    ggml.ggml_free(ctx)
+out["gate"] = gate.astype(np.float32).tobytes().hex()
+out["up"] = up.astype(np.float32).tobytes().hex()
+print(json.dumps(out))
+"""
+
+
+def _probe_variant(env_value):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    from llama_py import _lib
+    env = dict(os.environ)
+    env.pop("GGML_CPU_VARIANT", None)
+    if env_value is not None:
+        env["GGML_CPU_VARIANT"] = env_value
+    env["TESTS_DIR"] = str(Path(__file__).resolve().parent)
+    env["LLAMA_PY_LIB"] = str(_lib.load_library()._name)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", _VARIANT_PROBE], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_wide_activations_every_kernel_set(lib_path):
+    """silu and swiglu of one long row under each kernel set the CPU can run: close to NumPy
+    (limits at +-inf, NaN kept), and the same bits on 1, 2 and 3 threads."""
+    best = _probe_variant(None)["variant"]
+    order = ["portable", "avx2", "avx512"] if best in ("portable", "avx2", "avx512") else ["portable", best]
+    for name in order[: order.index(best) + 1]:
+        got = _probe_variant(name)
+        assert got["variant"] == name
+        g = np.frombuffer(bytes.fromhex(got["gate"]), dtype=np.float32).astype(np.float64)
+        u = np.frombuffer(bytes.fromhex(got["up"]), dtype=np.float32).astype(np.float64)
+        want = {"silu": np_silu_lim(g), "swiglu": np_silu_lim(g) * u}
+        runs = got["runs"]
+        for op, ref in want.items():
+            one = runs["1"][op]
+            for n_threads in ("2", "3"):
+                assert runs[n_threads][op] == one, f"{name} {op}: t{n_threads} differs from t1"
+            res = np.frombuffer(bytes.fromhex(one), dtype=np.float32).astype(np.float64)
+            assert np.array_equal(np.isnan(res), np.isnan(ref)), f"{name} {op}: NaN pattern"
+            assert np.array_equal(np.signbit(res[g == -np.inf]), np.signbit(ref[g == -np.inf])), f"{name} {op}: -0"
+            np.testing.assert_allclose(res, ref, atol=1e-6, rtol=1e-5, err_msg=f"{name} {op}")

@@ -79,6 +79,9 @@ size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads) {
 // far more on a busy one.
 #define GGML_CPU_MIN_WORK_PER_TASK 4096
 
+// Fewest elements per thread of a split elementwise op (add, mul, silu, swiglu, ...).
+#define GGML_CPU_EW_MIN_UNIT 512
+
 // Independent pieces node's kernel splits its work into (rows, heads x queries, ...): more
 // threads than this would only idle until the next barrier.
 static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
@@ -96,6 +99,17 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
         case GGML_OP_ROPE:
         case GGML_OP_SOFT_MAX:
             return ggml_nrows(node->src[0]);
+        case GGML_OP_ADD:
+        case GGML_OP_SUB:
+        case GGML_OP_MUL:
+        case GGML_OP_DIV:
+        case GGML_OP_SCALE:
+        case GGML_OP_SILU:
+        case GGML_OP_GELU:
+        case GGML_OP_SWIGLU:
+            // flat element ranges across rows (ggml_cpu_ew_split), so one long row splits too;
+            // a share under GGML_CPU_EW_MIN_UNIT floats saves less than the barrier costs
+            return ggml_nelements(node) / GGML_CPU_EW_MIN_UNIT;
         default:
             return ggml_nrows(node); // FLASH_ATTN_EXT: [Dv, heads, queries, seqs]: heads x queries
     }

@@ -1,10 +1,13 @@
 // ops-binary.c — elementwise add, sub, mul, div with src1 broadcast over src0.
 //
 // dst has src0's shape; each src1->ne[i] divides src0->ne[i] and src1 repeats along that
-// dim. Rows of dst (ne1*ne2*ne3) are split over threads. F32 rows with unit stride take a
+// dim. The elements of dst, numbered row after row, are split over threads in ranges
+// (ggml_cpu_ew_split), so a single long row (a decoded token's activations) is shared too; each
+// thread walks its range row segment by row segment. F32 segments with unit stride take a
 // vectorized path; anything else (F16/BF16, strided views) goes through float loads/stores.
 // Inplace: dst may share src0's data; every element is read before it is written.
 #include "ops-util.h"
+#include "vec.h"
 
 enum binary_op { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
 
@@ -58,15 +61,17 @@ static void binary_forward(const struct ggml_compute_params * params, struct ggm
 
     const int64_t ne0  = dst->ne[0];
     const int64_t ne10 = src1->ne[0], ne11 = src1->ne[1], ne12 = src1->ne[2], ne13 = src1->ne[3];
-    const int64_t nr0  = ne0 / ne10; // repetitions of a src1 row along dim 0
 
     const bool fast = src0->type == GGML_TYPE_F32 && src1->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 &&
                       src0->nb[0] == sizeof(float) && src1->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
 
-    int64_t ir0, ir1;
-    ggml_cpu_split(ggml_nrows(dst), params->ith, params->nth, &ir0, &ir1);
-
-    for (int64_t ir = ir0; ir < ir1; ir++) {
+    int64_t e0, e1;
+    ggml_cpu_ew_split(ggml_nelements(dst), params->ith, params->nth, &e0, &e1);
+    for (int64_t e = e0; e < e1; ) {
+        // the segment [i0, i0 + n) of row ir
+        const int64_t ir = e / ne0, i0 = e - ir*ne0;
+        const int64_t n  = ne0 - i0 < e1 - e ? ne0 - i0 : e1 - e;
+        e += n;
         int64_t i1, i2, i3;
         ggml_cpu_row_index(dst, ir, &i1, &i2, &i3);
         const char * x = ggml_cpu_ptr(src0, 0, i1, i2, i3);
@@ -74,11 +79,17 @@ static void binary_forward(const struct ggml_compute_params * params, struct ggm
         char *       z = ggml_cpu_ptr(dst,  0, i1, i2, i3);
 
         if (fast) {
+            float * zf = (float *) z;
+            const float * xf = (const float *) x;
             if (ne10 == 1) {
-                binary_vec_scalar_f32(op, ne0, (float *) z, (const float *) x, *(const float *) y);
+                binary_vec_scalar_f32(op, n, zf + i0, xf + i0, *(const float *) y);
             } else {
-                for (int64_t r = 0; r < nr0; r++) {
-                    binary_vec_f32(op, ne10, (float *) z + r*ne10, (const float *) x + r*ne10, (const float *) y);
+                // pieces of the segment that each stay within one repetition of the src1 row
+                for (int64_t i = i0; i < i0 + n; ) {
+                    const int64_t j   = i % ne10;
+                    const int64_t len = ne10 - j < i0 + n - i ? ne10 - j : i0 + n - i;
+                    binary_vec_f32(op, len, zf + i, xf + i, (const float *) y + j);
+                    i += len;
                 }
             }
             continue;
@@ -86,13 +97,12 @@ static void binary_forward(const struct ggml_compute_params * params, struct ggm
 
         const size_t nb00 = src0->nb[0], nb10 = src1->nb[0], nb0 = dst->nb[0];
         const enum ggml_type t0 = src0->type, t1 = src1->type, td = dst->type;
-        for (int64_t r = 0; r < nr0; r++) {
-            for (int64_t i10 = 0; i10 < ne10; i10++) {
-                const int64_t i0 = r*ne10 + i10;
-                const float a = ggml_cpu_load_f(x + i0*nb00, t0);
-                const float b = ggml_cpu_load_f(y + i10*nb10, t1);
-                ggml_cpu_store_f(z + i0*nb0, td, binary_apply(op, a, b));
-            }
+        int64_t i10 = i0 % ne10;
+        for (int64_t i = i0; i < i0 + n; i++) {
+            const float a = ggml_cpu_load_f(x + i*nb00, t0);
+            const float b = ggml_cpu_load_f(y + i10*nb10, t1);
+            ggml_cpu_store_f(z + i*nb0, td, binary_apply(op, a, b));
+            i10 = i10 + 1 == ne10 ? 0 : i10 + 1;
         }
     }
 }

@@ -1,8 +1,14 @@
 // ops-unary.c — elementwise scale, silu, gelu (tanh approximation) and the fused swiglu.
 //
-// Rows are split over threads. F32 rows with unit stride run loops the compiler vectorizes
-// (ggml_cpu_expf is branch-free); F16/BF16 or strided rows go through float loads/stores.
+// The elements, numbered row after row, are split over threads in ranges (ggml_cpu_ew_split),
+// so a single long row (a decoded token's activations) is shared too; each thread walks its
+// range row segment by row segment. F32 segments with unit stride run SIMD kernels (silu and
+// swiglu from the selected kernel set, vec.h) or loops the compiler vectorizes (ggml_cpu_expf
+// is branch-free); F16/BF16 or strided rows go through float loads/stores. Every element is
+// computed the same way wherever the range boundaries fall: results do not depend on the
+// thread count.
 #include "ops-util.h"
+#include "vec.h"
 
 enum unary_op { UN_SCALE, UN_SILU, UN_GELU };
 
@@ -37,19 +43,27 @@ static void unary_forward(const struct ggml_compute_params * params, struct ggml
     const bool fast = src0->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 &&
                       src0->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
 
-    int64_t ir0, ir1;
-    ggml_cpu_split(ggml_nrows(dst), params->ith, params->nth, &ir0, &ir1);
-    for (int64_t ir = ir0; ir < ir1; ir++) {
+    const struct ggml_cpu_vec_kernels * vk = ggml_cpu_vec_kernels_selected();
+
+    int64_t e0, e1;
+    ggml_cpu_ew_split(ggml_nelements(dst), params->ith, params->nth, &e0, &e1);
+    for (int64_t e = e0; e < e1; ) {
+        // the segment [i0, i0 + n) of row ir
+        const int64_t ir = e / ne0, i0 = e - ir*ne0;
+        const int64_t n  = ne0 - i0 < e1 - e ? ne0 - i0 : e1 - e;
+        e += n;
         int64_t i1, i2, i3;
         ggml_cpu_row_index(dst, ir, &i1, &i2, &i3);
-        const char * x = ggml_cpu_ptr(src0, 0, i1, i2, i3);
-        char *       y = ggml_cpu_ptr(dst,  0, i1, i2, i3);
-        if (fast) {
-            unary_vec_f32(op, ne0, (float *) y, (const float *) x, s);
+        const char * x = ggml_cpu_ptr(src0, i0, i1, i2, i3);
+        char *       y = ggml_cpu_ptr(dst,  i0, i1, i2, i3);
+        if (fast && op == UN_SILU) {
+            vk->silu_f32(n, (float *) y, (const float *) x);
+        } else if (fast) {
+            unary_vec_f32(op, n, (float *) y, (const float *) x, s);
         } else {
-            for (int64_t i0 = 0; i0 < ne0; i0++) {
-                const float v = ggml_cpu_load_f(x + i0*src0->nb[0], src0->type);
-                ggml_cpu_store_f(y + i0*dst->nb[0], dst->type, unary_apply(op, v, s));
+            for (int64_t i = 0; i < n; i++) {
+                const float v = ggml_cpu_load_f(x + i*src0->nb[0], src0->type);
+                ggml_cpu_store_f(y + i*dst->nb[0], dst->type, unary_apply(op, v, s));
             }
         }
     }
@@ -87,21 +101,24 @@ void ggml_compute_forward_swiglu(const struct ggml_compute_params * params, stru
     const bool fast = src0->type == GGML_TYPE_F32 && up->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 &&
                       src0->nb[0] == sizeof(float) && up->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
 
-    int64_t ir0, ir1;
-    ggml_cpu_split(ggml_nrows(dst), params->ith, params->nth, &ir0, &ir1);
-    for (int64_t ir = ir0; ir < ir1; ir++) {
+    const struct ggml_cpu_vec_kernels * vk = ggml_cpu_vec_kernels_selected();
+
+    int64_t e0, e1;
+    ggml_cpu_ew_split(ggml_nelements(dst), params->ith, params->nth, &e0, &e1);
+    for (int64_t e = e0; e < e1; ) {
+        // the segment [i0, i0 + n) of row ir
+        const int64_t ir = e / ne0, i0 = e - ir*ne0;
+        const int64_t n  = ne0 - i0 < e1 - e ? ne0 - i0 : e1 - e;
+        e += n;
         int64_t i1, i2, i3;
         ggml_cpu_row_index(dst, ir, &i1, &i2, &i3);
-        const char * g = ggml_cpu_ptr(src0, 0, i1, i2, i3);
-        const char * u = ggml_cpu_ptr(up,   0, i1, i2, i3) + up_offs;
-        char *       y = ggml_cpu_ptr(dst,  0, i1, i2, i3);
+        const char * g = ggml_cpu_ptr(src0, i0, i1, i2, i3);
+        const char * u = ggml_cpu_ptr(up,   i0, i1, i2, i3) + up_offs;
+        char *       y = ggml_cpu_ptr(dst,  i0, i1, i2, i3);
         if (fast) {
-            const float * gf = (const float *) g;
-            const float * uf = (const float *) u;
-            float *       yf = (float *) y;
-            for (int64_t i = 0; i < ne0; i++) yf[i] = ggml_cpu_silu(gf[i])*uf[i];
+            vk->swiglu_f32(n, (float *) y, (const float *) g, (const float *) u);
         } else {
-            for (int64_t i = 0; i < ne0; i++) {
+            for (int64_t i = 0; i < n; i++) {
                 const float gv = ggml_cpu_load_f(g + i*src0->nb[0], src0->type);
                 const float uv = ggml_cpu_load_f(u + i*up->nb[0], up->type);
                 ggml_cpu_store_f(y + i*dst->nb[0], dst->type, ggml_cpu_silu(gv)*uv);

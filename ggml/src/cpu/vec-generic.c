@@ -1,0 +1,49 @@
+// vec-generic.c — portable activation row kernels and the per-kernel-set tables (vec.h).
+#include "vec.h"
+#include "ops-util.h"
+
+#include <pthread.h>
+
+static void silu_f32_generic(int64_t n, float * y, const float * x) {
+    for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_silu(x[i]);
+}
+
+static void swiglu_f32_generic(int64_t n, float * y, const float * g, const float * u) {
+    for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_silu(g[i])*u[i];
+}
+
+void ggml_cpu_vec_init_generic(struct ggml_cpu_vec_kernels * k) {
+    k->silu_f32   = silu_f32_generic;
+    k->swiglu_f32 = swiglu_f32_generic;
+}
+
+static struct ggml_cpu_vec_kernels vec_tables[GGML_CPU_KERNELS_COUNT];
+static pthread_once_t vec_once = PTHREAD_ONCE_INIT;
+
+static void vec_tables_init(void) {
+    for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
+        ggml_cpu_vec_init_generic(&vec_tables[v]);
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    // avx512 builds on avx2: what it leaves alone keeps the avx2 kernel
+    if (ggml_cpu_kernel_variant_available(GGML_CPU_KERNELS_AVX2)) {
+        ggml_cpu_vec_init_avx2(&vec_tables[GGML_CPU_KERNELS_AVX2]);
+        ggml_cpu_vec_init_avx2(&vec_tables[GGML_CPU_KERNELS_AVX512]);
+    }
+    if (ggml_cpu_kernel_variant_available(GGML_CPU_KERNELS_AVX512)) {
+        ggml_cpu_vec_init_avx512(&vec_tables[GGML_CPU_KERNELS_AVX512]);
+    }
+#endif
+}
+
+const struct ggml_cpu_vec_kernels * ggml_cpu_vec_kernels_get(enum ggml_cpu_kernel_variant v) {
+    pthread_once(&vec_once, vec_tables_init);
+    if ((int) v < 0 || v >= GGML_CPU_KERNELS_COUNT || !ggml_cpu_kernel_variant_available(v)) {
+        v = GGML_CPU_KERNELS_PORTABLE;
+    }
+    return &vec_tables[v];
+}
+
+const struct ggml_cpu_vec_kernels * ggml_cpu_vec_kernels_selected(void) {
+    return ggml_cpu_vec_kernels_get(ggml_cpu_kernel_variant_selected());
+}
