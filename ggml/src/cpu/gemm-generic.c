@@ -258,6 +258,51 @@ void ggml_gemm_act_compact(const struct ggml_gemm_traits * gt, const void * grou
     }
 }
 
+void ggml_gemm_act_compact_row(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, void * out) {
+    const size_t cbb = (size_t) gt->qb + 8, csb = 4 + (size_t) gt->sb*cbb;
+    for (int64_t i = 0; i < K/(gt->qb*gt->sb); i++) {
+        uint8_t * o = (uint8_t *) out + (size_t) i*csb;
+        float da = 0.0f;
+        for (int j = 0; j < gt->sb; j++) {
+            const int8_t * q = NULL;
+            int32_t sum = 0;
+            float s_stored = 0.0f;
+            switch (gt->act_type) {
+                case GGML_TYPE_Q8_0: {
+                    const block_q8_0 * b = (const block_q8_0 *) qrow + i;
+                    da = FP16(b->d);
+                    q = b->qs;
+                } break;
+                case GGML_TYPE_Q8_1: {
+                    const block_q8_1 * b = (const block_q8_1 *) qrow + i;
+                    da = b->d;
+                    q = b->qs;
+                    s_stored = b->s; // the s vec_dot uses, as ggml_gemm_act_generic keeps it
+                } break;
+                case GGML_TYPE_Q8_K: {
+                    const block_q8_K * b = (const block_q8_K *) qrow + i;
+                    da = b->d;
+                    q = b->qs + gt->qb*j;
+                    const int per = gt->qb/16;
+                    for (int t = 0; t < per; t++) sum += b->bsums[per*j + t];
+                } break;
+                default:
+                    return;
+            }
+            if (gt->act_type != GGML_TYPE_Q8_K) {
+                for (int k = 0; k < gt->qb; k++) sum += q[k];
+            }
+            uint8_t * ob = o + 4 + (size_t) j*cbb;
+            memcpy(ob, q, (size_t) gt->qb);
+            const int32_t corr = -gt->off*sum;
+            const float s = gt->act_type == GGML_TYPE_Q8_1 ? s_stored : da*(float) sum;
+            memcpy(ob + gt->qb, &corr, 4);
+            memcpy(ob + gt->qb + 4, &s, 4);
+        }
+        memcpy(o, &da, 4);
+    }
+}
+
 void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, const void * panel,
                               const void * group, float * dst, int64_t ldc, int nr, int nc) {
     const int qb = gt->qb, sb = gt->sb;

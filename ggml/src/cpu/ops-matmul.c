@@ -205,7 +205,7 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
         const int64_t i3 = batch/B2, i2 = batch - i3*B2;
         char * group = act + (size_t) gi*p->group_bytes;
         const int nc = (int) GGML_MIN(GGML_GEMM_NR, N - g*GGML_GEMM_NR);
-        if (nc < GGML_GEMM_NR) memset(group, 0, p->group_bytes);
+        if (nc < GGML_GEMM_NR && !p->compact) memset(group, 0, p->group_bytes);
         for (int c = 0; c < nc; c++) {
             const char * src = ggml_cpu_ptr(b, 0, g*GGML_GEMM_NR + c, i2, i3);
             const float * row = (const float *) src;
@@ -219,7 +219,11 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
             }
             p->quantize(row, qrow + (size_t) c*p->qrow_bytes, K);
         }
-        gt->act_group(gt, qrow, p->qrow_bytes, nc, K, group);
+        if (p->compact) {
+            ggml_gemm_act_compact_row(gt, qrow, K, compact); // the one column, no group
+        } else {
+            gt->act_group(gt, qrow, p->qrow_bytes, nc, K, group);
+        }
     }
     const int64_t n_items = p->items_m*nbatch;
     const bool dynamic = !p->priv && nth > 1;
@@ -236,7 +240,6 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
     const int64_t ldc = (int64_t) (dst->nb[1]/sizeof(float));
     if (p->compact) {
         // one column on repacked weights: every thread holds the column compactly, panels in turn
-        ggml_gemm_act_compact(gt, act, K, compact);
         float * out = (float *) dst->data;
         for (; t < t_end; t++) {
             const int64_t pm0 = t*p->ppi, pm1 = GGML_MIN(p->panels_m, pm0 + p->ppi);
