@@ -68,10 +68,43 @@ static inline __mmask16 lanes_below(int64_t n) {
     return n >= 16 ? (__mmask16) 0xFFFF : n <= 0 ? (__mmask16) 0 : (__mmask16) ((1u << n) - 1);
 }
 
-static void scores_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, const float * k, int64_t ldk) {
+// rows[i][j] = q_i . k_j for tiles of up to 8 rows (one-token decoding: a GQA group) with the
+// lane operations of scores_avx512 on 8-lane vectors: where 512-bit operations are split in two
+// (Zen 4) an 8-lane FMA costs half a 16-lane one, and the lanes past 8 would be idle anyway.
+static void dots8(const struct ggml_fa_rows * r, int nk, const float * k, int64_t ldk,
+                  float rows[GGML_FA_ROWS][GGML_FA_BLOCK]) {
     const int D = r->D;
-    const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    float qk[GGML_FA_BLOCK + 32][8]; // qk[j] lane i = q_i . k_j
+    for (int j = 0; j < nk; j += 8) {
+        const float * kp[8];
+        for (int u = 0; u < 8; u++) kp[u] = k + (j + u < nk ? j + u : nk - 1)*ldk; // past nk: never read back
+        __m256 acc[8];
+        for (int u = 0; u < 8; u++) acc[u] = _mm256_setzero_ps();
+        for (int d = 0; d < D; d++) {
+            const __m256 q = _mm256_loadu_ps(r->qt + d*GGML_FA_ROWS);
+            for (int u = 0; u < 8; u++) acc[u] = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[u] + d), q, acc[u]);
+        }
+        for (int u = 0; u < 8; u++) _mm256_storeu_ps(qk[j + u], acc[u]);
+    }
+    // 32 keys at a time: t[u] = keys 2u, 2u+1; after the transpose t[i] holds row i of the even
+    // keys and t[8 + i] of the odd ones, interleaved back into key order
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    for (int j = 0; j < nk; j += 32) {
+        __m512 t[16];
+        for (int u = 0; u < 16; u++) t[u] = j + 2*u < nk ? _mm512_loadu_ps(qk[j + 2*u]) : _mm512_setzero_ps();
+        transpose_16x16(t);
+        for (int i = 0; i < r->nr; i++) {
+            _mm512_storeu_ps(&rows[i][j], _mm512_permutex2var_ps(t[i], lo, t[8 + i]));
+            if (j + 16 < GGML_FA_BLOCK) _mm512_storeu_ps(&rows[i][j + 16], _mm512_permutex2var_ps(t[i], hi, t[8 + i]));
+        }
+    }
+}
+
+// rows[i][j] = q_i . k_j, the tile's rows in the lanes (one FMA chain over d per lane).
+static void dots16(const struct ggml_fa_rows * r, int nk, const float * k, int64_t ldk,
+                   float rows[GGML_FA_ROWS][GGML_FA_BLOCK]) {
+    const int D = r->D;
     // qk[j] lane i = q_i . k_j, then transposed in 16x16 blocks: rows[i][j]
     __m512 qk[GGML_FA_BLOCK];
     for (int j = 0; j < nk; j += 8) {
@@ -85,13 +118,20 @@ static void scores_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, con
         }
         for (int u = 0; u < 8; u++) qk[j + u] = acc[u];
     }
-    float rows[GGML_FA_ROWS][GGML_FA_BLOCK];
     for (int j = 0; j < nk; j += 16) {
         __m512 t[16];
         for (int u = 0; u < 16; u++) t[u] = j + u < nk ? qk[j + u] : _mm512_setzero_ps();
         transpose_16x16(t);
         for (int i = 0; i < r->nr; i++) _mm512_storeu_ps(&rows[i][j], t[i]);
     }
+}
+
+static void scores_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, const float * k, int64_t ldk) {
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    float rows[GGML_FA_ROWS][GGML_FA_BLOCK];
+    if (r->nr <= 8) dots8(r, nk, k, ldk, rows);
+    else dots16(r, nk, k, ldk, rows);
     for (int i = 0; i < r->nr; i++) {
         const float * mrow = r->mask ? r->mask[i] : NULL;
         float * s = r->s + i*r->lds;

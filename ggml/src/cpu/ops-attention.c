@@ -29,6 +29,7 @@ struct fa_plan {
     size_t kv_bytes;      // one block of K and V rows as F32
     size_t mask_bytes;    // tile's mask rows for one block (F16 masks converted)
     size_t list_bytes;    // tile's lists of visible keys: scores and cells
+    size_t span_bytes;    // per block: the cells some row sees, [lo, hi) relative to the block
 };
 
 static void fa_plan_make(const struct ggml_tensor * q, const struct ggml_tensor * k, const struct ggml_tensor * v,
@@ -44,10 +45,11 @@ static void fa_plan_make(const struct ggml_tensor * q, const struct ggml_tensor 
     p->mask_bytes = GGML_PAD((size_t) (p->rows*GGML_FA_BLOCK)*sizeof(float), 64);
     p->lds        = GGML_PAD(k->ne[1], 16);
     p->list_bytes = GGML_PAD((size_t) (p->rows*p->lds)*(sizeof(float) + sizeof(int32_t)), 64);
+    p->span_bytes = GGML_PAD((size_t) (2*((k->ne[1] + GGML_FA_BLOCK - 1)/GGML_FA_BLOCK))*sizeof(int32_t), 64);
 }
 
 static size_t fa_thread_bytes(const struct fa_plan * p) {
-    return p->qf_bytes + p->o_bytes + p->kv_bytes + p->mask_bytes + p->list_bytes;
+    return p->qf_bytes + p->o_bytes + p->kv_bytes + p->mask_bytes + p->list_bytes + p->span_bytes;
 }
 
 size_t ggml_cpu_work_size_flash_attn_ext(const struct ggml_tensor * dst, int n_threads) {
@@ -140,7 +142,8 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
     float * vb = kb + GGML_FA_BLOCK*D;                  ws += p.kv_bytes;
     float * mbuf = (float *) ws;                        ws += p.mask_bytes;
     float * ls = (float *) ws;
-    int32_t * lc = (int32_t *) (ls + R*p.lds);
+    int32_t * lc = (int32_t *) (ls + R*p.lds);          ws += p.list_bytes;
+    int32_t * span = (int32_t *) ws;
 
     const bool m_f32 = mask && mask->type == GGML_TYPE_F32 && mask->nb[0] == sizeof(float);
 
@@ -180,16 +183,24 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
             lv[i] = 0.0f;
             nv[i] = next[i] = 0;
         }
-        memset(o, 0, (size_t) (2*R*Dv)*sizeof(float));
+        memset(o, 0, (size_t) (nr*Dv)*sizeof(float));
+        memset(o2, 0, (size_t) (nr*Dv)*sizeof(float));
         const struct ggml_fa_rows rows = { nr, (int) D, (int) Dv, qt, mask ? mblk : NULL, slopes,
                                            ggml_get_op_params_f32(dst, 0), softcap > 0.0f ? softcap : 0.0f,
                                            ls, lc, p.lds, nv, next, mv, lv, o, o2, Dv };
 
-        // pass 1: scores of the visible keys, K block by K block
+        // pass 1: scores of the visible keys, K block by K block; only the span of cells some
+        // row sees is converted and scored (decoding: the cells past the sequence's end, up
+        // to the padded n_kv, are masked)
         for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
             const int nk = (int) GGML_MIN(GGML_FA_BLOCK, n_kv - j0);
-            bool live = !mask;
+            int32_t * sp = span + 2*(j0/GGML_FA_BLOCK);
+            int lo = mask ? nk : 0, hi = mask ? 0 : nk;
             for (int i = 0; mask && i < nr; i++) {
+                if (i > 0 && mrows[i] == mrows[i - 1]) { // same mask row as the previous
+                    mblk[i] = mblk[i - 1];
+                    continue;
+                }
                 if (m_f32) {
                     mblk[i] = (const float *) mrows[i] + j0;
                 } else {
@@ -197,24 +208,34 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
                     for (int j = 0; j < nk; j++) mb[j] = ggml_cpu_load_f(mrows[i] + (j0 + j)*mask->nb[0], mask->type);
                     mblk[i] = mb;
                 }
-                if (i > 0 && mrows[i] == mrows[i - 1]) continue; // same mask row as the previous
-                for (int j = 0; j < nk && !live; j++) live = mblk[i][j] != -INFINITY;
+                int a = 0, b = nk;
+                while (a < lo && mblk[i][a] == -INFINITY) a++;
+                while (b > GGML_MAX(a, hi) && mblk[i][b - 1] == -INFINITY) b--;
+                if (a < b) {
+                    lo = GGML_MIN(lo, a);
+                    hi = GGML_MAX(hi, b);
+                }
             }
-            if (!live) continue; // hidden from every row (causal: past the diagonal)
+            sp[0] = lo;
+            sp[1] = hi;
+            if (lo >= hi) continue; // hidden from every row (causal: past the diagonal)
+            for (int i = 0; mask && i < nr; i++) mblk[i] += lo;
             int64_t ldk;
-            const float * kp = fa_block_rows(k, j0, nk, hk, k3, &kern, kb, &ldk);
-            kern.scores(&rows, j0, nk, kp, ldk);
+            const float * kp = fa_block_rows(k, j0 + lo, hi - lo, hk, k3, &kern, kb, &ldk);
+            kern.scores(&rows, j0 + lo, hi - lo, kp, ldk);
         }
         kern.probs(&rows);
         // pass 2: p * v, V block by V block, only where some row has a visible key
         for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
             const int nk = (int) GGML_MIN(GGML_FA_BLOCK, n_kv - j0);
+            const int32_t * sp = span + 2*(j0/GGML_FA_BLOCK);
             bool used = false;
             for (int i = 0; i < nr && !used; i++) used = next[i] < nv[i] && lc[i*p.lds + next[i]] < j0 + nk;
             if (!used) continue;
+            // every list entry in the block lies in the block's span
             int64_t ldv;
-            const float * vp = fa_block_rows(v, j0, nk, hk, v3, &kern, vb, &ldv);
-            kern.accum(&rows, j0, nk, vp, ldv);
+            const float * vp = fa_block_rows(v, j0 + sp[0], sp[1] - sp[0], hk, v3, &kern, vb, &ldv);
+            kern.accum(&rows, j0 + sp[0], sp[1] - sp[0], vp, ldv);
         }
 
         for (int i = 0; i < nr; i++) {
