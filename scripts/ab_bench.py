@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Side-by-side speed against llama.cpp: our bench and llama-bench, run alternately (A/B/A/B).
+
+    python scripts/ab_bench.py --llama-bench /path/to/llama-bench -m a.gguf -m b.gguf \\
+        [-t 2] [-p 512] [-n 128] [-r 3] [--rounds 2] [--bandwidth 35]
+
+For each model and round, `python -m llama_py bench` runs, then llama-bench with the same
+threads / prompt / generation lengths / repetitions; per test the best round's mean of each side
+is kept (the machine may be shared: a round disturbed by other work is slower, not faster).
+Prints a Markdown table with the ratio, and, given the machine's read bandwidth (GB/s, e.g. from
+scripts/bench_bandwidth.py), the share of the bandwidth roof each side reaches in generation:
+t/s x bytes of weights one token reads / bandwidth. Benchmarks only; never a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# weights every generated token reads (token_embd only when it doubles as the output matrix)
+MATMUL_WEIGHT = re.compile(r"^(blk\.\d+\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)|output)\.weight$")
+
+
+def token_bytes(path: str) -> int:
+    """Bytes of the matmul weights one generated token reads (from the GGUF's tensor table)."""
+    from gguf import GGUFReader
+
+    r = GGUFReader(path)
+    names = {t.name: int(t.n_bytes) for t in r.tensors}
+    total = sum(n for name, n in names.items() if MATMUL_WEIGHT.match(name))
+    if "output.weight" not in names:
+        total += names.get("token_embd.weight", 0)  # tied embeddings are the output matrix
+    return total
+
+
+def run_ours(model: str, a) -> dict:
+    cmd = [sys.executable, "-m", "llama_py", "bench", "-m", model, "-t", str(a.threads), "-p", str(a.n_prompt),
+           "-n", str(a.n_gen), "-r", str(a.reps), "-o", "json"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    return {row["test"]: row["t_s"] for row in json.loads(out)}
+
+
+def run_theirs(model: str, a) -> dict:
+    cmd = [a.llama_bench, "-m", model, "-t", str(a.threads), "-p", str(a.n_prompt), "-n", str(a.n_gen),
+           "-r", str(a.reps), "-o", "json"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    rows = {}
+    for row in json.loads(out):
+        kind = "pp" if row.get("n_prompt", 0) > 0 else "tg"
+        n = row["n_prompt"] if kind == "pp" else row["n_gen"]
+        rows[f"{kind}{n}"] = row["avg_ts"]
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--llama-bench", required=True, help="path of llama.cpp's llama-bench")
+    ap.add_argument("-m", "--model", action="append", required=True, help="GGUF file (repeat for more)")
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("-p", "--n-prompt", type=int, default=512)
+    ap.add_argument("-n", "--n-gen", type=int, default=128)
+    ap.add_argument("-r", "--reps", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2, help="A/B rounds per model")
+    ap.add_argument("--bandwidth", type=float, default=0.0, help="read bandwidth in GB/s for the roof column")
+    a = ap.parse_args()
+
+    lines = ["| model | test | ours t/s | llama.cpp t/s | ratio |" + (" ours % roof | llama.cpp % roof |" if a.bandwidth else ""),
+             "|---|---|---:|---:|---:|" + ("---:|---:|" if a.bandwidth else "")]
+    for model in a.model:
+        best_ours: dict = {}
+        best_theirs: dict = {}
+        for _ in range(a.rounds):
+            for name, res in (("ours", run_ours(model, a)), ("theirs", run_theirs(model, a))):
+                best = best_ours if name == "ours" else best_theirs
+                for test, ts in res.items():
+                    best[test] = max(best.get(test, 0.0), ts)
+            print(f"{os.path.basename(model)}: ours {best_ours} llama.cpp {best_theirs}", file=sys.stderr, flush=True)
+        tb = token_bytes(model) if a.bandwidth else 0
+        for test in sorted(best_ours, key=lambda s: (s[:2] != "pp", s)):
+            ours, theirs = best_ours[test], best_theirs.get(test, 0.0)
+            ratio = f"{ours / theirs:.2f}x" if theirs else "-"
+            line = f"| {os.path.basename(model)} | {test} | {ours:.1f} | {theirs:.1f} | {ratio} |"
+            if a.bandwidth:
+                if test.startswith("tg"):
+                    line += f" {100 * ours * tb / (a.bandwidth * 1e9):.0f}% | {100 * theirs * tb / (a.bandwidth * 1e9):.0f}% |"
+                else:
+                    line += " | |"
+            lines.append(line)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
