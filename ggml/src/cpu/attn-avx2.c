@@ -57,12 +57,19 @@ static void scores_avx2(const struct ggml_fa_rows * r, int64_t j0, int nk, const
         for (int u = 0; u < 4; u++) kp[u] = k + (j + u < nk ? j + u : nk - 1)*ldk; // past nk: never read back
         __m256 acc[4][2];
         for (int u = 0; u < 4; u++) acc[u][0] = acc[u][1] = _mm256_setzero_ps();
-        for (int d = 0; d < D; d++) {
-            const __m256 q0 = _mm256_loadu_ps(r->qt + d*GGML_FA_ROWS), q1 = _mm256_loadu_ps(r->qt + d*GGML_FA_ROWS + 8);
-            for (int u = 0; u < 4; u++) {
-                const __m256 kd = _mm256_broadcast_ss(kp[u] + d);
-                acc[u][0] = _mm256_fmadd_ps(kd, q0, acc[u][0]);
-                acc[u][1] = _mm256_fmadd_ps(kd, q1, acc[u][1]);
+        if (r->nr <= 8) { // lanes 8..15 would only hold the zero rows: one vector (decoding: a GQA group)
+            for (int d = 0; d < D; d++) {
+                const __m256 q0 = _mm256_loadu_ps(r->qt + d*GGML_FA_ROWS);
+                for (int u = 0; u < 4; u++) acc[u][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[u] + d), q0, acc[u][0]);
+            }
+        } else {
+            for (int d = 0; d < D; d++) {
+                const __m256 q0 = _mm256_loadu_ps(r->qt + d*GGML_FA_ROWS), q1 = _mm256_loadu_ps(r->qt + d*GGML_FA_ROWS + 8);
+                for (int u = 0; u < 4; u++) {
+                    const __m256 kd = _mm256_broadcast_ss(kp[u] + d);
+                    acc[u][0] = _mm256_fmadd_ps(kd, q0, acc[u][0]);
+                    acc[u][1] = _mm256_fmadd_ps(kd, q1, acc[u][1]);
+                }
             }
         }
         for (int u = 0; u < 4 && j + u < nk; u++) {

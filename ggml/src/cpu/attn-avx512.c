@@ -269,7 +269,9 @@ static void accum_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, cons
 static void f16_rows_avx512(const void * src, size_t stride, int nk, int64_t n, float * dst) {
     for (int j = 0; j < nk; j++) {
         const ggml_fp16_t * h = (const ggml_fp16_t *) ((const char *) src + (size_t) j*stride);
-        for (int64_t e = 0; e < n; e += 16) {
+        int64_t e = 0;
+        for (; e + 16 <= n; e += 16) _mm512_storeu_ps(dst + j*n + e, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (h + e))));
+        for (; e < n; e += 16) {
             const __mmask16 m = lanes_below(n - e);
             _mm512_mask_storeu_ps(dst + j*n + e, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h + e)));
         }
