@@ -6,7 +6,8 @@
 // for the whole tile:
 //   scores  q.k for every row and key at once, rows in vector lanes (the tile's queries are
 //           held transposed, qt; each key element is broadcast against them, so a lane sees
-//           the same operations whatever the other lanes hold); per row, the keys the mask
+//           the same operations whatever the other lanes hold, and a tile of up to 8 rows,
+//           as in one-token decoding, may use 8-lane vectors); per row, the keys the mask
 //           leaves visible get s = scale*q.k (softcap: softcap*tanh(s/softcap)) + slope*mask,
 //           appended in cell order to the row's list of visible keys (score, cell); the
 //           row's maximum m is kept exact;

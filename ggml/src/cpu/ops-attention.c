@@ -11,8 +11,10 @@
 // group at consecutive positions, or a slice of a large group at one position). The tile walks
 // the KV cells twice in blocks of GGML_FA_BLOCK (attn.h): K blocks for the scores of the keys
 // each row's mask leaves visible, then V blocks for the weighted sums; each block is converted
-// to F32 once for the whole tile (used in place when it already is F32), and blocks hidden from
-// every row (causal: past the diagonal) are not touched. A row's result depends only on its own
+// to F32 once for the whole tile (used in place when it already is F32), and only the span of
+// its cells that some row sees: blocks hidden from every row (causal: past the diagonal) are
+// not touched, nor the masked cells at a block's ends (decoding: the padding of n_kv past the
+// sequence's end). A row's result depends only on its own
 // visible keys, so batched and one-token decoding, or a sequence in other cells, agree bit for
 // bit. Tiles are dealt to threads round-robin, which keeps causal work balanced without a
 // barrier; each thread has its own scratch slice of wdata.
