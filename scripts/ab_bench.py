@@ -7,9 +7,10 @@
 For each model and round, `python -m llama_py bench` runs, then llama-bench with the same
 threads / prompt / generation lengths / repetitions; per test the best round's mean of each side
 is kept (the machine may be shared: a round disturbed by other work is slower, not faster).
-Prints a Markdown table with the ratio, and, given the machine's read bandwidth (GB/s, e.g. from
-scripts/bench_bandwidth.py), the share of the bandwidth roof each side reaches in generation:
-t/s x bytes of weights one token reads / bandwidth. Benchmarks only; never a test.
+Prints a Markdown table with the ratio, and, given the machine's read bandwidth (GB/s, or "auto":
+measured with scripts/bench_bandwidth.py before every round, the best figure kept — on a shared
+machine it moves as much as the speeds do), the share of the bandwidth roof each side reaches in
+generation: t/s x bytes of weights one token reads / bandwidth. Benchmarks only; never a test.
 """
 from __future__ import annotations
 
@@ -66,31 +67,43 @@ def main() -> int:
     ap.add_argument("-n", "--n-gen", type=int, default=128)
     ap.add_argument("-r", "--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2, help="A/B rounds per model")
-    ap.add_argument("--bandwidth", type=float, default=0.0, help="read bandwidth in GB/s for the roof column")
+    ap.add_argument("--bandwidth", default="0", help="read bandwidth in GB/s for the roof column, or auto")
     a = ap.parse_args()
+    auto_bw = a.bandwidth == "auto"
+    bw_best = 0.0 if auto_bw else float(a.bandwidth)
+    if auto_bw:
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from bench_bandwidth import measure
 
-    lines = ["| model | test | ours t/s | llama.cpp t/s | ratio |" + (" ours % roof | llama.cpp % roof |" if a.bandwidth else ""),
-             "|---|---|---:|---:|---:|" + ("---:|---:|" if a.bandwidth else "")]
+    roof = auto_bw or bw_best > 0
+    lines = ["| model | test | ours t/s | llama.cpp t/s | ratio |" + (" ours % roof | llama.cpp % roof |" if roof else ""),
+             "|---|---|---:|---:|---:|" + ("---:|---:|" if roof else "")]
     for model in a.model:
         best_ours: dict = {}
         best_theirs: dict = {}
+        bw = bw_best
         for _ in range(a.rounds):
+            if auto_bw:
+                bw = max(bw, measure(a.threads))
             for name, res in (("ours", run_ours(model, a)), ("theirs", run_theirs(model, a))):
                 best = best_ours if name == "ours" else best_theirs
                 for test, ts in res.items():
                     best[test] = max(best.get(test, 0.0), ts)
-            print(f"{os.path.basename(model)}: ours {best_ours} llama.cpp {best_theirs}", file=sys.stderr, flush=True)
-        tb = token_bytes(model) if a.bandwidth else 0
+            print(f"{os.path.basename(model)}: ours {best_ours} llama.cpp {best_theirs} bandwidth {bw:.1f} GB/s",
+                  file=sys.stderr, flush=True)
+        tb = token_bytes(model) if roof else 0
         for test in sorted(best_ours, key=lambda s: (s[:2] != "pp", s)):
             ours, theirs = best_ours[test], best_theirs.get(test, 0.0)
             ratio = f"{ours / theirs:.2f}x" if theirs else "-"
             line = f"| {os.path.basename(model)} | {test} | {ours:.1f} | {theirs:.1f} | {ratio} |"
-            if a.bandwidth:
+            if roof:
                 if test.startswith("tg"):
-                    line += f" {100 * ours * tb / (a.bandwidth * 1e9):.0f}% | {100 * theirs * tb / (a.bandwidth * 1e9):.0f}% |"
+                    line += f" {100 * ours * tb / (bw * 1e9):.0f}% | {100 * theirs * tb / (bw * 1e9):.0f}% |"
                 else:
                     line += " | |"
             lines.append(line)
+        if auto_bw:
+            lines.append(f"| {os.path.basename(model)} | read bandwidth | {bw:.1f} GB/s | | | | |")
     print("\n".join(lines))
     return 0
 
