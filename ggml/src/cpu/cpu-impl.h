@@ -72,6 +72,11 @@ void ggml_compute_forward_div          (const struct ggml_compute_params * param
 void ggml_compute_forward_scale        (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_rms_norm     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_norm         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+// Whether rms_norm node `norm` followed by `mul` (norm times a 1-D F32 weight row) can run fused.
+bool ggml_cpu_rms_norm_mul_fusable(const struct ggml_tensor * norm, const struct ggml_tensor * mul);
+// rms_norm(norm->src[0]) * weight into mul, bit-identical to the two kernels one after the other.
+void ggml_compute_forward_rms_norm_mul(const struct ggml_compute_params * params, struct ggml_tensor * norm,
+                                       struct ggml_tensor * mul);
 void ggml_compute_forward_silu         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_gelu         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_swiglu       (const struct ggml_compute_params * params, struct ggml_tensor * dst);

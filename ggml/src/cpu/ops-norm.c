@@ -1,5 +1,6 @@
 // ops-norm.c — per-row RMS norm and layer norm (no affine part: the graph multiplies by the
-// weight and adds the bias as separate ops). eps comes from op_params f32[0].
+// weight and adds the bias as separate ops). eps comes from op_params f32[0]. The CPU plan
+// (threadpool.c) may run RMS_NORM and the MUL by its weight that follows as one fused kernel.
 #include "ops-util.h"
 
 // Sum of (x[i] - c)^2 with independent partial sums (vectorizes without -ffast-math).
@@ -76,4 +77,58 @@ void ggml_compute_forward_rms_norm(const struct ggml_compute_params * params, st
 
 void ggml_compute_forward_norm(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
     norm_forward(params, dst, false);
+}
+
+bool ggml_cpu_rms_norm_mul_fusable(const struct ggml_tensor * norm, const struct ggml_tensor * mul) {
+    if (norm->op != GGML_OP_RMS_NORM || mul->op != GGML_OP_MUL) {
+        return false;
+    }
+    const struct ggml_tensor * x = norm->src[0];
+    const struct ggml_tensor * w = mul->src[0] == norm ? mul->src[1] : mul->src[0];
+    if (!x || !w || (mul->src[0] != norm && mul->src[1] != norm) || w == norm) {
+        return false;
+    }
+    // Only the fast path of norm_forward, and a weight that is one contiguous F32 row.
+    if (x->type != GGML_TYPE_F32 || norm->type != GGML_TYPE_F32 || mul->type != GGML_TYPE_F32 ||
+        w->type != GGML_TYPE_F32 || x->nb[0] != sizeof(float) || norm->nb[0] != sizeof(float) ||
+        mul->nb[0] != sizeof(float) || w->nb[0] != sizeof(float)) {
+        return false;
+    }
+    if (w->ne[0] != norm->ne[0] || w->ne[1] != 1 || w->ne[2] != 1 || w->ne[3] != 1) {
+        return false;
+    }
+    for (int d = 0; d < 4; d++) {
+        if (mul->ne[d] != norm->ne[d]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// y = rms_norm(x) * w per row, written to mul (norm's own output is never written: the plan
+// only fuses when mul is its one consumer). Each element goes through the same two roundings
+// as the unfused pair: t = (x - 0)*s stored as float, then t*w (a product is commutative, so
+// the bits do not depend on which side of the MUL the norm was).
+void ggml_compute_forward_rms_norm_mul(const struct ggml_compute_params * params, struct ggml_tensor * norm,
+                                       struct ggml_tensor * mul) {
+    const struct ggml_tensor * x = norm->src[0];
+    const struct ggml_tensor * w = mul->src[0] == norm ? mul->src[1] : mul->src[0];
+    const float eps = ggml_get_op_params_f32(norm, 0);
+    const int64_t ne0 = x->ne[0];
+    const float * restrict wf = (const float *) w->data;
+    int64_t ir0, ir1;
+    ggml_cpu_split(ggml_nrows(mul), params->ith, params->nth, &ir0, &ir1);
+    for (int64_t ir = ir0; ir < ir1; ir++) {
+        int64_t i1, i2, i3;
+        ggml_cpu_row_index(mul, ir, &i1, &i2, &i3);
+        const float * xf = (const float *) ggml_cpu_ptr(x, 0, i1, i2, i3);
+        float *       yf = (float *) ggml_cpu_ptr(mul, 0, i1, i2, i3); // may equal xf (inplace)
+        const float mean = 0.0f;
+        const float var  = norm_sum_sq(ne0, xf, mean)/(float) ne0;
+        const float s    = 1.0f/sqrtf(var + eps);
+        for (int64_t i = 0; i < ne0; i++) {
+            const float t = (xf[i] - mean)*s;
+            yf[i] = t*wf[i];
+        }
+    }
 }

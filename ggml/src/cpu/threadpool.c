@@ -232,6 +232,7 @@ struct ggml_plan_step {
     struct ggml_tensor * node;
     int n_tasks;                     // threads 0..n_tasks-1 run the kernel
     bool sync;                       // every thread meets at the node barrier after this step
+    struct ggml_tensor * fused;      // non-NULL: node is an RMS_NORM run fused with this MUL
 };
 
 // The steps of a computation: kept, with what they were made for, so that an unchanged graph
@@ -241,6 +242,7 @@ struct ggml_plan {
     int n, cap;
     const struct ggml_cgraph * graph; // NULL: nothing valid
     int nth;
+    bool fuse;                       // fusion was allowed when the plan was made
     size_t wsize;                    // scratch bytes the steps need
 };
 
@@ -285,6 +287,7 @@ struct ggml_threadpool {
 
     uint64_t blocked0;               // ns thread 0 slept at barriers in this computation
     bool adapt;                      // adaptive thread count (GGML_THREADS_ADAPT)
+    bool fuse;                       // plans may fuse node pairs (GGML_FUSE=0 turns it off)
     int adapt_nth;                   // n_threads the entries were measured with
     uint64_t adapt_clock;
     struct ggml_adapt_entry adapt_slot[GGML_ADAPT_SLOTS];
@@ -383,7 +386,9 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
         // threads of a multi-threaded node agree on running it (kernels may barrier inside).
         if (ith < n_tasks && !stopping) {
             const struct ggml_compute_params params = { ith, n_tasks, tp->wsize, tp->wdata, tp };
-            if (!ggml_cpu_compute_forward(&params, node) ||
+            if (plan[i].fused) {
+                ggml_compute_forward_rms_norm_mul(&params, node, plan[i].fused);
+            } else if (!ggml_cpu_compute_forward(&params, node) ||
                 atomic_load_explicit(&tp->kernel_failed, memory_order_relaxed)) {
                 ggml_threadpool_stop_at(tp, i, GGML_STATUS_FAILED);
                 stopping = true;
@@ -436,10 +441,76 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fusion: RMS_NORM at node i whose one consumer is node i+1 = MUL(norm, 1-D weight) runs as one
+// kernel (ops-norm.c) that writes the MUL's output and never the norm's. A norm consumed by
+// anything else (another node, a view, a second source slot of the MUL) or marked as a graph
+// output keeps its own step. Marks live in the norm's op_params past eps (the op reads only
+// word 0) for the length of the planning pass, so no per-graph table is needed.
+
+#define GGML_FUSE_WORD 15 // op_params int32 index used as scratch while planning
+#define GGML_FUSE_TAG  0x465553 // "FUS" above the low byte, which counts uses
+
+static bool ggml_fuse_marked(const struct ggml_tensor * t) {
+    return (ggml_get_op_params_i32(t, GGML_FUSE_WORD) & ~0xff) == GGML_FUSE_TAG << 8 &&
+           (ggml_get_op_params_i32(t, GGML_FUSE_WORD) & 0xff) == 1;
+}
+
+static void ggml_fuse_unmark(struct ggml_tensor * t) {
+    ggml_set_op_params_i32(t, GGML_FUSE_WORD, 0);
+}
+
+// Marks each fusable norm with its number of consumers; unmarks (and so keeps unfused) those
+// with more than one. Returns the number left to fuse.
+static int ggml_threadpool_mark_fusions(const struct ggml_cgraph * g) {
+    int n_cand = 0;
+    for (int i = 0; i + 1 < g->n_nodes; i++) {
+        struct ggml_tensor * t = g->nodes[i];
+        if (t->op == GGML_OP_RMS_NORM && !(t->flags & GGML_TENSOR_FLAG_OUTPUT) &&
+            ggml_get_op_params_i32(t, GGML_FUSE_WORD) == 0 && ggml_cpu_rms_norm_mul_fusable(t, g->nodes[i + 1])) {
+            ggml_set_op_params_i32(t, GGML_FUSE_WORD, (int32_t) (GGML_FUSE_TAG << 8));
+            n_cand++;
+        }
+    }
+    if (n_cand == 0) {
+        return 0;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct ggml_tensor * node = g->nodes[i];
+        for (int s = 0; s < GGML_MAX_SRC; s++) {
+            // A source counts for itself and for what it views (an in-place norm is a view of
+            // its input; a view of a norm reads the norm).
+            struct ggml_tensor * src = node->src[s];
+            for (int k = 0; src && k < 2; k++) {
+                struct ggml_tensor * t = k == 0 ? src : src->view_src;
+                if (t && t->op == GGML_OP_RMS_NORM) {
+                    const int32_t v = ggml_get_op_params_i32(t, GGML_FUSE_WORD);
+                    if ((v & ~0xff) == GGML_FUSE_TAG << 8 && (v & 0xff) < 0xff) {
+                        ggml_set_op_params_i32(t, GGML_FUSE_WORD, v + 1);
+                    }
+                }
+            }
+        }
+    }
+    int n = 0;
+    for (int i = 0; i + 1 < g->n_nodes; i++) {
+        struct ggml_tensor * t = g->nodes[i];
+        if (t->op != GGML_OP_RMS_NORM || (ggml_get_op_params_i32(t, GGML_FUSE_WORD) & ~0xff) != GGML_FUSE_TAG << 8) {
+            continue;
+        }
+        if (ggml_fuse_marked(t)) {
+            n++;
+        } else {
+            ggml_fuse_unmark(t);
+        }
+    }
+    return n;
+}
+
 // Plans the computation of g on nth threads into pl: one step per node that does work, its
 // thread count, and whether all threads must meet after it, plus the scratch the steps need.
 // False if the step array cannot grow.
-static bool ggml_threadpool_plan(struct ggml_plan * pl, const struct ggml_cgraph * g, int nth) {
+static bool ggml_threadpool_plan(struct ggml_plan * pl, const struct ggml_cgraph * g, int nth, bool fuse) {
     pl->graph = NULL;
     if (g->n_nodes > pl->cap) {
         const int cap = g->n_nodes + g->n_nodes / 2;
@@ -453,11 +524,17 @@ static bool ggml_threadpool_plan(struct ggml_plan * pl, const struct ggml_cgraph
     }
     struct ggml_plan_step * plan = pl->steps;
     int n = 0;
+    const int n_fused = fuse ? ggml_threadpool_mark_fusions(g) : 0;
     for (int i = 0; i < g->n_nodes; i++) {
         struct ggml_tensor * node = g->nodes[i];
         if (!ggml_op_is_view(node->op)) {
             plan[n].node = node;
             plan[n].n_tasks = ggml_cpu_n_tasks(node, nth);
+            plan[n].fused = NULL;
+            if (n_fused > 0 && node->op == GGML_OP_RMS_NORM && ggml_fuse_marked(node)) {
+                plan[n].fused = g->nodes[++i]; // the MUL: it gets no step of its own
+                ggml_fuse_unmark(node);
+            }
             n++;
         }
     }
@@ -478,6 +555,7 @@ static bool ggml_threadpool_plan(struct ggml_plan * pl, const struct ggml_cgraph
     }
     pl->n = n;
     pl->nth = nth;
+    pl->fuse = fuse;
     pl->wsize = w;
     pl->graph = g;
     return true;
@@ -571,6 +649,8 @@ struct ggml_threadpool * ggml_threadpool_new(int n_threads) {
     tp->n_threads = tp->n_threads_max;
     const char * adapt = getenv("GGML_THREADS_ADAPT");
     tp->adapt = !(adapt && strcmp(adapt, "0") == 0);
+    const char * fuse = getenv("GGML_FUSE");
+    tp->fuse = !(fuse && strcmp(fuse, "0") == 0);
     return tp;
 }
 
@@ -772,7 +852,8 @@ enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_thr
         t_adapt = ggml_prof_now();
     }
     struct ggml_plan * plan = &tp->plans[nth > 1];
-    if ((plan->graph != cgraph || plan->nth != nth) && !ggml_threadpool_plan(plan, cgraph, nth)) {
+    if ((plan->graph != cgraph || plan->nth != nth || plan->fuse != tp->fuse) &&
+        !ggml_threadpool_plan(plan, cgraph, nth, tp->fuse)) {
         GGML_LOG_ERROR("ggml_graph_compute: cannot allocate the plan of %d nodes", cgraph->n_nodes);
         tp->data_checked = NULL;
         atomic_store(&tp->busy, false);
