@@ -82,6 +82,23 @@ static void fa_row_to_f32(const struct ggml_tensor * t, const char * row, int64_
     }
 }
 
+// Element j of a mask row (F32 read in place, F16 converted).
+static inline float fa_mask_at(const char * row, int j, const struct ggml_tensor * mask, bool m_f32) {
+    return m_f32 ? ((const float *) row)[j] : ggml_cpu_load_f(row + j*mask->nb[0], mask->type);
+}
+
+// Prefetches the cache lines of n bytes at p.
+static inline void fa_prefetch_row(const char * p, size_t n) {
+    for (size_t b = 0; b < n; b += 64) __builtin_prefetch(p + b, 0, 3);
+    __builtin_prefetch(p + n - 1, 0, 3);
+}
+
+// Bytes from the first to the last element of a row of t.
+static size_t fa_row_bytes(const struct ggml_tensor * t) {
+    const size_t ts = ggml_type_size(t->type);
+    return t->nb[0] == ts ? ggml_row_size(t->type, t->ne[0]) : (size_t) (t->ne[0] - 1)*t->nb[0] + ts;
+}
+
 static bool fa_type_ok(const struct ggml_tensor * t) {
     if (ggml_cpu_is_float_type(t->type)) return true;
     const struct ggml_type_traits * tt = ggml_get_type_traits(t->type);
@@ -147,6 +164,7 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
     int32_t * lc = (int32_t *) (ls + R*p.lds);          ws += p.list_bytes;
     int32_t * span = (int32_t *) ws;
 
+    const size_t k_row_bytes = fa_row_bytes(k), v_row_bytes = fa_row_bytes(v);
     const bool m_f32 = mask && mask->type == GGML_TYPE_F32 && mask->nb[0] == sizeof(float);
 
     // tiles per (batch, KV head): positions in steps of R/group, or (group >= R) slices of heads
@@ -191,28 +209,20 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
                                            ggml_get_op_params_f32(dst, 0), softcap > 0.0f ? softcap : 0.0f,
                                            ls, lc, p.lds, nv, next, mv, lv, o, o2, Dv };
 
-        // pass 1: scores of the visible keys, K block by K block; only the span of cells some
-        // row sees is converted and scored (decoding: the cells past the sequence's end, up
-        // to the padded n_kv, are masked)
+        int64_t vlo = n_kv, vhi = 0; // the cells of the first and last spans
+        // the span of each block's cells some row sees ([lo, hi), relative to the block; empty
+        // where every row's mask hides the block, as past the diagonal of a causal mask, and
+        // without the masked cells at its ends, as the padding of n_kv past a sequence's end)
         for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
             const int nk = (int) GGML_MIN(GGML_FA_BLOCK, n_kv - j0);
             int32_t * sp = span + 2*(j0/GGML_FA_BLOCK);
             int lo = mask ? nk : 0, hi = mask ? 0 : nk;
             for (int i = 0; mask && i < nr; i++) {
-                if (i > 0 && mrows[i] == mrows[i - 1]) { // same mask row as the previous
-                    mblk[i] = mblk[i - 1];
-                    continue;
-                }
-                if (m_f32) {
-                    mblk[i] = (const float *) mrows[i] + j0;
-                } else {
-                    float * mb = mbuf + i*GGML_FA_BLOCK;
-                    for (int j = 0; j < nk; j++) mb[j] = ggml_cpu_load_f(mrows[i] + (j0 + j)*mask->nb[0], mask->type);
-                    mblk[i] = mb;
-                }
+                if (i > 0 && mrows[i] == mrows[i - 1]) continue; // same mask row as the previous
+                const char * mr = mrows[i] + j0*mask->nb[0];
                 int a = 0, b = nk;
-                while (a < lo && mblk[i][a] == -INFINITY) a++;
-                while (b > GGML_MAX(a, hi) && mblk[i][b - 1] == -INFINITY) b--;
+                while (a < lo && fa_mask_at(mr, a, mask, m_f32) == -INFINITY) a++;
+                while (b > GGML_MAX(a, hi) && fa_mask_at(mr, b - 1, mask, m_f32) == -INFINITY) b--;
                 if (a < b) {
                     lo = GGML_MIN(lo, a);
                     hi = GGML_MAX(hi, b);
@@ -220,8 +230,50 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
             }
             sp[0] = lo;
             sp[1] = hi;
-            if (lo >= hi) continue; // hidden from every row (causal: past the diagonal)
-            for (int i = 0; mask && i < nr; i++) mblk[i] += lo;
+            if (lo < hi) {
+                vlo = GGML_MIN(vlo, j0 + lo);
+                vhi = j0 + hi;
+            }
+            // the K and V rows are likely cold (decoding: the weights of the layers between two
+            // uses of a layer's cache evict it): ask for all of them at once, so their misses
+            // overlap instead of stalling the conversions one after the other
+            for (int j = lo; j < hi; j++) {
+                fa_prefetch_row(ggml_cpu_ptr(k, 0, j0 + j, hk, k3), k_row_bytes);
+                fa_prefetch_row(ggml_cpu_ptr(v, 0, j0 + j, hk, v3), v_row_bytes);
+            }
+        }
+        // one position (decoding): the thread's next tile, another KV head, most likely sees the
+        // same cells; its rows are asked for now, to arrive while this tile computes
+        const int64_t tn = t + params->nth;
+        if (tiles_per_head == slices && tn < n_tiles && vlo < vhi) {
+            const int64_t i3n = tn/(H_kv*tiles_per_head);
+            const int64_t hkn = (tn - i3n*H_kv*tiles_per_head)/tiles_per_head;
+            const int64_t k3n = i3n/(q->ne[3]/k->ne[3]), v3n = i3n/(q->ne[3]/v->ne[3]);
+            if (hkn != hk || k3n != k3) {
+                for (int64_t j = vlo; j < vhi; j++) fa_prefetch_row(ggml_cpu_ptr(k, 0, j, hkn, k3n), k_row_bytes);
+            }
+            if (hkn != hk || v3n != v3) {
+                for (int64_t j = vlo; j < vhi; j++) fa_prefetch_row(ggml_cpu_ptr(v, 0, j, hkn, v3n), v_row_bytes);
+            }
+        }
+        // pass 1: scores of the visible keys, K block by K block, only the span of cells some row sees
+        for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
+            const int32_t * sp = span + 2*(j0/GGML_FA_BLOCK);
+            const int lo = sp[0], hi = sp[1];
+            if (lo >= hi) continue;
+            for (int i = 0; mask && i < nr; i++) {
+                if (i > 0 && mrows[i] == mrows[i - 1]) { // same mask row as the previous
+                    mblk[i] = mblk[i - 1];
+                    continue;
+                }
+                if (m_f32) {
+                    mblk[i] = (const float *) mrows[i] + j0 + lo;
+                } else {
+                    float * mb = mbuf + i*GGML_FA_BLOCK;
+                    for (int j = lo; j < hi; j++) mb[j - lo] = ggml_cpu_load_f(mrows[i] + (j0 + j)*mask->nb[0], mask->type);
+                    mblk[i] = mb;
+                }
+            }
             int64_t ldk;
             const float * kp = fa_block_rows(k, j0 + lo, hi - lo, hk, k3, &kern, kb, &ldk);
             kern.scores(&rows, j0 + lo, hi - lo, kp, ldk);
