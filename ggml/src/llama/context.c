@@ -403,6 +403,14 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     }
 }
 
+// Whether t (the logits node) may compute in place in the logits array: a node of its own (not
+// a view into another's memory, which its producer would write) with n_out packed F32 rows.
+static bool ctx_logits_direct_ok(const struct ggml_tensor * t, size_t n_vocab, int32_t n_out) {
+    return t != NULL && t->data != NULL && t->view_src == NULL && t->type == GGML_TYPE_F32 &&
+           (size_t) t->ne[0] == n_vocab && t->ne[1] == n_out && t->ne[2] == 1 && t->ne[3] == 1 &&
+           ggml_is_contiguous(t) && t->op != GGML_OP_NONE;
+}
+
 // Graph reuse: consecutive batch-of-one decodes build identical graphs (same ops, shapes and
 // allocation) until n_kv crosses a multiple of 32, so the last graph is kept, built and
 // allocated, and only its inputs are rewritten. The key holds everything llama_graph_build
@@ -507,6 +515,14 @@ int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
             break;
         }
         ctx_set_inputs(ctx, &ub, &res);
+        // The lm-head writes its rows straight into the logits array (no copy-out of n_vocab
+        // floats per row afterwards). The graph's last node has no consumers, so moving its
+        // data off the compute buffer changes nothing else; a reused graph gets it set again
+        // here (the array may have moved).
+        const bool logits_direct = !pooled && ub.n_outputs > 0 && ctx_logits_direct_ok(res.t_logits, n_vocab, ub.n_outputs);
+        if (logits_direct) {
+            res.t_logits->data = ctx->logits + out_row * n_vocab;
+        }
         const enum ggml_status st = llama_context_compute(ctx, res.gf, n == 1 ? ctx->n_threads : ctx->n_threads_batch);
         if (st == GGML_STATUS_ABORTED) {
             LLAMA_LOG_INFO("llama_decode: aborted by the abort callback\n");
@@ -519,7 +535,7 @@ int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
             break;
         }
         if (!pooled && ub.n_outputs > 0) {
-            if (res.t_logits) {
+            if (res.t_logits && !logits_direct) {
                 memcpy(ctx->logits + out_row * n_vocab, res.t_logits->data, (size_t) ub.n_outputs * n_vocab * sizeof(float));
             }
             if (ctx->embeddings && res.t_embd) {
