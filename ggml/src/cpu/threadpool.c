@@ -370,6 +370,26 @@ static void ggml_threadpool_stop_at(struct ggml_threadpool * tp, int i, enum ggm
     atomic_compare_exchange_strong(&tp->status, &expected, status);
 }
 
+// The norm weight of a fused step is a few KiB read once per token from memory that the
+// layer's matmuls have long since evicted: asking for it one step early (the residual add,
+// typically) overlaps the misses with that step instead of stalling the norm on them.
+#ifndef GGML_FUSE_PREFETCH_AHEAD
+#define GGML_FUSE_PREFETCH_AHEAD 2
+#endif
+static void ggml_fuse_prefetch_weight(const struct ggml_tensor * norm, const struct ggml_tensor * mul) {
+#if defined(__GNUC__) || defined(__clang__)
+    const struct ggml_tensor * w = mul->src[0] == norm ? mul->src[1] : mul->src[0];
+    const char * p = (const char *) w->data;
+    const size_t nb = (size_t) w->ne[0] * sizeof(float);
+    for (size_t o = 0; o < nb; o += GGML_CACHE_LINE) {
+        __builtin_prefetch(p + o, 0, 3);
+    }
+#else
+    (void) norm;
+    (void) mul;
+#endif
+}
+
 // Runs thread ith's share of every step of the current computation's plan.
 static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
     const struct ggml_plan_step * plan = tp->plan->steps;
@@ -384,6 +404,9 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
         // Once this thread knows of a stop it only walks on to the barrier where everyone
         // leaves. It learns of stops it made itself, and of others' at barriers, so all
         // threads of a multi-threaded node agree on running it (kernels may barrier inside).
+        if (ith == 0 && i + GGML_FUSE_PREFETCH_AHEAD < n && plan[i + GGML_FUSE_PREFETCH_AHEAD].fused) {
+            ggml_fuse_prefetch_weight(plan[i + GGML_FUSE_PREFETCH_AHEAD].node, plan[i + GGML_FUSE_PREFETCH_AHEAD].fused);
+        }
         if (ith < n_tasks && !stopping) {
             const struct ggml_compute_params params = { ith, n_tasks, tp->wsize, tp->wdata, tp };
             if (plan[i].fused) {
