@@ -96,6 +96,11 @@ def run_bench(model_path: str, n_prompt: Sequence[int] = (512,), n_gen: Sequence
                     # the same token stream every run, spread over the vocabulary
                     tokens = [(i * 7919 + 13) % n_vocab for i in range(n)]
                     speeds = []
+                    # tg: one token array and one batch viewing it, refilled per token, so the
+                    # loop costs one ctypes call per token (no per-token list, array and batch).
+                    one = (C.llama_token * 1)()
+                    batch1 = C.llama_batch_get_one(one, 1)
+                    decode = C.llama_decode
                     for r in range(reps + 1):  # run 0 warms up caches and the thread pool
                         C.llama_memory_clear(mem, True)
                         t0 = time.perf_counter()
@@ -103,7 +108,10 @@ def run_bench(model_path: str, n_prompt: Sequence[int] = (512,), n_gen: Sequence
                             _decode(ctx, tokens, cp.n_batch)
                         else:
                             for t in tokens:
-                                _decode(ctx, [t], 1)
+                                one[0] = t
+                                rc = decode(ctx, batch1)
+                                if rc != 0:
+                                    raise RuntimeError(f"llama_decode returned {rc}")
                         dt = time.perf_counter() - t0
                         if r > 0:
                             speeds.append(n / dt)
