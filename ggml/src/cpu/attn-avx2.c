@@ -3,34 +3,15 @@
 // visible keys are appended lane by lane (AVX2 has no compress).
 #include "attn.h"
 
+#include "simd-exp.h"
+
 #include <immintrin.h>
 #include <math.h>
 
-// exp(x) as in ggml_cpu_expf (Cody-Waite reduction, degree-6 polynomial, 2^n built in the
-// exponent bits). exp(-inf) = 0, results below FLT_MIN are 0, above exp(88.38) inf.
-static inline __m256 exp8(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.3365447504f), hi = _mm256_set1_ps(88.3762626647949f);
-    const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
-    return _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
-}
 
 static inline __m256 tanh8(__m256 x) {
     const __m256 one = _mm256_set1_ps(1.0f);
-    const __m256 e = exp8(_mm256_add_ps(x, x));
+    const __m256 e = ggml_simd_exp8(_mm256_add_ps(x, x));
     return _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
 }
 
@@ -124,7 +105,7 @@ static void probs_avx2(const struct ggml_fa_rows * r) {
         for (int64_t j = 0; j < n; j += 8) {
             const __m256i valid = lanes_below(n - j);
             const __m256 p = _mm256_and_ps(_mm256_castsi256_ps(valid),
-                                           exp8(_mm256_sub_ps(_mm256_maskload_ps(s + j, valid), m)));
+                                           ggml_simd_exp8(_mm256_sub_ps(_mm256_maskload_ps(s + j, valid), m)));
             _mm256_maskstore_ps(s + j, valid, p);
             sum = _mm256_add_ps(sum, p);
         }

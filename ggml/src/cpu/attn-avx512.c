@@ -7,33 +7,15 @@
 // odd entries) held in registers across the block.
 #include "attn.h"
 
+#include "simd-exp.h"
+
 #include <immintrin.h>
 #include <math.h>
 
-// exp(x) as in ggml_cpu_expf (Cody-Waite reduction, degree-6 polynomial); 2^n by vscalefps.
-// exp(-inf) = 0, results below FLT_MIN are 0, above exp(88.38) inf.
-static inline __m512 exp16(__m512 x) {
-    const __m512 lo = _mm512_set1_ps(-87.3365447504f), hi = _mm512_set1_ps(88.3762626647949f);
-    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512 y = _mm512_scalef_ps(p, n);
-    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), y, _mm512_setzero_ps());
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), y, _mm512_set1_ps(INFINITY));
-}
 
 static inline __m512 tanh16(__m512 x) {
     const __m512 one = _mm512_set1_ps(1.0f);
-    const __m512 e = exp16(_mm512_add_ps(x, x));
+    const __m512 e = ggml_simd_exp16(_mm512_add_ps(x, x));
     return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
 }
 
@@ -169,7 +151,7 @@ static void probs_avx512(const struct ggml_fa_rows * r) {
         __m512 sum = _mm512_setzero_ps();
         for (int64_t j = 0; j < n; j += 16) {
             const __mmask16 valid = lanes_below(n - j);
-            const __m512 p = _mm512_maskz_mov_ps(valid, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, s + j), m)));
+            const __m512 p = _mm512_maskz_mov_ps(valid, ggml_simd_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, s + j), m)));
             _mm512_mask_storeu_ps(s + j, valid, p);
             sum = _mm512_add_ps(sum, p);
         }

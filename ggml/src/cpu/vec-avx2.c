@@ -3,36 +3,15 @@
 // row tail goes through vmaskmovps, so every element sees the same instructions.
 #include "vec.h"
 
+#include "simd-exp.h"
+
 #include <immintrin.h>
 #include <math.h>
 
-// exp(x) per lane: 0 below exp(-87.34) (FLT_MIN), inf above exp(88.38), NaN -> some finite
-// value (the caller's division by x brings the NaN back).
-static inline __m256 vec_exp8(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.3365447504f);
-    const __m256 hi = _mm256_set1_ps(88.3762626647949f);
-    const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-    const __m256 n  = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    // n is in [-126, 128]: 2^n as exponent bits (n = 128 gives inf, as exp(88.38) rounds to)
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
-    return _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
-}
 
 // x / (1 + exp(-x)); at x = -inf the quotient is -inf/inf, replaced by the limit -0.
 static inline __m256 vec_silu8(__m256 x) {
-    const __m256 e = vec_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    const __m256 e = ggml_simd_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
     const __m256 y = _mm256_div_ps(x, _mm256_add_ps(e, _mm256_set1_ps(1.0f)));
     return _mm256_blendv_ps(y, _mm256_set1_ps(-0.0f), _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ));
 }

@@ -3,34 +3,15 @@
 // through masked loads and stores, so every element sees the same instructions.
 #include "vec.h"
 
+#include "simd-exp.h"
+
 #include <immintrin.h>
 #include <math.h>
 
-// exp(x) per lane: 0 below exp(-87.34) (FLT_MIN), inf above exp(88.38), NaN -> some finite
-// value (the caller's division by x brings the NaN back).
-static inline __m512 vec_exp16(__m512 x) {
-    const __m512 lo = _mm512_set1_ps(-87.3365447504f);
-    const __m512 hi = _mm512_set1_ps(88.3762626647949f);
-    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-    const __m512 n  = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512 y = _mm512_scalef_ps(p, n);
-    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), y, _mm512_setzero_ps());
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), y, _mm512_set1_ps(INFINITY));
-}
 
 // x / (1 + exp(-x)); at x = -inf the quotient is -inf/inf, replaced by the limit -0.
 static inline __m512 vec_silu16(__m512 x) {
-    const __m512 e = vec_exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
+    const __m512 e = ggml_simd_exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
     const __m512 y = _mm512_div_ps(x, _mm512_add_ps(e, _mm512_set1_ps(1.0f)));
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), y,
                                 _mm512_set1_ps(-0.0f));
