@@ -7,7 +7,8 @@
 For each model and round, `python -m llama_py bench` runs, then llama-bench with the same
 threads / prompt / generation lengths / repetitions; per test the best round's mean of each side
 is kept (the machine may be shared: a round disturbed by other work is slower, not faster).
-Prints a Markdown table with the ratio, and, given the machine's read bandwidth (GB/s, or "auto":
+Prints a Markdown table with the ratio, for generation the bandwidth each side draws (t/s x bytes
+of weights one token reads), and, given the machine's read bandwidth (GB/s, or "auto":
 measured with scripts/bench_bandwidth.py before every round, the best figure kept — on a shared
 machine it moves as much as the speeds do), the share of the bandwidth roof each side reaches in
 generation: t/s x bytes of weights one token reads / bandwidth. Benchmarks only; never a test.
@@ -76,8 +77,9 @@ def main() -> int:
         from bench_bandwidth import measure
 
     roof = auto_bw or bw_best > 0
-    lines = ["| model | test | ours t/s | llama.cpp t/s | ratio |" + (" ours % roof | llama.cpp % roof |" if roof else ""),
-             "|---|---|---:|---:|---:|" + ("---:|---:|" if roof else "")]
+    lines = ["| model | test | ours t/s | llama.cpp t/s | ratio | ours GB/s | llama.cpp GB/s |" +
+             (" roof GB/s | ours % roof | llama.cpp % roof |" if roof else ""),
+             "|---|---|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if roof else "")]
     for model in a.model:
         best_ours: dict = {}
         best_theirs: dict = {}
@@ -91,19 +93,19 @@ def main() -> int:
                     best[test] = max(best.get(test, 0.0), ts)
             print(f"{os.path.basename(model)}: ours {best_ours} llama.cpp {best_theirs} bandwidth {bw:.1f} GB/s",
                   file=sys.stderr, flush=True)
-        tb = token_bytes(model) if roof else 0
+        tb = token_bytes(model)
         for test in sorted(best_ours, key=lambda s: (s[:2] != "pp", s)):
             ours, theirs = best_ours[test], best_theirs.get(test, 0.0)
             ratio = f"{ours / theirs:.2f}x" if theirs else "-"
             line = f"| {os.path.basename(model)} | {test} | {ours:.1f} | {theirs:.1f} | {ratio} |"
-            if roof:
-                if test.startswith("tg"):
-                    line += f" {100 * ours * tb / (bw * 1e9):.0f}% | {100 * theirs * tb / (bw * 1e9):.0f}% |"
-                else:
-                    line += " | |"
+            if test.startswith("tg"):
+                # the weights a token reads, times tokens per second: the bandwidth each side draws
+                line += f" {ours * tb / 1e9:.1f} | {theirs * tb / 1e9:.1f} |"
+                if roof:
+                    line += f" {bw:.1f} | {100 * ours * tb / (bw * 1e9):.0f}% | {100 * theirs * tb / (bw * 1e9):.0f}% |"
+            else:
+                line += " | |" + (" | | |" if roof else "")
             lines.append(line)
-        if auto_bw:
-            lines.append(f"| {os.path.basename(model)} | read bandwidth | {bw:.1f} GB/s | | | | |")
     print("\n".join(lines))
     return 0
 
