@@ -238,25 +238,24 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
     // Phase 2: items (batch, block of ppi panels).
     const size_t a_row = a->nb[1];
     const int64_t ldc = (int64_t) (dst->nb[1]/sizeof(float));
+    // One column (both paths below): each thread streams one contiguous run of panels, the runs
+    // as even as whole panels allow (the node ends when the slowest thread does).
+    const int64_t pm_begin = p->panels_m*ith/nth, pm_end = p->panels_m*(ith + 1)/nth;
     if (p->compact) {
-        // one column on repacked weights: every thread holds the column compactly, panels in turn
+        // on repacked weights: every thread holds the column compactly
         float * out = (float *) dst->data;
-        for (; t < t_end; t++) {
-            const int64_t pm0 = t*p->ppi, pm1 = GGML_MIN(p->panels_m, pm0 + p->ppi);
-            for (int64_t pm = pm0; pm < pm1; pm++) {
-                gt->kernel_repacked1(gt, K, p->packed + (size_t) pm*p->packed_panel_bytes, compact,
-                                     out + pm*GGML_GEMM_MR, ldc, GGML_GEMM_MR, 1);
-            }
+        for (int64_t pm = pm_begin; pm < pm_end; pm++) {
+            gt->kernel_repacked1(gt, K, p->packed + (size_t) pm*p->packed_panel_bytes, compact,
+                                 out + pm*GGML_GEMM_MR, ldc, GGML_GEMM_MR, 1);
         }
         return;
     }
     if (p->gemv) {
-        // one column: whole panels straight from the rows, the last partial one through a panel
+        // whole panels straight from the rows, the last partial one through a panel
         gt->gemv_prep(gt, qrow, act, K, gv);
-        for (; t < t_end; t++) {
-            const int64_t pm0 = t*p->ppi, pm1 = GGML_MIN(p->panels_m, pm0 + p->ppi);
+        {
             float * out = (float *) dst->data;
-            for (int64_t pm = pm0; pm < pm1; pm++) {
+            for (int64_t pm = pm_begin; pm < pm_end; pm++) {
                 const int64_t m0 = pm*GGML_GEMM_MR;
                 const int nr = (int) GGML_MIN(GGML_GEMM_MR, M - m0);
                 const char * rows = (const char *) a->data + m0*a_row;
@@ -354,6 +353,15 @@ void ggml_compute_forward_mul_mat(const struct ggml_compute_params * params, str
         return;
     }
 
+    if (ggml_cpu_repack_panels(a) != NULL) {
+        // a repacked weight may have no stored rows of its own (model.c fuses Q, K, V)
+        if (ith == 0) {
+            GGML_LOG_ERROR("MUL_MAT: repacked weight '%s' with %s [%lld x %lld] cannot take the GEMM path\n", a->name,
+                           ggml_type_name(b->type), (long long) b->ne[0], (long long) b->ne[1]);
+        }
+        ggml_cpu_kernel_failed(params);
+        return;
+    }
     struct mm_plan p;
     const bool planned = mm_plan_make(a, b, &p);
     const int64_t K = a->ne[0];

@@ -70,8 +70,19 @@ static void repack_nibbles(const uint8_t * lv, uint8_t * o) {
 
 
 bool ggml_cpu_repack(struct ggml_tensor * t, void * buf) {
+    return ggml_cpu_repack_parts(t, &t, 1, buf);
+}
+
+bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * parts, int n_parts, void * buf) {
     const struct ggml_gemm_traits * gt = repack_traits(t);
-    if (!gt || !buf || !t->data || !ggml_cpu_repack_size(t)) return false;
+    if (!gt || !buf || !parts || n_parts < 1 || !ggml_cpu_repack_size(t)) return false;
+    int64_t rows = 0;
+    for (int i = 0; i < n_parts; i++) {
+        const struct ggml_tensor * pt = parts[i];
+        if (!pt || !pt->data || pt->type != t->type || pt->ne[0] != t->ne[0] || !repack_traits(pt)) return false;
+        rows += pt->ne[1];
+    }
+    if (rows != t->ne[1]) return false;
     const int64_t K = t->ne[0], M = t->ne[1], unit = repack_unit(t->type), nu = K/unit;
     const size_t pbb = ggml_gemm_panel_block_bytes(gt), rub = repack_unit_bytes(t->type);
     uint8_t * panel = malloc(ggml_gemm_panel_bytes(gt, K));
@@ -80,16 +91,24 @@ bool ggml_cpu_repack(struct ggml_tensor * t, void * buf) {
         return false;
     }
     uint8_t * out = (uint8_t *) buf + REPACK_HEADER;
+    int part = 0;
+    int64_t part_p0 = 0; // t's first panel in parts[part]
     for (int64_t p = 0; p < M/GGML_GEMM_MR; p++) {
-        const char * rows = (const char *) t->data + (size_t) p*GGML_GEMM_MR*t->nb[1];
-        gt->pack(gt, rows, t->nb[1], GGML_GEMM_MR, K, panel);
+        if ((p - part_p0)*GGML_GEMM_MR >= parts[part]->ne[1]) {
+            part_p0 += parts[part]->ne[1]/GGML_GEMM_MR;
+            part++;
+        }
+        const struct ggml_tensor * src = parts[part];
+        const char * rows = (const char *) src->data + (size_t) (p - part_p0)*GGML_GEMM_MR*src->nb[1];
+        const size_t nb1 = src->nb[1];
+        gt->pack(gt, rows, nb1, GGML_GEMM_MR, K, panel);
         for (int64_t u = 0; u < nu; u++) {
             uint8_t * o = out + (size_t) (p*nu + u)*rub;
             if (t->type == GGML_TYPE_Q6_K) {
                 // sc and d as stored; per 16-element block its 4 level vectors L0..L3 as two nibble
                 // vectors (L0 | L2 << 4, L1 | L3 << 4) and one of 2-bit tops (L_g >> 4 at bits 2g)
                 for (int r = 0; r < GGML_GEMM_MR; r++) {
-                    const block_q6_K * b = (const block_q6_K *) (rows + (size_t) r*t->nb[1]) + u;
+                    const block_q6_K * b = (const block_q6_K *) (rows + (size_t) r*nb1) + u;
                     for (int j = 0; j < 16; j++) o[16*j + r] = (uint8_t) b->scales[j];
                     memcpy(o + 256 + 2*r, &b->d, 2);
                 }
@@ -109,7 +128,7 @@ bool ggml_cpu_repack(struct ggml_tensor * t, void * buf) {
                 // the scales as stored (d, dmin) and decoded (6-bit sc, mn): the kernel forms
                 // d*sc and -dmin*mn as the packer does
                 for (int r = 0; r < GGML_GEMM_MR; r++) {
-                    const block_q4_K * b = (const block_q4_K *) (rows + (size_t) r*t->nb[1]) + u;
+                    const block_q4_K * b = (const block_q4_K *) (rows + (size_t) r*nb1) + u;
                     memcpy(o + 2*r, &b->d, 2);
                     memcpy(o + 32 + 2*r, &b->dmin, 2);
                     for (int j = 0; j < 8; j++) {
@@ -171,6 +190,7 @@ const void * ggml_cpu_repack_panels(const struct ggml_tensor * t) {
 
 struct repack_job {
     struct ggml_tensor * const * ts;
+    const struct ggml_cpu_repack_fused * fused; // per tensor (or NULL): the tensors it is made of
     const size_t * offs;      // per tensor: offset in buf, or SIZE_MAX (skip)
     int n, ith, nth;
     uint8_t * buf;
@@ -184,24 +204,28 @@ static void * repack_worker(void * arg) {
     struct repack_job * j = (struct repack_job *) arg;
     for (int i = j->ith; i < j->n; i += j->nth) {
         if (j->offs[i] == SIZE_MAX) continue;
-        if (j->done) j->done(j->ts[i], false, j->done_data);
-        const bool ok = ggml_cpu_repack(j->ts[i], j->buf + j->offs[i]);
+        // the tensors whose stored rows are read: t itself, or the parts it fuses
+        const struct ggml_cpu_repack_fused * f = j->fused && j->fused[i].n_parts > 0 ? &j->fused[i] : NULL;
+        struct ggml_tensor * const * src = f ? f->parts : &j->ts[i];
+        const int n_src = f ? f->n_parts : 1;
+        for (int k = 0; k < n_src && j->done; k++) j->done(src[k], false, j->done_data);
+        const bool ok = ggml_cpu_repack_parts(j->ts[i], src, n_src, j->buf + j->offs[i]);
         j->ok &= ok;
-        if (ok && j->done) j->done(j->ts[i], true, j->done_data);
+        for (int k = 0; k < n_src && ok && j->done; k++) j->done(src[k], true, j->done_data);
     }
     return NULL;
 }
 
 void * ggml_cpu_repack_all(struct ggml_tensor * const * ts, int n, int n_threads) {
-    return ggml_cpu_repack_all_cb(ts, n, n_threads, NULL, NULL);
+    return ggml_cpu_repack_all_cb(ts, n, n_threads, NULL, NULL, NULL);
 }
 
 // Big copies are aligned to 2 MiB and asked to be backed by huge pages: token generation streams
 // every weight once per token, and fewer TLB misses measurably raise the read bandwidth.
 #define REPACK_HUGE (2u << 20)
 
-void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_threads, ggml_cpu_repack_done_t done,
-                              void * done_data) {
+void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_threads,
+                              const struct ggml_cpu_repack_fused * fused, ggml_cpu_repack_done_t done, void * done_data) {
     if (!ts || n <= 0) return NULL;
     size_t * offs = malloc(sizeof(size_t)*(size_t) n);
     if (!offs) return NULL;
@@ -236,7 +260,7 @@ void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_thre
     pthread_t th[64];
     bool started[64] = { false };
     for (int t = 0; t < nth; t++) {
-        jobs[t] = (struct repack_job) { ts, offs, n, t, nth, buf, done, done_data, true };
+        jobs[t] = (struct repack_job) { ts, fused, offs, n, t, nth, buf, done, done_data, true };
         if (t > 0) started[t] = pthread_create(&th[t], NULL, repack_worker, &jobs[t]) == 0;
     }
     // tensors of threads that could not start are done here

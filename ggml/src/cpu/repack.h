@@ -44,6 +44,10 @@ size_t ggml_cpu_repack_size(const struct ggml_tensor * t);
 // Writes the repacked copy of t into buf (ggml_cpu_repack_size(t) bytes, 64-byte aligned) and
 // sets t->extra = buf. Returns false (t unchanged) if t cannot be repacked.
 bool ggml_cpu_repack(struct ggml_tensor * t, void * buf);
+// Writes into buf the repacked copy of t made of the rows of parts[0..n_parts) one after the other
+// (same type and row length as t, each a whole number of 16-row panels, rows adding up to t's):
+// one matmul then does the work of n_parts (e.g. Q, K and V), bit for bit. t->data is not read.
+bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * parts, int n_parts, void * buf);
 // Detaches the copy from t (t->extra = NULL if it pointed at one).
 void ggml_cpu_repack_clear(struct ggml_tensor * t);
 // The panels of t's repacked copy, or NULL if t has none usable by the selected kernels.
@@ -59,9 +63,16 @@ void * ggml_cpu_repack_all(struct ggml_tensor * const * ts, int n, int n_threads
 // can fault its stored pages in at once) and after (done true: it can let them go, so that the
 // peak memory stays near one copy of the model).
 typedef void (*ggml_cpu_repack_done_t)(struct ggml_tensor * t, bool done, void * data);
-// ggml_cpu_repack_all, calling done(t, false/true, done_data) around each tensor t's repacking.
-void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_threads, ggml_cpu_repack_done_t done,
-                              void * done_data);
+// The tensors a fused weight is made of (n_parts 0: the tensor stands for itself).
+struct ggml_cpu_repack_fused {
+    struct ggml_tensor * parts[4];
+    int n_parts;
+};
+// ggml_cpu_repack_all, with ts[i] made of fused[i]'s parts where fused (may be NULL) says so,
+// calling done(s, false/true, done_data) around the repacking for each tensor s whose stored
+// rows are read (ts[i] itself, or its parts).
+void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_threads,
+                              const struct ggml_cpu_repack_fused * fused, ggml_cpu_repack_done_t done, void * done_data);
 // Detaches the copies made by ggml_cpu_repack_all from ts[0..n) and frees buf (NULL-safe).
 void ggml_cpu_repack_free(struct ggml_tensor * const * ts, int n, void * buf);
 

@@ -92,11 +92,21 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
         struct ggml_tensor * cur, * q, * k, * v;
 
         G(cur = graph_norm(c, x, L->attn_norm, eps));
-        G(q = ggml_mul_mat(c, L->wq, cur));
-        G(k = ggml_mul_mat(c, L->wk, cur));
-        G(v = ggml_mul_mat(c, L->wv, cur));
-        G(q = ggml_reshape_3d(c, q, hd_k, n_head, n_tokens));
-        G(k = ggml_reshape_3d(c, k, hd_k, n_head_kv, n_tokens));
+        if (L->wqkv != NULL) {
+            // one matmul for Q, K and V (model.c fused them): each is a view of its rows
+            struct ggml_tensor * qkv;
+            G(qkv = ggml_mul_mat(c, L->wqkv, cur));          // [n_q + n_k + n_v, n_tokens]
+            const size_t es = ggml_type_size(qkv->type);
+            G(q = ggml_view_3d(c, qkv, hd_k, n_head, n_tokens, hd_k*es, qkv->nb[1], 0));
+            G(k = ggml_view_3d(c, qkv, hd_k, n_head_kv, n_tokens, hd_k*es, qkv->nb[1], (size_t) L->wq->ne[1]*es));
+            G(v = ggml_view_2d(c, qkv, L->wv->ne[1], n_tokens, qkv->nb[1], (size_t) (L->wq->ne[1] + L->wk->ne[1])*es));
+        } else {
+            G(q = ggml_mul_mat(c, L->wq, cur));
+            G(k = ggml_mul_mat(c, L->wk, cur));
+            G(v = ggml_mul_mat(c, L->wv, cur));
+            G(q = ggml_reshape_3d(c, q, hd_k, n_head, n_tokens));
+            G(k = ggml_reshape_3d(c, k, hd_k, n_head_kv, n_tokens));
+        }
         G(q = graph_rope(ctx, c, q, res->inp_pos));
         G(k = graph_rope(ctx, c, k, res->inp_pos));
 
@@ -146,9 +156,15 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
         struct ggml_tensor * h, * gate, * up;
         G(h = ggml_add(c, cur, x));
         G(cur = graph_norm(c, h, L->ffn_norm, eps));
-        G(gate = ggml_mul_mat(c, L->ffn_gate, cur));
-        G(up = ggml_mul_mat(c, L->ffn_up, cur));
-        G(cur = ggml_swiglu_split(c, gate, up));
+        if (L->ffn_gate_up != NULL) {
+            // gate and up fused: swiglu of the two halves of each row
+            G(gate = ggml_mul_mat(c, L->ffn_gate_up, cur));  // [2 n_ff, n_tokens]
+            G(cur = ggml_swiglu(c, gate));
+        } else {
+            G(gate = ggml_mul_mat(c, L->ffn_gate, cur));
+            G(up = ggml_mul_mat(c, L->ffn_up, cur));
+            G(cur = ggml_swiglu_split(c, gate, up));
+        }
         G(cur = ggml_mul_mat(c, L->ffn_down, cur));
         G(x = ggml_add(c, cur, h));
     }

@@ -56,6 +56,8 @@ struct llama_layer {
     struct ggml_tensor * ffn_gate;   // [n_embd, n_ff]
     struct ggml_tensor * ffn_up;     // [n_embd, n_ff]
     struct ggml_tensor * ffn_down;   // [n_ff, n_embd]
+    struct ggml_tensor * wqkv;       // wq, wk, wv fused, repacked (model.c), or NULL
+    struct ggml_tensor * ffn_gate_up;// ffn_gate, ffn_up fused, repacked, or NULL
 };
 
 struct llama_model {
@@ -76,6 +78,7 @@ struct llama_model {
     struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
     int n_repack;
     void * repacked;                 // their repacked copies (cpu/repack.h), or NULL (owned)
+    struct ggml_context * ctx_fused; // headers of the fused weights (layers' wqkv, ffn_gate_up)
     int64_t * meta_ids;              // GGUF key ids of the non-array metadata (what meta_* list)
     int32_t n_meta;
     uint64_t n_params;               // elements of all tensors in the file

@@ -504,21 +504,78 @@ static void model_stored_pages(struct ggml_tensor * t, bool done, void * data) {
 // Lays the matmul weights out for the CPU kernels (cpu/repack.h), on every core; with the file
 // mapped (not locked), their stored pages are let go tensor by tensor so that the peak memory
 // stays near one copy of the model. Failure only costs speed.
+// A fused weight: the rows of parts[0..n) (same type and row length) as one matrix, so that one
+// matmul (one activation quantization, one barrier) does the work of n, bit for bit; or NULL if
+// they cannot be repacked (the layer keeps its separate weights). Its data pointer only names a
+// valid mapping: mul_mat reads a repacked weight's copy, never its stored rows.
+static struct ggml_tensor * model_fused_tensor(struct llama_model * m, const char * name, struct ggml_tensor * const * parts,
+                                               int n) {
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        if (parts[i] == NULL || parts[i]->type != parts[0]->type || parts[i]->ne[0] != parts[0]->ne[0] ||
+            ggml_cpu_repack_size(parts[i]) == 0) {
+            return NULL;
+        }
+        rows += parts[i]->ne[1];
+    }
+    struct ggml_tensor * t = ggml_new_tensor_2d(m->ctx_fused, parts[0]->type, parts[0]->ne[0], rows);
+    if (t == NULL) return NULL;
+    ggml_set_name(t, name);
+    t->data = parts[0]->data;
+    return t;
+}
+
+// Lays the matmul weights out for the CPU kernels (cpu/repack.h), on every core, fusing each
+// layer's Q, K, V and its gate, up weights; with the file mapped (not locked), the stored pages
+// are let go tensor by tensor so that the peak memory stays near one copy of the model. Failure
+// only costs speed.
 static void model_repack_weights(struct llama_model * m, bool release_stored) {
     const uint32_t n_layer = m->hparams.n_layer;
-    m->repack_ts = GGML_CALLOC((size_t) n_layer*7 + 1, sizeof(struct ggml_tensor *));
-    if (m->repack_ts == NULL) return;
+    const size_t cap = (size_t) n_layer*7 + 1;
+    m->repack_ts = GGML_CALLOC(cap, sizeof(struct ggml_tensor *));
+    struct ggml_cpu_repack_fused * fused = GGML_CALLOC(cap, sizeof(struct ggml_cpu_repack_fused));
+    m->ctx_fused = ggml_init((struct ggml_init_params) {
+        .mem_size = (size_t) (2*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
+    if (m->repack_ts == NULL || fused == NULL || m->ctx_fused == NULL) {
+        free(fused);
+        return;
+    }
     int n = 0;
+    char name[GGML_MAX_NAME];
     for (uint32_t il = 0; il < n_layer; il++) {
-        const struct llama_layer * L = &m->layers[il];
-        struct ggml_tensor * ws[7] = { L->wq, L->wk, L->wv, L->wo, L->ffn_gate, L->ffn_up, L->ffn_down };
-        for (int i = 0; i < 7; i++) m->repack_ts[n++] = ws[i];
+        struct llama_layer * L = &m->layers[il];
+        struct ggml_tensor * qkv[3] = { L->wq, L->wk, L->wv }, * gu[2] = { L->ffn_gate, L->ffn_up };
+        snprintf(name, sizeof(name), "blk.%u.attn_qkv.weight", il);
+        L->wqkv = model_fused_tensor(m, name, qkv, 3);
+        snprintf(name, sizeof(name), "blk.%u.ffn_gate_up.weight", il);
+        L->ffn_gate_up = model_fused_tensor(m, name, gu, 2);
+        if (L->wqkv != NULL) {
+            fused[n] = (struct ggml_cpu_repack_fused) { { L->wq, L->wk, L->wv, NULL }, 3 };
+            m->repack_ts[n++] = L->wqkv;
+        } else {
+            for (int i = 0; i < 3; i++) m->repack_ts[n++] = qkv[i];
+        }
+        m->repack_ts[n++] = L->wo;
+        if (L->ffn_gate_up != NULL) {
+            fused[n] = (struct ggml_cpu_repack_fused) { { L->ffn_gate, L->ffn_up, NULL, NULL }, 2 };
+            m->repack_ts[n++] = L->ffn_gate_up;
+        } else {
+            for (int i = 0; i < 2; i++) m->repack_ts[n++] = gu[i];
+        }
+        m->repack_ts[n++] = L->ffn_down;
     }
     m->repack_ts[n++] = m->output;
     m->n_repack = n;
     const int64_t t0 = llama_time_us();
-    m->repacked = ggml_cpu_repack_all_cb(m->repack_ts, n, ggml_cpu_n_physical_cores(),
+    m->repacked = ggml_cpu_repack_all_cb(m->repack_ts, n, ggml_cpu_n_physical_cores(), fused,
                                          release_stored ? model_stored_pages : NULL, m);
+    free(fused);
+    // a fused weight is used only if its copy was made
+    for (uint32_t il = 0; il < n_layer; il++) {
+        struct llama_layer * L = &m->layers[il];
+        if (L->wqkv != NULL && ggml_cpu_repack_panels(L->wqkv) == NULL) L->wqkv = NULL;
+        if (L->ffn_gate_up != NULL && ggml_cpu_repack_panels(L->ffn_gate_up) == NULL) L->ffn_gate_up = NULL;
+    }
     if (m->repacked != NULL) {
         LLAMA_LOG_INFO("llama_model_load: weights repacked for the CPU kernels in %.1f ms\n",
                        (double) (llama_time_us() - t0)/1000.0);
@@ -718,6 +775,7 @@ void llama_model_free(struct llama_model * model) {
 #endif
     ggml_cpu_repack_free(model->repack_ts, model->n_repack, model->repacked);
     free(model->repack_ts);
+    ggml_free(model->ctx_fused);
     gguf_mmap_close(model->map);
     ggml_free(model->ctx_w);
     gguf_free(model->gguf);
