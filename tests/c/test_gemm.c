@@ -378,6 +378,42 @@ static void check_repack(void) {
         }
         ggml_free(ctx);
     }
+    // a fused copy made of parts (model.c: Q, K, V) is byte for byte the copy of the matrix the
+    // parts stack into; parts that do not fit are refused
+    for (size_t ti = 0; ti < sizeof(types)/sizeof(types[0]); ti++) {
+        struct ggml_init_params ipf = { 8u*1024*1024, NULL, false };
+        struct ggml_context * ctx = ggml_init(ipf);
+        struct ggml_tensor * out = mm_case(ctx, types[ti], GGML_TYPE_F32, 256, 80, 1, 1, 1, false);
+        struct ggml_tensor * a = out->src[0];
+        const size_t n = ggml_cpu_repack_size(a);
+        if (n == 0) {
+            ggml_free(ctx);
+            continue; // no repacked layout under this kernel set
+        }
+        struct ggml_tensor * parts[3] = {
+            ggml_view_2d(ctx, a, 256, 48, a->nb[1], 0),
+            ggml_view_2d(ctx, a, 256, 16, a->nb[1], 48*a->nb[1]),
+            ggml_view_2d(ctx, a, 256, 16, a->nb[1], 64*a->nb[1]),
+        };
+        struct ggml_tensor * f = ggml_new_tensor_2d(ctx, types[ti], 256, 80);
+        void * whole = aligned_alloc(64, GGML_PAD(n, 64));
+        void * fused = aligned_alloc(64, GGML_PAD(n, 64));
+        CHECK(ggml_cpu_repack(a, whole), "%s: repack whole", ggml_type_name(types[ti]));
+        CHECK(ggml_cpu_repack_parts(f, parts, 3, fused), "%s: repack parts", ggml_type_name(types[ti]));
+        const size_t pb = ggml_cpu_repack_panel_bytes(a)*(size_t) (80/GGML_GEMM_MR);
+        CHECK(ggml_cpu_repack_panels(a) && ggml_cpu_repack_panels(f) && pb > 0 && pb < n &&
+              memcmp(ggml_cpu_repack_panels(a), ggml_cpu_repack_panels(f), pb) == 0,
+              "%s: fused copy differs from the whole matrix' copy", ggml_type_name(types[ti]));
+        CHECK(!ggml_cpu_repack_parts(f, parts, 2, fused), "%s: rows short of t's refused", ggml_type_name(types[ti]));
+        struct ggml_tensor * odd = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 16);
+        struct ggml_tensor * mixed[3] = { parts[0], parts[1], odd };
+        CHECK(!ggml_cpu_repack_parts(f, mixed, 3, fused), "%s: a part of another type refused", ggml_type_name(types[ti]));
+        ggml_cpu_repack_clear(a);
+        ggml_cpu_repack_clear(f);
+        free(whole);
+        free(fused);
+        ggml_free(ctx);
+    }
     // shapes it declines: rows not a multiple of 16, other types
     struct ggml_init_params ip = { 1u*1024*1024, NULL, false };
     struct ggml_context * ctx = ggml_init(ip);
