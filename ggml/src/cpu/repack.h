@@ -26,6 +26,10 @@
 //   ...
 //   ggml_cpu_repack_free(weights, n, rp);
 //
+// A copy can also be made of several weights stacked (ggml_cpu_repack_parts: Q, K and V of a
+// layer as one matrix), so that one matmul does the work of several; the loader gives the fused
+// tensor a header of its own and ggml_cpu_repack_all_cb the parts it is made of.
+//
 // The buffer starts with a header that names the layout; mul_mat uses the copy only when the
 // header matches t's type and shape and the selected kernel set (GGML_CPU_VARIANT) has the
 // kernel, and falls back to t->data otherwise.
