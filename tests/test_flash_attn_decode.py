@@ -131,3 +131,29 @@ def test_row_bits_do_not_depend_on_the_batch(ctx, h, h_kv):
         for n_kv, nth in ((96, 1), (128, 2), (n_vis0 + iq, 3), (320, 2)):
             one = attend(ctx, qv[iq:iq + 1], kc, vc, h_kv, n_kv, mask[iq:iq + 1], F32, nth)
             assert np.array_equal(one[0], batch[iq]), f"query {iq}: n_kv={n_kv} threads={nth}"
+
+
+@pytest.mark.parametrize("h,h_kv", [(9, 3), (32, 4)])
+@pytest.mark.parametrize("n_cells", [200, 1700])
+def test_prompt_rows_match_decoding(ctx, h, h_kv, n_cells):
+    """A prompt batch (many positions per KV head: each thread keeps the head's K/V rows converted
+    across its tiles, or at 1700 cells, past that cache's size, converts them block by block) gets
+    each query's bits decoded alone, and the NumPy values. The rows' masks differ in the first
+    block (random holes: rows sharing a later block's cells reach it with list counts of either
+    parity) and see every cell after it up to a causal end."""
+    rng = np.random.default_rng(n_cells + h)
+    n_q = 24
+    kc, kv = cache(ctx, rng.uniform(-1, 1, (n_cells, h_kv, D)))
+    vc, vv = cache(ctx, rng.uniform(-1, 1, (n_cells, h_kv, D)))
+    qv = rng.uniform(-1, 1, (n_q, h, D)).astype(np.float32)
+    mask = np.full((n_q, n_cells), -np.inf)
+    for iq in range(n_q):
+        end = n_cells - n_q + iq + 1
+        mask[iq, :end] = 0.0
+        mask[iq, :64][rng.uniform(size=64) < 0.3] = -np.inf
+    batch = attend(ctx, qv, kc, vc, h_kv, n_cells, mask, F32, 2)
+    want = reference(qv, kv, vv, mask, h // h_kv)
+    np.testing.assert_allclose(batch, want, atol=2e-6, rtol=1e-5)
+    for iq in (0, 1, 2, 7, n_q - 1):
+        one = attend(ctx, qv[iq:iq + 1], kc, vc, h_kv, n_cells, mask[iq:iq + 1], F32, 1)
+        assert np.array_equal(one[0], batch[iq]), f"query {iq}"

@@ -11,6 +11,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 
 static inline __m512 tanh16(__m512 x) {
@@ -132,8 +133,14 @@ static void scores_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, con
             if (mrow) x = _mm512_add_ps(x, _mm512_mul_ps(_mm512_set1_ps(r->slope[i]), _mm512_maskz_loadu_ps(live, mrow + j)));
             // compress in registers, then a plain store (vcompressps to memory is microcoded on Zen 4);
             // the 16 lanes fit: n <= j0 + j and the list has room for every cell, rounded up to 16
-            _mm512_storeu_ps(s + n, _mm512_maskz_compress_ps(live, x));
-            _mm512_storeu_si512(cell + n, _mm512_maskz_compress_epi32(live, _mm512_add_epi32(iota, _mm512_set1_epi32((int) (j0 + j)))));
+            const __m512i cj = _mm512_add_epi32(iota, _mm512_set1_epi32((int) (j0 + j)));
+            if (live == 0xFFFF) { // every cell visible (causal: below the diagonal): nothing to compress
+                _mm512_storeu_ps(s + n, x);
+                _mm512_storeu_si512(cell + n, cj);
+            } else {
+                _mm512_storeu_ps(s + n, _mm512_maskz_compress_ps(live, x));
+                _mm512_storeu_si512(cell + n, _mm512_maskz_compress_epi32(live, cj));
+            }
             n += __builtin_popcount((unsigned) live);
             mx = _mm512_mask_max_ps(mx, live, mx, x);
         }
@@ -195,25 +202,121 @@ accum_row(float * o, float * o2, const float * p, const int32_t * cell, int64_t 
     }
 }
 
+// o += p * v for two rows whose entries [ea0, ea0 + cnt) and [eb0, eb0 + cnt) name the same
+// cells: each V row is loaded once for both, 64 output elements from column c0. Row a's entry
+// ea goes to oa when even, oa2 when odd; row b's entries keep their own parity (xb is the
+// chain row b uses where row a uses oa), so each row's chains get the same FMAs as one row alone.
+static inline __attribute__((always_inline)) void
+accum_pair64(float * oa, float * oa2, float * xb, float * yb, const float * pa, const float * pb,
+             const int32_t * cell, int64_t ea0, int64_t eb0, int64_t cnt, const float * v, int64_t ldv, int64_t j0) {
+    __m512 a[4], b[4], c[4], d[4];
+    for (int t = 0; t < 4; t++) {
+        a[t] = _mm512_loadu_ps(oa + 16*t);
+        b[t] = _mm512_loadu_ps(oa2 + 16*t);
+        c[t] = _mm512_loadu_ps(xb + 16*t);
+        d[t] = _mm512_loadu_ps(yb + 16*t);
+    }
+    int64_t u = 0;
+    if (u < cnt && ea0 % 2) { // row a's odd entry first: chains b and d
+        const __m512 qa = _mm512_set1_ps(pa[ea0]), qb = _mm512_set1_ps(pb[eb0]);
+        const float * vj = v + (cell[ea0] - j0)*ldv;
+        for (int t = 0; t < 4; t++) {
+            const __m512 x = _mm512_loadu_ps(vj + 16*t);
+            b[t] = _mm512_fmadd_ps(qa, x, b[t]);
+            d[t] = _mm512_fmadd_ps(qb, x, d[t]);
+        }
+        u++;
+    }
+    for (; u + 1 < cnt; u += 2) {
+        const __m512 qa0 = _mm512_set1_ps(pa[ea0 + u]), qb0 = _mm512_set1_ps(pb[eb0 + u]);
+        const __m512 qa1 = _mm512_set1_ps(pa[ea0 + u + 1]), qb1 = _mm512_set1_ps(pb[eb0 + u + 1]);
+        const float * v0 = v + (cell[ea0 + u] - j0)*ldv, * v1 = v + (cell[ea0 + u + 1] - j0)*ldv;
+        for (int t = 0; t < 4; t++) {
+            __m512 x0 = _mm512_loadu_ps(v0 + 16*t), x1 = _mm512_loadu_ps(v1 + 16*t);
+            // in registers: folded into both FMAs as memory operands each would be loaded twice
+            __asm__("" : "+v"(x0), "+v"(x1));
+            a[t] = _mm512_fmadd_ps(qa0, x0, a[t]);
+            c[t] = _mm512_fmadd_ps(qb0, x0, c[t]);
+            b[t] = _mm512_fmadd_ps(qa1, x1, b[t]);
+            d[t] = _mm512_fmadd_ps(qb1, x1, d[t]);
+        }
+    }
+    if (u < cnt) { // row a's even entry last: chains a and c
+        const __m512 qa = _mm512_set1_ps(pa[ea0 + u]), qb = _mm512_set1_ps(pb[eb0 + u]);
+        const float * vj = v + (cell[ea0 + u] - j0)*ldv;
+        for (int t = 0; t < 4; t++) {
+            const __m512 x = _mm512_loadu_ps(vj + 16*t);
+            a[t] = _mm512_fmadd_ps(qa, x, a[t]);
+            c[t] = _mm512_fmadd_ps(qb, x, c[t]);
+        }
+    }
+    for (int t = 0; t < 4; t++) {
+        _mm512_storeu_ps(oa + 16*t, a[t]);
+        _mm512_storeu_ps(oa2 + 16*t, b[t]);
+        _mm512_storeu_ps(xb + 16*t, c[t]);
+        _mm512_storeu_ps(yb + 16*t, d[t]);
+    }
+}
+
+// The end of row i's list entries in cells before j1, from entry e0 on (cells increase by at
+// least 1 per entry, so at most j1 - cell[e0] of them).
+static inline int64_t entries_before(const struct ggml_fa_rows * r, int i, int64_t e0, int64_t j1) {
+    const int32_t * cell = r->cell + i*r->lds;
+    const int64_t n = r->n[i];
+    if (e0 >= n || cell[e0] >= j1) return e0;
+    int64_t lo = e0 + 1, hi = e0 + (j1 - cell[e0]) < n ? e0 + (j1 - cell[e0]) : n; // answer in [lo, hi]
+    if (cell[hi - 1] < j1) return hi;
+    while (lo < hi) { // cell[lo - 1] < j1 <= cell[hi]
+        const int64_t mid = lo + (hi - lo)/2;
+        if (cell[mid] < j1) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 static void accum_avx512(const struct ggml_fa_rows * r, int64_t j0, int nk, const float * v, int64_t ldv) {
+    if (r->Dv % 64 == 0) {
+        // rows in pairs where their entries in the block name the same cells (the heads of a GQA
+        // group at one position): V rows loaded once for both
+        int64_t e0s[GGML_FA_ROWS], e1s[GGML_FA_ROWS];
+        for (int i = 0; i < r->nr; i++) {
+            e0s[i] = r->next[i];
+            e1s[i] = entries_before(r, i, e0s[i], j0 + nk);
+            r->next[i] = e1s[i];
+        }
+        for (int i = 0; i < r->nr; i++) {
+            const int64_t cnt = e1s[i] - e0s[i];
+            if (cnt == 0) continue;
+            const float * pa = r->s + i*r->lds;
+            const int32_t * cell = r->cell + i*r->lds;
+            float * oa = r->o + i*r->ldo, * oa2 = r->o2 + i*r->ldo;
+            if (i + 1 < r->nr && e1s[i + 1] - e0s[i + 1] == cnt &&
+                memcmp(cell + e0s[i], r->cell + (i + 1)*r->lds + e0s[i + 1], (size_t) cnt*sizeof(int32_t)) == 0) {
+                const float * pb = r->s + (i + 1)*r->lds;
+                float * ob = r->o + (i + 1)*r->ldo, * ob2 = r->o2 + (i + 1)*r->ldo;
+                const bool same = (e0s[i] - e0s[i + 1]) % 2 == 0;
+                for (int c0 = 0; c0 < r->Dv; c0 += 64) {
+                    accum_pair64(oa + c0, oa2 + c0, (same ? ob : ob2) + c0, (same ? ob2 : ob) + c0, pa, pb, cell,
+                                 e0s[i], e0s[i + 1], cnt, v + c0, ldv, j0);
+                }
+                i++;
+                continue;
+            }
+            for (int c0 = 0; c0 < r->Dv; c0 += 64) {
+                accum_row(oa + c0, oa2 + c0, pa, cell, e0s[i], e1s[i], v + c0, ldv, j0, 4);
+            }
+        }
+        return;
+    }
     const int Dv = r->Dv;
     for (int i = 0; i < r->nr; i++) {
         const float * p = r->s + i*r->lds;
         const int32_t * cell = r->cell + i*r->lds;
         const int64_t e0 = r->next[i];
-        int64_t e1 = e0;
-        while (e1 < r->n[i] && cell[e1] < j0 + nk) e1++;
+        const int64_t e1 = entries_before(r, i, e0, j0 + nk);
         r->next[i] = e1;
         if (e1 == e0) continue;
         float * o = r->o + i*r->ldo, * o2 = r->o2 + i*r->ldo;
-        if (Dv == 64) {
-            accum_row(o, o2, p, cell, e0, e1, v, ldv, j0, 4);
-            continue;
-        }
-        if (Dv == 128) {
-            accum_row(o, o2, p, cell, e0, e1, v, ldv, j0, 8);
-            continue;
-        }
         for (int c0 = 0; c0 < Dv; c0 += 64) {
             // even entries into a, odd into b: two independent FMA chains per output vector
             __m512 a[4], b[4];

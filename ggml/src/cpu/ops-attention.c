@@ -32,7 +32,14 @@ struct fa_plan {
     size_t mask_bytes;    // tile's mask rows for one block (F16 masks converted)
     size_t list_bytes;    // tile's lists of visible keys: scores and cells
     size_t span_bytes;    // per block: the cells some row sees, [lo, hi) relative to the block
+    size_t cache_bytes;   // several positions per KV head (prompts): every K and V row of the head
+                          // as F32, kept across the thread's tiles of that head (0: none)
+    size_t conv_bytes;    // per block: the rows held in the cache, K [lo, hi) then V [lo, hi)
 };
+
+// At most this many bytes of F32 K and V rows cached per thread (about L2 size): longer
+// caches convert block by block, as one-position tiles (decoding) always do.
+#define FA_CACHE_MAX (768u*1024u)
 
 static void fa_plan_make(const struct ggml_tensor * q, const struct ggml_tensor * k, const struct ggml_tensor * v,
                          struct fa_plan * p) {
@@ -48,10 +55,17 @@ static void fa_plan_make(const struct ggml_tensor * q, const struct ggml_tensor 
     p->lds        = GGML_PAD(k->ne[1], 16);
     p->list_bytes = GGML_PAD((size_t) (p->rows*p->lds)*(sizeof(float) + sizeof(int32_t)), 64);
     p->span_bytes = GGML_PAD((size_t) (2*((k->ne[1] + GGML_FA_BLOCK - 1)/GGML_FA_BLOCK))*sizeof(int32_t), 64);
+    const size_t cache = (size_t) (k->ne[1]*(D + Dv))*sizeof(float);
+    const bool converted = !(k->type == GGML_TYPE_F32 && v->type == GGML_TYPE_F32);
+    if (q->ne[1] > 1 && converted && cache <= FA_CACHE_MAX) {
+        p->cache_bytes = GGML_PAD(cache, 64);
+        p->conv_bytes  = 2*p->span_bytes;
+    }
 }
 
 static size_t fa_thread_bytes(const struct fa_plan * p) {
-    return p->qf_bytes + p->o_bytes + p->kv_bytes + p->mask_bytes + p->list_bytes + p->span_bytes;
+    return p->qf_bytes + p->o_bytes + p->kv_bytes + p->mask_bytes + p->list_bytes + p->span_bytes +
+           p->cache_bytes + p->conv_bytes;
 }
 
 size_t ggml_cpu_work_size_flash_attn_ext(const struct ggml_tensor * dst, int n_threads) {
@@ -85,6 +99,14 @@ static void fa_row_to_f32(const struct ggml_tensor * t, const char * row, int64_
 // Element j of a mask row (F32 read in place, F16 converted).
 static inline float fa_mask_at(const char * row, int j, const struct ggml_tensor * mask, bool m_f32) {
     return m_f32 ? ((const float *) row)[j] : ggml_cpu_load_f(row + j*mask->nb[0], mask->type);
+}
+
+// Whether the 4 floats at m all are -inf (compared as bits: one branch for the 4).
+static inline bool fa_ninf4(const float * m) {
+    uint64_t x[2];
+    memcpy(x, m, sizeof(x));
+    const uint64_t ninf2 = 0xFF800000FF800000ull;
+    return ((x[0] ^ ninf2) | (x[1] ^ ninf2)) == 0;
 }
 
 // Prefetches the cache lines of n bytes at p.
@@ -122,6 +144,35 @@ static const float * fa_block_rows(const struct ggml_tensor * t, int64_t J0, int
     for (int j = 0; j < nk; j++) fa_row_to_f32(t, ggml_cpu_ptr(t, 0, J0 + j, hk, i3), n, buf + j*n);
     *ld = n;
     return buf;
+}
+
+// Rows [j0 + lo, j0 + hi) of block b as F32 rows, through the thread's cache when there is one:
+// rows held since an earlier tile of the same head are reused (the same conversion of the same
+// bits), the others converted into the cache, which then holds the union of both ranges.
+static const float * fa_block_rows_cached(const struct ggml_tensor * t, int64_t j0, int lo, int hi, int64_t hk, int64_t i3,
+                                          const struct ggml_fa_kernels * kern, float * buf, float * cache,
+                                          int32_t * conv, int64_t * ld) {
+    if (!cache || (t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float) && t->nb[1] % sizeof(float) == 0)) {
+        return fa_block_rows(t, j0 + lo, hi - lo, hk, i3, kern, buf, ld);
+    }
+    const int64_t n = t->ne[0];
+    int clo = conv[0], chi = conv[1];
+    if (clo >= chi) {
+        fa_block_rows(t, j0 + lo, hi - lo, hk, i3, kern, cache + (j0 + lo)*n, ld);
+        clo = lo;
+        chi = hi;
+    } else {
+        // the rows missing below and above the held range (the union is contiguous: both
+        // ranges are extended to cover the gap between them)
+        if (lo < clo) fa_block_rows(t, j0 + lo, clo - lo, hk, i3, kern, cache + (j0 + lo)*n, ld);
+        if (hi > chi) fa_block_rows(t, j0 + chi, hi - chi, hk, i3, kern, cache + (j0 + chi)*n, ld);
+        clo = GGML_MIN(clo, lo);
+        chi = GGML_MAX(chi, hi);
+    }
+    conv[0] = clo;
+    conv[1] = chi;
+    *ld = n;
+    return cache + (j0 + lo)*n;
 }
 
 void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
@@ -162,7 +213,12 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
     float * mbuf = (float *) ws;                        ws += p.mask_bytes;
     float * ls = (float *) ws;
     int32_t * lc = (int32_t *) (ls + R*p.lds);          ws += p.list_bytes;
-    int32_t * span = (int32_t *) ws;
+    int32_t * span = (int32_t *) ws;                    ws += p.span_bytes;
+    float * cache = p.cache_bytes ? (float *) ws : NULL;
+    float * kcache = cache, * vcache = cache ? cache + n_kv*D : NULL;
+    ws += p.cache_bytes;
+    int32_t * kconv = (int32_t *) ws, * vconv = kconv + p.span_bytes/sizeof(int32_t);
+    int64_t cached_hk = -1, cached_k3 = -1, cached_v3 = -1;
 
     const size_t k_row_bytes = fa_row_bytes(k), v_row_bytes = fa_row_bytes(v);
     const bool m_f32 = mask && mask->type == GGML_TYPE_F32 && mask->nb[0] == sizeof(float);
@@ -183,6 +239,14 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
         const int64_t hk = (t - i3*H_kv*tiles_per_head)/tiles_per_head;
         const int64_t ti = t - (i3*H_kv + hk)*tiles_per_head;
         const int64_t k3 = i3/(q->ne[3]/k->ne[3]), v3 = i3/(q->ne[3]/v->ne[3]);
+        const int64_t n_blk = (n_kv + GGML_FA_BLOCK - 1)/GGML_FA_BLOCK;
+        if (cache && (hk != cached_hk || k3 != cached_k3 || v3 != cached_v3)) { // another head: nothing held yet
+            memset(kconv, 0, (size_t) (2*n_blk)*sizeof(int32_t));
+            memset(vconv, 0, (size_t) (2*n_blk)*sizeof(int32_t));
+            cached_hk = hk;
+            cached_k3 = k3;
+            cached_v3 = v3;
+        }
         int nr = 0;
         if (group >= R) {
             const int64_t iq = ti/slices, h0 = hk*group + (ti % slices)*R;
@@ -221,6 +285,10 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
                 if (i > 0 && mrows[i] == mrows[i - 1]) continue; // same mask row as the previous
                 const char * mr = mrows[i] + j0*mask->nb[0];
                 int a = 0, b = nk;
+                if (m_f32) { // 4 cells at a time first: the blocks past a causal diagonal are all -inf
+                    while (a + 4 <= lo && fa_ninf4((const float *) mr + a)) a += 4;
+                    while (b - 4 >= GGML_MAX(a, hi) && fa_ninf4((const float *) mr + b - 4)) b -= 4;
+                }
                 while (a < lo && fa_mask_at(mr, a, mask, m_f32) == -INFINITY) a++;
                 while (b > GGML_MAX(a, hi) && fa_mask_at(mr, b - 1, mask, m_f32) == -INFINITY) b--;
                 if (a < b) {
@@ -236,8 +304,9 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
             }
             // the K and V rows are likely cold (decoding: the weights of the layers between two
             // uses of a layer's cache evict it): ask for all of them at once, so their misses
-            // overlap instead of stalling the conversions one after the other
-            for (int j = lo; j < hi; j++) {
+            // overlap instead of stalling the conversions one after the other (with a cache, most
+            // rows were converted by an earlier tile and the others are warm from it)
+            for (int j = lo; !cache && j < hi; j++) {
                 fa_prefetch_row(ggml_cpu_ptr(k, 0, j0 + j, hk, k3), k_row_bytes);
                 fa_prefetch_row(ggml_cpu_ptr(v, 0, j0 + j, hk, v3), v_row_bytes);
             }
@@ -245,7 +314,7 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
         // one position (decoding): the thread's next tile, another KV head, most likely sees the
         // same cells; its rows are asked for now, to arrive while this tile computes
         const int64_t tn = t + params->nth;
-        if (tiles_per_head == slices && tn < n_tiles && vlo < vhi) {
+        if (!cache && tiles_per_head == slices && tn < n_tiles && vlo < vhi) {
             const int64_t i3n = tn/(H_kv*tiles_per_head);
             const int64_t hkn = (tn - i3n*H_kv*tiles_per_head)/tiles_per_head;
             const int64_t k3n = i3n/(q->ne[3]/k->ne[3]), v3n = i3n/(q->ne[3]/v->ne[3]);
@@ -275,7 +344,8 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
                 }
             }
             int64_t ldk;
-            const float * kp = fa_block_rows(k, j0 + lo, hi - lo, hk, k3, &kern, kb, &ldk);
+            const float * kp = fa_block_rows_cached(k, j0, lo, hi, hk, k3, &kern, kb, kcache,
+                                                    kconv + 2*(j0/GGML_FA_BLOCK), &ldk);
             kern.scores(&rows, j0 + lo, hi - lo, kp, ldk);
         }
         kern.probs(&rows);
@@ -288,7 +358,8 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
             if (!used) continue;
             // every list entry in the block lies in the block's span
             int64_t ldv;
-            const float * vp = fa_block_rows(v, j0 + sp[0], sp[1] - sp[0], hk, v3, &kern, vb, &ldv);
+            const float * vp = fa_block_rows_cached(v, j0, sp[0], sp[1], hk, v3, &kern, vb, vcache,
+                                                    vconv + 2*(j0/GGML_FA_BLOCK), &ldv);
             kern.accum(&rows, j0 + sp[0], sp[1] - sp[0], vp, ldv);
         }
 
