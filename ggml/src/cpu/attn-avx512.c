@@ -4,7 +4,8 @@
 // from the K row) against the transposed queries; the 64 x 16 block of products is transposed
 // back to rows, and each row's visible keys are appended with vcompressps. probs: 16 list
 // entries at a time. accum: o += p * v with the output elements in lanes, o and o2 (even and
-// odd entries) held in registers across the block.
+// odd entries) held in registers across the block; two rows whose entries name the same cells
+// (the heads of a GQA group at one position) share each V load, 64 output elements at a time.
 #include "attn.h"
 
 #include "simd-exp.h"

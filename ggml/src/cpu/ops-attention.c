@@ -14,7 +14,10 @@
 // to F32 once for the whole tile (used in place when it already is F32), and only the span of
 // its cells that some row sees: blocks hidden from every row (causal: past the diagonal) are
 // not touched, nor the masked cells at a block's ends (decoding: the padding of n_kv past the
-// sequence's end). A row's result depends only on its own
+// sequence's end). Where a tile is one of several positions of its KV head (prompts), the
+// thread keeps the head's converted K and V rows across its tiles of that head (a cache of up to
+// FA_CACHE_MAX bytes in its scratch): each cell is converted about once per thread and head
+// instead of once per tile. A row's result depends only on its own
 // visible keys, so batched and one-token decoding, or a sequence in other cells, agree bit for
 // bit. Tiles are dealt to threads round-robin, which keeps causal work balanced without a
 // barrier; each thread has its own scratch slice of wdata.
