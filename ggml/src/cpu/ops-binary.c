@@ -59,21 +59,14 @@ static void binary_forward(const struct ggml_compute_params * params, struct ggm
         return;
     }
 
-    const int64_t ne0  = dst->ne[0];
     const int64_t ne10 = src1->ne[0], ne11 = src1->ne[1], ne12 = src1->ne[2], ne13 = src1->ne[3];
 
     const bool fast = src0->type == GGML_TYPE_F32 && src1->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 &&
                       src0->nb[0] == sizeof(float) && src1->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
 
-    int64_t e0, e1;
-    ggml_cpu_ew_split(ggml_nelements(dst), params->ith, params->nth, &e0, &e1);
-    for (int64_t e = e0; e < e1; ) {
-        // the segment [i0, i0 + n) of row ir
-        const int64_t ir = e / ne0, i0 = e - ir*ne0;
-        const int64_t n  = ne0 - i0 < e1 - e ? ne0 - i0 : e1 - e;
-        e += n;
-        int64_t i1, i2, i3;
-        ggml_cpu_row_index(dst, ir, &i1, &i2, &i3);
+    int64_t e, e1, i0, n, i1, i2, i3;
+    ggml_cpu_ew_split(ggml_nelements(dst), params->ith, params->nth, &e, &e1);
+    while (ggml_cpu_ew_next(dst, &e, e1, &i0, &n, &i1, &i2, &i3)) {
         const char * x = ggml_cpu_ptr(src0, 0, i1, i2, i3);
         const char * y = ggml_cpu_ptr(src1, 0, i1 % ne11, i2 % ne12, i3 % ne13);
         char *       z = ggml_cpu_ptr(dst,  0, i1, i2, i3);

@@ -39,21 +39,14 @@ static void unary_forward(const struct ggml_compute_params * params, struct ggml
         }
         return;
     }
-    const int64_t ne0 = dst->ne[0];
     const bool fast = src0->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 &&
                       src0->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
 
     const struct ggml_cpu_vec_kernels * vk = ggml_cpu_vec_kernels_selected();
 
-    int64_t e0, e1;
-    ggml_cpu_ew_split(ggml_nelements(dst), params->ith, params->nth, &e0, &e1);
-    for (int64_t e = e0; e < e1; ) {
-        // the segment [i0, i0 + n) of row ir
-        const int64_t ir = e / ne0, i0 = e - ir*ne0;
-        const int64_t n  = ne0 - i0 < e1 - e ? ne0 - i0 : e1 - e;
-        e += n;
-        int64_t i1, i2, i3;
-        ggml_cpu_row_index(dst, ir, &i1, &i2, &i3);
+    int64_t e, e1, i0, n, i1, i2, i3;
+    ggml_cpu_ew_split(ggml_nelements(dst), params->ith, params->nth, &e, &e1);
+    while (ggml_cpu_ew_next(dst, &e, e1, &i0, &n, &i1, &i2, &i3)) {
         const char * x = ggml_cpu_ptr(src0, i0, i1, i2, i3);
         char *       y = ggml_cpu_ptr(dst,  i0, i1, i2, i3);
         if (fast && op == UN_SILU) {
@@ -103,15 +96,9 @@ void ggml_compute_forward_swiglu(const struct ggml_compute_params * params, stru
 
     const struct ggml_cpu_vec_kernels * vk = ggml_cpu_vec_kernels_selected();
 
-    int64_t e0, e1;
-    ggml_cpu_ew_split(ggml_nelements(dst), params->ith, params->nth, &e0, &e1);
-    for (int64_t e = e0; e < e1; ) {
-        // the segment [i0, i0 + n) of row ir
-        const int64_t ir = e / ne0, i0 = e - ir*ne0;
-        const int64_t n  = ne0 - i0 < e1 - e ? ne0 - i0 : e1 - e;
-        e += n;
-        int64_t i1, i2, i3;
-        ggml_cpu_row_index(dst, ir, &i1, &i2, &i3);
+    int64_t e, e1, i0, n, i1, i2, i3;
+    ggml_cpu_ew_split(ggml_nelements(dst), params->ith, params->nth, &e, &e1);
+    while (ggml_cpu_ew_next(dst, &e, e1, &i0, &n, &i1, &i2, &i3)) {
         const char * g = ggml_cpu_ptr(src0, i0, i1, i2, i3);
         const char * u = ggml_cpu_ptr(up,   i0, i1, i2, i3) + up_offs;
         char *       y = ggml_cpu_ptr(dst,  i0, i1, i2, i3);

@@ -33,6 +33,19 @@ static inline void ggml_cpu_row_index(const struct ggml_tensor * t, int64_t ir, 
     *i1 = r - *i2*ne1;
 }
 
+// Walks elements [*e, e1) of t (numbered row after row) one row segment at a time: the next
+// segment is elements [*i0, *i0 + *n) of row (i1, i2, i3); false once the range is done.
+static inline bool ggml_cpu_ew_next(const struct ggml_tensor * t, int64_t * e, int64_t e1, int64_t * i0, int64_t * n,
+                                    int64_t * i1, int64_t * i2, int64_t * i3) {
+    if (*e >= e1) return false;
+    const int64_t ne0 = t->ne[0], ir = *e / ne0;
+    *i0 = *e - ir*ne0;
+    *n  = ne0 - *i0 < e1 - *e ? ne0 - *i0 : e1 - *e;
+    *e += *n;
+    ggml_cpu_row_index(t, ir, i1, i2, i3);
+    return true;
+}
+
 // True for the element types the generic kernels load and store as floats.
 static inline bool ggml_cpu_is_float_type(enum ggml_type t) {
     return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
