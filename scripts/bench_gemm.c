@@ -8,6 +8,7 @@
 // wall-clock time includes time other processes took, so two clocks are reported, best of reps:
 // cpu = CPU time of the process (all threads, spin-waits included) divided by the threads used,
 // wall = elapsed time. For one thread cpu is the figure to trust.
+#include "cpu/cpu-impl.h"
 #include "cpu/gemm.h"
 #include "cpu/repack.h"
 #include "ggml.h"
@@ -81,6 +82,40 @@ static double kernel_gops(enum ggml_type type, int64_t K, int reps) {
     return 2.0*4*P*G*GGML_GEMM_MR*GGML_GEMM_NR*(double) K/best*1e-9;
 }
 
+// One-column kernel on a's repacked panels alone (token generation's inner loop), on the first
+// panels that fit in L2 (256 KiB), thread CPU time: GB/s of weight bytes. This is the compute
+// side of the kernel's budget: from DRAM a token streams at the lower of this and the read roof.
+static double kernel1_gbs(const struct ggml_tensor * a, const float * col, int reps) {
+    const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(a->type);
+    const void * panels = ggml_cpu_repack_panels(a);
+    const struct ggml_type_traits_cpu * atc = gt ? ggml_get_type_traits_cpu(gt->act_type) : NULL;
+    if (!panels || !gt->kernel_repacked1 || !atc || !atc->from_float) return 0.0;
+    const int64_t K = a->ne[0];
+    const size_t pbytes = ggml_cpu_repack_panel_bytes(a);
+    int64_t np = (int64_t) ((256u*1024)/pbytes);
+    if (np < 1) np = 1;
+    if (np > a->ne[1]/GGML_GEMM_MR) np = a->ne[1]/GGML_GEMM_MR;
+    void * qrow = aligned_alloc(64, GGML_PAD(ggml_row_size(gt->act_type, K), 64));
+    void * compact = aligned_alloc(64, GGML_PAD(ggml_gemm_compact_bytes(gt, K), 64));
+    atc->from_float(col, qrow, K);
+    ggml_gemm_act_compact_row(gt, qrow, K, compact);
+    float out[GGML_GEMM_MR];
+    const int iters = (int) (64u*1024*1024/((size_t) np*pbytes)) + 1; // ~64 MB of panel reads per rep
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+        for (int it = 0; it < iters; it++)
+            for (int64_t p = 0; p < np; p++) {
+                gt->kernel_repacked1(gt, K, (const char *) panels + (size_t) p*pbytes, compact, out, GGML_GEMM_MR,
+                                     GGML_GEMM_MR, 1);
+            }
+        const double t = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+        if (t < best) best = t;
+    }
+    free(qrow); free(compact);
+    return (double) iters*(double) np*(double) pbytes/best*1e-9;
+}
+
 int main(int argc, char ** argv) {
     const char * types_arg = argc > 1 ? argv[1] : "q4_0,q4_1,q8_0,q4_K,q6_K";
     const char * shapes_arg = argc > 2 ? argv[2] : "576x576,576x1536,1536x576,2048x2048,2048x5632,5632x2048";
@@ -92,8 +127,8 @@ int main(int argc, char ** argv) {
 
     printf("kernel set: %s; N = %d; GOP/s = 2*M*N*K / time, best of %d; cpu = process CPU time / threads\n\n",
            ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected()), N, reps);
-    printf("| type | K x M | kernel only | threads | old cpu | new cpu | repacked cpu | speed-up | old wall | new wall | repacked wall |\n");
-    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| type | K x M | kernel only | 1-col kernel GB/s | threads | old cpu | new cpu | repacked cpu | speed-up | old wall | new wall | repacked wall |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t ti = 0; ti < sizeof(all)/sizeof(all[0]); ti++) {
         const enum ggml_type type = all[ti];
         if (!listed(types_arg, ggml_type_name(type))) continue;
@@ -122,6 +157,11 @@ int main(int argc, char ** argv) {
             const double kg = kernel_gops(type, K, reps);
             const size_t rsz = ggml_cpu_repack_size(a);
             void * rbuf = rsz ? aligned_alloc(64, GGML_PAD(rsz, 64)) : NULL;
+            double k1 = 0.0;
+            if (rbuf && ggml_cpu_repack(a, rbuf)) {
+                k1 = kernel1_gbs(a, (const float *) b->data, reps);
+                ggml_cpu_repack_clear(a);
+            }
             for (int nth = 1; nth <= max_threads; nth++) {
                 double oc, ow, nc, nw, rc = 0, rw = 0;
                 ggml_gemm_set_enabled(false);
@@ -133,8 +173,8 @@ int main(int argc, char ** argv) {
                     ggml_cpu_repack_clear(a);
                 }
                 const double best = rc > 0 && rc < nc ? rc : nc;
-                printf("| %s | %ldx%ld | %.0f | %d | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f | %.1f |\n", ggml_type_name(type),
-                       K, M, kg, nth, ops/oc, ops/nc, rc > 0 ? ops/rc : 0.0, oc/best, ops/ow, ops/nw, rw > 0 ? ops/rw : 0.0);
+                printf("| %s | %ldx%ld | %.0f | %.1f | %d | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f | %.1f |\n", ggml_type_name(type),
+                       K, M, kg, k1, nth, ops/oc, ops/nc, rc > 0 ? ops/rc : 0.0, oc/best, ops/ow, ops/nw, rw > 0 ? ops/rw : 0.0);
                 fflush(stdout);
             }
             free(rbuf);

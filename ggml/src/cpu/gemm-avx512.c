@@ -27,7 +27,7 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
     const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
     const size_t scb = PK ? 32 : 64;                                                      // bytes per scale vector
     const size_t pbb = PK >= 3 ? lvb : lvb + scb + (MIN ? scb : 0);
-    const __m512i m3 = _mm512_set1_epi8(0x03);
+    const __m512i m30 = _mm512_set1_epi8(0x30);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const size_t gbb = (size_t) (QB + 8)*GNR;
     const size_t sbb = (size_t) 4*GNR + (size_t) SB*gbb;
@@ -56,28 +56,52 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
             pb += 256 + 32;
         }
         for (int j = 0; j < SB; j++) {
-            __m512i ia[GGML_GEMM_NR];
+            // With one or two columns the vpdpbusd of a block would form one long dependent
+            // chain: odd g go to a second chain (ib), added at the end. Integer sums, so the bits
+            // are those of one chain.
+            const bool two = NRT <= 2;
+            __m512i ia[GGML_GEMM_NR], ib[GGML_GEMM_NR];
             for (int c = 0; c < NRT; c++) {
                 ia[c] = CORR ? _mm512_set1_epi32(ld_i32(ab + QB*GNR + 4*c)) : _mm512_setzero_si512();
+                ib[c] = _mm512_setzero_si512();
+            }
+            // Packed vectors that two or more level vectors come from: with one or two columns
+            // each is loaded once and stays in a register (the empty asm keeps the compiler from
+            // folding another load of it into a shift: 512-bit loads are what limits those
+            // tiles); with more columns the loads are few per vpdpbusd and the registers scarce.
+            __m512i pkv[4];
+            if (PK == 1 || PK == 3 || PK == 4) {
+                for (int h = 0; h < (PK == 4 ? 3 : QB/8); h++) {
+                    pkv[h] = _mm512_loadu_si512((const void *) (pb + 64*h));
+                    if (two) __asm__("" : "+v"(pkv[h]));
+                }
             }
             for (int g = 0; g < QB/4; g++) {
                 __m512i w;
                 if (PK == 1 || PK == 3) {
-                    const __m512i pk = _mm512_loadu_si512((const void *) (pb + 64*(g % (QB/8))));
+                    const __m512i pk = pkv[g % (QB/8)];
                     w = _mm512_and_si512(g < QB/8 ? pk : _mm512_srli_epi16(pk, 4), m4);
                 } else if (PK == 4) {
-                    // 16-bit shifts: bits that cross into the neighbour byte fall outside the masks
-                    const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512((const void *) (pb + 64*(g % 2))),
-                                                                          4*(g/2)), m4);
-                    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512((const void *) (pb + 128)), 2*g), m3);
-                    w = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+                    // the low nibble from nibble vector g % 2 (its high nibble for g >= 2), bits 4-5
+                    // from the tops' pair g moved there; 16-bit shifts: bits that cross into the
+                    // neighbour byte fall outside the masks. 0xD8: m4 ? lo : hi (hi is the
+                    // destination: a temporary, so no copy of a live operand is made)
+                    const __m512i nv = pkv[g % 2];
+                    const __m512i tv = pkv[2];
+                    const __m512i lo = g < 2 ? nv : _mm512_srli_epi16(nv, 4);
+                    const __m512i th = g == 0 ? _mm512_slli_epi16(tv, 4) : g == 1 ? _mm512_slli_epi16(tv, 2)
+                                     : g == 2 ? tv : _mm512_srli_epi16(tv, 2);
+                    w = _mm512_ternarylogic_epi32(_mm512_and_si512(th, m30), lo, m4, 0xD8);
                 } else {
                     w = _mm512_loadu_si512((const void *) (pb + 64*g));
                 }
                 for (int c = 0; c < NRT; c++) {
-                    ia[c] = _mm512_dpbusd_epi32(ia[c], w, _mm512_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c)));
+                    const __m512i av = _mm512_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c));
+                    if (two && g % 2) ib[c] = _mm512_dpbusd_epi32(ib[c], w, av);
+                    else              ia[c] = _mm512_dpbusd_epi32(ia[c], w, av);
                 }
             }
+            for (int c = 0; c < NRT && two; c++) ia[c] = _mm512_add_epi32(ia[c], ib[c]);
             // the packer's d * sc and -dmin * mn, the same float products
             const __m512 d = PK == 3 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                            _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j)))))
