@@ -28,7 +28,7 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
     const size_t scb = PK ? 32 : 64;                                                      // bytes per scale vector
     const size_t pbb = PK >= 3 ? lvb : lvb + scb + (MIN ? scb : 0);
     const __m512i m30 = _mm512_set1_epi8(0x30);
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m4h = _mm512_set1_epi8((char) 0xF0);
     const size_t gbb = (size_t) (QB + 8)*GNR;
     const size_t sbb = (size_t) 4*GNR + (size_t) SB*gbb;
     const int64_t nsb = K/(QB*SB);
@@ -78,7 +78,11 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
             }
             for (int g = 0; g < QB/4; g++) {
                 __m512i w;
-                if (PK == 1 || PK == 3) {
+                if ((PK == 1 || PK == 3) && two) {
+                    // high nibbles in place (16 times the level) into the second chain, which is
+                    // divided by 16 at the end: exact, and no shift per vector
+                    w = _mm512_and_si512(pkv[g % (QB/8)], g < QB/8 ? m4 : m4h);
+                } else if (PK == 1 || PK == 3) {
                     const __m512i pk = pkv[g % (QB/8)];
                     w = _mm512_and_si512(g < QB/8 ? pk : _mm512_srli_epi16(pk, 4), m4);
                 } else if (PK == 4) {
@@ -97,11 +101,15 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                 }
                 for (int c = 0; c < NRT; c++) {
                     const __m512i av = _mm512_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c));
-                    if (two && g % 2) ib[c] = _mm512_dpbusd_epi32(ib[c], w, av);
-                    else              ia[c] = _mm512_dpbusd_epi32(ia[c], w, av);
+                    // nibble types: the high nibbles' groups form the second chain; others: odd g
+                    const bool second = two && ((PK == 1 || PK == 3) ? g >= QB/8 : g % 2);
+                    if (second) ib[c] = _mm512_dpbusd_epi32(ib[c], w, av);
+                    else        ia[c] = _mm512_dpbusd_epi32(ia[c], w, av);
                 }
             }
-            for (int c = 0; c < NRT && two; c++) ia[c] = _mm512_add_epi32(ia[c], ib[c]);
+            for (int c = 0; c < NRT && two; c++) {
+                ia[c] = _mm512_add_epi32(ia[c], PK == 1 || PK == 3 ? _mm512_srai_epi32(ib[c], 4) : ib[c]);
+            }
             // the packer's d * sc and -dmin * mn, the same float products
             const __m512 d = PK == 3 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                            _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j)))))
