@@ -8,6 +8,7 @@
 #include "gemm.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
@@ -150,14 +151,13 @@ bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * 
                 lvb = 16*32/2;
                 repack_nibbles(lv, o);
             }
-            const float * d = (const float *) (lv + 32*GGML_GEMM_MR);
+            // d (and q4_1's m) as stored: the fp16 fields that open each block (the panel's
+            // floats are their exact values, so this is what converting those back would give)
+            const size_t tsz = ggml_type_size(t->type);
             for (int r = 0; r < GGML_GEMM_MR; r++) {
-                const ggml_fp16_t h = GGML_FP32_TO_FP16(d[r]);
-                memcpy(o + lvb + 2*r, &h, 2);
-                if (gt->has_min) {
-                    const ggml_fp16_t hm = GGML_FP32_TO_FP16(d[16 + r]);
-                    memcpy(o + lvb + 32 + 2*r, &hm, 2);
-                }
+                const char * blk = rows + (size_t) r*nb1 + (size_t) u*tsz;
+                memcpy(o + lvb + 2*r, blk, 2);
+                if (gt->has_min) memcpy(o + lvb + 32 + 2*r, blk + 2, 2);
             }
         }
     }
@@ -192,18 +192,21 @@ struct repack_job {
     struct ggml_tensor * const * ts;
     const struct ggml_cpu_repack_fused * fused; // per tensor (or NULL): the tensors it is made of
     const size_t * offs;      // per tensor: offset in buf, or SIZE_MAX (skip)
-    int n, ith, nth;
+    const int * order;        // the tensors to repack, largest first
+    int n_order;
+    atomic_int * next;        // next entry of order to claim (shared by the workers)
     uint8_t * buf;
     ggml_cpu_repack_done_t done;
     void * done_data;
     bool ok;
 };
 
-// Tensors ith, ith + nth, ... of the job.
+// Claims tensors largest first until none is left: a layer's tensors differ in size by up to
+// 5x, so a fixed split would leave one thread with most of the bytes.
 static void * repack_worker(void * arg) {
     struct repack_job * j = (struct repack_job *) arg;
-    for (int i = j->ith; i < j->n; i += j->nth) {
-        if (j->offs[i] == SIZE_MAX) continue;
+    for (int k; (k = atomic_fetch_add_explicit(j->next, 1, memory_order_relaxed)) < j->n_order; ) {
+        const int i = j->order[k];
         // the tensors whose stored rows are read: t itself, or the parts it fuses
         const struct ggml_cpu_repack_fused * f = j->fused && j->fused[i].n_parts > 0 ? &j->fused[i] : NULL;
         struct ggml_tensor * const * src = f ? f->parts : &j->ts[i];
@@ -255,12 +258,28 @@ void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_thre
     if (huge) madvise(buf, total, MADV_HUGEPAGE); // advice only: failure changes nothing
 #endif
     memcpy(buf, &total, sizeof(total));
+    int * order = malloc(sizeof(int)*(size_t) n);
+    if (!order) {
+        free(buf);
+        free(offs);
+        return NULL;
+    }
+    int n_order = 0;
+    for (int i = 0; i < n; i++) {
+        if (offs[i] == SIZE_MAX) continue;
+        // insertion by size, largest first (n is a few hundred)
+        const size_t sz = ggml_cpu_repack_size(ts[i]);
+        int k = n_order++;
+        for (; k > 0 && ggml_cpu_repack_size(ts[order[k - 1]]) < sz; k--) order[k] = order[k - 1];
+        order[k] = i;
+    }
+    atomic_int next = 0;
     const int nth = n_threads < 1 ? 1 : n_threads > 64 ? 64 : n_threads;
     struct repack_job jobs[64];
     pthread_t th[64];
     bool started[64] = { false };
     for (int t = 0; t < nth; t++) {
-        jobs[t] = (struct repack_job) { ts, fused, offs, n, t, nth, buf, done, done_data, true };
+        jobs[t] = (struct repack_job) { ts, fused, offs, order, n_order, &next, buf, done, done_data, true };
         if (t > 0) started[t] = pthread_create(&th[t], NULL, repack_worker, &jobs[t]) == 0;
     }
     // tensors of threads that could not start are done here
@@ -277,6 +296,7 @@ void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_thre
         ggml_cpu_repack_free(ts, n, buf);
         buf = NULL;
     }
+    free(order);
     free(offs);
     return buf;
 }
