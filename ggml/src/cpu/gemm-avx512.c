@@ -334,6 +334,29 @@ static void pack_legacy(const struct ggml_gemm_traits * gt, const void * rows, s
     }
 }
 
+// q8_0 rows straight in the repacked layout (repack.h: per block the 16 rows' levels q + 128 as
+// the panel has them, then their d as stored): the largest copy, so no panel in between.
+static bool repack_rows_q8_0(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                             void * out) {
+    if (gt->type != GGML_TYPE_Q8_0 || !pack_fast_ok(GGML_GEMM_MR, row_stride)) return false;
+    const uint8_t * base = (const uint8_t *) rows;
+    const __m512i vidx = row_offsets(row_stride);
+    const __m512i bias = _mm512_set1_epi8((char) 0x80);
+    for (int64_t u = 0; u < K/32; u++) {
+        uint8_t * o = (uint8_t *) out + (size_t) u*(16*32 + 32);
+        const size_t uo = (size_t) u*sizeof(block_q8_0);
+        prefetch_next_panel(base, row_stride, u, K/32);
+        __m512i t[4];
+        for (int h = 0; h < 2; h++) {
+            transpose_16x4(base, row_stride, uo + offsetof(block_q8_0, qs) + 16*h, t);
+            for (int g = 0; g < 4; g++) _mm512_storeu_si512((void *) (o + 64*(4*h + g)), _mm512_xor_si512(t[g], bias));
+        }
+        _mm256_storeu_si256((__m256i *) (o + 16*32),
+                            _mm512_cvtepi32_epi16(gather_u32(base, vidx, uo + offsetof(block_q8_0, d))));
+    }
+    return true;
+}
+
 // q4_K: 8 blocks of 32 per unit; chunk c of qs holds block 2c (low nibbles) and 2c+1 (high).
 static void pack_q4_K(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int nr, int64_t K,
                       void * panel) {
@@ -897,6 +920,7 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
     t[GGML_TYPE_Q4_0].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_1].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q8_0].kernel_repacked1 = kernel_repacked1_avx512;
+    t[GGML_TYPE_Q8_0].repack_rows = repack_rows_q8_0;
     t[GGML_TYPE_Q4_0].pack = pack_legacy;
     t[GGML_TYPE_Q4_1].pack = pack_legacy;
     t[GGML_TYPE_Q8_0].pack = pack_legacy;

@@ -87,6 +87,9 @@ struct ggml_gemm_traits {
     ggml_gemm_kernel_t    kernel_repacked1; // the same, one column in the compact layout, or NULL
     ggml_gemm_gemv_t      gemv;      // NULL: one column goes through pack + kernel
     ggml_gemm_gemv_prep_t gemv_prep;
+    // Writes 16 weight rows straight in the repacked layout (repack.h), or returns false (type or
+    // row stride not handled: the repacker goes through a panel). NULL: never.
+    bool (*repack_rows)(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K, void * out);
 };
 
 // Bytes of one weight block in a panel.

@@ -92,6 +92,7 @@ bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * 
         return false;
     }
     uint8_t * out = (uint8_t *) buf + REPACK_HEADER;
+    const size_t tsz = ggml_type_size(t->type);
     int part = 0;
     int64_t part_p0 = 0; // t's first panel in parts[part]
     for (int64_t p = 0; p < M/GGML_GEMM_MR; p++) {
@@ -102,6 +103,7 @@ bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * 
         const struct ggml_tensor * src = parts[part];
         const char * rows = (const char *) src->data + (size_t) (p - part_p0)*GGML_GEMM_MR*src->nb[1];
         const size_t nb1 = src->nb[1];
+        if (gt->repack_rows && gt->repack_rows(gt, rows, nb1, K, out + (size_t) p*nu*rub)) continue;
         gt->pack(gt, rows, nb1, GGML_GEMM_MR, K, panel);
         for (int64_t u = 0; u < nu; u++) {
             uint8_t * o = out + (size_t) (p*nu + u)*rub;
@@ -153,7 +155,6 @@ bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * 
             }
             // d (and q4_1's m) as stored: the fp16 fields that open each block (the panel's
             // floats are their exact values, so this is what converting those back would give)
-            const size_t tsz = ggml_type_size(t->type);
             for (int r = 0; r < GGML_GEMM_MR; r++) {
                 const char * blk = rows + (size_t) r*nb1 + (size_t) u*tsz;
                 memcpy(o + lvb + 2*r, blk, 2);
