@@ -303,8 +303,10 @@ static void check_batch_independence(void) {
 // 5. Weights repacked at load (repack.h): same bytes as stored, same bits out, for every N.
 static void check_repack(void) {
     const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K };
-    const int64_t M = 48, Ns[] = { 1, 3, 5, 13 };
-    for (size_t ti = 0; ti < sizeof(types)/sizeof(types[0]); ti++) for (size_t ni = 0; ni < 4; ni++) {
+    // N = 2 and 10 end in a 2-column group: the tiles of one and two columns split their sums
+    // over two chains (gemm-avx512.c)
+    const int64_t M = 48, Ns[] = { 1, 2, 3, 5, 10, 13 };
+    for (size_t ti = 0; ti < sizeof(types)/sizeof(types[0]); ti++) for (size_t ni = 0; ni < sizeof(Ns)/sizeof(Ns[0]); ni++) {
         const bool kq = types[ti] == GGML_TYPE_Q4_K, k6 = types[ti] == GGML_TYPE_Q6_K;
         const int64_t K = kq || k6 ? 512 : 320;
         // q4_K keeps d, dmin and its decoded sub-block scales per superblock: 2368 bytes per 16 rows
