@@ -334,25 +334,35 @@ static void pack_legacy(const struct ggml_gemm_traits * gt, const void * rows, s
     }
 }
 
-// q8_0 rows straight in the repacked layout (repack.h: per block the 16 rows' levels q + 128 as
-// the panel has them, then their d as stored): the largest copy, so no panel in between.
-static bool repack_rows_q8_0(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
-                             void * out) {
-    if (gt->type != GGML_TYPE_Q8_0 || !pack_fast_ok(GGML_GEMM_MR, row_stride)) return false;
+// q4_0, q4_1, q8_0 rows straight in the repacked layout (repack.h), no panel in between (the copy
+// into fresh pages is most of a load). Per block: q8_0 the 16 rows' levels q + 128 as the panel
+// has them; q4_0 / q4_1 the transposed bytes as they are, since dword j of a block holds levels
+// 4j..4j+3 in its low nibbles and 16+4j.. in its high ones, which is the nibble layout; then d
+// (and m) as stored.
+static bool repack_rows_legacy(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                               void * out) {
+    if (!pack_fast_ok(GGML_GEMM_MR, row_stride)) return false;
+    const bool q8 = gt->type == GGML_TYPE_Q8_0, q41 = gt->type == GGML_TYPE_Q4_1;
+    if (!q8 && !q41 && gt->type != GGML_TYPE_Q4_0) return false;
+    const size_t lvb = q8 ? 16*32 : 16*32/2, ub = ggml_type_size(gt->type);
+    const size_t qs_off = q8 ? offsetof(block_q8_0, qs) : q41 ? offsetof(block_q4_1, qs) : offsetof(block_q4_0, qs);
     const uint8_t * base = (const uint8_t *) rows;
     const __m512i vidx = row_offsets(row_stride);
     const __m512i bias = _mm512_set1_epi8((char) 0x80);
     for (int64_t u = 0; u < K/32; u++) {
-        uint8_t * o = (uint8_t *) out + (size_t) u*(16*32 + 32);
-        const size_t uo = (size_t) u*sizeof(block_q8_0);
+        uint8_t * o = (uint8_t *) out + (size_t) u*(lvb + (q41 ? 64 : 32));
+        const size_t uo = (size_t) u*ub;
         prefetch_next_panel(base, row_stride, u, K/32);
         __m512i t[4];
-        for (int h = 0; h < 2; h++) {
-            transpose_16x4(base, row_stride, uo + offsetof(block_q8_0, qs) + 16*h, t);
-            for (int g = 0; g < 4; g++) _mm512_storeu_si512((void *) (o + 64*(4*h + g)), _mm512_xor_si512(t[g], bias));
+        for (int h = 0; h < (q8 ? 2 : 1); h++) {
+            transpose_16x4(base, row_stride, uo + qs_off + 16*h, t);
+            for (int g = 0; g < 4; g++) {
+                _mm512_storeu_si512((void *) (o + 64*(4*h + g)), q8 ? _mm512_xor_si512(t[g], bias) : t[g]);
+            }
         }
-        _mm256_storeu_si256((__m256i *) (o + 16*32),
-                            _mm512_cvtepi32_epi16(gather_u32(base, vidx, uo + offsetof(block_q8_0, d))));
+        const __m512i dm = gather_u32(base, vidx, uo); // d opens every block (q4_1: then m)
+        _mm256_storeu_si256((__m256i *) (o + lvb), _mm512_cvtepi32_epi16(dm));
+        if (q41) _mm256_storeu_si256((__m256i *) (o + lvb + 32), _mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
     }
     return true;
 }
@@ -920,7 +930,9 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
     t[GGML_TYPE_Q4_0].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_1].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q8_0].kernel_repacked1 = kernel_repacked1_avx512;
-    t[GGML_TYPE_Q8_0].repack_rows = repack_rows_q8_0;
+    t[GGML_TYPE_Q4_0].repack_rows = repack_rows_legacy;
+    t[GGML_TYPE_Q4_1].repack_rows = repack_rows_legacy;
+    t[GGML_TYPE_Q8_0].repack_rows = repack_rows_legacy;
     t[GGML_TYPE_Q4_0].pack = pack_legacy;
     t[GGML_TYPE_Q4_1].pack = pack_legacy;
     t[GGML_TYPE_Q8_0].pack = pack_legacy;
