@@ -76,14 +76,11 @@ def gguf_type(t: int) -> QT:
 
 @pytest.fixture(scope="module")
 def lib():
-    L = _lib.load_library()
-    L.ggml_get_type_traits.argtypes = [c_int]
-    L.ggml_get_type_traits.restype = POINTER(TypeTraits)
-    return L
+    return _lib.load_library()
 
 
 def traits(lib, t: int) -> TypeTraits:
-    p = lib.ggml_get_type_traits(t)
+    p = _bind(lib, "ggml_get_type_traits", [c_int], POINTER(TypeTraits))(t)
     assert p, f"no traits for type {t}"
     return p.contents
 
@@ -268,7 +265,9 @@ class InitParams(ctypes.Structure):
 
 
 def _bind(lib, name, argtypes, restype):
-    f = getattr(lib, name)
+    # lib[name] is a function object of its own: getattr(lib, name) is the one the library's
+    # own bindings (llama_py.ggml) share, whose argtypes must not change under them
+    f = lib[name]
     f.argtypes = argtypes
     f.restype = restype
     return f
