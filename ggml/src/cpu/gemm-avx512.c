@@ -57,8 +57,8 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
         }
         for (int j = 0; j < SB; j++) {
             // With one or two columns the vpdpbusd of a block would form one long dependent
-            // chain: odd g go to a second chain (ib), added at the end. Integer sums, so the bits
-            // are those of one chain.
+            // chain: part of them go to a second chain (ib), added at the end. Integer sums, so
+            // the bits are those of one chain.
             const bool two = NRT <= 2;
             __m512i ia[GGML_GEMM_NR], ib[GGML_GEMM_NR];
             for (int c = 0; c < NRT; c++) {
@@ -293,6 +293,17 @@ static inline void store_nibbles(uint8_t * pb, const __m512i t[4]) {
 }
 
 // q4_0 / q4_1 / q8_0: one 32-element block per unit.
+// A q8_0 block of 16 rows (block at byte uo of each row) as 8 level vectors q + 128 at o: the
+// layout of a panel block's levels and of a repacked block's.
+static inline void store_q8_0_levels(const uint8_t * base, size_t row_stride, size_t uo, uint8_t * o) {
+    const __m512i bias = _mm512_set1_epi8((char) 0x80);
+    __m512i t[4];
+    for (int h = 0; h < 2; h++) {
+        transpose_16x4(base, row_stride, uo + offsetof(block_q8_0, qs) + 16*h, t);
+        for (int g = 0; g < 4; g++) _mm512_storeu_si512((void *) (o + 64*(4*h + g)), _mm512_xor_si512(t[g], bias));
+    }
+}
+
 static void pack_legacy(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int nr, int64_t K,
                         void * panel) {
     if (!pack_fast_ok(nr, row_stride)) {
@@ -320,16 +331,10 @@ static void pack_legacy(const struct ggml_gemm_traits * gt, const void * rows, s
                 _mm512_storeu_ps(pb + 32*16, f16_lo(dm));
                 _mm512_storeu_ps(pb + 32*16 + 64, f16_hi(dm));
             } break;
-            default: { // q8_0: levels are q + 128
-                const __m512i bias = _mm512_set1_epi8((char) 0x80);
-                for (int h = 0; h < 2; h++) {
-                    transpose_16x4(base, row_stride, uo + offsetof(block_q8_0, qs) + 16*h, t);
-                    for (int g = 0; g < 4; g++) {
-                        _mm512_storeu_si512((void *) (pb + 64*(4*h + g)), _mm512_xor_si512(t[g], bias));
-                    }
-                }
+            default: // q8_0
+                store_q8_0_levels(base, row_stride, uo, pb);
                 _mm512_storeu_ps(pb + 32*16, f16_lo(gather_u32(base, vidx, uo + offsetof(block_q8_0, d))));
-            } break;
+                break;
         }
     }
 }
@@ -345,20 +350,19 @@ static bool repack_rows_legacy(const struct ggml_gemm_traits * gt, const void * 
     const bool q8 = gt->type == GGML_TYPE_Q8_0, q41 = gt->type == GGML_TYPE_Q4_1;
     if (!q8 && !q41 && gt->type != GGML_TYPE_Q4_0) return false;
     const size_t lvb = q8 ? 16*32 : 16*32/2, ub = ggml_type_size(gt->type);
-    const size_t qs_off = q8 ? offsetof(block_q8_0, qs) : q41 ? offsetof(block_q4_1, qs) : offsetof(block_q4_0, qs);
+    const size_t qs_off = q41 ? offsetof(block_q4_1, qs) : offsetof(block_q4_0, qs);
     const uint8_t * base = (const uint8_t *) rows;
     const __m512i vidx = row_offsets(row_stride);
-    const __m512i bias = _mm512_set1_epi8((char) 0x80);
     for (int64_t u = 0; u < K/32; u++) {
         uint8_t * o = (uint8_t *) out + (size_t) u*(lvb + (q41 ? 64 : 32));
         const size_t uo = (size_t) u*ub;
         prefetch_next_panel(base, row_stride, u, K/32);
-        __m512i t[4];
-        for (int h = 0; h < (q8 ? 2 : 1); h++) {
-            transpose_16x4(base, row_stride, uo + qs_off + 16*h, t);
-            for (int g = 0; g < 4; g++) {
-                _mm512_storeu_si512((void *) (o + 64*(4*h + g)), q8 ? _mm512_xor_si512(t[g], bias) : t[g]);
-            }
+        if (q8) {
+            store_q8_0_levels(base, row_stride, uo, o);
+        } else {
+            __m512i t[4];
+            transpose_16x4(base, row_stride, uo + qs_off, t);
+            for (int g = 0; g < 4; g++) _mm512_storeu_si512((void *) (o + 64*g), t[g]);
         }
         const __m512i dm = gather_u32(base, vidx, uo); // d opens every block (q4_1: then m)
         _mm256_storeu_si256((__m256i *) (o + lvb), _mm512_cvtepi32_epi16(dm));

@@ -260,7 +260,10 @@ void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_thre
 #endif
     memcpy(buf, &total, sizeof(total));
     int * order = malloc(sizeof(int)*(size_t) n);
-    if (!order) {
+    size_t * szs = malloc(sizeof(size_t)*(size_t) n);
+    if (!order || !szs) {
+        free(order);
+        free(szs);
         free(buf);
         free(offs);
         return NULL;
@@ -271,9 +274,14 @@ void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_thre
         // insertion by size, largest first (n is a few hundred)
         const size_t sz = ggml_cpu_repack_size(ts[i]);
         int k = n_order++;
-        for (; k > 0 && ggml_cpu_repack_size(ts[order[k - 1]]) < sz; k--) order[k] = order[k - 1];
+        for (; k > 0 && szs[k - 1] < sz; k--) {
+            order[k] = order[k - 1];
+            szs[k] = szs[k - 1];
+        }
         order[k] = i;
+        szs[k] = sz;
     }
+    free(szs);
     atomic_int next = 0;
     const int nth = n_threads < 1 ? 1 : n_threads > 64 ? 64 : n_threads;
     struct repack_job jobs[64];
