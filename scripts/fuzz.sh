@@ -57,7 +57,7 @@ cmake --build "$BUILD/lib" --target llama_static -j "$JOBS" > "$BUILD/build.log"
 
 for t in "${TARGETS[@]}"; do
     "$CC_FUZZ" -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer $SAN -Wall -Wextra -Werror -Wno-unused-function \
-        -Iggml/include -Iggml/src -Ifuzz "fuzz/fuzz_$t.c" "$BUILD/lib/libllama_static.a" \
+        -Iggml/include -Iinclude -Iggml/src -Isrc -Ifuzz "fuzz/fuzz_$t.c" "$BUILD/lib/libllama_static.a" \
         -lpthread -lm -o "$BUILD/fuzz_$t"
 done
 

@@ -1,4 +1,4 @@
-"""Samplers (ggml/src/llama/sampling*.c) against the NumPy references in sampling_ref.py, over
+"""Samplers (src/sampling*.c) against the NumPy references in sampling_ref.py, over
 random and adversarial logits (ties, NaN, +/-inf, all equal, empty) and degenerate parameters;
 chains, clone/reset/copy, seeds across processes, samplers written in Python, timings, and
 llama_sampler_sample / DRY on the real model and vocabulary when they are available."""

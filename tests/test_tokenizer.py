@@ -799,7 +799,7 @@ def test_unicode_tables_match_oniguruma():
     """\\p{L}, \\p{N}, \\p{P} and \\s of every code point, read from the committed
     unicode-data.c, agree with the classes of the Oniguruma engine inside HF tokenizers."""
     tokenizers = pytest.importorskip("tokenizers")
-    src = (Path(__file__).resolve().parents[1] / "ggml" / "src" / "llama" / "unicode-data.c").read_text()
+    src = (Path(__file__).resolve().parents[1] / "src" / "unicode-data.c").read_text()
 
     def array(name):
         body = re.search(name + r"\[[^\]]*\] = \{(.*?)\};", src, re.S).group(1)

@@ -2,7 +2,7 @@
 // planner, the thread pool, ABI self-description and half-precision conversion.
 #include "ggml.h"
 #include "ggml-impl.h"
-#include "cpu/cpu-impl.h"
+#include "ggml-cpu/cpu-impl.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
 // of every required tensor and shape; and the model accessors and metadata functions.
 #include "llama-model.h"
 #include "llama-vocab.h"
-#include "../cpu/repack.h"
+#include "ggml-cpu/repack.h"
 
 #include <float.h>
 #include <inttypes.h>

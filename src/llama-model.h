@@ -9,7 +9,7 @@
 #define LLAMA_MODEL_H
 
 #include "llama-impl.h"
-#include "../gguf-impl.h"
+#include "gguf-impl.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,7 @@
 // allocated once at init, llama_decode (validate, split into ubatches, build, allocate, compute,
 // copy the output rows out), logits / embeddings access, settings and performance counters.
 #include "llama-context.h"
-#include "../cpu/threadpool.h"
+#include "ggml-cpu/threadpool.h"
 
 #include <inttypes.h>
 #include <math.h>
