@@ -1328,6 +1328,10 @@ def tensor_to_numpy(t: Any, raw: bool = False):
     s = tensor_struct(t)
     if not s.data:
         raise ValueError("tensor has no data (no_alloc context, or not allocated yet)")
+    buf = s.view_src.contents.buffer if s.view_src else s.buffer
+    if buf and not ggml_backend_buffer_is_host(buf):
+        raise ValueError(f"tensor lives in {ggml_backend_buffer_name(buf).decode()} memory, which the host cannot "
+                         f"read directly; use backend_tensor_get_numpy / ggml_backend_tensor_get")
     n = _n_dims(s)
     ne = [s.ne[i] for i in range(n)]
     nb = [s.nb[i] for i in range(n)]
