@@ -1105,6 +1105,12 @@ def ggml_cpu_features() -> bytes:
     ...
 
 
+# The environment switches and their values ("GGML_CPU_VARIANT=auto GGML_CPU_GEMM=1 ..."; README lists them).
+@_c("ggml_env_summary", [], c_char_p)
+def ggml_env_summary() -> bytes:
+    ...
+
+
 # ---- memory planning (ggml-alloc) ----
 
 # A graph allocator placing no_alloc tensors in one reused buffer. Free with ggml_gallocr_free.

@@ -297,9 +297,10 @@ bool llama_supports_mlock(void) {
 }
 
 const char * llama_print_system_info(void) {
-    static char buf[512];
-    snprintf(buf, sizeof(buf), "CPU : variant = %s | features = %s | physical cores = %d | llama_py %s",
-             ggml_cpu_variant(), ggml_cpu_features(), ggml_cpu_n_physical_cores(), LLAMA_PY_VERSION);
+    static char buf[768];
+    snprintf(buf, sizeof(buf), "CPU : variant = %s | features = %s | physical cores = %d | env : %s | llama_py %s",
+             ggml_cpu_variant(), ggml_cpu_features(), ggml_cpu_n_physical_cores(), ggml_env_summary(),
+             LLAMA_PY_VERSION);
     return buf;
 }
 

@@ -8,6 +8,7 @@
 #include "cpu-impl.h"
 #include "threadpool.h"
 #include "../ggml-core.h"
+#include "../ggml-env.h"
 
 #include <limits.h>
 #include <math.h>
@@ -198,8 +199,7 @@ static void ggml_prof_print(void) {
 }
 
 static void ggml_prof_init(void) {
-    const char * env = getenv("GGML_PROFILE");
-    if (env && env[0] && strcmp(env, "0") != 0) {
+    if (ggml_env()->profile) {
         g_prof.on = true;
         atexit(ggml_prof_print);
     }
@@ -680,10 +680,10 @@ struct ggml_threadpool * ggml_threadpool_new(int n_threads) {
         tp->n_threads_max = i + 1;
     }
     tp->n_threads = tp->n_threads_max;
-    const char * adapt = getenv("GGML_THREADS_ADAPT");
-    tp->adapt = !(adapt && strcmp(adapt, "0") == 0);
-    const char * fuse = getenv("GGML_FUSE");
-    tp->fuse = !(fuse && strcmp(fuse, "0") == 0);
+    struct ggml_env env; // read per pool: a program may switch these between pools
+    ggml_env_read(&env);
+    tp->adapt = env.threads_adapt;
+    tp->fuse = env.fuse;
     return tp;
 }
 
