@@ -3,6 +3,7 @@
 // libraries. The scheduler is in ggml-backend-sched.c; the CPU backend in ggml-cpu/ggml-cpu.c.
 #include "ggml-backend-impl.h"
 #include "ggml-core.h"
+#include "ggml-env.h"
 #include "ggml-cpu.h"
 
 #include <stdint.h>
@@ -380,8 +381,7 @@ void ggml_backend_unregister(ggml_backend_reg_t reg) {
 
 static bool test_device_wanted(void) {
     if (g_test_device < 0) {
-        const char * env = getenv("GGML_TEST_DEVICE");
-        g_test_device = env && env[0] && strcmp(env, "0") != 0;
+        g_test_device = ggml_env()->test_device;
     }
     return g_test_device == 1;
 }
