@@ -373,17 +373,22 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
             idx[i] = (int32_t) ub->cells[i];
         }
     }
-    // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal).
+    // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal); in
+    // sliding-window layers also only if p - pj < n_swa.
     const uint32_t n_kv = ub->n_kv;
+    const llama_pos n_swa = (llama_pos) ctx->model->hparams.n_swa;
     float * mask = inp_ready(res->inp_mask) ? res->inp_mask->data : NULL;
-    for (int32_t i = 0; mask && i < n; i++) {
+    float * mask_swa = inp_ready(res->inp_mask_swa) ? res->inp_mask_swa->data : NULL;
+    for (int32_t i = 0; (mask || mask_swa) && i < n; i++) {
         const llama_seq_id s = ub->seq_id[i][0];
         const llama_pos p = ub->pos[i];
-        float * row = mask + (size_t) i * n_kv;
+        float * row = mask ? mask + (size_t) i * n_kv : NULL;
+        float * row_swa = mask_swa ? mask_swa + (size_t) i * n_kv : NULL;
         for (uint32_t j = 0; j < n_kv; j++) {
             const llama_pos pj = kv->pos[j];
             const bool vis = pj >= 0 && llama_kv_cache_seq_has(kv, j, s) && (!ctx->causal_attn || pj <= p);
-            row[j] = vis ? 0.0f : -INFINITY;
+            if (row) row[j] = vis ? 0.0f : -INFINITY;
+            if (row_swa) row_swa[j] = vis && p - pj < n_swa && pj - p < n_swa ? 0.0f : -INFINITY;
         }
     }
     if (inp_ready(res->inp_kv_range)) {
