@@ -41,7 +41,7 @@ class LlamaRef:
     position. n_ctx (LongRoPE only) picks the long or short factors as a context of that size
     would."""
 
-    def __init__(self, path: str, n_ctx: Optional[int] = None):
+    def __init__(self, path: str, n_ctx: Optional[int] = None, storage=np.float64):
         r = gguf.GGUFReader(path)
         arch = _field(r, "general.architecture")
         assert arch in ARCHS, arch
@@ -67,8 +67,10 @@ class LlamaRef:
         self.attn_scale = 1.0 / np.sqrt(self.head_dim)
         self.embd_scale = np.sqrt(self.n_embd) if arch == "gemma3" else 1.0
         self.w: Dict[str, np.ndarray] = {}
+        # storage float32 halves the memory of big models and loses nothing (dequantized and F16
+        # values are float32 numbers); products still run in float64 (NumPy promotes per matmul)
         for t in r.tensors:
-            self.w[t.name] = self._to_f64(t)
+            self.w[t.name] = self._to_f64(t).astype(storage, copy=False)
         self.out = self.w.get("output.weight", self.w["token_embd.weight"])
         self.n_vocab = self.w["token_embd.weight"].shape[0]
         self.freq_factors = self.w.get("rope_freqs.weight")
@@ -174,7 +176,7 @@ class LlamaRef:
         mask_swa = mask.copy()
         if self.n_swa:
             mask_swa[np.abs(pos[:, None] - all_pos[None, :]) >= self.n_swa] = -np.inf
-        x = self.w["token_embd.weight"][toks] * self.embd_scale
+        x = self.w["token_embd.weight"][toks].astype(np.float64) * self.embd_scale
         w = self.w
         for il in range(self.n_layer):
             p = f"blk.{il}."
