@@ -1125,6 +1125,10 @@ def ggml_gallocr_new(buft=None):
     return _ggml_gallocr_new(buft)
 
 
+ggml_gallocr_new.c_name = "ggml_gallocr_new"
+ggml_gallocr_new.argtypes = [c_void_p]
+
+
 # Sizes the buffer for a graph without keeping its placement.
 @_c("ggml_gallocr_reserve", [_galloc, _graph], c_bool)
 def ggml_gallocr_reserve(galloc, graph) -> bool:
@@ -1151,6 +1155,10 @@ def _ggml_gallocr_get_buffer_size(galloc, buffer_id) -> int:
 def ggml_gallocr_get_buffer_size(galloc, buffer_id: int = 0) -> int:
     """Bytes of the allocator's buffer (buffer_id 0: its only one)."""
     return _ggml_gallocr_get_buffer_size(galloc, buffer_id)
+
+
+ggml_gallocr_get_buffer_size.c_name = "ggml_gallocr_get_buffer_size"
+ggml_gallocr_get_buffer_size.argtypes = [c_void_p, c_int]
 
 
 # ---- logging from Python ----
