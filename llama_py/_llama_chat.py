@@ -51,8 +51,7 @@ class _ChatMixin:
 
     def apply_chat_template(self, messages: List[Dict[str, Any]], add_generation_prompt: bool = True,
                             **kwargs: Any) -> str:
-        """The prompt the current chat format lays messages out as (the leading BOS text a
-        template writes is left off: tokenizing adds the BOS token itself)."""
+        """The prompt text the current chat format lays messages out as."""
         self._check_open(need_ctx=False)
         if self.chat_handler is not None and self.chat_format is None:
             raise ValueError("this Llama uses a chat_handler: its prompt layout is the handler's own")

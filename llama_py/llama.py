@@ -65,6 +65,10 @@ __all__ = ["Llama", "LlamaState", "LogitsProcessorList", "StoppingCriteriaList",
 _PAD_CTX = 256  # llama.cpp rounds the context up to a multiple of this
 
 
+class ModelPathError(FileNotFoundError, ValueError):
+    """The model file does not exist (a ValueError as in llama-cpp-python, and a FileNotFoundError)."""
+
+
 def _physical_cores() -> int:
     try:
         from . import ggml
@@ -251,7 +255,7 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         _install_logger(verbose)
         self.model_path = str(model_path)
         if not os.path.exists(self.model_path):
-            raise ValueError(f"Model path does not exist: {self.model_path}")
+            raise ModelPathError(f"Model path does not exist: {self.model_path}")
         if os.path.isdir(self.model_path):
             raise ValueError(f"Model path is a folder, not a GGUF file: {self.model_path}")
 

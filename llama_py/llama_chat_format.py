@@ -139,8 +139,9 @@ def register_chat_completion_handler(name: str):
 
 
 class Jinja2ChatFormatter:
-    """A chat template (Jinja text) as a formatter; the leading BOS text a template writes is
-    taken off (the tokenizer adds the BOS token itself where the model wants one)."""
+    """A chat template (Jinja text) as a formatter. A prompt that starts with the BOS text is
+    marked added_special (tokenized without adding another BOS); otherwise the tokenizer adds
+    the BOS token where the model wants one."""
 
     def __init__(self, template: str, eos_token: str, bos_token: str, add_generation_prompt: bool = True,
                  stop_token_ids: Optional[List[int]] = None):
@@ -164,8 +165,8 @@ class Jinja2ChatFormatter:
         add = extra.pop("add_generation_prompt", self.add_generation_prompt)
         prompt = format_chat(list(messages), self.template, self.bos_token, self.eos_token, add, tools,
                              functions=functions, function_call=function_call, tool_choice=tool_choice, **extra)
-        if self.bos_token and prompt.startswith(self.bos_token):
-            prompt = prompt[len(self.bos_token):]
+        # a template that writes the BOS text has added the special tokens itself: no second BOS
+        added = bool(self.bos_token) and prompt.startswith(self.bos_token)
         stopping = None
         if self.stop_token_ids:
             ids = self.stop_token_ids
@@ -175,7 +176,7 @@ class Jinja2ChatFormatter:
             from .llama import StoppingCriteriaList
             stopping = StoppingCriteriaList([stop_on_token])
         return ChatFormatterResponse(prompt=prompt, stop=[self.eos_token] if self.eos_token else [],
-                                     stopping_criteria=stopping, added_special=False)
+                                     stopping_criteria=stopping, added_special=added)
 
     def to_chat_handler(self) -> LlamaChatCompletionHandler:
         return chat_formatter_to_chat_completion_handler(self)
@@ -288,9 +289,8 @@ def hf_autotokenizer_to_chat_formatter(pretrained_model_name_or_path: str) -> Ch
 
     def format_autotokenizer(*, messages, **kwargs):
         prompt = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        if tok.bos_token and prompt.startswith(tok.bos_token):
-            prompt = prompt[len(tok.bos_token):]
-        return ChatFormatterResponse(prompt=prompt, stop=[tok.eos_token] if tok.eos_token else [])
+        added = bool(tok.bos_token) and prompt.startswith(tok.bos_token)
+        return ChatFormatterResponse(prompt=prompt, stop=[tok.eos_token] if tok.eos_token else [], added_special=added)
     return format_autotokenizer
 
 
