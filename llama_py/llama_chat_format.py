@@ -33,8 +33,8 @@ def _tojson(x: Any, ensure_ascii: bool = False, indent: Optional[int] = None,
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
-def _strftime_now(fmt: str) -> str:
-    return datetime.now().strftime(fmt)
+def _strftime_now(f: str) -> str:
+    return datetime.now().strftime(f)
 
 
 def _raise_exception(message: str):
@@ -86,6 +86,18 @@ class LlamaChatCompletionHandler(Protocol):
     """Called by Llama.create_chat_completion with llama= and every argument it got, by keyword."""
 
     def __call__(self, *, llama: Any, messages: List[llama_types.ChatCompletionRequestMessage],
+                 functions: Optional[List[llama_types.ChatCompletionFunction]] = None,
+                 function_call: Optional[llama_types.ChatCompletionRequestFunctionCall] = None,
+                 tools: Optional[List[llama_types.ChatCompletionTool]] = None,
+                 tool_choice: Optional[llama_types.ChatCompletionToolChoiceOption] = None,
+                 temperature: float = 0.2, top_p: float = 0.95, top_k: int = 40, stream: bool = False,
+                 stop: Optional[Union[str, List[str]]] = [], seed: Optional[int] = None,
+                 response_format: Optional[llama_types.ChatCompletionRequestResponseFormat] = None,
+                 max_tokens: Optional[int] = None, presence_penalty: float = 0.0, frequency_penalty: float = 0.0,
+                 repeat_penalty: float = 1.1, model: Optional[str] = None, logit_bias: Optional[Dict[str, float]] = None,
+                 min_p: float = 0.05, typical_p: float = 1.0, tfs_z: float = 1.0, mirostat_mode: int = 0,
+                 mirostat_tau: float = 5.0, mirostat_eta: float = 0.1, logits_processor: Optional[Any] = None,
+                 grammar: Optional[Any] = None, logprobs: Optional[bool] = None, top_logprobs: Optional[int] = None,
                  **kwargs: Any) -> Union[llama_types.CreateChatCompletionResponse,
                                          Iterator[llama_types.CreateChatCompletionStreamResponse]]:
         ...

@@ -330,3 +330,6 @@ def test_package_exports():
         assert getattr(llama_py, name) is not None
     from llama_py import llama_types
     assert "choices" in llama_types.CreateCompletionResponse.__annotations__
+    from llama_py.llama import LogitsProcessor, StoppingCriteria   # the callable type aliases
+    import typing
+    assert typing.get_origin(LogitsProcessor) is typing.get_origin(StoppingCriteria) is not None
