@@ -89,7 +89,7 @@ def test_embedding(smollm2_path, lib_path):
     assert np.allclose(np.diag(sim), 1.0, atol=1e-3) and np.allclose(sim, sim.T, atol=1e-3)
     assert sim[0, 1] > sim[0, 2] and sim[0, 1] > sim[1, 2]  # the two cat sentences are the closest pair
     with Llama(str(smollm2_path), n_ctx=128, embedding=True, pooling_type=C.LLAMA_POOLING_TYPE_MEAN,
-               verbose=False) as e:  # the high-level mean-pooled embedding
+               flash_attn=True, verbose=False) as e:  # the example's context uses flash attention (auto)  # the high-level mean-pooled embedding
         ref = np.array(e.embed(sents, normalize=True))
     assert np.allclose(np.array(heads), ref[:, :6], atol=1e-4)
     assert np.allclose(sim, ref @ ref.T, atol=2e-3)
