@@ -22,6 +22,13 @@ t0=$SECONDS
 
 stage "python requirements ($("$PY" --version 2>&1))"
 "$PY" -m pip install -q -r requirements-test.txt
+if [ "${LLAMA_PY_SKIP_FRAMEWORKS:-0}" != "1" ]; then
+    # optional group: LangChain, LlamaIndex, outlines on llama_py (tests/test_frameworks.py);
+    # llama-index-llms-llama-cpp without its llama-cpp-python dependency (llama_py stands in)
+    stage "framework requirements (LLAMA_PY_SKIP_FRAMEWORKS=1 skips)"
+    "$PY" -m pip install -q -r requirements-frameworks.txt
+    "$PY" -m pip install -q --no-deps llama-index-llms-llama-cpp==0.7.0
+fi
 # pip puts the cmake/ctest executables of the `cmake` package next to this Python's scripts.
 PATH="$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
 export PATH
