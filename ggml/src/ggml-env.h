@@ -16,11 +16,11 @@ struct ggml_env {
     bool fuse;            // GGML_FUSE: op fusion in the CPU plans (default on; "0" = off)
     bool threads_adapt;   // GGML_THREADS_ADAPT: adaptive thread count (default on; "0" = off)
     bool profile;         // GGML_PROFILE: per-op timings printed at exit (default off; set, not "0" = on)
-    bool test_device;     // GGML_TEST_DEVICE: reserved for the test backend device (default off; set, not "0" = on)
+    bool test_device;     // GGML_TEST_DEVICE: registers the test backend device (default off; set, not "0" = on)
 };
 
 // The process's switches, read on the first call and then fixed (thread-safe). The kernel set
-// (GGML_CPU_VARIANT), GGML_CPU_GEMM and GGML_PROFILE are taken from here.
+// (GGML_CPU_VARIANT), GGML_CPU_GEMM, GGML_PROFILE and GGML_TEST_DEVICE are taken from here.
 const struct ggml_env * ggml_env(void);
 // Parses the environment as it is now into *out. Thread pools do this when they are made, so
 // GGML_FUSE and GGML_THREADS_ADAPT may change between pools (tests switch them).
