@@ -56,6 +56,6 @@ const char * ggml_env_summary(void) {
     snprintf(buf, sizeof(buf),
              "GGML_CPU_VARIANT=%s GGML_CPU_GEMM=%d GGML_FUSE=%d GGML_THREADS_ADAPT=%d GGML_PROFILE=%d GGML_TEST_DEVICE=%d",
              p->cpu_variant[0] ? p->cpu_variant : "auto", p->cpu_gemm, now.fuse, now.threads_adapt, p->profile,
-             now.test_device);
+             p->test_device);
     return buf;
 }

@@ -20,7 +20,7 @@ struct ggml_env {
 };
 
 // The process's switches, read on the first call and then fixed (thread-safe). The kernel set
-// (GGML_CPU_VARIANT), GGML_CPU_GEMM and GGML_PROFILE are taken from here.
+// (GGML_CPU_VARIANT), GGML_CPU_GEMM, GGML_PROFILE and GGML_TEST_DEVICE are taken from here.
 const struct ggml_env * ggml_env(void);
 // Parses the environment as it is now into *out. Thread pools do this when they are made, so
 // GGML_FUSE and GGML_THREADS_ADAPT may change between pools (tests switch them).
