@@ -186,6 +186,25 @@ def test_logits_match_transformers(tiny, arch):
     assert max(errs) < 1e-3, errs
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_q8_0_repacked_and_fused(tiny, arch):
+    """Q8_0 weights: repacked (Q, K, V and gate, up fused, or phi3's stored fused ones) and as
+    stored give the same logits bit for bit, and stay near transformers'."""
+    t = tiny[arch]
+    q8 = t.path / "model-q8_0.gguf"
+    if not q8.exists():
+        C.convert(t.path, q8, "q8_0", progress=None)
+    toks = [t.ids(LONG)[:60]]
+    rep = our_batch(q8, toks, n_ctx=_n_ctx(arch))[0]
+    with Model(q8, use_extra_bufts=False) as m, Ctx(m, n_ctx=_n_ctx(arch), n_batch=64, type_k=0, type_v=0) as c:
+        assert c.decode_seq(toks[0]) == 0
+        plain = c.all_logits(len(toks[0]))
+    assert np.array_equal(rep, plain), np.abs(rep - plain).max()
+    err = rel_err(rep, hf_logits(t.model, toks[0]))
+    print(f"\n{arch} q8_0: {err:.2e} vs transformers f32", end="")
+    assert err < 0.1, err
+
+
 def test_phi3_long_rope_factors(tiny):
     """Past the original context, transformers switches to LongRoPE's long factors; so do we for a
     context larger than it; and the two factor sets give different logits."""
