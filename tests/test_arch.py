@@ -12,6 +12,7 @@ converted by our converter (llama_py/convert.py) and run by the engine:
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import shutil
 import sys
@@ -382,3 +383,20 @@ def test_vocabulary_validation(tiny, tmp_path):
     assert "token 300 is not valid UTF-8" in variant("utf8", **{"tokenizer.ggml.tokens": t})
     err = variant("eos", **{"tokenizer.ggml.eos_token_id": len(tokens) + 5})
     assert f"tokenizer.ggml.eos_token_id = token id {len(tokens) + 5} is not in the vocabulary" in err
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_model_accessors(tiny, arch):
+    """desc, meta_*, rope type, sliding window and the chat template per architecture."""
+    t = tiny[arch]
+    kv = {k: f.contents() for k, f in gguf.GGUFReader(str(t.gguf)).fields.items()}
+    with Model(t.gguf) as m:
+        buf = ctypes.create_string_buffer(256)
+        assert L.llama_model_desc(m.ptr, buf, 256) > 0 and buf.value.decode().startswith(arch + " ")
+        assert L.llama_model_meta_val_str(m.ptr, b"general.architecture", buf, 256) == len(arch)
+        assert buf.value.decode() == arch
+        assert L.llama_model_rope_type(m.ptr) == L.LLAMA_ROPE_TYPE_NEOX
+        assert L.llama_model_n_swa(m.ptr) == {"gemma3": WINDOW, "phi3": WINDOW}.get(arch, 0)
+        assert L.llama_model_n_head_kv(m.ptr) == 2 and L.llama_model_n_layer(m.ptr) == kv[f"{arch}.block_count"]
+        tmpl = L.llama_model_chat_template(m.ptr, None)
+        assert (tmpl.decode() if tmpl else None) == kv.get("tokenizer.chat_template")
