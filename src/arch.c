@@ -136,13 +136,13 @@ const struct llama_arch_info * llama_arch_find(const char * name) {
     return NULL;
 }
 
-const char * llama_arch_list(void) {
-    static char buf[256];
-    if (buf[0] == '\0') {
-        size_t off = 0;
-        for (size_t i = 0; i < sizeof(ARCHS) / sizeof(ARCHS[0]) && off < sizeof(buf); i++) {
-            off += (size_t) snprintf(buf + off, sizeof(buf) - off, "%s%s", i ? ", " : "", ARCHS[i].name);
-        }
+const char * llama_arch_list(char * buf, size_t size) {
+    size_t off = 0;
+    if (size > 0) {
+        buf[0] = '\0';
+    }
+    for (size_t i = 0; i < sizeof(ARCHS) / sizeof(ARCHS[0]) && off < size; i++) {
+        off += (size_t) snprintf(buf + off, size - off, "%s%s", i ? ", " : "", ARCHS[i].name);
     }
     return buf;
 }

@@ -82,10 +82,11 @@ static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct
         if (L->bq != NULL || L->bk != NULL) {
             GB(*q = ggml_view_2d(c, qkv, n_q, n, qkv->nb[1], 0));
             GB(*k = ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q*es));
-            GB(*q = graph_bias(c, *q, L->bq));
-            GB(*k = graph_bias(c, *k, L->bk));
-            GB(*q = ggml_reshape_3d(c, ggml_cont(c, *q), hd_k, n_head, n));
-            GB(*k = ggml_reshape_3d(c, ggml_cont(c, *k), hd_k, n_head_kv, n));
+            // the bias adds write contiguous results, which reshape into heads
+            GB(*q = L->bq ? ggml_add(c, *q, L->bq) : ggml_cont(c, *q));
+            GB(*k = L->bk ? ggml_add(c, *k, L->bk) : ggml_cont(c, *k));
+            GB(*q = ggml_reshape_3d(c, *q, hd_k, n_head, n));
+            GB(*k = ggml_reshape_3d(c, *k, hd_k, n_head_kv, n));
         } else {
             GB(*q = ggml_view_3d(c, qkv, hd_k, n_head, n, hd_k*es, qkv->nb[1], 0));
             GB(*k = ggml_view_3d(c, qkv, hd_k, n_head_kv, n, hd_k*es, qkv->nb[1], (size_t) n_q*es));

@@ -84,8 +84,8 @@ struct llama_arch_info {
 
 // The row of GGUF architecture `name`, or NULL.
 const struct llama_arch_info * llama_arch_find(const char * name);
-// The supported names, comma-separated (for error messages).
-const char * llama_arch_list(void);
+// The supported names, comma-separated, written into buf (for error messages); returns buf.
+const char * llama_arch_list(char * buf, size_t size);
 
 // Builders (src/models/*.c).
 // Pre-norm blocks with SwiGLU: llama, qwen2 (Q/K/V biases), qwen3 (QK-norm), phi3 (fused

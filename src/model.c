@@ -885,7 +885,9 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
     // A vocabulary can be loaded from any architecture's file; running needs a table row.
     m->arch_info = llama_arch_find(arch);
     if (!params.vocab_only && m->arch_info == NULL) {
-        LLAMA_LOG_ERROR("llama_model_load: unsupported architecture '%s' (supported: %s)\n", arch, llama_arch_list());
+        char names[256];
+        LLAMA_LOG_ERROR("llama_model_load: unsupported architecture '%s' (supported: %s)\n", arch,
+                        llama_arch_list(names, sizeof(names)));
         goto fail;
     }
     if (!model_load_hparams(m, !params.vocab_only)) {

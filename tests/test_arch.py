@@ -12,6 +12,7 @@ converted by our converter (llama_py/convert.py) and run by the engine:
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import shutil
 import sys
@@ -184,6 +185,25 @@ def test_logits_match_transformers(tiny, arch):
     errs.append(rel_err(step, ref[1]))
     print(f"\n{arch}: batch {errs[0]:.2e} (flash {errs[1]:.2e}), token by token {errs[2]:.2e}", end="")
     assert max(errs) < 1e-3, errs
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_q8_0_repacked_and_fused(tiny, arch):
+    """Q8_0 weights: repacked (Q, K, V and gate, up fused, or phi3's stored fused ones) and as
+    stored give the same logits bit for bit, and stay near transformers'."""
+    t = tiny[arch]
+    q8 = t.path / "model-q8_0.gguf"
+    if not q8.exists():
+        C.convert(t.path, q8, "q8_0", progress=None)
+    toks = [t.ids(LONG)[:60]]
+    rep = our_batch(q8, toks, n_ctx=_n_ctx(arch))[0]
+    with Model(q8, use_extra_bufts=False) as m, Ctx(m, n_ctx=_n_ctx(arch), n_batch=64, type_k=0, type_v=0) as c:
+        assert c.decode_seq(toks[0]) == 0
+        plain = c.all_logits(len(toks[0]))
+    assert np.array_equal(rep, plain), np.abs(rep - plain).max()
+    err = rel_err(rep, hf_logits(t.model, toks[0]))
+    print(f"\n{arch} q8_0: {err:.2e} vs transformers f32", end="")
+    assert err < 0.1, err
 
 
 def test_phi3_long_rope_factors(tiny):
@@ -363,3 +383,20 @@ def test_vocabulary_validation(tiny, tmp_path):
     assert "token 300 is not valid UTF-8" in variant("utf8", **{"tokenizer.ggml.tokens": t})
     err = variant("eos", **{"tokenizer.ggml.eos_token_id": len(tokens) + 5})
     assert f"tokenizer.ggml.eos_token_id = token id {len(tokens) + 5} is not in the vocabulary" in err
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_model_accessors(tiny, arch):
+    """desc, meta_*, rope type, sliding window and the chat template per architecture."""
+    t = tiny[arch]
+    kv = {k: f.contents() for k, f in gguf.GGUFReader(str(t.gguf)).fields.items()}
+    with Model(t.gguf) as m:
+        buf = ctypes.create_string_buffer(256)
+        assert L.llama_model_desc(m.ptr, buf, 256) > 0 and buf.value.decode().startswith(arch + " ")
+        assert L.llama_model_meta_val_str(m.ptr, b"general.architecture", buf, 256) == len(arch)
+        assert buf.value.decode() == arch
+        assert L.llama_model_rope_type(m.ptr) == L.LLAMA_ROPE_TYPE_NEOX
+        assert L.llama_model_n_swa(m.ptr) == {"gemma3": WINDOW, "phi3": WINDOW}.get(arch, 0)
+        assert L.llama_model_n_head_kv(m.ptr) == 2 and L.llama_model_n_layer(m.ptr) == kv[f"{arch}.block_count"]
+        tmpl = L.llama_model_chat_template(m.ptr, None)
+        assert (tmpl.decode() if tmpl else None) == kv.get("tokenizer.chat_template")
