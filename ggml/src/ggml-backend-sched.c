@@ -54,7 +54,9 @@ struct ggml_backend_sched {
     bool unchanged;                              // graph_unchanged promised for the next compute
 
     struct sched_map assign;                     // tensor -> backend of the current graph
-    struct sched_map pins;                       // tensor -> backend set by the caller
+    struct ggml_tensor ** pin_t;                 // tensors pinned by the caller ...
+    int * pin_b;                                 // ... to these backends
+    int n_pins, pins_cap;
     struct sched_split * splits;
     int n_splits, splits_cap;
     int n_copies;
@@ -152,7 +154,7 @@ void ggml_backend_sched_free(ggml_backend_sched_t s) {
     }
     ggml_free(s->ctx);
     free(s->assign.keys); free(s->assign.vals);
-    free(s->pins.keys); free(s->pins.vals);
+    free(s->pin_t); free(s->pin_b);
     free(s->splits);
     free(s);
 }
@@ -163,7 +165,7 @@ void ggml_backend_sched_reset(ggml_backend_sched_t s) {
     s->unchanged = false;
     s->n_splits = 0;
     s->n_copies = 0;
-    if (s->pins.cap) memset(s->pins.keys, 0, s->pins.cap * sizeof(*s->pins.keys));
+    s->n_pins = 0;
 }
 
 // ---- assignment ----
@@ -196,8 +198,15 @@ static bool sched_is_weight(const struct ggml_tensor * t) {
     return buf && buf->usage == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
 }
 
+static int sched_pin_of(ggml_backend_sched_t s, const struct ggml_tensor * t) {
+    for (int i = 0; i < s->n_pins; i++) {
+        if (s->pin_t[i] == t) return s->pin_b[i];
+    }
+    return -1;
+}
+
 static int sched_pick_node(ggml_backend_sched_t s, struct ggml_tensor * n) {
-    const int pin = map_get(&s->pins, n);
+    const int pin = sched_pin_of(s, n);
     if (pin >= 0) return pin;
     const int own = sched_data_backend(s, n);
     if (own != -1) return own;
@@ -294,7 +303,7 @@ bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t s, struct ggml_cgraph *
                            t->name, ggml_backend_buffer_name(tensor_buf(t)));
             return false;
         }
-        const int pin = map_get(&s->pins, t);
+        const int pin = sched_pin_of(s, t);
         map_set(&s->assign, t, pin >= 0 ? pin : b);
     }
     for (int i = 0; i < g->n_nodes; i++) {
@@ -552,8 +561,23 @@ void ggml_backend_sched_set_tensor_backend(ggml_backend_sched_t s, struct ggml_t
     if (!s || !node) return;
     for (int i = 0; i < s->n_backends; i++) {
         if (s->backends[i] == backend) {
-            if (!s->pins.cap && !map_reset(&s->pins, 256)) return;
-            map_set(&s->pins, node, i);
+            for (int k = 0; k < s->n_pins; k++) {
+                if (s->pin_t[k] == node) { s->pin_b[k] = i; return; }
+            }
+            if (s->n_pins == s->pins_cap) {
+                const int cap = s->pins_cap ? 2 * s->pins_cap : 16;
+                struct ggml_tensor ** t = GGML_REALLOC(s->pin_t, (size_t) cap * sizeof(*t));
+                if (t) s->pin_t = t;
+                int * b = t ? GGML_REALLOC(s->pin_b, (size_t) cap * sizeof(*b)) : NULL;
+                if (!b) {
+                    GGML_LOG_ERROR("ggml_backend_sched_set_tensor_backend: out of memory");
+                    return;
+                }
+                s->pin_b = b;
+                s->pins_cap = cap;
+            }
+            s->pin_t[s->n_pins] = node;
+            s->pin_b[s->n_pins++] = i;
             return;
         }
     }
