@@ -439,6 +439,8 @@ int main(void) {
         check_kernels(gemm_types[t], 768, 16, 8);
         check_kernels(gemm_types[t], kq ? 512 : 64, 5, 3);
     }
+    fprintf(stderr, "note: mul_mat, batch and repack checks on kernel set %s (GGML_CPU_VARIANT picks another)\n",
+            ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected()));
     check_mul_mat();
     check_batch_independence();
     check_repack();

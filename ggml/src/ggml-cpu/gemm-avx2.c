@@ -1,136 +1,411 @@
-// gemm-avx2.c — the GEMM micro-kernel with AVX2 (formats in gemm.h).
+// gemm-avx2.c — the GEMM micro-kernels with AVX2 (formats in gemm.h and repack.h).
 //
-// Without VNNI a 4-way byte dot is maddubs (u8 x s8 -> s16 pairs) then madd with ones (-> s32).
-// maddubs saturates at 32767, and a pair reaches 2 * level * 128: safe for levels below 128,
-// so every type but q8_0 (levels up to 255) runs here. (Not yet chosen by mul_mat: see
-// ggml_gemm_init_avx2.)
-// A 256-bit vector holds 4 levels of 8 rows: the 16-row panel is done as two halves, each
-// with 4 columns at a time (16 registers: 4 integer sums, 4 block sums, 4 accumulators).
+// Without VNNI a 4-way byte dot is maddubs (u8 levels x s8 values -> s16 pairs) then madd with
+// ones (-> s32 per row). maddubs saturates at 32767: a pair reaches 2 * level * 128, so the s16
+// results of several level vectors are added before the madd only as far as they cannot
+// overflow (levels < 16: a whole 32-element block; < 32: four vectors; < 64: two). q8_0's
+// levels (q + 128) would saturate even alone: its tiles multiply the signed values |q| by the
+// activations with q's sign (vpsignb), which gives sum(q*a) = sum(u*a) - 128*sum(a) directly.
+// Integer sums are exact, so none of this changes a bit of the result.
+//
+// A 256-bit vector holds 4 levels of 8 rows: the 16-row panel (and the repacked layout, whose
+// 64-byte vectors are two such halves) is done as two halves. Passes of up to 4 (half, column)
+// pairs keep the registers busy: one column does both halves at once (token generation),
+// two columns both halves, more columns one half x 4 columns per pass. Every column's lanes see
+// the same float operations in every pass shape, in the order of gemm.h: results never depend
+// on N, nor on whether the weights were repacked.
 #include "gemm.h"
 
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 static inline int32_t ld_i32(const void * p) { int32_t v; memcpy(&v, p, 4); return v; }
 static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); return v; }
 
-#define CW 4 // columns per pass
+static inline __m256 neg_ps(__m256 x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
 
-// Rows [8h, 8h+8) x columns [c0, c0+4) over all K.
+// PK (weight layout): 0 = panel of gemm.h (u8 levels, float scales); 1 = repacked nibbles
+// (q4_0, q4_1); 2 = repacked bytes (q8_0); 3 = repacked q4_K; 4 = repacked q6_K (repack.h).
+// LB: bits of the largest level (4, 5, 6; 8 = q8_0, signed trick). GNR: columns of the group
+// layout (8, or 1 for the compact column). NH x CW: halves x columns of one pass.
 static inline __attribute__((always_inline)) void
-half_tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-          int h, int c0, const int QB, const int SB, const bool MIN, const bool CORR, const int CWT) {
-    const size_t pbb = (size_t) QB*GGML_GEMM_MR + 64 + (MIN ? 64 : 0);
-    const size_t gbb = (size_t) QB*GGML_GEMM_NR + 64;
-    const size_t sbb = 32 + (size_t) SB*gbb;
+pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
+     int h0, int c0, const int QB, const int SB, const bool MIN, const bool CORR, const int PK, const int LB,
+     const int GNR, const int NH, const int CW) {
+    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
+    const size_t scb = PK ? 32 : 64;
+    const size_t pbb = PK >= 3 ? lvb : lvb + scb + (MIN ? scb : 0);
+    const size_t gbb = (size_t) (QB + 8)*GNR;
+    const size_t sbb = (size_t) 4*GNR + (size_t) SB*gbb;
     const int64_t nsb = K/(QB*SB);
+    const bool S8 = LB == 8;
+    // level vectors whose s16 products are summed before one madd
+    const int G16m = LB <= 4 ? 8 : LB == 5 ? 4 : LB == 6 ? 2 : 1;
+    const int G16 = G16m < QB/4 ? G16m : QB/4;
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[CW];
-    for (int c = 0; c < CWT; c++) acc[c] = _mm256_setzero_ps();
-    const uint8_t * pb = panel + 32*h;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), bias = _mm256_set1_epi8((char) 0x80);
+    __m256 acc[2][4], t[2][4];
+    for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) acc[hh][c] = _mm256_setzero_ps();
+    const uint8_t * pb = panel;
     for (int64_t i = 0; i < nsb; i++) {
-        const uint8_t * sbp = group + (size_t) i*sbb + 4*c0;
-        const uint8_t * ab = group + (size_t) i*sbb + 32 + 4*c0;
-        __m256 t[CW];
+        const uint8_t * sbp = group + (size_t) i*sbb;
+        const uint8_t * ab = sbp + 4*GNR;
         if (SB > 1) {
-            for (int c = 0; c < CWT; c++) t[c] = _mm256_setzero_ps();
+            for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) t[hh][c] = _mm256_setzero_ps();
         }
+        // repacked q4_K: d[16], dmin[16] (fp16), sc[8][16], mn[8][16]; q6_K: sc[16][16], d[16]
+        const uint8_t * hd = pb;
+        __m256 dsb[2], ndsb[2];
+        for (int hh = 0; hh < NH; hh++) {
+            const int h = h0 + hh;
+            if (PK == 3) {
+                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 16*h)));
+                ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16*h))));
+            } else if (PK == 4) {
+                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 256 + 16*h)));
+            }
+        }
+        if (PK == 3) pb += 64 + 2*8*GGML_GEMM_MR;
+        if (PK == 4) pb += 256 + 32;
         for (int j = 0; j < SB; j++) {
-            __m256i ia[CW];
-            for (int c = 0; c < CWT; c++) {
-                ia[c] = CORR ? _mm256_set1_epi32(ld_i32(ab + QB*GGML_GEMM_NR + 4*c)) : _mm256_setzero_si256();
+            __m256i ia[2][4], s16[2][4];
+            for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
+                ia[hh][c] = CORR && !S8 ? _mm256_set1_epi32(ld_i32(ab + QB*GNR + 4*c)) : _mm256_setzero_si256();
+                s16[hh][c] = _mm256_setzero_si256();
+            }
+            __m256i pkv[2][4];
+            for (int hh = 0; hh < NH; hh++) {
+                const int h = h0 + hh;
+                if (PK == 1 || PK == 3) {
+                    for (int k = 0; k < QB/8; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+                } else if (PK == 4) {
+                    for (int k = 0; k < 3; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+                }
             }
             for (int g = 0; g < QB/4; g++) {
-                const __m256i w = _mm256_loadu_si256((const __m256i *) (pb + 64*g));
-                for (int c = 0; c < CWT; c++) {
-                    const __m256i p16 = _mm256_maddubs_epi16(w, _mm256_set1_epi32(ld_i32(ab + 32*g + 4*c)));
-                    ia[c] = _mm256_add_epi32(ia[c], _mm256_madd_epi16(p16, ones));
+                for (int hh = 0; hh < NH; hh++) {
+                    const int h = h0 + hh;
+                    __m256i w;
+                    if (PK == 1 || PK == 3) {
+                        const __m256i pk = pkv[hh][g % (QB/8)];
+                        w = _mm256_and_si256(g < QB/8 ? pk : _mm256_srli_epi16(pk, 4), m4);
+                    } else if (PK == 4) {
+                        // low nibble from nibble vector g % 2 (high nibble for g >= 2), bits 4-5
+                        // from the tops' pair g; 16-bit shifts: bits crossing bytes are masked off
+                        const __m256i nv = pkv[hh][g % 2], tv = pkv[hh][2];
+                        const __m256i lo = _mm256_and_si256(g < 2 ? nv : _mm256_srli_epi16(nv, 4), m4);
+                        const __m256i th = g == 0 ? _mm256_slli_epi16(tv, 4) : g == 1 ? _mm256_slli_epi16(tv, 2)
+                                         : g == 2 ? tv : _mm256_srli_epi16(tv, 2);
+                        w = _mm256_or_si256(lo, _mm256_and_si256(th, m30));
+                    } else {
+                        w = _mm256_loadu_si256((const __m256i *) (pb + 64*g + 32*h));
+                    }
+                    __m256i wabs = w;
+                    if (S8) {
+                        w = _mm256_xor_si256(w, bias); // q
+                        wabs = _mm256_sign_epi8(w, w);
+                    }
+                    for (int c = 0; c < CW; c++) {
+                        const __m256i av = _mm256_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c));
+                        const __m256i p = S8 ? _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, w))
+                                             : _mm256_maddubs_epi16(w, av);
+                        s16[hh][c] = g % G16 == 0 ? p : _mm256_add_epi16(s16[hh][c], p);
+                        if (g % G16 == G16 - 1) ia[hh][c] = _mm256_add_epi32(ia[hh][c], _mm256_madd_epi16(s16[hh][c], ones));
+                    }
                 }
             }
-            const __m256 d = _mm256_loadu_ps((const float *) (pb + QB*GGML_GEMM_MR));
-            if (SB == 1) {
-                for (int c = 0; c < CWT; c++) {
-                    const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(ld_f32(sbp + 4*c)));
-                    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[c]), dd, acc[c]);
+            for (int hh = 0; hh < NH; hh++) {
+                const int h = h0 + hh;
+                const __m256 d = PK == 3 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                               _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h)))))
+                               : PK == 4 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                               _mm_loadl_epi64((const __m128i *) (hd + 16*j + 8*h)))))
+                               : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + 16*h)))
+                                    : _mm256_loadu_ps((const float *) (pb + lvb + 32*h));
+                if (SB == 1) {
+                    for (int c = 0; c < CW; c++) {
+                        const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(ld_f32(sbp + 4*c)));
+                        acc[hh][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), dd, acc[hh][c]);
+                    }
+                } else {
+                    for (int c = 0; c < CW; c++) t[hh][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), d, t[hh][c]);
                 }
-            } else {
-                for (int c = 0; c < CWT; c++) t[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[c]), d, t[c]);
-            }
-            if (MIN) {
-                const __m256 m = _mm256_loadu_ps((const float *) (pb + QB*GGML_GEMM_MR + 64));
-                for (int c = 0; c < CWT; c++) {
-                    acc[c] = _mm256_fmadd_ps(m, _mm256_set1_ps(ld_f32(ab + QB*GGML_GEMM_NR + 32 + 4*c)), acc[c]);
+                if (MIN) {
+                    const __m256 m = PK == 3 ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                                   _mm_loadl_epi64((const __m128i *) (hd + 64 + 128 + 16*j + 8*h)))))
+                                   : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + scb + 16*h)))
+                                        : _mm256_loadu_ps((const float *) (pb + lvb + scb + 32*h));
+                    for (int c = 0; c < CW; c++) {
+                        acc[hh][c] = _mm256_fmadd_ps(m, _mm256_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[hh][c]);
+                    }
                 }
             }
             pb += pbb;
             ab += gbb;
         }
         if (SB > 1) {
-            for (int c = 0; c < CWT; c++) acc[c] = _mm256_fmadd_ps(t[c], _mm256_set1_ps(ld_f32(sbp + 4*c)), acc[c]);
+            for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
+                acc[hh][c] = _mm256_fmadd_ps(t[hh][c], _mm256_set1_ps(ld_f32(sbp + 4*c)), acc[hh][c]);
+            }
         }
     }
-    const int rows = nr - 8*h;
-    for (int c = 0; c < CWT && c0 + c < nc; c++) {
-        float * out = dst + (c0 + c)*ldc + 8*h;
-        if (rows >= 8) {
-            _mm256_storeu_ps(out, acc[c]);
-        } else {
-            float tmp[8];
-            _mm256_storeu_ps(tmp, acc[c]);
-            memcpy(out, tmp, (size_t) rows*sizeof(float));
+    for (int hh = 0; hh < NH; hh++) {
+        const int h = h0 + hh, rows = nr - 8*h;
+        if (rows <= 0) continue;
+        for (int c = 0; c < CW && c0 + c < nc; c++) {
+            float * out = dst + (c0 + c)*ldc + 8*h;
+            if (rows >= 8) {
+                _mm256_storeu_ps(out, acc[hh][c]);
+            } else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, acc[hh][c]);
+                memcpy(out, tmp, (size_t) rows*sizeof(float));
+            }
         }
     }
 }
 
+// A whole tile: columns [0, nc) of the group (GNR 1: the compact column) against 16 rows.
 static inline __attribute__((always_inline)) void
-tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-     const int QB, const int SB, const bool MIN, const bool CORR) {
-    for (int h = 0; h < 2 && 8*h < nr; h++) {
-        for (int c0 = 0; c0 < nc; c0 += CW) {
-            // a column's lanes see the same operations in every width: results never depend on N
-            if (nc - c0 == 1)      half_tile(K, panel, group, dst, ldc, nr, nc, h, c0, QB, SB, MIN, CORR, 1);
-            else if (nc - c0 == 2) half_tile(K, panel, group, dst, ldc, nr, nc, h, c0, QB, SB, MIN, CORR, 2);
-            else                   half_tile(K, panel, group, dst, ldc, nr, nc, h, c0, QB, SB, MIN, CORR, CW);
+tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
+       const int QB, const int SB, const bool MIN, const bool CORR, const int PK, const int LB, const int GNR) {
+    // the panel's column offset c0 moves the group pointer: one pass reads columns c0..c0+CW-1
+    if (GNR == 1 || nc == 1) {
+        pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, MIN, CORR, PK, LB, GNR, 2, 1);
+    } else if (nc == 2) {
+        pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, MIN, CORR, PK, LB, GNR, 2, 2);
+    } else {
+        for (int c0 = 0; c0 < nc; c0 += 4) {
+            for (int h = 0; h < 2 && 8*h < nr; h++) {
+                pass(K, panel, group + 4*c0, dst + c0*ldc, ldc, nr, nc - c0, h, 0, QB, SB, MIN, CORR, PK, LB, GNR, 1, 4);
+            }
         }
     }
 }
 
-#define TILE_FN(name, QB, SB, MIN, CORR)                                                              \
+#define TILE_FN(name, QB, SB, MIN, CORR, PK, LB)                                                      \
 static void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc,   \
                  int nr, int nc) {                                                                    \
-    tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR);                                       \
+    tile_g(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, PK, LB, GGML_GEMM_NR);               \
+}                                                                                                     \
+static void name##_1(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, \
+                     int nr) {                                                                        \
+    tile_g(K, panel, group, dst, ldc, nr, 1, QB, SB, MIN, CORR, PK, LB, 1);                           \
 }
 
-TILE_FN(tile_32_1_off, 32,  1, false, true)   // q4_0, q5_0
-TILE_FN(tile_32_1_min, 32,  1, true,  false)  // q4_1, q5_1
-TILE_FN(tile_32_8_min, 32,  8, true,  false)  // q4_K, q5_K
-TILE_FN(tile_16_16_off, 16, 16, false, true)  // q3_K, q6_K
-TILE_FN(tile_16_16_min, 16, 16, true,  false) // q2_K
+TILE_FN(tile_q4_0,  32,  1, false, true,  0, 4)
+TILE_FN(tile_q4_1,  32,  1, true,  false, 0, 4)
+TILE_FN(tile_q5_0,  32,  1, false, true,  0, 5)
+TILE_FN(tile_q5_1,  32,  1, true,  false, 0, 5)
+TILE_FN(tile_q8_0,  32,  1, false, true,  0, 8)
+TILE_FN(tile_q2_K,  16, 16, true,  false, 0, 4)
+TILE_FN(tile_q3_K,  16, 16, false, true,  0, 4)
+TILE_FN(tile_q4_K,  32,  8, true,  false, 0, 4)
+TILE_FN(tile_q5_K,  32,  8, true,  false, 0, 5)
+TILE_FN(tile_q6_K,  16, 16, false, true,  0, 6)
+TILE_FN(tile_rp_q4_0, 32, 1, false, true,  1, 4)
+TILE_FN(tile_rp_q4_1, 32, 1, true,  false, 1, 4)
+TILE_FN(tile_rp_q8_0, 32, 1, false, true,  2, 8)
+TILE_FN(tile_rp_q4_K, 32, 8, true,  false, 3, 4)
+TILE_FN(tile_rp_q6_K, 16, 16, false, true, 4, 6)
 
 static void kernel_avx2(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
                         float * dst, int64_t ldc, int nr, int nc) {
-    const uint8_t * p = (const uint8_t *) panel;
-    const uint8_t * g = (const uint8_t *) group;
-    if (gt->qb == 32 && gt->sb == 1) {
-        if (gt->has_min) tile_32_1_min(K, p, g, dst, ldc, nr, nc);
-        else             tile_32_1_off(K, p, g, dst, ldc, nr, nc);
-    } else if (gt->qb == 32 && gt->sb == 8 && gt->has_min) {
-        tile_32_8_min(K, p, g, dst, ldc, nr, nc);
-    } else if (gt->qb == 16 && gt->sb == 16) {
-        if (gt->has_min) tile_16_16_min(K, p, g, dst, ldc, nr, nc);
-        else             tile_16_16_off(K, p, g, dst, ldc, nr, nc);
-    } else {
-        ggml_gemm_kernel_generic(gt, K, panel, group, dst, ldc, nr, nc);
+    const uint8_t * p = (const uint8_t *) panel, * g = (const uint8_t *) group;
+    switch (gt->type) {
+        case GGML_TYPE_Q4_0: tile_q4_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q4_1: tile_q4_1(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_0: tile_q5_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_1: tile_q5_1(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q8_0: tile_q8_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q2_K: tile_q2_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q3_K: tile_q3_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q4_K: tile_q4_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_K: tile_q5_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q6_K: tile_q6_K(K, p, g, dst, ldc, nr, nc); break;
+        default: ggml_gemm_kernel_generic(gt, K, panel, group, dst, ldc, nr, nc); break;
     }
+}
+
+static void kernel_repacked_avx2(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
+                                 float * dst, int64_t ldc, int nr, int nc) {
+    const uint8_t * p = (const uint8_t *) panel, * g = (const uint8_t *) group;
+    switch (gt->type) {
+        case GGML_TYPE_Q4_0: tile_rp_q4_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q4_1: tile_rp_q4_1(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q8_0: tile_rp_q8_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q4_K: tile_rp_q4_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q6_K: tile_rp_q6_K(K, p, g, dst, ldc, nr, nc); break;
+        default: break; // repack.c makes no other layout
+    }
+}
+
+// Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_act_compact).
+static void kernel_repacked1_avx2(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
+                                  float * dst, int64_t ldc, int nr, int nc) {
+    const uint8_t * p = (const uint8_t *) panel, * g = (const uint8_t *) group;
+    (void) nc;
+    switch (gt->type) {
+        case GGML_TYPE_Q4_0: tile_rp_q4_0_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q4_1: tile_rp_q4_1_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q8_0: tile_rp_q8_0_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q4_K: tile_rp_q4_K_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q6_K: tile_rp_q6_K_1(K, p, g, dst, ldc, nr); break;
+        default: break;
+    }
+}
+
+// ---- activation groups ----
+
+static const uint8_t zero_block[256 + 64] __attribute__((aligned(64)));
+
+// 8x8 transpose of dwords: r[c] = 8 dwords of column c -> r[g] = dword g of the 8 columns.
+static inline void transpose_8x8(__m256i r[8]) {
+    __m256i a[8], b[8];
+    for (int i = 0; i < 4; i++) {
+        a[2*i]     = _mm256_unpacklo_epi32(r[2*i], r[2*i + 1]);
+        a[2*i + 1] = _mm256_unpackhi_epi32(r[2*i], r[2*i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        b[4*i + 0] = _mm256_unpacklo_epi64(a[4*i + 0], a[4*i + 2]);
+        b[4*i + 1] = _mm256_unpackhi_epi64(a[4*i + 0], a[4*i + 2]);
+        b[4*i + 2] = _mm256_unpacklo_epi64(a[4*i + 1], a[4*i + 3]);
+        b[4*i + 3] = _mm256_unpackhi_epi64(a[4*i + 1], a[4*i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i]     = _mm256_permute2x128_si256(b[i], b[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x31);
+    }
+}
+
+// Sum of the 4 signed bytes of each dword.
+static inline __m256i dword_sums(__m256i v) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
+}
+
+// Columns [0, nc) of a group from nc quantized rows (the same bytes as the portable filler).
+static void act_group_avx2(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride, int nc,
+                           int64_t K, void * group) {
+    const int QB = gt->qb;
+    const size_t sbb = ggml_gemm_group_sblock_bytes(gt), gbb = ggml_gemm_group_block_bytes(gt);
+    const size_t ub = ggml_type_size(gt->act_type);
+    const uint8_t * cp[8];
+    for (int c = 0; c < 8; c++) cp[c] = c < nc ? (const uint8_t *) qrows + (size_t) c*qstride : zero_block;
+    const __m256i off = _mm256_set1_epi32(-gt->off);
+    if (gt->act_type == GGML_TYPE_Q8_0 || gt->act_type == GGML_TYPE_Q8_1) {
+        const bool q81 = gt->act_type == GGML_TYPE_Q8_1;
+        const size_t qs_off = q81 ? offsetof(block_q8_1, qs) : offsetof(block_q8_0, qs);
+        for (int64_t i = 0; i < K/32; i++) {
+            uint8_t * sbp = (uint8_t *) group + (size_t) i*sbb;
+            uint8_t * blk = sbp + 32;
+            const size_t uo = (size_t) i*ub;
+            __m256i r[8];
+            float da[8], s[8];
+            for (int c = 0; c < 8; c++) {
+                const uint8_t * b = c < nc ? cp[c] + uo : zero_block;
+                r[c] = _mm256_loadu_si256((const __m256i *) (b + qs_off));
+                if (q81) {
+                    memcpy(&da[c], b + offsetof(block_q8_1, d), 4);
+                    memcpy(&s[c], b + offsetof(block_q8_1, s), 4);
+                } else {
+                    ggml_fp16_t hv;
+                    memcpy(&hv, b + offsetof(block_q8_0, d), 2);
+                    da[c] = _cvtsh_ss(hv);
+                }
+            }
+            transpose_8x8(r);
+            __m256i sum = _mm256_setzero_si256();
+            for (int g = 0; g < 8; g++) {
+                _mm256_storeu_si256((__m256i *) (blk + 32*g), r[g]);
+                sum = _mm256_add_epi32(sum, dword_sums(r[g]));
+            }
+            const __m256 vda = _mm256_loadu_ps(da);
+            _mm256_storeu_ps((float *) sbp, vda);
+            _mm256_storeu_si256((__m256i *) (blk + 32*8), _mm256_mullo_epi32(sum, off));
+            _mm256_storeu_ps((float *) (blk + 32*8 + 32), q81 ? _mm256_loadu_ps(s) : _mm256_mul_ps(vda, _mm256_cvtepi32_ps(sum)));
+        }
+        return;
+    }
+    // q8_K: 256 per unit, one scale
+    for (int64_t i = 0; i < K/QK_K; i++) {
+        uint8_t * sbp = (uint8_t *) group + (size_t) i*sbb;
+        const size_t uo = (size_t) i*sizeof(block_q8_K);
+        float da[8];
+        for (int c = 0; c < 8; c++) memcpy(&da[c], (c < nc ? cp[c] + uo : zero_block) + offsetof(block_q8_K, d), 4);
+        const __m256 vda = _mm256_loadu_ps(da);
+        _mm256_storeu_ps((float *) sbp, vda);
+        for (int k0 = 0; k0 < QK_K; k0 += 32) {
+            __m256i r[8];
+            for (int c = 0; c < 8; c++) {
+                r[c] = _mm256_loadu_si256((const __m256i *) ((c < nc ? cp[c] + uo : zero_block) + offsetof(block_q8_K, qs) + k0));
+            }
+            transpose_8x8(r);
+            for (int h = 0; h < 32/QB; h++) {
+                const int j = k0/QB + h;
+                uint8_t * blk = sbp + 32 + (size_t) j*gbb;
+                __m256i sum = _mm256_setzero_si256();
+                for (int g = 0; g < QB/4; g++) {
+                    const __m256i v = r[h*(QB/4) + g];
+                    _mm256_storeu_si256((__m256i *) (blk + 32*g), v);
+                    sum = _mm256_add_epi32(sum, dword_sums(v));
+                }
+                _mm256_storeu_si256((__m256i *) (blk + QB*8), _mm256_mullo_epi32(sum, off));
+                _mm256_storeu_ps((float *) (blk + QB*8 + 32), _mm256_mul_ps(vda, _mm256_cvtepi32_ps(sum)));
+            }
+        }
+    }
+}
+
+// ---- straight to the repacked layout (repack.h) ----
+
+// q4_0, q4_1, q8_0 rows in the repacked layout without a panel: per block, dword g of the 16
+// rows' qs side by side (q4_0 / q4_1: already the nibble layout, since a block's dword g holds
+// levels 4g.. in its low nibbles and 16+4g.. in its high ones; q8_0: xor 0x80 gives the levels
+// q + 128), then d (and m) as stored.
+static bool repack_rows_legacy(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                               void * out) {
+    const bool q8 = gt->type == GGML_TYPE_Q8_0, q41 = gt->type == GGML_TYPE_Q4_1;
+    if (!q8 && !q41 && gt->type != GGML_TYPE_Q4_0) return false;
+    const size_t lvb = q8 ? 16*32 : 16*32/2, ub = ggml_type_size(gt->type);
+    const size_t qs_off = q8 ? offsetof(block_q8_0, qs) : q41 ? offsetof(block_q4_1, qs) : offsetof(block_q4_0, qs);
+    const int nd = q8 ? 8 : 4; // dwords of qs
+    const uint8_t * base = (const uint8_t *) rows;
+    for (int64_t u = 0; u < K/32; u++) {
+        uint8_t * o = (uint8_t *) out + (size_t) u*(lvb + (q41 ? 64 : 32));
+        const size_t uo = (size_t) u*ub;
+        for (int r = 0; r < GGML_GEMM_MR; r++) {
+            const uint8_t * blk = base + (size_t) r*row_stride + uo;
+            for (int g = 0; g < nd; g++) {
+                uint32_t v;
+                memcpy(&v, blk + qs_off + 4*g, 4);
+                if (q8) v ^= 0x80808080u;
+                memcpy(o + 64*g + 4*r, &v, 4);
+            }
+            memcpy(o + lvb + 2*r, blk, 2);
+            if (q41) memcpy(o + lvb + 32 + 2*r, blk + 2, 2);
+        }
+    }
+    return true;
 }
 
 void ggml_gemm_init_avx2(struct ggml_gemm_traits * t) {
     for (int i = 0; i < GGML_TYPE_COUNT; i++) {
-        if (t[i].qb == 0 || i == GGML_TYPE_Q8_0) continue; // q8_0 levels would saturate maddubs
+        if (t[i].qb == 0) continue;
         t[i].kernel = kernel_avx2;
-        // Not used by mul_mat yet (accelerated stays false): without AVX2 panel packers and a
-        // one-column gemv, the portable packer makes token generation and small batches several
-        // times slower than vec_dot, and mul_mat must use one path for every N. The kernel is
-        // tested against the portable one (tests/c/test_gemm.c) for when those exist.
+        t[i].act_group = act_group_avx2;
+        // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend
+        // on its batch): types with a repacked layout, used at load, take it; the others have
+        // no fast packer or one-column kernel here and stay on vec_dot (their tiles are tested)
+        t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 ||
+                           i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q6_K;
     }
+    const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K };
+    for (size_t k = 0; k < sizeof(rp)/sizeof(rp[0]); k++) {
+        t[rp[k]].kernel_repacked = kernel_repacked_avx2;
+        t[rp[k]].kernel_repacked1 = kernel_repacked1_avx2;
+    }
+    t[GGML_TYPE_Q4_0].repack_rows = repack_rows_legacy;
+    t[GGML_TYPE_Q4_1].repack_rows = repack_rows_legacy;
+    t[GGML_TYPE_Q8_0].repack_rows = repack_rows_legacy;
 }
