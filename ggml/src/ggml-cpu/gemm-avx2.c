@@ -26,16 +26,20 @@ static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); retu
 static inline __m256 neg_ps(__m256 x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
 
 // PK (weight layout): 0 = panel of gemm.h (u8 levels, float scales); 1 = repacked nibbles
-// (q4_0, q4_1); 2 = repacked bytes (q8_0); 3 = repacked q4_K; 4 = repacked q6_K (repack.h).
+// (q4_0, q4_1); 2 = repacked bytes (q8_0); 3 = repacked q4_K; 4 = repacked q6_K; 5 = repacked
+// nibbles and fifth bits (q5_0, q5_1); 6 = repacked q5_K (repack.h).
 // LB: bits of the largest level (4, 5, 6; 8 = q8_0, signed trick). GNR: columns of the group
 // layout (8, or 1 for the compact column). NH x CW: halves x columns of one pass.
 static inline __attribute__((always_inline)) void
 pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
      int h0, int c0, const int QB, const int SB, const bool MIN, const bool CORR, const int PK, const int LB,
      const int GNR, const int NH, const int CW) {
-    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
+    const bool NIB = PK == 1 || PK == 3 || PK == 5 || PK == 6; // levels as nibbles (and fifth bits)
+    const bool H5 = PK == 5 || PK == 6, KH = PK == 3 || PK == 6;  // fifth bits; q4_K-style header
+    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : H5 ? (size_t) QB*GGML_GEMM_MR/2 + 64
+                     : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
     const size_t scb = PK ? 32 : 64;
-    const size_t pbb = PK >= 3 ? lvb : lvb + scb + (MIN ? scb : 0);
+    const size_t pbb = KH || PK == 4 ? lvb : lvb + scb + (MIN ? scb : 0);
     const size_t gbb = (size_t) (QB + 8)*GNR;
     const size_t sbb = (size_t) 4*GNR + (size_t) SB*gbb;
     const int64_t nsb = K/(QB*SB);
@@ -44,6 +48,7 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
     const int G16m = LB <= 4 ? 8 : LB == 5 ? 4 : LB == 6 ? 2 : 1;
     const int G16 = G16m < QB/4 ? G16m : QB/4;
     const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i m10 = _mm256_set1_epi8(0x10);
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), bias = _mm256_set1_epi8((char) 0x80);
     __m256 acc[2][4], t[2][4];
     for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) acc[hh][c] = _mm256_setzero_ps();
@@ -59,14 +64,14 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
         __m256 dsb[2], ndsb[2];
         for (int hh = 0; hh < NH; hh++) {
             const int h = h0 + hh;
-            if (PK == 3) {
+            if (KH) {
                 dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 16*h)));
                 ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16*h))));
             } else if (PK == 4) {
                 dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 256 + 16*h)));
             }
         }
-        if (PK == 3) pb += 64 + 2*8*GGML_GEMM_MR;
+        if (KH) pb += 64 + 2*8*GGML_GEMM_MR;
         if (PK == 4) pb += 256 + 32;
         for (int j = 0; j < SB; j++) {
             __m256i ia[2][4], s16[2][4];
@@ -74,11 +79,11 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                 ia[hh][c] = CORR && !S8 ? _mm256_set1_epi32(ld_i32(ab + QB*GNR + 4*c)) : _mm256_setzero_si256();
                 s16[hh][c] = _mm256_setzero_si256();
             }
-            __m256i pkv[2][4];
+            __m256i pkv[2][5];
             for (int hh = 0; hh < NH; hh++) {
                 const int h = h0 + hh;
-                if (PK == 1 || PK == 3) {
-                    for (int k = 0; k < QB/8; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+                if (NIB) {
+                    for (int k = 0; k < QB/8 + H5; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
                 } else if (PK == 4) {
                     for (int k = 0; k < 3; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
                 }
@@ -87,9 +92,16 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                 for (int hh = 0; hh < NH; hh++) {
                     const int h = h0 + hh;
                     __m256i w;
-                    if (PK == 1 || PK == 3) {
+                    if (NIB) {
                         const __m256i pk = pkv[hh][g % (QB/8)];
                         w = _mm256_and_si256(g < QB/8 ? pk : _mm256_srli_epi16(pk, 4), m4);
+                        if (H5) {
+                            // bit g of the fifth-bit vector to bit 4 (16-bit shifts: no bit from
+                            // the neighbour byte reaches bit 4)
+                            const __m256i hv = pkv[hh][QB/8];
+                            const __m256i hb = g < 4 ? _mm256_slli_epi16(hv, 4 - g) : g == 4 ? hv : _mm256_srli_epi16(hv, g - 4);
+                            w = _mm256_or_si256(w, _mm256_and_si256(hb, m10));
+                        }
                     } else if (PK == 4) {
                         // low nibble from nibble vector g % 2 (high nibble for g >= 2), bits 4-5
                         // from the tops' pair g; 16-bit shifts: bits crossing bytes are masked off
@@ -117,7 +129,7 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
             }
             for (int hh = 0; hh < NH; hh++) {
                 const int h = h0 + hh;
-                const __m256 d = PK == 3 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                const __m256 d = KH ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
                                                _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h)))))
                                : PK == 4 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
                                                _mm_loadl_epi64((const __m128i *) (hd + 16*j + 8*h)))))
@@ -132,7 +144,7 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                     for (int c = 0; c < CW; c++) t[hh][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), d, t[hh][c]);
                 }
                 if (MIN) {
-                    const __m256 m = PK == 3 ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                    const __m256 m = KH ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
                                                    _mm_loadl_epi64((const __m128i *) (hd + 64 + 128 + 16*j + 8*h)))))
                                    : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + scb + 16*h)))
                                         : _mm256_loadu_ps((const float *) (pb + lvb + scb + 32*h));
@@ -209,6 +221,9 @@ TILE_FN(tile_rp_q4_1, 32, 1, true,  false, 1, 4)
 TILE_FN(tile_rp_q8_0, 32, 1, false, true,  2, 8)
 TILE_FN(tile_rp_q4_K, 32, 8, true,  false, 3, 4)
 TILE_FN(tile_rp_q6_K, 16, 16, false, true, 4, 6)
+TILE_FN(tile_rp_q5_0, 32, 1, false, true,  5, 5)
+TILE_FN(tile_rp_q5_1, 32, 1, true,  false, 5, 5)
+TILE_FN(tile_rp_q5_K, 32, 8, true,  false, 6, 5)
 
 static void kernel_avx2(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
                         float * dst, int64_t ldc, int nr, int nc) {
@@ -237,6 +252,9 @@ static void kernel_repacked_avx2(const struct ggml_gemm_traits * gt, int64_t K, 
         case GGML_TYPE_Q8_0: tile_rp_q8_0(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q4_K: tile_rp_q4_K(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q6_K: tile_rp_q6_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_0: tile_rp_q5_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_1: tile_rp_q5_1(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_K: tile_rp_q5_K(K, p, g, dst, ldc, nr, nc); break;
         default: break; // repack.c makes no other layout
     }
 }
@@ -252,6 +270,9 @@ static void kernel_repacked1_avx2(const struct ggml_gemm_traits * gt, int64_t K,
         case GGML_TYPE_Q8_0: tile_rp_q8_0_1(K, p, g, dst, ldc, nr); break;
         case GGML_TYPE_Q4_K: tile_rp_q4_K_1(K, p, g, dst, ldc, nr); break;
         case GGML_TYPE_Q6_K: tile_rp_q6_K_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q5_0: tile_rp_q5_0_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q5_1: tile_rp_q5_1_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q5_K: tile_rp_q5_K_1(K, p, g, dst, ldc, nr); break;
         default: break;
     }
 }
@@ -397,10 +418,11 @@ void ggml_gemm_init_avx2(struct ggml_gemm_traits * t) {
         // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend
         // on its batch): types with a repacked layout, used at load, take it; the others have
         // no fast packer or one-column kernel here and stay on vec_dot (their tiles are tested)
-        t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 ||
-                           i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q6_K;
+        t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 || i == GGML_TYPE_Q5_0 ||
+                           i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q5_K || i == GGML_TYPE_Q6_K;
     }
-    const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K };
+    const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
+                                  GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K };
     for (size_t k = 0; k < sizeof(rp)/sizeof(rp[0]); k++) {
         t[rp[k]].kernel_repacked = kernel_repacked_avx2;
         t[rp[k]].kernel_repacked1 = kernel_repacked1_avx2;
