@@ -1094,7 +1094,7 @@ def ggml_cpu_n_physical_cores() -> int:
     ...
 
 
-# Names the CPU kernel variant in use ("avx512", "avx2", "portable", "neon").
+# Names the CPU kernel variant in use ("avx512", "avxvnni", "avx2", "portable", "neon").
 @_c("ggml_cpu_variant", [], c_char_p)
 def ggml_cpu_variant() -> bytes:
     ...

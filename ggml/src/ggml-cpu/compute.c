@@ -318,7 +318,7 @@ static void ggml_cpu_features_init(void) {
     const enum ggml_cpu_kernel_variant v = ggml_cpu_kernel_variant_selected();
     if (v == GGML_CPU_KERNELS_PORTABLE) {
         memset(&fs, 0, sizeof(fs));
-    } else if (v == GGML_CPU_KERNELS_AVX2) {
+    } else if (v == GGML_CPU_KERNELS_AVX2 || v == GGML_CPU_KERNELS_AVXVNNI) {
         fs.avx512f = fs.avx512bw = fs.avx512vl = fs.avx512dq = fs.avx512vnni = fs.avx512bf16 = false;
     }
     g_cpu_features = fs;
