@@ -231,11 +231,11 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
 }
 
 #define TILE_FN(name, QB, SB, MIN, CORR, PK, LB)                                                      \
-static void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc,   \
+static inline void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, \
                  int nr, int nc) {                                                                    \
     tile_g(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, PK, LB, GGML_GEMM_NR);               \
 }                                                                                                     \
-static void name##_1(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, \
+static inline void name##_1(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, \
                      int nr) {                                                                        \
     tile_g(K, panel, group, dst, ldc, nr, 1, QB, SB, MIN, CORR, PK, LB, 1);                           \
 }
