@@ -29,15 +29,6 @@ static __global__ void k_cpy_bytes(cu_tensor s, cu_tensor d, int ts, int64_t n) 
     }
 }
 
-static __device__ void cu_quantize_q8_0(const float * x, block_q8_0 * y) {
-    float amax = 0.0f;
-    for (int j = 0; j < QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y->d = __half_as_ushort(__float2half_rn(d));
-    for (int j = 0; j < QK8_0; j++) y->qs[j] = (int8_t) roundf(x[j] * id);   // roundf: half away from zero
-}
-
 // one thread per destination block (dst contiguous)
 static __global__ void k_cpy_to_q8_0(cu_tensor s, block_q8_0 * d, int64_t n_blocks) {
     for (int64_t b = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; b < n_blocks; b += (int64_t) gridDim.x * blockDim.x) {

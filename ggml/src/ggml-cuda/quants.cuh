@@ -1,19 +1,20 @@
 // quants.cuh — device-side reading of the GGUF block formats (layouts in ../ggml-quants.h):
 // cu_deq8<T>(row, c, v) writes elements [8c, 8c + 8) of a row of type T as floats. Every
 // consumer (get_rows, the matrix-vector kernel, dequantization to F16 tiles) goes through it,
-// so each format's bit layout is written once. Eight consecutive elements always share one
+// so each format's bit layout is written once. Host-callable too: tests/cuda/test_cuda_host.cu checks
+// every type against the CPU dequantizers without a GPU. Eight consecutive elements always share one
 // scale (the smallest sub-block is 16), which keeps each call to one or two scale reads.
 #pragma once
 
 #include "common.cuh"
 #include "../ggml-quants.h"
 
-static __device__ __forceinline__ float cu_h2f(ggml_fp16_t h) {
+static __host__ __device__ __forceinline__ float cu_h2f(ggml_fp16_t h) {
     return __half2float(__ushort_as_half(h));
 }
 
 // 6-bit scale and min of sub-block j of a q4_K / q5_K block (the packing of get_scale_min_k4).
-static __device__ __forceinline__ void cu_scale_min_k4(int j, const uint8_t * q, float & sc, float & m) {
+static __host__ __device__ __forceinline__ void cu_scale_min_k4(int j, const uint8_t * q, float & sc, float & m) {
     if (j < 4) {
         sc = (float) (q[j] & 63);
         m  = (float) (q[j + 4] & 63);
@@ -38,9 +39,9 @@ template <> struct cu_qtraits<GGML_TYPE_Q4_K> { static constexpr int qk = 256; s
 template <> struct cu_qtraits<GGML_TYPE_Q5_K> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_q5_K); };
 template <> struct cu_qtraits<GGML_TYPE_Q6_K> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_q6_K); };
 
-template <int T> static __device__ __forceinline__ void cu_deq8(const char * row, int64_t c, float * v);
+template <int T> static __host__ __device__ __forceinline__ void cu_deq8(const char * row, int64_t c, float * v);
 
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_F32>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_F32>(const char * row, int64_t c, float * v) {
     const float4 * p = (const float4 *) (row + c * 32);
     if (((uintptr_t) p & 15) == 0) {
         const float4 a = p[0], b = p[1];
@@ -51,18 +52,18 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_F32>(const char * 
     }
 }
 
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_F16>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_F16>(const char * row, int64_t c, float * v) {
     const __half * h = (const __half *) (row + c * 16);
     for (int i = 0; i < 8; i++) v[i] = __half2float(h[i]);
 }
 
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_BF16>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_BF16>(const char * row, int64_t c, float * v) {
     const __nv_bfloat16 * h = (const __nv_bfloat16 *) (row + c * 16);
     for (int i = 0; i < 8; i++) v[i] = __bfloat162float(h[i]);
 }
 
 // q4_0: chunk p (0..3) of a block: p < 2 low nibbles of qs[8p..], else high nibbles of qs[8(p-2)..].
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q4_0>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q4_0>(const char * row, int64_t c, float * v) {
     const block_q4_0 * b = (const block_q4_0 *) row + c / 4;
     const int p = (int) (c % 4);
     const float d = cu_h2f(b->d);
@@ -71,7 +72,7 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q4_0>(const char *
     for (int i = 0; i < 8; i++) v[i] = d * (float) (((q[i] >> sh) & 0xF) - 8);
 }
 
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q4_1>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q4_1>(const char * row, int64_t c, float * v) {
     const block_q4_1 * b = (const block_q4_1 *) row + c / 4;
     const int p = (int) (c % 4);
     const float d = cu_h2f(b->d), m = cu_h2f(b->m);
@@ -81,7 +82,7 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q4_1>(const char *
 }
 
 // q5_0: bit 4 of element j is bit j of qh.
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_0>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_0>(const char * row, int64_t c, float * v) {
     const block_q5_0 * b = (const block_q5_0 *) row + c / 4;
     const int p = (int) (c % 4);
     const float d = cu_h2f(b->d);
@@ -95,7 +96,7 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_0>(const char *
     }
 }
 
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_1>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_1>(const char * row, int64_t c, float * v) {
     const block_q5_1 * b = (const block_q5_1 *) row + c / 4;
     const int p = (int) (c % 4);
     const float d = cu_h2f(b->d), m = cu_h2f(b->m);
@@ -109,7 +110,7 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_1>(const char *
     }
 }
 
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q8_0>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q8_0>(const char * row, int64_t c, float * v) {
     const block_q8_0 * b = (const block_q8_0 *) row + c / 4;
     const int p = (int) (c % 4);
     const float d = cu_h2f(b->d);
@@ -119,7 +120,7 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q8_0>(const char *
 
 // q2_K: element e of the block: half n = e/128, s = (e%128)/32 (shift 2s), l = e%32 -> qs[32n + l];
 // scale byte (e/16).
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q2_K>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q2_K>(const char * row, int64_t c, float * v) {
     const block_q2_K * b = (const block_q2_K * ) row + c / 32;
     const int e = 8 * (int) (c % 32);
     const float d = cu_h2f(b->d), dmin = cu_h2f(b->dmin);
@@ -131,7 +132,7 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q2_K>(const char *
 }
 
 // q3_K: low 2 bits as q2_K's, high bit (set: no -4) in hmask[e%32] bit e/32; 6-bit scales biased by 32.
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q3_K>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q3_K>(const char * row, int64_t c, float * v) {
     const block_q3_K * b = (const block_q3_K *) row + c / 32;
     const int e = 8 * (int) (c % 32);
     const int j = e / 16;   // scale index
@@ -151,7 +152,7 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q3_K>(const char *
 }
 
 // q4_K: sub-block sb = e/32 uses qs[32(e/64) + e%32], low nibble for even sb, high for odd.
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q4_K>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q4_K>(const char * row, int64_t c, float * v) {
     const block_q4_K * b = (const block_q4_K *) row + c / 32;
     const int e = 8 * (int) (c % 32);
     const int sb = e / 32;
@@ -164,7 +165,7 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q4_K>(const char *
 }
 
 // q5_K: as q4_K plus bit sb of qh[e%32].
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_K>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_K>(const char * row, int64_t c, float * v) {
     const block_q5_K * b = (const block_q5_K *) row + c / 32;
     const int e = 8 * (int) (c % 32);
     const int sb = e / 32;
@@ -182,7 +183,7 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_K>(const char *
 
 // q6_K: half n = e/128; quarter t = (e%128)/32, l = e%32: low 4 bits from ql[64n + l + 32(t&1)]
 // (high nibble for t >= 2), high 2 bits from qh[32n + l] >> 2t; scale sc[8n + l/16 + 2t].
-template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q6_K>(const char * row, int64_t c, float * v) {
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q6_K>(const char * row, int64_t c, float * v) {
     const block_q6_K * b = (const block_q6_K *) row + c / 32;
     const int e = 8 * (int) (c % 32);
     const int n = e / 128, t = (e % 128) / 32, l = e % 32;
@@ -194,6 +195,17 @@ template <> __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q6_K>(const char *
         const int q = (((ql[i] >> shl) & 0xF) | (((qh[i] >> shh) & 3) << 4)) - 32;
         v[i] = dl * (float) q;
     }
+}
+
+// One Q8_0 block from 32 floats, as quantize_row_q8_0_ref: d = amax / 127, q = round(x / d)
+// (half away from zero), d stored as F16.
+static __host__ __device__ __forceinline__ void cu_quantize_q8_0(const float * x, block_q8_0 * y) {
+    float amax = 0.0f;
+    for (int j = 0; j < QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y->d = __half_as_ushort(__float2half_rn(d));
+    for (int j = 0; j < QK8_0; j++) y->qs[j] = (int8_t) roundf(x[j] * id);
 }
 
 // Calls F.template operator()<T>() for the runtime type t; false for a type without cu_deq8.
