@@ -323,6 +323,7 @@ static bool cuda_graph_capture(cuda_backend_ctx * ctx, struct ggml_cgraph * gf, 
     }
     ctx->graph.exec = exec;
     ctx->graph.signature = sig;
+    GGML_LOG_DEBUG("CUDA: captured a graph of %d nodes; replaying it while the graph is unchanged", gf->n_nodes);
     return true;
 }
 
@@ -579,7 +580,12 @@ extern "C" __attribute__((visibility("default"))) ggml_backend_reg_t ggml_backen
     const cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess || n <= 0) {
         (void) cudaGetLastError();
-        GGML_LOG_INFO("CUDA: backend off: %s", err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device found");
+        if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice || err == cudaSuccess) {
+            GGML_LOG_INFO("CUDA: backend off: no NVIDIA driver or GPU usable here (%s)",
+                          err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device found");
+        } else {
+            GGML_LOG_INFO("CUDA: backend off: %s", cudaGetErrorString(err));
+        }
         return nullptr;
     }
     int driver = 0, runtime = 0;
