@@ -55,6 +55,7 @@ struct cuda_graph_state {
     cudaGraphExec_t exec = nullptr;
     uint64_t signature = 0;     // of the graph it was captured from
     int n_replays = 0;
+    int n_failures = 0;         // of capture
     bool disabled = false;      // GGML_CUDA_GRAPHS=0, or capture failed for good
 };
 

@@ -83,7 +83,7 @@ void cuda_pool_free(cuda_backend_ctx * ctx) {
 struct cuda_device_ctx {
     int device;
     char name[16];
-    char description[256];
+    char description[320];
     int cc;
     int sm_count;
 };
@@ -261,36 +261,34 @@ static bool cuda_queue_graph(cuda_backend_ctx * ctx, struct ggml_cgraph * gf) {
     return true;
 }
 
-static uint64_t fnv(uint64_t h, const void * p, size_t n) {
-    const unsigned char * c = (const unsigned char *) p;
-    for (size_t i = 0; i < n; i++) { h ^= c[i]; h *= 1099511628211ull; }
+// 64-bit words mixed multiplicatively (tensor fields are 8-byte multiples)
+static inline uint64_t mix(uint64_t h, const void * p, size_t n) {
+    const uint64_t * w = (const uint64_t *) p;
+    for (size_t i = 0; i < n / 8; i++) h = (h ^ w[i]) * 0x100000001b3ull + (h >> 29);
     return h;
 }
 
 // What a captured graph depends on: per node its op, params, type, shape, strides and the
 // addresses of it and its sources.
 static uint64_t cuda_graph_signature(const struct ggml_cgraph * gf) {
-    uint64_t h = 1469598103934665603ull;
-    h = fnv(h, &gf->n_nodes, sizeof(gf->n_nodes));
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t) gf->n_nodes;
     for (int i = 0; i < gf->n_nodes; i++) {
         const struct ggml_tensor * n = gf->nodes[i];
-        h = fnv(h, &n->op, sizeof(n->op));
-        h = fnv(h, &n->type, sizeof(n->type));
-        h = fnv(h, n->ne, sizeof(n->ne));
-        h = fnv(h, n->nb, sizeof(n->nb));
-        h = fnv(h, &n->data, sizeof(n->data));
-        h = fnv(h, n->op_params, sizeof(n->op_params));
+        const uint64_t head[3] = { (uint64_t) n->op | ((uint64_t) n->type << 32), (uint64_t) (uintptr_t) n->data, (uint64_t) i };
+        h = mix(h, head, sizeof(head));
+        h = mix(h, n->ne, sizeof(n->ne));
+        h = mix(h, n->nb, sizeof(n->nb));
+        h = mix(h, n->op_params, sizeof(n->op_params));
         for (int j = 0; j < GGML_MAX_SRC; j++) {
             const struct ggml_tensor * s = n->src[j];
             if (!s) continue;
-            h = fnv(h, &j, sizeof(j));
-            h = fnv(h, &s->data, sizeof(s->data));
-            h = fnv(h, &s->type, sizeof(s->type));
-            h = fnv(h, s->ne, sizeof(s->ne));
-            h = fnv(h, s->nb, sizeof(s->nb));
+            const uint64_t sh[2] = { (uint64_t) (uintptr_t) s->data, (uint64_t) s->type | ((uint64_t) j << 32) };
+            h = mix(h, sh, sizeof(sh));
+            h = mix(h, s->ne, sizeof(s->ne));
+            h = mix(h, s->nb, sizeof(s->nb));
         }
     }
-    return h;
+    return h ? h : 1;
 }
 
 static void cuda_graph_drop(cuda_backend_ctx * ctx) {
@@ -336,7 +334,9 @@ static enum ggml_status cuda_backend_graph_compute(ggml_backend_t be, struct ggm
 
     bool ok = false;
     bool done = false;
-    if (!ctx->graph.disabled) {
+    if (!ctx->graph.disabled && !promised) {
+        cuda_graph_drop(ctx);   // a new or rebuilt graph: nothing to replay
+    } else if (!ctx->graph.disabled) {
         const uint64_t sig = cuda_graph_signature(gf);
         if (promised && ctx->graph.exec && ctx->graph.signature == sig) {
             ok = CUDA_TRY(cudaGraphLaunch(ctx->graph.exec, ctx->stream));
@@ -348,7 +348,12 @@ static enum ggml_status cuda_backend_graph_compute(ggml_backend_t be, struct ggm
                 ok = CUDA_TRY(cudaGraphLaunch(ctx->graph.exec, ctx->stream));
                 done = true;
             } else {
-                GGML_LOG_DEBUG("CUDA: graph capture failed; computing node by node");
+                if (++ctx->graph.n_failures >= 3) {
+                    ctx->graph.disabled = true;   // e.g. the scratch pool keeps growing
+                    GGML_LOG_INFO("CUDA: graph capture failed %d times; CUDA graphs are off for %s", ctx->graph.n_failures, ctx->name);
+                } else {
+                    GGML_LOG_DEBUG("CUDA: graph capture failed; computing node by node");
+                }
                 cuda_graph_drop(ctx);
                 cuda_pool_reset(ctx);
             }
@@ -445,7 +450,9 @@ static ggml_backend_t cuda_dev_init(ggml_backend_dev_t d, const char * params) {
     snprintf(ctx->name, sizeof(ctx->name), "%s", dc->name);
     ctx->cc = dc->cc;
     ctx->sm_count = dc->sm_count;
-    if (!CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking))) {
+    // a blocking stream: it waits for the legacy-stream copies of tensor_set / cpy_tensor
+    // (cudaMemcpy from pageable memory may return before its DMA lands)
+    if (!CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamDefault))) {
         delete ctx;
         free(be);
         return nullptr;
