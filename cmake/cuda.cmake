@@ -43,7 +43,7 @@ if (LLAMA_CUDA_ENABLED)
     set_target_properties(ggml-cuda PROPERTIES
         CUDA_RUNTIME_LIBRARY Static
         CUDA_VISIBILITY_PRESET hidden
-        BUILD_RPATH "$ORIGIN"
+        BUILD_WITH_INSTALL_RPATH ON
         INSTALL_RPATH "$ORIGIN")
     if (CMAKE_SYSTEM_NAME STREQUAL "Linux")
         target_link_options(ggml-cuda PRIVATE -Wl,--no-undefined)
