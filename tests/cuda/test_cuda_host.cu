@@ -5,8 +5,10 @@
 // For each type: random rows are quantized with the library's reference quantizer, then
 // dequantized by the library (to_float) and by cu_deq8 in chunks of 8; both must agree to
 // within rounding (the CPU and the device may fuse a multiply-add differently). Q8_0 blocks
-// made by cu_quantize_q8_0 must equal the reference quantizer's bytes.
-#include "../../ggml/src/ggml-cuda/quants.cuh"
+// made by cu_quantize_q8_0 must equal the reference quantizer's bytes, and so must the Q8_1 and
+// Q8_K activation blocks of qdot.cuh; each unit dot (qdot.cuh) summed over a row must equal the
+// dot of the dequantized weights and activations (double) to within float rounding.
+#include "../../ggml/src/ggml-cuda/qdot.cuh"
 
 #include <math.h>
 #include <stdio.h>
@@ -74,12 +76,66 @@ static void check_q8_0_quantizer(void) {
     g_failures += !same;
 }
 
+template <typename B>
+static bool same_bytes(const char * what, const std::vector<B> & a, const std::vector<B> & b) {
+    const bool same = memcmp(a.data(), b.data(), a.size() * sizeof(B)) == 0;
+    printf("%s %s: %zu blocks\n", same ? "ok  " : "FAIL", what, a.size());
+    g_failures += !same;
+    return same;
+}
+
+static void check_act_quantizers(void) {
+    const int64_t n = QK_K * 8;
+    std::vector<float> x(n);
+    unsigned seed = 7u;
+    for (int64_t i = 0; i < n; i++) x[i] = frand(seed) * (float) (1 + (i / 256) * 3);
+    for (int64_t i = 256; i < 512; i++) x[i] = 0.0f;   // an all-zero super-block
+    std::vector<block_q8_1> r1(n / 32), g1(n / 32);
+    ggml_get_type_traits(GGML_TYPE_Q8_1)->from_float_ref(x.data(), r1.data(), n);
+    for (int64_t b = 0; b < n / 32; b++) cu_quantize_act<GGML_TYPE_Q8_1>(x.data(), g1.data(), b);
+    same_bytes("q8_1 activation quantizer", r1, g1);
+    std::vector<block_q8_K> rk(n / QK_K), gk(n / QK_K);
+    ggml_get_type_traits(GGML_TYPE_Q8_K)->from_float_ref(x.data(), rk.data(), n);
+    for (int64_t b = 0; b < n / QK_K; b++) cu_quantize_act<GGML_TYPE_Q8_K>(x.data(), gk.data(), b);
+    same_bytes("q8_K activation quantizer", rk, gk);
+}
+
+struct unit_dot_check {
+    template <int T> void operator()() {
+        constexpr int V = cu_vdt<T>::type;
+        const enum ggml_type t = (enum ggml_type) T, vt = (enum ggml_type) V;
+        const int64_t n = 1024;
+        std::vector<float> w(n), x(n), wd(n), xd(n);
+        unsigned seed = 4321u + (unsigned) T;
+        for (int64_t i = 0; i < n; i++) { w[i] = frand(seed); x[i] = frand(seed) * 3.0f; }
+        std::vector<char> wq(ggml_row_size(t, n)), xq(ggml_row_size(vt, n));
+        ggml_get_type_traits(t)->from_float_ref(w.data(), wq.data(), n);
+        ggml_get_type_traits(vt)->from_float_ref(x.data(), xq.data(), n);
+        ggml_get_type_traits(t)->to_float(wq.data(), wd.data(), n);
+        ggml_get_type_traits(vt)->to_float(xq.data(), xd.data(), n);
+        double want = 0.0, mag = 0.0;
+        for (int64_t i = 0; i < n; i++) { want += (double) wd[i] * xd[i]; mag += fabs((double) wd[i] * xd[i]); }
+        double got = 0.0;
+        for (int64_t u = 0; u < n / 32; u++) got += cu_unit_dot<T>(wq.data(), xq.data(), u);
+        const bool ok = fabs(got - want) <= 1e-5 * mag + 1e-6;
+        printf("%s unit dot %s x %s: %.6f vs %.6f\n", ok ? "ok  " : "FAIL", ggml_type_name(t), ggml_type_name(vt), got, want);
+        g_failures += !ok;
+    }
+};
+
 int main(void) {
     const enum ggml_type types[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,
                                      GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
                                      GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K };
     for (enum ggml_type t : types) check_type(t);
     check_q8_0_quantizer();
+    check_act_quantizers();
+    const enum ggml_type qtypes[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
+                                      GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K };
+    for (enum ggml_type t : qtypes) {
+        unit_dot_check c;
+        cu_dispatch_qtype(t, c);
+    }
     printf("%s\n", g_failures ? "FAILED" : "all passed");
     return g_failures ? 1 : 0;
 }

@@ -165,6 +165,11 @@ bool cuda_mul_mat_vec(cuda_backend_ctx * ctx, const struct ggml_tensor * src0, c
 // The same through F16 tensor cores (gemm.cu): src0 dequantized to F16 tiles, src1 rounded to F16.
 bool cuda_mul_mat_gemm_f16(cuda_backend_ctx * ctx, const struct ggml_tensor * src0, const struct ggml_tensor * src1,
                            struct ggml_tensor * dst);
+// Quantized src0 with the CPU's arithmetic: activations quantized to the weight type's
+// activation type, integer dots per 32-element unit (mmq.cu); any number of columns.
+bool cuda_mul_mat_q(cuda_backend_ctx * ctx, const struct ggml_tensor * src0, const struct ggml_tensor * src1,
+                    struct ggml_tensor * dst);
+bool cuda_mul_mat_q_supported(const struct ggml_tensor * src0, const struct ggml_tensor * src1);
 // Any float src0 at any strides, F32 arithmetic (gemm.cu).
 bool cuda_mul_mat_generic(cuda_backend_ctx * ctx, const struct ggml_tensor * src0, const struct ggml_tensor * src1,
                           struct ggml_tensor * dst);

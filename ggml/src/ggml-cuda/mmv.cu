@@ -14,6 +14,13 @@ struct mmv_args {
     int ncols;
 };
 
+// The CPU rounds b to the weight's type for F16 and BF16 weights (their vec_dot_type).
+template <int T> static __device__ __forceinline__ float cu_round_act(float y) {
+    if (T == GGML_TYPE_F16) return __half2float(__float2half_rn(y));
+    if (T == GGML_TYPE_BF16) return __bfloat162float(__float2bfloat16_rn(y));
+    return y;
+}
+
 template <int T>
 static __global__ void __launch_bounds__(32 * MMV_WARPS) k_mmv(mmv_args a) {
     const int64_t m = (int64_t) blockIdx.x * MMV_WARPS + threadIdx.y;
@@ -37,7 +44,7 @@ static __global__ void __launch_bounds__(32 * MMV_WARPS) k_mmv(mmv_args a) {
                 const float * y = (const float *) (ybase + j * a.s1.nb[1]) + 8 * c;
                 float s = 0.0f;
 #pragma unroll
-                for (int i = 0; i < 8; i++) s += v[i] * y[i];
+                for (int i = 0; i < 8; i++) s += v[i] * cu_round_act<T>(y[i]);
                 acc[j] += s;
             }
         }
@@ -46,7 +53,7 @@ static __global__ void __launch_bounds__(32 * MMV_WARPS) k_mmv(mmv_args a) {
         // float weights whose row length is not a multiple of 8
         for (int64_t k = 8 * n8 + lane; k < K; k += 32) {
             const float w = cu_load_f(row + k * cu_qtraits<T>::ts, T);
-            for (int j = 0; j < a.ncols; j++) acc[j] += w * ((const float *) (ybase + j * a.s1.nb[1]))[k];
+            for (int j = 0; j < a.ncols; j++) acc[j] += w * cu_round_act<T>(((const float *) (ybase + j * a.s1.nb[1]))[k]);
         }
     }
 #pragma unroll
