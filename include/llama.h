@@ -21,7 +21,7 @@
 //
 // Nothing here aborts on bad input: functions return NULL / an error code and say why through
 // the log callback (llama_log_set). Functions for features this engine does not implement
-// (LoRA, training, encoders, grammars, RPC...) exist and return their documented failure value.
+// (LoRA, training, encoders, RPC...) exist and return their documented failure value.
 #ifndef LLAMA_H
 #define LLAMA_H
 
@@ -919,11 +919,13 @@ LLAMA_API struct llama_sampler * llama_sampler_init_top_n_sigma(float n);
 LLAMA_API struct llama_sampler * llama_sampler_init_mirostat(int32_t n_vocab, uint32_t seed, float tau, float eta, int32_t m);
 // Mirostat v2.
 LLAMA_API struct llama_sampler * llama_sampler_init_mirostat_v2(uint32_t seed, float tau, float eta);
-// Grammar-constrained sampling (not supported: returns NULL).
+// GBNF-constrained sampling (grammar_root NULL: "root"); NULL with the reason logged (line and
+// column) if the grammar does not compile. End of generation is allowed only where it is complete.
 LLAMA_API struct llama_sampler * llama_sampler_init_grammar(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root);
-// Not supported: returns NULL.
+// Deprecated: lazy grammar started by a trigger word (anywhere in the output) or token.
 LLAMA_API struct llama_sampler * llama_sampler_init_grammar_lazy(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root, const char ** trigger_words, size_t num_trigger_words, const llama_token * trigger_tokens, size_t num_trigger_tokens);
-// Not supported: returns NULL.
+// Lazy grammar: inactive until a trigger pattern (regex matched against the whole output so far;
+// the grammar is fed from its first capture group) or a trigger token (fed from the token on).
 LLAMA_API struct llama_sampler * llama_sampler_init_grammar_lazy_patterns(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root, const char ** trigger_patterns, size_t num_trigger_patterns, const llama_token * trigger_tokens, size_t num_trigger_tokens);
 // Repetition (divide/multiply), frequency and presence penalties over the last penalty_last_n tokens.
 LLAMA_API struct llama_sampler * llama_sampler_init_penalties(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat, float penalty_freq, float penalty_present);

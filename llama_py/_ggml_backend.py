@@ -251,7 +251,7 @@ def ggml_backend_dev_description(dev) -> bytes: ...
 def _ggml_backend_dev_memory(dev, free, total) -> None: ...
 
 
-def ggml_backend_dev_memory(dev, free=None, total=None):
+def ggml_backend_dev_memory(dev, free=None, total=None):  # noqa: A002
     """Free and total memory of a device in bytes. With ctypes out-parameters (byref) it fills
     them as C does; without, it returns (free, total)."""
     if free is not None and total is not None:
@@ -259,6 +259,10 @@ def ggml_backend_dev_memory(dev, free=None, total=None):
     f, t = c_size_t(0), c_size_t(0)
     _ggml_backend_dev_memory(dev, ctypes.byref(f), ctypes.byref(t))
     return f.value, t.value
+
+
+ggml_backend_dev_memory.c_name = "ggml_backend_dev_memory"
+ggml_backend_dev_memory.argtypes = [_dev, POINTER(c_size_t), POINTER(c_size_t)]
 
 
 # Kind of device.
@@ -371,6 +375,10 @@ def ggml_backend_sched_new(backends: Sequence[Any], bufts: Optional[Sequence[Any
     arr = (c_void_p * n_backends)(*backends[:n_backends])
     barr = (c_void_p * n_backends)(*(bufts[:n_backends] if bufts else [None] * n_backends))
     return _ggml_backend_sched_new(arr, barr, n_backends, graph_size, parallel, op_offload)
+
+
+ggml_backend_sched_new.c_name = "ggml_backend_sched_new"
+ggml_backend_sched_new.argtypes = [POINTER(c_void_p), POINTER(c_void_p), c_int, c_size_t, c_bool, c_bool]
 
 
 # Frees the scheduler; None-safe.
@@ -520,3 +528,28 @@ def backend_tensor_get_numpy(tensor: Any, shape: Sequence[int], dtype: Any = "fl
     out = np.empty(tuple(shape), dtype=dtype)
     ggml_backend_tensor_get(tensor, out.ctypes.data, 0, out.nbytes)
     return out
+
+
+# The parts a fused weight is made of (struct ggml_backend_cpu_repack_parts).
+class ggml_backend_cpu_repack_parts(ctypes.Structure):
+    _fields_ = [("parts", c_void_p * 4), ("n_parts", c_int)]
+
+
+ggml_backend_cpu_repack_cb = ctypes.CFUNCTYPE(None, c_void_p, c_bool, c_void_p)
+
+
+# Bytes of the repacked layout of a weight, or 0 if the CPU kernels have none for it here.
+@ctypes_function("ggml_backend_cpu_repack_size", [_t], c_size_t)
+def ggml_backend_cpu_repack_size(tensor) -> int: ...
+
+
+# True if mul_mat reads the tensor from a repacked copy.
+@ctypes_function("ggml_backend_cpu_is_repacked", [_t], c_bool)
+def ggml_backend_cpu_is_repacked(tensor) -> bool: ...
+
+
+# Repacks the weights of ts[0..n) into one CPU_REPACK buffer (None if nothing was repacked).
+@ctypes_function("ggml_backend_cpu_repack_weights",
+                 [POINTER(c_void_p), c_int, c_int, POINTER(ggml_backend_cpu_repack_parts), ggml_backend_cpu_repack_cb, c_void_p],
+                 _buf)
+def ggml_backend_cpu_repack_weights(ts, n: int, n_threads: int, parts, cb, cb_data): ...

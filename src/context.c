@@ -154,7 +154,8 @@ void llama_free(struct llama_context * ctx) {
     ggml_backend_sched_free(ctx->sched);
     ggml_backend_free(ctx->backend_dev);
     ggml_backend_free(ctx->backend_cpu);
-    free(ctx->inp_scratch);
+    free(ctx->inp_scratch[0]);
+    free(ctx->inp_scratch[1]);
     ggml_free(ctx->ctx_compute);
     free(ctx->prep.pos);
     free(ctx->prep.n_seq_id);
@@ -335,23 +336,23 @@ bool llama_context_alloc_graph(struct llama_context * ctx, struct ggml_cgraph * 
 
 // Where to write input t's n bytes: its memory when the host can reach it, else a staging area
 // (llama_context_set_input / ctx_input_done copy it over); NULL if t got no memory.
-static void * ctx_input_begin(struct llama_context * ctx, struct ggml_tensor * t, size_t n) {
+static void * ctx_input_begin(struct llama_context * ctx, struct ggml_tensor * t, size_t n, int slot) {
     if (t == NULL || t->data == NULL) {
         return NULL;
     }
     if (llama_model_tensor_on_host(t)) {
         return t->data;
     }
-    if (n > ctx->inp_scratch_size) {
-        void * p = GGML_REALLOC(ctx->inp_scratch, n);
+    if (n > ctx->inp_scratch_size[slot]) {
+        void * p = GGML_REALLOC(ctx->inp_scratch[slot], n);
         if (p == NULL) {
             LLAMA_LOG_ERROR("llama_decode: out of memory staging %zu bytes of input '%s'\n", n, t->name);
             return NULL;
         }
-        ctx->inp_scratch = p;
-        ctx->inp_scratch_size = n;
+        ctx->inp_scratch[slot] = p;
+        ctx->inp_scratch_size[slot] = n;
     }
-    return ctx->inp_scratch;
+    return ctx->inp_scratch[slot];
 }
 
 static void ctx_input_done(struct ggml_tensor * t, const void * p, size_t n) {
@@ -361,7 +362,7 @@ static void ctx_input_done(struct ggml_tensor * t, const void * p, size_t n) {
 }
 
 void llama_context_set_input(struct llama_context * ctx, struct ggml_tensor * t, const void * data, size_t n) {
-    void * p = ctx_input_begin(ctx, t, n);
+    void * p = ctx_input_begin(ctx, t, n, 0);
     if (p != NULL) {
         memcpy(p, data, n);
         ctx_input_done(t, p, n);
@@ -420,31 +421,39 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
         llama_context_set_input(ctx, res->inp_pos, ub->pos, (size_t) n * sizeof(int32_t));
     }
     if (inp_ready(res->inp_kv_idx)) {
-        int32_t * idx = ctx_input_begin(ctx, res->inp_kv_idx, (size_t) n * sizeof(int32_t));
+        int32_t * idx = ctx_input_begin(ctx, res->inp_kv_idx, (size_t) n * sizeof(int32_t), 0);
         for (int32_t i = 0; idx && i < n; i++) {
             idx[i] = (int32_t) ub->cells[i];
         }
         ctx_input_done(res->inp_kv_idx, idx, (size_t) n * sizeof(int32_t));
     }
-    // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal).
+    // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal); in
+    // sliding-window layers also only if p - pj < n_swa.
     const uint32_t n_kv = ub->n_kv;
     const size_t mask_bytes = (size_t) n * n_kv * sizeof(float);
-    float * mask = inp_ready(res->inp_mask) ? ctx_input_begin(ctx, res->inp_mask, mask_bytes) : NULL;
-    for (int32_t i = 0; mask && i < n; i++) {
+    const llama_pos n_swa = (llama_pos) ctx->model->hparams.n_swa;
+    float * mask = inp_ready(res->inp_mask) ? ctx_input_begin(ctx, res->inp_mask, mask_bytes, 0) : NULL;
+    float * mask_swa = inp_ready(res->inp_mask_swa) ? ctx_input_begin(ctx, res->inp_mask_swa, mask_bytes, 1) : NULL;
+    for (int32_t i = 0; (mask || mask_swa) && i < n; i++) {
         const llama_seq_id s = ub->seq_id[i][0];
         const llama_pos p = ub->pos[i];
-        float * row = mask + (size_t) i * n_kv;
+        float * row = mask ? mask + (size_t) i * n_kv : NULL;
+        float * row_swa = mask_swa ? mask_swa + (size_t) i * n_kv : NULL;
         for (uint32_t j = 0; j < n_kv; j++) {
             const llama_pos pj = kv->pos[j];
             const bool vis = pj >= 0 && llama_kv_cache_seq_has(kv, j, s) && (!ctx->causal_attn || pj <= p);
-            row[j] = vis ? 0.0f : -INFINITY;
+            if (row) row[j] = vis ? 0.0f : -INFINITY;
+            if (row_swa) row_swa[j] = vis && p - pj < n_swa && pj - p < n_swa ? 0.0f : -INFINITY;
         }
     }
     if (mask) {
         ctx_input_done(res->inp_mask, mask, mask_bytes);
     }
+    if (mask_swa) {
+        ctx_input_done(res->inp_mask_swa, mask_swa, mask_bytes);
+    }
     if (inp_ready(res->inp_kv_range)) {
-        int32_t * r = ctx_input_begin(ctx, res->inp_kv_range, n_kv * sizeof(int32_t));
+        int32_t * r = ctx_input_begin(ctx, res->inp_kv_range, n_kv * sizeof(int32_t), 0);
         for (uint32_t j = 0; r && j < n_kv; j++) {
             r[j] = (int32_t) j;
         }
@@ -452,7 +461,7 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     }
     if (inp_ready(res->inp_out_ids)) {
         const size_t bytes = ggml_nbytes(res->inp_out_ids);
-        int32_t * o = ctx_input_begin(ctx, res->inp_out_ids, bytes);
+        int32_t * o = ctx_input_begin(ctx, res->inp_out_ids, bytes, 0);
         int32_t k = 0;
         for (int32_t i = 0; o && i < n; i++) {
             if (ub->output[i]) {
@@ -606,7 +615,7 @@ int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
         if (pooled && res.t_embd) {
             const float * rows = res.t_embd->data;
             if (!llama_model_tensor_on_host(res.t_embd)) {
-                float * staged = ctx_input_begin(ctx, res.t_embd, ggml_nbytes(res.t_embd));
+                float * staged = ctx_input_begin(ctx, res.t_embd, ggml_nbytes(res.t_embd), 0);
                 if (staged == NULL) {
                     ret = -3;
                     break;

@@ -79,6 +79,7 @@ struct llama_graph_result {
     struct ggml_tensor * inp_pos;     // I32 [n_tokens]
     struct ggml_tensor * inp_kv_idx;  // I32 [n_tokens] cells to write
     struct ggml_tensor * inp_mask;    // F32 [n_kv, n_tokens]
+    struct ggml_tensor * inp_mask_swa;// F32 [n_kv, n_tokens] within the sliding window, or NULL
     struct ggml_tensor * inp_out_ids; // I32 [n_rows] rows kept for the output, or NULL (all)
     struct ggml_tensor * inp_kv_range;// I32 [n_kv] = 0..n_kv-1 (quantized caches), or NULL
     struct ggml_tensor * t_embd;      // F32 [n_embd, n_rows] final-norm hidden states, or NULL
@@ -111,8 +112,8 @@ struct llama_context {
     int n_threads_max;                    // max(n_threads, n_threads_batch)
     ggml_abort_callback abort_cb;
     void * abort_data;
-    void * inp_scratch;                   // host staging for inputs of device tensors
-    size_t inp_scratch_size;
+    void * inp_scratch[2];                // host staging for inputs of device tensors (two at once: masks)
+    size_t inp_scratch_size[2];
     struct ggml_context * ctx_compute;    // graph metadata arena, reset per graph
     size_t graph_size;                    // node capacity of a graph
     // The last decode graph, built and allocated, reused while its key repeats (context.c);

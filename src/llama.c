@@ -309,9 +309,10 @@ bool llama_supports_mlock(void) {
 }
 
 const char * llama_print_system_info(void) {
-    static char buf[1024];
-    int n = snprintf(buf, sizeof(buf), "CPU : variant = %s | features = %s | physical cores = %d | llama_py %s",
-                     ggml_cpu_variant(), ggml_cpu_features(), ggml_cpu_n_physical_cores(), LLAMA_PY_VERSION);
+    static char buf[1536];
+    int n = snprintf(buf, sizeof(buf), "CPU : variant = %s | features = %s | physical cores = %d | env : %s | llama_py %s",
+                     ggml_cpu_variant(), ggml_cpu_features(), ggml_cpu_n_physical_cores(), ggml_env_summary(),
+                     LLAMA_PY_VERSION);
     ggml_backend_load_all();
     for (size_t i = 0; i < ggml_backend_dev_count() && n > 0 && (size_t) n < sizeof(buf); i++) {
         ggml_backend_dev_t d = ggml_backend_dev_get(i);

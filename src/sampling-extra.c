@@ -1,6 +1,6 @@
 // sampling-extra.c — samplers that carry state between tokens: mirostat v1/v2, repetition
-// penalties, DRY, logit bias, adaptive-p; and the samplers this engine does not support
-// (grammar, lazy grammar, infill), which return NULL with a logged reason.
+// penalties, DRY, logit bias, adaptive-p; and the infill sampler, which this engine does not
+// support (NULL with a logged reason). The grammar samplers are in grammar-sampler.c.
 #include "sampling-impl.h"
 
 #include <float.h>
@@ -981,26 +981,6 @@ uint32_t smpl_extra_get_seed(const struct llama_sampler * smpl) {
 
 // ---------------------------------------------------------------------------------------------
 // not supported
-
-struct llama_sampler * llama_sampler_init_grammar(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root) {
-    (void) vocab; (void) grammar_str; (void) grammar_root;
-    LLAMA_LOG_ERROR("%s: grammar-constrained sampling is not supported by this engine\n", __func__);
-    return NULL;
-}
-
-struct llama_sampler * llama_sampler_init_grammar_lazy(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root, const char ** trigger_words, size_t num_trigger_words, const llama_token * trigger_tokens, size_t num_trigger_tokens) {
-    (void) vocab; (void) grammar_str; (void) grammar_root; (void) trigger_words;
-    (void) num_trigger_words; (void) trigger_tokens; (void) num_trigger_tokens;
-    LLAMA_LOG_ERROR("%s: grammar-constrained sampling is not supported by this engine\n", __func__);
-    return NULL;
-}
-
-struct llama_sampler * llama_sampler_init_grammar_lazy_patterns(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root, const char ** trigger_patterns, size_t num_trigger_patterns, const llama_token * trigger_tokens, size_t num_trigger_tokens) {
-    (void) vocab; (void) grammar_str; (void) grammar_root; (void) trigger_patterns;
-    (void) num_trigger_patterns; (void) trigger_tokens; (void) num_trigger_tokens;
-    LLAMA_LOG_ERROR("%s: grammar-constrained sampling is not supported by this engine\n", __func__);
-    return NULL;
-}
 
 struct llama_sampler * llama_sampler_init_infill(const struct llama_vocab * vocab) {
     (void) vocab;

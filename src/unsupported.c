@@ -1,5 +1,5 @@
 // unsupported.c — llama.h entry points for features this engine does not implement: LoRA
-// adapters, control vectors, encoders, training, grammars, backend sampling, models built
+// adapters, control vectors, encoders, training, backend sampling, models built
 // from user callbacks or FILE pointers. Each returns the failure value its doc line names
 // and logs why, so callers get an answer instead of a missing symbol.
 #include "llama-impl.h"

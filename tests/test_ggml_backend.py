@@ -32,6 +32,29 @@ def _meta_ctx(n_tensors=16):
         mem_size=n_tensors * ggml.ggml_tensor_overhead() + ggml.ggml_graph_overhead(), mem_buffer=None, no_alloc=True))
 
 
+@pytest.mark.parametrize("header", ["ggml-backend.h", "ggml-cpu.h", "ggml-alloc.h"])
+def test_every_backend_function_is_bound_with_its_arity(header, lib_path):
+    import ctypes
+    import re
+    text = (ROOT / "ggml" / "include" / header).read_text()
+    funcs = {}
+    for m in re.finditer(r"^GGML_API\s+[^;]*?\b(ggml_\w+)\s*\(([^;]*?)\)\s*;", text, re.M | re.S):
+        params = m.group(2).strip()
+        funcs[m.group(1)] = 0 if params in ("", "void") else params.count(",") + 1
+    assert len(funcs) >= 4
+    lib = ctypes.CDLL(str(lib_path))
+    problems = []
+    for name, n_args in sorted(funcs.items()):
+        py = getattr(ggml, name, None)
+        if py is None or getattr(py, "c_name", None) != name:
+            problems.append(f"{name}: not bound in llama_py.ggml")
+        elif len(py.argtypes) != n_args:
+            problems.append(f"{name}: {len(py.argtypes)} argtypes, header has {n_args}")
+        if not hasattr(lib, name):
+            problems.append(f"{name}: not exported")
+    assert not problems, "\n".join(problems)
+
+
 def test_cpu_device_is_always_first():
     ggml.ggml_backend_load_all()
     assert ggml.ggml_backend_dev_count() >= 1

@@ -466,6 +466,8 @@ GGML_API int ggml_cpu_n_physical_cores(void);
 GGML_API const char * ggml_cpu_variant(void);
 // Comma-separated CPU features the library detected and uses.
 GGML_API const char * ggml_cpu_features(void);
+// The environment switches and their values ("GGML_CPU_VARIANT=auto GGML_CPU_GEMM=1 ..."; README lists them).
+GGML_API const char * ggml_env_summary(void);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 // libraries. The scheduler is in ggml-backend-sched.c; the CPU backend in ggml-cpu/ggml-cpu.c.
 #include "ggml-backend-impl.h"
 #include "ggml-core.h"
+#include "ggml-env.h"
 #include "ggml-cpu.h"
 
 #include <stdint.h>
@@ -137,17 +138,29 @@ enum ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buffer, struct 
 
 // ---- tensor data ----
 
-// The buffer of t (a view's is its source's); NULL, logged as func's error, if t cannot be accessed
-// over [offset, offset + size).
+// A plain context's tensors (data, no buffer) are host memory: reached through this buffer.
+static struct ggml_backend_buffer g_plain_host;
+
+// The buffer of t (a view's is its source's; plain host memory: g_plain_host); NULL, logged as
+// func's error, if t cannot be accessed over [offset, offset + size).
 static ggml_backend_buffer_t tensor_buffer_checked(const struct ggml_tensor * t, size_t offset, size_t size, const char * func) {
     if (!t) {
         GGML_LOG_ERROR("%s: NULL tensor", func);
         return NULL;
     }
     ggml_backend_buffer_t buf = t->view_src ? t->view_src->buffer : t->buffer;
-    if (!buf || !t->data) {
-        GGML_LOG_ERROR("%s: tensor '%s' has no %s", func, t->name, buf ? "data" : "buffer (allocate it in a backend buffer first)");
+    if (!t->data) {
+        GGML_LOG_ERROR("%s: tensor '%s' has no data (allocate it in a backend buffer first)", func, t->name);
         return NULL;
+    }
+    if (!buf) {
+        if (!g_plain_host.buft) {
+            ggml_backend_buffer_t cpu = ggml_backend_cpu_buffer_from_ptr((void *) 1, 0);
+            if (!cpu) return NULL;
+            g_plain_host = *cpu;    // the CPU buffer's functions, never freed
+            free(cpu);
+        }
+        buf = &g_plain_host;
     }
     if (offset > ggml_nbytes(t) || size > ggml_nbytes(t) - offset) {
         GGML_LOG_ERROR("%s: range [%zu, %zu) is outside tensor '%s' (%zu bytes)", func, offset, offset + size, t->name, ggml_nbytes(t));
@@ -368,8 +381,7 @@ void ggml_backend_unregister(ggml_backend_reg_t reg) {
 
 static bool test_device_wanted(void) {
     if (g_test_device < 0) {
-        const char * env = getenv("GGML_TEST_DEVICE");
-        g_test_device = env && env[0] && strcmp(env, "0") != 0;
+        g_test_device = ggml_env()->test_device;
     }
     return g_test_device == 1;
 }

@@ -6,6 +6,7 @@
 // CPU cannot run logs a warning and keeps the best available one.
 #include "quants.h"
 #include "gemm.h"
+#include "../ggml-env.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -66,7 +67,7 @@ static void tables_init(void) {
     }
     variant_selected = best;
 
-    const char * env = getenv("GGML_CPU_VARIANT");
+    const char * env = ggml_env()->cpu_variant;
     if (env && *env) {
         int want = -1;
         for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {

@@ -179,7 +179,7 @@ TILE_FN(tile_rp_q8_0, 32, 1, false, true, 2)     // repacked q8_0
 TILE_FN(tile_rp_q4_K, 32, 8, true,  false, 3)    // repacked q4_K
 TILE_FN(tile_rp_q6_K, 16, 16, false, true, 4)    // repacked q6_K
 
-// Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_act_compact).
+// Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_compact_bytes).
 static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
                                     float * dst, int64_t ldc, int nr, int nc) {
     const uint8_t * p = (const uint8_t *) panel;
