@@ -64,26 +64,65 @@ template <> struct cu_vdt<GGML_TYPE_Q4_K> { static constexpr int type = GGML_TYP
 template <> struct cu_vdt<GGML_TYPE_Q5_K> { static constexpr int type = GGML_TYPE_Q8_K; typedef block_q8_K block; };
 template <> struct cu_vdt<GGML_TYPE_Q6_K> { static constexpr int type = GGML_TYPE_Q8_K; typedef block_q8_K block; };
 
+// ---- integer helpers: 4 int8 products per instruction (dp4a), unaligned-safe word loads ----
+
+CU_HD int cu_dp4a(int a, int b, int c) {
+#if defined(__CUDA_ARCH__)
+    return __dp4a(a, b, c);
+#else
+    for (int i = 0; i < 4; i++) c += (int) (int8_t) (a >> (8 * i)) * (int) (int8_t) (b >> (8 * i));
+    return c;
+#endif
+}
+
+// 4 bytes at a 2-byte aligned address (block fields after an F16 scale)
+CU_HD int cu_ld16x2(const uint8_t * p) {
+    const uint16_t * h = (const uint16_t *) p;
+    return (int) ((uint32_t) h[0] | ((uint32_t) h[1] << 16));
+}
+
+// 4 bytes at a 4-byte aligned address
+CU_HD int cu_ld32(const void * p) {
+    return *(const int *) p;
+}
+
+// bits b..b+3 of v moved to bit 4 of bytes 0..3
+CU_HD int cu_bits_to_b4(uint32_t v, int b) {
+    const uint32_t x = (v >> b) & 0xF;
+    return (int) (((x & 1) << 4) | ((x & 2) << 11) | ((x & 4) << 18) | ((x & 8) << 25));
+}
+
+#define CU_ONES 0x01010101
+
 // ---- unit dots: weight row w, activation row a (in the activation type), unit u = elements
-// [32u, 32u + 32) ----
+// [32u, 32u + 32). Integer sums are those of quants-generic.c (offsets such as q - 8 folded in
+// as - 8 * sum(y), exact in integers); the float scaling is the CPU's per block. ----
 
 template <int T> CU_HD float cu_unit_dot(const char * w, const char * a, int64_t u);
 
 template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_0>(const char * w, const char * a, int64_t u) {
     const block_q4_0 * x = (const block_q4_0 *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
-    int sumi = 0;
-    for (int j = 0; j < 16; j++) {
-        sumi += ((x->qs[j] & 0x0F) - 8) * y->qs[j] + ((x->qs[j] >> 4) - 8) * y->qs[j + 16];
+    int sumi = 0, sumy = 0;
+    for (int k = 0; k < 4; k++) {
+        const int q = cu_ld16x2(x->qs + 4 * k);
+        const int y0 = cu_ld16x2((const uint8_t *) y->qs + 4 * k), y1 = cu_ld16x2((const uint8_t *) y->qs + 16 + 4 * k);
+        sumi = cu_dp4a(q & 0x0F0F0F0F, y0, sumi);
+        sumi = cu_dp4a((q >> 4) & 0x0F0F0F0F, y1, sumi);
+        sumy = cu_dp4a(CU_ONES, y0, cu_dp4a(CU_ONES, y1, sumy));
     }
-    return (float) sumi * (cu_h2f(x->d) * cu_h2f(y->d));
+    return (float) (sumi - 8 * sumy) * (cu_h2f(x->d) * cu_h2f(y->d));
 }
 
 template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_1>(const char * w, const char * a, int64_t u) {
     const block_q4_1 * x = (const block_q4_1 *) w + u;
     const block_q8_1 * y = (const block_q8_1 *) a + u;
     int sumi = 0;
-    for (int j = 0; j < 16; j++) sumi += (x->qs[j] & 0x0F) * y->qs[j] + (x->qs[j] >> 4) * y->qs[j + 16];
+    for (int k = 0; k < 4; k++) {
+        const int q = cu_ld32(x->qs + 4 * k);
+        sumi = cu_dp4a(q & 0x0F0F0F0F, cu_ld32(y->qs + 4 * k), sumi);
+        sumi = cu_dp4a((q >> 4) & 0x0F0F0F0F, cu_ld32(y->qs + 16 + 4 * k), sumi);
+    }
     return (float) sumi * (cu_h2f(x->d) * y->d) + cu_h2f(x->m) * y->s;
 }
 
@@ -95,13 +134,15 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_0
     const block_q5_0 * x = (const block_q5_0 *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     const uint32_t qh = cu_qh32(x->qh);
-    int sumi = 0;
-    for (int j = 0; j < 16; j++) {
-        const int v0 = ((x->qs[j] & 0x0F) | (int) (((qh >> j) & 1) << 4)) - 16;
-        const int v1 = ((x->qs[j] >> 4) | (int) (((qh >> (j + 16)) & 1) << 4)) - 16;
-        sumi += v0 * y->qs[j] + v1 * y->qs[j + 16];
+    int sumi = 0, sumy = 0;
+    for (int k = 0; k < 4; k++) {
+        const int q = cu_ld16x2(x->qs + 4 * k);
+        const int y0 = cu_ld16x2((const uint8_t *) y->qs + 4 * k), y1 = cu_ld16x2((const uint8_t *) y->qs + 16 + 4 * k);
+        sumi = cu_dp4a((q & 0x0F0F0F0F) | cu_bits_to_b4(qh, 4 * k), y0, sumi);
+        sumi = cu_dp4a(((q >> 4) & 0x0F0F0F0F) | cu_bits_to_b4(qh, 16 + 4 * k), y1, sumi);
+        sumy = cu_dp4a(CU_ONES, y0, cu_dp4a(CU_ONES, y1, sumy));
     }
-    return (float) sumi * (cu_h2f(x->d) * cu_h2f(y->d));
+    return (float) (sumi - 16 * sumy) * (cu_h2f(x->d) * cu_h2f(y->d));
 }
 
 template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_1>(const char * w, const char * a, int64_t u) {
@@ -109,9 +150,10 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_1
     const block_q8_1 * y = (const block_q8_1 *) a + u;
     const uint32_t qh = cu_qh32(x->qh);
     int sumi = 0;
-    for (int j = 0; j < 16; j++) {
-        sumi += ((x->qs[j] & 0x0F) | (int) (((qh >> j) & 1) << 4)) * y->qs[j] +
-                ((x->qs[j] >> 4) | (int) (((qh >> (j + 16)) & 1) << 4)) * y->qs[j + 16];
+    for (int k = 0; k < 4; k++) {
+        const int q = cu_ld32(x->qs + 4 * k);
+        sumi = cu_dp4a((q & 0x0F0F0F0F) | cu_bits_to_b4(qh, 4 * k), cu_ld32(y->qs + 4 * k), sumi);
+        sumi = cu_dp4a(((q >> 4) & 0x0F0F0F0F) | cu_bits_to_b4(qh, 16 + 4 * k), cu_ld32(y->qs + 16 + 4 * k), sumi);
     }
     return (float) sumi * (cu_h2f(x->d) * y->d) + cu_h2f(x->m) * y->s;
 }
@@ -120,11 +162,14 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q8_0
     const block_q8_0 * x = (const block_q8_0 *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     int sumi = 0;
-    for (int j = 0; j < 32; j++) sumi += x->qs[j] * y->qs[j];
+    for (int k = 0; k < 8; k++) {
+        sumi = cu_dp4a(cu_ld16x2((const uint8_t *) x->qs + 4 * k), cu_ld16x2((const uint8_t *) y->qs + 4 * k), sumi);
+    }
     return (float) sumi * (cu_h2f(x->d) * cu_h2f(y->d));
 }
 
-// K-quants: unit u is sub-range j = u % 8 of super-block u / 8; q8 holds its 32 activations
+// K-quants: unit u is sub-range j = u % 8 of super-block u / 8. q8_K, q2_K, q4_K and q5_K
+// blocks keep 4-byte alignment; q3_K (110 bytes) and q6_K (210) only 2: read in halves.
 template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q2_K>(const char * w, const char * a, int64_t u) {
     const block_q2_K * x = (const block_q2_K *) w + u / 8;
     const block_q8_K * y = (const block_q8_K *) a + u / 8;
@@ -135,7 +180,9 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q2_K
     for (int g = 0; g < 2; g++) {
         const uint8_t sc = x->scales[2 * j + g];
         int acc = 0;
-        for (int l = 0; l < 16; l++) acc += ((q[16 * g + l] >> sh) & 3) * y->qs[e0 + 16 * g + l];
+        for (int k = 0; k < 4; k++) {
+            acc = cu_dp4a((cu_ld32(q + 16 * g + 4 * k) >> sh) & 0x03030303, cu_ld32(y->qs + e0 + 16 * g + 4 * k), acc);
+        }
         isum += (sc & 0xF) * acc;
         summs += y->bsums[2 * j + g] * (sc >> 4);
     }
@@ -147,19 +194,21 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q3_K
     const block_q8_K * y = (const block_q8_K *) a + u / 8;
     const int j = (int) (u % 8), e0 = 32 * j;
     const uint8_t * q = x->qs + 32 * (e0 / 128);
-    const int sh = 2 * ((e0 % 128) / 32);
+    const int sh = 2 * ((e0 % 128) / 32), hb = e0 / 32;
     const uint8_t * s = x->scales;
     int isum = 0;
     for (int g = 0; g < 2; g++) {
         const int k = 2 * j + g;   // scale index
         const int sc = ((k < 8 ? (s[k] & 0xF) : (s[k - 8] >> 4)) | (((s[8 + k % 4] >> (2 * (k / 4))) & 3) << 4)) - 32;
-        int acc = 0;
-        for (int l = 0; l < 16; l++) {
-            const int e = e0 + 16 * g + l;
-            const int hi = (x->hmask[e % 32] >> (e / 32)) & 1;
-            acc += (((q[e % 32] >> sh) & 3) - (hi ? 0 : 4)) * y->qs[e];
+        int acc = 0, sumy = 0;
+        for (int i = 0; i < 4; i++) {
+            const int l = 16 * g + 4 * i;   // e % 32 of the four elements
+            const int v = ((cu_ld16x2(q + l) >> sh) & 0x03030303) | (((cu_ld16x2(x->hmask + l) >> hb) & CU_ONES) << 2);
+            const int yy = cu_ld32(y->qs + e0 + l);
+            acc = cu_dp4a(v, yy, acc);
+            sumy = cu_dp4a(CU_ONES, yy, sumy);
         }
-        isum += sc * acc;
+        isum += sc * (acc - 4 * sumy);
     }
     return cu_h2f(x->d) * y->d * (float) isum;
 }
@@ -175,7 +224,7 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_K
     const int sh = (j & 1) ? 4 : 0;
     const int8_t * q8 = y->qs + 32 * j;
     int acc = 0;
-    for (int l = 0; l < 32; l++) acc += ((q[l] >> sh) & 0xF) * q8[l];
+    for (int k = 0; k < 8; k++) acc = cu_dp4a((cu_ld32(q + 4 * k) >> sh) & 0x0F0F0F0F, cu_ld32(q8 + 4 * k), acc);
     const int summs = m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
     return (y->d * cu_h2f(x->d)) * (float) (sc * acc) - (y->d * cu_h2f(x->dmin)) * (float) summs;
 }
@@ -191,7 +240,10 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_K
     const int sh = (j & 1) ? 4 : 0;
     const int8_t * q8 = y->qs + 32 * j;
     int acc = 0;
-    for (int l = 0; l < 32; l++) acc += (((q[l] >> sh) & 0xF) | (((x->qh[l] >> j) & 1) << 4)) * q8[l];
+    for (int k = 0; k < 8; k++) {
+        const int v = ((cu_ld32(q + 4 * k) >> sh) & 0x0F0F0F0F) | (((cu_ld32(x->qh + 4 * k) >> j) & CU_ONES) << 4);
+        acc = cu_dp4a(v, cu_ld32(q8 + 4 * k), acc);
+    }
     const int summs = m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
     return (y->d * cu_h2f(x->d)) * (float) (sc * acc) - (y->d * cu_h2f(x->dmin)) * (float) summs;
 }
@@ -207,12 +259,15 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q6_K
     const int8_t * q8 = y->qs + 32 * j;
     int isum = 0;
     for (int g = 0; g < 2; g++) {
-        int acc = 0;
-        for (int l = 16 * g; l < 16 * g + 16; l++) {
-            const int q = (((ql[l] >> shl) & 0xF) | (((qh[l] >> shh) & 3) << 4)) - 32;
-            acc += q * q8[l];
+        int acc = 0, sumy = 0;
+        for (int i = 0; i < 4; i++) {
+            const int l = 16 * g + 4 * i;
+            const int v = ((cu_ld16x2(ql + l) >> shl) & 0x0F0F0F0F) | (((cu_ld16x2(qh + l) >> shh) & 0x03030303) << 4);
+            const int yy = cu_ld32(q8 + l);
+            acc = cu_dp4a(v, yy, acc);
+            sumy = cu_dp4a(CU_ONES, yy, sumy);
         }
-        isum += x->scales[2 * j + g] * acc;
+        isum += x->scales[2 * j + g] * (acc - 32 * sumy);
     }
     return cu_h2f(x->d) * y->d * (float) isum;
 }
