@@ -14,6 +14,7 @@
 // GGML_CUDA_GRAPHS=0 turns this off.
 #include "common.cuh"
 #include "quants.cuh"
+#include "../ggml-env.h"
 
 #include <new>
 #include <stdio.h>
@@ -457,8 +458,7 @@ static ggml_backend_t cuda_dev_init(ggml_backend_dev_t d, const char * params) {
         free(be);
         return nullptr;
     }
-    const char * env = getenv("GGML_CUDA_GRAPHS");
-    ctx->graph.disabled = env && strcmp(env, "0") == 0;
+    ctx->graph.disabled = !ggml_env()->cuda_graphs;
     be->iface = g_cuda_backend_i;
     be->device = d;
     be->context = ctx;
