@@ -233,6 +233,75 @@ def test_device_harness_on_test_device(name):
         ggml.ggml_backend_test_device_enable(False)
 
 
+# ---- matrix products of every weight type ----
+
+MM_TYPES = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+
+
+def _quantize_with_library(t: int, x: np.ndarray) -> np.ndarray:
+    """x (float32 rows) quantized by the library's reference quantizer (its bytes)."""
+    import test_quants as Q
+    from llama_py import _lib
+    return Q.c_quantize(_lib.load_library(), t, x)
+
+
+@pytest.mark.parametrize("n_cols", [1, 3, 8, 9, 40])
+@pytest.mark.parametrize("tname", MM_TYPES)
+def test_mul_mat_every_type_on_cuda(cuda_dev, tname, n_cols):
+    _check_mm_on(cuda_dev, tname, n_cols)
+
+
+@pytest.mark.parametrize("tname", ["F32", "BF16", "Q4_1", "Q5_0", "Q6_K"])
+def test_mul_mat_harness_on_test_device(tname):
+    """The harness of test_mul_mat_every_type_on_cuda on the built-in test device."""
+    ggml.ggml_backend_test_device_enable(True)
+    try:
+        dev = ggml.ggml_backend_dev_by_name(b"TestDevice0")
+        for n_cols in (1, 9):
+            _check_mm_on(dev, tname, n_cols)
+    finally:
+        ggml.ggml_backend_test_device_enable(False)
+
+
+def _check_mm_on(dev, tname, n_cols):
+    """a [512, 67, 2] of the type (the library's quantizer; expected values dequantized by
+    gguf.quants), b F32 [512, n_cols, 4] permuted in memory: up to 8 columns take the
+    matrix-vector kernels, more the batched ones. Against NumPy within the activation
+    quantization error (0.1), against the CPU within float-order rounding (1e-3): the device
+    quantizes activations as the CPU does."""
+    import gguf
+    t = int(getattr(ggml, f"GGML_TYPE_{tname}"))
+    K, M, A2, B2 = 512, 67, 2, 4
+    arena = np.zeros(ARENA, dtype=np.uint8)
+    ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=ARENA, mem_buffer=arena.ctypes.data, no_alloc=False))
+    try:
+        rng = np.random.default_rng(zlib.crc32(f"mm-{tname}-{n_cols}".encode()))
+        w = rng.uniform(-1, 1, (A2 * M, K)).astype(np.float32)
+        a = ggml.ggml_new_tensor_3d(ctx, t, K, M, A2)
+        raw = _quantize_with_library(t, w)
+        assert raw.nbytes == ggml.ggml_nbytes(a)
+        ctypes.memmove(ggml.tensor_struct(a).data, raw.ctypes.data, raw.nbytes)
+        qt = gguf.GGMLQuantizationType[tname]
+        wv = gguf.quants.dequantize(raw.reshape(A2 * M, -1), qt).reshape(A2, M, K).astype(np.float64)
+        b = OPS.inp(ctx, rng.uniform(-1, 1, (B2, n_cols, K)), OPS.F32, "perm")
+        bv = OPS.val(b)[0]
+        ref = np.stack([bv[i] @ wv[i // (B2 // A2)].T for i in range(B2)])[None]
+        node = ggml.ggml_mul_mat(ctx, a, b)
+        assert ggml.ggml_backend_dev_supports_op(dev, node)
+        gf = ggml.ggml_new_graph(ctx)
+        ggml.ggml_build_forward_expand(gf, node)
+        snapshot = arena.copy()
+        assert ggml.ggml_graph_compute_with_ctx(ctx, gf, 2) == ggml.GGML_STATUS_SUCCESS
+        cpu = OPS.val(node).copy()
+        arena[...] = snapshot
+        _run_on_device(dev, ctx, arena, snapshot, gf, node)
+        got = OPS.val(node)
+        np.testing.assert_allclose(got, ref.reshape(got.shape), atol=0.1, rtol=1e-2, err_msg=f"{tname}: CUDA vs NumPy")
+        np.testing.assert_allclose(got, cpu, atol=1e-3, rtol=1e-4, err_msg=f"{tname}: CUDA vs CPU")
+    finally:
+        ggml.ggml_free(ctx)
+
+
 # ---- models ----
 
 @pytest.fixture(scope="session")

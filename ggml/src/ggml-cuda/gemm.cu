@@ -155,7 +155,11 @@ static __global__ void k_gemm_generic(cu_tensor s0, cu_tensor s1, cu_tensor d, i
         const int64_t am = (int64_t) blockIdx.x * GG_T + ty, ak = k0 + tx;
         As[ty][tx] = am < s0.ne[1] && ak < K ? cu_load_f(cu_ptr(s0, ak, am, i02, i03), s0.type) : 0.0f;
         const int64_t bn = (int64_t) blockIdx.y * GG_T + ty;
-        Bs[ty][tx] = bn < s1.ne[1] && ak < K ? cu_load_f(cu_ptr(s1, ak, bn, i12, i13), s1.type) : 0.0f;
+        float bv = bn < s1.ne[1] && ak < K ? cu_load_f(cu_ptr(s1, ak, bn, i12, i13), s1.type) : 0.0f;
+        // the CPU rounds b to F16 / BF16 for such weights (their dot's activation type)
+        if (s0.type == GGML_TYPE_F16) bv = __half2float(__float2half_rn(bv));
+        if (s0.type == GGML_TYPE_BF16) bv = __bfloat162float(__float2bfloat16_rn(bv));
+        Bs[ty][tx] = bv;
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < GG_T; k++) acc += As[tx][k] * Bs[ty][k];
