@@ -25,6 +25,10 @@
 
 bool cuda_ok(cudaError_t err, const char * what) {
     if (err == cudaSuccess) return true;
+    if (err == cudaErrorCudartUnloading) {   // process exit: buffers freed after the runtime
+        (void) cudaGetLastError();
+        return false;
+    }
     GGML_LOG_ERROR("CUDA error %d (%s) in %s", (int) err, cudaGetErrorString(err), what);
     (void) cudaGetLastError();
     return false;
