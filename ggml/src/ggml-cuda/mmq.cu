@@ -23,6 +23,40 @@ static __global__ void k_quantize_act(cu_tensor x, char * y, int64_t row_bytes, 
     }
 }
 
+// Q8_K with one warp per 256-element super-block (a thread per block would serialize 256
+// elements: the decode latency); the same operations per element as cu_quantize_q8_K and exact
+// reductions (max, integer sums), hence the same bytes.
+static __global__ void k_quantize_q8_K_warp(cu_tensor x, char * y, int64_t row_bytes, int64_t nb_per_row, int64_t n) {
+    const int lane = threadIdx.x % 32;
+    for (int64_t i = (blockIdx.x * (int64_t) blockDim.x + threadIdx.x) / 32; i < n; i += (int64_t) gridDim.x * blockDim.x / 32) {
+        const int64_t b = i % nb_per_row, r = i / nb_per_row;
+        const int64_t r1 = r % x.ne[1], r2 = (r / x.ne[1]) % x.ne[2], r3 = r / (x.ne[1] * x.ne[2]);
+        const char * src = cu_ptr(x, b * QK_K + 8 * lane, r1, r2, r3);
+        float v[8];
+        float amax = 0.0f;
+        for (int j = 0; j < 8; j++) {
+            v[j] = *(const float *) (src + j * x.nb[0]);
+            amax = fmaxf(amax, fabsf(v[j]));
+        }
+        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        block_q8_K * out = (block_q8_K *) (y + r * row_bytes) + b;
+        const float iscale = amax == 0.0f ? 0.0f : 127.0f / amax;
+        int sum = 0;
+        for (int j = 0; j < 8; j++) {
+            int q = 0;
+            if (amax != 0.0f) {
+                q = (int) rintf(iscale * v[j]);
+                q = q < -127 ? -127 : q > 127 ? 127 : q;
+            }
+            out->qs[8 * lane + j] = (int8_t) q;
+            sum += q;
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);   // lanes 2g, 2g + 1 hold group g of 16
+        if ((lane & 1) == 0) out->bsums[lane / 2] = (int16_t) sum;
+        if (lane == 0) out->d = amax == 0.0f ? 0.0f : 1.0f / iscale;
+    }
+}
+
 struct mmq_args {
     cu_tensor w, d;
     const char * act;
@@ -79,9 +113,15 @@ struct mmq_launch {
         char * act = (char *) cuda_pool_alloc(ctx, (size_t) (row_bytes * n_rows));
         if (!act) { ok = false; return; }
         const int64_t n = nb_per_row * n_rows;
-        const int64_t blocks = (n + 127) / 128;
-        k_quantize_act<V, QK><<<(unsigned) (blocks > 65535 * 8 ? 65535 * 8 : blocks), 128, 0, ctx->stream>>>(
-            cu_desc(src1), act, row_bytes, nb_per_row, n);
+        if (V == GGML_TYPE_Q8_K) {
+            const int64_t blocks = (n + 3) / 4;   // four warps per block
+            k_quantize_q8_K_warp<<<(unsigned) (blocks > 65535 * 8 ? 65535 * 8 : blocks), 128, 0, ctx->stream>>>(
+                cu_desc(src1), act, row_bytes, nb_per_row, n);
+        } else {
+            const int64_t blocks = (n + 127) / 128;
+            k_quantize_act<V, QK><<<(unsigned) (blocks > 65535 * 8 ? 65535 * 8 : blocks), 128, 0, ctx->stream>>>(
+                cu_desc(src1), act, row_bytes, nb_per_row, n);
+        }
         mmq_args a;
         a.w = cu_desc(src0);
         a.d = cu_desc(dst);
