@@ -4,7 +4,9 @@
 # result goes under $OUT (default build/bench-cuda-out).
 #
 #   bash scripts/bench_cuda.sh prepare   # here, with network, no GPU: fills build/carry/
-#   bash scripts/bench_cuda.sh all       # on the GPU machine (carry build/carry): build+test+bench
+#   bash scripts/bench_cuda.sh all       # on the GPU machine: build+test+bench; with the device
+#                                        # tool: run(command="bash scripts/bench_cuda.sh all",
+#                                        #           carry=["build/carry"], timeout_s=590)
 #   bash scripts/bench_cuda.sh peer-bench # second call if `all` ran out of time for llama.cpp
 #   bash scripts/bench_cuda.sh build|test|models|peer|bench   # one phase (state kept in build/)
 #
