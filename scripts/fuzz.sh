@@ -58,7 +58,7 @@ echo "fuzz.sh: $($CC_FUZZ --version | head -n1), $SECONDS_PER s per target, buil
 # The library, instrumented for coverage (fuzzer-no-link) and checked by ASan + UBSan.
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 mkdir -p "$BUILD"
-cmake -S . -B "$BUILD/lib" -DCMAKE_C_COMPILER="$CC_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B "$BUILD/lib" -DLLAMA_CUDA=OFF -DCMAKE_C_COMPILER="$CC_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DLLAMA_BUILD_TESTS=ON -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link $SAN" > "$BUILD/configure.log" 2>&1 \
     || { cat "$BUILD/configure.log"; exit 1; }
 cmake --build "$BUILD/lib" --target llama_static -j "$JOBS" > "$BUILD/build.log" 2>&1 \

@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SWITCHES = ["GGML_CPU_VARIANT", "GGML_CPU_GEMM", "GGML_FUSE", "GGML_THREADS_ADAPT", "GGML_PROFILE",
-            "GGML_TEST_DEVICE"]
+            "GGML_TEST_DEVICE", "GGML_CUDA_GRAPHS"]
 
 
 def _c_sources():
@@ -46,7 +46,7 @@ SUMMARY = "import llama_py.ggml as g; print(g.ggml_env_summary().decode())"
 def test_defaults_reported(lib_path):
     got = dict(kv.split("=") for kv in _run(SUMMARY).split())
     assert got == {"GGML_CPU_VARIANT": "auto", "GGML_CPU_GEMM": "1", "GGML_FUSE": "1",
-                   "GGML_THREADS_ADAPT": "1", "GGML_PROFILE": "0", "GGML_TEST_DEVICE": "0"}
+                   "GGML_THREADS_ADAPT": "1", "GGML_PROFILE": "0", "GGML_TEST_DEVICE": "0", "GGML_CUDA_GRAPHS": "1"}
 
 
 def test_set_values_reported_and_in_system_info(lib_path):
@@ -54,10 +54,10 @@ def test_set_values_reported_and_in_system_info(lib_path):
             "print(g.ggml_env_summary().decode()); print(L.llama_print_system_info().decode())\n"
             "print(g.ggml_cpu_variant().decode())")
     summary, info, variant = _run(code, GGML_CPU_VARIANT="portable", GGML_CPU_GEMM="0", GGML_FUSE="0",
-                                  GGML_THREADS_ADAPT="0", GGML_TEST_DEVICE="1").splitlines()
+                                  GGML_THREADS_ADAPT="0", GGML_TEST_DEVICE="1", GGML_CUDA_GRAPHS="0").splitlines()
     got = dict(kv.split("=") for kv in summary.split())
     assert got == {"GGML_CPU_VARIANT": "portable", "GGML_CPU_GEMM": "0", "GGML_FUSE": "0",
-                   "GGML_THREADS_ADAPT": "0", "GGML_PROFILE": "0", "GGML_TEST_DEVICE": "1"}
+                   "GGML_THREADS_ADAPT": "0", "GGML_PROFILE": "0", "GGML_TEST_DEVICE": "1", "GGML_CUDA_GRAPHS": "0"}
     assert summary in info
     assert variant == "portable"  # and it took effect
 

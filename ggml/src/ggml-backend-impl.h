@@ -50,7 +50,7 @@ struct ggml_backend_buffer {
 };
 
 // A buffer object (free with ggml_backend_buffer_free); NULL on out of memory.
-ggml_backend_buffer_t ggml_backend_buffer_init(ggml_backend_buffer_type_t buft, struct ggml_backend_buffer_i iface,
+GGML_API ggml_backend_buffer_t ggml_backend_buffer_init(ggml_backend_buffer_type_t buft, struct ggml_backend_buffer_i iface,
                                                void * context, size_t size);
 
 struct ggml_backend_i {

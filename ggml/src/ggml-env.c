@@ -27,6 +27,7 @@ void ggml_env_read(struct ggml_env * out) {
     out->threads_adapt = env_on_unless_zero(getenv("GGML_THREADS_ADAPT"));
     out->profile = env_off_unless_set(getenv("GGML_PROFILE"));
     out->test_device = env_off_unless_set(getenv("GGML_TEST_DEVICE"));
+    out->cuda_graphs = env_on_unless_zero(getenv("GGML_CUDA_GRAPHS"));
 }
 
 static struct ggml_env g_env;
@@ -49,13 +50,14 @@ const struct ggml_env * ggml_env(void) {
 
 const char * ggml_env_summary(void) {
     // per thread, so concurrent callers do not overwrite each other's string
-    static _Thread_local char buf[160];
+    static _Thread_local char buf[192];
     const struct ggml_env * p = ggml_env();
     struct ggml_env now;
     ggml_env_read(&now);
     snprintf(buf, sizeof(buf),
-             "GGML_CPU_VARIANT=%s GGML_CPU_GEMM=%d GGML_FUSE=%d GGML_THREADS_ADAPT=%d GGML_PROFILE=%d GGML_TEST_DEVICE=%d",
+             "GGML_CPU_VARIANT=%s GGML_CPU_GEMM=%d GGML_FUSE=%d GGML_THREADS_ADAPT=%d GGML_PROFILE=%d GGML_TEST_DEVICE=%d "
+             "GGML_CUDA_GRAPHS=%d",
              p->cpu_variant[0] ? p->cpu_variant : "auto", p->cpu_gemm, now.fuse, now.threads_adapt, p->profile,
-             p->test_device);
+             p->test_device, p->cuda_graphs);
     return buf;
 }

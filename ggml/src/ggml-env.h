@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "ggml.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -17,11 +19,13 @@ struct ggml_env {
     bool threads_adapt;   // GGML_THREADS_ADAPT: adaptive thread count (default on; "0" = off)
     bool profile;         // GGML_PROFILE: per-op timings printed at exit (default off; set, not "0" = on)
     bool test_device;     // GGML_TEST_DEVICE: registers the test backend device (default off; set, not "0" = on)
+    bool cuda_graphs;     // GGML_CUDA_GRAPHS: the CUDA backend replays CUDA graphs (default on; "0" = off)
 };
 
 // The process's switches, read on the first call and then fixed (thread-safe). The kernel set
-// (GGML_CPU_VARIANT), GGML_CPU_GEMM, GGML_PROFILE and GGML_TEST_DEVICE are taken from here.
-const struct ggml_env * ggml_env(void);
+// (GGML_CPU_VARIANT), GGML_CPU_GEMM, GGML_PROFILE, GGML_TEST_DEVICE and GGML_CUDA_GRAPHS are
+// taken from here (exported for the backend libraries, e.g. libggml-cuda).
+GGML_API const struct ggml_env * ggml_env(void);
 // Parses the environment as it is now into *out. Thread pools do this when they are made, so
 // GGML_FUSE and GGML_THREADS_ADAPT may change between pools (tests switch them).
 void ggml_env_read(struct ggml_env * out);
