@@ -34,7 +34,9 @@ def run_example(name, *args, env_lib, stdin="", timeout=180):
 
 @pytest.fixture(scope="module")
 def llm(smollm2_path, lib_path):
-    with Llama(str(smollm2_path), n_ctx=256) as m:
+    # flash attention on, as the examples' llama_context_default_params have it (Llama's default,
+    # like llama-cpp-python's, is off: another kernel, so another greedy text at a close call)
+    with Llama(str(smollm2_path), n_ctx=256, flash_attn=True) as m:
         yield m
 
 
