@@ -147,6 +147,12 @@ class _SSEResponse(StreamingResponse):
             await self.gen.aclose()
 
 
+def _fingerprint(finals: Dict[int, Event]) -> str:
+    """llama_py, plus the replica(s) that generated the choices when served by Ray."""
+    origins = sorted({ev.origin for ev in finals.values() if ev.origin})
+    return "llama_py" + "".join(f"-{o}" for o in origins)
+
+
 def _sse(obj: Any) -> bytes:
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
@@ -275,9 +281,11 @@ class _App:
             run.cancel()
         if len(finals) < len(run.reqs):
             raise P.RequestError(499, "client closed the request")
-        errors = [ev.message for ev in finals.values() if ev.kind == "error"]
+        errors = [ev for ev in finals.values() if ev.kind == "error"]
         if errors:
-            raise P.RequestError(500, errors[0], type="server_error")
+            ev = errors[0]
+            raise P.RequestError(ev.status, ev.message, type="server_error" if ev.status >= 500 else "rate_limit_error",
+                                 headers={"Retry-After": "1"} if ev.status in (429, 503) else None)
         return texts, items, finals
 
     def _usage(self, finals: Dict[int, Event], n_prompts: List[int], n: int) -> Dict[str, int]:
@@ -347,7 +355,7 @@ class _App:
                 if gp.logprobs is not None else None
             choices.append(choice(i, echoes[i // gp.n] + "".join(texts.get(i, [])), finals[i].finish_reason, lp))
         return JSONResponse({"id": cid, "object": "text_completion", "created": created, "model": e.name,
-                             "choices": choices, "usage": self._usage(finals, [len(t) for t in toks], gp.n)})
+                             "system_fingerprint": _fingerprint(finals), "choices": choices, "usage": self._usage(finals, [len(t) for t in toks], gp.n)})
 
     async def chat(self, request: Request) -> Response:
         body = await self.body(request)
@@ -408,7 +416,7 @@ class _App:
             lp = P.chat_logprobs(self._lp_items(e, items.get(i, []))) if gp.logprobs is not None else None
             choices.append({"index": i, "message": message, "logprobs": lp, "finish_reason": finish})
         return JSONResponse({"id": cid, "object": "chat.completion", "created": created, "model": e.name,
-                             "choices": choices, "usage": self._usage(finals, [len(toks)], gp.n)})
+                             "system_fingerprint": _fingerprint(finals), "choices": choices, "usage": self._usage(finals, [len(toks)], gp.n)})
 
     async def embeddings(self, request: Request) -> Response:
         body = await self.body(request)

@@ -56,11 +56,13 @@ class ContextOverflow(ValueError):
 class Model:
     """A loaded GGUF model (weights + vocab), shareable by several engines (contexts)."""
 
-    def __init__(self, path: str, n_gpu_layers: int = 0, chat_format: Optional[str] = None):
+    def __init__(self, path: str, n_gpu_layers: int = 0, chat_format: Optional[str] = None,
+                 vocab_only: bool = False):
         self.path = str(path)
         self.chat_format = chat_format
         params = C.llama_model_default_params()
         params.n_gpu_layers = n_gpu_layers
+        params.vocab_only = vocab_only
         self._model = C.llama_model_load_from_file(self.path.encode(), params)
         if not self._model:
             raise LlamaError(f"failed to load model from {self.path}")
@@ -158,6 +160,8 @@ class Event:
     finish_reason: Optional[str] = None
     usage: Optional[Dict[str, int]] = None
     message: str = ""
+    status: int = 500               # for errors: the HTTP status that fits
+    origin: str = ""                # who generated it (a Ray replica's id; empty when local)
 
 
 _ids = itertools.count(1)
