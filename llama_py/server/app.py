@@ -230,7 +230,7 @@ class _App:
         sp = SamplingParams(temperature=gp.temperature, top_k=gp.top_k, top_p=gp.top_p, min_p=gp.min_p,
                             repeat_penalty=gp.repeat_penalty, frequency_penalty=gp.frequency_penalty,
                             presence_penalty=gp.presence_penalty, seed=seed, logit_bias=gp.logit_bias,
-                            grammar=grammar)
+                            grammar=grammar, ignore_eos=gp.ignore_eos)
         req = GenRequest(prompt_tokens=tokens, max_tokens=max(1, max_tokens), sampling=sp, stop=gp.stop,
                          logprobs=gp.logprobs, sink=run.sink(index))
         try:

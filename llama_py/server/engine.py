@@ -72,6 +72,7 @@ class Model:
         self.n_ctx_train = C.llama_model_n_ctx_train(self._model)
         self._pieces: Dict[int, bytes] = {}
         self._eog: Dict[int, bool] = {}
+        self._eog_list: Optional[List[int]] = None
 
     @property
     def handle(self):
@@ -121,6 +122,12 @@ class Model:
             e = self._eog[token] = bool(C.llama_vocab_is_eog(self.vocab, token))
         return e
 
+    def eog_tokens(self) -> List[int]:
+        """Every end-of-generation token of the vocabulary (computed once)."""
+        if self._eog_list is None:
+            self._eog_list = [t for t in range(self.n_vocab) if C.llama_vocab_is_eog(self.vocab, t)]
+        return self._eog_list
+
     def valid_token(self, token: int) -> bool:
         return 0 <= token < self.n_vocab
 
@@ -147,6 +154,7 @@ class SamplingParams:
     seed: Optional[int] = None
     logit_bias: Optional[Dict[int, float]] = None
     grammar: Optional[Any] = None  # llama_py.grammar.LlamaGrammar
+    ignore_eos: bool = False       # never sample an end-of-generation token (benchmarks)
 
 
 @dataclass
@@ -381,9 +389,11 @@ class Engine:
             if sp.grammar is not None:
                 from ..grammar import sampler_from_grammar  # raises ValueError on a bad grammar
                 C.llama_sampler_chain_add(chain, sampler_from_grammar(self.model.vocab, sp.grammar))
-            if sp.logit_bias:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_logit_bias(self.model.n_vocab, None,
-                                                                                 sp.logit_bias))
+            bias = dict(sp.logit_bias or {})
+            if sp.ignore_eos:
+                bias.update({t: float("-inf") for t in self.model.eog_tokens()})
+            if bias:
+                C.llama_sampler_chain_add(chain, C.llama_sampler_init_logit_bias(self.model.n_vocab, None, bias))
             if (sp.repeat_penalty and sp.repeat_penalty != 1.0) or sp.frequency_penalty or sp.presence_penalty:
                 pen = C.llama_sampler_init_penalties(self.model.n_vocab, _PENALTY_LAST_N, sp.repeat_penalty or 1.0,
                                                      sp.frequency_penalty, sp.presence_penalty)

@@ -213,6 +213,7 @@ class GenParams:
     include_usage: bool = False
     logprobs: Optional[int] = None
     logit_bias: Optional[Dict[int, float]] = None
+    ignore_eos: bool = False
 
 
 def parse_gen_params(body: dict, n_vocab: int, chat: bool) -> GenParams:
@@ -244,6 +245,7 @@ def parse_gen_params(body: dict, n_vocab: int, chat: bool) -> GenParams:
     else:
         p.logprobs = get_int(body, "logprobs", None, lo=0, hi=MAX_LOGPROBS)
     p.logit_bias = get_logit_bias(body, n_vocab)
+    p.ignore_eos = get_bool(body, "ignore_eos", False)
     get_str(body, "user")
     best_of = get_int(body, "best_of", None, lo=1, hi=MAX_N)
     if best_of is not None and best_of != p.n:
