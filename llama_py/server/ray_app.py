@@ -48,6 +48,15 @@ class LlamaReplica:
         loop = asyncio.get_running_loop()
         q: asyncio.Queue = asyncio.Queue()
         sp = SamplingParams(**payload["sampling"])
+        if payload.get("grammar"):
+            from ..grammar import LlamaGrammar
+            text, root = payload["grammar"]
+            try:
+                sp.grammar = LlamaGrammar.from_string(text, verbose=False)
+            except ValueError as e:
+                yield dataclasses.asdict(Event("error", message=str(e), status=400, origin=self.id))
+                return
+            sp.grammar._root = root
         req = GenRequest(prompt_tokens=payload["prompt_tokens"], max_tokens=payload["max_tokens"], sampling=sp,
                          stop=payload["stop"], logprobs=payload["logprobs"],
                          sink=lambda ev: loop.call_soon_threadsafe(q.put_nowait, ev))
@@ -110,8 +119,9 @@ class _RemoteEngine:
         payload = {"prompt_tokens": list(req.prompt_tokens), "max_tokens": req.max_tokens,
                    "sampling": {k: v for k, v in dataclasses.asdict(req.sampling).items() if k != "grammar"},
                    "stop": list(req.stop), "logprobs": req.logprobs}
-        if req.sampling.grammar is not None:
-            raise ValueError("constrained output (response_format / tools) is not routed to Ray replicas yet")
+        g = req.sampling.grammar
+        if g is not None:  # GBNF text travels; the replica compiles it against its vocabulary
+            payload["grammar"] = [g._grammar, getattr(g, "_root", "root")]
         asyncio.get_running_loop().create_task(self._pump(req, payload))
         return req
 
