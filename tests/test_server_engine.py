@@ -144,3 +144,21 @@ def test_several_contexts_on_one_model_from_threads(model):
     assert not errors
     for r in results:
         assert r == expected
+
+
+def test_a_failing_step_costs_its_requests_not_the_engine(model, monkeypatch):
+    with Engine(model, n_slots=2, n_ctx=512) as eng:
+        real = model.piece
+        calls = {"n": 0}
+
+        def flaky(tok):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise RuntimeError("injected fault")
+            return real(tok)
+        monkeypatch.setattr(model, "piece", flaky)
+        text, last = _run(eng, model, "Hello there", 8)
+        assert last.kind == "error" and "injected fault" in last.message
+        assert eng.kv_cells_in_cache() == eng.stats()["kv_cells_used"]
+        monkeypatch.setattr(model, "piece", real)
+        assert _run(eng, model, "Hello there", 4)[1].finish_reason == "length"

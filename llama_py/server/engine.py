@@ -433,7 +433,10 @@ class Engine:
             except Exception as e:  # never let one bad step stop the engine
                 for s in self._slots:
                     if s.req is not None:
-                        self._finish(s, None, error=f"internal error: {e}")
+                        # what the cache holds for it is uncertain now: drop it
+                        C.llama_memory_seq_rm(self._mem, s.id, -1, -1)
+                        s.tokens = []
+                        self._finish(s, None, error=f"internal error: {type(e).__name__}: {e}")
         for s in self._slots:
             if s.req is not None:
                 self._finish(s, None, error="the engine was shut down")

@@ -89,6 +89,9 @@ class LlamaReplica:
             raise RuntimeError("the engine's scheduler is not running")
 
 
+_ATTEMPTS = 3  # tries of a request that failed before its first event
+
+
 class _RemoteEngine:
     """What the app needs of an Engine, backed by the replicas' handle."""
 
@@ -126,34 +129,45 @@ class _RemoteEngine:
         return req
 
     async def _pump(self, req: GenRequest, payload: Dict[str, Any]) -> None:
+        """Streams the replica's events into req.sink. A call that fails before its first event
+        (a replica died or is being replaced) is retried on another one; after that, a failure
+        is a clean error for this request."""
         self._open += 1
-        gen = None
-        ended = False
+        delivered = ended = False
         try:
-            gen = self.handle.options(stream=True).generate.remote(payload)
-            async for d in gen:
-                ev = Event(**d)
-                if ev.kind == "token":
-                    self.metrics.generated += 1
-                else:
-                    ended = True
-                    self.metrics.finished(ev.finish_reason or "error", 0.0, (ev.usage or {}).get("prompt_tokens", 0))
-                req.sink(ev)
-                if req.cancelled and not ended:
-                    gen.cancel()
-                    req.sink(Event("done", finish_reason="cancelled"))
-                    ended = True
-                if ended:
-                    break
-        except Exception as e:  # a replica died or the call failed: a clean error for this request
-            if not ended:
-                ended = True
-                self.metrics.finished("error", 0.0, 0)
-                req.sink(Event("error", message=f"replica failed: {type(e).__name__}: {e}", status=503))
+            for attempt in range(_ATTEMPTS):
+                gen = None
+                try:
+                    gen = self.handle.options(stream=True).generate.remote(payload)
+                    async for d in gen:
+                        ev = Event(**d)
+                        delivered = True
+                        if ev.kind == "token":
+                            self.metrics.generated += 1
+                        else:
+                            ended = True
+                            self.metrics.finished(ev.finish_reason or "error", 0.0,
+                                                  (ev.usage or {}).get("prompt_tokens", 0))
+                        req.sink(ev)
+                        if req.cancelled and not ended:
+                            gen.cancel()
+                            req.sink(Event("done", finish_reason="cancelled"))
+                            ended = True
+                        if ended:
+                            return
+                    if not ended:
+                        raise RuntimeError("the replica's stream ended early")
+                except Exception as e:
+                    if delivered or req.cancelled or attempt == _ATTEMPTS - 1:
+                        ended = True
+                        self.metrics.finished("error", 0.0, 0)
+                        req.sink(Event("error", message=f"replica failed: {type(e).__name__}: {e}", status=503))
+                        return
+                    await asyncio.sleep(0.5 * (attempt + 1))
         finally:
             self._open -= 1
             if not ended:
-                req.sink(Event("error", message="the replica stream ended early", status=503))
+                req.sink(Event("error", message="the request ended without a result", status=503))
 
 
 class _RemoteEmbedder:
