@@ -6,7 +6,8 @@
 # Stages: install test requirements -> `pip install -e .` (builds libllama with CMake) ->
 # C unit tests (ctest) -> Python tests (pytest) -> C unit tests again under ASan+UBSan.
 # Environment: PYTHON (default python3/python), JOBS (default 2),
-# LLAMA_PY_SKIP_ASAN=1 skips the sanitizer stage (for quick local runs; CI never sets it).
+# LLAMA_PY_SKIP_ASAN=1 skips the sanitizer stage (for quick local runs; CI never sets it),
+# LLAMA_PY_SKIP_RAY=1 the server's Ray Serve group.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -49,6 +50,16 @@ if [ "$rc" -eq 5 ]; then
     exit 1
 elif [ "$rc" -ne 0 ]; then
     exit "$rc"
+fi
+
+# The server's optional Ray Serve group (~1.5 min install + ~2 min run); LLAMA_PY_SKIP_RAY=1 skips it.
+if [ "${LLAMA_PY_SKIP_RAY:-0}" = "1" ]; then
+    stage "Ray Serve group skipped (LLAMA_PY_SKIP_RAY=1)"
+elif "$PY" -m pip install -q "ray[serve]"; then
+    stage "Ray Serve group (tests/test_server_ray.py)"
+    LLAMA_PY_TEST_RAY=1 "$PY" -m pytest -q tests/test_server_ray.py
+else
+    echo "ray[serve] could not be installed: skipping the Ray Serve group" >&2
 fi
 
 if [ "${LLAMA_PY_SKIP_ASAN:-0}" = "1" ]; then
