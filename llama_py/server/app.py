@@ -486,8 +486,10 @@ class _App:
         return JSONResponse({"text": e.model.detokenize(toks)})
 
 
-def create_app(entries: List[ModelEntry], api_key: Optional[str] = None, close_on_shutdown: bool = True) -> Starlette:
-    """The Starlette application serving entries (the first is the default model)."""
+def create_app(entries: List[ModelEntry], api_key: Optional[str] = None, close_on_shutdown: bool = True):
+    """The ASGI application serving entries (the first is the default model): the Starlette
+    routes behind an API-key check. close_on_shutdown closes the entries when the server stops.
+    `.llama` is the object holding the entries and the HTTP metrics."""
     a = _App(entries, api_key)
     routes = [
         Route("/v1/completions", a.handler("/v1/completions", a.completions), methods=["POST"]),
