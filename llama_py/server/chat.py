@@ -7,11 +7,13 @@ format the template is recognised as (chatml when the model has none).
 from __future__ import annotations
 
 import ctypes
+import logging
 from typing import Any, Dict, List, Optional, Tuple
 
 from .. import llama_cpp as C
 
 _DEFAULT_TEMPLATE = b"chatml"
+log = logging.getLogger("llama_py.server")
 
 
 def message_text(content: Any) -> str:
@@ -43,9 +45,15 @@ def render_chat(model, messages: List[Dict[str, Any]], tools: Optional[list] = N
         bos = _token_text(model.vocab, C.llama_vocab_bos(model.vocab))
         eos = _token_text(model.vocab, C.llama_vocab_eos(model.vocab))
         msgs = [dict(m, content=message_text(m.get("content"))) for m in messages]
-        text = format_chat(msgs, tmpl.decode("utf-8", errors="replace"), bos, eos,
-                           add_generation_prompt=True, tools=tools)
-        return text, not (bos and text.startswith(bos))
+        try:
+            text = format_chat(msgs, tmpl.decode("utf-8", errors="replace"), bos, eos,
+                               add_generation_prompt=True, tools=tools)
+        except ValueError as e:  # the template's own raise_exception: the messages are wrong for it
+            raise ValueError(f"the model's chat template refused the messages: {e}")
+        except Exception as e:  # a broken or hostile template (sandbox): the built-in layout instead
+            log.warning("chat template failed (%s: %s); using the built-in format", type(e).__name__, e)
+        else:
+            return text, not (bos and text.startswith(bos))
     name = model.chat_format.encode() if model.chat_format else (tmpl or _DEFAULT_TEMPLATE)
     arr = (C.llama_chat_message * max(1, len(messages)))()
     keep = []

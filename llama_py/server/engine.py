@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import llama_cpp as C
 from .._lib import LlamaError
-from ..llama import _TextStream
+from .textstream import TextStream
 from .metrics import EngineMetrics
 
 _PENALTY_LAST_N = 64  # tokens the repeat / frequency / presence penalties look back over
@@ -231,7 +231,7 @@ class _Slot:
         self.pending: List[int] = []     # tokens of this slot in the batch being decoded
         self.out_idx = -1                # its output row in that batch, -1 if none
         self.chain = None
-        self.stream: Optional[_TextStream] = None
+        self.stream: Optional[TextStream] = None
         self.n_gen = 0
         self.n_prompt = 0
         self.t_first: Optional[float] = None
@@ -467,7 +467,7 @@ class Engine:
             best.next_token = None
             best.chain = req._chain
             req._chain = None
-            best.stream = _TextStream(req.stop)
+            best.stream = TextStream(req.stop)
             best.n_gen = 0
             best.n_prompt = len(req.prompt_tokens)
             best.t_first = None
