@@ -221,7 +221,7 @@ GGML_NUMA_STRATEGY_MIRROR = 4
 GGML_NUMA_STRATEGY_COUNT = 5
 
 
-# ---- process-wide functions (ggml/src/llama/llama.c) ----
+# ---- process-wide functions (src/llama.c) ----
 
 # const char * llama_version(void);
 @ctypes_function("llama_version", [], c_char_p)

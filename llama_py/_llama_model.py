@@ -1,5 +1,5 @@
 """llama.h mirror, models section: llama_model_params, loading and freeing, the accessors and
-the metadata functions (ggml/src/llama/model.c). llama_cpp.py re-exports everything here.
+the metadata functions (src/model.c). llama_cpp.py re-exports everything here.
 """
 from __future__ import annotations
 

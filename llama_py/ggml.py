@@ -40,7 +40,7 @@ from ._lib import LibraryNotFound, LlamaError, ctypes_function, load_library
 
 # ---- constants (ggml.h) ----
 
-GGML_ABI_VERSION = 1
+GGML_ABI_VERSION = 2
 GGML_MAX_DIMS = 4
 GGML_MAX_SRC = 10
 GGML_MAX_OP_PARAMS = 64
@@ -202,6 +202,7 @@ class ggml_tensor(Structure):
 
 ggml_tensor._fields_ = [
     ("type", c_int),                                   # enum ggml_type
+    ("buffer", c_void_p),                              # ggml_backend_buffer_t holding data, or NULL
     ("ne", c_int64 * GGML_MAX_DIMS),                   # elements per dimension
     ("nb", c_size_t * GGML_MAX_DIMS),                  # stride in bytes per dimension
     ("op", c_int),                                     # enum ggml_op
@@ -1144,9 +1145,20 @@ def ggml_cpu_features() -> bytes:
 
 # ---- memory planning (ggml-alloc) ----
 
-# A graph allocator placing no_alloc tensors in one reused buffer. Free with ggml_gallocr_free.
-@_c("ggml_gallocr_new", [], _galloc)
-def ggml_gallocr_new():
+@_c("ggml_gallocr_new", [c_void_p], _galloc)
+def _ggml_gallocr_new(buft):
+    ...
+
+
+def ggml_gallocr_new(buft=None):
+    """A graph allocator placing no_alloc tensors in one reused buffer of type buft (None: host
+    memory, the CPU buffer type). Free with ggml_gallocr_free."""
+    return _ggml_gallocr_new(buft)
+
+
+# Sizes the buffer for a graph without keeping its placement.
+@_c("ggml_gallocr_reserve", [_galloc, _graph], c_bool)
+def ggml_gallocr_reserve(galloc, graph) -> bool:
     ...
 
 
@@ -1162,10 +1174,14 @@ def ggml_gallocr_alloc_graph(galloc, graph) -> bool:
     ...
 
 
-# Bytes of the allocator's buffer.
-@_c("ggml_gallocr_get_buffer_size", [_galloc], c_size_t)
-def ggml_gallocr_get_buffer_size(galloc) -> int:
+@_c("ggml_gallocr_get_buffer_size", [_galloc, c_int], c_size_t)
+def _ggml_gallocr_get_buffer_size(galloc, buffer_id) -> int:
     ...
+
+
+def ggml_gallocr_get_buffer_size(galloc, buffer_id: int = 0) -> int:
+    """Bytes of the allocator's buffer (buffer_id 0: its only one)."""
+    return _ggml_gallocr_get_buffer_size(galloc, buffer_id)
 
 
 # ---- logging from Python ----
@@ -1312,6 +1328,10 @@ def tensor_to_numpy(t: Any, raw: bool = False):
     s = tensor_struct(t)
     if not s.data:
         raise ValueError("tensor has no data (no_alloc context, or not allocated yet)")
+    buf = s.view_src.contents.buffer if s.view_src else s.buffer
+    if buf and not ggml_backend_buffer_is_host(buf):
+        raise ValueError(f"tensor lives in {ggml_backend_buffer_name(buf).decode()} memory, which the host cannot "
+                         f"read directly; use backend_tensor_get_numpy / ggml_backend_tensor_get")
     n = _n_dims(s)
     ne = [s.ne[i] for i in range(n)]
     nb = [s.nb[i] for i in range(n)]
@@ -1393,3 +1413,6 @@ try:
 except ModuleNotFoundError as _e:
     if _e.name != f"{__package__}._gguf":
         raise
+
+# Backend bindings (ggml-backend.h, ggml-cpu.h).
+from ._ggml_backend import *  # noqa: F401,F403,E402

@@ -8,9 +8,9 @@
 // wall-clock time includes time other processes took, so two clocks are reported, best of reps:
 // cpu = CPU time of the process (all threads, spin-waits included) divided by the threads used,
 // wall = elapsed time. For one thread cpu is the figure to trust.
-#include "cpu/cpu-impl.h"
-#include "cpu/gemm.h"
-#include "cpu/repack.h"
+#include "ggml-cpu/cpu-impl.h"
+#include "ggml-cpu/gemm.h"
+#include "ggml-cpu/repack.h"
 #include "ggml.h"
 
 #include <math.h>

@@ -44,7 +44,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "bench_gemm"
         cmd = [args.cc, "-O2", "-std=c11", "-D_GNU_SOURCE",
-               "-I", str(ROOT / "ggml" / "include"), "-I", str(ROOT / "ggml" / "src"),
+               "-I", str(ROOT / "ggml" / "include"), "-I", str(ROOT / "include"), "-I", str(ROOT / "ggml" / "src"),
                str(ROOT / "scripts" / "bench_gemm.c"), str(lib), "-lm", "-lpthread", "-o", str(exe)]
         subprocess.run(cmd, check=True)
         return subprocess.run([str(exe), args.types, args.shapes, str(args.n), str(args.reps),

@@ -7,7 +7,7 @@
 //   dot   = |vec_dot(quant(x), quant_act(y)) - dot(x, y)| / n
 // Speed (thread CPU time, so other load on the machine does not count): one thread, rows of 4096 weights, a weight matrix of `rows` rows (default sized to
 // stay in L2, i.e. compute-bound) dotted with one activation row, best of several runs.
-#include "cpu/quants.h"
+#include "ggml-cpu/quants.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -40,7 +40,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "bench_vec_dot"
         cmd = [args.cc, "-O2", "-std=c11", "-D_GNU_SOURCE",
-               "-I", str(ROOT / "ggml" / "include"), "-I", str(ROOT / "ggml" / "src"),
+               "-I", str(ROOT / "ggml" / "include"), "-I", str(ROOT / "include"), "-I", str(ROOT / "ggml" / "src"),
                str(ROOT / "scripts" / "bench_vec_dot.c"), str(lib), "-lm", "-lpthread", "-o", str(exe)]
         subprocess.run(cmd, check=True)
         return subprocess.run([str(exe), str(args.rows), str(args.reps)] + ([args.types] if args.types else [])).returncode

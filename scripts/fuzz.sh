@@ -11,7 +11,9 @@
 #   FUZZ_BUILD_DIR build folder (default build/fuzz)
 #   FUZZ_JOBS      compile jobs (default 2)
 #   CLANG          the compiler (default: the newest clang-NN found, else clang; 15 or newer)
-#   LLAMA_FUZZ_VOCAB_DIR  vocab-only GGUFs for the tokenizer target (default ../shared/vocab)
+#   LLAMA_FUZZ_VOCAB_DIR  vocab-only GGUFs for the tokenizer target (default: the folder
+#                  `python -m llama_py.pull_vocab` finds or fetches once into the user cache)
+#   PYTHON         the Python that runs llama_py.pull_vocab (default python3)
 #
 # Corpora: fuzz/corpus/<target>/ (seeds kept in the repository, read-only here); new inputs
 # found go to $FUZZ_BUILD_DIR/corpus/<target>/. A crash leaves its input in
@@ -44,6 +46,13 @@ find_clang() {
     exit 2
 }
 CC_FUZZ="$(find_clang)"
+
+if [ -z "${LLAMA_FUZZ_VOCAB_DIR:-}" ] && [[ " ${TARGETS[*]} " == *" tokenizer "* ]]; then
+    PY="${PYTHON:-$(command -v python3 || command -v python)}"
+    LLAMA_FUZZ_VOCAB_DIR="$(PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m llama_py.pull_vocab)" \
+        || { echo "fuzz.sh: no vocabularies for the tokenizer target (set LLAMA_FUZZ_VOCAB_DIR)" >&2; exit 1; }
+    export LLAMA_FUZZ_VOCAB_DIR
+fi
 echo "fuzz.sh: $($CC_FUZZ --version | head -n1), $SECONDS_PER s per target, build in $BUILD"
 
 # The library, instrumented for coverage (fuzzer-no-link) and checked by ASan + UBSan.
@@ -57,7 +66,7 @@ cmake --build "$BUILD/lib" --target llama_static -j "$JOBS" > "$BUILD/build.log"
 
 for t in "${TARGETS[@]}"; do
     "$CC_FUZZ" -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer $SAN -Wall -Wextra -Werror -Wno-unused-function \
-        -Iggml/include -Iggml/src -Ifuzz "fuzz/fuzz_$t.c" "$BUILD/lib/libllama_static.a" \
+        -Iggml/include -Iinclude -Iggml/src -Isrc -Ifuzz "fuzz/fuzz_$t.c" "$BUILD/lib/libllama_static.a" \
         -lpthread -lm -o "$BUILD/fuzz_$t"
 done
 

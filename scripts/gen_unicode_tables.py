@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Generates ggml/src/llama/unicode-data.c: the Unicode general category of every code point
+"""Generates src/unicode-data.c: the Unicode general category of every code point
 (and the White_Space property) as compact ranges, for the BPE pre-tokenizers' \\p{L}, \\p{N},
 \\p{P} and \\s.
 
-    python scripts/gen_unicode_tables.py            # rewrites ggml/src/llama/unicode-data.c
+    python scripts/gen_unicode_tables.py            # rewrites src/unicode-data.c
     python scripts/gen_unicode_tables.py --check    # also compares with HF tokenizers' regex engine
 
 The categories come from Python's unicodedata, or from the `unicodedata2` backport when it is
@@ -27,7 +27,7 @@ except ImportError:
     print(f"note: unicodedata2 is not installed; using Python's Unicode {unicodedata.unidata_version} "
           "(the committed tables are Unicode 16.0: pip install unicodedata2==16.0.0)", file=sys.stderr)
 
-OUT = Path(__file__).resolve().parents[1] / "ggml" / "src" / "llama" / "unicode-data.c"
+OUT = Path(__file__).resolve().parents[1] / "src" / "unicode-data.c"
 
 # General categories in the order of enum unicode_gc in unicode.h.
 CATEGORIES = [

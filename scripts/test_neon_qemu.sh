@@ -1,7 +1,7 @@
 #!/bin/sh
 # Cross-builds tests/c/test_quants_simd.c for aarch64 and runs it under qemu, once on a core
 # without the dot-product extension (cortex-a57) and once on one with it (max), so both NEON
-# kernel builds in ggml/src/cpu/quants-neon.c are exercised from an x86 machine.
+# kernel builds in ggml/src/ggml-cpu/quants-neon.c are exercised from an x86 machine.
 # Needs: gcc-aarch64-linux-gnu and qemu-user (apt-get install gcc-aarch64-linux-gnu qemu-user).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,9 +23,9 @@ void ggml_abort_internal(const char * file, int line, const char * message) {
 }
 C
 $CC -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-unused-function \
-    -static -I"$ROOT/ggml/include" -I"$S" \
+    -static -I"$ROOT/ggml/include" -I"$ROOT/include" -I"$S" \
     "$ROOT/tests/c/test_quants_simd.c" "$S/ggml-quants.c" "$S/ggml-quants-k.c" "$S/ggml-types.c" \
-    "$S/cpu/cpu-traits.c" "$S/cpu/quants-generic.c" "$S/cpu/quants-neon.c" "$OUT/hooks.c" \
+    "$S/ggml-cpu/cpu-traits.c" "$S/ggml-cpu/quants-generic.c" "$S/ggml-cpu/quants-neon.c" "$OUT/hooks.c" \
     -lm -lpthread -o "$OUT/test_quants_simd"
 for cpu in cortex-a57 max; do
     echo "== qemu-aarch64 -cpu $cpu"

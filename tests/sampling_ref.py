@@ -3,7 +3,7 @@ formulas (and from the conventions llama_py documents for degenerate input), ind
 the C code. Each takes and returns a `Cand`: parallel arrays of ids, logits and probabilities,
 plus the `selected` index and the `sorted` flag.
 
-Conventions shared with the library (ggml/src/llama/sampling-impl.h):
+Conventions shared with the library (src/sampling-impl.h):
   * a NaN logit ranks as -inf and never receives probability;
   * softmax: +inf logits share the mass equally; if every logit is -inf the distribution is
     uniform; otherwise exp(l - max) / sum;

@@ -1,6 +1,6 @@
 """llama_py.llama_cpp as a complete, checked mirror of llama.h.
 
-- every function declared in ggml/include/llama.h is bound in llama_cpp, exported by the
+- every function declared in include/llama.h is bound in llama_cpp, exported by the
   library, and bound with the header's parameter count;
 - every function of llama-cpp-python 0.3.36's low-level module (names listed in
   tests/data/, taken from that package) exists here;
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEADER = ROOT / "ggml" / "include" / "llama.h"
+HEADER = ROOT / "include" / "llama.h"
 PEER_LIST = ROOT / "tests" / "data" / "llama-cpp-python-0.3.36-functions.txt"
 
 

@@ -1,4 +1,4 @@
-"""Samplers (ggml/src/llama/sampling*.c) against the NumPy references in sampling_ref.py, over
+"""Samplers (src/sampling*.c) against the NumPy references in sampling_ref.py, over
 random and adversarial logits (ties, NaN, +/-inf, all equal, empty) and degenerate parameters;
 chains, clone/reset/copy, seeds across processes, samplers written in Python, timings, and
 llama_sampler_sample / DRY on the real model and vocabulary when they are available."""
@@ -774,17 +774,14 @@ def test_struct_layouts():
 
 # ---- with a vocabulary: DRY ----
 
-VOCAB = Path("/work/shared/vocab/gpt-2.gguf")
-
-
 @pytest.fixture(scope="module")
 def gpt2():
     from llama_py import llama_cpp as L
-    if not VOCAB.exists():
-        pytest.skip("no gpt-2 vocab")
+    from resources import vocab_file
+    path = vocab_file("gpt-2")
     params = L.llama_model_default_params()
     params.vocab_only = True
-    model = L.llama_model_load_from_file(str(VOCAB).encode(), params)
+    model = L.llama_model_load_from_file(str(path).encode(), params)
     if not model:
         pytest.skip("vocab-only loading is not available")
     yield L, model, L.llama_model_get_vocab(model)

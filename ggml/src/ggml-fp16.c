@@ -1,7 +1,7 @@
 // ggml-fp16.c — exported half / bfloat16 conversions. Scalar code is the inline reference in
 // ggml-impl.h; rows take the F16C path (ggml-fp16-avx2.c) when the CPU has it.
 #include "ggml-impl.h"
-#include "cpu/cpu-impl.h"
+#include "ggml-cpu/cpu-impl.h"
 
 float ggml_fp16_to_fp32(ggml_fp16_t x) {
     return ggml_compute_fp16_to_fp32(x);

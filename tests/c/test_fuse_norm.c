@@ -8,8 +8,8 @@
 #endif
 #include "ggml.h"
 #include "ggml-impl.h"
-#include "cpu/cpu-impl.h"
-#include "cpu/threadpool.h"
+#include "ggml-cpu/cpu-impl.h"
+#include "ggml-cpu/threadpool.h"
 
 #include <math.h>
 #include <stdio.h>

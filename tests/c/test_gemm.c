@@ -8,8 +8,8 @@
 //   4. a column multiplied alone gives the same bits as in a batch;
 //   5. weights repacked at load give the same bits.
 #define _POSIX_C_SOURCE 200112L
-#include "cpu/gemm.h"
-#include "cpu/repack.h"
+#include "ggml-cpu/gemm.h"
+#include "ggml-cpu/repack.h"
 #include "ggml.h"
 
 #include <math.h>

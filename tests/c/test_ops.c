@@ -3,7 +3,7 @@
 // threads (shapes are large enough that the executor really splits the nodes).
 #include "ggml.h"
 #include "ggml-impl.h"
-#include "cpu/cpu-impl.h"
+#include "ggml-cpu/cpu-impl.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 // dot products agree within float tolerance, activation quantizers agree byte for byte,
 // and the portable dot products agree with the float dot of the dequantized rows.
 // Kernel sets this CPU cannot run are skipped (and said so).
-#include "cpu/quants.h"
+#include "ggml-cpu/quants.h"
 
 #include <math.h>
 #include <stdio.h>

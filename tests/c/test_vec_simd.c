@@ -3,7 +3,7 @@
 // inplace, with -inf/+inf/NaN and values where exp over- or underflows; and each kernel run
 // on a row cut into pieces gives the same bits as on the whole row (threads split rows).
 // Kernel sets this CPU cannot run are skipped (and said so).
-#include "cpu/vec.h"
+#include "ggml-cpu/vec.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -3,7 +3,6 @@
 // of every required tensor and shape; and the model accessors and metadata functions.
 #include "llama-model.h"
 #include "llama-vocab.h"
-#include "../cpu/repack.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -25,7 +24,7 @@ struct llama_model_params llama_model_default_params(void) {
     memset(&p, 0, sizeof(p));
     p.devices = NULL;
     p.tensor_buft_overrides = NULL;
-    p.n_gpu_layers = 999;            // "all layers", like llama.cpp; CPU only here
+    p.n_gpu_layers = 999;            // "all layers", like llama.cpp (where a GPU is present)
     p.split_mode = LLAMA_SPLIT_MODE_LAYER;
     p.load_mode = LLAMA_LOAD_MODE_AUTO;
     p.lazy_mode = LLAMA_LAZY_MODE_OFF;
@@ -513,7 +512,7 @@ static struct ggml_tensor * model_fused_tensor(struct llama_model * m, const cha
     int64_t rows = 0;
     for (int i = 0; i < n; i++) {
         if (parts[i] == NULL || parts[i]->type != parts[0]->type || parts[i]->ne[0] != parts[0]->ne[0] ||
-            ggml_cpu_repack_size(parts[i]) == 0) {
+            !llama_model_tensor_on_host(parts[i]) || ggml_backend_cpu_repack_size(parts[i]) == 0) {
             return NULL;
         }
         rows += parts[i]->ne[1];
@@ -533,7 +532,7 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     const uint32_t n_layer = m->hparams.n_layer;
     const size_t cap = (size_t) n_layer*7 + 1;
     m->repack_ts = GGML_CALLOC(cap, sizeof(struct ggml_tensor *));
-    struct ggml_cpu_repack_fused * fused = GGML_CALLOC(cap, sizeof(struct ggml_cpu_repack_fused));
+    struct ggml_backend_cpu_repack_parts * fused = GGML_CALLOC(cap, sizeof(struct ggml_backend_cpu_repack_parts));
     m->ctx_fused = ggml_init((struct ggml_init_params) {
         .mem_size = (size_t) (2*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
     if (m->repack_ts == NULL || fused == NULL || m->ctx_fused == NULL) {
@@ -550,14 +549,14 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
         snprintf(name, sizeof(name), "blk.%u.ffn_gate_up.weight", il);
         L->ffn_gate_up = model_fused_tensor(m, name, gu, 2);
         if (L->wqkv != NULL) {
-            fused[n] = (struct ggml_cpu_repack_fused) { { L->wq, L->wk, L->wv, NULL }, 3 };
+            fused[n] = (struct ggml_backend_cpu_repack_parts) { { L->wq, L->wk, L->wv, NULL }, 3 };
             m->repack_ts[n++] = L->wqkv;
         } else {
             for (int i = 0; i < 3; i++) m->repack_ts[n++] = qkv[i];
         }
         m->repack_ts[n++] = L->wo;
         if (L->ffn_gate_up != NULL) {
-            fused[n] = (struct ggml_cpu_repack_fused) { { L->ffn_gate, L->ffn_up, NULL, NULL }, 2 };
+            fused[n] = (struct ggml_backend_cpu_repack_parts) { { L->ffn_gate, L->ffn_up, NULL, NULL }, 2 };
             m->repack_ts[n++] = L->ffn_gate_up;
         } else {
             for (int i = 0; i < 2; i++) m->repack_ts[n++] = gu[i];
@@ -566,17 +565,21 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     }
     m->repack_ts[n++] = m->output;
     m->n_repack = n;
+    // weights on a device stay as they are there
+    for (int i = 0; i < n; i++) {
+        if (!llama_model_tensor_on_host(m->repack_ts[i])) m->repack_ts[i] = NULL;
+    }
     const int64_t t0 = llama_time_us();
-    m->repacked = ggml_cpu_repack_all_cb(m->repack_ts, n, ggml_cpu_n_physical_cores(), fused,
-                                         release_stored ? model_stored_pages : NULL, m);
+    m->buf_repack = ggml_backend_cpu_repack_weights(m->repack_ts, n, ggml_cpu_n_physical_cores(), fused,
+                                                    release_stored ? model_stored_pages : NULL, m);
     free(fused);
     // a fused weight is used only if its copy was made
     for (uint32_t il = 0; il < n_layer; il++) {
         struct llama_layer * L = &m->layers[il];
-        if (L->wqkv != NULL && ggml_cpu_repack_panels(L->wqkv) == NULL) L->wqkv = NULL;
-        if (L->ffn_gate_up != NULL && ggml_cpu_repack_panels(L->ffn_gate_up) == NULL) L->ffn_gate_up = NULL;
+        if (L->wqkv != NULL && !ggml_backend_cpu_is_repacked(L->wqkv)) L->wqkv = NULL;
+        if (L->ffn_gate_up != NULL && !ggml_backend_cpu_is_repacked(L->ffn_gate_up)) L->ffn_gate_up = NULL;
     }
-    if (m->repacked != NULL) {
+    if (m->buf_repack != NULL) {
         LLAMA_LOG_INFO("llama_model_load: weights repacked for the CPU kernels in %.1f ms\n",
                        (double) (llama_time_us() - t0)/1000.0);
     }
@@ -711,6 +714,9 @@ static bool model_load_tensors(struct llama_model * m, const char * path, const 
             }
         }
     }
+    if (!llama_model_place_weights(m, params)) {
+        return false;
+    }
     if (params->use_extra_bufts) {
         model_repack_weights(m, use_mmap && !m->mlocked);
     }
@@ -773,7 +779,7 @@ void llama_model_free(struct llama_model * model) {
         munlock(gguf_mmap_addr(model->map), gguf_mmap_size(model->map));
     }
 #endif
-    ggml_cpu_repack_free(model->repack_ts, model->n_repack, model->repacked);
+    llama_model_free_buffers(model);
     free(model->repack_ts);
     ggml_free(model->ctx_fused);
     gguf_mmap_close(model->map);
@@ -882,9 +888,6 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
     }
 
     if (!params.vocab_only) {
-        if (params.n_gpu_layers > 0 && params.n_gpu_layers != 999) {
-            LLAMA_LOG_INFO("llama_model_load: n_gpu_layers = %d ignored (CPU only)\n", params.n_gpu_layers);
-        }
         if (!model_load_tensors(m, path_model, &params, &cancelled)) {
             goto fail;
         }

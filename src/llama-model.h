@@ -9,7 +9,9 @@
 #define LLAMA_MODEL_H
 
 #include "llama-impl.h"
-#include "../gguf-impl.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "gguf-impl.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,7 +79,13 @@ struct llama_model {
     struct ggml_tensor * rope_freqs; // [n_rot/2] frequency divisors, or NULL (rope_freqs.weight)
     struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
     int n_repack;
-    void * repacked;                 // their repacked copies (cpu/repack.h), or NULL (owned)
+    ggml_backend_buffer_t buf_host;  // the mapped file as a CPU buffer (owned; the map is not)
+    ggml_backend_buffer_t buf_dev;   // offloaded weights on dev, or NULL (owned)
+    ggml_backend_buffer_t buf_repack;// repacked CPU copies (CPU_REPACK), or NULL (owned)
+    struct ggml_context * ctx_dev;   // header of a tied output head's device copy, or NULL
+    ggml_backend_dev_t dev;          // device of the offloaded blocks, or NULL (CPU only)
+    uint32_t i_layer_dev;            // first offloaded block (n_layer: none)
+    bool output_dev;                 // the output head (norm + matrix) is on dev
     struct ggml_context * ctx_fused; // headers of the fused weights (layers' wqkv, ffn_gate_up)
     int64_t * meta_ids;              // GGUF key ids of the non-array metadata (what meta_* list)
     int32_t n_meta;
@@ -87,6 +95,18 @@ struct llama_model {
     int64_t t_start_us;              // when loading began
     bool vocab_only;
 };
+
+// ---- model-placement.c ----
+
+// Wraps the mapping in a CPU buffer and moves the offloaded blocks (params->n_gpu_layers) to a
+// device buffer; false (logged) on failure.
+bool llama_model_place_weights(struct llama_model * m, const struct llama_model_params * params);
+// True if the host may read t's data (a CPU buffer or plain memory).
+bool llama_model_tensor_on_host(const struct ggml_tensor * t);
+// Buffer type for block il's KV cache: the device's for an offloaded block, else the CPU's.
+ggml_backend_buffer_type_t llama_model_layer_buft(const struct llama_model * m, uint32_t il);
+// Frees the weight buffers (before the mapping is closed).
+void llama_model_free_buffers(struct llama_model * m);
 
 // model if it is a live llama_model, else NULL (logged as func's error).
 const struct llama_model * llama_model_checked(const struct llama_model * model, const char * func);

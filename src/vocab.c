@@ -3,7 +3,7 @@
 // The algorithms of one text fragment live in vocab-spm.c and vocab-bpe.c.
 #include "llama-vocab.h"
 #include "unicode.h"
-#include "../gguf-impl.h"
+#include "gguf-impl.h"
 
 #include <inttypes.h>
 #include <stdio.h>

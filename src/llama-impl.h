@@ -4,7 +4,7 @@
 #define LLAMA_IMPL_H
 
 #include "llama.h"
-#include "../ggml-impl.h"
+#include "ggml-impl.h"
 
 // The llama layer logs through the same callback as ggml (llama_log_set == ggml_log_set).
 #define LLAMA_LOG_DEBUG(...) ggml_log_internal(GGML_LOG_LEVEL_DEBUG, __VA_ARGS__)
