@@ -260,6 +260,8 @@ MALFORMED = [
     (b"[1, 2]", None),
     (b"\xff\xfe", None),
     (b'{"prompt": "x", "max_tokens": NaN}', None),
+    (b"[" * 100000, None),
+    (b'{"a":' * 50000 + b"1" + b"}" * 50000, None),
     ({"prompt": "x", "max_tokens": -5}, "max_tokens"),
     ({"prompt": "x", "max_tokens": "10"}, "max_tokens"),
     ({"prompt": "x", "max_tokens": True}, "max_tokens"),
@@ -312,6 +314,13 @@ def test_malformed_chat_is_400_naming_the_field(served, body, param):
     r = httpx.post(served[0] + "/v1/chat/completions", json=body, timeout=30)
     assert r.status_code == 400, r.text
     assert r.json()["error"]["param"] == param
+
+
+def test_oversized_body_is_413(served):
+    r = httpx.post(served[0] + "/v1/completions", content=b" " * (9 << 20), headers={"content-type": "application/json"},
+                   timeout=60)
+    assert r.status_code == 413
+    assert httpx.get(served[0] + "/health").status_code == 200
 
 
 def test_malformed_extras(served):

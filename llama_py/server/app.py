@@ -147,6 +147,14 @@ class _SSEResponse(StreamingResponse):
             await self.gen.aclose()
 
 
+async def _tokenize(e: ModelEntry, text: str, add_special: bool = True) -> List[int]:
+    """Tokenizes on the event loop when short, in a worker thread when long (megabytes take
+    long enough to stall every other stream)."""
+    if len(text) < 16384:
+        return e.model.tokenize(text, add_special=add_special)
+    return await asyncio.to_thread(e.model.tokenize, text, add_special)
+
+
 def _fingerprint(finals: Dict[int, Event]) -> str:
     """llama_py, plus the replica(s) that generated the choices when served by Ray."""
     origins = sorted({ev.origin for ev in finals.values() if ev.origin})
@@ -310,7 +318,7 @@ class _App:
         prompts = P.get_prompts(body.get("prompt"), "prompt", e.model.n_vocab)
         if len(prompts) * gp.n > P.MAX_N:
             raise P.bad("n", f"prompts x n must be at most {P.MAX_N}, got {len(prompts) * gp.n}")
-        toks = [e.model.tokenize(p) if isinstance(p, str) else list(p) for p in prompts]
+        toks = [await _tokenize(e, p) if isinstance(p, str) else list(p) for p in prompts]
         for i, t in enumerate(toks):
             if not t:
                 raise P.bad("prompt", f"prompt {i} is empty")
@@ -368,7 +376,7 @@ class _App:
             prompt, add_special = e.model.chat_prompt(messages, tools)
         except ValueError as err:
             raise P.RequestError(400, str(err), param="messages")
-        toks = e.model.tokenize(prompt, add_special=add_special)
+        toks = await _tokenize(e, prompt, add_special)
         run = self._start(e, [toks], gp, grammar)
         cid, created = P.new_id("chatcmpl"), P.now()
 
@@ -428,7 +436,7 @@ class _App:
         dims = P.get_int(body, "dimensions", None, lo=1)
         if dims is not None and dims != e.model.n_embd:
             raise P.bad("dimensions", f"this model's embeddings have {e.model.n_embd} dimensions, got {dims}")
-        toks = [e.model.tokenize(t) if isinstance(t, str) else list(t) for t in inputs]
+        toks = [await _tokenize(e, t) if isinstance(t, str) else list(t) for t in inputs]
         emb = e.embedder()
         for i, t in enumerate(toks):
             if not t:
@@ -467,7 +475,7 @@ class _App:
         if text is None:
             raise P.bad("input", "is required (a string)")
         add_special = P.get_bool(body, "add_special", True)
-        return JSONResponse({"tokens": e.model.tokenize(text, add_special=add_special)})
+        return JSONResponse({"tokens": await _tokenize(e, text, add_special)})
 
     async def tokenize_count(self, request: Request) -> Response:
         body = await self.body(request)
@@ -475,7 +483,7 @@ class _App:
         text = P.get_str(body, "input")
         if text is None:
             raise P.bad("input", "is required (a string)")
-        return JSONResponse({"count": len(e.model.tokenize(text, add_special=P.get_bool(body, "add_special", True)))})
+        return JSONResponse({"count": len(await _tokenize(e, text, P.get_bool(body, "add_special", True)))})
 
     async def detokenize(self, request: Request) -> Response:
         body = await self.body(request)
