@@ -127,10 +127,29 @@ def test_seed_reproduces_sampling(client):
     assert len(others | {a}) > 1
 
 
-def test_n_choices_and_prompt_lists(client):
-    r = client.completions.create(model="smollm2", prompt=["Hello", "Goodbye"], max_tokens=3, n=2, seed=7)
+def test_n_choices_and_prompt_lists(client, served):
+    r = client.completions.create(model="smollm2", prompt=["Hello", "Goodbye"], max_tokens=3, n=2, seed=7,
+                                  extra_body={"ignore_eos": True})
     assert sorted(c.index for c in r.choices) == [0, 1, 2, 3]
-    assert r.usage.completion_tokens == sum(1 for _ in r.choices) * 3 or r.usage.completion_tokens <= 12
+    assert all(c.finish_reason == "length" for c in r.choices)
+    assert r.usage.completion_tokens == 12
+    count = [httpx.post(served[0] + "/extras/tokenize/count", json={"input": p}).json()["count"]
+             for p in ("Hello", "Goodbye")]
+    assert r.usage.prompt_tokens == sum(count)
+
+
+def test_stream_with_n_choices(client):
+    texts, finishes = {}, {}
+    usage = None
+    for ch in client.completions.create(model="smollm2", prompt="Colours:", max_tokens=5, n=2, seed=3,
+                                        stream=True, stream_options={"include_usage": True}):
+        usage = ch.usage or usage
+        for c in ch.choices:
+            texts[c.index] = texts.get(c.index, "") + c.text
+            if c.finish_reason:
+                finishes[c.index] = c.finish_reason
+    assert sorted(texts) == [0, 1] and finishes == {0: "length", 1: "length"}
+    assert usage.completion_tokens == 10
 
 
 def test_echo_and_token_prompt(client, served):
