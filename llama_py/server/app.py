@@ -128,6 +128,7 @@ class _SSEResponse(StreamingResponse):
                          headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         self.gen = gen
         self.run = run
+        self.on_done = None
 
     async def __call__(self, scope, receive, send) -> None:
         async def watch():
@@ -145,6 +146,8 @@ class _SSEResponse(StreamingResponse):
             watcher.cancel()
             self.run.cancel()
             await self.gen.aclose()
+            if self.on_done is not None:
+                self.on_done()
 
 
 async def _tokenize(e: ModelEntry, text: str, add_special: bool = True) -> List[int]:
@@ -216,7 +219,10 @@ class _App:
                 resp = JSONResponse({"error": {"message": f"internal error: {type(e).__name__}: {e}",
                                                "type": "server_error", "param": None, "code": None}},
                                     status_code=500)
-            self.metrics.request(endpoint, resp.status_code, time.perf_counter() - t0)
+            if isinstance(resp, _SSEResponse):  # counted when the stream ends, with its whole duration
+                resp.on_done = lambda: self.metrics.request(endpoint, 200, time.perf_counter() - t0)
+            else:
+                self.metrics.request(endpoint, resp.status_code, time.perf_counter() - t0)
             return resp
         return h
 
