@@ -162,3 +162,18 @@ def test_a_failing_step_costs_its_requests_not_the_engine(model, monkeypatch):
         assert eng.kv_cells_in_cache() == eng.stats()["kv_cells_used"]
         monkeypatch.setattr(model, "piece", real)
         assert _run(eng, model, "Hello there", 4)[1].finish_reason == "length"
+
+
+def test_identical_prompts_share_cells_instead_of_decoding_twice(model):
+    prompt = model.tokenize("You are a helpful assistant. Answer briefly and politely. " * 3 + "Question one:")
+    with Engine(model, n_slots=3, n_ctx=1536) as eng:
+        reqs = [eng.submit(GenRequest(list(prompt), max_tokens=4, sampling=GREEDY)) for _ in range(3)]
+        outs = [r.result(timeout=120) for r in reqs]
+        assert all(last.usage["completion_tokens"] == 4 for _, last in outs)
+        m = eng.metrics
+        assert m.prefix_shared == 2 and m.prefix_hits == 2
+        assert m.prompt_tokens_decoded == len(prompt) + 2  # the others decode only their last prompt token
+        # per-sequence bookkeeping still matches the C cache's, and clearing empties it
+        assert eng.kv_cells_in_cache() == eng.stats()["kv_cells_used"]
+        eng.clear_cache()
+        assert eng.kv_cells_in_cache() == 0

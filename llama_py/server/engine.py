@@ -36,6 +36,7 @@ from .textstream import TextStream
 from .metrics import EngineMetrics
 
 _PENALTY_LAST_N = 64  # tokens the repeat / frequency / presence penalties look back over
+_SHARE_MIN = 16       # prompt tokens worth waiting a step for, to share them instead of decoding them
 
 
 class QueueFull(RuntimeError):
@@ -442,37 +443,66 @@ class Engine:
                 self._finish(s, None, error="the engine was shut down")
 
     def _admit(self) -> None:
-        """Moves waiting requests into free slots, each into the free slot sharing the longest
-        prefix with its prompt (ties: the least recently used)."""
+        """Moves waiting requests into free slots. A request reuses the longest prefix of its
+        prompt found either in a free slot's own cache (that slot is taken) or in a running
+        slot's decoded tokens (those cells are shared into the free slot, llama_memory_seq_cp).
+        A request sharing much more with a prompt still being read waits for it to be read (a
+        step or so) instead of reading the same tokens again: this is what makes n > 1 and
+        bursts with one system prompt cheap."""
+        deferred = []
         while self._pending:
             free = [s for s in self._slots if s.req is None]
             if not free:
                 break
             req = self._pending.popleft()
-            self.metrics.queue_depth = len(self._pending)
             if req.cancelled:
                 self._fail(req, None)
                 continue
+            prompt = req.prompt_tokens
             best, best_n = None, -1
             for s in free:
-                n = _common_prefix(s.tokens, req.prompt_tokens)
+                n = _common_prefix(s.tokens, prompt)
                 if n > best_n or (n == best_n and s.last_used < best.last_used):
                     best, best_n = s, n
-            keep = min(best_n, len(req.prompt_tokens) - 1)  # decode at least one token: its logits
-            C.llama_memory_seq_rm(self._mem, best.id, keep, -1)
-            best.tokens = best.tokens[:keep]
-            self.metrics.prefix_lookup(len(req.prompt_tokens), keep)
+            donor, donor_n, wait = None, 0, False
+            for s in self._slots:
+                if s.req is None:
+                    continue
+                n = _common_prefix(s.tokens, prompt)
+                if n > donor_n:
+                    donor, donor_n = s, n
+                if s.todo and len(s.tokens) < len(prompt) and \
+                        _common_prefix(s.req.prompt_tokens, prompt) >= max(best_n, n) + _SHARE_MIN:
+                    wait = True
+            if wait:
+                deferred.append(req)
+                continue
+            keep_own = min(best_n, len(prompt) - 1)  # decode at least one token: its logits
+            keep_shared = min(donor_n, len(prompt) - 1)
+            if donor is not None and keep_shared > keep_own:
+                C.llama_memory_seq_rm(self._mem, best.id, -1, -1)
+                C.llama_memory_seq_cp(self._mem, donor.id, best.id, 0, keep_shared)
+                best.tokens = donor.tokens[:keep_shared]
+                keep = keep_shared
+                self.metrics.prefix_shared += 1
+            else:
+                keep = keep_own
+                C.llama_memory_seq_rm(self._mem, best.id, keep, -1)
+                best.tokens = best.tokens[:keep]
+            self.metrics.prefix_lookup(len(prompt), keep)
             best.req = req
-            best.todo = list(req.prompt_tokens[keep:])
+            best.todo = list(prompt[keep:])
             best.next_token = None
             best.chain = req._chain
             req._chain = None
             best.stream = TextStream(req.stop)
             best.n_gen = 0
-            best.n_prompt = len(req.prompt_tokens)
+            best.n_prompt = len(prompt)
             best.t_first = None
             self._admit_count += 1
             best.admitted = self._admit_count
+        self._pending.extendleft(reversed(deferred))
+        self.metrics.queue_depth = len(self._pending)
 
     def _step(self) -> None:
         for s in self._slots:

@@ -54,6 +54,7 @@ class EngineMetrics:
         self.prefix_lookups = 0
         self.prefix_hits = 0
         self.prefix_tokens_reused = 0
+        self.prefix_shared = 0          # hits served from a running request's cells
         self.finish: Dict[str, int] = collections.Counter()
         self.latency = Histogram()
         self.ttft = Histogram()
@@ -156,7 +157,7 @@ def render(server: ServerMetrics, engines: Dict[str, "object"]) -> str:
     gauge_or_counter("llama_py_queue_depth", "gauge", "requests waiting for a slot", lambda e, m, s: s["queue_depth"])
     gauge_or_counter("llama_py_slots_busy", "gauge", "slots running a request", lambda e, m, s: s["slots_busy"])
     gauge_or_counter("llama_py_slots_total", "gauge", "slots of the context", lambda e, m, s: s["slots_total"])
-    gauge_or_counter("llama_py_kv_cells_used", "gauge", "KV cells holding tokens (running and cached prefixes)",
+    gauge_or_counter("llama_py_kv_cells_used", "gauge", "KV cells holding tokens, per sequence (running and cached prefixes; a shared cell counts once per sequence)",
                      lambda e, m, s: s["kv_cells_used"])
     gauge_or_counter("llama_py_kv_cells_active", "gauge", "KV cells of running requests",
                      lambda e, m, s: s["kv_cells_active"])
@@ -165,6 +166,9 @@ def render(server: ServerMetrics, engines: Dict[str, "object"]) -> str:
                      lambda e, m, s: m.prefix_lookups)
     gauge_or_counter("llama_py_prefix_cache_hits_total", "counter", "requests that reused cached tokens",
                      lambda e, m, s: m.prefix_hits)
+    gauge_or_counter("llama_py_prefix_cache_shared_total", "counter",
+                     "hits whose cells came from a running request (shared, not copied)",
+                     lambda e, m, s: m.prefix_shared)
     gauge_or_counter("llama_py_prefix_cache_reused_tokens_total", "counter", "prompt tokens taken from the cache",
                      lambda e, m, s: m.prefix_tokens_reused)
     gauge_or_counter("llama_py_prefix_cache_hit_rate", "gauge", "hits / lookups",
