@@ -11,7 +11,8 @@ A scheduler thread owns the context. Each step it puts every generating slot's n
 chunks of the prompts being read into ONE llama_decode, then samples each slot's output row
 with that request's own sampler chain. A slot is freed the moment its request finishes or is
 cancelled; it keeps its KV cells, and a later request whose prompt shares a prefix with a free
-slot's cached tokens reuses them (only the rest of the prompt is decoded).
+slot's cached tokens reuses them (only the rest of the prompt is decoded); a prefix that a
+running request has decoded is shared into the new request's sequence (llama_memory_seq_cp).
 
 Each slot owns n_ctx / n_slots cells of the (unified) cache, as llama-server does, so running
 requests never compete for cells: a request that cannot fit its slot is refused at submit().
