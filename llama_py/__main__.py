@@ -1,8 +1,9 @@
-"""Command line: python -m llama_py run|chat|bench|quantize|gguf-dump|convert|pull.
+"""Command line: python -m llama_py run|chat|serve|bench|quantize|gguf-dump|convert|pull.
 
     python -m llama_py run -p "The capital of France is" -n 32        # the demo model, pulled if needed
     python -m llama_py run -m model.gguf -p "Once upon a time" -n 64 --temp 0.7 --seed 1
     python -m llama_py chat                                          # one user message per line
+    python -m llama_py serve --parallel 4                            # OpenAI-compatible server (.[server])
     python -m llama_py bench -m model.gguf -p 512 -n 128 -r 5
     python -m llama_py quantize in.gguf out.gguf Q4_K_M
     python -m llama_py gguf-dump model.gguf
@@ -150,6 +151,11 @@ def _cmd_gguf_dump(argv) -> int:
     return main(argv)
 
 
+def _cmd_serve(argv) -> int:
+    from .server.cli import main
+    return main(argv)
+
+
 def _cmd_convert(argv) -> int:
     from .convert import main  # imported only when asked for: it is the largest module
     return main(argv)
@@ -158,6 +164,7 @@ def _cmd_convert(argv) -> int:
 COMMANDS = {
     "run": (_cmd_run, "stream a completion (default model: the demo model)"),
     "chat": (_cmd_chat, "chat with the model's chat template"),
+    "serve": (_cmd_serve, "OpenAI-compatible HTTP server with continuous batching"),
     "bench": (_cmd_bench, "llama-bench-style prompt / generation speed rows"),
     "quantize": (_cmd_quantize, "rewrite a GGUF model in another type"),
     "gguf-dump": (_cmd_gguf_dump, "print a GGUF file's metadata and tensors"),

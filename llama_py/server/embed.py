@@ -1,0 +1,81 @@
+"""Pooled embeddings for /v1/embeddings: a second context (embeddings on, mean pooling) on the
+engine's model, used by one caller at a time; several inputs go into one llama_decode, one
+sequence each."""
+from __future__ import annotations
+
+import threading
+from typing import List, Sequence
+
+import numpy as np
+
+from .. import llama_cpp as C
+from .._lib import LlamaError
+
+
+class Embedder:
+    """Mean-pooled, unit-length embeddings of token lists."""
+
+    def __init__(self, model, n_ctx: int = 2048, n_seq: int = 8, n_threads=None):
+        self.model = model
+        p = C.llama_context_default_params()
+        p.n_ctx = n_ctx
+        p.n_batch = p.n_ubatch = n_ctx  # a pooled sequence must be decoded in one piece
+        p.n_seq_max = n_seq
+        p.embeddings = True
+        p.pooling_type = C.LLAMA_POOLING_TYPE_MEAN
+        if n_threads:
+            p.n_threads = p.n_threads_batch = n_threads
+        self._ctx = C.llama_init_from_model(model.handle, p)
+        if not self._ctx:
+            raise LlamaError("failed to create the embedding context")
+        self.n_ctx = C.llama_n_ctx(self._ctx)
+        self.n_seq = n_seq
+        self._batch = C.llama_batch_init(self.n_ctx, 0, 1)
+        self._lock = threading.Lock()
+
+    def embed(self, inputs: Sequence[List[int]]) -> List[List[float]]:
+        """One vector per token list; raises ValueError if one does not fit the context."""
+        for i, toks in enumerate(inputs):
+            if not toks:
+                raise ValueError(f"input[{i}] is empty")
+            if len(toks) > self.n_ctx:
+                raise ValueError(f"input[{i}] has {len(toks)} tokens; embeddings take at most {self.n_ctx}")
+        out: List[List[float]] = [None] * len(inputs)
+        with self._lock:
+            i = 0
+            while i < len(inputs):
+                group, total = [], 0
+                while i < len(inputs) and len(group) < self.n_seq and total + len(inputs[i]) <= self.n_ctx:
+                    group.append(i)
+                    total += len(inputs[i])
+                    i += 1
+                self._decode_group([inputs[j] for j in group], group, out)
+        return out
+
+    def _decode_group(self, toks_list, idx, out) -> None:
+        C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
+        b = self._batch
+        n = 0
+        for seq, toks in enumerate(toks_list):
+            for pos, t in enumerate(toks):
+                b.token[n], b.pos[n], b.n_seq_id[n] = t, pos, 1
+                b.seq_id[n][0] = seq
+                b.logits[n] = 1
+                n += 1
+        b.n_tokens = n
+        rc = C.llama_decode(self._ctx, b)
+        if rc != 0:
+            raise LlamaError(f"llama_decode failed ({rc}) for embeddings", rc)
+        for seq, j in enumerate(idx):
+            ptr = C.llama_get_embeddings_seq(self._ctx, seq)
+            if not ptr:
+                raise LlamaError("no pooled embedding was produced")
+            v = np.ctypeslib.as_array(ptr, shape=(self.model.n_embd,)).astype(np.float64)
+            norm = float(np.linalg.norm(v)) or 1.0
+            out[j] = (v / norm).tolist()
+
+    def close(self) -> None:
+        if self._ctx:
+            C.llama_batch_free(self._batch)
+            C.llama_free(self._ctx)
+            self._ctx = None
