@@ -391,6 +391,13 @@ def partial_utf8_ok(ear: Earley, sets, tail: bytes) -> bool:
 
 def _lark_char_regex(neg: bool, ranges) -> str:
     def esc(cp):
+        if cp < 0x80:
+            ch = chr(cp)
+            if ch.isalnum():
+                return ch
+            if 0x20 < cp < 0x7F:
+                return "\\" + ch
+            return {10: "\\n", 9: "\\t", 13: "\\r"}.get(cp, f"\\x{cp:02x}")
         return f"\\U{cp:08x}" if cp > 0xFFFF else f"\\u{cp:04x}"
     if not ranges:
         return "/[\\s\\S]/" if neg else "/(?!)/"
@@ -402,29 +409,43 @@ def to_lark(rules: Dict[str, tuple]) -> str:
     names = {r: "r_" + r.replace("-", "_").lower() for r in rules}
 
     def ex(node) -> str:
+        """lark text for node; "" when it matches only the empty string (lark has no empty terminal)."""
         k = node[0]
         if k == "alt":
-            return "(" + " | ".join(ex(s) or '""' for s in node[1]) + ")"
+            alts = [ex(s) for s in node[1]]
+            full = [a for a in alts if a]
+            if not full:
+                return ""
+            body = "(" + " | ".join(full) + ")"
+            return f"[{body}]" if len(full) < len(alts) else body
         if k == "seq":
-            return " ".join(ex(x) for x in node[1]) if node[1] else ""
+            return " ".join(x for x in (ex(y) for y in node[1]) if x)
         if k == "chars":
             return _lark_char_regex(node[1], node[2])
         if k == "ref":
             return names[node[1]]
         if k == "rep":
             _, x, lo, hi = node
-            inner = ex(x) or '""'
+            inner = ex(x)
+            if not inner or hi == 0:
+                return ""
             if hi is None:
-                return f"({inner})" + ("*" if lo == 0 else "+" if lo == 1 else f" ~ {lo} ({inner})*")
+                if lo == 0:
+                    return f"({inner})*"
+                if lo == 1:
+                    return f"({inner})+"
+                return f"({inner}) ~ {lo} ({inner})*"
             if lo == hi:
-                return f"({inner}) ~ {lo}" if lo else ""
-            return f"[({inner}) ~ {lo}..{hi}]" if lo == 0 else f"({inner}) ~ {lo}..{hi}"
+                return f"({inner}) ~ {lo}"
+            if lo == 0:
+                return f"[({inner}) ~ 1..{hi}]" if hi > 1 else f"[{inner}]"
+            return f"({inner}) ~ {lo}..{hi}"
         raise NotImplementedError(k)
 
     lines = []
     for r, body in rules.items():
-        e = ex(body) or '""'
-        lines.append(f"{names[r]}: {e}")
+        e = ex(body)
+        lines.append(f"{names[r]}: {e}" if e else f"{names[r]}:")
     lines.append(f"start: {names['root']}")
     return "\n".join(lines) + "\n"
 

@@ -390,3 +390,31 @@ def test_lazy_starts_exactly_at_trigger(vocab_model):
     got = cands.allowed(smpl)
     assert len(got) < m.n_vocab and tok(m, "x")[0] in got
     L.llama_sampler_free(smpl)
+
+
+TRIGGER_CASES = [
+    (r"[\s\S]*?(<tool>)[\s\S]*", "x <tool>", True),
+    (r"^(?:ok|yes) (\d+)", "yes 12", True),
+    (r"^(?:ok|yes) (\d+)", "no 12", False),
+    (r"[^a]+(b)", "ccb", True),
+    (r"a{2,3}(b)", "aaab", True),
+    (r"a{2,3}(b)", "aaaab", False),
+    (r"\s*(\{)[\s\S]*", "  {", True),
+    (r"[\s\S]*(CALL)$", "do CALL", True),
+    (r"[\s\S]*(CALL)$", "do CAL", False),
+]
+
+
+@pytest.mark.parametrize("pattern,text,fires", TRIGGER_CASES)
+def test_trigger_pattern_semantics(pattern, text, fires, vocab_model):
+    """Patterns are matched against the whole output so far (std::regex_match semantics)."""
+    m = vocab_model
+    pats = (ctypes.c_char_p * 1)(pattern.encode())
+    smpl = L.llama_sampler_init_grammar_lazy_patterns(m.vocab, b"root ::= .*", b"root", pats, 1, None, 0)
+    assert smpl
+    cands = Cands(m.n_vocab)
+    for t in tok(m, text):
+        L.llama_sampler_accept(smpl, t)
+    triggered = len(cands.allowed(smpl)) < m.n_vocab  # the grammar excludes control tokens
+    assert triggered == fires
+    L.llama_sampler_free(smpl)
