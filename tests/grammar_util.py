@@ -473,12 +473,18 @@ def generate(model, ctx, prompt: str, sampler, n_max: int = 64) -> Tuple[str, bo
     for _ in range(n_max):
         t = L.llama_sampler_sample(sampler, ctx.ptr, -1)
         if L.llama_vocab_is_eog(model.vocab, t):
-            return out.decode("utf-8", "replace"), True
+            return out.decode("utf-8"), True  # a finished output is whole UTF-8, or this raises
         k = L.llama_token_to_piece(model.vocab, t, piece, 256, 0, False)
         out += piece.raw[:k]
         one = (L.llama_token * 1)(t)
         assert L.llama_decode(ctx.ptr, L.llama_batch_get_one(one, 1)) == 0
-    return out.decode("utf-8", "replace"), False
+    # cut at the budget: the last token may end inside a character; drop that partial tail only
+    for cut in range(len(out), max(len(out) - 4, -1), -1):
+        try:
+            return out[:cut].decode("utf-8"), False
+        except UnicodeDecodeError:
+            continue
+    raise AssertionError(f"invalid UTF-8 in the output: {out!r}")
 
 
 def chain_with(grammar_sampler, seed: int, temp: float = 0.8):
