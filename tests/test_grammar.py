@@ -418,3 +418,33 @@ def test_trigger_pattern_semantics(pattern, text, fires, vocab_model):
     triggered = len(cands.allowed(smpl)) < m.n_vocab  # the grammar excludes control tokens
     assert triggered == fires
     L.llama_sampler_free(smpl)
+
+
+def test_allocation_failures_never_crash(vocab_model):
+    """Every allocation of parsing, matching, masks and clones may fail: NULL or a dead state, logged."""
+    from llama_py import ggml
+    fail = ggml.load_library().ggml_test_fail_alloc_after
+    fail.argtypes = [ctypes.c_int64]
+    m = vocab_model
+    g = json_schema_to_gbnf({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3, "maximum": 77},
+                                                              "b": {"type": "string", "pattern": "^x+$"}}}).encode()
+    L.llama_sampler_free(L.llama_sampler_init_grammar(m.vocab, g, b"root"))  # token trie built and cached
+    toks = tok(m, '{"a": 42, "b": "xx')
+    cands = Cands(m.n_vocab)
+    nulls = 0
+    with LogCapture():
+        try:
+            for k in range(0, 300, 7):
+                fail(k)
+                s = L.llama_sampler_init_grammar(m.vocab, g, b"root")
+                if not s:
+                    nulls += 1
+                    continue
+                for t in toks:
+                    cands.allowed(s)
+                    L.llama_sampler_accept(s, t)
+                L.llama_sampler_free(L.llama_sampler_clone(s))
+                L.llama_sampler_free(s)
+        finally:
+            fail(-1)
+    assert nulls > 0
