@@ -1,8 +1,13 @@
-"""Builds libllama with CMake and places it inside the llama_py package.
+"""Builds libllama (and, when a CUDA toolkit is found, libggml-cuda) with CMake and places
+them inside the llama_py package.
 
 Works for `pip install .` (into the wheel) and `pip install -e .` (into the source tree).
+CMake options come from CMAKE_ARGS (llama-cpp-python's convention, e.g.
+CMAKE_ARGS="-DLLAMA_CUDA=ON") and LLAMA_CMAKE_ARGS, in that order.
 """
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -25,6 +30,15 @@ def cmake_executable():
     return shutil.which("cmake") or "cmake"
 
 
+def cuda_enabled(build_dir):
+    """True if the configured build makes libggml-cuda (cmake/cuda.cmake sets LLAMA_CUDA_ENABLED)."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt"), encoding="utf-8") as f:
+            return re.search(r"^LLAMA_CUDA_ENABLED:INTERNAL=ON$", f.read(), re.M) is not None
+    except OSError:
+        return False
+
+
 class CMakeLibrary(Extension):
     def __init__(self, name):
         super().__init__(name, sources=[])
@@ -39,11 +53,13 @@ class CMakeBuild(build_ext):
         build_dir = os.path.join(ROOT, "build", "py")
         os.makedirs(build_dir, exist_ok=True)
         args = ["-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release"]
-        extra = os.environ.get("LLAMA_CMAKE_ARGS", "")
-        args += extra.split() if extra else []
+        for var in ("CMAKE_ARGS", "LLAMA_CMAKE_ARGS"):
+            args += shlex.split(os.environ.get(var, ""))
         subprocess.check_call([cmake_executable()] + args)
         jobs = str(os.cpu_count() or 2)
-        subprocess.check_call([cmake_executable(), "--build", build_dir, "--target", "llama", "-j", jobs])
+        targets = ["llama"] + (["ggml-cuda"] if cuda_enabled(build_dir) else [])
+        for target in targets:
+            subprocess.check_call([cmake_executable(), "--build", build_dir, "--target", target, "-j", jobs])
         libname = {"win32": "llama.dll", "darwin": "libllama.dylib"}.get(sys.platform, "libllama.so")
         built = None
         for dirpath, _, files in os.walk(build_dir):
@@ -55,6 +71,13 @@ class CMakeBuild(build_ext):
         dest_dir = os.path.dirname(self.get_ext_fullpath(ext.name))
         os.makedirs(dest_dir, exist_ok=True)
         shutil.copy2(built, os.path.join(dest_dir, libname))
+        # the CUDA backend goes next to libllama (ggml_backend_load_all looks there); a stale
+        # copy from an earlier CUDA build is removed when this build has none
+        cuda_dest = os.path.join(dest_dir, "libggml-cuda.so")
+        if "ggml-cuda" in targets:
+            shutil.copy2(os.path.join(os.path.dirname(built), "libggml-cuda.so"), cuda_dest)
+        elif os.path.exists(cuda_dest):
+            os.remove(cuda_dest)
 
 
 setup(ext_modules=[CMakeLibrary("llama_py.libllama")], cmdclass={"build_ext": CMakeBuild})

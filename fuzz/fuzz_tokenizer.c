@@ -8,7 +8,8 @@
 // detokenizing arbitrary ids (also -1, n_vocab, INT32_MAX) is refused or bounded.
 //
 // Vocabularies: every *.gguf in $LLAMA_FUZZ_VOCAB_DIR (default ../shared/vocab from the
-// working directory, then /work/shared/vocab), loaded once.
+// working directory), loaded once. scripts/fuzz.sh and scripts/test.sh set it to the folder
+// `python -m llama_py.pull_vocab` finds or fetches (llama-cpp-python's sdist on PyPI).
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L // mkstemp, opendir under strict C11
 #endif
@@ -74,10 +75,9 @@ int LLVMFuzzerInitialize(int * argc, char *** argv) {
         load_dir(env);
     } else {
         load_dir("../shared/vocab");
-        if (g_n == 0) load_dir("/work/shared/vocab");
     }
     if (g_n == 0) {
-        fprintf(stderr, "fuzz_tokenizer: no vocabulary found (set LLAMA_FUZZ_VOCAB_DIR)\n");
+        fprintf(stderr, "fuzz_tokenizer: no vocabulary found (set LLAMA_FUZZ_VOCAB_DIR=$(python -m llama_py.pull_vocab))\n");
         exit(1);
     }
     return 0;

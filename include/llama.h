@@ -273,9 +273,9 @@ struct llama_model_imatrix_data {
 
 // Model loading options (see llama_model_default_params).
 struct llama_model_params {
-    void * devices;                   // GPU device list (unused: CPU only)
+    void * devices;                   // device list (unused: the first GPU, or main_gpu, is used)
     const void * tensor_buft_overrides; // (unused)
-    int32_t n_gpu_layers;             // layers to offload (accepted; CPU only for now)
+    int32_t n_gpu_layers;             // last blocks to offload to the GPU (> n_layer: the output head too)
     enum llama_split_mode split_mode;
     enum llama_load_mode load_mode;   // AUTO: mmap
     enum llama_lazy_mode lazy_mode;
@@ -480,7 +480,7 @@ LLAMA_API void llama_backend_free(void);
 LLAMA_API void llama_numa_init(int numa);
 // Microseconds from a monotonic clock.
 LLAMA_API int64_t llama_time_us(void);
-// Max devices (1: CPU).
+// Max devices a model may be split over (LLAMA_MAX_DEVICES, 16).
 LLAMA_API size_t llama_max_devices(void);
 // Max sequences a context supports.
 LLAMA_API size_t llama_max_parallel_sequences(void);
@@ -490,7 +490,7 @@ LLAMA_API size_t llama_max_tensor_buft_overrides(void);
 LLAMA_API bool llama_supports_mmap(void);
 // True where mlock is available.
 LLAMA_API bool llama_supports_mlock(void);
-// False: no GPU backend in this build.
+// True when a GPU backend with a device is present (loaded by ggml_backend_load_all).
 LLAMA_API bool llama_supports_gpu_offload(void);
 // False: RPC is not supported.
 LLAMA_API bool llama_supports_rpc(void);

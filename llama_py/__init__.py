@@ -7,6 +7,7 @@ never loads the shared library, and works even while some parts are still being 
     llama_py.ggml          # ctypes mirror of ggml.h (+ gguf.h)
     llama_py.llama_cpp     # ctypes mirror of llama.h
     llama_py.Llama         # the high-level class (from llama_py.llama)
+    llama_py.install_as_llama_cpp()   # `import llama_cpp` now gives llama_py (for frameworks)
 """
 from __future__ import annotations
 
@@ -16,11 +17,16 @@ from typing import Any, List
 __version__ = "0.1.0"
 
 # Public submodules, loaded on first access.
-_SUBMODULES = ("ggml", "llama_cpp", "llama")
+_SUBMODULES = ("ggml", "llama_cpp", "llama", "llama_types", "llama_chat_format", "llama_cache", "llama_tokenizer",
+               "llama_speculative")
 
 # Names re-exported from a submodule, loaded on first access: name -> submodule.
 _EXPORTS = {
     "Llama": "llama",
+    # llama-cpp-python's high-level names (issue 20)
+    "LlamaState": "llama", "LogitsProcessorList": "llama", "StoppingCriteriaList": "llama", "LlamaGrammar": "llama",
+    "LlamaTokenizer": "llama_tokenizer", "LlamaRAMCache": "llama_cache", "LlamaDiskCache": "llama_cache",
+    "LlamaCache": "llama_cache", "install_as_llama_cpp": "_llama_cpp_shim",
     "LlamaError": "_lib",
     "LibraryNotFound": "_lib",
 }

@@ -124,13 +124,14 @@ def _cmd_chat(argv) -> int:
 
 
 def _cmd_pull(argv) -> int:
+    from .pull import MODELS, pull_model
     p = argparse.ArgumentParser(prog="python -m llama_py pull",
-                                description="fetch the demo model (SmolLM2-135M-Instruct) into the cache "
-                                            "($LLAMA_PY_CACHE, else ~/.cache/llama_py)")
+                                description="fetch a test model (default: the demo model, SmolLM2-135M-Instruct) "
+                                            "into the cache ($LLAMA_PY_CACHE, else ~/.cache/llama_py)")
+    p.add_argument("name", nargs="?", default="smollm2", choices=["smollm2", *MODELS], help="which model")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress")
     a = p.parse_args(argv)
-    from .pull import pull_demo_model
-    print(pull_demo_model(quiet=a.quiet))
+    print(pull_model(a.name, quiet=a.quiet))
     return 0
 
 

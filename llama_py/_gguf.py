@@ -16,7 +16,8 @@ Example:
     ggml.gguf_free(g); ggml.ggml_free(meta)
 
 The layout of `gguf_init_params` is compared with the library's own description
-(ggml_abi_*) before the first gguf_init_* call; a difference raises an error naming it.
+(ggml_abi_*, via llama_py._abi) before the first gguf_init_* call; a difference raises
+ABIMismatch naming it.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from ctypes import (POINTER, Structure, c_bool, c_char_p, c_double, c_float, c_i
                     c_void_p)
 from typing import Any, Dict, List, Optional
 
+from . import _abi
 from ._lib import LlamaError, ctypes_function
 
 __all__ = [
@@ -110,18 +112,9 @@ _layout_checked = False
 
 def _check_layout() -> None:
     global _layout_checked
-    if _layout_checked:
-        return
-    size = _abi_struct_size(b"gguf_init_params")
-    if size != ctypes.sizeof(gguf_init_params):
-        raise LlamaError(f"struct gguf_init_params is {size} bytes in the library but "
-                         f"{ctypes.sizeof(gguf_init_params)} in Python; rebuild the library and package together")
-    for name, _ in gguf_init_params._fields_:
-        off = _abi_field_offset(b"gguf_init_params", name.encode())
-        if off != getattr(gguf_init_params, name).offset:
-            raise LlamaError(f"struct gguf_init_params: field '{name}' is at offset {off} in the library "
-                             f"but {getattr(gguf_init_params, name).offset} in Python")
-    _layout_checked = True
+    if not _layout_checked:
+        _abi.check_struct_layout(gguf_init_params, "gguf_init_params", _abi_struct_size, _abi_field_offset)
+        _layout_checked = True
 
 
 def _exported(fn):

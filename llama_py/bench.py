@@ -50,9 +50,11 @@ def _fmt_params(n: int) -> str:
 
 def run_bench(model_path: str, n_prompt: Sequence[int] = (512,), n_gen: Sequence[int] = (128,), reps: int = 5,
               threads: Sequence[Optional[int]] = (None,), flash_attn: bool = True, n_batch: int = 2048,
-              out: Optional[Callable[[str], None]] = print, fmt: str = "md", repack: bool = True) -> List[dict]:
+              out: Optional[Callable[[str], None]] = print, fmt: str = "md", repack: bool = True,
+              n_gpu_layers: int = 0) -> List[dict]:
     """Runs the tests and returns one dict per row; prints the rows through `out` as they finish.
-    repack=False loads the weights as stored (use_extra_bufts off: no CPU repacking)."""
+    repack=False loads the weights as stored (use_extra_bufts off: no CPU repacking);
+    n_gpu_layers > 0 offloads that many blocks to the first GPU (when there is one)."""
     if isinstance(n_prompt, int):
         n_prompt = [n_prompt]
     if isinstance(n_gen, int):
@@ -64,6 +66,8 @@ def run_bench(model_path: str, n_prompt: Sequence[int] = (512,), n_gen: Sequence
     _quiet()
     mparams = C.llama_model_default_params()
     mparams.use_extra_bufts = repack
+    mparams.n_gpu_layers = n_gpu_layers
+    backend = "CUDA" if n_gpu_layers > 0 and C.llama_supports_gpu_offload() else "CPU"
     model = C.llama_model_load_from_file(model_path.encode(), mparams)
     if not model:
         raise RuntimeError(f"could not load {model_path}")
@@ -119,12 +123,12 @@ def run_bench(model_path: str, n_prompt: Sequence[int] = (512,), n_gen: Sequence
                     C.llama_free(ctx)
                 mean = statistics.fmean(speeds)
                 sd = statistics.stdev(speeds) if len(speeds) > 1 else 0.0
-                row = {"model": desc.value.decode(), "size": size, "params": n_params, "backend": "CPU",
+                row = {"model": desc.value.decode(), "size": size, "params": n_params, "backend": backend, "n_gpu_layers": n_gpu_layers,
                        "threads": n_threads, "test": f"{kind}{n}", "t_s": mean, "sd": sd, "reps": reps,
                        "samples_ts": speeds}
                 rows.append(row)
                 if out and fmt == "md":
-                    out(f"| {row['model']} | {_fmt_size(size)} | {_fmt_params(n_params)} | CPU | {n_threads} | "
+                    out(f"| {row['model']} | {_fmt_size(size)} | {_fmt_params(n_params)} | {backend} | {n_threads} | "
                         f"{row['test']} | {mean:.2f} ± {sd:.2f} |")
         if out and fmt == "json":
             out(json.dumps(rows, indent=2))
@@ -150,12 +154,13 @@ def main(argv=None) -> int:
     p.add_argument("-o", "--output", choices=("md", "json"), default="md")
     p.add_argument("-nr", "--no-repack", action="store_true",
                    help="keep the weights as stored (no repacking at load for the CPU kernels)")
+    p.add_argument("-ngl", "--n-gpu-layers", type=int, default=0, help="blocks offloaded to the GPU (999: all)")
     a = p.parse_args(argv)
     from .pull import resolve_model
     try:
         run_bench(resolve_model(a.model), a.n_prompt, a.n_gen, a.repetitions, a.threads or [None],
                   bool(a.flash_attn), a.batch_size, out=lambda s: print(s, flush=True), fmt=a.output,
-                  repack=not a.no_repack)
+                  repack=not a.no_repack, n_gpu_layers=a.n_gpu_layers)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -212,6 +212,10 @@ class HParams:
     rope: Dict[str, object]   # rope scaling parameters ({} when none); "rope_type" names it
     tied: bool
     name: str
+    arch: str = "llama"             # GGUF general.architecture
+    model_type: str = "llama"       # config.json model_type (key of convert_arch.ARCHS)
+    n_rot: int = 0                  # rotary dimensions (partial_rotary_factor * head_dim)
+    config: Dict[str, object] = field(default_factory=dict)
 
 
 def _read_json(path: Path) -> Optional[dict]:
@@ -224,18 +228,13 @@ def _read_json(path: Path) -> Optional[dict]:
 
 
 def read_hparams(config: dict, model_dir: Path) -> HParams:
-    """The Llama hyperparameters of config.json (transformers 4 and 5 spellings)."""
-    arch = config.get("architectures") or []
-    mtype = config.get("model_type")
-    if mtype not in (None, "llama") and not any(a in ("LlamaForCausalLM", "LlamaModel") for a in arch):
-        raise ConvertError(f"config.json: model_type '{mtype}' / architectures {arch} is not supported "
-                           f"(this converter handles the Llama architecture, LlamaForCausalLM)")
-    if config.get("attention_bias") or config.get("mlp_bias"):
-        raise ConvertError("config.json: attention_bias / mlp_bias models are not supported by the llama "
-                           "architecture of this project")
-    act = config.get("hidden_act", "silu")
-    if act != "silu":
-        raise ConvertError(f"config.json: hidden_act '{act}' is not supported (Llama uses silu)")
+    """The hyperparameters of config.json (transformers 4 and 5 spellings)."""
+    from . import convert_arch
+    mtype, spec = convert_arch.find(config)
+    act = config.get("hidden_act") or config.get("hidden_activation") or spec.activations[0]
+    if act not in spec.activations:
+        raise ConvertError(f"config.json: hidden_act '{act}' is not supported ({spec.gguf} uses "
+                           f"{', '.join(spec.activations)})")
 
     def need(key):
         if key not in config or config[key] is None:
@@ -255,6 +254,8 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
     rp = config.get("rope_parameters")
     rope: Dict[str, object] = {}
     theta = config.get("rope_theta")
+    if isinstance(rp, dict) and isinstance(rp.get("full_attention"), dict):
+        rp = rp["full_attention"]   # per layer type (gemma3): the global layers' parameters
     if isinstance(rp, dict):
         if "rope_theta" in rp:
             theta = rp["rope_theta"]
@@ -264,9 +265,10 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
     if "type" in rope and "rope_type" not in rope:
         rope["rope_type"] = rope["type"]
     rope.pop("rope_theta", None)
+    partial = float(rope.pop("partial_rotary_factor", config.get("partial_rotary_factor") or 1.0))
     if rope.get("rope_type") in (None, "default"):
         rope = {}
-    return HParams(
+    hp = HParams(
         n_vocab=int(need("vocab_size")), n_embd=n_embd, n_layer=int(need("num_hidden_layers")),
         n_ff=int(need("intermediate_size")), n_head=n_head, n_head_kv=n_head_kv, head_dim=head_dim,
         n_ctx=int(config.get("max_position_embeddings") or 2048),
@@ -274,7 +276,13 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
         rope_theta=float(theta if theta is not None else 10000.0), rope=rope,
         tied=bool(config.get("tie_word_embeddings", False)),
         name=str(config.get("_name_or_path") or "") or model_dir.resolve().name,
+        arch=spec.gguf, model_type=mtype, n_rot=int(head_dim * partial), config=config,
     )
+    if hp.n_rot % 2 != 0:
+        raise ConvertError(f"config.json: {hp.n_rot} rotary dimensions (partial_rotary_factor) is odd")
+    if spec.check is not None:
+        spec.check(config, hp)
+    return hp
 
 
 def llama3_rope_factors(hp: HParams) -> np.ndarray:
@@ -527,7 +535,9 @@ def _post_processor_special(tok_json: Optional[dict]) -> Tuple[Optional[bool], O
         if eos and sid(single[-1]) is not None:
             ids["eos"] = sid(single[-1])
         return bos, eos, ids
-    return False, False, {}
+    # a post-processor that adds no template (ByteLevel offsets, ...) says nothing about BOS:
+    # the tokenizer class's own default decides (load_vocab)
+    return None, None, {}
 
 
 def _chat_templates(model_dir: Path, tok_cfg: Optional[dict]) -> Dict[str, str]:
@@ -622,6 +632,7 @@ class TensorJob:
     type: int                       # ggml type written
     perm_heads: int = 0             # > 0: permute rows per head for GGUF RoPE (q: n_head, k: n_head_kv)
     data: Optional[np.ndarray] = None
+    add: float = 0.0                # added to every value (Gemma's norms: the GGUF holds 1 + w)
 
 
 def qk_row_permutation(n_rows: int, n_heads: int) -> np.ndarray:
@@ -646,36 +657,29 @@ _IGNORED = re.compile(r"(^|\.)rotary_emb\.inv_freq$|(^|\.)masked_bias$")
 
 
 def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
+    from . import convert_arch
+    spec = convert_arch.ARCHS[hp.model_type]
     prefix = "model." if "model.embed_tokens.weight" in ck else ""
-    want: Dict[str, Tuple[str, Tuple[int, ...], int]] = {}   # src -> (gguf name, shape, perm heads)
-    n_q, n_kv = hp.n_head * hp.head_dim, hp.n_head_kv * hp.head_dim
-    want[prefix + "embed_tokens.weight"] = ("token_embd.weight", (hp.n_vocab, hp.n_embd), 0)
+    # src -> (gguf name, shape, perm heads, value added)
+    want: Dict[str, Tuple[str, Tuple[int, ...], int, float]] = {}
+    want[prefix + "embed_tokens.weight"] = ("token_embd.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
+    perm_of = {"q": hp.n_head, "k": hp.n_head_kv, "": 0}
     for il in range(hp.n_layer):
-        shapes = {
-            "input_layernorm.weight": ((hp.n_embd,), 0),
-            "self_attn.q_proj.weight": ((n_q, hp.n_embd), hp.n_head),
-            "self_attn.k_proj.weight": ((n_kv, hp.n_embd), hp.n_head_kv),
-            "self_attn.v_proj.weight": ((n_kv, hp.n_embd), 0),
-            "self_attn.o_proj.weight": ((hp.n_embd, n_q), 0),
-            "post_attention_layernorm.weight": ((hp.n_embd,), 0),
-            "mlp.gate_proj.weight": ((hp.n_ff, hp.n_embd), 0),
-            "mlp.up_proj.weight": ((hp.n_ff, hp.n_embd), 0),
-            "mlp.down_proj.weight": ((hp.n_embd, hp.n_ff), 0),
-        }
-        for hf, (shape, perm) in shapes.items():
-            want[f"{prefix}layers.{il}.{hf}"] = (f"blk.{il}.{_LAYER_MAP[hf]}", shape, perm)
-    want[prefix + "norm.weight"] = ("output_norm.weight", (hp.n_embd,), 0)
+        for hf, lt in spec.layer.items():
+            want[f"{prefix}layers.{il}.{hf}"] = (f"blk.{il}.{lt.gguf}", convert_arch.shape(lt.shape, hp),
+                                                 perm_of[lt.perm], lt.add)
+    want[prefix + "norm.weight"] = ("output_norm.weight", (hp.n_embd,), 0, spec.final_norm_add)
     has_head = "lm_head.weight" in ck
     if has_head and not hp.tied:
-        want["lm_head.weight"] = ("output.weight", (hp.n_vocab, hp.n_embd), 0)
+        want["lm_head.weight"] = ("output.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
 
     unknown = [n for n in ck.names() if n not in want and not _IGNORED.search(n)
                and not (n == "lm_head.weight" and hp.tied)]
     if unknown:
         more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
-        raise ConvertError(f"checkpoint tensors not used by the llama architecture: {', '.join(unknown[:8])}{more}")
+        raise ConvertError(f"checkpoint tensors not used by the {hp.arch} architecture: {', '.join(unknown[:8])}{more}")
     jobs: List[TensorJob] = []
-    for src, (name, shape, perm) in want.items():
+    for src, (name, shape, perm, add) in want.items():
         if src not in ck:
             if src == "lm_head.weight":
                 continue
@@ -690,10 +694,16 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
             t = GGML_F16
         else:
             t = ftype
-        jobs.append(TensorJob(name, src, shape, t, perm))
+        jobs.append(TensorJob(name, src, shape, t, perm, add=add))
     if hp.rope.get("rope_type") == "llama3":
         jobs.append(TensorJob("rope_freqs.weight", None, (hp.head_dim // 2,), GGML_F32,
                               data=llama3_rope_factors(hp)))
+    if hp.rope.get("rope_type") == "longrope":
+        for kind in ("long", "short"):
+            f = np.asarray(hp.rope.get(f"{kind}_factor") or [], dtype=np.float32)
+            if f.shape != (hp.n_rot // 2,):
+                raise ConvertError(f"config.json: longrope {kind}_factor has {f.size} values, expected {hp.n_rot // 2}")
+            jobs.append(TensorJob(f"rope_factors_{kind}.weight", None, f.shape, GGML_F32, data=f))
     return jobs
 
 
@@ -762,35 +772,43 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
         a = np.ascontiguousarray(np.asarray(vals, dtype=dtype))
         G.gguf_set_arr_data(g, key.encode(), gtype, a.ctypes.data, a.size)
 
-    s("general.architecture", "llama")
+    from . import convert_arch
+    spec = convert_arch.ARCHS[hp.model_type]
+    a = hp.arch
+    s("general.architecture", a)
     s("general.name", name)
     u32("general.file_type", file_type)
     u32("general.quantization_version", 2)
-    u32("llama.context_length", hp.n_ctx)
-    u32("llama.embedding_length", hp.n_embd)
-    u32("llama.block_count", hp.n_layer)
-    u32("llama.feed_forward_length", hp.n_ff)
-    u32("llama.attention.head_count", hp.n_head)
-    u32("llama.attention.head_count_kv", hp.n_head_kv)
-    if hp.head_dim != hp.n_embd // hp.n_head:
-        u32("llama.attention.key_length", hp.head_dim)
-        u32("llama.attention.value_length", hp.head_dim)
-    u32("llama.rope.dimension_count", hp.head_dim)
-    f32("llama.rope.freq_base", hp.rope_theta)
-    f32("llama.attention.layer_norm_rms_epsilon", hp.rms_eps)
-    u32("llama.vocab_size", hp.n_vocab)
+    u32(f"{a}.context_length", hp.n_ctx)
+    u32(f"{a}.embedding_length", hp.n_embd)
+    u32(f"{a}.block_count", hp.n_layer)
+    u32(f"{a}.feed_forward_length", hp.n_ff)
+    u32(f"{a}.attention.head_count", hp.n_head)
+    u32(f"{a}.attention.head_count_kv", hp.n_head_kv)
+    if spec.write_head_dim or hp.head_dim != hp.n_embd // hp.n_head:
+        u32(f"{a}.attention.key_length", hp.head_dim)
+        u32(f"{a}.attention.value_length", hp.head_dim)
+    u32(f"{a}.rope.dimension_count", hp.n_rot or hp.head_dim)
+    f32(f"{a}.rope.freq_base", hp.rope_theta)
+    f32(f"{a}.attention.layer_norm_rms_epsilon", hp.rms_eps)
+    u32(f"{a}.vocab_size", hp.n_vocab)
     rt = hp.rope.get("rope_type")
     if rt in ("linear", "yarn"):
         factor = hp.rope.get("factor")
         if not isinstance(factor, (int, float)) or factor <= 0:
             raise ConvertError(f"config.json: rope scaling '{rt}' needs a positive factor, got {factor!r}")
-        s("llama.rope.scaling.type", rt)
-        f32("llama.rope.scaling.factor", factor)
+        s(f"{a}.rope.scaling.type", rt)
+        f32(f"{a}.rope.scaling.factor", factor)
         orig = hp.rope.get("original_max_position_embeddings")
         if rt == "yarn" and orig:
-            u32("llama.rope.scaling.original_context_length", orig)
+            u32(f"{a}.rope.scaling.original_context_length", orig)
+    elif rt == "longrope" and a == "phi3":
+        pass  # factors as tensors, the rest in the architecture's keys
     elif rt not in (None, "llama3"):
-        raise ConvertError(f"config.json: rope scaling type '{rt}' is not supported (linear, yarn, llama3)")
+        raise ConvertError(f"config.json: rope scaling type '{rt}' is not supported for {a} (linear, yarn, llama3"
+                           f"{', longrope' if a == 'phi3' else ''})")
+    for suffix, kind, val in (spec.keys(hp.config, hp) if spec.keys else []):
+        (u32 if kind == "u32" else f32)(f"{a}.{suffix}", val)
 
     s("tokenizer.ggml.model", vocab.model)
     s("tokenizer.ggml.pre", vocab.pre)
@@ -908,7 +926,7 @@ def _write_tensor(f, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes:
     src = ck.array(job.src)
     st_dtype = ck.info(job.src).dtype
     if src.ndim == 1:
-        data = enc.encode(_as_f32(src, st_dtype), job.type)
+        data = enc.encode(_as_f32(src, st_dtype) + np.float32(job.add), job.type)
         f.write(data)
         return data.nbytes
     rows, cols = src.shape

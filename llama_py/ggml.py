@@ -36,11 +36,12 @@ from ctypes import (POINTER, Structure, c_bool, c_char, c_char_p, c_double, c_fl
                     c_int32, c_int64, c_size_t, c_uint16, c_void_p)
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
+from . import _abi
 from ._lib import LibraryNotFound, LlamaError, ctypes_function, load_library
 
 # ---- constants (ggml.h) ----
 
-GGML_ABI_VERSION = 1
+GGML_ABI_VERSION = 2
 GGML_MAX_DIMS = 4
 GGML_MAX_SRC = 10
 GGML_MAX_OP_PARAMS = 64
@@ -50,8 +51,6 @@ GGML_DEFAULT_GRAPH_SIZE = 2048
 
 GGML_ROPE_TYPE_NORMAL = 0
 GGML_ROPE_TYPE_NEOX = 2
-
-_SIZE_MAX = c_size_t(-1).value
 
 
 # ---- enums ----
@@ -202,6 +201,7 @@ class ggml_tensor(Structure):
 
 ggml_tensor._fields_ = [
     ("type", c_int),                                   # enum ggml_type
+    ("buffer", c_void_p),                              # ggml_backend_buffer_t holding data, or NULL
     ("ne", c_int64 * GGML_MAX_DIMS),                   # elements per dimension
     ("nb", c_size_t * GGML_MAX_DIMS),                  # stride in bytes per dimension
     ("op", c_int),                                     # enum ggml_op
@@ -241,8 +241,8 @@ ABI_CHECKED_STRUCTS: List[Tuple[type, str]] = [
 
 # ---- ABI ----
 
-class ABIMismatch(LlamaError):
-    """The Python mirror and the loaded library disagree about the ABI or a struct layout."""
+# One exception type for every layout/ABI mismatch (llama_py._abi); the old name stays.
+ABIMismatch = _abi.ABIMismatch
 
 
 # ABI version of this library (GGML_ABI_VERSION at build time).
@@ -263,60 +263,24 @@ def ggml_abi_field_offset(struct_name: bytes, field_name: bytes) -> int:
     ...
 
 
-def _library_name() -> str:
-    try:
-        return load_library()._name
-    except LibraryNotFound:
-        return "libllama"
-
-
 def check_abi_version(expected: int = GGML_ABI_VERSION, actual: Optional[int] = None) -> None:
     """Raises ABIMismatch unless the library's ABI version (or `actual`) equals `expected`."""
     if actual is None:
         try:
             actual = ggml_abi_version()
         except AttributeError:
-            raise ABIMismatch(f"{_library_name()} does not export ggml_abi_version: it predates "
+            raise ABIMismatch(f"{_abi.library_name()} does not export ggml_abi_version: it predates "
                               f"ABI version {expected} that llama_py expects; rebuild it") from None
-    if actual != expected:
-        raise ABIMismatch(f"ABI version mismatch: {_library_name()} has ABI version {actual}, "
-                          f"llama_py expects ABI version {expected}; reinstall llama_py so that the "
-                          f"library and the Python package come from the same source")
+    _abi.check_abi_version(expected, actual)
 
 
 def check_struct_layout(pystruct: type, c_name: str,
                         struct_size: Optional[Callable[[bytes], int]] = None,
                         field_offset: Optional[Callable[[bytes, bytes], int]] = None) -> None:
-    """Compares a ctypes Structure with the C struct `c_name` as the library describes it.
-
-    Every field's offset and then the total size must match; the first difference raises
-    ABIMismatch naming the struct and the field. `struct_size(name)` / `field_offset(name,
-    field)` default to ggml_abi_struct_size / ggml_abi_field_offset (which also describe the
-    llama layer's structs); they return 0 / SIZE_MAX for names the library does not know.
-    """
-    struct_size = struct_size or ggml_abi_struct_size
-    field_offset = field_offset or ggml_abi_field_offset
-    cname = c_name.encode()
-    c_size = struct_size(cname)
-    if c_size == 0:
-        raise ABIMismatch(f"struct {c_name}: {_library_name()} does not describe this struct "
-                          f"(ggml_abi_struct_size returned 0)")
-    for field in pystruct._fields_:
-        fname = field[0]
-        py_off = getattr(pystruct, fname).offset
-        c_off = field_offset(cname, fname.encode())
-        if c_off == _SIZE_MAX:
-            raise ABIMismatch(f"struct {c_name}: field '{fname}' (offset {py_off} in Python "
-                              f"{pystruct.__name__}) is unknown to {_library_name()}")
-        if c_off != py_off:
-            raise ABIMismatch(f"struct {c_name}: field '{fname}' is at offset {c_off} in the "
-                              f"library but at offset {py_off} in Python {pystruct.__name__}")
-    py_size = ctypes.sizeof(pystruct)
-    if c_size != py_size:
-        last = pystruct._fields_[-1][0] if pystruct._fields_ else "?"
-        raise ABIMismatch(f"struct {c_name}: size is {c_size} bytes in the library but {py_size} "
-                          f"in Python {pystruct.__name__} (fields missing or mis-sized, "
-                          f"last field '{last}')")
+    """llama_py._abi.check_struct_layout with ggml's tables (ggml_abi_*) by default: raises
+    ABIMismatch naming the struct and the field."""
+    _abi.check_struct_layout(pystruct, c_name, struct_size or ggml_abi_struct_size,
+                             field_offset or ggml_abi_field_offset)
 
 
 _abi_checked = False
@@ -1130,7 +1094,7 @@ def ggml_cpu_n_physical_cores() -> int:
     ...
 
 
-# Names the CPU kernel variant in use ("avx512", "avx2", "portable", "neon").
+# Names the CPU kernel variant in use ("avx512", "avxvnni", "avx2", "portable", "neon").
 @_c("ggml_cpu_variant", [], c_char_p)
 def ggml_cpu_variant() -> bytes:
     ...
@@ -1142,11 +1106,32 @@ def ggml_cpu_features() -> bytes:
     ...
 
 
+# The environment switches and their values ("GGML_CPU_VARIANT=auto GGML_CPU_GEMM=1 ..."; README lists them).
+@_c("ggml_env_summary", [], c_char_p)
+def ggml_env_summary() -> bytes:
+    ...
+
+
 # ---- memory planning (ggml-alloc) ----
 
-# A graph allocator placing no_alloc tensors in one reused buffer. Free with ggml_gallocr_free.
-@_c("ggml_gallocr_new", [], _galloc)
-def ggml_gallocr_new():
+@_c("ggml_gallocr_new", [c_void_p], _galloc)
+def _ggml_gallocr_new(buft):
+    ...
+
+
+def ggml_gallocr_new(buft=None):
+    """A graph allocator placing no_alloc tensors in one reused buffer of type buft (None: host
+    memory, the CPU buffer type). Free with ggml_gallocr_free."""
+    return _ggml_gallocr_new(buft)
+
+
+ggml_gallocr_new.c_name = "ggml_gallocr_new"
+ggml_gallocr_new.argtypes = [c_void_p]
+
+
+# Sizes the buffer for a graph without keeping its placement.
+@_c("ggml_gallocr_reserve", [_galloc, _graph], c_bool)
+def ggml_gallocr_reserve(galloc, graph) -> bool:
     ...
 
 
@@ -1162,10 +1147,18 @@ def ggml_gallocr_alloc_graph(galloc, graph) -> bool:
     ...
 
 
-# Bytes of the allocator's buffer.
-@_c("ggml_gallocr_get_buffer_size", [_galloc], c_size_t)
-def ggml_gallocr_get_buffer_size(galloc) -> int:
+@_c("ggml_gallocr_get_buffer_size", [_galloc, c_int], c_size_t)
+def _ggml_gallocr_get_buffer_size(galloc, buffer_id) -> int:
     ...
+
+
+def ggml_gallocr_get_buffer_size(galloc, buffer_id: int = 0) -> int:
+    """Bytes of the allocator's buffer (buffer_id 0: its only one)."""
+    return _ggml_gallocr_get_buffer_size(galloc, buffer_id)
+
+
+ggml_gallocr_get_buffer_size.c_name = "ggml_gallocr_get_buffer_size"
+ggml_gallocr_get_buffer_size.argtypes = [c_void_p, c_int]
 
 
 # ---- logging from Python ----
@@ -1312,6 +1305,10 @@ def tensor_to_numpy(t: Any, raw: bool = False):
     s = tensor_struct(t)
     if not s.data:
         raise ValueError("tensor has no data (no_alloc context, or not allocated yet)")
+    buf = s.view_src.contents.buffer if s.view_src else s.buffer
+    if buf and not ggml_backend_buffer_is_host(buf):
+        raise ValueError(f"tensor lives in {ggml_backend_buffer_name(buf).decode()} memory, which the host cannot "
+                         f"read directly; use backend_tensor_get_numpy / ggml_backend_tensor_get")
     n = _n_dims(s)
     ne = [s.ne[i] for i in range(n)]
     nb = [s.nb[i] for i in range(n)]
@@ -1393,3 +1390,6 @@ try:
 except ModuleNotFoundError as _e:
     if _e.name != f"{__package__}._gguf":
         raise
+
+# Backend bindings (ggml-backend.h, ggml-cpu.h).
+from ._ggml_backend import *  # noqa: F401,F403,E402

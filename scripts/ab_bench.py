@@ -42,14 +42,14 @@ def token_bytes(path: str) -> int:
 
 def run_ours(model: str, a) -> dict:
     cmd = [sys.executable, "-m", "llama_py", "bench", "-m", model, "-t", str(a.threads), "-p", str(a.n_prompt),
-           "-n", str(a.n_gen), "-r", str(a.reps), "-o", "json"]
+           "-n", str(a.n_gen), "-r", str(a.reps), "-o", "json"] + (["-ngl", str(a.ngl)] if a.ngl else [])
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
     return {row["test"]: row["t_s"] for row in json.loads(out)}
 
 
 def run_theirs(model: str, a) -> dict:
     cmd = [a.llama_bench, "-m", model, "-t", str(a.threads), "-p", str(a.n_prompt), "-n", str(a.n_gen),
-           "-r", str(a.reps), "-o", "json"]
+           "-r", str(a.reps), "-o", "json", "-ngl", str(a.ngl)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     rows = {}
     for row in json.loads(out):
@@ -68,6 +68,7 @@ def main() -> int:
     ap.add_argument("-n", "--n-gen", type=int, default=128)
     ap.add_argument("-r", "--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2, help="A/B rounds per model")
+    ap.add_argument("--ngl", type=int, default=0, help="layers offloaded to the GPU on both sides (99: all)")
     ap.add_argument("--bandwidth", default="0", help="read bandwidth in GB/s for the roof column, or auto")
     a = ap.parse_args()
     auto_bw = a.bandwidth == "auto"

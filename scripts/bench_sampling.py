@@ -27,9 +27,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from llama_py import _llama_sampling as S  # noqa: E402
+from llama_py.pull import demo_model_path  # noqa: E402
 
 N_VOCAB = 49152
-DEFAULT_MODEL = Path("/work/scratch/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+DEFAULT_MODEL = demo_model_path()  # SmolLM2 in the user cache (`python -m llama_py pull`)
 
 
 def make_chain():

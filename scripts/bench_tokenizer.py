@@ -2,19 +2,20 @@
 """Tokenizer speed: ours (libllama, one llama_tokenize call) against the reference tokenizers
 (sentencepiece for SPM vocabularies, HF tokenizers for byte-level BPE ones) on ~1 MB of English.
 
-    python scripts/bench_tokenizer.py                      # every vocab in ../shared/vocab (+ SmolLM2)
+    python scripts/bench_tokenizer.py                      # every test vocab (+ SmolLM2 if cached)
     python scripts/bench_tokenizer.py --mb 4 --vocab gpt-2 # more text, one vocab
     python scripts/bench_tokenizer.py --scaling            # 1, 2, 4, 8 MB: time per MB stays flat
 
 The text is the English prose of Python's own documentation (pydoc_data.topics), repeated to
 size, so the benchmark needs no download. Both sides must produce identical tokens; the script
 says so. A benchmark, not a test: the numbers depend on the machine and its load.
+Vocabularies: --vocab-dir, else llama_py.pull_vocab ($LLAMA_PY_VOCAB_DIR, ../shared/vocab, the
+user cache, or fetched once from llama-cpp-python's sdist); SmolLM2 from the user cache.
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
-import os
 import sys
 import time
 from pathlib import Path
@@ -25,9 +26,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from llama_py import _llama_model as M  # noqa: E402
 from llama_py import _llama_vocab as V  # noqa: E402
+from llama_py.pull import demo_model_path  # noqa: E402
+from llama_py.pull_vocab import pull_vocab  # noqa: E402
 import test_tokenizer as T  # noqa: E402  (the reference builders)
 
-SMOLLM2 = Path("/work/scratch/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+SMOLLM2 = demo_model_path()  # `python -m llama_py pull` puts it there
 
 
 def english_text(n_bytes: int) -> str:
@@ -91,9 +94,10 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=1.0, help="megabytes of text")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scaling", action="store_true", help="time 1, 2, 4, 8 MB with ours only")
-    ap.add_argument("--vocab-dir", default=os.environ.get("LLAMA_PY_VOCAB_DIR", str(ROOT.parent / "shared" / "vocab")))
+    ap.add_argument("--vocab-dir", help="folder of vocab-only GGUFs (default: llama_py.pull_vocab)")
     args = ap.parse_args()
-    paths = {p.stem: p for p in sorted(Path(args.vocab_dir).glob("*.gguf"))}
+    vocab_dir = Path(args.vocab_dir) if args.vocab_dir else pull_vocab()
+    paths = {p.stem: p for p in sorted(vocab_dir.glob("*.gguf"))}
     if SMOLLM2.exists():
         paths["smollm2"] = SMOLLM2
     names = args.vocab or list(paths)

@@ -11,7 +11,9 @@
 #   FUZZ_BUILD_DIR build folder (default build/fuzz)
 #   FUZZ_JOBS      compile jobs (default 2)
 #   CLANG          the compiler (default: the newest clang-NN found, else clang; 15 or newer)
-#   LLAMA_FUZZ_VOCAB_DIR  vocab-only GGUFs for the tokenizer target (default ../shared/vocab)
+#   LLAMA_FUZZ_VOCAB_DIR  vocab-only GGUFs for the tokenizer target (default: the folder
+#                  `python -m llama_py.pull_vocab` finds or fetches once into the user cache)
+#   PYTHON         the Python that runs llama_py.pull_vocab (default python3)
 #
 # Corpora: fuzz/corpus/<target>/ (seeds kept in the repository, read-only here); new inputs
 # found go to $FUZZ_BUILD_DIR/corpus/<target>/. A crash leaves its input in
@@ -44,12 +46,19 @@ find_clang() {
     exit 2
 }
 CC_FUZZ="$(find_clang)"
+
+if [ -z "${LLAMA_FUZZ_VOCAB_DIR:-}" ] && [[ " ${TARGETS[*]} " == *" tokenizer "* ]]; then
+    PY="${PYTHON:-$(command -v python3 || command -v python)}"
+    LLAMA_FUZZ_VOCAB_DIR="$(PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m llama_py.pull_vocab)" \
+        || { echo "fuzz.sh: no vocabularies for the tokenizer target (set LLAMA_FUZZ_VOCAB_DIR)" >&2; exit 1; }
+    export LLAMA_FUZZ_VOCAB_DIR
+fi
 echo "fuzz.sh: $($CC_FUZZ --version | head -n1), $SECONDS_PER s per target, build in $BUILD"
 
 # The library, instrumented for coverage (fuzzer-no-link) and checked by ASan + UBSan.
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 mkdir -p "$BUILD"
-cmake -S . -B "$BUILD/lib" -DCMAKE_C_COMPILER="$CC_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B "$BUILD/lib" -DLLAMA_CUDA=OFF -DCMAKE_C_COMPILER="$CC_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DLLAMA_BUILD_TESTS=ON -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link $SAN" > "$BUILD/configure.log" 2>&1 \
     || { cat "$BUILD/configure.log"; exit 1; }
 cmake --build "$BUILD/lib" --target llama_static -j "$JOBS" > "$BUILD/build.log" 2>&1 \

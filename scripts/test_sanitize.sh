@@ -30,7 +30,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 stage "C tests under ASan + UBSan ($BUILD)"
 mkdir -p "$(dirname "$BUILD")"
-cmake -S . -B "$BUILD" -DLLAMA_SANITIZE=ON -DLLAMA_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B "$BUILD" -DLLAMA_SANITIZE=ON -DLLAMA_BUILD_TESTS=ON -DLLAMA_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     > "$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
 cmake --build "$BUILD" -j "$JOBS"
 (cd "$BUILD" && ctest --output-on-failure --no-tests=error -j "$JOBS")

@@ -2,7 +2,6 @@
 // allocated once at init, llama_decode (validate, split into ubatches, build, allocate, compute,
 // copy the output rows out), logits / embeddings access, settings and performance counters.
 #include "llama-context.h"
-#include "ggml-cpu/threadpool.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -119,22 +118,27 @@ static bool ctx_kv_type_ok(enum ggml_type t, uint32_t head_dim, const char * whi
     return true;
 }
 
-// (Re)creates the thread pool when more threads are needed than it has.
-static bool ctx_ensure_threadpool(struct llama_context * ctx) {
-    const int need = ctx->n_threads > ctx->n_threads_batch ? ctx->n_threads : ctx->n_threads_batch;
-    if (ctx->tp != NULL && ctx->tp_size >= need) {
-        return true;
-    }
-    ggml_threadpool_free(ctx->tp);
-    ctx->tp = ggml_threadpool_new(need);
-    if (ctx->tp == NULL) {
-        LLAMA_LOG_ERROR("llama_context: cannot create a thread pool of %d threads\n", need);
-        ctx->tp_size = 0;
+// The backends and scheduler: the model's offload device (if any) first, the CPU last.
+static bool ctx_init_backends(struct llama_context * ctx) {
+    ctx->backend_cpu = ggml_backend_cpu_init();
+    if (ctx->backend_cpu == NULL) {
         return false;
     }
-    ctx->tp_size = need;
-    ggml_threadpool_set_abort_callback(ctx->tp, ctx->abort_cb, ctx->abort_data);
-    return true;
+    ggml_backend_cpu_set_n_threads(ctx->backend_cpu, ctx->n_threads_max);
+    ggml_backend_cpu_set_abort_callback(ctx->backend_cpu, ctx->abort_cb, ctx->abort_data);
+    ggml_backend_t backends[2];
+    int n = 0;
+    if (ctx->model->dev != NULL) {
+        ctx->backend_dev = ggml_backend_dev_init(ctx->model->dev, NULL);
+        if (ctx->backend_dev == NULL) {
+            LLAMA_LOG_ERROR("llama_init_from_model: cannot start a backend on %s\n", ggml_backend_dev_name(ctx->model->dev));
+            return false;
+        }
+        backends[n++] = ctx->backend_dev;
+    }
+    backends[n++] = ctx->backend_cpu;
+    ctx->sched = ggml_backend_sched_new(backends, NULL, n, ctx->graph_size, false, true);
+    return ctx->sched != NULL;
 }
 
 void llama_free(struct llama_context * ctx) {
@@ -147,8 +151,11 @@ void llama_free(struct llama_context * ctx) {
     }
     ctx->magic = LLAMA_MAGIC_DEAD;
     llama_kv_cache_free(&ctx->kv);
-    ggml_threadpool_free(ctx->tp);
-    ggml_gallocr_free(ctx->galloc);
+    ggml_backend_sched_free(ctx->sched);
+    ggml_backend_free(ctx->backend_dev);
+    ggml_backend_free(ctx->backend_cpu);
+    free(ctx->inp_scratch[0]);
+    free(ctx->inp_scratch[1]);
     ggml_free(ctx->ctx_compute);
     free(ctx->prep.pos);
     free(ctx->prep.n_seq_id);
@@ -246,6 +253,7 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
     ctx->n_ubatch = params.n_ubatch == 0 || params.n_ubatch > n_batch ? n_batch : params.n_ubatch;
     ctx->n_threads = ctx_clamp_threads(params.n_threads);
     ctx->n_threads_batch = ctx_clamp_threads(params.n_threads_batch);
+    ctx->n_threads_max = ctx->n_threads > ctx->n_threads_batch ? ctx->n_threads : ctx->n_threads_batch;
     ctx->flash_attn = flash;
     ctx->embeddings = params.embeddings;
     ctx->pooling = params.pooling_type == LLAMA_POOLING_TYPE_UNSPECIFIED ? LLAMA_POOLING_TYPE_NONE : params.pooling_type;
@@ -277,13 +285,12 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
     ctx->graph_size = (size_t) hp->n_layer * 64 + 256;
     const size_t arena = ctx->graph_size * ggml_tensor_overhead() + ggml_graph_overhead_custom(ctx->graph_size, false);
     ctx->ctx_compute = ggml_init((struct ggml_init_params) { .mem_size = arena, .mem_buffer = NULL, .no_alloc = true });
-    ctx->galloc = ggml_gallocr_new();
     ctx->seq_next = GGML_CALLOC(ctx->n_seq_max, sizeof(llama_pos));
     ctx->seq_last = GGML_CALLOC(ctx->n_seq_max, sizeof(llama_pos));
     ctx->seq_count = GGML_CALLOC(ctx->n_seq_max, sizeof(int32_t));
     ctx->embd_seq = GGML_CALLOC((size_t) ctx->n_seq_max * hp->n_embd, sizeof(float));
     ctx->embd_seq_n = GGML_CALLOC(ctx->n_seq_max, sizeof(int32_t));
-    if (!ctx->ctx_compute || !ctx->galloc || !ctx->seq_next || !ctx->seq_last || !ctx->seq_count || !ctx->embd_seq || !ctx->embd_seq_n) {
+    if (!ctx->ctx_compute || !ctx->seq_next || !ctx->seq_last || !ctx->seq_count || !ctx->embd_seq || !ctx->embd_seq_n) {
         LLAMA_LOG_ERROR("llama_init_from_model: out of memory\n");
         llama_free(ctx);
         return NULL;
@@ -292,7 +299,8 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
         llama_free(ctx);
         return NULL;
     }
-    if (!ctx_ensure_threadpool(ctx)) {
+    if (!ctx_init_backends(ctx)) {
+        LLAMA_LOG_ERROR("llama_init_from_model: cannot create the compute backends\n");
         llama_free(ctx);
         return NULL;
     }
@@ -309,11 +317,56 @@ struct llama_context * llama_new_context_with_model(struct llama_model * model, 
 }
 
 enum ggml_status llama_context_compute(struct llama_context * ctx, struct ggml_cgraph * gf, int n_threads) {
-    if (!ctx_ensure_threadpool(ctx)) {
-        return GGML_STATUS_ALLOC_FAILED;
+    ggml_backend_cpu_set_n_threads(ctx->backend_cpu, n_threads < 1 ? 1 : (n_threads > ctx->n_threads_max ? ctx->n_threads_max : n_threads));
+    return ggml_backend_sched_graph_compute(ctx->sched, gf);
+}
+
+bool llama_context_alloc_graph(struct llama_context * ctx, struct ggml_cgraph * gf) {
+    ggml_backend_sched_reset(ctx->sched);
+    if (!ggml_backend_sched_alloc_graph(ctx->sched, gf)) {
+        return false;
     }
-    ggml_threadpool_set_n_threads(ctx->tp, n_threads < 1 ? 1 : (n_threads > ctx->tp_size ? ctx->tp_size : n_threads));
-    return ggml_graph_compute(gf, ctx->tp);
+    if (ggml_backend_sched_get_n_backends(ctx->sched) > 1) {
+        LLAMA_LOG_DEBUG("llama_context: graph of %d nodes in %d splits with %d copies between backends\n",
+                        ggml_graph_n_nodes(gf), ggml_backend_sched_get_n_splits(ctx->sched),
+                        ggml_backend_sched_get_n_copies(ctx->sched));
+    }
+    return true;
+}
+
+// Where to write input t's n bytes: its memory when the host can reach it, else a staging area
+// (llama_context_set_input / ctx_input_done copy it over); NULL if t got no memory.
+static void * ctx_input_begin(struct llama_context * ctx, struct ggml_tensor * t, size_t n, int slot) {
+    if (t == NULL || t->data == NULL) {
+        return NULL;
+    }
+    if (llama_model_tensor_on_host(t)) {
+        return t->data;
+    }
+    if (n > ctx->inp_scratch_size[slot]) {
+        void * p = GGML_REALLOC(ctx->inp_scratch[slot], n);
+        if (p == NULL) {
+            LLAMA_LOG_ERROR("llama_decode: out of memory staging %zu bytes of input '%s'\n", n, t->name);
+            return NULL;
+        }
+        ctx->inp_scratch[slot] = p;
+        ctx->inp_scratch_size[slot] = n;
+    }
+    return ctx->inp_scratch[slot];
+}
+
+static void ctx_input_done(struct ggml_tensor * t, const void * p, size_t n) {
+    if (p != NULL && p != t->data) {
+        ggml_backend_tensor_set(t, p, 0, n);
+    }
+}
+
+void llama_context_set_input(struct llama_context * ctx, struct ggml_tensor * t, const void * data, size_t n) {
+    void * p = ctx_input_begin(ctx, t, n, 0);
+    if (p != NULL) {
+        memcpy(p, data, n);
+        ctx_input_done(t, p, n);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -359,54 +412,70 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     const struct llama_memory_i * kv = &ctx->kv;
     const int32_t n = ub->n_tokens;
     if (inp_ready(res->inp_tokens)) {
-        memcpy(res->inp_tokens->data, ub->token, (size_t) n * sizeof(int32_t));
+        llama_context_set_input(ctx, res->inp_tokens, ub->token, (size_t) n * sizeof(int32_t));
     }
     if (inp_ready(res->inp_embd)) {
-        memcpy(res->inp_embd->data, ub->embd, (size_t) n * ctx->model->hparams.n_embd * sizeof(float));
+        llama_context_set_input(ctx, res->inp_embd, ub->embd, (size_t) n * ctx->model->hparams.n_embd * sizeof(float));
     }
     if (inp_ready(res->inp_pos)) {
-        memcpy(res->inp_pos->data, ub->pos, (size_t) n * sizeof(int32_t));
+        llama_context_set_input(ctx, res->inp_pos, ub->pos, (size_t) n * sizeof(int32_t));
     }
     if (inp_ready(res->inp_kv_idx)) {
-        int32_t * idx = res->inp_kv_idx->data;
-        for (int32_t i = 0; i < n; i++) {
+        int32_t * idx = ctx_input_begin(ctx, res->inp_kv_idx, (size_t) n * sizeof(int32_t), 0);
+        for (int32_t i = 0; idx && i < n; i++) {
             idx[i] = (int32_t) ub->cells[i];
         }
+        ctx_input_done(res->inp_kv_idx, idx, (size_t) n * sizeof(int32_t));
     }
-    // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal).
+    // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal); in
+    // sliding-window layers also only if p - pj < n_swa.
     const uint32_t n_kv = ub->n_kv;
-    float * mask = inp_ready(res->inp_mask) ? res->inp_mask->data : NULL;
-    for (int32_t i = 0; mask && i < n; i++) {
+    const size_t mask_bytes = (size_t) n * n_kv * sizeof(float);
+    const llama_pos n_swa = (llama_pos) ctx->model->hparams.n_swa;
+    float * mask = inp_ready(res->inp_mask) ? ctx_input_begin(ctx, res->inp_mask, mask_bytes, 0) : NULL;
+    float * mask_swa = inp_ready(res->inp_mask_swa) ? ctx_input_begin(ctx, res->inp_mask_swa, mask_bytes, 1) : NULL;
+    for (int32_t i = 0; (mask || mask_swa) && i < n; i++) {
         const llama_seq_id s = ub->seq_id[i][0];
         const llama_pos p = ub->pos[i];
-        float * row = mask + (size_t) i * n_kv;
+        float * row = mask ? mask + (size_t) i * n_kv : NULL;
+        float * row_swa = mask_swa ? mask_swa + (size_t) i * n_kv : NULL;
         for (uint32_t j = 0; j < n_kv; j++) {
             const llama_pos pj = kv->pos[j];
             const bool vis = pj >= 0 && llama_kv_cache_seq_has(kv, j, s) && (!ctx->causal_attn || pj <= p);
-            row[j] = vis ? 0.0f : -INFINITY;
+            if (row) row[j] = vis ? 0.0f : -INFINITY;
+            if (row_swa) row_swa[j] = vis && p - pj < n_swa && pj - p < n_swa ? 0.0f : -INFINITY;
         }
+    }
+    if (mask) {
+        ctx_input_done(res->inp_mask, mask, mask_bytes);
+    }
+    if (mask_swa) {
+        ctx_input_done(res->inp_mask_swa, mask_swa, mask_bytes);
     }
     if (inp_ready(res->inp_kv_range)) {
-        int32_t * r = res->inp_kv_range->data;
-        for (uint32_t j = 0; j < n_kv; j++) {
+        int32_t * r = ctx_input_begin(ctx, res->inp_kv_range, n_kv * sizeof(int32_t), 0);
+        for (uint32_t j = 0; r && j < n_kv; j++) {
             r[j] = (int32_t) j;
         }
+        ctx_input_done(res->inp_kv_range, r, n_kv * sizeof(int32_t));
     }
     if (inp_ready(res->inp_out_ids)) {
-        int32_t * o = res->inp_out_ids->data;
+        const size_t bytes = ggml_nbytes(res->inp_out_ids);
+        int32_t * o = ctx_input_begin(ctx, res->inp_out_ids, bytes, 0);
         int32_t k = 0;
-        for (int32_t i = 0; i < n; i++) {
+        for (int32_t i = 0; o && i < n; i++) {
             if (ub->output[i]) {
                 o[k++] = i;
             }
         }
+        ctx_input_done(res->inp_out_ids, o, bytes);
     }
 }
 
 // Whether t (the logits node) may compute in place in the logits array: a node of its own (not
 // a view into another's memory, which its producer would write) with n_out packed F32 rows.
 static bool ctx_logits_direct_ok(const struct ggml_tensor * t, size_t n_vocab, int32_t n_out) {
-    return t != NULL && t->data != NULL && t->view_src == NULL && t->type == GGML_TYPE_F32 &&
+    return t != NULL && t->data != NULL && t->view_src == NULL && t->type == GGML_TYPE_F32 && llama_model_tensor_on_host(t) &&
            (size_t) t->ne[0] == n_vocab && t->ne[1] == n_out && t->ne[2] == 1 && t->ne[3] == 1 &&
            ggml_is_contiguous(t) && t->op != GGML_OP_NONE;
 }
@@ -431,16 +500,16 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
         k->embd_input == key.embd_input && k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
         *res = ctx->graph_res;
         ctx->n_reused++;
-        // Same graph, same allocation: the thread pool may keep its plan too.
-        ggml_threadpool_graph_unchanged(ctx->tp, res->gf);
+        // Same graph, same allocation: the backends may keep their plans too.
+        ggml_backend_sched_graph_unchanged(ctx->sched, res->gf);
         return true;
     }
     ctx->graph_reusable = false;
     if (!llama_graph_build(ctx, ub, res)) {
         return false;
     }
-    if (!ggml_gallocr_alloc_graph(ctx->galloc, res->gf)) {
-        LLAMA_LOG_ERROR("llama_decode: cannot allocate the compute buffer\n");
+    if (!llama_context_alloc_graph(ctx, res->gf)) {
+        LLAMA_LOG_ERROR("llama_decode: cannot allocate the compute buffers\n");
         return false;
     }
     ctx->graph_res = *res;
@@ -536,15 +605,24 @@ int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
         }
         if (!pooled && ub.n_outputs > 0) {
             if (res.t_logits && !logits_direct) {
-                memcpy(ctx->logits + out_row * n_vocab, res.t_logits->data, (size_t) ub.n_outputs * n_vocab * sizeof(float));
+                ggml_backend_tensor_get(res.t_logits, ctx->logits + out_row * n_vocab, 0, (size_t) ub.n_outputs * n_vocab * sizeof(float));
             }
             if (ctx->embeddings && res.t_embd) {
-                memcpy(ctx->embd + out_row * n_embd, res.t_embd->data, (size_t) ub.n_outputs * n_embd * sizeof(float));
+                ggml_backend_tensor_get(res.t_embd, ctx->embd + out_row * n_embd, 0, (size_t) ub.n_outputs * n_embd * sizeof(float));
             }
             out_row += (size_t) ub.n_outputs;
         }
         if (pooled && res.t_embd) {
             const float * rows = res.t_embd->data;
+            if (!llama_model_tensor_on_host(res.t_embd)) {
+                float * staged = ctx_input_begin(ctx, res.t_embd, ggml_nbytes(res.t_embd), 0);
+                if (staged == NULL) {
+                    ret = -3;
+                    break;
+                }
+                ggml_backend_tensor_get(res.t_embd, staged, 0, ggml_nbytes(res.t_embd));
+                rows = staged;
+            }
             for (int32_t i = 0; i < nu; i++) {
                 const float * row = rows + (size_t) i * n_embd;
                 for (int32_t j = 0; j < ub.n_seq_id[i]; j++) {
@@ -716,7 +794,8 @@ void llama_set_n_threads(struct llama_context * ctx, int32_t n_threads, int32_t 
     ctx->n_threads_batch = ctx_clamp_threads(n_threads_batch);
     ctx->params.n_threads = ctx->n_threads;
     ctx->params.n_threads_batch = ctx->n_threads_batch;
-    ctx_ensure_threadpool(ctx);
+    ctx->n_threads_max = ctx->n_threads > ctx->n_threads_batch ? ctx->n_threads : ctx->n_threads_batch;
+    ggml_backend_cpu_set_n_threads(ctx->backend_cpu, ctx->n_threads_max);
 }
 
 void llama_set_embeddings(struct llama_context * ctx, bool embeddings) {
@@ -739,9 +818,7 @@ void llama_set_abort_callback(struct llama_context * ctx, ggml_abort_callback ab
     CTX_OR();
     ctx->abort_cb = abort_callback;
     ctx->abort_data = abort_callback_data;
-    if (ctx->tp) {
-        ggml_threadpool_set_abort_callback(ctx->tp, abort_callback, abort_callback_data);
-    }
+    ggml_backend_cpu_set_abort_callback(ctx->backend_cpu, abort_callback, abort_callback_data);
 }
 
 void llama_synchronize(struct llama_context * ctx) {

@@ -11,15 +11,6 @@
 #include <malloc.h>
 #endif
 
-// 64-byte aligned buffer so that every layer's K/V rows start on a cache line.
-static void * kv_aligned_alloc(size_t size) {
-    return GGML_ALIGNED_ALLOC(GGML_MEM_ALIGN, size);
-}
-
-static void kv_aligned_free(void * p) {
-    ggml_mem_aligned_free(p);
-}
-
 size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v) {
     const size_t k_row = ggml_row_size(type_k, llama_hparams_n_embd_k_gqa(hp));
     const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa(hp));
@@ -43,12 +34,15 @@ void llama_kv_cache_free(struct llama_memory_i * kv) {
     free(kv->k_l);
     free(kv->v_l);
     ggml_free(kv->ctx);
-    kv_aligned_free(kv->buf);
+    for (int i = 0; i < kv->n_bufs; i++) {
+        ggml_backend_buffer_free(kv->bufs[i]);
+        kv->bufs[i] = NULL;
+    }
+    kv->n_bufs = 0;
     kv->pos = NULL;
     kv->seq = NULL;
     kv->k_l = kv->v_l = NULL;
     kv->ctx = NULL;
-    kv->buf = NULL;
 }
 
 bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx, const struct llama_model * model,
@@ -74,19 +68,14 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
     kv->v_l = GGML_CALLOC(hp->n_layer, sizeof(struct ggml_tensor *));
     kv->ctx = ggml_init((struct ggml_init_params) {
         .mem_size = (size_t) (2 * hp->n_layer + 2) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
-    kv->buf_size = llama_kv_cache_bytes(hp, n_ctx, type_k, type_v);
-    kv->buf = kv_aligned_alloc(kv->buf_size);
-    if (kv->pos == NULL || kv->seq == NULL || kv->k_l == NULL || kv->v_l == NULL || kv->ctx == NULL || kv->buf == NULL) {
-        LLAMA_LOG_ERROR("llama_kv_cache_init: cannot allocate the KV cache (%zu bytes)\n", kv->buf_size);
+    if (kv->pos == NULL || kv->seq == NULL || kv->k_l == NULL || kv->v_l == NULL || kv->ctx == NULL) {
+        LLAMA_LOG_ERROR("llama_kv_cache_init: out of memory\n");
         llama_kv_cache_free(kv);
         return false;
     }
-    // Zeroed so that masked cells never hold NaN/inf (0 * NaN would poison attention).
-    memset(kv->buf, 0, kv->buf_size);
     for (uint32_t i = 0; i < n_ctx; i++) {
         kv->pos[i] = -1;
     }
-    uint8_t * p = kv->buf;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         kv->k_l[il] = ggml_new_tensor_2d(kv->ctx, type_k, kv->n_embd_k_gqa, n_ctx);
         kv->v_l[il] = ggml_new_tensor_2d(kv->ctx, type_v, kv->n_embd_v_gqa, n_ctx);
@@ -97,12 +86,47 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
         }
         ggml_format_name(kv->k_l[il], "cache_k_l%u", il);
         ggml_format_name(kv->v_l[il], "cache_v_l%u", il);
-        kv->k_l[il]->data = p;
-        p += GGML_PAD(ggml_nbytes(kv->k_l[il]), GGML_MEM_ALIGN);
-        kv->v_l[il]->data = p;
-        p += GGML_PAD(ggml_nbytes(kv->v_l[il]), GGML_MEM_ALIGN);
     }
-    GGML_ASSERT((size_t) (p - (uint8_t *) kv->buf) <= kv->buf_size);
+    // One buffer per kind of memory (the CPU's blocks, an offloaded device's), each block's K
+    // and V rows starting on an aligned boundary.
+    ggml_backend_buffer_type_t bufts[2] = { NULL, NULL };
+    size_t sizes[2] = { 0, 0 };
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, il);
+        int b = bufts[0] == NULL || bufts[0] == bt ? 0 : 1;
+        bufts[b] = bt;
+        const size_t align = ggml_backend_buft_get_alignment(bt);
+        sizes[b] += GGML_PAD(ggml_nbytes(kv->k_l[il]), align) + GGML_PAD(ggml_nbytes(kv->v_l[il]), align);
+    }
+    char * base[2] = { NULL, NULL };
+    for (int b = 0; b < 2 && bufts[b]; b++) {
+        kv->bufs[b] = ggml_backend_buft_alloc_buffer(bufts[b], sizes[b]);
+        if (kv->bufs[b] == NULL) {
+            LLAMA_LOG_ERROR("llama_kv_cache_init: cannot allocate the KV cache (%zu bytes of %s memory)\n", sizes[b],
+                            ggml_backend_buft_name(bufts[b]));
+            llama_kv_cache_free(kv);
+            return false;
+        }
+        kv->n_bufs = b + 1;
+        // Zeroed so that masked cells never hold NaN/inf (0 * NaN would poison attention).
+        ggml_backend_buffer_clear(kv->bufs[b], 0);
+        base[b] = ggml_backend_buffer_get_base(kv->bufs[b]);
+    }
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, il);
+        const int b = bufts[0] == bt ? 0 : 1;
+        const size_t align = ggml_backend_buft_get_alignment(bt);
+        if (ggml_backend_tensor_alloc(kv->bufs[b], kv->k_l[il], base[b]) != GGML_STATUS_SUCCESS) {
+            llama_kv_cache_free(kv);
+            return false;
+        }
+        base[b] += GGML_PAD(ggml_nbytes(kv->k_l[il]), align);
+        if (ggml_backend_tensor_alloc(kv->bufs[b], kv->v_l[il], base[b]) != GGML_STATUS_SUCCESS) {
+            llama_kv_cache_free(kv);
+            return false;
+        }
+        base[b] += GGML_PAD(ggml_nbytes(kv->v_l[il]), align);
+    }
     kv->magic = LLAMA_MAGIC_MEMORY;
     return true;
 }
@@ -222,7 +246,9 @@ void llama_memory_clear(llama_memory_t mem, bool data) {
     memset(kv->seq, 0, (size_t) kv->size * kv->n_words * sizeof(uint64_t));
     kv->n_used = 0;
     if (data) {
-        memset(kv->buf, 0, kv->buf_size);
+        for (int b = 0; b < kv->n_bufs; b++) {
+            ggml_backend_buffer_clear(kv->bufs[b], 0);
+        }
     }
 }
 
@@ -292,12 +318,12 @@ static void kv_rotate_keys(struct llama_memory_i * kv, const int32_t * cells, co
     struct llama_context * ctx = kv->lctx;
     struct ggml_tensor * inp_cells = NULL, * inp_delta = NULL;
     struct ggml_cgraph * gf = llama_graph_build_k_shift(ctx, n, &inp_cells, &inp_delta);
-    if (gf == NULL || !ggml_gallocr_alloc_graph(ctx->galloc, gf)) {
+    if (gf == NULL || !llama_context_alloc_graph(ctx, gf)) {
         LLAMA_LOG_ERROR("llama_memory_seq_add: cannot build the key re-rotation graph; cached keys keep their old rotation\n");
         return;
     }
-    memcpy(inp_cells->data, cells, n * sizeof(int32_t));
-    memcpy(inp_delta->data, delta, n * sizeof(int32_t));
+    llama_context_set_input(ctx, inp_cells, cells, n * sizeof(int32_t));
+    llama_context_set_input(ctx, inp_delta, delta, n * sizeof(int32_t));
     const enum ggml_status st = llama_context_compute(ctx, gf, ctx->n_threads_batch);
     if (st != GGML_STATUS_SUCCESS) {
         LLAMA_LOG_ERROR("llama_memory_seq_add: key re-rotation failed (status %d)\n", (int) st);

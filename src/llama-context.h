@@ -38,8 +38,8 @@ struct llama_memory_i {
     struct ggml_context * ctx;      // headers of k_l / v_l
     struct ggml_tensor ** k_l;      // [n_layer] each [n_embd_k_gqa, size] of type_k, row per cell
     struct ggml_tensor ** v_l;      // [n_layer] each [n_embd_v_gqa, size] of type_v, row per cell
-    void * buf;                     // the K and V data (owned)
-    size_t buf_size;
+    ggml_backend_buffer_t bufs[2];  // the K and V data: the CPU's blocks, an offloaded device's (owned)
+    int n_bufs;
 };
 
 // A validated batch: every array filled in (owned by the context, reused between calls).
@@ -79,6 +79,7 @@ struct llama_graph_result {
     struct ggml_tensor * inp_pos;     // I32 [n_tokens]
     struct ggml_tensor * inp_kv_idx;  // I32 [n_tokens] cells to write
     struct ggml_tensor * inp_mask;    // F32 [n_kv, n_tokens]
+    struct ggml_tensor * inp_mask_swa;// F32 [n_kv, n_tokens] within the sliding window, or NULL
     struct ggml_tensor * inp_out_ids; // I32 [n_rows] rows kept for the output, or NULL (all)
     struct ggml_tensor * inp_kv_range;// I32 [n_kv] = 0..n_kv-1 (quantized caches), or NULL
     struct ggml_tensor * t_embd;      // F32 [n_embd, n_rows] final-norm hidden states, or NULL
@@ -105,15 +106,18 @@ struct llama_context {
     struct llama_memory_i kv;
 
     // computation, reused across calls
-    struct ggml_threadpool * tp;
-    int tp_size;                          // threads the pool was created with
+    ggml_backend_t backend_cpu;           // always (owned)
+    ggml_backend_t backend_dev;           // the model's offload device, or NULL (owned)
+    ggml_backend_sched_t sched;           // over [backend_dev,] backend_cpu (owned)
+    int n_threads_max;                    // max(n_threads, n_threads_batch)
     ggml_abort_callback abort_cb;
     void * abort_data;
-    struct ggml_gallocr * galloc;
+    void * inp_scratch[2];                // host staging for inputs of device tensors (two at once: masks)
+    size_t inp_scratch_size[2];
     struct ggml_context * ctx_compute;    // graph metadata arena, reset per graph
     size_t graph_size;                    // node capacity of a graph
     // The last decode graph, built and allocated, reused while its key repeats (context.c);
-    // anything else that resets ctx_compute or allocates with galloc clears graph_reusable.
+    // anything else that resets ctx_compute or allocates with the scheduler clears graph_reusable.
     struct llama_graph_result graph_res;
     struct llama_graph_key {
         int32_t n_tokens, n_outputs;
@@ -158,8 +162,12 @@ struct llama_context {
 // ctx if it is a live context, else NULL (logged as func's error).
 struct llama_context * llama_context_checked(const struct llama_context * ctx, const char * func);
 
-// Computes gf on the context's thread pool with n_threads; GGML_STATUS_*.
+// Computes gf through the context's scheduler (CPU work on n_threads); GGML_STATUS_*.
 enum ggml_status llama_context_compute(struct llama_context * ctx, struct ggml_cgraph * gf, int n_threads);
+// Allocates gf (a new graph) through the scheduler; false (logged) on failure.
+bool llama_context_alloc_graph(struct llama_context * ctx, struct ggml_cgraph * gf);
+// Writes n bytes of host data into input t (wherever it lives), or does nothing if t got no memory.
+void llama_context_set_input(struct llama_context * ctx, struct ggml_tensor * t, const void * data, size_t n);
 
 // ---- kv-cache.c ----
 

@@ -9,6 +9,9 @@
 #define LLAMA_MODEL_H
 
 #include "llama-impl.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "llama-arch.h"
 #include "gguf-impl.h"
 
 #ifdef __cplusplus
@@ -18,7 +21,8 @@ extern "C" {
 // Most layers a model may declare (sanity bound on llama.block_count).
 #define LLAMA_MAX_LAYERS 1024
 
-// Hyperparameters of a Llama-architecture model, from the <arch>.* GGUF keys.
+// Hyperparameters of a model, from the <arch>.* GGUF keys (the names below say llama.*; every
+// architecture uses the same suffixes) and the architecture's own (arch.c).
 struct llama_hparams {
     uint32_t n_ctx_train;     // llama.context_length
     uint32_t n_embd;          // llama.embedding_length
@@ -35,6 +39,15 @@ struct llama_hparams {
     float    rope_freq_scale_train;  // 1 / llama.rope.scaling.factor (default 1)
     enum llama_rope_scaling_type rope_scaling_type_train; // llama.rope.scaling.type
     uint32_t n_ctx_orig_yarn; // llama.rope.scaling.original_context_length (default n_ctx_train)
+    // architecture-specific (arch.c); 0 means "not used" unless said otherwise
+    uint32_t n_swa;           // attention.sliding_window: tokens a sliding-window layer sees
+    uint32_t swa_period;      // attention.sliding_window_pattern: every swa_period-th layer is
+                              // global, the others slide (0: all layers slide when n_swa > 0)
+    float    rope_freq_base_swa;  // rope.freq_base_swa: base of the sliding-window layers
+    float    rope_attn_factor;    // rope.scaling.attn_factor: cos/sin magnitude (LongRoPE)
+    float    f_attn_scale;    // softmax scale of QK^T (0: 1/sqrt(n_embd_head_k))
+    float    f_embd_scale;    // token embeddings multiplied by this (0: not scaled)
+    bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
 };
 
 // Key/value width of one token in one layer (all KV heads).
@@ -56,8 +69,14 @@ struct llama_layer {
     struct ggml_tensor * ffn_gate;   // [n_embd, n_ff]
     struct ggml_tensor * ffn_up;     // [n_embd, n_ff]
     struct ggml_tensor * ffn_down;   // [n_ff, n_embd]
-    struct ggml_tensor * wqkv;       // wq, wk, wv fused, repacked (model.c), or NULL
-    struct ggml_tensor * ffn_gate_up;// ffn_gate, ffn_up fused, repacked, or NULL
+    struct ggml_tensor * wqkv;       // wq, wk, wv fused: stored so (phi3) or repacked (model.c), or NULL
+    struct ggml_tensor * ffn_gate_up;// ffn_gate, ffn_up fused ([n_embd, 2 n_ff], gate first), or NULL
+    // optional, by architecture (NULL when absent)
+    struct ggml_tensor * bq, * bk, * bv;     // Q/K/V biases (qwen2)
+    struct ggml_tensor * attn_q_norm;        // [n_embd_head_k] RMS norm of each Q head (qwen3, gemma3)
+    struct ggml_tensor * attn_k_norm;        // [n_embd_head_k] ... of each K head
+    struct ggml_tensor * attn_post_norm;     // [n_embd] norm of the attention output (gemma3)
+    struct ggml_tensor * ffn_post_norm;      // [n_embd] norm of the FFN output (gemma3)
 };
 
 struct llama_model {
@@ -65,6 +84,7 @@ struct llama_model {
     struct llama_vocab * vocab;      // owned
     struct llama_hparams hparams;
     char arch[64];                   // general.architecture
+    const struct llama_arch_info * arch_info; // its table row (NULL for an unknown one, vocab_only)
     enum llama_ftype ftype;          // general.file_type, or guessed (| LLAMA_FTYPE_GUESSED)
     struct gguf_context * gguf;      // metadata, kv_overrides applied (owned)
     struct gguf_mmap * map;          // file mapping / read-in copy holding the weights (owned)
@@ -75,9 +95,17 @@ struct llama_model {
     struct ggml_tensor * output;     // [n_embd, n_vocab]; == tok_embd when tied
     struct llama_layer * layers;     // [n_layer]
     struct ggml_tensor * rope_freqs; // [n_rot/2] frequency divisors, or NULL (rope_freqs.weight)
+    struct ggml_tensor * rope_long;  // [n_rot/2] LongRoPE divisors past n_ctx_orig_yarn, or NULL
+    struct ggml_tensor * rope_short; // [n_rot/2] LongRoPE divisors within it, or NULL
     struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
     int n_repack;
-    void * repacked;                 // their repacked copies (cpu/repack.h), or NULL (owned)
+    ggml_backend_buffer_t buf_host;  // the mapped file as a CPU buffer (owned; the map is not)
+    ggml_backend_buffer_t buf_dev;   // offloaded weights on dev, or NULL (owned)
+    ggml_backend_buffer_t buf_repack;// repacked CPU copies (CPU_REPACK), or NULL (owned)
+    struct ggml_context * ctx_dev;   // header of a tied output head's device copy, or NULL
+    ggml_backend_dev_t dev;          // device of the offloaded blocks, or NULL (CPU only)
+    uint32_t i_layer_dev;            // first offloaded block (n_layer: none)
+    bool output_dev;                 // the output head (norm + matrix) is on dev
     struct ggml_context * ctx_fused; // headers of the fused weights (layers' wqkv, ffn_gate_up)
     int64_t * meta_ids;              // GGUF key ids of the non-array metadata (what meta_* list)
     int32_t n_meta;
@@ -87,6 +115,18 @@ struct llama_model {
     int64_t t_start_us;              // when loading began
     bool vocab_only;
 };
+
+// ---- model-placement.c ----
+
+// Wraps the mapping in a CPU buffer and moves the offloaded blocks (params->n_gpu_layers) to a
+// device buffer; false (logged) on failure.
+bool llama_model_place_weights(struct llama_model * m, const struct llama_model_params * params);
+// True if the host may read t's data (a CPU buffer or plain memory).
+bool llama_model_tensor_on_host(const struct ggml_tensor * t);
+// Buffer type for block il's KV cache: the device's for an offloaded block, else the CPU's.
+ggml_backend_buffer_type_t llama_model_layer_buft(const struct llama_model * m, uint32_t il);
+// Frees the weight buffers (before the mapping is closed).
+void llama_model_free_buffers(struct llama_model * m);
 
 // model if it is a live llama_model, else NULL (logged as func's error).
 const struct llama_model * llama_model_checked(const struct llama_model * model, const char * func);

@@ -3,6 +3,7 @@
 // and the entry points of features this engine does not implement (each returns its
 // documented failure value and logs why).
 #include "llama-impl.h"
+#include "ggml-backend.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -281,11 +282,22 @@ int64_t llama_time_us(void) {
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-size_t llama_max_devices(void)              { return 1; }
+// As llama.h's LLAMA_MAX_DEVICES: the most devices a model may be split over.
+size_t llama_max_devices(void)              { return 16; }
 size_t llama_max_parallel_sequences(void)   { return 256; }
 size_t llama_max_tensor_buft_overrides(void){ return 0; }
 bool llama_supports_mmap(void)              { return true; }
-bool llama_supports_gpu_offload(void)       { return false; }
+// True when a real GPU backend has a device here (the test device does not count).
+bool llama_supports_gpu_offload(void) {
+    ggml_backend_load_all();
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        if (ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_GPU && !ggml_backend_dev_is_test(d)) {
+            return true;
+        }
+    }
+    return false;
+}
 bool llama_supports_rpc(void)               { return false; }
 
 bool llama_supports_mlock(void) {
@@ -297,9 +309,17 @@ bool llama_supports_mlock(void) {
 }
 
 const char * llama_print_system_info(void) {
-    static char buf[512];
-    snprintf(buf, sizeof(buf), "CPU : variant = %s | features = %s | physical cores = %d | llama_py %s",
-             ggml_cpu_variant(), ggml_cpu_features(), ggml_cpu_n_physical_cores(), LLAMA_PY_VERSION);
+    static char buf[1536];
+    int n = snprintf(buf, sizeof(buf), "CPU : variant = %s | features = %s | physical cores = %d | env : %s | llama_py %s",
+                     ggml_cpu_variant(), ggml_cpu_features(), ggml_cpu_n_physical_cores(), ggml_env_summary(),
+                     LLAMA_PY_VERSION);
+    ggml_backend_load_all();
+    for (size_t i = 0; i < ggml_backend_dev_count() && n > 0 && (size_t) n < sizeof(buf); i++) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        if (ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_CPU) {
+            n += snprintf(buf + n, sizeof(buf) - (size_t) n, " | %s : %s", ggml_backend_dev_name(d), ggml_backend_dev_description(d));
+        }
+    }
     return buf;
 }
 

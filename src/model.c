@@ -1,9 +1,8 @@
-// model.c — loading Llama-architecture GGUF models: metadata (with kv_overrides), the
-// vocabulary, hyperparameters, weight tensors viewed in place in the mapped file, validation
-// of every required tensor and shape; and the model accessors and metadata functions.
+// model.c — loading GGUF models of the architectures in the table (arch.c): metadata (with
+// kv_overrides), the vocabulary, hyperparameters, weight tensors viewed in place in the mapped
+// file, validation of every required tensor and shape; and the model accessors and metadata.
 #include "llama-model.h"
 #include "llama-vocab.h"
-#include "ggml-cpu/repack.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -25,7 +24,7 @@ struct llama_model_params llama_model_default_params(void) {
     memset(&p, 0, sizeof(p));
     p.devices = NULL;
     p.tensor_buft_overrides = NULL;
-    p.n_gpu_layers = 999;            // "all layers", like llama.cpp; CPU only here
+    p.n_gpu_layers = 999;            // "all layers", like llama.cpp (where a GPU is present)
     p.split_mode = LLAMA_SPLIT_MODE_LAYER;
     p.load_mode = LLAMA_LOAD_MODE_AUTO;
     p.lazy_mode = LLAMA_LAZY_MODE_OFF;
@@ -73,10 +72,6 @@ static bool gguf_type_is_int(enum gguf_type t) {
         default:
             return false;
     }
-}
-
-static bool gguf_type_is_float(enum gguf_type t) {
-    return t == GGUF_TYPE_FLOAT32 || t == GGUF_TYPE_FLOAT64;
 }
 
 static int64_t gguf_int_at(const struct gguf_context * g, int64_t id) {
@@ -326,8 +321,28 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     if (!hp_u32(g, a, "rope.scaling.original_context_length", &hp->n_ctx_orig_yarn, false, &ok)) {
         hp->n_ctx_orig_yarn = hp->n_ctx_train;
     }
+    // The architecture's own keys (arch.c), then the values it fixes or derives.
+    const struct llama_arch_info * ai = m->arch_info;
+    for (const struct llm_key_spec * k = ai ? ai->keys : NULL; k != NULL && k->suffix != NULL; k++) {
+        void * field = (char *) hp + k->offset;
+        if (k->type == LLM_KEY_U32) {
+            uint32_t v = (uint32_t) k->def;
+            hp_u32(g, a, k->suffix, &v, strict && k->required, &ok);
+            memcpy(field, &v, sizeof(v));
+        } else {
+            float v = (float) k->def;
+            if (!hp_f32(g, a, k->suffix, &v, &ok) && strict && k->required) {
+                LLAMA_LOG_ERROR("llama_model_load: missing required key '%s.%s'\n", a, k->suffix);
+                ok = false;
+            }
+            memcpy(field, &v, sizeof(v));
+        }
+    }
     if (!ok || !strict) {
         return ok;
+    }
+    if (ai->finish != NULL && !ai->finish(hp)) {
+        return false;
     }
 
     // Consistency of the shape; each failure names the value.
@@ -367,6 +382,15 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     if (!(hp->rope_freq_base_train > 0.0f) || !isfinite(hp->rope_freq_base_train)) {
         LLAMA_LOG_ERROR("llama_model_load: %s.rope.freq_base must be > 0\n", a);
         return false;
+    }
+    if (!(hp->rope_freq_base_swa >= 0.0f) || !isfinite(hp->rope_freq_base_swa) ||
+        !(hp->rope_attn_factor >= 0.0f) || !isfinite(hp->rope_attn_factor)) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.rope.freq_base_swa / rope.scaling.attn_factor must be finite and >= 0\n", a);
+        return false;
+    }
+    // Sliding-window layers: all of them (period 0), or all but every period-th.
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        hp->swa_layers[il] = hp->n_swa > 0 && (hp->swa_period == 0 || (il + 1) % hp->swa_period != 0);
     }
     return true;
 }
@@ -513,7 +537,7 @@ static struct ggml_tensor * model_fused_tensor(struct llama_model * m, const cha
     int64_t rows = 0;
     for (int i = 0; i < n; i++) {
         if (parts[i] == NULL || parts[i]->type != parts[0]->type || parts[i]->ne[0] != parts[0]->ne[0] ||
-            ggml_cpu_repack_size(parts[i]) == 0) {
+            !llama_model_tensor_on_host(parts[i]) || ggml_backend_cpu_repack_size(parts[i]) == 0) {
             return NULL;
         }
         rows += parts[i]->ne[1];
@@ -533,7 +557,7 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     const uint32_t n_layer = m->hparams.n_layer;
     const size_t cap = (size_t) n_layer*7 + 1;
     m->repack_ts = GGML_CALLOC(cap, sizeof(struct ggml_tensor *));
-    struct ggml_cpu_repack_fused * fused = GGML_CALLOC(cap, sizeof(struct ggml_cpu_repack_fused));
+    struct ggml_backend_cpu_repack_parts * fused = GGML_CALLOC(cap, sizeof(struct ggml_backend_cpu_repack_parts));
     m->ctx_fused = ggml_init((struct ggml_init_params) {
         .mem_size = (size_t) (2*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
     if (m->repack_ts == NULL || fused == NULL || m->ctx_fused == NULL) {
@@ -545,41 +569,123 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     for (uint32_t il = 0; il < n_layer; il++) {
         struct llama_layer * L = &m->layers[il];
         struct ggml_tensor * qkv[3] = { L->wq, L->wk, L->wv }, * gu[2] = { L->ffn_gate, L->ffn_up };
-        snprintf(name, sizeof(name), "blk.%u.attn_qkv.weight", il);
-        L->wqkv = model_fused_tensor(m, name, qkv, 3);
-        snprintf(name, sizeof(name), "blk.%u.ffn_gate_up.weight", il);
-        L->ffn_gate_up = model_fused_tensor(m, name, gu, 2);
-        if (L->wqkv != NULL) {
-            fused[n] = (struct ggml_cpu_repack_fused) { { L->wq, L->wk, L->wv, NULL }, 3 };
+        // Weights the file stores fused (phi3: wq == NULL, ffn_gate == NULL) are repacked as
+        // they are; separate ones are fused here.
+        if (L->wq == NULL) {
             m->repack_ts[n++] = L->wqkv;
         } else {
-            for (int i = 0; i < 3; i++) m->repack_ts[n++] = qkv[i];
+            snprintf(name, sizeof(name), "blk.%u.attn_qkv.weight", il);
+            L->wqkv = model_fused_tensor(m, name, qkv, 3);
+            if (L->wqkv != NULL) {
+                fused[n] = (struct ggml_backend_cpu_repack_parts) { { L->wq, L->wk, L->wv, NULL }, 3 };
+                m->repack_ts[n++] = L->wqkv;
+            } else {
+                for (int i = 0; i < 3; i++) m->repack_ts[n++] = qkv[i];
+            }
         }
         m->repack_ts[n++] = L->wo;
-        if (L->ffn_gate_up != NULL) {
-            fused[n] = (struct ggml_cpu_repack_fused) { { L->ffn_gate, L->ffn_up, NULL, NULL }, 2 };
+        if (L->ffn_gate == NULL) {
             m->repack_ts[n++] = L->ffn_gate_up;
         } else {
-            for (int i = 0; i < 2; i++) m->repack_ts[n++] = gu[i];
+            snprintf(name, sizeof(name), "blk.%u.ffn_gate_up.weight", il);
+            L->ffn_gate_up = model_fused_tensor(m, name, gu, 2);
+            if (L->ffn_gate_up != NULL) {
+                fused[n] = (struct ggml_backend_cpu_repack_parts) { { L->ffn_gate, L->ffn_up, NULL, NULL }, 2 };
+                m->repack_ts[n++] = L->ffn_gate_up;
+            } else {
+                for (int i = 0; i < 2; i++) m->repack_ts[n++] = gu[i];
+            }
         }
         m->repack_ts[n++] = L->ffn_down;
     }
     m->repack_ts[n++] = m->output;
     m->n_repack = n;
+    // weights on a device stay as they are there
+    for (int i = 0; i < n; i++) {
+        if (!llama_model_tensor_on_host(m->repack_ts[i])) m->repack_ts[i] = NULL;
+    }
     const int64_t t0 = llama_time_us();
-    m->repacked = ggml_cpu_repack_all_cb(m->repack_ts, n, ggml_cpu_n_physical_cores(), fused,
-                                         release_stored ? model_stored_pages : NULL, m);
+    m->buf_repack = ggml_backend_cpu_repack_weights(m->repack_ts, n, ggml_cpu_n_physical_cores(), fused,
+                                                    release_stored ? model_stored_pages : NULL, m);
     free(fused);
     // a fused weight is used only if its copy was made
     for (uint32_t il = 0; il < n_layer; il++) {
         struct llama_layer * L = &m->layers[il];
-        if (L->wqkv != NULL && ggml_cpu_repack_panels(L->wqkv) == NULL) L->wqkv = NULL;
-        if (L->ffn_gate_up != NULL && ggml_cpu_repack_panels(L->ffn_gate_up) == NULL) L->ffn_gate_up = NULL;
+        if (L->wq != NULL && L->wqkv != NULL && !ggml_backend_cpu_is_repacked(L->wqkv)) L->wqkv = NULL;
+        if (L->ffn_gate != NULL && L->ffn_gate_up != NULL && !ggml_backend_cpu_is_repacked(L->ffn_gate_up)) {
+            L->ffn_gate_up = NULL;
+        }
     }
-    if (m->repacked != NULL) {
+    if (m->buf_repack != NULL) {
         LLAMA_LOG_INFO("llama_model_load: weights repacked for the CPU kernels in %.1f ms\n",
                        (double) (llama_time_us() - t0)/1000.0);
     }
+}
+
+// The size of symbolic dimension d (arch.h) for this model.
+static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
+    const int64_t n_q = (int64_t) hp->n_embd_head_k * hp->n_head;
+    const int64_t n_k = llama_hparams_n_embd_k_gqa(hp), n_v = llama_hparams_n_embd_v_gqa(hp);
+    switch ((enum llm_dim) d) {
+        case LLM_DIM_EMBD:   return hp->n_embd;
+        case LLM_DIM_VOCAB:  return hp->n_vocab;
+        case LLM_DIM_FF:     return hp->n_ff;
+        case LLM_DIM_FF2:    return 2 * (int64_t) hp->n_ff;
+        case LLM_DIM_Q:      return n_q;
+        case LLM_DIM_K:      return n_k;
+        case LLM_DIM_V:      return n_v;
+        case LLM_DIM_O:      return (int64_t) hp->n_embd_head_v * hp->n_head;
+        case LLM_DIM_QKV:    return n_q + n_k + n_v;
+        case LLM_DIM_HEAD_K: return hp->n_embd_head_k;
+        case LLM_DIM_ROT2:   return hp->n_rot / 2;
+        default:             return 1;
+    }
+}
+
+// One tensor of the architecture's list into its field; false (logged) on a missing required
+// one, a wrong shape, or a type the ops cannot take.
+static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_spec * ts, const char * name, void * base) {
+    const struct llama_hparams * hp = &ld->m->hparams;
+    int64_t ne[2] = { model_dim(hp, ts->ne[0]), model_dim(hp, ts->ne[1]) };
+    bool ok = true;
+    struct ggml_tensor * t = model_tensor(ld, name, ts->n_dims, ne, (ts->flags & LLM_T_REQUIRED) != 0, &ok);
+    if (ok && t != NULL && (ts->flags & LLM_T_F32) && t->type != GGML_TYPE_F32) {
+        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' must be f32, got %s\n", name, ggml_type_name(t->type));
+        return false;
+    }
+    memcpy((char *) base + ts->offset, &t, sizeof(t));
+    return ok;
+}
+
+// Every tensor the architecture row lists (arch.c), block by block; output tied to the
+// embeddings when the file has none.
+static bool model_load_arch_tensors(struct llama_model * m, struct model_loader * ld,
+                                    const struct llama_model_params * params, bool * cancelled) {
+    const struct llama_hparams * hp = &m->hparams;
+    const struct llm_tensor_spec * specs = m->arch_info->tensors;
+    char name[GGML_MAX_NAME];
+    bool ok = true;
+    for (const struct llm_tensor_spec * ts = specs; ok && ts->name != NULL; ts++) {
+        if (!(ts->flags & LLM_T_LAYER)) {
+            ok = model_load_spec(ld, ts, ts->name, m);
+        }
+    }
+    if (ok && m->output == NULL) {
+        m->output = m->tok_embd; // tied embeddings
+    }
+    for (uint32_t il = 0; il < hp->n_layer && ok; il++) {
+        for (const struct llm_tensor_spec * ts = specs; ok && ts->name != NULL; ts++) {
+            if (ts->flags & LLM_T_LAYER) {
+                snprintf(name, sizeof(name), ts->name, il);
+                ok = model_load_spec(ld, ts, name, &m->layers[il]);
+            }
+        }
+        if (ok && !model_progress(params, 0.05f + 0.9f * (float) (il + 1) / (float) hp->n_layer)) {
+            *cancelled = true;
+            ok = false;
+        }
+    }
+    return ok;
 }
 
 // Maps the file and creates every weight tensor; false (logged) on any problem or a cancel.
@@ -640,59 +746,11 @@ static bool model_load_tensors(struct llama_model * m, const char * path, const 
         return false;
     }
 
-    const int64_t n_embd = hp->n_embd, n_vocab = hp->n_vocab, n_ff = hp->n_ff;
-    const int64_t n_q = (int64_t) hp->n_embd_head_k * hp->n_head;
-    const int64_t n_o = (int64_t) hp->n_embd_head_v * hp->n_head;
-    const int64_t n_k = llama_hparams_n_embd_k_gqa(hp);
-    const int64_t n_v = llama_hparams_n_embd_v_gqa(hp);
-    bool ok = true;
-    char name[GGML_MAX_NAME];
-
-    m->tok_embd = model_tensor(&ld, "token_embd.weight", 2, (int64_t[]) { n_embd, n_vocab }, true, &ok);
-    m->output_norm = model_tensor(&ld, "output_norm.weight", 1, (int64_t[]) { n_embd }, true, &ok);
-    m->output = model_tensor(&ld, "output.weight", 2, (int64_t[]) { n_embd, n_vocab }, false, &ok);
-    if (m->output == NULL && ok) {
-        m->output = m->tok_embd; // tied embeddings
-    }
-    m->rope_freqs = model_tensor(&ld, "rope_freqs.weight", 1, (int64_t[]) { hp->n_rot / 2 }, false, &ok);
-    if (m->rope_freqs != NULL && m->rope_freqs->type != GGML_TYPE_F32) {
-        LLAMA_LOG_ERROR("llama_model_load: tensor 'rope_freqs.weight' must be f32, got %s\n", ggml_type_name(m->rope_freqs->type));
-        ok = false;
-    }
-
-    for (uint32_t il = 0; il < hp->n_layer && ok; il++) {
-        struct llama_layer * L = &m->layers[il];
-#define LT(field, suffix, nd, ...) \
-        snprintf(name, sizeof(name), "blk.%u." suffix ".weight", il); \
-        L->field = model_tensor(&ld, name, nd, (int64_t[]) { __VA_ARGS__ }, true, &ok)
-        LT(attn_norm, "attn_norm",   1, n_embd);
-        LT(wq,        "attn_q",      2, n_embd, n_q);
-        LT(wk,        "attn_k",      2, n_embd, n_k);
-        LT(wv,        "attn_v",      2, n_embd, n_v);
-        LT(wo,        "attn_output", 2, n_o, n_embd);
-        LT(ffn_norm,  "ffn_norm",    1, n_embd);
-        LT(ffn_gate,  "ffn_gate",    2, n_embd, n_ff);
-        LT(ffn_up,    "ffn_up",      2, n_embd, n_ff);
-        LT(ffn_down,  "ffn_down",    2, n_ff, n_embd);
-#undef LT
-        // norms are applied with an elementwise multiply on F32 activations
-        if (ok && (L->attn_norm->type != GGML_TYPE_F32 || L->ffn_norm->type != GGML_TYPE_F32)) {
-            LLAMA_LOG_ERROR("llama_model_load: norm weights of block %u must be f32\n", il);
-            ok = false;
-        }
-        if (!model_progress(params, 0.05f + 0.9f * (float) (il + 1) / (float) hp->n_layer)) {
-            *cancelled = true;
-            ok = false;
-        }
-    }
-    if (ok && m->output_norm->type != GGML_TYPE_F32) {
-        LLAMA_LOG_ERROR("llama_model_load: tensor 'output_norm.weight' must be f32, got %s\n", ggml_type_name(m->output_norm->type));
-        ok = false;
-    }
+    bool ok = model_load_arch_tensors(m, &ld, params, cancelled);
     if (ok) {
         for (int64_t i = 0; i < n_tensors; i++) {
             if (!ld.used[i]) {
-                LLAMA_LOG_WARN("llama_model_load: tensor '%s' is not used by the llama architecture\n", gguf_get_tensor_name(g, i));
+                LLAMA_LOG_WARN("llama_model_load: tensor '%s' is not used by the %s architecture\n", gguf_get_tensor_name(g, i), m->arch);
             }
         }
     }
@@ -710,6 +768,9 @@ static bool model_load_tensors(struct llama_model * m, const char * path, const 
                 return false;
             }
         }
+    }
+    if (!llama_model_place_weights(m, params)) {
+        return false;
     }
     if (params->use_extra_bufts) {
         model_repack_weights(m, use_mmap && !m->mlocked);
@@ -773,7 +834,7 @@ void llama_model_free(struct llama_model * model) {
         munlock(gguf_mmap_addr(model->map), gguf_mmap_size(model->map));
     }
 #endif
-    ggml_cpu_repack_free(model->repack_ts, model->n_repack, model->repacked);
+    llama_model_free_buffers(model);
     free(model->repack_ts);
     ggml_free(model->ctx_fused);
     gguf_mmap_close(model->map);
@@ -821,9 +882,12 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
         goto fail;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
-    // A vocabulary can be loaded from any architecture's file; running needs `llama`.
-    if (!params.vocab_only && strcmp(arch, "llama") != 0) {
-        LLAMA_LOG_ERROR("llama_model_load: unsupported architecture '%s' (only 'llama' is supported)\n", arch);
+    // A vocabulary can be loaded from any architecture's file; running needs a table row.
+    m->arch_info = llama_arch_find(arch);
+    if (!params.vocab_only && m->arch_info == NULL) {
+        char names[256];
+        LLAMA_LOG_ERROR("llama_model_load: unsupported architecture '%s' (supported: %s)\n", arch,
+                        llama_arch_list(names, sizeof(names)));
         goto fail;
     }
     if (!model_load_hparams(m, !params.vocab_only)) {
@@ -882,9 +946,6 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
     }
 
     if (!params.vocab_only) {
-        if (params.n_gpu_layers > 0 && params.n_gpu_layers != 999) {
-            LLAMA_LOG_INFO("llama_model_load: n_gpu_layers = %d ignored (CPU only)\n", params.n_gpu_layers);
-        }
         if (!model_load_tensors(m, path_model, &params, &cancelled)) {
             goto fail;
         }
@@ -989,7 +1050,10 @@ const struct llama_vocab * llama_model_get_vocab(const struct llama_model * mode
 
 enum llama_rope_type llama_model_rope_type(const struct llama_model * model) {
     MODEL_OR(LLAMA_ROPE_TYPE_NONE);
-    return LLAMA_ROPE_TYPE_NORM;
+    if (model->arch_info == NULL) {
+        return LLAMA_ROPE_TYPE_NONE;
+    }
+    return model->arch_info->rope == LLM_ROPE_NEOX ? LLAMA_ROPE_TYPE_NEOX : LLAMA_ROPE_TYPE_NORM;
 }
 
 int32_t llama_model_n_ctx_train(const struct llama_model * model) { MODEL_OR(0); return (int32_t) model->hparams.n_ctx_train; }
@@ -1000,7 +1064,7 @@ int32_t llama_model_n_layer(const struct llama_model * model)     { MODEL_OR(0);
 int32_t llama_model_n_layer_nextn(const struct llama_model * model) { MODEL_OR(0); return 0; }
 int32_t llama_model_n_head(const struct llama_model * model)      { MODEL_OR(0); return (int32_t) model->hparams.n_head; }
 int32_t llama_model_n_head_kv(const struct llama_model * model)   { MODEL_OR(0); return (int32_t) model->hparams.n_head_kv; }
-int32_t llama_model_n_swa(const struct llama_model * model)       { MODEL_OR(0); return 0; }
+int32_t llama_model_n_swa(const struct llama_model * model)       { MODEL_OR(0); return (int32_t) model->hparams.n_swa; }
 float llama_model_rope_freq_scale_train(const struct llama_model * model) { MODEL_OR(0.0f); return model->hparams.rope_freq_scale_train; }
 uint32_t llama_model_n_cls_out(const struct llama_model * model)  { MODEL_OR(0); return 0; }
 

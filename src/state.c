@@ -133,16 +133,32 @@ static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, 
             }
         }
     }
+    // rows of a device's cache are read through the backend into a host row first
+    const size_t row_max = kv->k_l[0]->nb[1] > kv->v_l[0]->nb[1] ? kv->k_l[0]->nb[1] : kv->v_l[0]->nb[1];
+    uint8_t * staged = NULL;
     for (int kind = 0; kind < 2; kind++) {
         for (uint32_t il = 0; il < kv->n_layer; il++) {
             const struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            const bool host = llama_model_tensor_on_host(t);
+            if (!host && w->dst != NULL && staged == NULL && (staged = GGML_MALLOC(row_max)) == NULL) {
+                LLAMA_LOG_ERROR("llama_state: out of memory\n");
+                w->overflow = true;
+                return;
+            }
             for (uint32_t i = 0; i < kv->size; i++) {
                 if (kv->pos[i] >= 0 && (seq < 0 || llama_kv_cache_seq_has(kv, i, seq))) {
-                    st_write(w, (const uint8_t *) t->data + (size_t) i * t->nb[1], t->nb[1]);
+                    const size_t off = (size_t) i * t->nb[1];
+                    if (host || w->dst == NULL) {
+                        st_write(w, host ? (const uint8_t *) t->data + off : NULL, t->nb[1]);
+                    } else {
+                        ggml_backend_tensor_get(t, staged, off, t->nb[1]);
+                        st_write(w, staged, t->nb[1]);
+                    }
                 }
             }
         }
     }
+    free(staged);
 }
 
 // Reads cells written by st_write_kv into free cells (dest >= 0: all into that sequence).
@@ -208,7 +224,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
     // other sequences' attention through masked-out (0 * NaN) products.
     float * row = ok ? GGML_MALLOC(sizeof(float) * (size_t) (kv->k_l[0]->ne[0] > kv->v_l[0]->ne[0] ?
                                                               kv->k_l[0]->ne[0] : kv->v_l[0]->ne[0])) : NULL;
-    if (ok && row == NULL) {
+    const size_t row_max = kv->k_l[0]->nb[1] > kv->v_l[0]->nb[1] ? kv->k_l[0]->nb[1] : kv->v_l[0]->nb[1];
+    uint8_t * staged = ok ? GGML_MALLOC(row_max) : NULL;
+    if (ok && (row == NULL || staged == NULL)) {
         LLAMA_LOG_ERROR("%s: out of memory\n", func);
         ok = false;
     }
@@ -216,8 +234,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
         for (uint32_t il = 0; ok && il < kv->n_layer; il++) {
             struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
             const struct ggml_type_traits * tt = ggml_get_type_traits(t->type);
+            const bool host = llama_model_tensor_on_host(t);
             for (uint32_t k = 0; k < placed; k++) {
-                uint8_t * dst = (uint8_t *) t->data + (size_t) cells[k] * t->nb[1];
+                uint8_t * dst = host ? (uint8_t *) t->data + (size_t) cells[k] * t->nb[1] : staged;
                 if (!st_read(r, dst, t->nb[1])) {
                     LLAMA_LOG_ERROR("%s: the state is truncated\n", func);
                     ok = false;
@@ -235,18 +254,22 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
                 if (!ok) {
                     break;
                 }
+                if (!host) {
+                    ggml_backend_tensor_set(t, staged, (size_t) cells[k] * t->nb[1], t->nb[1]);
+                }
             }
         }
     }
     free(row);
+    free(staged);
     if (!ok) {
         // Refused: free the cells and zero what was copied into them, so no rejected (possibly
         // non-finite) bytes stay in the buffer that the attention reads for masked cells.
         for (uint32_t k = 0; k < placed; k++) {
             llama_kv_cache_cell_clear(kv, cells[k]);
             for (uint32_t il = 0; il < kv->n_layer; il++) {
-                memset((uint8_t *) kv->k_l[il]->data + (size_t) cells[k] * kv->k_l[il]->nb[1], 0, kv->k_l[il]->nb[1]);
-                memset((uint8_t *) kv->v_l[il]->data + (size_t) cells[k] * kv->v_l[il]->nb[1], 0, kv->v_l[il]->nb[1]);
+                ggml_backend_tensor_memset(kv->k_l[il], 0, (size_t) cells[k] * kv->k_l[il]->nb[1], kv->k_l[il]->nb[1]);
+                ggml_backend_tensor_memset(kv->v_l[il], 0, (size_t) cells[k] * kv->v_l[il]->nb[1], kv->v_l[il]->nb[1]);
             }
         }
     }

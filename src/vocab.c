@@ -233,21 +233,48 @@ static const char * vocab_get_str(const struct gguf_context * g, const char * ke
 }
 
 // Reads a special-token id key into *id when present and valid.
-static void vocab_read_id(struct llama_vocab * v, const struct gguf_context * g, const char * key, llama_token * id) {
+// Reads a special-token id; false (logged, naming the id) when it lies outside the vocabulary.
+static bool vocab_read_id(struct llama_vocab * v, const struct gguf_context * g, const char * key, llama_token * id) {
     int64_t x;
     if (!vocab_get_int(g, key, &x)) {
-        return;
+        return true;
     }
     if (x < 0 || x >= v->n_tokens) {
         // -1 (and some converters' UINT32_MAX) mean "none"; anything else out of range is a mistake.
         if (x != -1 && x != (int64_t) UINT32_MAX) {
-            LLAMA_LOG_WARN("llama_vocab_load: %s = %" PRId64 " is not a token id (vocab has %d); ignored\n",
-                           key, x, v->n_tokens);
+            LLAMA_LOG_ERROR("llama_vocab_load: %s = token id %" PRId64 " is not in the vocabulary (%d tokens)\n",
+                            key, x, v->n_tokens);
+            return false;
         }
         *id = LLAMA_TOKEN_NULL;
-        return;
+        return true;
     }
     *id = (llama_token) x;
+    return true;
+}
+
+static bool vocab_is_hex(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f');
+}
+
+// A token's text as the tokenizer needs it: valid UTF-8, and BYTE tokens spelled <0xHH>;
+// false (logged, naming the token id) otherwise.
+static bool vocab_check_token(size_t id, const char * text, size_t len, int32_t type) {
+    for (size_t i = 0; i < len;) {
+        size_t n;
+        if (unicode_utf8_decode((const uint8_t *) text + i, len - i, &n) == UNICODE_INVALID) {
+            LLAMA_LOG_ERROR("llama_vocab_load: token %zu is not valid UTF-8 (byte %zu of its text)\n", id, i);
+            return false;
+        }
+        i += n;
+    }
+    if (type == LLAMA_TOKEN_TYPE_BYTE &&
+        !(len == 6 && memcmp(text, "<0x", 3) == 0 && vocab_is_hex(text[3]) && vocab_is_hex(text[4]) && text[5] == '>')) {
+        LLAMA_LOG_ERROR("llama_vocab_load: token %zu has type BYTE but its text '%.*s' is not <0xHH>\n",
+                        id, (int) (len < 32 ? len : 32), text);
+        return false;
+    }
+    return true;
 }
 
 // First token whose text is one of texts, or LLAMA_TOKEN_NULL.
@@ -596,6 +623,9 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
             LLAMA_LOG_ERROR("llama_vocab_load: token %zu has type %d (valid: 0..6)\n", i, t->type);
             goto fail;
         }
+        if (!vocab_check_token(i, v->text + off, len, t->type)) {
+            goto fail;
+        }
         t->attr = vocab_attr_of_type(t->type);
         off += len + 1;
         // Insert into the index; a repeated text maps to its last id.
@@ -670,25 +700,35 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         v->ignore_merges = pre->ignore_merges;
         v->clean_spaces = pre->clean_spaces;
     }
-    vocab_read_id(v, g, "tokenizer.ggml.bos_token_id", &v->bos);
-    vocab_read_id(v, g, "tokenizer.ggml.eos_token_id", &v->eos);
-    vocab_read_id(v, g, "tokenizer.ggml.eot_token_id", &v->eot);
-    vocab_read_id(v, g, "tokenizer.ggml.eom_token_id", &v->eom);
-    vocab_read_id(v, g, "tokenizer.ggml.unknown_token_id", &v->unk);
-    vocab_read_id(v, g, "tokenizer.ggml.seperator_token_id", &v->sep);
-    vocab_read_id(v, g, "tokenizer.ggml.separator_token_id", &v->sep);
-    vocab_read_id(v, g, "tokenizer.ggml.padding_token_id", &v->pad);
-    vocab_read_id(v, g, "tokenizer.ggml.cls_token_id", &v->cls);
-    vocab_read_id(v, g, "tokenizer.ggml.mask_token_id", &v->mask);
-    vocab_read_id(v, g, "tokenizer.ggml.prefix_token_id", &v->fim_pre);
-    vocab_read_id(v, g, "tokenizer.ggml.suffix_token_id", &v->fim_suf);
-    vocab_read_id(v, g, "tokenizer.ggml.middle_token_id", &v->fim_mid);
-    vocab_read_id(v, g, "tokenizer.ggml.fim_pre_token_id", &v->fim_pre);
-    vocab_read_id(v, g, "tokenizer.ggml.fim_suf_token_id", &v->fim_suf);
-    vocab_read_id(v, g, "tokenizer.ggml.fim_mid_token_id", &v->fim_mid);
-    vocab_read_id(v, g, "tokenizer.ggml.fim_pad_token_id", &v->fim_pad);
-    vocab_read_id(v, g, "tokenizer.ggml.fim_rep_token_id", &v->fim_rep);
-    vocab_read_id(v, g, "tokenizer.ggml.fim_sep_token_id", &v->fim_sep);
+    {
+        // Special ids named by the file must be tokens of the vocabulary.
+        static const struct { const char * key; size_t off; } ids[] = {
+            { "tokenizer.ggml.bos_token_id", offsetof(struct llama_vocab, bos) },
+            { "tokenizer.ggml.eos_token_id", offsetof(struct llama_vocab, eos) },
+            { "tokenizer.ggml.eot_token_id", offsetof(struct llama_vocab, eot) },
+            { "tokenizer.ggml.eom_token_id", offsetof(struct llama_vocab, eom) },
+            { "tokenizer.ggml.unknown_token_id", offsetof(struct llama_vocab, unk) },
+            { "tokenizer.ggml.seperator_token_id", offsetof(struct llama_vocab, sep) },
+            { "tokenizer.ggml.separator_token_id", offsetof(struct llama_vocab, sep) },
+            { "tokenizer.ggml.padding_token_id", offsetof(struct llama_vocab, pad) },
+            { "tokenizer.ggml.cls_token_id", offsetof(struct llama_vocab, cls) },
+            { "tokenizer.ggml.mask_token_id", offsetof(struct llama_vocab, mask) },
+            { "tokenizer.ggml.prefix_token_id", offsetof(struct llama_vocab, fim_pre) },
+            { "tokenizer.ggml.suffix_token_id", offsetof(struct llama_vocab, fim_suf) },
+            { "tokenizer.ggml.middle_token_id", offsetof(struct llama_vocab, fim_mid) },
+            { "tokenizer.ggml.fim_pre_token_id", offsetof(struct llama_vocab, fim_pre) },
+            { "tokenizer.ggml.fim_suf_token_id", offsetof(struct llama_vocab, fim_suf) },
+            { "tokenizer.ggml.fim_mid_token_id", offsetof(struct llama_vocab, fim_mid) },
+            { "tokenizer.ggml.fim_pad_token_id", offsetof(struct llama_vocab, fim_pad) },
+            { "tokenizer.ggml.fim_rep_token_id", offsetof(struct llama_vocab, fim_rep) },
+            { "tokenizer.ggml.fim_sep_token_id", offsetof(struct llama_vocab, fim_sep) },
+        };
+        for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+            if (!vocab_read_id(v, g, ids[i].key, (llama_token *) ((char *) v + ids[i].off))) {
+                goto fail;
+            }
+        }
+    }
     if (v->unk >= 0 && v->unk >= v->n_tokens) {
         v->unk = LLAMA_TOKEN_NULL;
     }

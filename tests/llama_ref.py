@@ -1,4 +1,8 @@
-"""A NumPy Llama forward pass written from the math, used as the reference for our logits.
+"""A NumPy forward pass written from the math, used as the reference for our logits: Llama and
+the architectures beside it (qwen2: Q/K/V biases; qwen3: per-head RMS norm of Q and K; gemma3:
+embeddings * sqrt(n_embd), norms after attention and FFN too, GeGLU, sliding window on five of
+six layers with their own rope base; phi3: fused QKV and gate/up, LongRoPE factors; all of
+these rotate NeoX pairs (i, i + n_rot/2)). The Llama case:
 
 Weights are read with the `gguf` package's GGUFReader (quantized tensors dequantized with
 gguf.quants), and everything is computed in float64:
@@ -24,19 +28,25 @@ import gguf
 from gguf import quants as gguf_quants
 
 
+ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3")
+
+
 def _field(reader: gguf.GGUFReader, key: str, default=None):
     f = reader.fields.get(key)
     return default if f is None else f.contents()
 
 
 class LlamaRef:
-    """Loads a llama GGUF; forward(tokens) gives float64 logits for every position."""
+    """Loads a GGUF of a supported architecture; forward(tokens) gives float64 logits for every
+    position. n_ctx (LongRoPE only) picks the long or short factors as a context of that size
+    would."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, n_ctx: Optional[int] = None, storage=np.float64):
         r = gguf.GGUFReader(path)
         arch = _field(r, "general.architecture")
-        assert arch == "llama", arch
-        g = lambda k, d=None: _field(r, f"llama.{k}", d)  # noqa: E731
+        assert arch in ARCHS, arch
+        self.arch = arch
+        g = lambda k, d=None: _field(r, f"{arch}.{k}", d)  # noqa: E731
         self.n_embd = int(g("embedding_length"))
         self.n_layer = int(g("block_count"))
         self.n_head = int(g("attention.head_count"))
@@ -47,11 +57,31 @@ class LlamaRef:
         self.rope_base = float(g("rope.freq_base", 10000.0))
         factor = g("rope.scaling.factor", None)
         self.freq_scale = 1.0 / float(factor) if factor else 1.0
+        n_ctx_train = int(g("context_length"))
+        self.neox = arch != "llama"
+        # sliding window: gemma3 five local layers of six, phi3 all layers when set
+        self.n_swa = int(g("attention.sliding_window", 0) or 0)
+        period = int(g("attention.sliding_window_pattern", 6)) if arch == "gemma3" else 0
+        self.swa = [self.n_swa > 0 and (period == 0 or (il + 1) % period != 0) for il in range(self.n_layer)]
+        self.rope_base_swa = float(g("rope.freq_base_swa", 10000.0)) if arch == "gemma3" else None
+        self.attn_scale = 1.0 / np.sqrt(self.head_dim)
+        self.embd_scale = np.sqrt(self.n_embd) if arch == "gemma3" else 1.0
         self.w: Dict[str, np.ndarray] = {}
+        # storage float32 halves the memory of big models and loses nothing (dequantized and F16
+        # values are float32 numbers); products still run in float64 (NumPy promotes per matmul)
         for t in r.tensors:
-            self.w[t.name] = self._to_f64(t)
+            self.w[t.name] = self._to_f64(t).astype(storage, copy=False)
         self.out = self.w.get("output.weight", self.w["token_embd.weight"])
         self.n_vocab = self.w["token_embd.weight"].shape[0]
+        self.freq_factors = self.w.get("rope_freqs.weight")
+        self.mscale = 1.0
+        if "rope_factors_long.weight" in self.w:
+            orig = int(g("rope.scaling.original_context_length", n_ctx_train))
+            long = (n_ctx if n_ctx is not None else n_ctx_train) > orig
+            self.freq_factors = self.w["rope_factors_long.weight" if long else "rope_factors_short.weight"]
+            s = n_ctx_train / orig
+            self.mscale = float(g("rope.scaling.attn_factor",
+                                  np.sqrt(1 + np.log(s) / np.log(orig)) if s > 1 else 1.0))
 
     @staticmethod
     def _to_f64(t) -> np.ndarray:
@@ -63,32 +93,78 @@ class LlamaRef:
             a = gguf_quants.dequantize(np.asarray(t.data), qt)
         return a.astype(np.float64).reshape(shape)
 
-    def _rmsnorm(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
+    def _rmsnorm(self, x: np.ndarray, w: Optional[np.ndarray]) -> np.ndarray:
+        n = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps)
+        return n if w is None else n * w
 
-    def _rope(self, x: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    def _rope(self, x: np.ndarray, pos: np.ndarray, il: int = 0, shift: bool = False) -> np.ndarray:
         # x: [n_tokens, n_heads, head_dim]
         half = self.n_rot // 2
-        inv = self.rope_base ** (-2.0 * np.arange(half) / self.n_rot)
-        theta = (pos.astype(np.float64) * self.freq_scale)[:, None] * inv[None, :]  # [n, half]
-        cos = np.cos(theta)[:, None, :]
-        sin = np.sin(theta)[:, None, :]
+        base, fscale = self.rope_base, self.freq_scale
+        if self.swa[il] and self.rope_base_swa is not None:
+            base, fscale = self.rope_base_swa, 1.0
+        inv = base ** (-2.0 * np.arange(half) / self.n_rot)
+        if self.freq_factors is not None:
+            inv = inv / self.freq_factors
+        theta = (pos.astype(np.float64) * fscale)[:, None] * inv[None, :]  # [n, half]
+        m = 1.0 if shift else self.mscale
+        cos = np.cos(theta)[:, None, :] * m
+        sin = np.sin(theta)[:, None, :] * m
         out = x.copy()
-        x0 = x[:, :, 0:self.n_rot:2]
-        x1 = x[:, :, 1:self.n_rot:2]
-        out[:, :, 0:self.n_rot:2] = x0 * cos - x1 * sin
-        out[:, :, 1:self.n_rot:2] = x0 * sin + x1 * cos
+        if self.neox:    # pairs (i, i + n_rot/2)
+            x0, x1 = x[:, :, 0:half], x[:, :, half:self.n_rot]
+            out[:, :, 0:half] = x0 * cos - x1 * sin
+            out[:, :, half:self.n_rot] = x0 * sin + x1 * cos
+        else:            # adjacent pairs (2i, 2i+1)
+            x0 = x[:, :, 0:self.n_rot:2]
+            x1 = x[:, :, 1:self.n_rot:2]
+            out[:, :, 0:self.n_rot:2] = x0 * cos - x1 * sin
+            out[:, :, 1:self.n_rot:2] = x0 * sin + x1 * cos
         return out
 
     def new_cache(self) -> "RefCache":
         """An empty per-sequence KV cache for step()."""
         return RefCache(self)
 
+    def _qkv(self, p: str, h: np.ndarray):
+        w = self.w
+        n = len(h)
+        nq, nkv = self.n_head * self.head_dim, self.n_head_kv * self.head_dim
+        if p + "attn_qkv.weight" in w:
+            qkv = h @ w[p + "attn_qkv.weight"].T
+            q, k, v = qkv[:, :nq], qkv[:, nq:nq + nkv], qkv[:, nq + nkv:]
+        else:
+            q, k, v = (h @ w[p + f"attn_{x}.weight"].T for x in "qkv")
+        q = q + w.get(p + "attn_q.bias", 0.0)
+        k = k + w.get(p + "attn_k.bias", 0.0)
+        v = v + w.get(p + "attn_v.bias", 0.0)
+        q = q.reshape(n, self.n_head, self.head_dim)
+        k = k.reshape(n, self.n_head_kv, self.head_dim)
+        v = v.reshape(n, self.n_head_kv, self.head_dim)
+        if p + "attn_q_norm.weight" in w:
+            q = self._rmsnorm(q, w[p + "attn_q_norm.weight"])
+            k = self._rmsnorm(k, w[p + "attn_k_norm.weight"])
+        return q, k, v
+
+    def _ffn(self, p: str, m: np.ndarray) -> np.ndarray:
+        w = self.w
+        if p + "ffn_gate.weight" in w:
+            gate, up = m @ w[p + "ffn_gate.weight"].T, m @ w[p + "ffn_up.weight"].T
+        else:   # phi3: gate and up rows in one tensor, gate first
+            gu = m @ w[p + "ffn_up.weight"].T
+            gate, up = gu[:, :gu.shape[1] // 2], gu[:, gu.shape[1] // 2:]
+        if self.arch == "gemma3":   # GELU, tanh approximation
+            act = 0.5 * gate * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (gate + 0.044715 * gate ** 3)))
+        else:
+            act = gate / (1.0 + np.exp(-gate))
+        return (act * up) @ w[p + "ffn_down.weight"].T
+
     def step(self, cache: "RefCache", tokens: Sequence[int], positions: Sequence[int],
              causal: bool = True, return_hidden: bool = False) -> np.ndarray:
         """Runs new tokens of one sequence against its cache (then appends them to it).
 
-        Each new token attends to every cached and new entry at a position <= its own."""
+        Each new token attends to every cached and new entry at a position <= its own (and,
+        in sliding-window layers, less than n_swa positions back)."""
         toks = np.asarray(tokens, dtype=np.int64)
         pos = np.asarray(positions, dtype=np.int64)
         n = len(toks)
@@ -97,34 +173,40 @@ class LlamaRef:
         mask = np.zeros((n, len(all_pos)))
         if causal:
             mask[all_pos[None, :] > pos[:, None]] = -np.inf
-        x = self.w["token_embd.weight"][toks]
+        mask_swa = mask.copy()
+        if self.n_swa:
+            mask_swa[np.abs(pos[:, None] - all_pos[None, :]) >= self.n_swa] = -np.inf
+        x = self.w["token_embd.weight"][toks].astype(np.float64) * self.embd_scale
+        w = self.w
         for il in range(self.n_layer):
             p = f"blk.{il}."
-            h = self._rmsnorm(x, self.w[p + "attn_norm.weight"])
-            q = (h @ self.w[p + "attn_q.weight"].T).reshape(n, nh, hd)
-            k = (h @ self.w[p + "attn_k.weight"].T).reshape(n, nkv, hd)
-            v = (h @ self.w[p + "attn_v.weight"].T).reshape(n, nkv, hd)
-            q = self._rope(q, pos)
-            k = self._rope(k, pos)
+            h = self._rmsnorm(x, w[p + "attn_norm.weight"])
+            q, k, v = self._qkv(p, h)
+            q = self._rope(q, pos, il)
+            k = self._rope(k, pos, il)
             K = np.concatenate([cache.k[il], k])
             V = np.concatenate([cache.v[il], v])
             cache.k[il], cache.v[il] = K, V
             o = np.empty((n, nh, hd))
             group = nh // nkv
+            msk = mask_swa if self.swa[il] else mask
             for hh in range(nh):
                 kh = hh // group
-                s = q[:, hh, :] @ K[:, kh, :].T / np.sqrt(hd) + mask
+                s = q[:, hh, :] @ K[:, kh, :].T * self.attn_scale + msk
                 s = s - s.max(axis=-1, keepdims=True)
                 a = np.exp(s)
                 a /= a.sum(axis=-1, keepdims=True)
                 o[:, hh, :] = a @ V[:, kh, :]
-            x = x + o.reshape(n, nh * hd) @ self.w[p + "attn_output.weight"].T
-            m = self._rmsnorm(x, self.w[p + "ffn_norm.weight"])
-            gate = m @ self.w[p + "ffn_gate.weight"].T
-            up = m @ self.w[p + "ffn_up.weight"].T
-            x = x + (gate / (1.0 + np.exp(-gate)) * up) @ self.w[p + "ffn_down.weight"].T
+            att = o.reshape(n, nh * hd) @ w[p + "attn_output.weight"].T
+            if p + "post_attention_norm.weight" in w:
+                att = self._rmsnorm(att, w[p + "post_attention_norm.weight"])
+            x = x + att
+            f = self._ffn(p, self._rmsnorm(x, w[p + "ffn_norm.weight"]))
+            if p + "post_ffw_norm.weight" in w:
+                f = self._rmsnorm(f, w[p + "post_ffw_norm.weight"])
+            x = x + f
         cache.pos = all_pos
-        hidden = self._rmsnorm(x, self.w["output_norm.weight"])
+        hidden = self._rmsnorm(x, w["output_norm.weight"])
         if return_hidden:
             return hidden
         return hidden @ self.out.T
@@ -135,6 +217,9 @@ class LlamaRef:
         hidden states with return_hidden)."""
         pos = np.arange(len(tokens)) if positions is None else positions
         return self.step(self.new_cache(), tokens, pos, causal=causal, return_hidden=return_hidden)
+
+
+ModelRef = LlamaRef
 
 
 class RefCache:
@@ -172,7 +257,7 @@ class RefCache:
 
     def _move(self, sel: np.ndarray, new_pos: np.ndarray) -> None:
         delta = np.where(sel, new_pos - self.pos, 0)
-        self.k = [self.model._rope(a, delta) for a in self.k]
+        self.k = [self.model._rope(a, delta, il, shift=True) for il, a in enumerate(self.k)]
         self.pos = np.where(sel, new_pos, self.pos)
         self._keep(self.pos >= 0)
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from llama_py.llama import Llama
+import llama_py.llama_cpp as C
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 REPO = EXAMPLES.parent
@@ -39,7 +40,7 @@ def llm(smollm2_path, lib_path):
 
 def greedy(llm, prompt, n):
     llm.reset()  # the prompt decoded as one batch, as the examples do
-    gen = llm.generate(llm.tokenize(prompt, special=True), temperature=0)
+    gen = llm.generate(llm.tokenize(prompt, special=True), temp=0)
     toks = [next(gen) for _ in range(n)]
     gen.close()
     return toks
@@ -87,8 +88,9 @@ def test_embedding(smollm2_path, lib_path):
     assert sim.shape == (3, 3)
     assert np.allclose(np.diag(sim), 1.0, atol=1e-3) and np.allclose(sim, sim.T, atol=1e-3)
     assert sim[0, 1] > sim[0, 2] and sim[0, 1] > sim[1, 2]  # the two cat sentences are the closest pair
-    with Llama(str(smollm2_path), n_ctx=128, embedding=True) as e:  # the high-level mean-pooled embedding
-        ref = np.array(e.embed(sents))
+    with Llama(str(smollm2_path), n_ctx=128, embedding=True, pooling_type=C.LLAMA_POOLING_TYPE_MEAN,
+               flash_attn=True, verbose=False) as e:  # the example's context uses flash attention (auto)  # the high-level mean-pooled embedding
+        ref = np.array(e.embed(sents, normalize=True))
     assert np.allclose(np.array(heads), ref[:, :6], atol=1e-4)
     assert np.allclose(sim, ref @ ref.T, atol=2e-3)
 

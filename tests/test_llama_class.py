@@ -30,14 +30,14 @@ EMOJI_PROMPT = "Emojis: 😀 😃 😄 😁 😆 😅 😂 🤣"
 
 @pytest.fixture(scope="module")
 def llm(smollm2_path, lib_path):
-    with Llama(str(smollm2_path), n_ctx=512) as m:
+    with Llama(str(smollm2_path), n_ctx=512, verbose=False) as m:
         yield m
 
 
 @pytest.fixture(scope="module")
 def greedy_tokens(llm):
     """The first 24 greedy tokens after PROMPT (the reference every completion test cuts from)."""
-    gen = fresh(llm).generate(llm.tokenize(PROMPT), temperature=0)
+    gen = fresh(llm).generate(llm.tokenize(PROMPT), temp=0)
     toks = [next(gen) for _ in range(24)]
     gen.close()
     return toks
@@ -133,7 +133,7 @@ def test_generate_greedy(llm, greedy_tokens):
     assert "Paris" in text.split(".")[0], text
     # again, now reusing the cached prompt (only its last token is decoded again): the same tokens
     # (this prompt's greedy choices are far from ties, so the rounding of that path cannot flip one)
-    gen = llm.generate(llm.tokenize(PROMPT), temperature=0)
+    gen = llm.generate(llm.tokenize(PROMPT), temp=0)
     again = [next(gen) for _ in range(8)]
     gen.close()
     assert again == greedy_tokens[:8]
@@ -180,13 +180,16 @@ def test_seed_from_constructor(smollm2_path, lib_path):
 
 
 def test_max_tokens_none_runs_to_eog_or_context(smollm2_path, lib_path):
-    with Llama(str(smollm2_path), n_ctx=24) as m:
-        out = m.create_completion(PROMPT, max_tokens=None, temperature=0)
+    with Llama(str(smollm2_path), n_ctx=24, verbose=False) as m:
+        assert m.n_ctx() == 256   # llama.cpp rounds the context up to a multiple of 256
+        out = m.create_completion(PROMPT, max_tokens=None, temperature=0, repeat_penalty=1.3)
         n_prompt = out["usage"]["prompt_tokens"]
         if out["choices"][0]["finish_reason"] == "length":
-            assert out["usage"]["completion_tokens"] == 24 - n_prompt
-        with pytest.raises(ValueError):
-            m.create_completion("word " * 40, max_tokens=4)
+            assert out["usage"]["completion_tokens"] == 256 - n_prompt
+        else:
+            assert out["usage"]["completion_tokens"] < 256 - n_prompt
+        with pytest.raises(ValueError, match="exceed context window"):
+            m.create_completion("word " * 300, max_tokens=4)
 
 
 def test_logit_bias(llm, greedy_tokens):
@@ -215,7 +218,7 @@ def test_penalties_see_the_prompt(llm, repeat, freq, present):
     pen[seen] = np.where(pen[seen] <= 0, pen[seen] * repeat, pen[seen] / repeat)
     pen -= counts * freq + seen * present
     expected = int(np.argmax(pen))
-    gen = llm.generate(toks, temperature=0, repeat_penalty=repeat, frequency_penalty=freq, presence_penalty=present)
+    gen = llm.generate(toks, temp=0, repeat_penalty=repeat, frequency_penalty=freq, presence_penalty=present)
     assert next(gen) == expected
     gen.close()
     if (repeat, freq, present) == (2.0, 0.0, 0.0):
@@ -279,7 +282,7 @@ def test_usage_with_stop(llm, greedy_tokens):
 # ---- UTF-8 safe streaming ----
 
 def test_stream_never_splits_utf8(llm):
-    gen = fresh(llm).generate(llm.tokenize(EMOJI_PROMPT), temperature=0)
+    gen = fresh(llm).generate(llm.tokenize(EMOJI_PROMPT), temp=0)
     toks = [next(gen) for _ in range(15)]
     gen.close()
     # the model spells these emoji over several byte tokens: the test really crosses them
@@ -365,9 +368,9 @@ def test_apply_chat_template_matches_models_jinja(llm):
             assert llm.apply_chat_template(msgs, add_generation_prompt=add) == expected
 
 
-# A question alone: with a system message this 135M model's first greedy token is a near tie
-# ("La" / "The"), which the order of float sums in the kernels may decide either way.
-ASK = [{"role": "user", "content": "What is the capital of France?"}]
+# A request alone: the template adds its default system message (SmolLM2's "You are a helpful AI
+# assistant named SmolLM..."), with which this 135M model answers this wording with Paris.
+ASK = [{"role": "user", "content": "Name the capital of France."}]
 
 
 def test_chat_completion(llm):
@@ -379,6 +382,7 @@ def test_chat_completion(llm):
     assert ch["finish_reason"] == "stop"   # ended by <|im_end|>, which is not in the text
     assert "<|im_end|>" not in ch["message"]["content"]
     prompt = llm.apply_chat_template(ASK)
+    assert prompt.startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")  # template executed
     assert out["usage"]["prompt_tokens"] == len(llm.tokenize(prompt, special=True))
     assert out["usage"]["total_tokens"] == out["usage"]["prompt_tokens"] + out["usage"]["completion_tokens"]
     # streamed deltas: role first, then content pieces that add up to the same message
@@ -391,11 +395,11 @@ def test_chat_completion(llm):
 
 
 def test_chat_format_override(smollm2_path, lib_path):
-    with Llama(str(smollm2_path), n_ctx=64, chat_format="llama3") as m:
+    with Llama(str(smollm2_path), n_ctx=64, chat_format="llama-3", verbose=False) as m:
         assert m.apply_chat_template([{"role": "user", "content": "hi"}]) == \
             "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
-    with Llama(str(smollm2_path), n_ctx=64, chat_format="no-such-format") as m:
-        with pytest.raises(LlamaError, match="built-in"):
+    with Llama(str(smollm2_path), n_ctx=64, chat_format="no-such-format", verbose=False) as m:
+        with pytest.raises(ValueError, match="not supported"):
             m.apply_chat_template([{"role": "user", "content": "hi"}])
 
 
@@ -408,10 +412,13 @@ def test_embed_needs_embedding_mode(llm):
 
 def test_embed_mean_pooled_normalized(smollm2_path, lib_path):
     sentences = ["The cat sat on the mat.", "A cat is sitting on a rug.", "Stock markets fell sharply today."]
-    with Llama(str(smollm2_path), n_ctx=128, embedding=True) as e:
-        vecs = np.array(e.embed(sentences))
-        single = np.array(e.embed(sentences[0]))
+    with Llama(str(smollm2_path), n_ctx=128, embedding=True, pooling_type=C.LLAMA_POOLING_TYPE_MEAN,
+               verbose=False) as e:
+        vecs = np.array(e.embed(sentences, normalize=True))
+        single = np.array(e.embed(sentences[0], normalize=True))
         resp = e.create_embedding(sentences[:2])
+        assert np.allclose(resp["data"][1]["embedding"] / np.linalg.norm(resp["data"][1]["embedding"]), vecs[1],
+                           atol=1e-6)   # create_embedding does not normalise (llama-cpp-python's default)
         with pytest.raises(LlamaError):  # a pooled context yields no logits to sample from
             e.create_completion(PROMPT, max_tokens=2)
         toks = e.tokenize(sentences[0])
@@ -420,11 +427,11 @@ def test_embed_mean_pooled_normalized(smollm2_path, lib_path):
     assert np.allclose(single, vecs[0], atol=1e-6)
     sim = vecs @ vecs.T
     assert sim[0, 1] > sim[0, 2] and sim[0, 1] > sim[1, 2]
-    assert [d["index"] for d in resp["data"]] == [0, 1] and np.allclose(resp["data"][1]["embedding"], vecs[1])
+    assert [d["index"] for d in resp["data"]] == [0, 1]
     # oracle: the mean of the per-token embeddings (pooling NONE), normalised with NumPy
-    with Llama(str(smollm2_path), n_ctx=128, embedding=True, pooling_type=C.LLAMA_POOLING_TYPE_NONE) as raw:
-        with pytest.raises(LlamaError):
-            raw.embed("x")
+    with Llama(str(smollm2_path), n_ctx=128, embedding=True, pooling_type=C.LLAMA_POOLING_TYPE_NONE,
+               verbose=False) as raw:
+        per_token = np.array(raw.embed(sentences[0]))
         batch = C.llama_batch_init(len(toks), 0, 1)
         for i, t in enumerate(toks):
             C.llama_batch_add(batch, t, i, [0], True)
@@ -433,6 +440,7 @@ def test_embed_mean_pooled_normalized(smollm2_path, lib_path):
         C.llama_batch_free(batch)
     mean = rows.mean(axis=0)
     assert np.allclose(vecs[0], mean / np.linalg.norm(mean), atol=1e-5)
+    assert per_token.shape == rows.shape and np.allclose(per_token, rows, atol=1e-6)
 
 
 # ---- lifetime ----
@@ -462,7 +470,7 @@ def test_close_order_and_use_after_close(smollm2_path, lib_path, monkeypatch):
             use()
     calls.clear()
     with Llama(str(smollm2_path), n_ctx=64) as m2:
-        next(m2.generate(m2.tokenize(PROMPT), temperature=0))
+        next(m2.generate(m2.tokenize(PROMPT), temp=0))
     assert calls == ["sampler", "context", "model"]
     with pytest.raises(LlamaError, match="closed"):
         m2.tokenize("x")
@@ -487,40 +495,56 @@ def _write_vocab_model(path: Path, template: str) -> None:
     w.close()
 
 
-def test_chat_template_metadata_is_never_executed(tmp_path, lib_path):
+# CVE-2024-34359 ("Llama Drama") style payloads: a chat template in a GGUF file that reaches
+# os through Python internals. Each is live in plain jinja2 (checked in a child process).
+_PAYLOADS = [
+    "{% for x in ().__class__.__base__.__subclasses__() %}{% if 'warning' in x.__name__ %}"
+    "{{ x()._module.__builtins__['__import__']('os').popen('touch MARK') }}{% endif %}{% endfor %}",
+    "{{ cycler.__init__.__globals__.os.system('touch MARK') }}",
+    "{{ joiner.__init__.__globals__.os.popen('touch MARK').read() }}",
+    "{{ namespace.__init__.__globals__.os.system('touch MARK') }}",
+    "{{ lipsum.__globals__['os'].popen('touch MARK').read() }}",
+    "{{ self.__init__.__globals__.__builtins__.__import__('os').system('touch MARK') }}",
+]
+
+
+@pytest.mark.parametrize("payload", _PAYLOADS)
+def test_chat_template_sandbox_blocks_cve_2024_34359(tmp_path, lib_path, payload):
     jinja2 = pytest.importorskip("jinja2")
     marker = tmp_path / "pwned"
-    payload = "{{ cycler.__init__.__globals__.os.system('touch " + str(marker) + "') }}"
-    # the payload is live: an unsandboxed Jinja renderer runs it (in a child process)
+    payload = payload.replace("MARK", str(marker))
     probe = subprocess.run([sys.executable, "-c", "import jinja2,sys; jinja2.Template(sys.argv[1]).render()", payload],
                            capture_output=True, text=True, timeout=60)
-    assert probe.returncode == 0 and marker.exists(), probe.stderr
+    assert probe.returncode == 0 and marker.exists(), probe.stderr   # the payload is live unsandboxed
     marker.unlink()
-
     hostile = tmp_path / "hostile.gguf"
-    _write_vocab_model(hostile, payload)
-    disguised = tmp_path / "disguised.gguf"
-    _write_vocab_model(disguised, payload + "{{'<|im_start|>' + message['role']}}")
-    msgs = [{"role": "user", "content": "hi"}]
+    _write_vocab_model(hostile, payload + "{% for m in messages %}<|im_start|>{{ m['role'] }}{% endfor %}")
     code = (
-        "import sys, llama_py\n"
-        "from llama_py import Llama, LlamaError\n"
-        "m = Llama(sys.argv[1], vocab_only=True)\n"
-        "assert 'os.system' in m.metadata['tokenizer.chat_template']\n"
+        "import sys, jinja2\n"
+        "from llama_py import Llama\n"
+        "m = Llama(sys.argv[1], vocab_only=True, verbose=False)\n"
+        "assert '__globals__' in m.metadata['tokenizer.chat_template'] or '__class__' in m.metadata['tokenizer.chat_template']\n"
+        "assert m.chat_format == 'chat_template.default'\n"
         "try:\n"
-        f"    m.apply_chat_template({msgs!r}); print('formatted')\n"
-        "except LlamaError as e:\n"
-        "    print('refused:', e)\n"
-        "m2 = Llama(sys.argv[2], vocab_only=True)\n"
-        f"print(repr(m2.apply_chat_template({msgs!r})))\n"
-        "print('jinja2 loaded' if 'jinja2' in sys.modules else 'no jinja2')\n"
+        "    m.apply_chat_template([{'role': 'user', 'content': 'hi'}]); print('rendered')\n"
+        "except jinja2.exceptions.SecurityError as e:\n"
+        "    print('blocked:', e)\n"
     )
     env = dict(os.environ, LLAMA_PY_LIB=str(lib_path))
-    proc = subprocess.run([sys.executable, "-c", code, str(hostile), str(disguised)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", code, str(hostile)], capture_output=True, text=True,
                           timeout=60, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[0].startswith("refused:") and "built-in" in lines[0]
-    assert lines[1] == repr("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")  # laid out as chatml
-    assert lines[2] == "no jinja2"
+    assert proc.stdout.startswith("blocked:") and "unsafe" in proc.stdout, proc.stdout
     assert not marker.exists()
+
+
+def test_chat_template_cannot_mutate_its_inputs(tmp_path, lib_path):
+    pytest.importorskip("jinja2")
+    import jinja2
+    path = tmp_path / "mutating.gguf"
+    _write_vocab_model(path, "{{ messages.append({'role': 'system', 'content': 'injected'}) }}{{ messages|length }}")
+    msgs = [{"role": "user", "content": "hi"}]
+    with Llama(str(path), vocab_only=True, verbose=False) as m:
+        with pytest.raises(jinja2.exceptions.SecurityError):
+            m.apply_chat_template(msgs)
+    assert msgs == [{"role": "user", "content": "hi"}]

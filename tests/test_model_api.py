@@ -27,9 +27,9 @@ SHAPE = dict(n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_ctx=512, n
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory, lib_path):
+def base(tmp_path_factory, lib_path, spm_vocab):
     p = tmp_path_factory.mktemp("api") / "base.gguf"
-    msm.write_model(p, ftype="f32", seed=5, **SHAPE)
+    msm.write_model(p, ftype="f32", seed=5, vocab=spm_vocab, **SHAPE)
     return p
 
 

@@ -28,7 +28,7 @@ PROMPT = [1, 450, 1996, 1354, 1701, 432, 1704, 975, 278, 1366, 1203, 889, 13, 86
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory, lib_path):
+def models(tmp_path_factory, lib_path, spm_vocab):
     """Synthetic models: name -> (path, LlamaRef)."""
     d = tmp_path_factory.mktemp("models")
     specs = {
@@ -43,7 +43,7 @@ def models(tmp_path_factory, lib_path):
     out = {}
     for name, kw in specs.items():
         p = d / f"{name}.gguf"
-        msm.write_model(p, n_ctx=512, n_vocab=N_VOCAB, **kw)
+        msm.write_model(p, n_ctx=512, n_vocab=N_VOCAB, vocab=spm_vocab, **kw)
         out[name] = (p, LlamaRef(str(p)))
     return out
 
@@ -302,10 +302,10 @@ def test_load_mode_none_gives_same_logits(models):
 
 
 @pytest.fixture(scope="module")
-def f16_256(tmp_path_factory, lib_path):
+def f16_256(tmp_path_factory, lib_path, spm_vocab):
     src = tmp_path_factory.mktemp("quant") / "f16.gguf"
     msm.write_model(src, n_layer=2, n_embd=256, n_head=8, n_head_kv=4, n_ff=512, n_ctx=256,
-                    n_vocab=N_VOCAB, ftype="f16", seed=4)
+                    n_vocab=N_VOCAB, ftype="f16", seed=4, vocab=spm_vocab)
     return src
 
 

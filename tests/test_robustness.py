@@ -53,9 +53,9 @@ def case(name: str) -> None:
 # fixtures and helpers
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory, lib_path) -> Path:
+def tiny(tmp_path_factory, lib_path, spm_vocab) -> Path:
     p = tmp_path_factory.mktemp("robust") / "tiny.gguf"
-    msm.write_model(p, ftype="f32", seed=9, **TINY)
+    msm.write_model(p, ftype="f32", seed=9, vocab=spm_vocab, **TINY)
     return p
 
 

@@ -774,17 +774,14 @@ def test_struct_layouts():
 
 # ---- with a vocabulary: DRY ----
 
-VOCAB = Path("/work/shared/vocab/gpt-2.gguf")
-
-
 @pytest.fixture(scope="module")
 def gpt2():
     from llama_py import llama_cpp as L
-    if not VOCAB.exists():
-        pytest.skip("no gpt-2 vocab")
+    from resources import vocab_file
+    path = vocab_file("gpt-2")
     params = L.llama_model_default_params()
     params.vocab_only = True
-    model = L.llama_model_load_from_file(str(VOCAB).encode(), params)
+    model = L.llama_model_load_from_file(str(path).encode(), params)
     if not model:
         pytest.skip("vocab-only loading is not available")
     yield L, model, L.llama_model_get_vocab(model)

@@ -22,10 +22,10 @@ PROMPT = [1, 17, 99, 250, 3, 41, 77, 8]
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory, lib_path):
+def model(tmp_path_factory, lib_path, spm_vocab):
     p = tmp_path_factory.mktemp("state") / "m.gguf"
     msm.write_model(p, n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_ctx=256, n_vocab=500,
-                    ftype="f32", seed=9)
+                    ftype="f32", seed=9, vocab=spm_vocab)
     with Model(p) as m:
         yield m
 

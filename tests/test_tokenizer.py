@@ -19,6 +19,7 @@ import pytest
 from llama_py import _llama_model as M
 from llama_py import _llama_vocab as V
 
+from resources import require_or_skip
 from tokenizer_corpus import CORPUS, HARD, SPECIAL_CORPUS
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -272,7 +273,7 @@ def load(vocab_dir, request):
             else:
                 path = vocab_dir / f"{name}.gguf"
                 if not path.exists():
-                    pytest.skip(f"{path} not found")
+                    require_or_skip(f"vocabulary {path} not found")
             cache[name] = (_gguf_vocab(str(path)), Ours(path))
         return cache[name]
 

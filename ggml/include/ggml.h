@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#define GGML_ABI_VERSION    1
+#define GGML_ABI_VERSION    2
 #define GGML_MAX_DIMS       4
 #define GGML_MAX_SRC        10
 #define GGML_MAX_OP_PARAMS  64
@@ -156,6 +156,7 @@ struct ggml_init_params {
 // An n-dimensional strided tensor; a view shares its view_src's data.
 struct ggml_tensor {
     enum ggml_type type;
+    struct ggml_backend_buffer * buffer; // the buffer holding data, or NULL (a plain context's memory)
     int64_t ne[GGML_MAX_DIMS];  // number of elements per dimension
     size_t  nb[GGML_MAX_DIMS];  // stride in bytes per dimension
     enum ggml_op op;
@@ -465,20 +466,8 @@ GGML_API int ggml_cpu_n_physical_cores(void);
 GGML_API const char * ggml_cpu_variant(void);
 // Comma-separated CPU features the library detected and uses.
 GGML_API const char * ggml_cpu_features(void);
-
-// ---- memory planning (ggml-alloc) ----
-
-struct ggml_gallocr;
-// A graph allocator that places no_alloc tensors in one buffer, reusing memory of
-// intermediates whose consumers have all run. Free with ggml_gallocr_free.
-GGML_API struct ggml_gallocr * ggml_gallocr_new(void);
-// Frees the allocator and its buffer; NULL-safe.
-GGML_API void ggml_gallocr_free(struct ggml_gallocr * galloc);
-// Assigns data to every tensor of the graph that has none; grows the buffer if needed.
-// Returns false (logged) if memory could not be allocated.
-GGML_API bool ggml_gallocr_alloc_graph(struct ggml_gallocr * galloc, struct ggml_cgraph * graph);
-// Bytes of the allocator's buffer.
-GGML_API size_t ggml_gallocr_get_buffer_size(struct ggml_gallocr * galloc);
+// The environment switches and their values ("GGML_CPU_VARIANT=auto GGML_CPU_GEMM=1 ..."; README lists them).
+GGML_API const char * ggml_env_summary(void);
 
 #ifdef __cplusplus
 }

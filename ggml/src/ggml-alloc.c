@@ -4,21 +4,28 @@
 // Plan: walk the nodes in execution order on a virtual address space (a best-fit free list),
 // which gives each tensor an offset and the peak size; grow the buffer to the peak (never
 // shrink); then turn offsets into data pointers. Views never get memory of their own: they keep
-// their view source alive and get data = view_src->data + view_offs.
+// their view source alive and get data = view_src->data + view_offs. The buffer is of the
+// allocator's buffer type (host memory by default, a device's memory for other backends).
+#include "ggml-backend-impl.h"
 #include "ggml-core.h"
+#include "ggml-cpu.h"
 
 #include <stdlib.h>
 
 struct ggml_gallocr {
-    void * buffer;
+    ggml_backend_buffer_type_t buft;
+    ggml_backend_buffer_t buf;
+    char * buffer;          // base of buf (an address in the buffer type's memory)
     size_t buffer_size;
 };
 
-struct ggml_gallocr * ggml_gallocr_new(void) {
+struct ggml_gallocr * ggml_gallocr_new(ggml_backend_buffer_type_t buft) {
     struct ggml_gallocr * ga = GGML_CALLOC(1, sizeof(*ga));
     if (!ga) {
         GGML_LOG_ERROR("ggml_gallocr_new: out of memory");
+        return NULL;
     }
+    ga->buft = buft ? buft : ggml_backend_cpu_buffer_type();
     return ga;
 }
 
@@ -26,12 +33,12 @@ void ggml_gallocr_free(struct ggml_gallocr * ga) {
     if (!ga) {
         return;
     }
-    ggml_aligned_free(ga->buffer);
+    ggml_backend_buffer_free(ga->buf);
     free(ga);
 }
 
-size_t ggml_gallocr_get_buffer_size(struct ggml_gallocr * ga) {
-    return ga ? ga->buffer_size : 0;
+size_t ggml_gallocr_get_buffer_size(struct ggml_gallocr * ga, int buffer_id) {
+    return ga && buffer_id == 0 ? ga->buffer_size : 0;
 }
 
 // ---- virtual address space: free blocks sorted by offset below a high-water mark ----
@@ -176,7 +183,19 @@ static void ggml_alloc_tensor(struct ggml_vspace * vs, struct ggml_alloc_info * 
     info->owns_block = true;
 }
 
+static bool gallocr_plan(struct ggml_gallocr * ga, struct ggml_cgraph * g, bool keep);
+
 bool ggml_gallocr_alloc_graph(struct ggml_gallocr * ga, struct ggml_cgraph * g) {
+    return gallocr_plan(ga, g, true);
+}
+
+bool ggml_gallocr_reserve(struct ggml_gallocr * ga, struct ggml_cgraph * g) {
+    return gallocr_plan(ga, g, false);
+}
+
+// Plans g's memory and grows the buffer to the peak; with keep, the tensors get their places
+// (data, buffer), otherwise they are left without data as they came.
+static bool gallocr_plan(struct ggml_gallocr * ga, struct ggml_cgraph * g, bool keep) {
     if (!ga || !g) {
         GGML_LOG_ERROR("ggml_gallocr_alloc_graph: NULL %s", ga ? "graph" : "allocator");
         return false;
@@ -288,21 +307,24 @@ bool ggml_gallocr_alloc_graph(struct ggml_gallocr * ga, struct ggml_cgraph * g) 
     // Pass 3: buffer (grow only), then data pointers.
     bool ok = true;
     if (vs.peak > ga->buffer_size) {
-        void * buf = ggml_aligned_malloc(vs.peak);
+        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(ga->buft, vs.peak);
         if (!buf) {
-            GGML_LOG_ERROR("ggml_gallocr_alloc_graph: cannot allocate a buffer of %zu bytes", vs.peak);
+            GGML_LOG_ERROR("ggml_gallocr_alloc_graph: cannot allocate a %s buffer of %zu bytes", ggml_backend_buft_name(ga->buft), vs.peak);
             ok = false;
         } else {
-            ggml_aligned_free(ga->buffer);
-            ga->buffer = buf;
+            ggml_backend_buffer_free(ga->buf);
+            ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_COMPUTE);
+            ga->buf = buf;
+            ga->buffer = ggml_backend_buffer_get_base(buf);
             ga->buffer_size = vs.peak;
         }
     }
-    if (ok) {
+    if (ok && keep) {
         for (size_t h = 0; h < map.cap; h++) {
             struct ggml_alloc_info * info = &map.slots[h];
             if (info->t && info->allocated) {
-                info->t->data = (char *) ga->buffer + info->offset;
+                info->t->data = ga->buffer + info->offset;
+                info->t->buffer = ga->buf;
                 if (info->t->extra == NULL) {
                     info->t->extra = ga;
                 }
@@ -314,6 +336,7 @@ bool ggml_gallocr_alloc_graph(struct ggml_gallocr * ga, struct ggml_cgraph * g) 
                 struct ggml_tensor * t = j < 0 ? node : node->src[j];
                 if (t && t->view_src && t->view_src->data) {
                     t->data = (char *) t->view_src->data + t->view_offs;
+                    t->buffer = t->view_src->buffer;
                 }
             }
         }

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 // Logs through the callback set by ggml_log_set.
-void ggml_log_internal(enum ggml_log_level level, const char * fmt, ...)
+GGML_API void ggml_log_internal(enum ggml_log_level level, const char * fmt, ...)
 #ifdef __GNUC__
     __attribute__((format(printf, 2, 3)))
 #endif

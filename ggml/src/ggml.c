@@ -95,6 +95,7 @@ static const struct ggml_abi_struct g_abi_structs[] = {
 
 static const struct ggml_abi_field g_abi_fields[] = {
     ABI_FIELD(ggml_tensor, type),
+    ABI_FIELD(ggml_tensor, buffer),
     ABI_FIELD(ggml_tensor, ne),
     ABI_FIELD(ggml_tensor, nb),
     ABI_FIELD(ggml_tensor, op),
@@ -471,6 +472,7 @@ struct ggml_tensor * ggml_new_tensor_impl(struct ggml_context * ctx, enum ggml_t
     t->view_offs = view_src ? view_offs : 0;
     if (view_src) {
         t->data = view_src->data ? (char *) view_src->data + view_offs : NULL;
+        t->buffer = view_src->buffer;
     } else if (own_data) {
         t->data = (char *) t + GGML_TENSOR_SIZE;
     }

@@ -1,6 +1,7 @@
 // test_core.c — the ggml core: arena, tensors, views, op validation, graph order, the memory
 // planner, the thread pool, ABI self-description and half-precision conversion.
 #include "ggml.h"
+#include "ggml-alloc.h"
 #include "ggml-impl.h"
 #include "ggml-cpu/cpu-impl.h"
 
@@ -445,9 +446,9 @@ static void test_gallocr(void) {
     CHECK(ggml_graph_compute_with_ctx(gctx, g, 1) == GGML_STATUS_ALLOC_FAILED);
     CHECK(logged_error("no data"));
 
-    struct ggml_gallocr * ga = ggml_gallocr_new();
+    struct ggml_gallocr * ga = ggml_gallocr_new(NULL);
     CHECK(ggml_gallocr_alloc_graph(ga, g));
-    const size_t size1 = ggml_gallocr_get_buffer_size(ga);
+    const size_t size1 = ggml_gallocr_get_buffer_size(ga, 0);
     CHECK(size1 > 0 && size1 < all_bytes / 2); // memory is reused
     int n_shared = 0;
     for (int i = 0; i < ggml_graph_n_nodes(g); i++) {
@@ -470,7 +471,7 @@ static void test_gallocr(void) {
         CHECK(ok);
         // Planning the same graph again keeps the buffer and the layout.
         CHECK(ggml_gallocr_alloc_graph(ga, g));
-        CHECK(ggml_gallocr_get_buffer_size(ga) == size1);
+        CHECK(ggml_gallocr_get_buffer_size(ga, 0) == size1);
     }
 
     // Inputs and outputs are never overwritten by intermediates.
@@ -505,12 +506,12 @@ static void test_gallocr(void) {
     struct ggml_cgraph * gb = ggml_new_graph(bctx);
     ggml_build_forward_expand(gb, bo);
     CHECK(ggml_gallocr_alloc_graph(ga, gb));
-    CHECK(ggml_gallocr_get_buffer_size(ga) > size1);
+    CHECK(ggml_gallocr_get_buffer_size(ga, 0) > size1);
     // big is gb's first leaf, so it sits at the start of the (new) buffer.
     const char * buf = big->data;
-    const size_t buf_size = ggml_gallocr_get_buffer_size(ga);
+    const size_t buf_size = ggml_gallocr_get_buffer_size(ga, 0);
     CHECK(ggml_gallocr_alloc_graph(ga, g));
-    CHECK(ggml_gallocr_get_buffer_size(ga) == buf_size);
+    CHECK(ggml_gallocr_get_buffer_size(ga, 0) == buf_size);
     for (int i = 0; i < ggml_graph_n_nodes(g); i++) {
         const char * d = ggml_graph_node(g, i)->data;
         CHECK(d >= buf && d < buf + buf_size);

@@ -318,7 +318,7 @@ static void ggml_cpu_features_init(void) {
     const enum ggml_cpu_kernel_variant v = ggml_cpu_kernel_variant_selected();
     if (v == GGML_CPU_KERNELS_PORTABLE) {
         memset(&fs, 0, sizeof(fs));
-    } else if (v == GGML_CPU_KERNELS_AVX2) {
+    } else if (v == GGML_CPU_KERNELS_AVX2 || v == GGML_CPU_KERNELS_AVXVNNI) {
         fs.avx512f = fs.avx512bw = fs.avx512vl = fs.avx512dq = fs.avx512vnni = fs.avx512bf16 = false;
     }
     g_cpu_features = fs;
@@ -359,12 +359,7 @@ static const struct ggml_cpu_feature_set * ggml_cpu_features_get(void) {
 #endif
 
 int ggml_cpu_has_avx2(void)        { const struct ggml_cpu_feature_set * f = ggml_cpu_features_get(); return f->avx2 && f->fma && f->f16c; }
-int ggml_cpu_has_fma(void)         { return ggml_cpu_features_get()->fma; }
 int ggml_cpu_has_f16c(void)        { return ggml_cpu_features_get()->f16c; }
-int ggml_cpu_has_avx512_vnni(void) { return ggml_cpu_features_get()->avx512vnni; }
-int ggml_cpu_has_avx512_bf16(void) { return ggml_cpu_features_get()->avx512bf16; }
-int ggml_cpu_has_neon(void)        { return ggml_cpu_features_get()->neon; }
-int ggml_cpu_has_dotprod(void)     { return ggml_cpu_features_get()->dotprod; }
 
 int ggml_cpu_has_avx512(void) {
     const struct ggml_cpu_feature_set * f = ggml_cpu_features_get();

@@ -54,13 +54,8 @@ const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu(enum ggml_type type
 // CPU features detected at run time (compute.c): 1 if the CPU and OS support the extension
 // and the GGML_CPU_VARIANT environment variable did not rule it out, else 0.
 int ggml_cpu_has_avx2(void);        // AVX2 + FMA + F16C
-int ggml_cpu_has_fma(void);
 int ggml_cpu_has_f16c(void);
 int ggml_cpu_has_avx512(void);      // AVX-512 F + BW + VL + DQ
-int ggml_cpu_has_avx512_vnni(void);
-int ggml_cpu_has_avx512_bf16(void);
-int ggml_cpu_has_neon(void);
-int ggml_cpu_has_dotprod(void);
 
 // Kernels, one per op (ops-<family>.c).
 void ggml_compute_forward_dup          (const struct ggml_compute_params * params, struct ggml_tensor * dst);

@@ -2,10 +2,11 @@
 //
 // One table per kernel set, built once: the portable table, then the ISA file overrides what
 // it accelerates (avx512 builds on avx2, which covers the types avx512 leaves alone).
-// GGML_CPU_VARIANT=portable|avx2|avx512|neon can only lower the choice: asking for a set the
+// GGML_CPU_VARIANT=portable|avx2|avxvnni|avx512|neon can only lower the choice: asking for a set the
 // CPU cannot run logs a warning and keeps the best available one.
 #include "quants.h"
 #include "gemm.h"
+#include "../ggml-env.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ static enum ggml_cpu_kernel_variant variant_selected = GGML_CPU_KERNELS_PORTABLE
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static const char * const variant_names[GGML_CPU_KERNELS_COUNT] = {
-    "portable", "avx2", "avx512", "neon",
+    "portable", "avx2", "avxvnni", "avx512", "neon",
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -26,6 +27,13 @@ static bool cpu_has_avx2(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
            __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+}
+static bool cpu_has_avxvnni(void) {
+#if defined(GGML_CPU_HAVE_AVXVNNI)
+    return cpu_has_avx2() && __builtin_cpu_supports("avxvnni");
+#else
+    return false; // the compiler had no -mavxvnni: the set is not built
+#endif
 }
 static bool cpu_has_avx512(void) {
     // the set uses VNNI (vpdpbusd) throughout, so plain AVX-512F is not enough
@@ -48,6 +56,14 @@ static void tables_init(void) {
         ggml_gemm_init_avx2(gemm_tables[GGML_CPU_KERNELS_AVX2]);
         variant_ok[GGML_CPU_KERNELS_AVX2] = true;
     }
+    if (cpu_has_avxvnni()) {
+        ggml_cpu_quants_init_avx2(variant_tables[GGML_CPU_KERNELS_AVXVNNI]);
+        ggml_gemm_init_avx2(gemm_tables[GGML_CPU_KERNELS_AVXVNNI]);
+#if defined(GGML_CPU_HAVE_AVXVNNI)
+        ggml_gemm_init_avxvnni(gemm_tables[GGML_CPU_KERNELS_AVXVNNI]);
+#endif
+        variant_ok[GGML_CPU_KERNELS_AVXVNNI] = true;
+    }
     if (cpu_has_avx512()) {
         ggml_cpu_quants_init_avx2(variant_tables[GGML_CPU_KERNELS_AVX512]);
         ggml_cpu_quants_init_avx512(variant_tables[GGML_CPU_KERNELS_AVX512]);
@@ -66,14 +82,14 @@ static void tables_init(void) {
     }
     variant_selected = best;
 
-    const char * env = getenv("GGML_CPU_VARIANT");
+    const char * env = ggml_env()->cpu_variant;
     if (env && *env) {
         int want = -1;
         for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
             if (strcmp(env, variant_names[v]) == 0) want = v;
         }
         if (want < 0) {
-            GGML_LOG_WARN("GGML_CPU_VARIANT=%s is not one of portable, avx2, avx512, neon; using %s\n",
+            GGML_LOG_WARN("GGML_CPU_VARIANT=%s is not one of portable, avx2, avxvnni, avx512, neon; using %s\n",
                           env, variant_names[best]);
         } else if (!variant_ok[want] || want > (int)best) {
             GGML_LOG_WARN("GGML_CPU_VARIANT=%s is not available on this CPU/build; using %s\n",

@@ -1,136 +1,159 @@
-// gemm-avx2.c — the GEMM micro-kernel with AVX2 (formats in gemm.h).
-//
-// Without VNNI a 4-way byte dot is maddubs (u8 x s8 -> s16 pairs) then madd with ones (-> s32).
-// maddubs saturates at 32767, and a pair reaches 2 * level * 128: safe for levels below 128,
-// so every type but q8_0 (levels up to 255) runs here. (Not yet chosen by mul_mat: see
-// ggml_gemm_init_avx2.)
-// A 256-bit vector holds 4 levels of 8 rows: the 16-row panel is done as two halves, each
-// with 4 columns at a time (16 registers: 4 integer sums, 4 block sums, 4 accumulators).
-#include "gemm.h"
+// gemm-avx2.c — the GEMM micro-kernels with AVX2 (tiles in gemm-avx2-tile.h), the activation
+// group filler and the straight repacker, shared by the AVX-VNNI and AVX-512 sets.
+#define GEMM_X86_VNNI 0
+#include "gemm-avx2-tile.h"
 
-#include <immintrin.h>
-#include <string.h>
+// ---- activation groups ----
 
-static inline int32_t ld_i32(const void * p) { int32_t v; memcpy(&v, p, 4); return v; }
-static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); return v; }
+static const uint8_t zero_block[256 + 64] __attribute__((aligned(64)));
 
-#define CW 4 // columns per pass
-
-// Rows [8h, 8h+8) x columns [c0, c0+4) over all K.
-static inline __attribute__((always_inline)) void
-half_tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-          int h, int c0, const int QB, const int SB, const bool MIN, const bool CORR, const int CWT) {
-    const size_t pbb = (size_t) QB*GGML_GEMM_MR + 64 + (MIN ? 64 : 0);
-    const size_t gbb = (size_t) QB*GGML_GEMM_NR + 64;
-    const size_t sbb = 32 + (size_t) SB*gbb;
-    const int64_t nsb = K/(QB*SB);
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[CW];
-    for (int c = 0; c < CWT; c++) acc[c] = _mm256_setzero_ps();
-    const uint8_t * pb = panel + 32*h;
-    for (int64_t i = 0; i < nsb; i++) {
-        const uint8_t * sbp = group + (size_t) i*sbb + 4*c0;
-        const uint8_t * ab = group + (size_t) i*sbb + 32 + 4*c0;
-        __m256 t[CW];
-        if (SB > 1) {
-            for (int c = 0; c < CWT; c++) t[c] = _mm256_setzero_ps();
-        }
-        for (int j = 0; j < SB; j++) {
-            __m256i ia[CW];
-            for (int c = 0; c < CWT; c++) {
-                ia[c] = CORR ? _mm256_set1_epi32(ld_i32(ab + QB*GGML_GEMM_NR + 4*c)) : _mm256_setzero_si256();
-            }
-            for (int g = 0; g < QB/4; g++) {
-                const __m256i w = _mm256_loadu_si256((const __m256i *) (pb + 64*g));
-                for (int c = 0; c < CWT; c++) {
-                    const __m256i p16 = _mm256_maddubs_epi16(w, _mm256_set1_epi32(ld_i32(ab + 32*g + 4*c)));
-                    ia[c] = _mm256_add_epi32(ia[c], _mm256_madd_epi16(p16, ones));
-                }
-            }
-            const __m256 d = _mm256_loadu_ps((const float *) (pb + QB*GGML_GEMM_MR));
-            if (SB == 1) {
-                for (int c = 0; c < CWT; c++) {
-                    const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(ld_f32(sbp + 4*c)));
-                    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[c]), dd, acc[c]);
-                }
-            } else {
-                for (int c = 0; c < CWT; c++) t[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[c]), d, t[c]);
-            }
-            if (MIN) {
-                const __m256 m = _mm256_loadu_ps((const float *) (pb + QB*GGML_GEMM_MR + 64));
-                for (int c = 0; c < CWT; c++) {
-                    acc[c] = _mm256_fmadd_ps(m, _mm256_set1_ps(ld_f32(ab + QB*GGML_GEMM_NR + 32 + 4*c)), acc[c]);
-                }
-            }
-            pb += pbb;
-            ab += gbb;
-        }
-        if (SB > 1) {
-            for (int c = 0; c < CWT; c++) acc[c] = _mm256_fmadd_ps(t[c], _mm256_set1_ps(ld_f32(sbp + 4*c)), acc[c]);
-        }
+// 8x8 transpose of dwords: r[c] = 8 dwords of column c -> r[g] = dword g of the 8 columns.
+static inline void transpose_8x8(__m256i r[8]) {
+    __m256i a[8], b[8];
+    for (int i = 0; i < 4; i++) {
+        a[2*i]     = _mm256_unpacklo_epi32(r[2*i], r[2*i + 1]);
+        a[2*i + 1] = _mm256_unpackhi_epi32(r[2*i], r[2*i + 1]);
     }
-    const int rows = nr - 8*h;
-    for (int c = 0; c < CWT && c0 + c < nc; c++) {
-        float * out = dst + (c0 + c)*ldc + 8*h;
-        if (rows >= 8) {
-            _mm256_storeu_ps(out, acc[c]);
-        } else {
-            float tmp[8];
-            _mm256_storeu_ps(tmp, acc[c]);
-            memcpy(out, tmp, (size_t) rows*sizeof(float));
+    for (int i = 0; i < 2; i++) {
+        b[4*i + 0] = _mm256_unpacklo_epi64(a[4*i + 0], a[4*i + 2]);
+        b[4*i + 1] = _mm256_unpackhi_epi64(a[4*i + 0], a[4*i + 2]);
+        b[4*i + 2] = _mm256_unpacklo_epi64(a[4*i + 1], a[4*i + 3]);
+        b[4*i + 3] = _mm256_unpackhi_epi64(a[4*i + 1], a[4*i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i]     = _mm256_permute2x128_si256(b[i], b[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x31);
+    }
+}
+
+// Sum of the 4 signed bytes of each dword.
+static inline __m256i dword_sums(__m256i v) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
+}
+
+// Columns [0, nc) of a group from nc quantized rows (the same bytes as the portable filler).
+static void act_group_avx2(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride, int nc,
+                           int64_t K, void * group) {
+    const int QB = gt->qb;
+    const size_t sbb = ggml_gemm_group_sblock_bytes(gt), gbb = ggml_gemm_group_block_bytes(gt);
+    const size_t ub = ggml_type_size(gt->act_type);
+    const uint8_t * cp[8];
+    for (int c = 0; c < 8; c++) cp[c] = c < nc ? (const uint8_t *) qrows + (size_t) c*qstride : zero_block;
+    const __m256i off = _mm256_set1_epi32(-gt->off);
+    if (gt->act_type == GGML_TYPE_Q8_0 || gt->act_type == GGML_TYPE_Q8_1) {
+        const bool q81 = gt->act_type == GGML_TYPE_Q8_1;
+        const size_t qs_off = q81 ? offsetof(block_q8_1, qs) : offsetof(block_q8_0, qs);
+        for (int64_t i = 0; i < K/32; i++) {
+            uint8_t * sbp = (uint8_t *) group + (size_t) i*sbb;
+            uint8_t * blk = sbp + 32;
+            const size_t uo = (size_t) i*ub;
+            __m256i r[8];
+            float da[8], s[8];
+            for (int c = 0; c < 8; c++) {
+                const uint8_t * b = c < nc ? cp[c] + uo : zero_block;
+                r[c] = _mm256_loadu_si256((const __m256i *) (b + qs_off));
+                if (q81) {
+                    memcpy(&da[c], b + offsetof(block_q8_1, d), 4);
+                    memcpy(&s[c], b + offsetof(block_q8_1, s), 4);
+                } else {
+                    ggml_fp16_t hv;
+                    memcpy(&hv, b + offsetof(block_q8_0, d), 2);
+                    da[c] = _cvtsh_ss(hv);
+                }
+            }
+            transpose_8x8(r);
+            __m256i sum = _mm256_setzero_si256();
+            for (int g = 0; g < 8; g++) {
+                _mm256_storeu_si256((__m256i *) (blk + 32*g), r[g]);
+                sum = _mm256_add_epi32(sum, dword_sums(r[g]));
+            }
+            const __m256 vda = _mm256_loadu_ps(da);
+            _mm256_storeu_ps((float *) sbp, vda);
+            _mm256_storeu_si256((__m256i *) (blk + 32*8), _mm256_mullo_epi32(sum, off));
+            _mm256_storeu_ps((float *) (blk + 32*8 + 32), q81 ? _mm256_loadu_ps(s) : _mm256_mul_ps(vda, _mm256_cvtepi32_ps(sum)));
+        }
+        return;
+    }
+    // q8_K: 256 per unit, one scale
+    for (int64_t i = 0; i < K/QK_K; i++) {
+        uint8_t * sbp = (uint8_t *) group + (size_t) i*sbb;
+        const size_t uo = (size_t) i*sizeof(block_q8_K);
+        float da[8];
+        for (int c = 0; c < 8; c++) memcpy(&da[c], (c < nc ? cp[c] + uo : zero_block) + offsetof(block_q8_K, d), 4);
+        const __m256 vda = _mm256_loadu_ps(da);
+        _mm256_storeu_ps((float *) sbp, vda);
+        for (int k0 = 0; k0 < QK_K; k0 += 32) {
+            __m256i r[8];
+            for (int c = 0; c < 8; c++) {
+                r[c] = _mm256_loadu_si256((const __m256i *) ((c < nc ? cp[c] + uo : zero_block) + offsetof(block_q8_K, qs) + k0));
+            }
+            transpose_8x8(r);
+            for (int h = 0; h < 32/QB; h++) {
+                const int j = k0/QB + h;
+                uint8_t * blk = sbp + 32 + (size_t) j*gbb;
+                __m256i sum = _mm256_setzero_si256();
+                for (int g = 0; g < QB/4; g++) {
+                    const __m256i v = r[h*(QB/4) + g];
+                    _mm256_storeu_si256((__m256i *) (blk + 32*g), v);
+                    sum = _mm256_add_epi32(sum, dword_sums(v));
+                }
+                _mm256_storeu_si256((__m256i *) (blk + QB*8), _mm256_mullo_epi32(sum, off));
+                _mm256_storeu_ps((float *) (blk + QB*8 + 32), _mm256_mul_ps(vda, _mm256_cvtepi32_ps(sum)));
+            }
         }
     }
 }
 
-static inline __attribute__((always_inline)) void
-tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-     const int QB, const int SB, const bool MIN, const bool CORR) {
-    for (int h = 0; h < 2 && 8*h < nr; h++) {
-        for (int c0 = 0; c0 < nc; c0 += CW) {
-            // a column's lanes see the same operations in every width: results never depend on N
-            if (nc - c0 == 1)      half_tile(K, panel, group, dst, ldc, nr, nc, h, c0, QB, SB, MIN, CORR, 1);
-            else if (nc - c0 == 2) half_tile(K, panel, group, dst, ldc, nr, nc, h, c0, QB, SB, MIN, CORR, 2);
-            else                   half_tile(K, panel, group, dst, ldc, nr, nc, h, c0, QB, SB, MIN, CORR, CW);
+// ---- straight to the repacked layout (repack.h) ----
+
+// q4_0, q4_1, q8_0 rows in the repacked layout without a panel: per block, dword g of the 16
+// rows' qs side by side (q4_0 / q4_1: already the nibble layout, since a block's dword g holds
+// levels 4g.. in its low nibbles and 16+4g.. in its high ones; q8_0: xor 0x80 gives the levels
+// q + 128), then d (and m) as stored.
+static bool repack_rows_legacy(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                               void * out) {
+    const bool q8 = gt->type == GGML_TYPE_Q8_0, q41 = gt->type == GGML_TYPE_Q4_1;
+    if (!q8 && !q41 && gt->type != GGML_TYPE_Q4_0) return false;
+    const size_t lvb = q8 ? 16*32 : 16*32/2, ub = ggml_type_size(gt->type);
+    const size_t qs_off = q8 ? offsetof(block_q8_0, qs) : q41 ? offsetof(block_q4_1, qs) : offsetof(block_q4_0, qs);
+    const int nd = q8 ? 8 : 4; // dwords of qs
+    const uint8_t * base = (const uint8_t *) rows;
+    for (int64_t u = 0; u < K/32; u++) {
+        uint8_t * o = (uint8_t *) out + (size_t) u*(lvb + (q41 ? 64 : 32));
+        const size_t uo = (size_t) u*ub;
+        for (int r = 0; r < GGML_GEMM_MR; r++) {
+            const uint8_t * blk = base + (size_t) r*row_stride + uo;
+            for (int g = 0; g < nd; g++) {
+                uint32_t v;
+                memcpy(&v, blk + qs_off + 4*g, 4);
+                if (q8) v ^= 0x80808080u;
+                memcpy(o + 64*g + 4*r, &v, 4);
+            }
+            memcpy(o + lvb + 2*r, blk, 2);
+            if (q41) memcpy(o + lvb + 32 + 2*r, blk + 2, 2);
         }
     }
-}
-
-#define TILE_FN(name, QB, SB, MIN, CORR)                                                              \
-static void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc,   \
-                 int nr, int nc) {                                                                    \
-    tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR);                                       \
-}
-
-TILE_FN(tile_32_1_off, 32,  1, false, true)   // q4_0, q5_0
-TILE_FN(tile_32_1_min, 32,  1, true,  false)  // q4_1, q5_1
-TILE_FN(tile_32_8_min, 32,  8, true,  false)  // q4_K, q5_K
-TILE_FN(tile_16_16_off, 16, 16, false, true)  // q3_K, q6_K
-TILE_FN(tile_16_16_min, 16, 16, true,  false) // q2_K
-
-static void kernel_avx2(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
-                        float * dst, int64_t ldc, int nr, int nc) {
-    const uint8_t * p = (const uint8_t *) panel;
-    const uint8_t * g = (const uint8_t *) group;
-    if (gt->qb == 32 && gt->sb == 1) {
-        if (gt->has_min) tile_32_1_min(K, p, g, dst, ldc, nr, nc);
-        else             tile_32_1_off(K, p, g, dst, ldc, nr, nc);
-    } else if (gt->qb == 32 && gt->sb == 8 && gt->has_min) {
-        tile_32_8_min(K, p, g, dst, ldc, nr, nc);
-    } else if (gt->qb == 16 && gt->sb == 16) {
-        if (gt->has_min) tile_16_16_min(K, p, g, dst, ldc, nr, nc);
-        else             tile_16_16_off(K, p, g, dst, ldc, nr, nc);
-    } else {
-        ggml_gemm_kernel_generic(gt, K, panel, group, dst, ldc, nr, nc);
-    }
+    return true;
 }
 
 void ggml_gemm_init_avx2(struct ggml_gemm_traits * t) {
     for (int i = 0; i < GGML_TYPE_COUNT; i++) {
-        if (t[i].qb == 0 || i == GGML_TYPE_Q8_0) continue; // q8_0 levels would saturate maddubs
-        t[i].kernel = kernel_avx2;
-        // Not used by mul_mat yet (accelerated stays false): without AVX2 panel packers and a
-        // one-column gemv, the portable packer makes token generation and small batches several
-        // times slower than vec_dot, and mul_mat must use one path for every N. The kernel is
-        // tested against the portable one (tests/c/test_gemm.c) for when those exist.
+        if (t[i].qb == 0) continue;
+        t[i].kernel = kernel_x86;
+        t[i].act_group = act_group_avx2;
+        // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend
+        // on its batch): types with a repacked layout, used at load, take it; the others have
+        // no fast packer or one-column kernel here and stay on vec_dot (their tiles are tested)
+        t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 || i == GGML_TYPE_Q5_0 ||
+                           i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q5_K || i == GGML_TYPE_Q6_K;
     }
+    const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
+                                  GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K };
+    for (size_t k = 0; k < sizeof(rp)/sizeof(rp[0]); k++) {
+        t[rp[k]].kernel_repacked = kernel_repacked_x86;
+        t[rp[k]].kernel_repacked1 = kernel_repacked1_x86;
+    }
+    t[GGML_TYPE_Q4_0].repack_rows = repack_rows_legacy;
+    t[GGML_TYPE_Q4_1].repack_rows = repack_rows_legacy;
+    t[GGML_TYPE_Q8_0].repack_rows = repack_rows_legacy;
 }

@@ -22,11 +22,16 @@ static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); retu
 static inline __attribute__((always_inline)) void
 tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
        const int QB, const int SB, const bool MIN, const bool CORR, const int NRT, const int PK, const int GNR) {
-    // level bytes per block; PK 3 / 4 (repacked q4_K / q6_K) keep their scales in a header per
-    // superblock, q6_K its levels as two nibble vectors and one vector of 2-bit tops per block
-    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
+    // level bytes per block; PK 3 / 4 / 6 (repacked q4_K / q6_K / q5_K) keep their scales in a
+    // header per superblock, q6_K its levels as two nibble vectors and one vector of 2-bit tops
+    // per block; PK 5 / 6 (repacked q5_0, q5_1 / q5_K) a vector of fifth bits after the nibbles
+    const bool NIB = PK == 1 || PK == 3 || PK == 5 || PK == 6;
+    const bool H5 = PK == 5 || PK == 6, KH = PK == 3 || PK == 6;
+    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : H5 ? (size_t) QB*GGML_GEMM_MR/2 + 64
+                     : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
     const size_t scb = PK ? 32 : 64;                                                      // bytes per scale vector
-    const size_t pbb = PK >= 3 ? lvb : lvb + scb + (MIN ? scb : 0);
+    const size_t pbb = KH || PK == 4 ? lvb : lvb + scb + (MIN ? scb : 0);
+    const __m512i m10 = _mm512_set1_epi8(0x10);
     const __m512i m30 = _mm512_set1_epi8(0x30);
     const __m512i m4 = _mm512_set1_epi8(0x0F), m4h = _mm512_set1_epi8((char) 0xF0);
     const size_t gbb = (size_t) (QB + 8)*GNR;
@@ -45,7 +50,7 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
         // repacked q4_K: d[16], dmin[16] (fp16), then sc[8][16], mn[8][16] (u8), then the levels
         const uint8_t * hd = pb;
         __m512 dsb = _mm512_setzero_ps(), ndsb = _mm512_setzero_ps();
-        if (PK == 3) {
+        if (KH) {
             dsb = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) hd));
             ndsb = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (hd + 32))));
             pb += 64 + 2*8*GGML_GEMM_MR;
@@ -69,9 +74,9 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
             // each is loaded once and stays in a register (the empty asm keeps the compiler from
             // folding another load of it into a shift: 512-bit loads are what limits those
             // tiles); with more columns the loads are few per vpdpbusd and the registers scarce.
-            __m512i pkv[4];
-            if (PK == 1 || PK == 3 || PK == 4) {
-                for (int h = 0; h < (PK == 4 ? 3 : QB/8); h++) {
+            __m512i pkv[5];
+            if (NIB || PK == 4) {
+                for (int h = 0; h < (PK == 4 ? 3 : QB/8 + H5); h++) {
                     pkv[h] = _mm512_loadu_si512((const void *) (pb + 64*h));
                     if (two) __asm__("" : "+v"(pkv[h]));
                 }
@@ -82,9 +87,16 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                     // high nibbles in place (16 times the level) into the second chain, which is
                     // divided by 16 at the end: exact, and no shift per vector
                     w = _mm512_and_si512(pkv[g % (QB/8)], g < QB/8 ? m4 : m4h);
-                } else if (PK == 1 || PK == 3) {
+                } else if (NIB) {
                     const __m512i pk = pkv[g % (QB/8)];
                     w = _mm512_and_si512(g < QB/8 ? pk : _mm512_srli_epi16(pk, 4), m4);
+                    if (H5) {
+                        // bit g of the fifth-bit vector to bit 4 (16-bit shifts: no bit from the
+                        // neighbour byte reaches bit 4); 0xF8: w | (hb & m10)
+                        const __m512i hv = pkv[QB/8];
+                        const __m512i hb = g < 4 ? _mm512_slli_epi16(hv, 4 - g) : g == 4 ? hv : _mm512_srli_epi16(hv, g - 4);
+                        w = _mm512_ternarylogic_epi32(w, hb, m10, 0xF8);
+                    }
                 } else if (PK == 4) {
                     // the low nibble from nibble vector g % 2 (its high nibble for g >= 2), bits 4-5
                     // from the tops' pair g moved there; 16-bit shifts: bits that cross into the
@@ -111,7 +123,7 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                 ia[c] = _mm512_add_epi32(ia[c], PK == 1 || PK == 3 ? _mm512_srai_epi32(ib[c], 4) : ib[c]);
             }
             // the packer's d * sc and -dmin * mn, the same float products
-            const __m512 d = PK == 3 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+            const __m512 d = KH ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                            _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j)))))
                            : PK == 4 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
                                            _mm_loadu_si128((const __m128i *) (hd + 16*j)))))
@@ -128,7 +140,7 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                 }
             }
             if (MIN) {
-                const __m512 m = PK == 3 ? _mm512_mul_ps(ndsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                const __m512 m = KH ? _mm512_mul_ps(ndsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                                _mm_loadu_si128((const __m128i *) (hd + 64 + 128 + 16*j)))))
                                : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb + scb)))
                                     : _mm512_loadu_ps((const float *) (pb + lvb + scb));
@@ -178,8 +190,11 @@ TILE_FN(tile_rp_q4_1, 32, 1, true,  false, 1)    // repacked q4_1
 TILE_FN(tile_rp_q8_0, 32, 1, false, true, 2)     // repacked q8_0
 TILE_FN(tile_rp_q4_K, 32, 8, true,  false, 3)    // repacked q4_K
 TILE_FN(tile_rp_q6_K, 16, 16, false, true, 4)    // repacked q6_K
+TILE_FN(tile_rp_q5_0, 32, 1, false, true, 5)     // repacked q5_0
+TILE_FN(tile_rp_q5_1, 32, 1, true,  false, 5)    // repacked q5_1
+TILE_FN(tile_rp_q5_K, 32, 8, true,  false, 6)    // repacked q5_K
 
-// Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_act_compact).
+// Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_compact_bytes).
 static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
                                     float * dst, int64_t ldc, int nr, int nc) {
     const uint8_t * p = (const uint8_t *) panel;
@@ -191,6 +206,9 @@ static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t 
         case GGML_TYPE_Q8_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, false, true, 1, 2, 1); break;
         case GGML_TYPE_Q4_K: tile_g(K, p, g, dst, ldc, nr, 1, 32, 8, true, false, 1, 3, 1); break;
         case GGML_TYPE_Q6_K: tile_g(K, p, g, dst, ldc, nr, 1, 16, 16, false, true, 1, 4, 1); break;
+        case GGML_TYPE_Q5_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, false, true, 1, 5, 1); break;
+        case GGML_TYPE_Q5_1: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, true, false, 1, 5, 1); break;
+        case GGML_TYPE_Q5_K: tile_g(K, p, g, dst, ldc, nr, 1, 32, 8, true, false, 1, 6, 1); break;
         default: break;
     }
 }
@@ -205,6 +223,9 @@ static void kernel_repacked_avx512(const struct ggml_gemm_traits * gt, int64_t K
         case GGML_TYPE_Q8_0: tile_rp_q8_0(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q4_K: tile_rp_q4_K(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q6_K: tile_rp_q6_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_0: tile_rp_q5_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_1: tile_rp_q5_1(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_K: tile_rp_q5_K(K, p, g, dst, ldc, nr, nc); break;
         default: break; // repack.c makes no other layout
     }
 }
@@ -906,11 +927,13 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
         t[i].kernel = kernel_avx512;
         t[i].act_group = act_group_avx512;
         // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend
-        // on its batch), so a type needs a fast packer (prompts) and a one-column gemv (token
-        // generation) to beat vec_dot: q5_0, q5_1, q2_K, q3_K and q5_K have neither yet and stay
-        // on vec_dot; their kernels are still tested against the portable ones.
+        // on its batch), so a type needs a fast packer or a repacked layout (prompts) and a
+        // one-column kernel (token generation) to beat vec_dot: q2_K and q3_K have neither yet
+        // and stay on vec_dot (their kernels are still tested against the portable ones); q5_0,
+        // q5_1 and q5_K have repacked layouts (the model loader repacks every matmul weight).
         t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 ||
-                           i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q6_K;
+                           i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q6_K || i == GGML_TYPE_Q5_0 ||
+                           i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q5_K;
     }
     for (int i = 0; i < GGML_TYPE_COUNT; i++) {
         if (i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0) {
@@ -934,6 +957,12 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
     t[GGML_TYPE_Q4_0].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_1].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q8_0].kernel_repacked1 = kernel_repacked1_avx512;
+    t[GGML_TYPE_Q5_0].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q5_1].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q5_K].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q5_0].kernel_repacked1 = kernel_repacked1_avx512;
+    t[GGML_TYPE_Q5_1].kernel_repacked1 = kernel_repacked1_avx512;
+    t[GGML_TYPE_Q5_K].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_0].repack_rows = repack_rows_legacy;
     t[GGML_TYPE_Q4_1].repack_rows = repack_rows_legacy;
     t[GGML_TYPE_Q8_0].repack_rows = repack_rows_legacy;

@@ -139,8 +139,9 @@ const struct ggml_gemm_traits * ggml_gemm_get_traits(enum ggml_type type);
 
 // Portable table (gemm-generic.c): every quantized type, scalar kernel, accelerated = false.
 void ggml_gemm_init_generic(struct ggml_gemm_traits * table);
-// ISA overrides (gemm-avx2.c, gemm-avx512.c): kernels (and packers) they accelerate.
+// ISA overrides (gemm-avx2.c, gemm-avxvnni.c, gemm-avx512.c): kernels (and packers) they accelerate.
 void ggml_gemm_init_avx2  (struct ggml_gemm_traits * table);
+void ggml_gemm_init_avxvnni(struct ggml_gemm_traits * table);
 void ggml_gemm_init_avx512(struct ggml_gemm_traits * table);
 
 // Portable pieces, shared by the ISA tables.
@@ -152,9 +153,7 @@ void ggml_gemm_act_generic   (const struct ggml_gemm_traits * gt, const void * q
                               void * group);
 void ggml_gemm_act_group_generic(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride,
                                  int nc, int64_t K, void * group);
-// Column 0 of group (ggml_gemm_group_bytes) in the compact layout (ggml_gemm_compact_bytes).
-void ggml_gemm_act_compact(const struct ggml_gemm_traits * gt, const void * group, int64_t K, void * out);
-// The same bytes straight from one row quantized to act_type (no group in between).
+// One row quantized to act_type, in the compact layout (ggml_gemm_compact_bytes).
 void ggml_gemm_act_compact_row(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, void * out);
 
 #ifdef __cplusplus

@@ -35,6 +35,7 @@
 #include "ops-util.h"
 #include "gemm.h"
 #include "repack.h"
+#include "../ggml-env.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -95,8 +96,7 @@ void ggml_gemm_set_enabled(bool on) {
 bool ggml_gemm_enabled(void) {
     int mode = atomic_load_explicit(&mm_gemm_mode, memory_order_relaxed);
     if (mode < 0) {
-        const char * env = getenv("GGML_CPU_GEMM");
-        mode = env && env[0] == '0' ? 0 : 1;
+        mode = ggml_env()->cpu_gemm ? 1 : 0;
         atomic_store(&mm_gemm_mode, mode);
     }
     return mode == 1;

@@ -18,12 +18,13 @@ extern "C" {
 enum ggml_cpu_kernel_variant {
     GGML_CPU_KERNELS_PORTABLE = 0,
     GGML_CPU_KERNELS_AVX2     = 1,
-    GGML_CPU_KERNELS_AVX512   = 2,
-    GGML_CPU_KERNELS_NEON     = 3,
+    GGML_CPU_KERNELS_AVXVNNI  = 2, // AVX2 plus 256-bit VNNI (the GEMM tiles; vec_dot as avx2)
+    GGML_CPU_KERNELS_AVX512   = 3,
+    GGML_CPU_KERNELS_NEON     = 4,
     GGML_CPU_KERNELS_COUNT,
 };
 
-// Name of a kernel set ("portable", "avx2", "avx512", "neon").
+// Name of a kernel set ("portable", "avx2", "avxvnni", "avx512", "neon").
 const char * ggml_cpu_kernel_variant_name(enum ggml_cpu_kernel_variant v);
 // True if this build has the set and this CPU can run it.
 bool ggml_cpu_kernel_variant_available(enum ggml_cpu_kernel_variant v);

@@ -30,7 +30,8 @@ struct repack_header {
 static int64_t repack_unit(enum ggml_type type) {
     switch (type) {
         case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q8_0: return 32;
-        case GGML_TYPE_Q4_K: case GGML_TYPE_Q6_K: return QK_K;
+        case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1: return 32;
+        case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K: return QK_K;
         default:             return 0;
     }
 }
@@ -39,6 +40,9 @@ static size_t repack_unit_bytes(enum ggml_type type) {
         case GGML_TYPE_Q4_0: return 16*32/2 + 32;
         case GGML_TYPE_Q4_1: return 16*32/2 + 64;
         case GGML_TYPE_Q8_0: return 16*32 + 32;
+        case GGML_TYPE_Q5_0: return 16*32/2 + 64 + 32;         // nibbles, fifth bits, d
+        case GGML_TYPE_Q5_1: return 16*32/2 + 64 + 64;         // nibbles, fifth bits, d, m
+        case GGML_TYPE_Q5_K: return 64 + 2*8*16 + 8*(16*32/2 + 64); // q4_K's, and per block the fifth bits
         case GGML_TYPE_Q4_K: return 64 + 2*8*16 + 8*(16*32/2); // d, dmin; sc, mn; 8 blocks of nibbles
         case GGML_TYPE_Q6_K: return 16*16 + 32 + 16*192;        // sc; d; 16 blocks of 4+2-bit levels
         default:             return 0;
@@ -66,6 +70,17 @@ size_t ggml_cpu_repack_size(const struct ggml_tensor * t) {
 // its low nibbles and h + 4 in its high ones.
 static void repack_nibbles(const uint8_t * lv, uint8_t * o) {
     for (size_t i = 0; i < 16*32/2; i++) o[i] = (uint8_t) (lv[i] | (lv[i + 16*32/2] << 4));
+}
+
+// 5-bit levels of a panel block: their low 4 bits as repack_nibbles writes them, then one vector
+// of fifth bits (byte i, bit g: bit 4 of level vector g's byte i).
+static void repack_nibbles5(const uint8_t * lv, uint8_t * o) {
+    for (size_t i = 0; i < 16*32/2; i++) o[i] = (uint8_t) ((lv[i] & 15) | ((lv[i + 16*32/2] & 15) << 4));
+    for (size_t i = 0; i < 64; i++) {
+        uint8_t b = 0;
+        for (int g = 0; g < 8; g++) b |= (uint8_t) (((lv[64*g + i] >> 4) & 1) << g);
+        o[16*32/2 + i] = b;
+    }
 }
 
 
@@ -127,11 +142,12 @@ bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * 
                 }
                 continue;
             }
-            if (t->type == GGML_TYPE_Q4_K) {
+            if (t->type == GGML_TYPE_Q4_K || t->type == GGML_TYPE_Q5_K) {
                 // the scales as stored (d, dmin) and decoded (6-bit sc, mn): the kernel forms
-                // d*sc and -dmin*mn as the packer does
+                // d*sc and -dmin*mn as the packer does (q5_K's d, dmin, scales lead as q4_K's)
+                const bool k5 = t->type == GGML_TYPE_Q5_K;
                 for (int r = 0; r < GGML_GEMM_MR; r++) {
-                    const block_q4_K * b = (const block_q4_K *) (rows + (size_t) r*nb1) + u;
+                    const block_q4_K * b = (const block_q4_K *) (rows + (size_t) r*nb1 + (size_t) u*tsz);
                     memcpy(o + 2*r, &b->d, 2);
                     memcpy(o + 32 + 2*r, &b->dmin, 2);
                     for (int j = 0; j < 8; j++) {
@@ -141,7 +157,10 @@ bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * 
                         o[64 + 128 + 16*j + r] = mn;
                     }
                 }
-                for (int j = 0; j < 8; j++) repack_nibbles(panel + (size_t) (8*u + j)*pbb, o + 64 + 256 + 256*j);
+                for (int j = 0; j < 8; j++) {
+                    if (k5) repack_nibbles5(panel + (size_t) (8*u + j)*pbb, o + 64 + 256 + 320*j);
+                    else    repack_nibbles(panel + (size_t) (8*u + j)*pbb, o + 64 + 256 + 256*j);
+                }
                 continue;
             }
             const uint8_t * lv = panel + (size_t) u*pbb;
@@ -149,6 +168,9 @@ bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * 
             if (t->type == GGML_TYPE_Q8_0) {
                 lvb = 16*32;
                 memcpy(o, lv, lvb);
+            } else if (t->type == GGML_TYPE_Q5_0 || t->type == GGML_TYPE_Q5_1) {
+                lvb = 16*32/2 + 64;
+                repack_nibbles5(lv, o);
             } else {
                 lvb = 16*32/2;
                 repack_nibbles(lv, o);

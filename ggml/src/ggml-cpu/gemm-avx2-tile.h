@@ -1,0 +1,313 @@
+// gemm-avx2-tile.h — the 256-bit GEMM tiles of gemm-avx2.c (AVX2) and gemm-avxvnni.c (AVX-VNNI),
+// one template compiled twice: GEMM_X86_VNNI (0 or 1) is defined by the file that includes it.
+//
+// Without VNNI a 4-way byte dot is maddubs (u8 levels x s8 values -> s16 pairs) then madd with
+// ones (-> s32 per row). maddubs saturates at 32767: a pair reaches 2 * level * 128, so the s16
+// results of several level vectors are added before the madd only as far as they cannot
+// overflow (levels < 16: a whole 32-element block; < 32: four vectors; < 64: two). q8_0's
+// levels (q + 128) would saturate even alone: its tiles multiply the signed values |q| by the
+// activations with q's sign (vpsignb), which gives sum(q*a) = sum(u*a) - 128*sum(a) directly.
+// Integer sums are exact, so none of this changes a bit of the result. With AVX-VNNI one
+// vpdpbusd does the 4-way dot into s32 without saturation, and q8_0 runs as the other types.
+//
+// A 256-bit vector holds 4 levels of 8 rows: the 16-row panel (and the repacked layout, whose
+// 64-byte vectors are two such halves) is done as two halves. Passes of up to 4 (half, column)
+// pairs keep the registers busy: one column does both halves at once (token generation),
+// two columns both halves, more columns one half x 4 columns per pass. Every column's lanes see
+// the same float operations in every pass shape, in the order of gemm.h: results never depend
+// on N, nor on whether the weights were repacked.
+#ifndef GEMM_X86_VNNI
+#error "define GEMM_X86_VNNI before including gemm-avx2-tile.h"
+#endif
+
+#include "gemm.h"
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <string.h>
+
+static inline int32_t ld_i32(const void * p) { int32_t v; memcpy(&v, p, 4); return v; }
+static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); return v; }
+
+static inline __m256 neg_ps(__m256 x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
+
+// Level vector g of half h of a repacked block (pkv: its packed vectors of that half).
+static inline __attribute__((always_inline)) __m256i
+level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h, const int QB, const int PK) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), m10 = _mm256_set1_epi8(0x10);
+    if (PK == 4) {
+        const __m256i nv = pkv[g % 2], tv = pkv[2];
+        const __m256i lo = _mm256_and_si256(g < 2 ? nv : _mm256_srli_epi16(nv, 4), m4);
+        const __m256i th = g == 0 ? _mm256_slli_epi16(tv, 4) : g == 1 ? _mm256_slli_epi16(tv, 2)
+                         : g == 2 ? tv : _mm256_srli_epi16(tv, 2);
+        return _mm256_or_si256(lo, _mm256_and_si256(th, m30));
+    }
+    const __m256i pk = pkv[g % (QB/8)];
+    __m256i w = _mm256_and_si256(g < QB/8 ? pk : _mm256_srli_epi16(pk, 4), m4);
+    if (PK == 5 || PK == 6) {
+        const __m256i hv = pkv[QB/8];
+        const __m256i hb = g < 4 ? _mm256_slli_epi16(hv, 4 - g) : g == 4 ? hv : _mm256_srli_epi16(hv, g - 4);
+        w = _mm256_or_si256(w, _mm256_and_si256(hb, m10));
+    }
+    (void) pb; (void) h;
+    return w;
+}
+
+// PK (weight layout): 0 = panel of gemm.h (u8 levels, float scales); 1 = repacked nibbles
+// (q4_0, q4_1); 2 = repacked bytes (q8_0); 3 = repacked q4_K; 4 = repacked q6_K; 5 = repacked
+// nibbles and fifth bits (q5_0, q5_1); 6 = repacked q5_K (repack.h).
+// LB: bits of the largest level (4, 5, 6; 8 = q8_0, signed trick). GNR: columns of the group
+// layout (8, or 1 for the compact column). NH x CW: halves x columns of one pass.
+static inline __attribute__((always_inline)) void
+pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
+     int h0, int c0, const int QB, const int SB, const bool MIN, const bool CORR, const int PK, const int LB,
+     const int GNR, const int NH, const int CW) {
+    const bool NIB = PK == 1 || PK == 3 || PK == 5 || PK == 6; // levels as nibbles (and fifth bits)
+    const bool H5 = PK == 5 || PK == 6, KH = PK == 3 || PK == 6;  // fifth bits; q4_K-style header
+    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : H5 ? (size_t) QB*GGML_GEMM_MR/2 + 64
+                     : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
+    const size_t scb = PK ? 32 : 64;
+    const size_t pbb = KH || PK == 4 ? lvb : lvb + scb + (MIN ? scb : 0);
+    const size_t gbb = (size_t) (QB + 8)*GNR;
+    const size_t sbb = (size_t) 4*GNR + (size_t) SB*gbb;
+    const int64_t nsb = K/(QB*SB);
+    const bool S8 = LB == 8 && !GEMM_X86_VNNI; // q8_0 without VNNI: signed values, no corr
+    // level vectors whose s16 products are summed before one madd
+    const int G16m = LB <= 4 ? 8 : LB == 5 ? 4 : LB == 6 ? 2 : 1;
+    const int G16 = G16m < QB/4 ? G16m : QB/4;
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i bias = _mm256_set1_epi8((char) 0x80);
+    __m256 acc[2][4], t[2][4];
+    for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) acc[hh][c] = _mm256_setzero_ps();
+    const uint8_t * pb = panel;
+    for (int64_t i = 0; i < nsb; i++) {
+        const uint8_t * sbp = group + (size_t) i*sbb;
+        const uint8_t * ab = sbp + 4*GNR;
+        if (SB > 1) {
+            for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) t[hh][c] = _mm256_setzero_ps();
+        }
+        // repacked q4_K: d[16], dmin[16] (fp16), sc[8][16], mn[8][16]; q6_K: sc[16][16], d[16]
+        const uint8_t * hd = pb;
+        __m256 dsb[2], ndsb[2];
+        for (int hh = 0; hh < NH; hh++) {
+            const int h = h0 + hh;
+            if (KH) {
+                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 16*h)));
+                ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16*h))));
+            } else if (PK == 4) {
+                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 256 + 16*h)));
+            }
+        }
+        if (KH) pb += 64 + 2*8*GGML_GEMM_MR;
+        if (PK == 4) pb += 256 + 32;
+        for (int j = 0; j < SB; j++) {
+            __m256i ia[2][4], s16[2][4];
+            for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
+                ia[hh][c] = CORR && !S8 ? _mm256_set1_epi32(ld_i32(ab + QB*GNR + 4*c)) : _mm256_setzero_si256();
+                s16[hh][c] = _mm256_setzero_si256();
+            }
+            __m256i pkv[2][5];
+            for (int hh = 0; hh < NH; hh++) {
+                const int h = h0 + hh;
+                if (NIB) {
+                    for (int k = 0; k < QB/8 + H5; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+                } else if (PK == 4) {
+                    for (int k = 0; k < 3; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+                }
+            }
+            // Four columns of one half of a 5-bit type: the block's level vectors are decoded
+            // first into L1 and loaded back in the column loop (the 5 packed vectors would
+            // otherwise stay live across it, and with the 12 accumulators that spills: 0.6x)
+            const bool STAGE = CW == 4 && H5;
+            __m256i wst[8];
+            for (int g = 0; g < (STAGE ? QB/4 : 0); g++) wst[g] = level_vec(pb, pkv[0], g, h0, QB, PK);
+            if (STAGE) __asm__ volatile("" : : "r"(wst) : "memory");
+            #pragma GCC unroll 8
+            for (int g = 0; g < QB/4; g++) {
+                #pragma GCC unroll 8
+                for (int hh = 0; hh < NH; hh++) {
+                    const int h = h0 + hh;
+                    __m256i w;
+                    if (STAGE) {
+                        w = _mm256_load_si256(&wst[g]);
+                    } else if (NIB || PK == 4) {
+                        w = level_vec(pb, pkv[hh], g, h, QB, PK);
+                    } else {
+                        w = _mm256_loadu_si256((const __m256i *) (pb + 64*g + 32*h));
+                    }
+                    __m256i wabs = w;
+                    if (S8) {
+                        w = _mm256_xor_si256(w, bias); // q
+                        wabs = _mm256_sign_epi8(w, w);
+                    }
+                    #pragma GCC unroll 8
+                    for (int c = 0; c < CW; c++) {
+                        const __m256i av = _mm256_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c));
+#if GEMM_X86_VNNI
+                        ia[hh][c] = _mm256_dpbusd_avx_epi32(ia[hh][c], w, av);
+                        (void) wabs; (void) s16; (void) ones; (void) G16;
+#else
+                        const __m256i p = S8 ? _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, w))
+                                             : _mm256_maddubs_epi16(w, av);
+                        s16[hh][c] = g % G16 == 0 ? p : _mm256_add_epi16(s16[hh][c], p);
+                        // keeps the chain in program order: re-associated, the compiler computes
+                        // every product of a block first and spills them (store-bound: 0.7x)
+                        __asm__("" : "+x"(s16[hh][c]));
+                        if (g % G16 == G16 - 1) {
+                            ia[hh][c] = _mm256_add_epi32(ia[hh][c], _mm256_madd_epi16(s16[hh][c], ones));
+                            __asm__("" : "+x"(ia[hh][c]));
+                        }
+#endif
+                    }
+                }
+            }
+            for (int hh = 0; hh < NH; hh++) {
+                const int h = h0 + hh;
+                const __m256 d = KH ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                               _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h)))))
+                               : PK == 4 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                               _mm_loadl_epi64((const __m128i *) (hd + 16*j + 8*h)))))
+                               : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + 16*h)))
+                                    : _mm256_loadu_ps((const float *) (pb + lvb + 32*h));
+                if (SB == 1) {
+                    for (int c = 0; c < CW; c++) {
+                        const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(ld_f32(sbp + 4*c)));
+                        acc[hh][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), dd, acc[hh][c]);
+                    }
+                } else {
+                    for (int c = 0; c < CW; c++) t[hh][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), d, t[hh][c]);
+                }
+                if (MIN) {
+                    const __m256 m = KH ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                                   _mm_loadl_epi64((const __m128i *) (hd + 64 + 128 + 16*j + 8*h)))))
+                                   : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + scb + 16*h)))
+                                        : _mm256_loadu_ps((const float *) (pb + lvb + scb + 32*h));
+                    for (int c = 0; c < CW; c++) {
+                        acc[hh][c] = _mm256_fmadd_ps(m, _mm256_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[hh][c]);
+                    }
+                }
+            }
+            pb += pbb;
+            ab += gbb;
+        }
+        if (SB > 1) {
+            for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
+                acc[hh][c] = _mm256_fmadd_ps(t[hh][c], _mm256_set1_ps(ld_f32(sbp + 4*c)), acc[hh][c]);
+            }
+        }
+    }
+    for (int hh = 0; hh < NH; hh++) {
+        const int h = h0 + hh, rows = nr - 8*h;
+        if (rows <= 0) continue;
+        for (int c = 0; c < CW && c0 + c < nc; c++) {
+            float * out = dst + (c0 + c)*ldc + 8*h;
+            if (rows >= 8) {
+                _mm256_storeu_ps(out, acc[hh][c]);
+            } else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, acc[hh][c]);
+                memcpy(out, tmp, (size_t) rows*sizeof(float));
+            }
+        }
+    }
+}
+
+// A whole tile: columns [0, nc) of the group (GNR 1: the compact column) against 16 rows.
+static inline __attribute__((always_inline)) void
+tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
+       const int QB, const int SB, const bool MIN, const bool CORR, const int PK, const int LB, const int GNR) {
+    // the panel's column offset c0 moves the group pointer: one pass reads columns c0..c0+CW-1
+    if (GNR == 1 || nc == 1) {
+        pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, MIN, CORR, PK, LB, GNR, 2, 1);
+    } else if (nc == 2) {
+        pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, MIN, CORR, PK, LB, GNR, 2, 2);
+    } else {
+        for (int c0 = 0; c0 < nc; c0 += 4) {
+            for (int h = 0; h < 2 && 8*h < nr; h++) {
+                pass(K, panel, group + 4*c0, dst + c0*ldc, ldc, nr, nc - c0, h, 0, QB, SB, MIN, CORR, PK, LB, GNR, 1, 4);
+            }
+        }
+    }
+}
+
+#define TILE_FN(name, QB, SB, MIN, CORR, PK, LB)                                                      \
+static inline void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, \
+                 int nr, int nc) {                                                                    \
+    tile_g(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, PK, LB, GGML_GEMM_NR);               \
+}                                                                                                     \
+static inline void name##_1(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, \
+                     int nr) {                                                                        \
+    tile_g(K, panel, group, dst, ldc, nr, 1, QB, SB, MIN, CORR, PK, LB, 1);                           \
+}
+
+TILE_FN(tile_q4_0,  32,  1, false, true,  0, 4)
+TILE_FN(tile_q4_1,  32,  1, true,  false, 0, 4)
+TILE_FN(tile_q5_0,  32,  1, false, true,  0, 5)
+TILE_FN(tile_q5_1,  32,  1, true,  false, 0, 5)
+TILE_FN(tile_q8_0,  32,  1, false, true,  0, 8)
+TILE_FN(tile_q2_K,  16, 16, true,  false, 0, 4)
+TILE_FN(tile_q3_K,  16, 16, false, true,  0, 4)
+TILE_FN(tile_q4_K,  32,  8, true,  false, 0, 4)
+TILE_FN(tile_q5_K,  32,  8, true,  false, 0, 5)
+TILE_FN(tile_q6_K,  16, 16, false, true,  0, 6)
+TILE_FN(tile_rp_q4_0, 32, 1, false, true,  1, 4)
+TILE_FN(tile_rp_q4_1, 32, 1, true,  false, 1, 4)
+TILE_FN(tile_rp_q8_0, 32, 1, false, true,  2, 8)
+TILE_FN(tile_rp_q4_K, 32, 8, true,  false, 3, 4)
+TILE_FN(tile_rp_q6_K, 16, 16, false, true, 4, 6)
+TILE_FN(tile_rp_q5_0, 32, 1, false, true,  5, 5)
+TILE_FN(tile_rp_q5_1, 32, 1, true,  false, 5, 5)
+TILE_FN(tile_rp_q5_K, 32, 8, true,  false, 6, 5)
+
+static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
+                        float * dst, int64_t ldc, int nr, int nc) {
+    const uint8_t * p = (const uint8_t *) panel, * g = (const uint8_t *) group;
+    switch (gt->type) {
+        case GGML_TYPE_Q4_0: tile_q4_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q4_1: tile_q4_1(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_0: tile_q5_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_1: tile_q5_1(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q8_0: tile_q8_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q2_K: tile_q2_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q3_K: tile_q3_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q4_K: tile_q4_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_K: tile_q5_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q6_K: tile_q6_K(K, p, g, dst, ldc, nr, nc); break;
+        default: ggml_gemm_kernel_generic(gt, K, panel, group, dst, ldc, nr, nc); break;
+    }
+}
+
+static void kernel_repacked_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
+                                 float * dst, int64_t ldc, int nr, int nc) {
+    const uint8_t * p = (const uint8_t *) panel, * g = (const uint8_t *) group;
+    switch (gt->type) {
+        case GGML_TYPE_Q4_0: tile_rp_q4_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q4_1: tile_rp_q4_1(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q8_0: tile_rp_q8_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q4_K: tile_rp_q4_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q6_K: tile_rp_q6_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_0: tile_rp_q5_0(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_1: tile_rp_q5_1(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q5_K: tile_rp_q5_K(K, p, g, dst, ldc, nr, nc); break;
+        default: break; // repack.c makes no other layout
+    }
+}
+
+// Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_act_compact).
+static void kernel_repacked1_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
+                                  float * dst, int64_t ldc, int nr, int nc) {
+    const uint8_t * p = (const uint8_t *) panel, * g = (const uint8_t *) group;
+    (void) nc;
+    switch (gt->type) {
+        case GGML_TYPE_Q4_0: tile_rp_q4_0_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q4_1: tile_rp_q4_1_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q8_0: tile_rp_q8_0_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q4_K: tile_rp_q4_K_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q6_K: tile_rp_q6_K_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q5_0: tile_rp_q5_0_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q5_1: tile_rp_q5_1_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q5_K: tile_rp_q5_K_1(K, p, g, dst, ldc, nr); break;
+        default: break;
+    }
+}
+

@@ -1,0 +1,90 @@
+// threadpool-adapt.c — the adaptive thread count (see threadpool-impl.h): per kind of graph,
+// running means of one-thread and n_threads computations and the choice between them.
+#include "threadpool-impl.h"
+
+// A graph's kind: its size and the shapes of its first and last nodes (a token-generation
+// step stays one kind while the KV cache grows; a prompt batch is another).
+static uint64_t ggml_adapt_key(const struct ggml_cgraph * g) {
+    uint64_t h = 1469598103934665603ull;
+    const uint64_t v[] = {
+        (uint64_t) g->n_nodes, (uint64_t) g->n_leafs,
+        g->n_nodes ? (uint64_t) g->nodes[0]->ne[0] : 0, g->n_nodes ? (uint64_t) g->nodes[0]->ne[1] : 0,
+        g->n_nodes ? (uint64_t) g->nodes[g->n_nodes - 1]->ne[0] : 0,
+        g->n_nodes ? (uint64_t) g->nodes[g->n_nodes - 1]->ne[1] : 0,
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        h = (h ^ v[i]) * 1099511628211ull;
+    }
+    return h ? h : 1;
+}
+
+struct ggml_adapt_entry * ggml_adapt_lookup(struct ggml_threadpool * tp, const struct ggml_cgraph * g, int nth) {
+    if (tp->adapt_nth != nth) {
+        memset(tp->adapt_slot, 0, sizeof(tp->adapt_slot)); // measured with another count
+        tp->adapt_nth = nth;
+    }
+    const uint64_t key = ggml_adapt_key(g);
+    struct ggml_adapt_entry * victim = &tp->adapt_slot[0];
+    tp->adapt_clock++;
+    for (int i = 0; i < GGML_ADAPT_SLOTS; i++) {
+        struct ggml_adapt_entry * e = &tp->adapt_slot[i];
+        if (e->key == key) {
+            e->last_use = tp->adapt_clock;
+            return e;
+        }
+        if (e->last_use < victim->last_use) {
+            victim = e;
+        }
+    }
+    memset(victim, 0, sizeof(*victim));
+    victim->key = key;
+    victim->last_use = tp->adapt_clock;
+    victim->choice = 1;
+    victim->interval = GGML_ADAPT_PROBE_MIN;
+    victim->countdown = GGML_ADAPT_PROBE_MIN;
+    return victim;
+}
+
+// Which count the next computation of e's kind runs with: 0 one thread, 1 n_threads.
+int ggml_adapt_arm(struct ggml_adapt_entry * e) {
+    if (e->n[1] < 3) {
+        return 1;
+    }
+    if (e->choice == 1 && (e->quiet || e->lt[1] < log(GGML_ADAPT_MIN_NS))) {
+        // The threads kept meeting promptly, or the graph is too quick to matter.
+        return 1;
+    }
+    if (e->n[0] < 2) {
+        return 0;
+    }
+    return --e->countdown <= 0 ? !e->choice : e->choice;
+}
+
+void ggml_adapt_record(struct ggml_adapt_entry * e, int arm, uint64_t ns, uint64_t blocked) {
+    const double lx = log((double) (ns ? ns : 1));
+    // The count not in use is only sampled by re-tries: weigh those more so a change in the
+    // machine's load is noticed after one or two.
+    const double alpha = arm == e->choice ? GGML_ADAPT_ALPHA : 2 * GGML_ADAPT_ALPHA;
+    e->lt[arm] = e->n[arm] == 0 ? lx : e->lt[arm] + alpha * (lx - e->lt[arm]);
+    e->n[arm]++;
+    if (arm == 1) {
+        // Threads that are on CPUs at the same time meet within microseconds; sleeping at
+        // barriers means a partner was descheduled (or a node was badly unbalanced).
+        e->quiet = (double) blocked <= GGML_ADAPT_QUIET * (double) ns;
+    }
+    if (e->n[0] < 2 || e->n[1] < 3) {
+        return;
+    }
+    const int other = !e->choice;
+    const bool flip = e->lt[other] < e->lt[e->choice] - GGML_ADAPT_MARGIN;
+    if (arm == other || e->countdown <= 0) {
+        // A re-try of the other count just ended: wait longer before the next one while it loses.
+        e->interval = flip ? GGML_ADAPT_PROBE_MIN
+                           : (e->interval * 2 > GGML_ADAPT_PROBE_MAX ? GGML_ADAPT_PROBE_MAX : e->interval * 2);
+        e->countdown = e->interval;
+    }
+    if (flip) {
+        e->choice = other;
+        e->countdown = e->interval;
+    }
+}

@@ -1,0 +1,148 @@
+// arch.c — the architecture table: per GGUF general.architecture, its own hyperparameter keys,
+// its tensors (required / optional, shapes), its rope layout and its graph builder. Names of
+// keys and tensors are the ones llama.cpp's converter writes (gguf-py's constants.py lists
+// them: MODEL_TENSORS, Keys). model.c loads by the row; graph.c builds with row->build.
+#include "llama-model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define HP(field) (uint16_t) offsetof(struct llama_hparams, field)
+#define ML(field) (uint16_t) offsetof(struct llama_model, field)
+#define LY(field) (uint16_t) offsetof(struct llama_layer, field)
+
+#define REQ  LLM_T_REQUIRED
+#define LAY  LLM_T_LAYER
+#define F32  LLM_T_F32
+
+// Tensors every decoder here has around its blocks.
+#define T_EMBD        { "token_embd.weight",  ML(tok_embd),    REQ,       2, { LLM_DIM_EMBD, LLM_DIM_VOCAB } }
+#define T_OUT_NORM    { "output_norm.weight", ML(output_norm), REQ | F32, 1, { LLM_DIM_EMBD } }
+// absent: tied to token_embd (model.c)
+#define T_OUTPUT      { "output.weight",      ML(output),      0,         2, { LLM_DIM_EMBD, LLM_DIM_VOCAB } }
+#define T_ROPE_FREQS  { "rope_freqs.weight",  ML(rope_freqs),  F32,       1, { LLM_DIM_ROT2 } }
+
+#define B(name, field, flags, nd, d0, d1) { "blk.%u." name, LY(field), (flags) | LAY, nd, { d0, d1 } }
+#define B_ATTN_NORM   B("attn_norm.weight",   attn_norm, REQ | F32, 1, LLM_DIM_EMBD, 0)
+#define B_Q           B("attn_q.weight",      wq,        REQ, 2, LLM_DIM_EMBD, LLM_DIM_Q)
+#define B_K           B("attn_k.weight",      wk,        REQ, 2, LLM_DIM_EMBD, LLM_DIM_K)
+#define B_V           B("attn_v.weight",      wv,        REQ, 2, LLM_DIM_EMBD, LLM_DIM_V)
+#define B_O           B("attn_output.weight", wo,        REQ, 2, LLM_DIM_O, LLM_DIM_EMBD)
+#define B_FFN_NORM    B("ffn_norm.weight",    ffn_norm,  REQ | F32, 1, LLM_DIM_EMBD, 0)
+#define B_GATE        B("ffn_gate.weight",    ffn_gate,  REQ, 2, LLM_DIM_EMBD, LLM_DIM_FF)
+#define B_UP          B("ffn_up.weight",      ffn_up,    REQ, 2, LLM_DIM_EMBD, LLM_DIM_FF)
+#define B_DOWN        B("ffn_down.weight",    ffn_down,  REQ, 2, LLM_DIM_FF, LLM_DIM_EMBD)
+#define B_Q_NORM      B("attn_q_norm.weight", attn_q_norm, REQ | F32, 1, LLM_DIM_HEAD_K, 0)
+#define B_K_NORM      B("attn_k_norm.weight", attn_k_norm, REQ | F32, 1, LLM_DIM_HEAD_K, 0)
+#define T_END         { NULL, 0, 0, 0, { 0, 0 } }
+
+// ---- llama: TinyLlama, SmolLM, Llama 2/3, Mistral-style ----
+static const struct llm_tensor_spec LLAMA_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN,
+    T_END,
+};
+
+// ---- qwen2: Q/K/V biases, NeoX rope ----
+static const struct llm_tensor_spec QWEN2_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN,
+    B("attn_q.bias", bq, REQ | F32, 1, LLM_DIM_Q, 0),
+    B("attn_k.bias", bk, REQ | F32, 1, LLM_DIM_K, 0),
+    B("attn_v.bias", bv, REQ | F32, 1, LLM_DIM_V, 0),
+    T_END,
+};
+
+// ---- qwen3: RMS norm of each Q and K head before rope, head size from metadata ----
+static const struct llm_tensor_spec QWEN3_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN, B_Q_NORM, B_K_NORM,
+    T_END,
+};
+
+// ---- gemma3: norms before and after attention and FFN, QK-norm, GeGLU, sliding window ----
+static const struct llm_tensor_spec GEMMA3_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT,
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN, B_Q_NORM, B_K_NORM,
+    B("post_attention_norm.weight", attn_post_norm, REQ | F32, 1, LLM_DIM_EMBD, 0),
+    B("post_ffw_norm.weight",       ffn_post_norm,  REQ | F32, 1, LLM_DIM_EMBD, 0),
+    T_END,
+};
+
+static const struct llm_key_spec GEMMA3_KEYS[] = {
+    { "attention.sliding_window",         HP(n_swa),              LLM_KEY_U32, true,  0 },
+    { "attention.sliding_window_pattern", HP(swa_period),         LLM_KEY_U32, false, 6 },
+    { "rope.freq_base_swa",               HP(rope_freq_base_swa), LLM_KEY_F32, false, 10000.0 },
+    { NULL, 0, 0, false, 0 },
+};
+
+// Gemma 3 scales the embeddings by sqrt(n_embd) and the queries by 1/sqrt(head size) (its
+// query_pre_attn_scalar; the 27B model, which differs, is not among those checked here).
+static bool gemma3_finish(struct llama_hparams * hp) {
+    hp->f_embd_scale = sqrtf((float) hp->n_embd);
+    hp->f_attn_scale = 1.0f / sqrtf((float) hp->n_embd_head_k);
+    return true;
+}
+
+// ---- phi3: fused QKV and gate/up, LongRoPE factors, sliding window where set ----
+static const struct llm_tensor_spec PHI3_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT,
+    { "rope_factors_long.weight",  ML(rope_long),  F32, 1, { LLM_DIM_ROT2 } },
+    { "rope_factors_short.weight", ML(rope_short), F32, 1, { LLM_DIM_ROT2 } },
+    B_ATTN_NORM,
+    B("attn_qkv.weight", wqkv, REQ, 2, LLM_DIM_EMBD, LLM_DIM_QKV),
+    B_O, B_FFN_NORM,
+    B("ffn_up.weight", ffn_gate_up, REQ, 2, LLM_DIM_EMBD, LLM_DIM_FF2),
+    B_DOWN,
+    T_END,
+};
+
+static const struct llm_key_spec PHI3_KEYS[] = {
+    { "attention.sliding_window",   HP(n_swa),            LLM_KEY_U32, false, 0 },
+    { "rope.scaling.attn_factor",   HP(rope_attn_factor), LLM_KEY_F32, false, 0 },
+    { NULL, 0, 0, false, 0 },
+};
+
+// A window, when set, applies to every layer. LongRoPE's cos/sin magnitude, when the file does
+// not state it: sqrt(1 + ln(s) / ln(n_ctx_orig)) for the context extension s = n_ctx_train /
+// n_ctx_orig (1 without one), as Phi-3's reference implementation computes it.
+static bool phi3_finish(struct llama_hparams * hp) {
+    hp->swa_period = 0;
+    if (hp->rope_attn_factor <= 0.0f) {
+        const double s = hp->n_ctx_orig_yarn > 0 ? (double) hp->n_ctx_train / hp->n_ctx_orig_yarn : 1.0;
+        hp->rope_attn_factor = s > 1.0 ? (float) sqrt(1.0 + log(s) / log((double) hp->n_ctx_orig_yarn)) : 1.0f;
+    }
+    return true;
+}
+
+static const struct llama_arch_info ARCHS[] = {
+    { "llama",  LLM_ROPE_NORMAL, NULL,        LLAMA_TENSORS,  NULL,          llm_build_llama },
+    { "qwen2",  LLM_ROPE_NEOX,   NULL,        QWEN2_TENSORS,  NULL,          llm_build_llama },
+    { "qwen3",  LLM_ROPE_NEOX,   NULL,        QWEN3_TENSORS,  NULL,          llm_build_llama },
+    { "gemma3", LLM_ROPE_NEOX,   GEMMA3_KEYS, GEMMA3_TENSORS, gemma3_finish, llm_build_gemma3 },
+    { "phi3",   LLM_ROPE_NEOX,   PHI3_KEYS,   PHI3_TENSORS,   phi3_finish,   llm_build_llama },
+};
+
+const struct llama_arch_info * llama_arch_find(const char * name) {
+    if (name == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(ARCHS) / sizeof(ARCHS[0]); i++) {
+        if (strcmp(ARCHS[i].name, name) == 0) {
+            return &ARCHS[i];
+        }
+    }
+    return NULL;
+}
+
+const char * llama_arch_list(char * buf, size_t size) {
+    size_t off = 0;
+    if (size > 0) {
+        buf[0] = '\0';
+    }
+    for (size_t i = 0; i < sizeof(ARCHS) / sizeof(ARCHS[0]) && off < size; i++) {
+        off += (size_t) snprintf(buf + off, size - off, "%s%s", i ? ", " : "", ARCHS[i].name);
+    }
+    return buf;
+}

@@ -1,0 +1,229 @@
+// graph-blocks.c — the pieces the architecture builders (src/models/*.c) compose:
+//
+//   inp_embd   x = token_embd[tokens] (* f_embd_scale)
+//   attn       q, k, v = Wq·n (+bq), Wk·n (+bk), Wv·n (+bv)        (or one fused Wqkv matmul)
+//              q, k = rms_norm per head * q_norm / k_norm            (when the layer has them)
+//              q, k = rope(q), rope(k)   NORMAL or NEOX, the layer's base (sliding-window layers
+//                                        may have their own), LongRoPE factors by context size
+//              K/V rows written into the cache cells, then softmax(scale·QK^T + mask)·V over
+//              the first n_kv cells (mask: causal, or causal within the window), Wo
+//   ffn        down( silu(gate·m) * up·m )  or  gelu_tanh(gate·m) * up·m
+//   output     logits = output · rms_norm(x) * output_norm, on the rows marked for output
+//
+// With flash attention the whole softmax(QK^T)V runs as one op; otherwise as mul_mat +
+// soft_max_ext + mul_mat. Quantized caches are dequantized first (get_rows of [0, n_kv)).
+#include "llama-graph.h"
+
+#include <math.h>
+
+#define G(expr) do { if ((expr) == NULL) { return NULL; } } while (0)
+#define GB(expr) do { if ((expr) == NULL) { return false; } } while (0)
+
+struct ggml_tensor * llm_graph_inp_embd(struct llm_graph * g) {
+    struct ggml_context * c = g->c;
+    struct llama_graph_result * res = g->res;
+    struct ggml_tensor * x;
+    if (g->ub->token != NULL) {
+        G(res->inp_tokens = ggml_new_tensor_1d(c, GGML_TYPE_I32, g->n_tokens));
+        ggml_set_name(res->inp_tokens, "inp_tokens");
+        ggml_set_input(res->inp_tokens);
+        G(x = ggml_get_rows(c, g->model->tok_embd, res->inp_tokens));
+    } else {
+        G(res->inp_embd = ggml_new_tensor_2d(c, GGML_TYPE_F32, g->hp->n_embd, g->n_tokens));
+        ggml_set_name(res->inp_embd, "inp_embd");
+        ggml_set_input(res->inp_embd);
+        x = res->inp_embd;
+    }
+    if (g->hp->f_embd_scale != 0.0f) {
+        G(x = ggml_scale(c, x, g->hp->f_embd_scale));
+    }
+    return x;
+}
+
+struct ggml_tensor * llm_graph_norm(struct llm_graph * g, struct ggml_tensor * x, struct ggml_tensor * w) {
+    struct ggml_tensor * n = ggml_rms_norm(g->c, x, g->hp->f_norm_rms_eps);
+    return n && w ? ggml_mul(g->c, n, w) : n;
+}
+
+struct ggml_tensor * llm_graph_rope(struct llm_graph * g, uint32_t il, struct ggml_tensor * x, struct ggml_tensor * pos,
+                                    bool shift) {
+    const struct llama_context * ctx = g->ctx;
+    const struct llama_hparams * hp = g->hp;
+    float base = ctx->rope_freq_base, scale = ctx->rope_freq_scale;
+    if (hp->swa_layers[il] && hp->rope_freq_base_swa > 0.0f) {
+        base = hp->rope_freq_base_swa; // local layers keep their own, unscaled frequencies
+        scale = 1.0f;
+    }
+    float attn_factor = ctx->yarn_attn_factor;
+    if (!shift && hp->rope_attn_factor > 0.0f) {
+        attn_factor *= hp->rope_attn_factor;
+    }
+    return ggml_rope_ext(g->c, x, pos, g->rope_factors, (int) hp->n_rot, g->model->arch_info->rope, (int) ctx->n_ctx_orig,
+                         base, scale, ctx->yarn_ext_factor, attn_factor, ctx->yarn_beta_fast, ctx->yarn_beta_slow);
+}
+
+// x (+ b when b is set); x may be a strided view (of a fused QKV product).
+static struct ggml_tensor * graph_bias(struct ggml_context * c, struct ggml_tensor * x, struct ggml_tensor * b) {
+    return b ? ggml_add(c, x, b) : x;
+}
+
+// Q, K ([hd, heads, n_tokens]) and V ([n_v, n_tokens]) of layer il from its normed input.
+static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * cur,
+                      struct ggml_tensor ** q, struct ggml_tensor ** k, struct ggml_tensor ** v) {
+    struct ggml_context * c = g->c;
+    const struct llama_hparams * hp = g->hp;
+    const int64_t hd_k = hp->n_embd_head_k, n_head = hp->n_head, n_head_kv = hp->n_head_kv, n = g->n_tokens;
+    const int64_t n_q = hd_k * n_head, n_k = hd_k * n_head_kv, n_v = (int64_t) hp->n_embd_head_v * n_head_kv;
+    if (L->wqkv != NULL) {
+        // one matmul for Q, K and V (stored fused, or fused by model.c): each is a view of its rows
+        struct ggml_tensor * qkv;
+        GB(qkv = ggml_mul_mat(c, L->wqkv, cur));          // [n_q + n_k + n_v, n_tokens]
+        const size_t es = ggml_type_size(qkv->type);
+        if (L->bq != NULL || L->bk != NULL) {
+            GB(*q = ggml_view_2d(c, qkv, n_q, n, qkv->nb[1], 0));
+            GB(*k = ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q*es));
+            // the bias adds write contiguous results, which reshape into heads
+            GB(*q = L->bq ? ggml_add(c, *q, L->bq) : ggml_cont(c, *q));
+            GB(*k = L->bk ? ggml_add(c, *k, L->bk) : ggml_cont(c, *k));
+            GB(*q = ggml_reshape_3d(c, *q, hd_k, n_head, n));
+            GB(*k = ggml_reshape_3d(c, *k, hd_k, n_head_kv, n));
+        } else {
+            GB(*q = ggml_view_3d(c, qkv, hd_k, n_head, n, hd_k*es, qkv->nb[1], 0));
+            GB(*k = ggml_view_3d(c, qkv, hd_k, n_head_kv, n, hd_k*es, qkv->nb[1], (size_t) n_q*es));
+        }
+        GB(*v = ggml_view_2d(c, qkv, n_v, n, qkv->nb[1], (size_t) (n_q + n_k)*es));
+        GB(*v = graph_bias(c, *v, L->bv));
+    } else {
+        GB(*q = ggml_mul_mat(c, L->wq, cur));
+        GB(*k = ggml_mul_mat(c, L->wk, cur));
+        GB(*v = ggml_mul_mat(c, L->wv, cur));
+        GB(*q = graph_bias(c, *q, L->bq));
+        GB(*k = graph_bias(c, *k, L->bk));
+        GB(*v = graph_bias(c, *v, L->bv));
+        GB(*q = ggml_reshape_3d(c, *q, hd_k, n_head, n));
+        GB(*k = ggml_reshape_3d(c, *k, hd_k, n_head_kv, n));
+    }
+    if (L->attn_q_norm != NULL) {
+        GB(*q = llm_graph_norm(g, *q, L->attn_q_norm));   // per head: rows of hd_k
+    }
+    if (L->attn_k_norm != NULL) {
+        GB(*k = llm_graph_norm(g, *k, L->attn_k_norm));
+    }
+    return true;
+}
+
+bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, struct ggml_tensor ** out) {
+    struct llama_context * ctx = g->ctx;
+    struct ggml_context * c = g->c;
+    const struct llama_hparams * hp = g->hp;
+    const struct llama_layer * L = &g->model->layers[il];
+    const struct llama_memory_i * kv = &ctx->kv;
+    struct llama_graph_result * res = g->res;
+    const int64_t hd_k = hp->n_embd_head_k, hd_v = hp->n_embd_head_v;
+    const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv, n_tokens = g->n_tokens, n_kv = g->n_kv;
+    const float kq_scale = hp->f_attn_scale > 0.0f ? hp->f_attn_scale : 1.0f / sqrtf((float) hd_k);
+    const bool last = il == hp->n_layer - 1;
+    *out = NULL;
+
+    struct ggml_tensor * q, * k, * v;
+    if (!graph_qkv(g, L, cur, &q, &k, &v)) {
+        return false;
+    }
+    GB(q = llm_graph_rope(g, il, q, res->inp_pos, false));
+    GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+
+    // Write this ubatch's K and V rows into their cells; the views read below are made from
+    // the set_rows results so that attention depends on (and runs after) the writes.
+    struct ggml_tensor * k_all, * v_all;
+    GB(k = ggml_reshape_2d(c, k, hd_k * n_head_kv, n_tokens));
+    GB(k_all = ggml_set_rows(c, kv->k_l[il], k, res->inp_kv_idx));
+    GB(v_all = ggml_set_rows(c, kv->v_l[il], v, res->inp_kv_idx));
+    ggml_build_forward_expand(g->gf, k_all);
+    ggml_build_forward_expand(g->gf, v_all);
+    if (last && g->n_rows == 0) {
+        return true; // nothing leaves the last layer: only its K/V were needed
+    }
+
+    struct ggml_tensor * K, * V, * Q, * o;
+    if (ggml_is_quantized(kv->type_k)) {
+        GB(k_all = ggml_get_rows(c, k_all, res->inp_kv_range));     // F32 [n_embd_k_gqa, n_kv]
+    }
+    if (ggml_is_quantized(kv->type_v)) {
+        GB(v_all = ggml_get_rows(c, v_all, res->inp_kv_range));
+    }
+    struct ggml_tensor * mask = hp->swa_layers[il] && res->inp_mask_swa ? res->inp_mask_swa : res->inp_mask;
+    GB(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
+    GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
+    GB(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]
+    if (ctx->flash_attn) {
+        GB(o = ggml_flash_attn_ext(c, Q, K, V, mask, kq_scale, 0.0f, 0.0f)); // [hd_v, n_head, n_tokens]
+        GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
+    } else {
+        struct ggml_tensor * kq, * vt, * kqv;
+        GB(kq = ggml_mul_mat(c, K, Q));                        // [n_kv, n_tokens, n_head]
+        GB(kq = ggml_soft_max_ext(c, kq, mask, kq_scale, 0.0f));
+        GB(vt = ggml_transpose(c, V));
+        GB(vt = ggml_cont(c, vt));                             // [n_kv, hd_v, n_head_kv]
+        GB(kqv = ggml_mul_mat(c, vt, kq));                     // [hd_v, n_tokens, n_head]
+        GB(o = ggml_permute(c, kqv, 0, 2, 1, 3));
+        GB(o = ggml_cont(c, o));                               // [hd_v, n_head, n_tokens]
+        GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
+    }
+    GB(*out = ggml_mul_mat(c, L->wo, o));
+    return true;
+}
+
+bool llm_graph_out_rows(struct llm_graph * g, uint32_t il, struct ggml_tensor ** cur, struct ggml_tensor ** x) {
+    if (il == g->hp->n_layer - 1 && g->res->inp_out_ids != NULL) {
+        // The rest of the last layer only matters for the rows that are returned.
+        GB(*cur = ggml_get_rows(g->c, *cur, g->res->inp_out_ids));
+        GB(*x = ggml_get_rows(g->c, *x, g->res->inp_out_ids));
+    }
+    return true;
+}
+
+struct ggml_tensor * llm_graph_ffn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, enum llm_ffn_kind kind) {
+    struct ggml_context * c = g->c;
+    const struct llama_layer * L = &g->model->layers[il];
+    struct ggml_tensor * gate, * up;
+    if (L->ffn_gate_up != NULL) {
+        G(gate = ggml_mul_mat(c, L->ffn_gate_up, cur));      // [2 n_ff, n_tokens]: gate rows, then up rows
+        if (kind == LLM_FFN_SWIGLU) {
+            G(cur = ggml_swiglu(c, gate));
+        } else {
+            const int64_t n_ff = gate->ne[0] / 2;
+            G(up = ggml_view_2d(c, gate, n_ff, gate->ne[1], gate->nb[1], (size_t) n_ff * ggml_type_size(gate->type)));
+            G(gate = ggml_view_2d(c, gate, n_ff, gate->ne[1], gate->nb[1], 0));
+            G(gate = ggml_gelu(c, gate));
+            G(cur = ggml_mul(c, gate, up));
+        }
+    } else {
+        G(gate = ggml_mul_mat(c, L->ffn_gate, cur));
+        G(up = ggml_mul_mat(c, L->ffn_up, cur));
+        if (kind == LLM_FFN_SWIGLU) {
+            G(cur = ggml_swiglu_split(c, gate, up));
+        } else {
+            G(gate = ggml_gelu(c, gate));
+            G(cur = ggml_mul(c, gate, up));
+        }
+    }
+    return ggml_mul_mat(c, L->ffn_down, cur);
+}
+
+bool llm_graph_output(struct llm_graph * g, struct ggml_tensor * x) {
+    struct llama_graph_result * res = g->res;
+    if (g->n_rows == 0) {
+        return true;
+    }
+    GB(res->t_embd = llm_graph_norm(g, x, g->model->output_norm));
+    ggml_set_name(res->t_embd, "result_norm");
+    ggml_set_output(res->t_embd);
+    ggml_build_forward_expand(g->gf, res->t_embd);
+    if (!g->ub->all_rows || !g->ctx->embeddings) {
+        GB(res->t_logits = ggml_mul_mat(g->c, g->model->output, res->t_embd));
+        ggml_set_name(res->t_logits, "result_output");
+        ggml_set_output(res->t_logits);
+        ggml_build_forward_expand(g->gf, res->t_logits);
+    }
+    return true;
+}

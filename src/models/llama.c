@@ -1,0 +1,37 @@
+// models/llama.c — the pre-norm decoder with SwiGLU, as a ggml graph per ubatch:
+//
+//   x = token_embd[tokens]
+//   per layer:  h = x + attn(rms_norm(x) * attn_norm)
+//               x = h + Wdown · (silu(Wgate·m) * (Wup·m))             m = rms_norm(h) * ffn_norm
+//   logits = output · (rms_norm(x) * output_norm)
+//
+// Rows llama, qwen2, qwen3 and phi3 (arch.c) share it: their differences (Q/K/V biases, QK-norm,
+// fused QKV and gate/up, NeoX rope, LongRoPE factors, a sliding window) are tensors and
+// hyperparameters the shared blocks (graph-blocks.c) act on when present.
+#include "../llama-graph.h"
+
+bool llm_build_llama(struct llm_graph * g) {
+    const struct llama_model * model = g->model;
+    struct ggml_context * c = g->c;
+    struct ggml_tensor * x, * cur, * h;
+    if ((x = llm_graph_inp_embd(g)) == NULL) {
+        return false;
+    }
+    for (uint32_t il = 0; il < g->hp->n_layer; il++) {
+        const struct llama_layer * L = &model->layers[il];
+        if ((cur = llm_graph_norm(g, x, L->attn_norm)) == NULL || !llm_graph_attn(g, il, cur, &cur)) {
+            return false;
+        }
+        if (cur == NULL) {
+            break; // last layer, no rows out
+        }
+        if (!llm_graph_out_rows(g, il, &cur, &x) ||
+            (h = ggml_add(c, cur, x)) == NULL ||
+            (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
+            (cur = llm_graph_ffn(g, il, cur, LLM_FFN_SWIGLU)) == NULL ||
+            (x = ggml_add(c, cur, h)) == NULL) {
+            return false;
+        }
+    }
+    return llm_graph_output(g, x);
+}

@@ -1,0 +1,401 @@
+"""The CUDA backend (libggml-cuda.so).
+
+Without a GPU (CI, most machines) only the fallback runs: with the library built, loading it
+logs one line naming why CUDA is off, llama_supports_gpu_offload() is False and a model asked
+to offload runs on the CPU. Everything else skips with "no CUDA device (...reason...)".
+
+With a GPU: every case of test_ggml_ops' op table (each type and input layout) computed on the
+CUDA device against the same NumPy reference at the case's tolerances (loosened where the
+device rounds differently, said per op below) and against the CPU backend's own result; then
+SmolLM2 (Q4_1 and a Q8_0 requantization) fully and partly offloaded: prompt logits within 1e-2
+of the CPU's, 32 greedy tokens identical, state save/load across placements, several
+sequences in one batch, decode graphs captured and replayed, out-of-memory as an error.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import test_ggml_ops as OPS  # noqa: E402
+from model_util import Ctx, LogCapture, Model, tokens_of  # noqa: E402
+
+import llama_py.llama_cpp as L  # noqa: E402
+from llama_py import ggml  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CUDA_LIB = "libggml-cuda.so"
+N_LAYER = 30  # SmolLM2-135M
+PROMPT = "The capital of France is Paris, and the capital of Italy is"
+
+_PROBE = r"""
+import sys
+from llama_py import ggml
+import llama_py.llama_cpp as L
+with ggml.capture_log() as lines:
+    ggml.ggml_backend_load_all()
+    gpu = L.llama_supports_gpu_offload()
+for level, text in lines:
+    if "CUDA" in text:
+        print("LOG", text.strip())
+print("GPU", int(gpu))
+print("CUDA_REG", int(bool(ggml.ggml_backend_reg_by_name(b"CUDA"))))
+"""
+
+
+def _probe():
+    """Runs the loading in a fresh process (ggml_backend_load_all tries a library once per
+    process): its CUDA log lines, whether offload is possible, whether CUDA registered."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, f"loading the backends crashed (rc {out.returncode}): {out.stderr[-2000:]}"
+    logs = [ln[4:] for ln in out.stdout.splitlines() if ln.startswith("LOG ")]
+    gpu = any(ln == "GPU 1" for ln in out.stdout.splitlines())
+    reg = any(ln == "CUDA_REG 1" for ln in out.stdout.splitlines())
+    return logs, gpu, reg
+
+
+@pytest.fixture(scope="session")
+def cuda_lib(lib_path) -> Path:
+    """libggml-cuda.so next to the loaded libllama, or a skip saying it was not built."""
+    p = lib_path.parent / CUDA_LIB
+    if not p.is_file():
+        pytest.skip(f"no CUDA device ({CUDA_LIB} not built next to {lib_path.name}: no CUDA toolkit at build time "
+                    f"or -DLLAMA_CUDA=OFF)")
+    return p
+
+
+@pytest.fixture(scope="session")
+def probe(cuda_lib):
+    return _probe()
+
+
+@pytest.fixture(scope="session")
+def cuda_dev(probe):
+    """The first CUDA device, or a skip naming why there is none."""
+    logs, gpu, reg = probe
+    if not gpu or not reg:
+        reason = next((ln for ln in logs if "backend off" in ln), "llama_supports_gpu_offload() is False")
+        pytest.skip(f"no CUDA device ({reason})")
+    ggml.ggml_backend_load_all()
+    dev = ggml.ggml_backend_dev_by_name(b"CUDA0")
+    assert dev, "CUDA registered in a fresh process but not here"
+    return dev
+
+
+# ---- runs without a GPU ----
+
+def test_no_driver_is_one_log_line_and_cpu(probe, smollm2_path):
+    """With the library present and no usable driver/device: one 'backend off' line, no CUDA
+    registry, no GPU offload; a model asked for n_gpu_layers=999 runs on the CPU."""
+    logs, gpu, reg = probe
+    if gpu:
+        pytest.skip("a CUDA device is present: the fallback path does not run here")
+    off = [ln for ln in logs if ln.startswith("CUDA: backend off")]
+    assert len(off) == 1, logs
+    assert not reg
+    ggml.ggml_backend_load_all()
+    assert not L.llama_supports_gpu_offload()
+    with LogCapture() as log, Model(smollm2_path, n_gpu_layers=999) as m, Ctx(m, n_ctx=64) as c:
+        toks = tokens_of(m, "Hi there")
+        assert c.decode_seq(toks) == 0
+        assert np.isfinite(c.logits(-1)).all()
+    assert "offloaded" not in log.text()
+
+
+def test_library_links_only_driver_side_runtime(cuda_lib):
+    """The installed package needs only the driver: no libcudart / libcublas dependency."""
+    out = subprocess.run(["readelf", "-d", str(cuda_lib)], capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip("readelf is not available")
+    needed = [ln for ln in out.stdout.splitlines() if "NEEDED" in ln]
+    assert needed and not any("libcudart" in ln or "libcublas" in ln for ln in needed), needed
+    assert "$ORIGIN" in out.stdout
+
+
+# ---- ops on the device (a GPU is needed from here on) ----
+
+# The device follows the CPU's roundings (quantized weights: activations quantized to the same
+# Q8 blocks; F16 weights: b rounded to F16), so every case keeps test_ggml_ops' tolerance
+# against NumPy, except where a device reduction order adds a little (listed here).
+CUDA_TOL = {
+    "flash_attn_vec": {OPS.F32: (2e-5, 1e-4), OPS.F16: (2e-3, 1e-3)},
+}
+
+OP_PARAMS = [pytest.param(c, t, lay, id=f"{c.name}-{OPS.TYPE_NAMES[t]}-{lay}")
+             for c in OPS.CASES for t in c.types
+             for lay in (c.layouts if t in (OPS.F32, OPS.F16) else c.quant_layouts)]
+
+ARENA = 64 * 1024 * 1024
+
+
+def _run_on_device(dev, ctx, arena, snapshot, gf, check):
+    """Mirrors the whole arena (tensors keep their offsets) into one device buffer, computes gf
+    on the device, and returns check's bytes as the device left them (arena restored)."""
+    be = ggml.ggml_backend_dev_init(dev, None)
+    assert be
+    buf = ggml.ggml_backend_buft_alloc_buffer(ggml.ggml_backend_dev_buffer_type(dev), arena.nbytes)
+    assert buf
+    mctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=4 * ggml.ggml_tensor_overhead(), mem_buffer=None, no_alloc=True))
+    host0 = arena.ctypes.data
+    moved = []
+    try:
+        dev0 = ggml.ggml_backend_buffer_get_base(buf)
+        whole = ggml.ggml_new_tensor_1d(mctx, ggml.GGML_TYPE_I8, arena.nbytes)
+        assert ggml.ggml_backend_tensor_alloc(buf, whole, dev0) == ggml.GGML_STATUS_SUCCESS
+        ggml.ggml_backend_tensor_set(whole, snapshot.ctypes.data, 0, arena.nbytes)
+        t = ggml.ggml_get_first_tensor(ctx)
+        while t:
+            s = ggml.tensor_struct(t)
+            if s.data:
+                off = s.data - host0
+                assert 0 <= off < arena.nbytes, "a tensor's data lies outside the arena"
+                moved.append((s, off))
+                s.data = dev0 + off
+                s.buffer = buf
+            t = ggml.ggml_get_next_tensor(ctx, t)
+        st = ggml.ggml_backend_graph_compute(be, gf)
+        out = np.empty_like(arena)
+        ggml.ggml_backend_tensor_get(whole, out.ctypes.data, 0, arena.nbytes)
+    finally:
+        for s, off in moved:
+            s.data = host0 + off
+            s.buffer = None
+        ggml.ggml_free(mctx)
+        ggml.ggml_backend_buffer_free(buf)
+        ggml.ggml_backend_free(be)
+    assert st == ggml.GGML_STATUS_SUCCESS, "graph_compute on CUDA failed (see the log)"
+    cs = ggml.tensor_struct(check)
+    off = cs.data - host0
+    n = ggml.ggml_nbytes(check)
+    arena[off:off + n] = out[off:off + n]
+
+
+def _check_op_on(dev, case, type, layout):
+    arena = np.zeros(ARENA, dtype=np.uint8)
+    ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=ARENA, mem_buffer=arena.ctypes.data, no_alloc=False))
+    assert ctx
+    try:
+        rng = np.random.default_rng(zlib.crc32(f"{case.name}-{type}-{layout}".encode()))
+        built = case.build(ctx, rng, type, layout)
+        node, expected = built[0], built[1]
+        check = built[2] if len(built) > 2 and built[2] is not None else node
+        assert node
+        assert ggml.ggml_backend_dev_supports_op(dev, node), f"{case.name}: {ggml.ggml_backend_dev_name(dev)} does not support this node"
+        gf = ggml.ggml_new_graph(ctx)
+        ggml.ggml_build_forward_expand(gf, node)
+        snapshot = arena.copy()
+        assert ggml.ggml_graph_compute_with_ctx(ctx, gf, 2) == ggml.GGML_STATUS_SUCCESS
+        cpu = OPS.val(check).copy()
+        arena[...] = snapshot
+        _run_on_device(dev, ctx, arena, snapshot, gf, check)
+        got = OPS.val(check)
+        ctype = ggml.tensor_struct(check).type
+        expected = OPS.round_to(ctype, np.asarray(expected, dtype=np.float64).reshape(got.shape))
+        atol, rtol = CUDA_TOL.get(case.name, case.tol).get(type, OPS.DEFAULT_TOL.get(type, (1e-5, 1e-5)))
+        assert np.array_equal(np.isnan(got), np.isnan(expected)), f"{case.name}: NaN pattern differs from NumPy"
+        np.testing.assert_allclose(got, expected, atol=atol, rtol=rtol, err_msg=f"CUDA vs NumPy: {case.name}")
+        # against the CPU backend: twice the tolerance (each side is within it of the reference)
+        np.testing.assert_allclose(got, cpu, atol=2 * atol, rtol=2 * rtol, err_msg=f"CUDA vs CPU: {case.name}")
+    finally:
+        ggml.ggml_free(ctx)
+
+
+@pytest.mark.parametrize("case,type,layout", OP_PARAMS)
+def test_op_on_cuda(cuda_dev, case, type, layout):
+    _check_op_on(cuda_dev, case, type, layout)
+
+
+HARNESS_CASES = ["add_inplace", "rope_yarn_neox", "mul_mat", "flash_attn_mask_view", "cpy_from", "set_rows_i64"]
+
+
+@pytest.mark.parametrize("name", HARNESS_CASES)
+def test_device_harness_on_test_device(name):
+    """The arena-mirroring harness of test_op_on_cuda, run on the built-in test device (separate
+    memory, CPU kernels) so that it is known to work before a GPU runs it."""
+    case = next(c for c in OPS.CASES if c.name == name)
+    ggml.ggml_backend_test_device_enable(True)
+    try:
+        dev = ggml.ggml_backend_dev_by_name(b"TestDevice0")
+        assert dev
+        for type in case.types[:2]:
+            _check_op_on(dev, case, type, "perm" if "perm" in case.layouts and type in (OPS.F32, OPS.F16) else "cont")
+    finally:
+        ggml.ggml_backend_test_device_enable(False)
+
+
+# ---- matrix products of every weight type ----
+
+MM_TYPES = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+
+
+def _quantize_with_library(t: int, x: np.ndarray) -> np.ndarray:
+    """x (float32 rows) quantized by the library's reference quantizer (its bytes)."""
+    import test_quants as Q
+    from llama_py import _lib
+    return Q.c_quantize(_lib.load_library(), t, x)
+
+
+@pytest.mark.parametrize("n_cols", [1, 3, 8, 9, 40])
+@pytest.mark.parametrize("tname", MM_TYPES)
+def test_mul_mat_every_type_on_cuda(cuda_dev, tname, n_cols):
+    _check_mm_on(cuda_dev, tname, n_cols)
+
+
+@pytest.mark.parametrize("tname", ["F32", "BF16", "Q4_1", "Q5_0", "Q6_K"])
+def test_mul_mat_harness_on_test_device(tname):
+    """The harness of test_mul_mat_every_type_on_cuda on the built-in test device."""
+    ggml.ggml_backend_test_device_enable(True)
+    try:
+        dev = ggml.ggml_backend_dev_by_name(b"TestDevice0")
+        for n_cols in (1, 9):
+            _check_mm_on(dev, tname, n_cols)
+    finally:
+        ggml.ggml_backend_test_device_enable(False)
+
+
+def _check_mm_on(dev, tname, n_cols):
+    """a [512, 67, 2] of the type (the library's quantizer; expected values dequantized by
+    gguf.quants), b F32 [512, n_cols, 4] permuted in memory: up to 8 columns take the
+    matrix-vector kernels, more the batched ones. Against NumPy within the activation
+    quantization error (0.1), against the CPU within float-order rounding (1e-3): the device
+    quantizes activations as the CPU does."""
+    import gguf
+    t = int(getattr(ggml, f"GGML_TYPE_{tname}"))
+    K, M, A2, B2 = 512, 67, 2, 4
+    arena = np.zeros(ARENA, dtype=np.uint8)
+    ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=ARENA, mem_buffer=arena.ctypes.data, no_alloc=False))
+    try:
+        rng = np.random.default_rng(zlib.crc32(f"mm-{tname}-{n_cols}".encode()))
+        w = rng.uniform(-1, 1, (A2 * M, K)).astype(np.float32)
+        a = ggml.ggml_new_tensor_3d(ctx, t, K, M, A2)
+        raw = _quantize_with_library(t, w)
+        assert raw.nbytes == ggml.ggml_nbytes(a)
+        ctypes.memmove(ggml.tensor_struct(a).data, raw.ctypes.data, raw.nbytes)
+        qt = gguf.GGMLQuantizationType[tname]
+        wv = gguf.quants.dequantize(raw.reshape(A2 * M, -1), qt).reshape(A2, M, K).astype(np.float64)
+        b = OPS.inp(ctx, rng.uniform(-1, 1, (B2, n_cols, K)), OPS.F32, "perm")
+        bv = OPS.val(b)[0]
+        ref = np.stack([bv[i] @ wv[i // (B2 // A2)].T for i in range(B2)])[None]
+        node = ggml.ggml_mul_mat(ctx, a, b)
+        assert ggml.ggml_backend_dev_supports_op(dev, node)
+        gf = ggml.ggml_new_graph(ctx)
+        ggml.ggml_build_forward_expand(gf, node)
+        snapshot = arena.copy()
+        assert ggml.ggml_graph_compute_with_ctx(ctx, gf, 2) == ggml.GGML_STATUS_SUCCESS
+        cpu = OPS.val(node).copy()
+        arena[...] = snapshot
+        _run_on_device(dev, ctx, arena, snapshot, gf, node)
+        got = OPS.val(node)
+        np.testing.assert_allclose(got, ref.reshape(got.shape), atol=0.1, rtol=1e-2, err_msg=f"{tname}: CUDA vs NumPy")
+        np.testing.assert_allclose(got, cpu, atol=1e-3, rtol=1e-4, err_msg=f"{tname}: CUDA vs CPU")
+    finally:
+        ggml.ggml_free(ctx)
+
+
+# ---- models ----
+
+@pytest.fixture(scope="session")
+def smollm2_q8_0(smollm2_path, tmp_path_factory, cuda_dev):
+    """SmolLM2 requantized to Q8_0 by the library's quantizer (its own tests check it)."""
+    out = tmp_path_factory.mktemp("cuda") / "smollm2-q8_0.gguf"
+    p = L.llama_model_quantize_default_params()
+    p.ftype = L.LLAMA_FTYPE_MOSTLY_Q8_0
+    p.allow_requantize = True
+    if L.llama_model_quantize(str(smollm2_path).encode(), str(out).encode(), ctypes.byref(p)) != 0:
+        pytest.skip("requantizing SmolLM2 to Q8_0 failed (see the log)")
+    return out
+
+
+def _run(path, ngl, n_gen=32):
+    with LogCapture() as log, Model(path, n_gpu_layers=ngl) as m, Ctx(m, n_ctx=256, n_batch=256) as c:
+        toks = tokens_of(m, PROMPT)
+        assert c.decode_seq(toks) == 0
+        prompt_logits = c.all_logits(len(toks))
+        gen, pos = [], len(toks)
+        for _ in range(n_gen):
+            nxt = int(np.argmax(c.logits(-1)))
+            gen.append(nxt)
+            assert c.decode_seq([nxt], start=pos) == 0
+            pos += 1
+        return prompt_logits, gen, log.text()
+
+
+@pytest.mark.parametrize("quant", ["q4_1", "q8_0"])
+@pytest.mark.parametrize("ngl", [10, N_LAYER, 999])
+def test_offload_matches_cpu(cuda_dev, smollm2_path, request, quant, ngl):
+    path = smollm2_path if quant == "q4_1" else request.getfixturevalue("smollm2_q8_0")
+    base_logits, base_gen, _ = _run(path, 0)
+    logits, gen, log = _run(path, ngl)
+    assert f"offloaded {min(ngl, N_LAYER)} of {N_LAYER} blocks" in log
+    err = np.abs(logits - base_logits).max()
+    assert err <= 1e-2, f"n_gpu_layers={ngl} {quant}: prompt logits differ from the CPU's by {err}"
+    assert gen == base_gen, f"n_gpu_layers={ngl} {quant}: greedy text differs from the CPU's"
+
+
+def test_decode_graph_is_captured(cuda_dev, smollm2_path):
+    with LogCapture() as log:
+        _run(smollm2_path, 999, n_gen=8)
+    assert "CUDA: captured a graph" in log.text(), "decoding never replayed a CUDA graph"
+
+
+def test_state_save_load_across_placements(cuda_dev, smollm2_path):
+    toks, states, nexts = None, {}, {}
+    for ngl in (999, 0):
+        with Model(smollm2_path, n_gpu_layers=ngl) as m, Ctx(m, n_ctx=128) as c:
+            toks = tokens_of(m, PROMPT)
+            assert c.decode_seq(toks, all_logits=False) == 0
+            n = L.llama_state_get_size(c.ptr)
+            buf = (ctypes.c_uint8 * n)()
+            assert L.llama_state_get_data(c.ptr, buf, n) == n
+            states[ngl] = bytes(buf)
+            assert c.decode_seq([42], start=len(toks)) == 0
+            nexts[ngl] = c.logits(-1)
+    for src, dst in ((999, 0), (0, 999), (999, 999)):
+        with Model(smollm2_path, n_gpu_layers=dst) as m, Ctx(m, n_ctx=128) as c:
+            data = (ctypes.c_uint8 * len(states[src])).from_buffer_copy(states[src])
+            assert L.llama_state_set_data(c.ptr, data, len(data)) == len(data)
+            assert c.decode_seq([42], start=len(toks)) == 0
+            err = np.abs(c.logits(-1) - nexts[src]).max()
+            assert err <= 1e-2, f"state {src} -> {dst}: logits differ by {err}"
+
+
+def test_several_sequences_in_one_batch(cuda_dev, smollm2_path):
+    prompts = ["Hello, my name is", "The quick brown fox", "1, 2, 3, 4,"]
+    out = {}
+    for ngl in (0, 999):
+        with Model(smollm2_path, n_gpu_layers=ngl) as m, Ctx(m, n_ctx=256, n_seq_max=3) as c:
+            rows = []
+            for s, p in enumerate(prompts):
+                t = tokens_of(m, p)
+                rows += [(tok, i, [s], i == len(t) - 1) for i, tok in enumerate(t)]
+            assert c.decode_rows(rows) == 0
+            out[ngl] = c.all_logits(3)
+            # one step for all three sequences: a 3-column batch (the matrix-vector kernels)
+            nxt = [int(np.argmax(out[ngl][s])) for s in range(3)]
+            lens = [len(tokens_of(m, p)) for p in prompts]
+            assert c.decode_rows([(nxt[s], lens[s], [s], True) for s in range(3)]) == 0
+            out[ngl] = np.concatenate([out[ngl], c.all_logits(3)])
+    err = np.abs(out[0] - out[999]).max()
+    assert err <= 1e-2, f"several sequences: logits differ from the CPU's by {err}"
+
+
+def test_out_of_memory_is_an_error(cuda_dev):
+    buft = ggml.ggml_backend_dev_buffer_type(cuda_dev)
+    with ggml.capture_log() as lines:
+        buf = ggml.ggml_backend_buft_alloc_buffer(buft, 1 << 50)
+    assert not buf
+    assert any("cannot allocate" in text for _, text in lines), lines
+    # the device still works afterwards
+    be = ggml.ggml_backend_dev_init(cuda_dev, None)
+    assert be
+    ggml.ggml_backend_free(be)
