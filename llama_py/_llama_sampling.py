@@ -370,13 +370,13 @@ def llama_sampler_init_mirostat_v2(seed: int, tau: float, eta: float, /) -> Opti
     ...
 
 
-# Grammar-constrained sampling (not supported: returns NULL).
+# GBNF-constrained sampling; NULL (reason logged, with line and column) if the grammar does not compile.
 @ctypes_function("llama_sampler_init_grammar", [c_void_p, c_char_p, c_char_p], llama_sampler_p)
 def llama_sampler_init_grammar(vocab, grammar_str: bytes, grammar_root: bytes, /) -> Optional[int]:
     ...
 
 
-# Not supported: returns NULL.
+# Deprecated: lazy grammar started by a trigger word or token.
 @ctypes_function("llama_sampler_init_grammar_lazy",
                  [c_void_p, c_char_p, c_char_p, POINTER(c_char_p), c_size_t, POINTER(_llama_token), c_size_t],
                  llama_sampler_p)
@@ -388,7 +388,7 @@ def _llama_sampler_init_grammar_lazy(vocab, grammar_str, grammar_root, trigger_w
 def llama_sampler_init_grammar_lazy(vocab, grammar_str: bytes, grammar_root: bytes, trigger_words,
                                     num_trigger_words: int, trigger_tokens, num_trigger_tokens: int,
                                     /) -> Optional[int]:
-    """Deprecated in llama.h (use llama_sampler_init_grammar_lazy_patterns); not supported: NULL."""
+    """Deprecated in llama.h (use llama_sampler_init_grammar_lazy_patterns)."""
     warnings.warn("llama_sampler_init_grammar_lazy is deprecated: use "
                   "llama_sampler_init_grammar_lazy_patterns instead", DeprecationWarning, stacklevel=2)
     return _llama_sampler_init_grammar_lazy(vocab, grammar_str, grammar_root, trigger_words,
@@ -400,7 +400,7 @@ llama_sampler_init_grammar_lazy.argtypes = _llama_sampler_init_grammar_lazy.argt
 llama_sampler_init_grammar_lazy.restype = _llama_sampler_init_grammar_lazy.restype
 
 
-# Not supported: returns NULL.
+# Lazy grammar: inactive until a trigger pattern (regex over the output so far) or trigger token.
 @ctypes_function("llama_sampler_init_grammar_lazy_patterns",
                  [c_void_p, c_char_p, c_char_p, POINTER(c_char_p), c_size_t, POINTER(_llama_token), c_size_t],
                  llama_sampler_p)

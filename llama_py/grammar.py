@@ -62,10 +62,7 @@ class LlamaGrammar:
         if not isinstance(grammar, str):
             raise TypeError("grammar must be a str")
         _check_gbnf(grammar)
-        if verbose:
-            import sys
-            print(f"from_string grammar:\n{grammar}", file=sys.stderr)
-        return cls(_grammar=grammar)
+        return cls(_grammar=grammar)  # verbose: accepted for compatibility; nothing is printed
 
     @classmethod
     def from_file(cls, file: Union[str, Path], verbose: bool = True) -> "LlamaGrammar":

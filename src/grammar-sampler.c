@@ -64,19 +64,21 @@ static void gs_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p
     struct gs_ctx * c = smpl->ctx;
     if (c->sh->lazy && !c->triggered) return;
     const struct gr_vocab * v = c->sh->v;
-    const int32_t nv = gr_vocab_n_tokens(v);
+    const uint32_t nv = (uint32_t) gr_vocab_n_tokens(v);
+    const uint8_t * eog = gr_vocab_eog(v);
     const uint64_t * mask = gr_matcher_mask(c->m);
-    const bool can_end = gr_matcher_can_end(c->m);
-    const struct llama_vocab * vocab = c->sh->vocab;
+    const uint8_t can_end = gr_matcher_can_end(c->m);
     size_t n_ok = 0;
-    for (size_t i = 0; i < cur_p->size; i++) {
-        const llama_token t = cur_p->data[i].id;
-        bool ok = false;
-        if (t >= 0 && t < nv) {
-            ok = (mask && (mask[t >> 6] >> (t & 63) & 1)) || (can_end && llama_vocab_is_eog(vocab, t));
+    llama_token_data * d = cur_p->data;
+    if (mask) {
+        for (size_t i = 0; i < cur_p->size; i++) {
+            const uint32_t t = (uint32_t) d[i].id;
+            const bool ok = t < nv && (((mask[t >> 6] >> (t & 63)) & 1) | (can_end & eog[t]));
+            n_ok += ok;
+            d[i].logit = ok ? d[i].logit : -INFINITY;
         }
-        if (ok) n_ok++;
-        else cur_p->data[i].logit = -INFINITY;
+    } else { // out of memory (logged): nothing but the end
+        for (size_t i = 0; i < cur_p->size; i++) d[i].logit = -INFINITY;
     }
     if (n_ok) return;
     if (!c->reported) {
@@ -86,8 +88,8 @@ static void gs_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p
         c->reported = true;
     }
     for (size_t i = 0; i < cur_p->size; i++) {
-        const llama_token t = cur_p->data[i].id;
-        if (t >= 0 && t < nv && llama_vocab_is_eog(vocab, t)) cur_p->data[i].logit = 0.0f;
+        const uint32_t t = (uint32_t) d[i].id;
+        if (t < nv && eog[t]) d[i].logit = 0.0f;
     }
 }
 
@@ -274,7 +276,7 @@ static struct llama_sampler * gs_init(const char * func, const struct llama_voca
         }
         sh->n_tokens = n_tokens;
     }
-    sh->v = gr_vocab_build(vocab);
+    sh->v = gr_vocab_get(vocab);
     if (!sh->v) goto fail;
     c->m = gr_matcher_new(sh->g, sh->v);
     if (!c->m) goto fail;

@@ -12,6 +12,7 @@
 // tokens cost a table lookup, a cached mask and one pass over the logits.
 #include "grammar.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,6 +151,64 @@ void gr_vocab_unref(struct gr_vocab * v) {
 
 int32_t gr_vocab_n_tokens(const struct gr_vocab * v) {
     return v->n_tokens;
+}
+
+const uint8_t * gr_vocab_eog(const struct gr_vocab * v) {
+    return v->eog;
+}
+
+// Tries of the last few vocabularies used: building one walks every token's text and sorts
+// them (tens of ms on a 150k vocabulary), while a server makes a sampler per request. A tiny
+// spin lock guards the table; llama_vocab_free drops its entry (gr_vocab_forget), so a new
+// vocab at a recycled address never finds a stale trie.
+#define GR_CACHE_SLOTS 4
+static struct { const struct llama_vocab * key; struct gr_vocab * v; } gr_cache[GR_CACHE_SLOTS];
+static unsigned gr_cache_next;
+static atomic_flag gr_cache_lock = ATOMIC_FLAG_INIT;
+
+static void gr_cache_acquire(void) { while (atomic_flag_test_and_set_explicit(&gr_cache_lock, memory_order_acquire)) {} }
+static void gr_cache_release(void) { atomic_flag_clear_explicit(&gr_cache_lock, memory_order_release); }
+
+struct gr_vocab * gr_vocab_get(const struct llama_vocab * vocab) {
+    gr_cache_acquire();
+    for (int i = 0; i < GR_CACHE_SLOTS; i++) {
+        if (gr_cache[i].key == vocab && gr_cache[i].v) {
+            struct gr_vocab * v = gr_vocab_ref(gr_cache[i].v);
+            gr_cache_release();
+            return v;
+        }
+    }
+    gr_cache_release();
+    struct gr_vocab * v = gr_vocab_build(vocab);
+    if (!v) return NULL;
+    gr_cache_acquire();
+    struct gr_vocab * old = NULL;
+    int slot = -1;
+    for (int i = 0; i < GR_CACHE_SLOTS && slot < 0; i++) if (gr_cache[i].key == vocab) slot = i;
+    if (slot < 0) {
+        slot = (int) (gr_cache_next++ % GR_CACHE_SLOTS);
+        old = gr_cache[slot].v;
+        gr_cache[slot].key = vocab;
+        gr_cache[slot].v = gr_vocab_ref(v);
+    }
+    gr_cache_release();
+    gr_vocab_unref(old);
+    return v;
+}
+
+void gr_vocab_forget(const struct llama_vocab * vocab) {
+    struct gr_vocab * drop[GR_CACHE_SLOTS];
+    int n = 0;
+    gr_cache_acquire();
+    for (int i = 0; i < GR_CACHE_SLOTS; i++) {
+        if (gr_cache[i].key == vocab && gr_cache[i].v) {
+            drop[n++] = gr_cache[i].v;
+            gr_cache[i].v = NULL;
+            gr_cache[i].key = NULL;
+        }
+    }
+    gr_cache_release();
+    for (int i = 0; i < n; i++) gr_vocab_unref(drop[i]);
 }
 
 // ---------------------------------------------------------------------------------------------

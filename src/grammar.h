@@ -76,6 +76,12 @@ struct gr_vocab * gr_vocab_ref(struct gr_vocab * v);
 void gr_vocab_unref(struct gr_vocab * v);
 // Number of tokens.
 int32_t gr_vocab_n_tokens(const struct gr_vocab * v);
+// Per token: 1 if it ends generation.
+const uint8_t * gr_vocab_eog(const struct gr_vocab * v);
+// The trie of vocab from a small process-wide cache (built on a miss); one reference for the caller.
+struct gr_vocab * gr_vocab_get(const struct llama_vocab * vocab);
+// Drops vocab's cached trie (llama_vocab_free calls this; samplers holding it keep their reference).
+void gr_vocab_forget(const struct llama_vocab * vocab);
 
 // A matcher: the current state of one generation plus the caches (interned stacks and states,
 // transitions, masks). Not thread-safe; clones are independent.

@@ -2,6 +2,7 @@
 // llama_tokenize / llama_token_to_piece / llama_detokenize and the getters of llama.h.
 // The algorithms of one text fragment live in vocab-spm.c and vocab-bpe.c.
 #include "llama-vocab.h"
+#include "grammar.h"
 #include "unicode.h"
 #include "gguf-impl.h"
 
@@ -805,6 +806,7 @@ void llama_vocab_free(struct llama_vocab * vocab) {
     free(vocab->index);
     free(vocab->merges);
     free(vocab->trie);
+    gr_vocab_forget(vocab); // the grammar engine's cached token trie of this vocab
     vocab->magic = LLAMA_MAGIC_DEAD;
     free(vocab);
 }
