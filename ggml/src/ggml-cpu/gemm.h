@@ -82,7 +82,9 @@ struct ggml_gemm_traits {
     ggml_gemm_kernel_t kernel;  // 16 x 8 tile
     ggml_gemm_act_t    act;     // quantized activation row -> group column
     ggml_gemm_act_group_t act_group; // up to 8 quantized rows -> group
-    bool accelerated;           // kernel is SIMD: mul_mat prefers it to vec_dot per column
+    // Stored (not repacked) weights take the GEMM path: the set has a SIMD kernel, a fast packer
+    // and a one-column path for the type. Repacked weights take it whenever kernel_repacked is set.
+    bool accelerated;
     ggml_gemm_kernel_t    kernel_repacked; // tile on repacked weights (repack.h), or NULL
     ggml_gemm_kernel_t    kernel_repacked1; // the same, one column in the compact layout, or NULL
     ggml_gemm_gemv_t      gemv;      // NULL: one column goes through pack + kernel
