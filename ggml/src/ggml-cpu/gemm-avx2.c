@@ -142,9 +142,12 @@ void ggml_gemm_init_avx2(struct ggml_gemm_traits * t) {
         t[i].kernel = kernel_x86;
         t[i].act_group = act_group_avx2;
         // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend
-        // on its batch): repacked weights (the model loader repacks every matmul weight) take
-        // it; stored ones stay on vec_dot, for want of AVX2 packers and one-column gemv here
-        t[i].accelerated = false;
+        // on its batch, nor on whether its weights were repacked): the types with a repacked
+        // layout take it (the model loader repacks every matmul weight); stored weights of
+        // those types go through the portable packer (no AVX2 packer or gemv yet: slow, but
+        // only without repacking). The others stay on vec_dot; their tiles are tested.
+        t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 || i == GGML_TYPE_Q5_0 ||
+                           i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q5_K || i == GGML_TYPE_Q6_K;
     }
     const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
                                   GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K };

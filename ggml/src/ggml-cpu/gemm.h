@@ -82,8 +82,7 @@ struct ggml_gemm_traits {
     ggml_gemm_kernel_t kernel;  // 16 x 8 tile
     ggml_gemm_act_t    act;     // quantized activation row -> group column
     ggml_gemm_act_group_t act_group; // up to 8 quantized rows -> group
-    // Stored (not repacked) weights take the GEMM path: the set has a SIMD kernel, a fast packer
-    // and a one-column path for the type. Repacked weights take it whenever kernel_repacked is set.
+    // mul_mat takes the GEMM path for the type (stored and repacked weights alike: the same bits).
     bool accelerated;
     ggml_gemm_kernel_t    kernel_repacked; // tile on repacked weights (repack.h), or NULL
     ggml_gemm_kernel_t    kernel_repacked1; // the same, one column in the compact layout, or NULL
