@@ -116,19 +116,29 @@ static bool repack_rows_legacy(const struct ggml_gemm_traits * gt, const void * 
     if (!q8 && !q41 && gt->type != GGML_TYPE_Q4_0) return false;
     const size_t lvb = q8 ? 16*32 : 16*32/2, ub = ggml_type_size(gt->type);
     const size_t qs_off = q8 ? offsetof(block_q8_0, qs) : q41 ? offsetof(block_q4_1, qs) : offsetof(block_q4_0, qs);
-    const int nd = q8 ? 8 : 4; // dwords of qs
     const uint8_t * base = (const uint8_t *) rows;
+    const __m128i bias = _mm_set1_epi8(q8 ? (char) 0x80 : 0);
     for (int64_t u = 0; u < K/32; u++) {
         uint8_t * o = (uint8_t *) out + (size_t) u*(lvb + (q41 ? 64 : 32));
         const size_t uo = (size_t) u*ub;
+        // 4 rows x 4 dwords at a time: a 4x4 transpose puts dword g of the 4 rows side by side
+        for (int h = 0; h < (q8 ? 2 : 1); h++) {
+            for (int r0 = 0; r0 < GGML_GEMM_MR; r0 += 4) {
+                __m128i x[4];
+                for (int i = 0; i < 4; i++) {
+                    x[i] = _mm_xor_si128(_mm_loadu_si128((const __m128i *) (base + (size_t) (r0 + i)*row_stride + uo + qs_off + 16*h)), bias);
+                }
+                const __m128i a0 = _mm_unpacklo_epi32(x[0], x[1]), a1 = _mm_unpackhi_epi32(x[0], x[1]);
+                const __m128i a2 = _mm_unpacklo_epi32(x[2], x[3]), a3 = _mm_unpackhi_epi32(x[2], x[3]);
+                uint8_t * oo = o + 256*h + 4*r0;
+                _mm_storeu_si128((__m128i *) (oo + 0),   _mm_unpacklo_epi64(a0, a2));
+                _mm_storeu_si128((__m128i *) (oo + 64),  _mm_unpackhi_epi64(a0, a2));
+                _mm_storeu_si128((__m128i *) (oo + 128), _mm_unpacklo_epi64(a1, a3));
+                _mm_storeu_si128((__m128i *) (oo + 192), _mm_unpackhi_epi64(a1, a3));
+            }
+        }
         for (int r = 0; r < GGML_GEMM_MR; r++) {
             const uint8_t * blk = base + (size_t) r*row_stride + uo;
-            for (int g = 0; g < nd; g++) {
-                uint32_t v;
-                memcpy(&v, blk + qs_off + 4*g, 4);
-                if (q8) v ^= 0x80808080u;
-                memcpy(o + 64*g + 4*r, &v, 4);
-            }
             memcpy(o + lvb + 2*r, blk, 2);
             if (q41) memcpy(o + lvb + 32 + 2*r, blk + 2, 2);
         }
