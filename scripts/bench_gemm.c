@@ -60,7 +60,7 @@ static void time_graph(struct ggml_context * ctx, struct ggml_cgraph * gf, int n
 // Micro-kernel alone: 4 panels x 8 groups of K (all in L2), thread CPU time, GOP/s.
 static double kernel_gops(enum ggml_type type, int64_t K, int reps) {
     const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(type);
-    if (!gt || !gt->accelerated) return 0.0;
+    if (!gt || !(gt->accelerated || gt->kernel_repacked)) return 0.0;
     const int P = 4, G = 8;
     const size_t pb = ggml_gemm_panel_bytes(gt, K), gb = ggml_gemm_group_bytes(gt, K);
     char * panels = aligned_alloc(64, GGML_PAD(pb*P, 64));

@@ -301,7 +301,33 @@ static void check_batch_independence(void) {
     }
 }
 
-// 5. Weights repacked at load (repack.h): same bytes as stored, same bits out, for every N.
+// out = a . b through the selected set's tiles on the stored layout (pack + kernel, no graph):
+// what mul_mat computes for repacked weights must be these bits, whichever path stored weights
+// take (a set without fast packers keeps them on vec_dot).
+static void tiles_reference(const struct ggml_tensor * a, const struct ggml_tensor * b, float * out) {
+    const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(a->type);
+    const struct ggml_type_traits_cpu * atc = ggml_get_type_traits_cpu(gt->act_type);
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
+    const size_t arow = ggml_row_size(gt->act_type, K), gb = ggml_gemm_group_bytes(gt, K);
+    char * q = aligned(arow*GGML_GEMM_NR), * group = aligned(gb), * panel = aligned(ggml_gemm_panel_bytes(gt, K));
+    float * tile = malloc(sizeof(float)*GGML_GEMM_MR*GGML_GEMM_NR);
+    for (int64_t g = 0; g*GGML_GEMM_NR < N; g++) {
+        const int nc = (int) (N - g*GGML_GEMM_NR < GGML_GEMM_NR ? N - g*GGML_GEMM_NR : GGML_GEMM_NR);
+        for (int c = 0; c < nc; c++) atc->from_float((const float *) ((const char *) b->data + (g*GGML_GEMM_NR + c)*b->nb[1]), q + (size_t) c*arow, K);
+        memset(group, 0, gb);
+        gt->act_group(gt, q, arow, nc, K, group);
+        for (int64_t p = 0; p*GGML_GEMM_MR < M; p++) {
+            const int nr = (int) (M - p*GGML_GEMM_MR < GGML_GEMM_MR ? M - p*GGML_GEMM_MR : GGML_GEMM_MR);
+            gt->pack(gt, (const char *) a->data + p*GGML_GEMM_MR*a->nb[1], a->nb[1], nr, K, panel);
+            gt->kernel(gt, K, panel, group, tile, GGML_GEMM_MR, nr, nc);
+            for (int c = 0; c < nc; c++) memcpy(out + (g*GGML_GEMM_NR + c)*M + p*GGML_GEMM_MR, tile + c*GGML_GEMM_MR, sizeof(float)*(size_t) nr);
+        }
+    }
+    free(q); free(group); free(panel); free(tile);
+}
+
+// 5. Weights repacked at load (repack.h): same bytes as stored, same bits out as the stored
+//    layout's tiles, for every N.
 static void check_repack(void) {
     const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K,
                                      GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q5_K };
@@ -324,9 +350,16 @@ static void check_repack(void) {
             const size_t n = (size_t) ggml_nelements(out);
             float * want = malloc(n*sizeof(float));
             CHECK(ggml_graph_compute_with_ctx(ctx, gf, nth) == GGML_STATUS_SUCCESS, "compute");
-            memcpy(want, out->data, n*sizeof(float));
             const size_t sz = ggml_cpu_repack_size(a);
             const bool avail = ggml_gemm_get_traits(types[ti]) && ggml_gemm_get_traits(types[ti])->kernel_repacked;
+            if (avail) {
+                tiles_reference(a, out->src[1], want);
+                // stored weights on the GEMM path give those bits themselves
+                CHECK(!ggml_gemm_get_traits(types[ti])->accelerated || memcmp(want, out->data, n*sizeof(float)) == 0,
+                      "%s N=%lld: stored weights' GEMM differs from its tiles", ggml_type_name(types[ti]), (long long) Ns[ni]);
+            } else {
+                memcpy(want, out->data, n*sizeof(float));
+            }
             CHECK(sz == (avail ? (kq ? want_size : ggml_nbytes(a) + 64) : 0), "%s: repack size %zu for %zu bytes",
                   ggml_type_name(types[ti]), sz, ggml_nbytes(a));
             if (sz) {
@@ -369,9 +402,12 @@ static void check_repack(void) {
         ws[5] = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 32);
         CHECK(ggml_graph_compute_with_ctx(ctx, gf, 2) == GGML_STATUS_SUCCESS, "compute");
         float want[3][32];
-        for (int i = 0; i < 3; i++) memcpy(want[i], outs[i]->data, sizeof(want[i]));
-        void * buf = ggml_cpu_repack_all(ws, 6, 2);
         const bool avail = ggml_gemm_get_traits(GGML_TYPE_Q4_0) && ggml_gemm_get_traits(GGML_TYPE_Q4_0)->kernel_repacked;
+        for (int i = 0; i < 3; i++) {
+            if (avail) tiles_reference(ws[i], outs[i]->src[1], want[i]);
+            else memcpy(want[i], outs[i]->data, sizeof(want[i]));
+        }
+        void * buf = ggml_cpu_repack_all(ws, 6, 2);
         CHECK((buf != NULL) == avail, "repack_all");
         if (buf) {
             for (int i = 0; i < 3; i++) CHECK(ggml_cpu_repack_panels(ws[i]) != NULL, "tensor %d repacked", i);

@@ -927,10 +927,9 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
         t[i].kernel = kernel_avx512;
         t[i].act_group = act_group_avx512;
         // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend
-        // on its batch), so a type needs a fast packer or a repacked layout (prompts) and a
-        // one-column kernel (token generation) to beat vec_dot: q2_K and q3_K have neither yet
-        // and stay on vec_dot (their kernels are still tested against the portable ones); q5_0,
-        // q5_1 and q5_K have repacked layouts (the model loader repacks every matmul weight).
+        // on its batch, nor on whether its weights were repacked): q5_0, q5_1 and q5_K have
+        // repacked layouts but no fast packer or gemv yet (stored weights: the portable packer,
+        // slow, but only without repacking); q2_K and q3_K have neither and stay on vec_dot.
         t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 ||
                            i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q6_K || i == GGML_TYPE_Q5_0 ||
                            i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q5_K;

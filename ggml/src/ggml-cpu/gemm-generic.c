@@ -241,6 +241,23 @@ void ggml_gemm_act_group_generic(const struct ggml_gemm_traits * gt, const void 
     for (int c = 0; c < nc; c++) gt->act(gt, (const char *) qrows + (size_t) c*qstride, K, c, group);
 }
 
+void ggml_gemm_act_compact(const struct ggml_gemm_traits * gt, const void * group, int64_t K, void * out) {
+    const size_t sbb = ggml_gemm_group_sblock_bytes(gt), gbb = ggml_gemm_group_block_bytes(gt);
+    const size_t cbb = (size_t) gt->qb + 8, csb = 4 + (size_t) gt->sb*cbb;
+    for (int64_t i = 0; i < K/(gt->qb*gt->sb); i++) {
+        const uint8_t * sbp = (const uint8_t *) group + (size_t) i*sbb;
+        uint8_t * o = (uint8_t *) out + (size_t) i*csb;
+        memcpy(o, sbp, 4); // da of column 0
+        for (int j = 0; j < gt->sb; j++) {
+            const uint8_t * blk = sbp + 32 + (size_t) j*gbb;
+            uint8_t * ob = o + 4 + (size_t) j*cbb;
+            for (int g = 0; g < gt->qb/4; g++) memcpy(ob + 4*g, blk + 32*g, 4);
+            memcpy(ob + gt->qb, blk + gt->qb*GGML_GEMM_NR, 4);          // corr
+            memcpy(ob + gt->qb + 4, blk + gt->qb*GGML_GEMM_NR + 32, 4); // s
+        }
+    }
+}
+
 void ggml_gemm_act_compact_row(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, void * out) {
     const size_t cbb = (size_t) gt->qb + 8, csb = 4 + (size_t) gt->sb*cbb;
     for (int64_t i = 0; i < K/(gt->qb*gt->sb); i++) {

@@ -82,7 +82,8 @@ struct ggml_gemm_traits {
     ggml_gemm_kernel_t kernel;  // 16 x 8 tile
     ggml_gemm_act_t    act;     // quantized activation row -> group column
     ggml_gemm_act_group_t act_group; // up to 8 quantized rows -> group
-    bool accelerated;           // kernel is SIMD: mul_mat prefers it to vec_dot per column
+    // mul_mat takes the GEMM path for the type (stored and repacked weights alike: the same bits).
+    bool accelerated;
     ggml_gemm_kernel_t    kernel_repacked; // tile on repacked weights (repack.h), or NULL
     ggml_gemm_kernel_t    kernel_repacked1; // the same, one column in the compact layout, or NULL
     ggml_gemm_gemv_t      gemv;      // NULL: one column goes through pack + kernel
@@ -153,6 +154,8 @@ void ggml_gemm_act_generic   (const struct ggml_gemm_traits * gt, const void * q
                               void * group);
 void ggml_gemm_act_group_generic(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride,
                                  int nc, int64_t K, void * group);
+// Column 0 of group (ggml_gemm_group_bytes) in the compact layout (ggml_gemm_compact_bytes).
+void ggml_gemm_act_compact(const struct ggml_gemm_traits * gt, const void * group, int64_t K, void * out);
 // One row quantized to act_type, in the compact layout (ggml_gemm_compact_bytes).
 void ggml_gemm_act_compact_row(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, void * out);
 

@@ -129,7 +129,8 @@ static bool mm_gemm_plan_make(const struct ggml_tensor * a, const struct ggml_te
     // repacked weights always take this path: their loader may have let the stored bytes go
     if (N < GGML_GEMM_MIN_N || (!ggml_gemm_enabled() && !ggml_cpu_repack_panels(a))) return false;
     const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(a->type);
-    if (!gt || !gt->accelerated || !gt->kernel || !gt->pack || !gt->act_group) return false;
+    // (repacked weights always: their loader may have let the stored bytes go)
+    if (!gt || !(gt->accelerated || ggml_cpu_repack_panels(a)) || !gt->kernel || !gt->pack || !gt->act_group) return false;
     const struct ggml_type_traits_cpu * atc = ggml_get_type_traits_cpu(gt->act_type);
     if (!atc || !atc->from_float) return false;
     if (K % (gt->qb*gt->sb) != 0 || K % ggml_blck_size(a->type) != 0 || a->nb[0] != ggml_type_size(a->type) ||

@@ -56,7 +56,7 @@ static const struct ggml_gemm_traits * repack_traits(const struct ggml_tensor * 
         return NULL;
     }
     const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(t->type);
-    if (!gt || !gt->accelerated || !gt->kernel_repacked || !gt->pack) return NULL;
+    if (!gt || !gt->kernel_repacked || !gt->kernel_repacked1 || !gt->pack) return NULL;
     return gt;
 }
 
