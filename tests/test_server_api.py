@@ -39,7 +39,9 @@ def client(served):
 @pytest.fixture(scope="module")
 def llama_ref(smollm2_path):
     from llama_py import Llama
-    with Llama(str(smollm2_path), n_ctx=1024, verbose=False) as llm:
+    # flash attention on, as the server's contexts have it (llama.cpp's default; Llama's, like
+    # llama-cpp-python's, is off: another kernel, so another greedy text at a close call)
+    with Llama(str(smollm2_path), n_ctx=1024, verbose=False, flash_attn=True) as llm:
         yield llm
 
 

@@ -29,7 +29,8 @@ def _run(engine, model, prompt, n=16, sampling=GREEDY, **kw):
 
 def test_single_request_matches_llama_class(model, smollm2_path):
     from llama_py import Llama
-    with Engine(model, n_slots=2, n_ctx=1024) as eng, Llama(str(smollm2_path), n_ctx=512) as llm:
+    # flash attention on in both (the engine's contexts use llama.cpp's default)
+    with Engine(model, n_slots=2, n_ctx=1024) as eng, Llama(str(smollm2_path), n_ctx=512, flash_attn=True) as llm:
         for p in PROMPTS[:3]:
             text, last = _run(eng, model, p, 12)
             ref = llm.create_completion(p, max_tokens=12, temperature=0)["choices"][0]["text"]
