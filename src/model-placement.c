@@ -9,7 +9,10 @@
 #include <string.h>
 
 // The devices that offloading may target: GPUs, and the test device when it is enabled.
-static ggml_backend_dev_t placement_pick_device(int32_t main_gpu) {
+// NULL with *bad set when main_gpu names no device although there are some (an error: the
+// caller asked for a device that does not exist; silently taking another would hide it).
+static ggml_backend_dev_t placement_pick_device(int32_t main_gpu, bool * bad) {
+    *bad = false;
     ggml_backend_load_all();
     const size_t n = ggml_backend_dev_count();
     int32_t k = 0;
@@ -22,11 +25,11 @@ static ggml_backend_dev_t placement_pick_device(int32_t main_gpu) {
         if (!first) first = d;
         if (k++ == main_gpu) return d;
     }
-    if (first && main_gpu != 0) {
-        LLAMA_LOG_WARN("llama_model_load: main_gpu = %d is out of range (%d devices); using %s\n",
-                       main_gpu, k, ggml_backend_dev_name(first));
+    if (first) {
+        LLAMA_LOG_ERROR("llama_model_load: main_gpu = %d is out of range (%d GPU devices)\n", main_gpu, k);
+        *bad = true;
     }
-    return first;
+    return NULL;
 }
 
 // Block index of a tensor named "blk.<i>.*", or -1.
@@ -66,7 +69,11 @@ bool llama_model_place_weights(struct llama_model * m, const struct llama_model_
     if (params->split_mode == LLAMA_SPLIT_MODE_ROW) {
         LLAMA_LOG_WARN("llama_model_load: split_mode ROW is not supported; splitting by layer\n");
     }
-    ggml_backend_dev_t dev = placement_pick_device(params->main_gpu);
+    bool bad_gpu = false;
+    ggml_backend_dev_t dev = placement_pick_device(params->main_gpu, &bad_gpu);
+    if (bad_gpu) {
+        return false;
+    }
     if (!dev) {
         if (ngl != 999 && ngl > 0) {
             LLAMA_LOG_INFO("llama_model_load: n_gpu_layers = %d: no GPU device, running on the CPU\n", ngl);

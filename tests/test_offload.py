@@ -138,3 +138,14 @@ def test_no_device_means_cpu(smollm2_path):
     with LogCapture() as log, Model(smollm2_path, n_gpu_layers=10) as m, Ctx(m, n_ctx=64) as c:
         assert c.decode_seq(tokens_of(m, "Hi")) == 0
     assert "offloaded" not in log.text()
+
+
+def test_main_gpu_out_of_range_is_an_error(smollm2_path, test_device):
+    """A device that does not exist is refused, never replaced by another."""
+    p = L.llama_model_default_params()
+    p.n_gpu_layers = 10
+    p.main_gpu = 5
+    with LogCapture() as log:
+        m = L.llama_model_load_from_file(str(smollm2_path).encode(), p)
+    assert not m
+    assert "main_gpu = 5 is out of range" in log.text()
