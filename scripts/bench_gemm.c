@@ -1,7 +1,9 @@
 // bench_gemm.c — mul_mat speed for prompt-sized batches: quantized a [K, M] times F32 b [K, N],
 // through the graph API, with the GEMM path (cpu/gemm.h) off ("old": vec_dot per column) and on
 // ("new"), with the weights repacked at load ("repacked", repack.h; q4_0, q4_1, q8_0), on 1 and
-// 2 threads; plus the bare micro-kernel on data that stays in cache.
+// 2 threads; plus the bare micro-kernels on data that stays in cache: "kernel only" the stored
+// layout's panel tile on synthetic bytes, "repacked tile" the tile prompts run on (a's repacked
+// panels, b's activation groups), "1-col kernel" the one token generation runs.
 // Built and run by scripts/bench_gemm.py (links the static library of a build folder).
 //
 // Figures are int8 multiply-adds x 2 per second (GOP/s = 2*M*N*K / time). On a shared machine
@@ -82,6 +84,44 @@ static double kernel_gops(enum ggml_type type, int64_t K, int reps) {
     return 2.0*4*P*G*GGML_GEMM_MR*GGML_GEMM_NR*(double) K/best*1e-9;
 }
 
+// Repacked tile alone (what prompt processing runs): a's first 4 repacked panels against 8
+// activation groups made from b's first 64 columns (all in L2), best of reps short runs by the
+// monotonic clock (short runs dodge the other work of a shared machine), GOP/s.
+static double kernel_rp_gops(const struct ggml_tensor * a, const struct ggml_tensor * b, int reps) {
+    const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(a->type);
+    const void * panels = ggml_cpu_repack_panels(a);
+    const struct ggml_type_traits_cpu * atc = gt ? ggml_get_type_traits_cpu(gt->act_type) : NULL;
+    const int64_t K = a->ne[0];
+    const int P = 4, G = 8;
+    if (!panels || !gt->kernel_repacked || !atc || !atc->from_float || a->ne[1] < P*GGML_GEMM_MR ||
+        b->ne[1] < G*GGML_GEMM_NR) {
+        return 0.0;
+    }
+    const size_t pbytes = ggml_cpu_repack_panel_bytes(a), gb = ggml_gemm_group_bytes(gt, K);
+    const size_t qrow = GGML_PAD(ggml_row_size(gt->act_type, K), 64);
+    char * q = aligned_alloc(64, qrow*GGML_GEMM_NR);
+    char * groups = aligned_alloc(64, GGML_PAD(gb*G, 64));
+    for (int g = 0; g < G; g++) {
+        for (int c = 0; c < GGML_GEMM_NR; c++) {
+            atc->from_float((const float *) ((const char *) b->data + (size_t) (g*GGML_GEMM_NR + c)*b->nb[1]), q + c*qrow, K);
+        }
+        gt->act_group(gt, q, qrow, GGML_GEMM_NR, K, groups + (size_t) g*gb);
+    }
+    float out[GGML_GEMM_NR*GGML_GEMM_MR];
+    double best = 1e30;
+    for (int r = 0; r < 20*reps; r++) {
+        const double t0 = clock_s(CLOCK_MONOTONIC);
+        for (int p = 0; p < P; p++) for (int g = 0; g < G; g++) {
+            gt->kernel_repacked(gt, K, (const char *) panels + (size_t) p*pbytes, groups + (size_t) g*gb, out,
+                                GGML_GEMM_MR, GGML_GEMM_MR, GGML_GEMM_NR);
+        }
+        const double t = clock_s(CLOCK_MONOTONIC) - t0;
+        if (t < best) best = t;
+    }
+    free(q); free(groups);
+    return 2.0*P*G*GGML_GEMM_MR*GGML_GEMM_NR*(double) K/best*1e-9;
+}
+
 // One-column kernel on a's repacked panels alone (token generation's inner loop), on the first
 // panels that fit in L2 (256 KiB), thread CPU time: GB/s of weight bytes. This is the compute
 // side of the kernel's budget: from DRAM a token streams at the lower of this and the read roof.
@@ -127,8 +167,8 @@ int main(int argc, char ** argv) {
 
     printf("kernel set: %s; N = %d; GOP/s = 2*M*N*K / time, best of %d; cpu = process CPU time / threads\n\n",
            ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected()), N, reps);
-    printf("| type | K x M | kernel only | 1-col kernel GB/s | threads | old cpu | new cpu | repacked cpu | speed-up | old wall | new wall | repacked wall |\n");
-    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| type | K x M | kernel only | repacked tile | 1-col kernel GB/s | threads | old cpu | new cpu | repacked cpu | speed-up | old wall | new wall | repacked wall |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t ti = 0; ti < sizeof(all)/sizeof(all[0]); ti++) {
         const enum ggml_type type = all[ti];
         if (!listed(types_arg, ggml_type_name(type))) continue;
@@ -157,8 +197,9 @@ int main(int argc, char ** argv) {
             const double kg = kernel_gops(type, K, reps);
             const size_t rsz = ggml_cpu_repack_size(a);
             void * rbuf = rsz ? aligned_alloc(64, GGML_PAD(rsz, 64)) : NULL;
-            double k1 = 0.0;
+            double k1 = 0.0, kr = 0.0;
             if (rbuf && ggml_cpu_repack(a, rbuf)) {
+                kr = kernel_rp_gops(a, b, reps);
                 k1 = kernel1_gbs(a, (const float *) b->data, reps);
                 ggml_cpu_repack_clear(a);
             }
@@ -173,8 +214,8 @@ int main(int argc, char ** argv) {
                     ggml_cpu_repack_clear(a);
                 }
                 const double best = rc > 0 && rc < nc ? rc : nc;
-                printf("| %s | %ldx%ld | %.0f | %.1f | %d | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f | %.1f |\n", ggml_type_name(type),
-                       K, M, kg, k1, nth, ops/oc, ops/nc, rc > 0 ? ops/rc : 0.0, oc/best, ops/ow, ops/nw, rw > 0 ? ops/rw : 0.0);
+                printf("| %s | %ldx%ld | %.0f | %.0f | %.1f | %d | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f | %.1f |\n", ggml_type_name(type),
+                       K, M, kg, kr, k1, nth, ops/oc, ops/nc, rc > 0 ? ops/rc : 0.0, oc/best, ops/ow, ops/nw, rw > 0 ? ops/rw : 0.0);
                 fflush(stdout);
             }
             free(rbuf);

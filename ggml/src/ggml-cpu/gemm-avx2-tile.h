@@ -11,9 +11,10 @@
 // vpdpbusd does the 4-way dot into s32 without saturation, and q8_0 runs as the other types.
 //
 // A 256-bit vector holds 4 levels of 8 rows: the 16-row panel (and the repacked layout, whose
-// 64-byte vectors are two such halves) is done as two halves. Passes of up to 4 (half, column)
-// pairs keep the registers busy: one column does both halves at once (token generation),
-// two columns both halves, more columns one half x 4 columns per pass. Every column's lanes see
+// 64-byte vectors are two such halves) is done as two halves. Passes of (half, column) pairs
+// keep the registers busy: one column does both halves at once (token generation), two
+// columns both halves, more columns one half x 4 columns per pass (AVX-VNNI) or one half x 8
+// columns (AVX2: the accumulators of the int8 sums stay in registers, the float ones spill). Every column's lanes see
 // the same float operations in every pass shape, in the order of gemm.h: results never depend
 // on N, nor on whether the weights were repacked.
 #ifndef GEMM_X86_VNNI
@@ -28,6 +29,10 @@
 
 static inline int32_t ld_i32(const void * p) { int32_t v; memcpy(&v, p, 4); return v; }
 static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); return v; }
+
+// A dword broadcast from memory: vbroadcastss is a plain load on Zen, vpbroadcastd also takes a
+// shuffle slot from the vector pipes the maddubs need.
+static inline __m256i bcast_i32(const void * p) { return _mm256_castps_si256(_mm256_broadcast_ss((const float *) p)); }
 
 static inline __m256 neg_ps(__m256 x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
 
@@ -77,7 +82,7 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
     const int G16 = G16m < QB/4 ? G16m : QB/4;
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i bias = _mm256_set1_epi8((char) 0x80);
-    __m256 acc[2][4], t[2][4];
+    __m256 acc[2][8], t[2][8];
     for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) acc[hh][c] = _mm256_setzero_ps();
     const uint8_t * pb = panel;
     for (int64_t i = 0; i < nsb; i++) {
@@ -101,9 +106,17 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
         if (KH) pb += 64 + 2*8*GGML_GEMM_MR;
         if (PK == 4) pb += 256 + 32;
         for (int j = 0; j < SB; j++) {
-            __m256i ia[2][4], s16[2][4];
+            if (GNR == 1) {
+                // token generation streams the weights from DRAM once: the lines 2 KiB ahead
+                // are asked for now (the hardware prefetcher alone left the 1-column kernel at
+                // 0.85x of what it reaches with them, single thread, weights beyond L3)
+                for (size_t o = 0; o < pbb; o += 64) _mm_prefetch((const char *) pb + 2048 + o, _MM_HINT_T0);
+            }
+            __m256i ia[2][8], s16[2][8];
             for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
-                ia[hh][c] = CORR && !S8 ? _mm256_set1_epi32(ld_i32(ab + QB*GNR + 4*c)) : _mm256_setzero_si256();
+                // without VNNI ia starts at the first madd (not live across the first group's
+                // products: with 8 columns the registers would not suffice)
+                ia[hh][c] = GEMM_X86_VNNI && CORR ? bcast_i32(ab + QB*GNR + 4*c) : _mm256_setzero_si256();
                 s16[hh][c] = _mm256_setzero_si256();
             }
             __m256i pkv[2][5];
@@ -142,7 +155,7 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                     }
                     #pragma GCC unroll 8
                     for (int c = 0; c < CW; c++) {
-                        const __m256i av = _mm256_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c));
+                        const __m256i av = bcast_i32(ab + 4*GNR*g + 4*c);
 #if GEMM_X86_VNNI
                         ia[hh][c] = _mm256_dpbusd_avx_epi32(ia[hh][c], w, av);
                         (void) wabs; (void) s16; (void) ones; (void) G16;
@@ -154,7 +167,9 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                         // every product of a block first and spills them (store-bound: 0.7x)
                         __asm__("" : "+x"(s16[hh][c]));
                         if (g % G16 == G16 - 1) {
-                            ia[hh][c] = _mm256_add_epi32(ia[hh][c], _mm256_madd_epi16(s16[hh][c], ones));
+                            const __m256i s32 = _mm256_madd_epi16(s16[hh][c], ones);
+                            ia[hh][c] = g >= G16 ? _mm256_add_epi32(ia[hh][c], s32)
+                                      : CORR && !S8 ? _mm256_add_epi32(bcast_i32(ab + QB*GNR + 4*c), s32) : s32;
                             __asm__("" : "+x"(ia[hh][c]));
                         }
 #endif
@@ -217,10 +232,18 @@ static inline __attribute__((always_inline)) void
 tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
        const int QB, const int SB, const bool MIN, const bool CORR, const int PK, const int LB, const int GNR) {
     // the panel's column offset c0 moves the group pointer: one pass reads columns c0..c0+CW-1
+    // without VNNI, 8 columns per pass for 6 columns or more: each decoded level vector serves
+    // twice the maddubs (the float accumulators spill to L1, once per block: 1.05x on q8_0,
+    // 1.1x on the 4-bit types, 1.25x on the 5-bit ones, single thread, in L2)
+    const bool CW8 = !GEMM_X86_VNNI;
     if (GNR == 1 || nc == 1) {
         pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, MIN, CORR, PK, LB, GNR, 2, 1);
     } else if (nc == 2) {
         pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, MIN, CORR, PK, LB, GNR, 2, 2);
+    } else if (CW8 && nc > 4) {
+        for (int h = 0; h < 2 && 8*h < nr; h++) {
+            pass(K, panel, group, dst, ldc, nr, nc, h, 0, QB, SB, MIN, CORR, PK, LB, GNR, 1, 8);
+        }
     } else {
         for (int c0 = 0; c0 < nc; c0 += 4) {
             for (int h = 0; h < 2 && 8*h < nr; h++) {
