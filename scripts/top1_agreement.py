@@ -11,8 +11,8 @@ our vocabulary; the same ids go to llama.cpp so that the rows compare position f
   - our logits for every position, one batch prompt (llama_py, this checkout's build);
   - llama.cpp's, from llama-cpp-python in a separate process (its own libllama, never
     installed): Llama(model, logits_all=True, n_ctx=n, n_batch=n, n_threads=...).eval(tokens).
-Both sides run with the same n_ctx / n_batch / n_ubatch (512) / threads / KV cache type (F16,
-both libraries' default) and flash-attention setting. Printed per side and setting:
+Both sides run with the same n_ctx / n_batch / n_ubatch (512) / threads / KV cache type (--kv:
+F16, both libraries' default, or F32) and flash-attention setting. Printed per side and setting:
   top1   the fraction of positions where the side's argmax equals the reference's
   maxabs the mean over positions of max |side - ref| over the vocabulary
   KL     the mean over positions of KL(softmax(ref) || softmax(side)), nats
@@ -41,15 +41,17 @@ ROOT = Path(__file__).resolve().parent.parent
 LCPP_PYTHON = "/work/scratch/lcpp-venv/bin/python"
 LCPP_PYTHONPATH = "/tmp/lcp_avx2/llama_cpp_python-0.3.36"
 LCPP_LIB = "/work/scratch/arch-llamacpp/llama_cpp_python-0.3.36/vendor/llama.cpp/build/bin"
+KV_TYPES = {"f16": 1, "f32": 0}   # ggml_type, the same numbers in both libraries
 
 
 def _lcpp_worker(args_json: str) -> int:
     """Runs inside llama-cpp-python's interpreter: evaluates the tokens, saves all logits."""
     a = json.loads(args_json)
     from llama_cpp import Llama
+    kv = {"type_k": a["type_kv"], "type_v": a["type_kv"]} if a.get("type_kv") is not None else {}
     llm = Llama(a["model"], logits_all=True, n_ctx=a["n_ctx"], n_batch=a["n_ctx"], n_ubatch=512,
                 n_threads=a["threads"], n_threads_batch=a["threads"], flash_attn=a["flash_attn"],
-                verbose=False)
+                verbose=False, **kv)
     toks = a["tokens"]
     llm.eval(toks)
     np.save(a["out"], np.asarray(llm.scores[:len(toks)], dtype=np.float32))
@@ -60,7 +62,7 @@ def lcpp_logits(a, model: str, toks, fa: bool) -> np.ndarray:
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "logits.npy")
         job = json.dumps({"model": model, "tokens": [int(t) for t in toks], "n_ctx": max(512, len(toks)),
-                          "threads": a.threads, "flash_attn": fa, "out": out})
+                          "threads": a.threads, "flash_attn": fa, "out": out, "type_kv": KV_TYPES[a.kv]})
         env = dict(os.environ, LLAMA_CPP_LIB_PATH=a.lcpp_lib, PYTHONPATH=a.lcpp_pythonpath)
         subprocess.run([a.lcpp_python, str(Path(__file__).resolve()), "--lcpp-worker", job], env=env, check=True,
                        cwd=d)
@@ -74,7 +76,7 @@ def ours_logits(a, model_path: str, toks, fa: bool) -> np.ndarray:
     with Model(model_path) as m:
         fat = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if fa else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
         with Ctx(m, n_ctx=n, n_batch=n, n_ubatch=512, n_threads=a.threads, n_threads_batch=a.threads,
-                 flash_attn_type=fat) as c:
+                 flash_attn_type=fat, type_k=KV_TYPES[a.kv], type_v=KV_TYPES[a.kv]) as c:
             assert c.decode_seq(toks) == 0
             return c.all_logits(len(toks))
 
@@ -106,6 +108,8 @@ def main() -> int:
     ap.add_argument("--lcpp-pythonpath", default=LCPP_PYTHONPATH)
     ap.add_argument("--lcpp-lib", default=LCPP_LIB)
     ap.add_argument("--no-lcpp", action="store_true", help="ours only")
+    ap.add_argument("--kv", choices=sorted(KV_TYPES), default="f16", help="KV cache type, both sides")
+    ap.add_argument("--save-dir", type=Path, help="also save each side's logits there (.npy)")
     a = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tests"))
@@ -129,6 +133,9 @@ def main() -> int:
             np.save(cached, ref)
             print(f"{name}: reference forward over {len(toks)} positions in {time.time() - t0:.0f} s",
                   file=sys.stderr)
+        if a.save_dir:
+            a.save_dir.mkdir(parents=True, exist_ok=True)
+            np.save(a.save_dir / f"{name}.ref.npy", ref.astype(np.float32))
         gap = np.sort(ref, -1)
         gap = gap[:, -1] - gap[:, -2]
         print(f"{name}: {len(toks)} positions; reference top-1/top-2 gap median {np.median(gap):.3f}, "
@@ -138,6 +145,10 @@ def main() -> int:
             if not a.no_lcpp:
                 sides["llama.cpp"] = lcpp_logits(a, path, toks, fa)
             for side, lg in sides.items():
+                if a.save_dir:
+                    a.save_dir.mkdir(parents=True, exist_ok=True)
+                    np.save(a.save_dir / f"{name}.{side}.fa-{'on' if fa else 'off'}.kv-{a.kv}.npy",
+                            lg.astype(np.float32))
                 s = stats(lg, ref)
                 rows.append((name, "on" if fa else "off", side, s, len(toks)))
                 print(f"  {name} fa={'on' if fa else 'off'} {side}: top1 {s['top1']:.4f} ({s['n_agree']}/{len(toks)}) "
