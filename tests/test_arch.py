@@ -258,6 +258,21 @@ def test_gemma2_soft_capping_and_window_matter(tiny, change):
         assert off > 1e-2, (change, fa, off)
 
 
+@pytest.mark.parametrize("change, msg", [
+    ({"query_pre_attn_scalar": 64}, "query_pre_attn_scalar 64 differs from 32"),
+    ({"layer_types": ["full_attention", "sliding_attention"] * 2}, "gemma2 layer_types must alternate"),
+])
+def test_gemma2_converter_refuses_what_the_gguf_cannot_say(tiny, tmp_path, change, msg):
+    """A GGUF gemma2 has no query_pre_attn_scalar nor layer pattern keys: other values are refused."""
+    d = tmp_path / "g2"
+    shutil.copytree(tiny["gemma2"].path, d, ignore=shutil.ignore_patterns("*.gguf"))
+    cfg = json.loads((d / "config.json").read_text())
+    cfg.update(change)
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(C.ConvertError, match=msg):
+        C.convert(d, tmp_path / "out.gguf", "f32", progress=None)
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_numpy_reference_matches_transformers(tiny, arch):
     t = tiny[arch]
