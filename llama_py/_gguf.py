@@ -339,6 +339,14 @@ def gguf_get_arr_str(ctx, key_id, i):
     ...
 
 
+# Length in bytes of element i of a string array (or of a string value with i = 0); strings
+# may hold NUL bytes, which gguf_get_arr_str cannot show. 0 if not a string.
+@_exported
+@ctypes_function("gguf_get_arr_str_len", [_gctx, c_int64, c_size_t], c_size_t)
+def gguf_get_arr_str_len(ctx, key_id, i):
+    ...
+
+
 # ---- tensors ----
 
 # Number of tensors.
@@ -583,6 +591,14 @@ def gguf_mmap_addr(map):
 @_exported
 @ctypes_function("gguf_mmap_size", [_mmap], c_size_t)
 def gguf_mmap_size(map):
+    ...
+
+
+# Reads the whole file into memory instead of mapping it (a loader's use_mmap = false); the
+# result works with gguf_mmap_addr / gguf_mmap_size / gguf_mmap_close. NULL (logged) on failure.
+@_exported
+@ctypes_function("gguf_file_read_all", [c_char_p], _mmap)
+def gguf_file_read_all(fname):
     ...
 
 

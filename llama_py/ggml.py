@@ -346,9 +346,73 @@ def ggml_log_set(callback, user_data):
     ...
 
 
+# The current log callback (the default one if none is set) and its user data; either may be NULL.
+@_c("ggml_log_get", [POINTER(ggml_log_callback), POINTER(c_void_p)], None)
+def ggml_log_get(callback, user_data):
+    ...
+
+
 # Replaces the hook called on internal invariant failures (NULL restores the default).
 @_c("ggml_set_abort_hook", [ggml_abort_hook], None)
 def ggml_set_abort_hook(hook):
+    ...
+
+
+# Calls the abort hook with file, line and the failed invariant, then aborts (GGML_ASSERT's target).
+@_c("ggml_abort", [c_char_p, c_int, c_char_p], None)
+def ggml_abort(file, line, message):
+    ...
+
+
+# ---- allocation functions and the allocation-failure test hook (ggml-mem.h) ----
+
+# malloc(size), or NULL (also when the test hook fails this allocation).
+@_c("ggml_mem_malloc", [c_size_t], c_void_p)
+def ggml_mem_malloc(size):
+    ...
+
+
+# calloc(n, size), or NULL.
+@_c("ggml_mem_calloc", [c_size_t, c_size_t], c_void_p)
+def ggml_mem_calloc(n, size):
+    ...
+
+
+# realloc(ptr, size), or NULL with ptr still allocated.
+@_c("ggml_mem_realloc", [c_void_p, c_size_t], c_void_p)
+def ggml_mem_realloc(ptr, size):
+    ...
+
+
+# A copy of the NUL-terminated s, or NULL.
+@_c("ggml_mem_strdup", [c_char_p], c_void_p)
+def ggml_mem_strdup(s):
+    ...
+
+
+# size bytes (at least 1) aligned to alignment (a power of two, a multiple of sizeof(void *)), or NULL.
+@_c("ggml_mem_aligned_alloc", [c_size_t, c_size_t], c_void_p)
+def ggml_mem_aligned_alloc(alignment, size):
+    ...
+
+
+# Frees memory from ggml_mem_aligned_alloc; NULL-safe.
+@_c("ggml_mem_aligned_free", [c_void_p], None)
+def ggml_mem_aligned_free(ptr):
+    ...
+
+
+# Allocation number k (0-based, counted from this call) through the functions above returns
+# NULL; k < 0 disables. For the C and Python robustness tests.
+@_c("ggml_test_fail_alloc_after", [c_int64], None)
+def ggml_test_fail_alloc_after(k):
+    ...
+
+
+# Allocations through the functions above since the last ggml_test_fail_alloc_after (counted
+# only while a failure is armed).
+@_c("ggml_test_alloc_count", [], c_int64)
+def ggml_test_alloc_count():
     ...
 
 

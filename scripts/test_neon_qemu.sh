@@ -18,7 +18,7 @@ cat > "$OUT/hooks.c" <<'C'
 void ggml_log_internal(enum ggml_log_level level, const char * fmt, ...) {
     va_list ap; va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap); (void) level;
 }
-void ggml_abort_internal(const char * file, int line, const char * message) {
+void ggml_abort(const char * file, int line, const char * message) {
     fprintf(stderr, "%s:%d: %s\n", file, line, message); abort();
 }
 C

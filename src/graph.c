@@ -9,6 +9,7 @@
 #include "llama-graph.h"
 
 #include <math.h>
+#include <string.h>
 
 // Builds ggml ops with NULL checks folded in: any NULL makes the whole build fail.
 #define G(expr) do { if ((expr) == NULL) { goto fail; } } while (0)

@@ -12,7 +12,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "llama-arch.h"
-#include "gguf-impl.h"
+#include "gguf.h"
 
 #ifdef __cplusplus
 extern "C" {

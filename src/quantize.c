@@ -6,7 +6,7 @@
 // 1-D tensors stay as they are, output.weight goes to Q6_K for quantized ftypes, and the
 // _M / _L mixes keep part of attn_v / ffn_down (and attn_output) at a higher type.
 #include "llama-impl.h"
-#include "gguf-impl.h"
+#include "gguf.h"
 
 #include <pthread.h>
 #include <stdio.h>

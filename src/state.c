@@ -15,6 +15,7 @@
 // what the saved one would have.
 #include "llama-context.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

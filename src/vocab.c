@@ -4,7 +4,7 @@
 #include "llama-vocab.h"
 #include "grammar.h"
 #include "unicode.h"
-#include "gguf-impl.h"
+#include "gguf.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -32,7 +32,7 @@ def _meta_ctx(n_tensors=16):
         mem_size=n_tensors * ggml.ggml_tensor_overhead() + ggml.ggml_graph_overhead(), mem_buffer=None, no_alloc=True))
 
 
-@pytest.mark.parametrize("header", ["ggml-backend.h", "ggml-cpu.h", "ggml-alloc.h"])
+@pytest.mark.parametrize("header", ["ggml-backend.h", "ggml-cpu.h", "ggml-alloc.h", "ggml-mem.h"])
 def test_every_backend_function_is_bound_with_its_arity(header, lib_path):
     import ctypes
     import re

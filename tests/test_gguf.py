@@ -596,3 +596,40 @@ def test_gguf_dump_cli_on_smollm2(smollm2_path, lib_path):
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0
     assert "token_embd.weight" in r.stdout and "Q4_1" in r.stdout and "tokenizer.ggml.tokens" in r.stdout
+
+
+def test_string_lengths_and_whole_file_read_of_a_gguf_package_file(tmp_path):
+    # gguf_get_arr_str_len and gguf_file_read_all, public for the llama layer's vocab and loader
+    path = tmp_path / "strs.gguf"
+    strs = ["ab", "", "h\u00e9llo", "nul\x00inside"]
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_key_value("t.strs", strs, gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.STRING)
+    w.add_key_value("t.one", "x\x00y", gguf.GGUFValueType.STRING)
+    w.add_key_value("t.u32", 7, gguf.GGUFValueType.UINT32)
+    w.add_tensor("w", np.arange(8, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    g = ggml.gguf_init_from_file(str(path).encode(), ggml.gguf_init_params(True, None))
+    assert g is not None
+    try:
+        k = ggml.gguf_find_key(g, b"t.strs")
+        assert [ggml.gguf_get_arr_str_len(g, k, i) for i in range(len(strs))] == [len(s.encode()) for s in strs]
+        assert ggml.gguf_get_arr_str_len(g, ggml.gguf_find_key(g, b"t.one"), 0) == 3
+        assert ggml.gguf_get_arr_str_len(g, ggml.gguf_find_key(g, b"t.u32"), 0) == 0  # not a string
+        m = ggml.gguf_file_read_all(str(path).encode())
+        assert m is not None
+        try:
+            raw = path.read_bytes()
+            assert ggml.gguf_mmap_size(m) == len(raw)
+            assert ctypes.string_at(ggml.gguf_mmap_addr(m), len(raw)) == raw
+            off = ggml.gguf_get_data_offset(g) + ggml.gguf_get_tensor_offset(g, 0)
+            assert ctypes.string_at(ggml.gguf_mmap_addr(m) + off, 32) == np.arange(8, dtype=np.float32).tobytes()
+        finally:
+            ggml.gguf_mmap_close(m)
+    finally:
+        ggml.gguf_free(g)
+    with ggml.capture_log() as lines:
+        assert ggml.gguf_file_read_all(str(tmp_path / "missing.gguf").encode()) is None
+    assert any("missing.gguf" in t for _, t in lines), lines

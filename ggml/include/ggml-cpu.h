@@ -41,6 +41,7 @@ struct ggml_backend_cpu_repack_parts {
 };
 // Called from a worker for each tensor whose stored rows are read, before (done false) and
 // after (done true) its copy is written: a loader can fault its pages in, then let them go.
+// Big tensors come chunk by chunk: t then describes a run of the tensor's rows.
 typedef void (*ggml_backend_cpu_repack_cb)(struct ggml_tensor * t, bool done, void * data);
 // Repacks every weight of ts[0..n) that can be (ts[i] made of parts[i] where parts, which may be
 // NULL, says so) on n_threads threads into one CPU_REPACK buffer (their buffer from then on);

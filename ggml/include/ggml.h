@@ -45,6 +45,13 @@ extern "C" {
 #define GGML_MEM_ALIGN      64
 #define GGML_DEFAULT_GRAPH_SIZE 2048
 
+// x rounded up to a multiple of n (any n > 0).
+#define GGML_PAD(x, n) (((x) + (n) - 1) / (n) * (n))
+// Marks a parameter or variable as deliberately unused.
+#define GGML_UNUSED(x) (void)(x)
+// Reports a broken internal invariant through the abort hook (never for caller input).
+#define GGML_ASSERT(x) do { if (!(x)) ggml_abort(__FILE__, __LINE__, #x); } while (0)
+
 // Half-precision storage types.
 typedef uint16_t ggml_fp16_t;
 typedef struct { uint16_t bits; } ggml_bf16_t;
@@ -194,8 +201,12 @@ struct ggml_type_traits {
 
 // Sets the log callback (NULL restores the default: warnings and errors to stderr).
 GGML_API void ggml_log_set(ggml_log_callback callback, void * user_data);
+// The current log callback (the default one if none is set) and its user data; either may be NULL.
+GGML_API void ggml_log_get(ggml_log_callback * callback, void ** user_data);
 // Replaces the hook called on internal invariant failures (NULL restores the default).
 GGML_API void ggml_set_abort_hook(ggml_abort_hook hook);
+// Calls the abort hook with file, line and the failed invariant, then aborts (GGML_ASSERT's target).
+GGML_API void ggml_abort(const char * file, int line, const char * message);
 // ABI version of this library (GGML_ABI_VERSION at build time).
 GGML_API int ggml_abi_version(void);
 // sizeof a public struct by name ("ggml_tensor", "ggml_init_params", ...); 0 if unknown.

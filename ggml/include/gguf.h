@@ -106,6 +106,9 @@ GGML_API size_t       gguf_get_arr_n   (const struct gguf_context * ctx, int64_t
 GGML_API const void * gguf_get_arr_data(const struct gguf_context * ctx, int64_t key_id);
 // Element i of a string array (NULL if not a string array or out of range).
 GGML_API const char * gguf_get_arr_str (const struct gguf_context * ctx, int64_t key_id, size_t i);
+// Length in bytes of element i of a string array (or of a string value with i = 0); strings
+// may hold NUL bytes, which gguf_get_arr_str cannot show. 0 if not a string.
+GGML_API size_t       gguf_get_arr_str_len(const struct gguf_context * ctx, int64_t key_id, size_t i);
 
 // Number of tensors.
 GGML_API int64_t        gguf_get_n_tensors    (const struct gguf_context * ctx);
@@ -164,6 +167,15 @@ GGML_API void * gguf_write_to_buf(const struct gguf_context * ctx, size_t * size
 // Frees a buffer from gguf_write_to_buf; NULL-safe.
 GGML_API void   gguf_buf_free(void * buf);
 
+// A model loader reads tensor data through a mapping or a whole-file copy:
+//   struct gguf_mmap * m = use_mmap ? gguf_mmap_open(path) : gguf_file_read_all(path);
+//   const uint8_t * base = gguf_mmap_addr(m);           // whole file, read-only
+//   ... tensor i's bytes: base + gguf_get_data_offset(g) + gguf_get_tensor_offset(g, i) ...
+//   gguf_mmap_close(m);                                  // works for both kinds
+// gguf_init_from_file has already checked that every tensor lies inside the file, but the
+// loader must compare gguf_mmap_size(m) with the offsets again if it opened the file
+// separately (the file may have changed in between).
+
 // A read-only memory map of a file (POSIX mmap / Win32 MapViewOfFile).
 struct gguf_mmap;
 // Maps the whole file; NULL (logged) on failure.
@@ -174,6 +186,9 @@ GGML_API void gguf_mmap_close(struct gguf_mmap * map);
 GGML_API const void * gguf_mmap_addr(const struct gguf_mmap * map);
 // Size of the mapping in bytes.
 GGML_API size_t gguf_mmap_size(const struct gguf_mmap * map);
+// Reads the whole file into memory instead of mapping it (a loader's use_mmap = false); the
+// result works with gguf_mmap_addr / gguf_mmap_size / gguf_mmap_close. NULL (logged) on failure.
+GGML_API struct gguf_mmap * gguf_file_read_all(const char * fname);
 
 #ifdef __cplusplus
 }

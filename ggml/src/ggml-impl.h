@@ -22,6 +22,7 @@
 #define GGML_IMPL_H
 
 #include "ggml.h"
+#include "ggml-mem.h"
 
 #include <string.h>
 #include <math.h>
@@ -41,33 +42,9 @@ GGML_API void ggml_log_internal(enum ggml_log_level level, const char * fmt, ...
 #define GGML_LOG_WARN(...)  ggml_log_internal(GGML_LOG_LEVEL_WARN,  __VA_ARGS__)
 #define GGML_LOG_ERROR(...) ggml_log_internal(GGML_LOG_LEVEL_ERROR, __VA_ARGS__)
 
-// Reports a broken internal invariant through the abort hook (never for caller input).
-void ggml_abort_internal(const char * file, int line, const char * message);
-#define GGML_ASSERT(x) do { if (!(x)) ggml_abort_internal(__FILE__, __LINE__, #x); } while (0)
-#define GGML_UNUSED(x) (void)(x)
+// GGML_ASSERT, GGML_PAD and GGML_UNUSED are in ggml.h; the allocation wrappers (GGML_MALLOC,
+// ...) and the allocation-failure test hook in ggml-mem.h.
 
-// Allocation wrappers (ggml-mem.c): library code allocates through these, never malloc
-// directly, so that ggml_test_fail_alloc_after can make any one allocation fail.
-void * ggml_mem_malloc(size_t size);
-void * ggml_mem_calloc(size_t n, size_t size);
-void * ggml_mem_realloc(void * ptr, size_t size);   // on failure ptr stays allocated
-char * ggml_mem_strdup(const char * s);
-void * ggml_mem_aligned_alloc(size_t alignment, size_t size); // free with ggml_mem_aligned_free
-void   ggml_mem_aligned_free(void * ptr);
-#define GGML_MALLOC(size)               ggml_mem_malloc(size)
-#define GGML_CALLOC(n, size)            ggml_mem_calloc(n, size)
-#define GGML_REALLOC(ptr, size)         ggml_mem_realloc(ptr, size)
-#define GGML_STRDUP(s)                  ggml_mem_strdup(s)
-#define GGML_ALIGNED_ALLOC(align, size) ggml_mem_aligned_alloc(align, size)
-
-// Test hook, exported for the C and Python robustness tests: allocation number k (0-based,
-// counted from this call) through the wrappers above returns NULL; k < 0 disables.
-GGML_API void ggml_test_fail_alloc_after(int64_t k);
-// Allocations through the wrappers since the last ggml_test_fail_alloc_after (counted only
-// while a failure is armed).
-GGML_API int64_t ggml_test_alloc_count(void);
-
-#define GGML_PAD(x, n) (((x) + (n) - 1) / (n) * (n))
 #define GGML_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GGML_MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -1,5 +1,5 @@
 // ggml-mem.c — the allocation wrappers every library allocation goes through (GGML_MALLOC,
-// GGML_CALLOC, GGML_REALLOC, GGML_STRDUP, GGML_ALIGNED_ALLOC in ggml-impl.h), and the test hook
+// GGML_CALLOC, GGML_REALLOC, GGML_STRDUP, GGML_ALIGNED_ALLOC in ggml-mem.h), and the test hook
 // that makes one chosen allocation fail, so that tests can walk every out-of-memory path of
 // loading, context creation and decoding and check each ends in a clean error without a leak.
 #include "ggml-impl.h"

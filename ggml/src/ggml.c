@@ -31,6 +31,11 @@ void ggml_log_set(ggml_log_callback callback, void * user_data) {
     g_log_user_data = callback ? user_data : NULL;
 }
 
+void ggml_log_get(ggml_log_callback * callback, void ** user_data) {
+    if (callback) *callback = g_log_callback;
+    if (user_data) *user_data = g_log_user_data;
+}
+
 void ggml_log_internal(enum ggml_log_level level, const char * fmt, ...) {
     char stack_buf[512];
     va_list args;
@@ -74,7 +79,7 @@ void ggml_set_abort_hook(ggml_abort_hook hook) {
     g_abort_hook = hook ? hook : ggml_abort_default;
 }
 
-void ggml_abort_internal(const char * file, int line, const char * message) {
+void ggml_abort(const char * file, int line, const char * message) {
     g_abort_hook(file, line, message);
     // A broken invariant leaves no state worth continuing from; a hook that wants to survive
     // must not return (e.g. longjmp in a test harness).

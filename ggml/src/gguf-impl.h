@@ -1,15 +1,5 @@
 // gguf-impl.h — internals shared by gguf.c (reader, accessors), gguf-write.c (setters,
-// serialisation) and gguf-mmap.c (file mapping); plus the few internal helpers the model
-// loader uses. Not installed; not part of the ABI.
-//
-// For the model loader:
-//   struct gguf_mmap * m = use_mmap ? gguf_mmap_open(path) : gguf_file_read_all(path);
-//   const uint8_t * base = gguf_mmap_addr(m);           // whole file, read-only
-//   ... tensor i's bytes: base + gguf_get_data_offset(g) + gguf_get_tensor_offset(g, i) ...
-//   gguf_mmap_close(m);                                  // works for both kinds
-// gguf_init_from_file has already checked that every tensor lies inside the file, but the
-// loader must compare gguf_mmap_size(m) with the offsets again if it opened the file
-// separately (the file may have changed in between).
+// serialisation) and gguf-mmap.c (file mapping). Not installed; not part of the ABI.
 #ifndef GGUF_IMPL_H
 #define GGUF_IMPL_H
 
@@ -99,13 +89,6 @@ static inline bool gguf_pad_ok(size_t x, size_t align, size_t * out) {
     return true;
 }
 
-// Length in bytes of element i of a string array (or of a string value with i = 0);
-// strings may hold NUL bytes, which gguf_get_arr_str cannot show. 0 if not a string.
-size_t gguf_get_arr_str_len(const struct gguf_context * ctx, int64_t key_id, size_t i);
-
-// Reads the whole file into malloc'ed memory, for use_mmap = false; the result works with
-// gguf_mmap_addr / gguf_mmap_size / gguf_mmap_close like a mapping. NULL (logged) on failure.
-struct gguf_mmap * gguf_file_read_all(const char * fname);
 // True if map is a real memory mapping (false for gguf_file_read_all's copy).
 bool gguf_mmap_is_mapped(const struct gguf_mmap * map);
 

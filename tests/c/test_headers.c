@@ -2,6 +2,7 @@
 // -Werror), and the struct layouts this compiler sees match what the library reports.
 #include "ggml.h"
 #include "gguf.h"
+#include "ggml-mem.h"
 #include "llama.h"
 #if defined(__has_include)
 #if __has_include("ggml-backend.h")

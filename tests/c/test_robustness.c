@@ -485,7 +485,7 @@ static void hook_longjmp(const char * file, int line, const char * message) {
 static void test_abort_hook(void) {
     ggml_set_abort_hook(hook_longjmp);
     if (setjmp(g_jmp) == 0) {
-        ggml_abort_internal(__FILE__, __LINE__, "test invariant");
+        ggml_abort(__FILE__, __LINE__, "test invariant");
     }
     CHECK(g_hook_calls == 1, "the host's abort hook runs instead of abort()");
     ggml_set_abort_hook(NULL);

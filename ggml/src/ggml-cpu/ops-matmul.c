@@ -35,6 +35,7 @@
 #include "ops-util.h"
 #include "gemm.h"
 #include "repack.h"
+#include "matmul-float.h"
 #include "../ggml-env.h"
 
 #include <stdatomic.h>
@@ -304,6 +305,7 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
 // ---- both ----
 
 size_t ggml_cpu_work_size_mul_mat(const struct ggml_tensor * dst, int n_threads) {
+    if (ggml_cpu_mm_float_applies(dst)) return 0; // float weights: dot tiles, no scratch
     struct mm_gemm_plan gp;
     if (mm_gemm_plan_make(dst->src[0], dst->src[1], dst, n_threads, &gp)) return mm_gemm_work_size(&gp, n_threads);
     struct mm_plan p;
@@ -348,6 +350,10 @@ void ggml_compute_forward_mul_mat(const struct ggml_compute_params * params, str
     const struct ggml_tensor * b = dst->src[1];
     const int ith = params->ith, nth = params->nth;
 
+    if (ggml_cpu_mm_float_applies(dst)) {
+        ggml_cpu_mm_float_compute(params, dst);
+        return;
+    }
     struct mm_gemm_plan gp;
     if (mm_gemm_plan_make(a, b, dst, nth, &gp) && params->wsize >= mm_gemm_work_size(&gp, nth)) {
         mm_gemm_compute(params, dst, &gp);

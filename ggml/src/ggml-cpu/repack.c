@@ -89,28 +89,34 @@ bool ggml_cpu_repack(struct ggml_tensor * t, void * buf) {
     return ggml_cpu_repack_parts(t, &t, 1, buf);
 }
 
-bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * parts, int n_parts, void * buf) {
+// The traits to repack t from parts (their rows, in order, are t's), or NULL if it cannot be.
+static const struct ggml_gemm_traits * repack_parts_check(const struct ggml_tensor * t, struct ggml_tensor * const * parts,
+                                                          int n_parts, const void * buf) {
     const struct ggml_gemm_traits * gt = repack_traits(t);
-    if (!gt || !buf || !parts || n_parts < 1 || !ggml_cpu_repack_size(t)) return false;
+    if (!gt || !buf || !parts || n_parts < 1 || !ggml_cpu_repack_size(t)) return NULL;
     int64_t rows = 0;
     for (int i = 0; i < n_parts; i++) {
         const struct ggml_tensor * pt = parts[i];
-        if (!pt || !pt->data || pt->type != t->type || pt->ne[0] != t->ne[0] || !repack_traits(pt)) return false;
+        if (!pt || !pt->data || pt->type != t->type || pt->ne[0] != t->ne[0] || !repack_traits(pt)) return NULL;
         rows += pt->ne[1];
     }
-    if (rows != t->ne[1]) return false;
-    const int64_t K = t->ne[0], M = t->ne[1], unit = repack_unit(t->type), nu = K/unit;
+    return rows == t->ne[1] ? gt : NULL;
+}
+
+// Writes t's copy of panels [p_begin, p_end) into buf (panel: one panel of scratch).
+static void repack_panel_range(struct ggml_tensor * t, const struct ggml_gemm_traits * gt, struct ggml_tensor * const * parts,
+                               void * buf, int64_t p_begin, int64_t p_end, uint8_t * panel) {
+    const int64_t K = t->ne[0], unit = repack_unit(t->type), nu = K/unit;
     const size_t pbb = ggml_gemm_panel_block_bytes(gt), rub = repack_unit_bytes(t->type);
-    uint8_t * panel = malloc(ggml_gemm_panel_bytes(gt, K));
-    if (!panel) {
-        GGML_LOG_ERROR("ggml_cpu_repack: out of memory for a panel of '%s'\n", t->name);
-        return false;
-    }
     uint8_t * out = (uint8_t *) buf + REPACK_HEADER;
     const size_t tsz = ggml_type_size(t->type);
     int part = 0;
     int64_t part_p0 = 0; // t's first panel in parts[part]
-    for (int64_t p = 0; p < M/GGML_GEMM_MR; p++) {
+    while (p_begin - part_p0 >= parts[part]->ne[1]/GGML_GEMM_MR) {
+        part_p0 += parts[part]->ne[1]/GGML_GEMM_MR;
+        part++;
+    }
+    for (int64_t p = p_begin; p < p_end; p++) {
         if ((p - part_p0)*GGML_GEMM_MR >= parts[part]->ne[1]) {
             part_p0 += parts[part]->ne[1]/GGML_GEMM_MR;
             part++;
@@ -184,10 +190,71 @@ bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * 
             }
         }
     }
-    free(panel);
-    struct repack_header h = { REPACK_MAGIC, (int32_t) t->type, K, M, (uint64_t) ggml_cpu_repack_size(t) };
+}
+
+// Marks buf as t's copy (its panels written).
+static void repack_attach(struct ggml_tensor * t, void * buf) {
+    struct repack_header h = { REPACK_MAGIC, (int32_t) t->type, t->ne[0], t->ne[1], (uint64_t) ggml_cpu_repack_size(t) };
     memcpy(buf, &h, sizeof(h));
     t->extra = buf;
+}
+
+static uint8_t * repack_panel_alloc(const struct ggml_tensor * t, const struct ggml_gemm_traits * gt) {
+    uint8_t * panel = malloc(ggml_gemm_panel_bytes(gt, t->ne[0]));
+    if (!panel) GGML_LOG_ERROR("ggml_cpu_repack: out of memory for a panel of '%s'\n", t->name);
+    return panel;
+}
+
+bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * parts, int n_parts, void * buf) {
+    const struct ggml_gemm_traits * gt = repack_parts_check(t, parts, n_parts, buf);
+    uint8_t * panel = gt ? repack_panel_alloc(t, gt) : NULL;
+    if (!panel) return false;
+    repack_panel_range(t, gt, parts, buf, 0, t->ne[1]/GGML_GEMM_MR, panel);
+    free(panel);
+    repack_attach(t, buf);
+    return true;
+}
+
+// Stored bytes above which a tensor is repacked chunk by chunk, each chunk's stored rows handed
+// to the done callback on their own: a loader that lets them go keeps the peak memory within
+// about one chunk per thread of a single copy of the model, even for a big tied embedding.
+#define REPACK_CHUNK_BYTES (8u << 20)
+
+// The rows [r0, r1) of part as a tensor of their own (for the done callback).
+static struct ggml_tensor repack_rows_view(const struct ggml_tensor * part, int64_t r0, int64_t r1) {
+    struct ggml_tensor v = *part;
+    v.data = (char *) part->data + (size_t) r0*part->nb[1];
+    v.ne[1] = r1 - r0;
+    v.ne[2] = v.ne[3] = 1;
+    v.nb[2] = v.nb[3] = (size_t) v.ne[1]*v.nb[1];
+    return v;
+}
+
+// ggml_cpu_repack_parts in chunks of panels, calling done around each chunk for the stored
+// rows it reads (as row views of the parts).
+static bool repack_parts_chunked(struct ggml_tensor * t, struct ggml_tensor * const * parts, int n_parts, void * buf,
+                                 ggml_cpu_repack_done_t done, void * done_data) {
+    const struct ggml_gemm_traits * gt = repack_parts_check(t, parts, n_parts, buf);
+    uint8_t * panel = gt ? repack_panel_alloc(t, gt) : NULL;
+    if (!panel) return false;
+    const int64_t n_panels = t->ne[1]/GGML_GEMM_MR;
+    const size_t panel_stored = (size_t) GGML_GEMM_MR*parts[0]->nb[1];
+    const int64_t step = GGML_MAX(1, (int64_t) (REPACK_CHUNK_BYTES/(panel_stored ? panel_stored : 1)));
+    for (int64_t p0 = 0; p0 < n_panels; p0 += step) {
+        const int64_t p1 = GGML_MIN(n_panels, p0 + step);
+        struct ggml_tensor views[4];
+        int n_views = 0;
+        int64_t first = 0; // t's first row in parts[i]
+        for (int i = 0; i < n_parts && n_views < 4; first += parts[i]->ne[1], i++) {
+            const int64_t r0 = GGML_MAX(p0*GGML_GEMM_MR, first), r1 = GGML_MIN(p1*GGML_GEMM_MR, first + parts[i]->ne[1]);
+            if (r1 > r0) views[n_views++] = repack_rows_view(parts[i], r0 - first, r1 - first);
+        }
+        for (int k = 0; k < n_views; k++) done(&views[k], false, done_data);
+        repack_panel_range(t, gt, parts, buf, p0, p1, panel);
+        for (int k = 0; k < n_views; k++) done(&views[k], true, done_data);
+    }
+    free(panel);
+    repack_attach(t, buf);
     return true;
 }
 
@@ -234,6 +301,12 @@ static void * repack_worker(void * arg) {
         const struct ggml_cpu_repack_fused * f = j->fused && j->fused[i].n_parts > 0 ? &j->fused[i] : NULL;
         struct ggml_tensor * const * src = f ? f->parts : &j->ts[i];
         const int n_src = f ? f->n_parts : 1;
+        size_t stored = 0;
+        for (int k = 0; k < n_src; k++) stored += src[k] ? ggml_nbytes(src[k]) : 0;
+        if (j->done && n_src <= 4 && stored > REPACK_CHUNK_BYTES) {
+            j->ok &= repack_parts_chunked(j->ts[i], src, n_src, j->buf + j->offs[i], j->done, j->done_data);
+            continue;
+        }
         for (int k = 0; k < n_src && j->done; k++) j->done(src[k], false, j->done_data);
         const bool ok = ggml_cpu_repack_parts(j->ts[i], src, n_src, j->buf + j->offs[i]);
         j->ok &= ok;

@@ -65,7 +65,8 @@ size_t ggml_cpu_repack_panel_bytes(const struct ggml_tensor * t);
 void * ggml_cpu_repack_all(struct ggml_tensor * const * ts, int n, int n_threads);
 // Called from a worker thread for each tensor before its copy is written (done false: a loader
 // can fault its stored pages in at once) and after (done true: it can let them go, so that the
-// peak memory stays near one copy of the model).
+// peak memory stays near one copy of the model). A tensor of more than a few MiB is handed over
+// chunk by chunk instead: each call gets a tensor describing some of its rows.
 typedef void (*ggml_cpu_repack_done_t)(struct ggml_tensor * t, bool done, void * data);
 // The tensors a fused weight is made of (n_parts 0: the tensor stands for itself).
 struct ggml_cpu_repack_fused {

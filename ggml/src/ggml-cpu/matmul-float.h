@@ -1,0 +1,37 @@
+// matmul-float.h — MUL_MAT with F32 / F16 / BF16 weights and F32 activations as dot-product
+// tiles (ops-matmul-float.c drives them; the kernels are per ISA, gemm-float-avx2.c).
+//
+// Every output is one chain, whatever tile computed it: an 8-lane accumulator takes
+// acc[l] = fma(a[k], b[k], acc[l]) for k = l, l + 8, l + 16, ... in order, then the lanes are
+// summed as ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)). So a column's result does not
+// depend on the batch it came in, the tile shape or the thread count.
+#ifndef GGML_CPU_MATMUL_FLOAT_H
+#define GGML_CPU_MATMUL_FLOAT_H
+
+#include "cpu-impl.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+// Most rows and columns of one tile.
+#define GGML_MM_FLOAT_MR 4
+#define GGML_MM_FLOAT_NR 3
+
+// out[c][r] = dot(row r of a, b[c]) over K (K % 8 == 0) for r < nr <= MR, c < nc <= NR; a's rows
+// lie lda bytes apart, in the kernel's weight type.
+typedef void (*ggml_mm_float_tile_t)(int64_t K, const char * a, size_t lda, int nr,
+                                     const float * const * b, int nc, float * const * out);
+
+// The tile kernel for weights of this type on the selected kernel set; NULL: none (vec_dot path).
+ggml_mm_float_tile_t ggml_mm_float_tile_get(enum ggml_type type);
+
+// Tile kernels of the AVX2 set (F32, F16, BF16 weights); NULL for other types.
+ggml_mm_float_tile_t ggml_mm_float_tile_avx2(enum ggml_type type);
+
+// True when this MUL_MAT node takes the float tile path (decided from types and K only, never N).
+bool ggml_cpu_mm_float_applies(const struct ggml_tensor * dst);
+
+// Computes a MUL_MAT node for which ggml_cpu_mm_float_applies is true (no scratch needed).
+void ggml_cpu_mm_float_compute(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+
+#endif
