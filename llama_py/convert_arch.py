@@ -97,6 +97,28 @@ def _gemma3_check(config: dict, hp) -> None:
         _err("config.json: gemma3 needs sliding_window")
 
 
+def _gemma2_check(config: dict, hp) -> None:
+    qs = config.get("query_pre_attn_scalar", hp.head_dim)
+    # the GGUF does not store it: loaders take the head size, or n_embd / n_head with 46 layers
+    want = hp.n_embd / hp.n_head if hp.n_layer == 46 else hp.head_dim
+    if qs != want:
+        _err(f"config.json: query_pre_attn_scalar {qs} differs from {want:g} (the gemma2 GGUF architecture "
+             "scales queries by 1/sqrt(head_dim), or 1/sqrt(n_embd / n_head) with 46 layers)")
+    lt = config.get("layer_types")
+    want_lt = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(hp.n_layer)]
+    if lt is not None and list(lt) != want_lt:
+        _err("config.json: gemma2 layer_types must alternate sliding-window (even layers) and global")
+    if not config.get("sliding_window"):
+        _err("config.json: gemma2 needs sliding_window")
+
+
+def _gemma2_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    # a cap of None / 0 is "none": written as 0, which the engine reads as no soft-capping
+    return [("attention.sliding_window", "u32", int(config["sliding_window"])),
+            ("attn_logit_softcapping", "f32", float(config.get("attn_logit_softcapping") or 0.0)),
+            ("final_logit_softcapping", "f32", float(config.get("final_logit_softcapping") or 0.0))]
+
+
 def _gemma3_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
     rp = config.get("rope_parameters") or {}
     local = rp.get("sliding_attention", {}) if isinstance(rp, dict) else {}
@@ -148,6 +170,11 @@ ARCHS: Dict[str, ArchSpec] = {
          "mlp.down_proj.weight": LayerTensor("ffn_down.weight", (EMBD, FF))},
         keys=_phi3_keys),
 }
+ARCHS["gemma2"] = ArchSpec(
+    "gemma2", ("Gemma2ForCausalLM",),
+    {k: v for k, v in ARCHS["gemma3_text"].layer.items() if "_norm." not in k or "layernorm" in k},
+    final_norm_add=1.0, write_head_dim=True, activations=("gelu_pytorch_tanh",),
+    check=_gemma2_check, keys=_gemma2_keys)
 # "gemma3" is also how a text-only Gemma 3 checkpoint may name itself
 ARCHS["gemma3"] = ARCHS["gemma3_text"]
 

@@ -110,6 +110,7 @@ class ggml_op(enum.IntEnum):
     PERMUTE = enum.auto()
     TRANSPOSE = enum.auto()
     FLASH_ATTN_EXT = enum.auto()
+    TANH = enum.auto()
     COUNT = enum.auto()
 
 
@@ -941,6 +942,18 @@ def ggml_gelu(ctx, a):
 # In-place gelu.
 @_c("ggml_gelu_inplace", [_ctx, _t], _t)
 def ggml_gelu_inplace(ctx, a):
+    ...
+
+
+# tanh(x) (soft-capping: c * tanh(x / c)).
+@_c("ggml_tanh", [_ctx, _t], _t)
+def ggml_tanh(ctx, a):
+    ...
+
+
+# In-place tanh.
+@_c("ggml_tanh_inplace", [_ctx, _t], _t)
+def ggml_tanh_inplace(ctx, a):
     ...
 
 

@@ -85,6 +85,39 @@ static bool gemma3_finish(struct llama_hparams * hp) {
     return true;
 }
 
+// ---- gemma2: gemma3's blocks without QK-norm, soft-capped attention scores and logits ----
+static const struct llm_tensor_spec GEMMA2_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT,
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN,
+    B("post_attention_norm.weight", attn_post_norm, REQ | F32, 1, LLM_DIM_EMBD, 0),
+    B("post_ffw_norm.weight",       ffn_post_norm,  REQ | F32, 1, LLM_DIM_EMBD, 0),
+    T_END,
+};
+
+// Optional, with the values of the released Gemma 2 models (as llama.cpp's loader defaults them).
+static const struct llm_key_spec GEMMA2_KEYS[] = {
+    { "attention.sliding_window", HP(n_swa),           LLM_KEY_U32, false, 4096 },
+    { "attn_logit_softcapping",   HP(f_attn_softcap),  LLM_KEY_F32, false, 50.0 },
+    { "final_logit_softcapping",  HP(f_final_softcap), LLM_KEY_F32, false, 30.0 },
+    { NULL, 0, 0, false, 0 },
+};
+
+// Even layers slide (layer 0 first), odd ones are global. Queries are scaled by
+// query_pre_attn_scalar^-1/2, which the GGUF does not store: the head size for Gemma 2 2B and
+// 9B, n_embd / n_head for 27B (46 layers), the rule llama.cpp's loader applies.
+static bool gemma2_finish(struct llama_hparams * hp) {
+    if (!(hp->f_attn_softcap >= 0.0f) || !isfinite(hp->f_attn_softcap) ||
+        !(hp->f_final_softcap >= 0.0f) || !isfinite(hp->f_final_softcap)) {
+        LLAMA_LOG_ERROR("llama_model_load: gemma2.attn_logit_softcapping / final_logit_softcapping must be finite and >= 0\n");
+        return false;
+    }
+    hp->swa_period = 2;
+    hp->f_embd_scale = sqrtf((float) hp->n_embd);
+    const float qs = hp->n_layer == 46 && hp->n_head > 0 ? (float) hp->n_embd / (float) hp->n_head : (float) hp->n_embd_head_k;
+    hp->f_attn_scale = 1.0f / sqrtf(qs);
+    return true;
+}
+
 // ---- phi3: fused QKV and gate/up, LongRoPE factors, sliding window where set ----
 static const struct llm_tensor_spec PHI3_TENSORS[] = {
     T_EMBD, T_OUT_NORM, T_OUTPUT,
@@ -122,6 +155,7 @@ static const struct llama_arch_info ARCHS[] = {
     { "qwen3",  LLM_ROPE_NEOX,   NULL,        QWEN3_TENSORS,  NULL,          llm_build_llama },
     { "gemma3", LLM_ROPE_NEOX,   GEMMA3_KEYS, GEMMA3_TENSORS, gemma3_finish, llm_build_gemma3 },
     { "phi3",   LLM_ROPE_NEOX,   PHI3_KEYS,   PHI3_TENSORS,   phi3_finish,   llm_build_llama },
+    { "gemma2", LLM_ROPE_NEOX,   GEMMA2_KEYS, GEMMA2_TENSORS, gemma2_finish, llm_build_gemma3 },
 };
 
 const struct llama_arch_info * llama_arch_find(const char * name) {

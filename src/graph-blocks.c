@@ -6,9 +6,11 @@
 //              q, k = rope(q), rope(k)   NORMAL or NEOX, the layer's base (sliding-window layers
 //                                        may have their own), LongRoPE factors by context size
 //              K/V rows written into the cache cells, then softmax(scale·QK^T + mask)·V over
-//              the first n_kv cells (mask: causal, or causal within the window), Wo
+//              the first n_kv cells (mask: causal, or causal within the window), Wo; with
+//              soft-capping (gemma2) the scaled scores s become c·tanh(s/c) before the mask
 //   ffn        down( silu(gate·m) * up·m )  or  gelu_tanh(gate·m) * up·m
 //   output     logits = output · rms_norm(x) * output_norm, on the rows marked for output
+//              (final soft-capping, gemma2: c·tanh(logits/c))
 //
 // With flash attention the whole softmax(QK^T)V runs as one op; otherwise as mul_mat +
 // soft_max_ext + mul_mat. Quantized caches are dequantized first (get_rows of [0, n_kv)).
@@ -156,12 +158,19 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
     GB(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]
     if (ctx->flash_attn) {
-        GB(o = ggml_flash_attn_ext(c, Q, K, V, mask, kq_scale, 0.0f, 0.0f)); // [hd_v, n_head, n_tokens]
+        GB(o = ggml_flash_attn_ext(c, Q, K, V, mask, kq_scale, 0.0f, hp->f_attn_softcap)); // [hd_v, n_head, n_tokens]
         GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
     } else {
         struct ggml_tensor * kq, * vt, * kqv;
         GB(kq = ggml_mul_mat(c, K, Q));                        // [n_kv, n_tokens, n_head]
-        GB(kq = ggml_soft_max_ext(c, kq, mask, kq_scale, 0.0f));
+        if (hp->f_attn_softcap > 0.0f) {
+            // c·tanh(scale·s/c): the softmax's own scale multiplies back by c
+            GB(kq = ggml_scale(c, kq, kq_scale / hp->f_attn_softcap));
+            GB(kq = ggml_tanh(c, kq));
+            GB(kq = ggml_soft_max_ext(c, kq, mask, hp->f_attn_softcap, 0.0f));
+        } else {
+            GB(kq = ggml_soft_max_ext(c, kq, mask, kq_scale, 0.0f));
+        }
         GB(vt = ggml_transpose(c, V));
         GB(vt = ggml_cont(c, vt));                             // [n_kv, hd_v, n_head_kv]
         GB(kqv = ggml_mul_mat(c, vt, kq));                     // [hd_v, n_tokens, n_head]
@@ -221,6 +230,12 @@ bool llm_graph_output(struct llm_graph * g, struct ggml_tensor * x) {
     ggml_build_forward_expand(g->gf, res->t_embd);
     if (!g->ub->all_rows || !g->ctx->embeddings) {
         GB(res->t_logits = ggml_mul_mat(g->c, g->model->output, res->t_embd));
+        const float cap = g->hp->f_final_softcap;
+        if (cap > 0.0f) {
+            GB(res->t_logits = ggml_scale(g->c, res->t_logits, 1.0f / cap));
+            GB(res->t_logits = ggml_tanh(g->c, res->t_logits));
+            GB(res->t_logits = ggml_scale(g->c, res->t_logits, cap));
+        }
         ggml_set_name(res->t_logits, "result_output");
         ggml_set_output(res->t_logits);
         ggml_build_forward_expand(g->gf, res->t_logits);

@@ -91,7 +91,7 @@ const char * llama_arch_list(char * buf, size_t size);
 // Pre-norm blocks with SwiGLU: llama, qwen2 (Q/K/V biases), qwen3 (QK-norm), phi3 (fused
 // weights, LongRoPE, sliding window): what differs lies in the tensors the blocks find.
 bool llm_build_llama(struct llm_graph * g);
-// Norms before and after attention and FFN, GeGLU, scaled embeddings: gemma3.
+// Norms before and after attention and FFN, GeGLU, scaled embeddings: gemma3, gemma2.
 bool llm_build_gemma3(struct llm_graph * g);
 
 #ifdef __cplusplus

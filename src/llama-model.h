@@ -47,6 +47,8 @@ struct llama_hparams {
     float    rope_attn_factor;    // rope.scaling.attn_factor: cos/sin magnitude (LongRoPE)
     float    f_attn_scale;    // softmax scale of QK^T (0: 1/sqrt(n_embd_head_k))
     float    f_embd_scale;    // token embeddings multiplied by this (0: not scaled)
+    float    f_attn_softcap;  // attn_logit_softcapping: scaled QK^T scores become c*tanh(s/c) (0: none)
+    float    f_final_softcap; // final_logit_softcapping: logits become c*tanh(x/c) (0: none)
     bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
 };
 

@@ -1,8 +1,10 @@
 """A NumPy forward pass written from the math, used as the reference for our logits: Llama and
 the architectures beside it (qwen2: Q/K/V biases; qwen3: per-head RMS norm of Q and K; gemma3:
 embeddings * sqrt(n_embd), norms after attention and FFN too, GeGLU, sliding window on five of
-six layers with their own rope base; phi3: fused QKV and gate/up, LongRoPE factors; all of
-these rotate NeoX pairs (i, i + n_rot/2)). The Llama case:
+six layers with their own rope base; gemma2: gemma3 without QK-norm, a window on even layers,
+scaled scores soft-capped as c * tanh(s / c) before the mask, logits soft-capped likewise;
+phi3: fused QKV and gate/up, LongRoPE factors; all of these rotate NeoX pairs (i, i + n_rot/2)).
+The Llama case:
 
 Weights are read with the `gguf` package's GGUFReader (quantized tensors dequantized with
 gguf.quants), and everything is computed in float64:
@@ -28,7 +30,7 @@ import gguf
 from gguf import quants as gguf_quants
 
 
-ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3")
+ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2")
 
 
 def _field(reader: gguf.GGUFReader, key: str, default=None):
@@ -59,13 +61,18 @@ class LlamaRef:
         self.freq_scale = 1.0 / float(factor) if factor else 1.0
         n_ctx_train = int(g("context_length"))
         self.neox = arch != "llama"
-        # sliding window: gemma3 five local layers of six, phi3 all layers when set
-        self.n_swa = int(g("attention.sliding_window", 0) or 0)
-        period = int(g("attention.sliding_window_pattern", 6)) if arch == "gemma3" else 0
+        # sliding window: gemma3 five local layers of six, gemma2 the even ones, phi3 all layers
+        # when set
+        self.n_swa = int(g("attention.sliding_window", 4096 if arch == "gemma2" else 0) or 0)
+        period = {"gemma3": int(g("attention.sliding_window_pattern", 6)), "gemma2": 2}.get(arch, 0)
         self.swa = [self.n_swa > 0 and (period == 0 or (il + 1) % period != 0) for il in range(self.n_layer)]
         self.rope_base_swa = float(g("rope.freq_base_swa", 10000.0)) if arch == "gemma3" else None
-        self.attn_scale = 1.0 / np.sqrt(self.head_dim)
-        self.embd_scale = np.sqrt(self.n_embd) if arch == "gemma3" else 1.0
+        # Gemma 2 27B (46 layers) scales queries by (n_embd / n_head)^-1/2, the others by head size
+        qs = self.n_embd / self.n_head if arch == "gemma2" and self.n_layer == 46 else self.head_dim
+        self.attn_scale = 1.0 / np.sqrt(qs)
+        self.embd_scale = np.sqrt(self.n_embd) if arch in ("gemma3", "gemma2") else 1.0
+        self.attn_softcap = float(g("attn_logit_softcapping", 50.0)) if arch == "gemma2" else 0.0
+        self.final_softcap = float(g("final_logit_softcapping", 30.0)) if arch == "gemma2" else 0.0
         self.w: Dict[str, np.ndarray] = {}
         # storage float32 halves the memory of big models and loses nothing (dequantized and F16
         # values are float32 numbers); products still run in float64 (NumPy promotes per matmul)
@@ -153,7 +160,7 @@ class LlamaRef:
         else:   # phi3: gate and up rows in one tensor, gate first
             gu = m @ w[p + "ffn_up.weight"].T
             gate, up = gu[:, :gu.shape[1] // 2], gu[:, gu.shape[1] // 2:]
-        if self.arch == "gemma3":   # GELU, tanh approximation
+        if self.arch in ("gemma3", "gemma2"):   # GELU, tanh approximation
             act = 0.5 * gate * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (gate + 0.044715 * gate ** 3)))
         else:
             act = gate / (1.0 + np.exp(-gate))
@@ -192,7 +199,10 @@ class LlamaRef:
             msk = mask_swa if self.swa[il] else mask
             for hh in range(nh):
                 kh = hh // group
-                s = q[:, hh, :] @ K[:, kh, :].T * self.attn_scale + msk
+                s = q[:, hh, :] @ K[:, kh, :].T * self.attn_scale
+                if self.attn_softcap:
+                    s = self.attn_softcap * np.tanh(s / self.attn_softcap)
+                s = s + msk
                 s = s - s.max(axis=-1, keepdims=True)
                 a = np.exp(s)
                 a /= a.sum(axis=-1, keepdims=True)
@@ -209,7 +219,10 @@ class LlamaRef:
         hidden = self._rmsnorm(x, w["output_norm.weight"])
         if return_hidden:
             return hidden
-        return hidden @ self.out.T
+        logits = hidden @ self.out.T
+        if self.final_softcap:
+            logits = self.final_softcap * np.tanh(logits / self.final_softcap)
+        return logits
 
     def forward(self, tokens: Sequence[int], positions: Optional[Sequence[int]] = None,
                 causal: bool = True, return_hidden: bool = False) -> np.ndarray:

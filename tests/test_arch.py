@@ -1,5 +1,6 @@
 """The architectures beside Llama (src/arch.c), each checked on a tiny random-weight model built
-with `transformers` (Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM),
+with `transformers` (Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM,
+Gemma2ForCausalLM),
 converted by our converter (llama_py/convert.py) and run by the engine:
 
   - our F32 logits within 1e-3 relative of transformers', for batch prompts and for
@@ -41,6 +42,7 @@ transformers.utils.logging.disable_progress_bar()
 transformers.utils.logging.set_verbosity_error()
 
 WINDOW = 8
+SOFTCAP_ATTN, SOFTCAP_FINAL = 2.0, 3.0   # gemma2's tiny model: scores and logits well into tanh's bend
 LONG = TC.PROMPTS[1]   # 20-60 tokens with the tiny tokenizers: > 2 WINDOW, within phi3's original 64
 
 
@@ -61,6 +63,13 @@ def _config(arch: str, n_vocab: int, bos: int, eos: int):
             tie_word_embeddings=True, final_logit_softcapping=None, attn_logit_softcapping=None,
             rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
                              "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}, **common)
+    if arch == "gemma2":
+        # caps small enough that tanh bends the random model's scores and logits (checked below)
+        return transformers.Gemma2Config(
+            num_hidden_layers=4, head_dim=32, query_pre_attn_scalar=32, sliding_window=WINDOW,
+            tie_word_embeddings=True, attn_logit_softcapping=SOFTCAP_ATTN, final_logit_softcapping=SOFTCAP_FINAL,
+            hidden_activation="gelu_pytorch_tanh", attn_implementation="eager",   # eager: soft-caps scores
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **common)
     if arch == "phi3":
         half = 16 // 2
         rng = np.random.default_rng(5)
@@ -74,9 +83,9 @@ def _config(arch: str, n_vocab: int, bos: int, eos: int):
 
 
 _MODEL_CLASS = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "gemma3": "Gemma3ForCausalLM",
-                "phi3": "Phi3ForCausalLM"}
-# tokenizers: qwen2 / qwen3 byte-level BPE with the qwen2 pre-tokenizer; gemma3 / phi3 SentencePiece
-_TOKENIZER = {"qwen2": "bpe", "qwen3": "bpe", "gemma3": "spm", "phi3": "spm"}
+                "phi3": "Phi3ForCausalLM", "gemma2": "Gemma2ForCausalLM"}
+# tokenizers: qwen2 / qwen3 byte-level BPE with the qwen2 pre-tokenizer; gemma2 / gemma3 / phi3 SentencePiece
+_TOKENIZER = {"qwen2": "bpe", "qwen3": "bpe", "gemma3": "spm", "phi3": "spm", "gemma2": "spm"}
 
 
 class Tiny:
@@ -115,7 +124,7 @@ def _build(root: Path, arch: str, sp_model: Path, seed: int) -> Tiny:
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:
-                if arch == "gemma3":
+                if arch in ("gemma3", "gemma2"):
                     p.uniform_(-0.5, 0.5)   # Gemma norms scale by (1 + w)
                 else:
                     p.uniform_(0.5, 1.5)
@@ -127,7 +136,7 @@ def _build(root: Path, arch: str, sp_model: Path, seed: int) -> Tiny:
     return Tiny(d, model, tok, arch)
 
 
-ARCHS = ["qwen2", "qwen3", "gemma3", "phi3"]
+ARCHS = ["qwen2", "qwen3", "gemma3", "phi3", "gemma2"]
 
 
 @pytest.fixture(scope="module")
@@ -232,6 +241,36 @@ def test_sliding_window_matters(tiny):
     full.load_state_dict(t.model.state_dict())
     off = rel_err(hf_logits(full, toks), our_batch(t.gguf, [toks])[0])
     assert off > 1e-2, off
+
+
+@pytest.mark.parametrize("change", [{"attn_logit_softcapping": None}, {"final_logit_softcapping": None},
+                                    {"sliding_window": 4096}])
+def test_gemma2_soft_capping_and_window_matter(tiny, change):
+    """Each of Gemma 2's soft-caps and its window changes the logits of the tiny model: transformers
+    without it is far from us (so the match above checks them)."""
+    t = tiny["gemma2"]
+    toks = t.ids(LONG)
+    cfg = dict(t.model.config.to_dict(), **change)
+    other = transformers.Gemma2ForCausalLM(transformers.Gemma2Config(**cfg)).eval()
+    other.load_state_dict(t.model.state_dict())
+    for fa in (0, 1):
+        off = rel_err(hf_logits(other, toks), our_batch(t.gguf, [toks], flash_attn_type=fa)[0])
+        assert off > 1e-2, (change, fa, off)
+
+
+@pytest.mark.parametrize("change, msg", [
+    ({"query_pre_attn_scalar": 64}, "query_pre_attn_scalar 64 differs from 32"),
+    ({"layer_types": ["full_attention", "sliding_attention"] * 2}, "gemma2 layer_types must alternate"),
+])
+def test_gemma2_converter_refuses_what_the_gguf_cannot_say(tiny, tmp_path, change, msg):
+    """A GGUF gemma2 has no query_pre_attn_scalar nor layer pattern keys: other values are refused."""
+    d = tmp_path / "g2"
+    shutil.copytree(tiny["gemma2"].path, d, ignore=shutil.ignore_patterns("*.gguf"))
+    cfg = json.loads((d / "config.json").read_text())
+    cfg.update(change)
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(C.ConvertError, match=msg):
+        C.convert(d, tmp_path / "out.gguf", "f32", progress=None)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -340,7 +379,7 @@ def test_strict_loading(tiny, tmp_path):
     w.write_tensors_to_file()
     w.close()
     err = _load_error(bad)
-    assert "unsupported architecture 'mamba9' (supported: llama, qwen2, qwen3, gemma3, phi3)" in err, err
+    assert "unsupported architecture 'mamba9' (supported: llama, qwen2, qwen3, gemma3, phi3, gemma2)" in err, err
 
 
 def test_vocabulary_validation(tiny, tmp_path):
@@ -396,7 +435,7 @@ def test_model_accessors(tiny, arch):
         assert L.llama_model_meta_val_str(m.ptr, b"general.architecture", buf, 256) == len(arch)
         assert buf.value.decode() == arch
         assert L.llama_model_rope_type(m.ptr) == L.LLAMA_ROPE_TYPE_NEOX
-        assert L.llama_model_n_swa(m.ptr) == {"gemma3": WINDOW, "phi3": WINDOW}.get(arch, 0)
+        assert L.llama_model_n_swa(m.ptr) == {"gemma3": WINDOW, "phi3": WINDOW, "gemma2": WINDOW}.get(arch, 0)
         assert L.llama_model_n_head_kv(m.ptr) == 2 and L.llama_model_n_layer(m.ptr) == kv[f"{arch}.block_count"]
         tmpl = L.llama_model_chat_template(m.ptr, None)
         assert (tmpl.decode() if tmpl else None) == kv.get("tokenizer.chat_template")

@@ -535,6 +535,10 @@ CASES = [
     Case("silu_inplace", unary(ggml.ggml_silu_inplace, np_silu, inplace=True), tol={F32: (1e-6, 1e-5)}, result=same),
     Case("gelu", unary(ggml.ggml_gelu, np_gelu), tol={F32: (1e-6, 1e-5)}, result=same),
     Case("gelu_inplace", unary(ggml.ggml_gelu_inplace, np_gelu, inplace=True), tol={F32: (1e-6, 1e-5)}, result=same),
+    Case("tanh", unary(ggml.ggml_tanh, np.tanh), tol={F32: (1e-7, 1e-6)}, result=same),
+    # around the switch from the series to the exp form (|x| = 1/16), where 1 - exp(-2|x|) cancels
+    Case("tanh_small", unary(ggml.ggml_tanh, np.tanh, -0.2, 0.2), tol={F32: (1e-9, 1e-6)}, result=same),
+    Case("tanh_inplace", unary(ggml.ggml_tanh_inplace, np.tanh, inplace=True), tol={F32: (1e-7, 1e-6)}, result=same),
     Case("swiglu", swiglu_case(False), tol={F32: (1e-5, 1e-5)}, result=same),
     Case("swiglu_split", swiglu_case(True), tol={F32: (1e-5, 1e-5)}, result=same),
     Case("swiglu_split_mixed", swiglu_case(True, mixed=True), tol={F32: (1e-5, 1e-5)}, result=same),
@@ -542,6 +546,7 @@ CASES = [
     # starting mid-row and, for b repeated along the row, mid-repetition
     Case("silu_wide", wide_unary(ggml.ggml_silu, np_silu_lim, specials=True), tol={F32: (1e-6, 1e-5)}, result=same),
     Case("gelu_wide", wide_unary(ggml.ggml_gelu, np_gelu), tol={F32: (1e-6, 1e-5)}, result=same),
+    Case("tanh_wide", wide_unary(ggml.ggml_tanh, np.tanh, specials=True), tol={F32: (1e-7, 1e-6)}, result=same),
     Case("scale_wide", wide_unary(lambda c, a: ggml.ggml_scale(c, a, 0.37), lambda x: x * np.float32(0.37),
                                   shape=(3, 2051)), result=same),
     Case("swiglu_wide", wide_swiglu(False, specials=True), tol={F32: (1e-5, 1e-5)}, result=same),

@@ -114,6 +114,7 @@ enum ggml_op {
     GGML_OP_PERMUTE,
     GGML_OP_TRANSPOSE,
     GGML_OP_FLASH_ATTN_EXT,
+    GGML_OP_TANH,
     GGML_OP_COUNT,
 };
 
@@ -392,6 +393,9 @@ GGML_API struct ggml_tensor * ggml_silu_inplace(struct ggml_context * ctx, struc
 // GELU, tanh approximation; a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_gelu(struct ggml_context * ctx, struct ggml_tensor * a);
 GGML_API struct ggml_tensor * ggml_gelu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+// tanh(x) (soft-capping: c * tanh(x / c)); a F32/F16/BF16, result of a's type.
+GGML_API struct ggml_tensor * ggml_tanh(struct ggml_context * ctx, struct ggml_tensor * a);
+GGML_API struct ggml_tensor * ggml_tanh_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 // silu(a) * b (fused SwiGLU); same shapes, F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 // SwiGLU over the two halves of dim 0: silu(a[:n/2]) * a[n/2:]; result of a's type.

@@ -229,6 +229,13 @@ struct ggml_tensor * ggml_gelu_inplace(struct ggml_context * ctx, struct ggml_te
     return ggml_unary_impl(ctx, GGML_OP_GELU, "ggml_gelu_inplace", a, true);
 }
 
+struct ggml_tensor * ggml_tanh(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_unary_impl(ctx, GGML_OP_TANH, "ggml_tanh", a, false);
+}
+struct ggml_tensor * ggml_tanh_inplace(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_unary_impl(ctx, GGML_OP_TANH, "ggml_tanh_inplace", a, true);
+}
+
 struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
     if (!a || !b) {
         return ggml_op_fail("ggml_swiglu_split", "NULL input", a, b);

@@ -232,6 +232,7 @@ static const char * const g_op_names[GGML_OP_COUNT] = {
     [GGML_OP_PERMUTE]        = "PERMUTE",
     [GGML_OP_TRANSPOSE]      = "TRANSPOSE",
     [GGML_OP_FLASH_ATTN_EXT] = "FLASH_ATTN_EXT",
+    [GGML_OP_TANH]           = "TANH",
 };
 
 const char * ggml_op_name(enum ggml_op op) {

@@ -8,6 +8,8 @@
 //   logits = token_embd · output_norm(x)                                      (tied)
 //
 // The GGUF norm weights already hold Gemma's (1 + w) (the converter adds the one).
+// Gemma 2 (row gemma2) is the same graph: it has no QK-norm tensors, its window is on every
+// other layer, and the blocks soft-cap its attention scores and logits (hparams).
 #include "../llama-graph.h"
 
 bool llm_build_gemma3(struct llm_graph * g) {

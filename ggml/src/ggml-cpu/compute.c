@@ -44,6 +44,7 @@ bool ggml_cpu_compute_forward(const struct ggml_compute_params * params, struct 
         case GGML_OP_NORM:           ggml_compute_forward_norm(params, node);           return true;
         case GGML_OP_SILU:           ggml_compute_forward_silu(params, node);           return true;
         case GGML_OP_GELU:           ggml_compute_forward_gelu(params, node);           return true;
+        case GGML_OP_TANH:           ggml_compute_forward_tanh(params, node);           return true;
         case GGML_OP_SWIGLU:         ggml_compute_forward_swiglu(params, node);         return true;
         case GGML_OP_MUL_MAT:        ggml_compute_forward_mul_mat(params, node);        return true;
         case GGML_OP_SOFT_MAX:       ggml_compute_forward_soft_max(params, node);       return true;
@@ -106,6 +107,7 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
         case GGML_OP_SCALE:
         case GGML_OP_SILU:
         case GGML_OP_GELU:
+        case GGML_OP_TANH:
         case GGML_OP_SWIGLU:
             // flat element ranges across rows (ggml_cpu_ew_split), so one long row splits too;
             // a share under GGML_CPU_EW_MIN_UNIT floats saves less than the barrier costs
@@ -146,6 +148,7 @@ int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
         case GGML_OP_SOFT_MAX:
         case GGML_OP_SILU:
         case GGML_OP_GELU:
+        case GGML_OP_TANH:
         case GGML_OP_SWIGLU:
             work = 4 * ggml_nelements(node); // an exp or tanh per element
             break;

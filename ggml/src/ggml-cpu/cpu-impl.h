@@ -72,6 +72,7 @@ bool ggml_cpu_rms_norm_mul_fusable(const struct ggml_tensor * norm, const struct
 // rms_norm(norm->src[0]) * weight into mul, bit-identical to the two kernels one after the other.
 void ggml_compute_forward_rms_norm_mul(const struct ggml_compute_params * params, struct ggml_tensor * norm,
                                        struct ggml_tensor * mul);
+void ggml_compute_forward_tanh         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_silu         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_gelu         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_swiglu       (const struct ggml_compute_params * params, struct ggml_tensor * dst);

@@ -206,6 +206,19 @@ static inline float ggml_cpu_silu(float x) {
     return ggml_cpu_select(x == -INFINITY, -0.0f, x/(1.0f + ggml_cpu_expf(-x)));
 }
 
+// tanh(x): sign(x) (1 - t) / (1 + t) with t = exp(-2|x|), which saturates at +-1 (t -> 0) and
+// never overflows; below |x| = 1/16, where 1 - t cancels, the odd series to x^9 (relative
+// error under 1e-12 there).
+static inline float ggml_cpu_tanh(float x) {
+    const float a = fabsf(x);
+    const float t = ggml_cpu_expf(-2.0f*a);
+    const float big = (1.0f - t)/(1.0f + t);
+    const float a2 = a*a;
+    const float small = a*(1.0f + a2*(-1.0f/3 + a2*(2.0f/15 + a2*(-17.0f/315 + a2*(62.0f/2835)))));
+    const float r = ggml_cpu_select(a < 0.0625f, small, big);
+    return ggml_cpu_select(x != x, x, copysignf(r, x));
+}
+
 // GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 static inline float ggml_cpu_gelu(float x) {
     const float k = 0.79788456080286535588f; // sqrt(2/pi)
