@@ -352,6 +352,13 @@ def ggml_log_get(callback, user_data):
     ...
 
 
+# Logs a message through the current callback (printf-style in C; from Python pass text with no
+# % conversions, e.g. b"%s" is not supported: format in Python first).
+@_c("ggml_log_internal", [c_int, c_char_p], None)
+def ggml_log_internal(level, fmt):
+    ...
+
+
 # Replaces the hook called on internal invariant failures (NULL restores the default).
 @_c("ggml_set_abort_hook", [ggml_abort_hook], None)
 def ggml_set_abort_hook(hook):

@@ -16,9 +16,9 @@ size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enu
     const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa(hp));
     size_t k, v, per_layer, total;
     // SIZE_MAX stands for "does not fit in the address space"
-    if (!llama_size_mul_ok(k_row, n_ctx, &k) || !llama_size_pad_ok(k, GGML_MEM_ALIGN, &k) ||
-        !llama_size_mul_ok(v_row, n_ctx, &v) || !llama_size_pad_ok(v, GGML_MEM_ALIGN, &v) ||
-        !llama_size_add_ok(k, v, &per_layer) || !llama_size_mul_ok(per_layer, hp->n_layer, &total)) {
+    if (!ggml_size_mul_ok(k_row, n_ctx, &k) || !ggml_size_pad_ok(k, GGML_MEM_ALIGN, &k) ||
+        !ggml_size_mul_ok(v_row, n_ctx, &v) || !ggml_size_pad_ok(v, GGML_MEM_ALIGN, &v) ||
+        !ggml_size_add_ok(k, v, &per_layer) || !ggml_size_mul_ok(per_layer, hp->n_layer, &total)) {
         return SIZE_MAX;
     }
     return total;

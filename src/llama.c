@@ -339,44 +339,6 @@ void llama_log_get(ggml_log_callback * log_callback, void ** user_data) {
     if (user_data) *user_data = llama_log_ud;
 }
 
-void llama_log_internal(enum ggml_log_level level, const char * fmt, ...) {
-    char stack_buf[512];
-    va_list args;
-    va_start(args, fmt);
-    va_list args2;
-    va_copy(args2, args);
-    const int len = vsnprintf(stack_buf, sizeof(stack_buf) - 1, fmt, args);
-    va_end(args);
-    if (len < 0) {
-        va_end(args2);
-        return;
-    }
-    char * text = stack_buf;
-    char * heap = NULL;
-    if ((size_t) len >= sizeof(stack_buf) - 1) {
-        // through the wrapper, so the robustness tests' failure injection reaches it as before
-        heap = GGML_MALLOC((size_t) len + 2);
-        if (heap) {
-            vsnprintf(heap, (size_t) len + 1, fmt, args2);
-            text = heap;
-        }
-    }
-    va_end(args2);
-    // the callback contract says each text ends with a newline (room for it is kept above)
-    const size_t n = strlen(text);
-    if (n == 0 || text[n - 1] != '\n') {
-        text[n] = '\n';
-        text[n + 1] = '\0';
-    }
-    ggml_log_callback cb = NULL;
-    void * ud = NULL;
-    ggml_log_get(&cb, &ud);
-    if (cb) {
-        cb(level, text, ud);
-    }
-    free(heap);
-}
-
 // ---- split file names: "<prefix>-%05d-of-%05d.gguf" ----
 
 int llama_split_path(char * split_path, size_t maxlen, const char * path_prefix, int split_no, int split_count) {

@@ -16,6 +16,10 @@
 
 #include "ggml.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,6 +43,33 @@ GGML_API void ggml_test_fail_alloc_after(int64_t k);
 // Allocations through the functions above since the last ggml_test_fail_alloc_after (counted
 // only while a failure is armed).
 GGML_API int64_t ggml_test_alloc_count(void);
+
+// Size arithmetic that refuses to wrap (allocation sizes from untrusted files).
+// a * b into *out; false (out untouched) if it overflows size_t.
+static inline bool ggml_size_mul_ok(size_t a, size_t b, size_t * out) {
+    if (a != 0 && b > SIZE_MAX / a) {
+        return false;
+    }
+    *out = a * b;
+    return true;
+}
+// a + b into *out; false (out untouched) if it overflows size_t.
+static inline bool ggml_size_add_ok(size_t a, size_t b, size_t * out) {
+    if (b > SIZE_MAX - a) {
+        return false;
+    }
+    *out = a + b;
+    return true;
+}
+// x rounded up to a multiple of align (a power of two) into *out; false on overflow.
+static inline bool ggml_size_pad_ok(size_t x, size_t align, size_t * out) {
+    size_t t;
+    if (!ggml_size_add_ok(x, align - 1, &t)) {
+        return false;
+    }
+    *out = t & ~(align - 1);
+    return true;
+}
 
 // The spellings library code uses.
 #define GGML_MALLOC(size)               ggml_mem_malloc(size)

@@ -203,6 +203,13 @@ struct ggml_type_traits {
 GGML_API void ggml_log_set(ggml_log_callback callback, void * user_data);
 // The current log callback (the default one if none is set) and its user data; either may be NULL.
 GGML_API void ggml_log_get(ggml_log_callback * callback, void ** user_data);
+// Formats a message and hands it to the current log callback (ggml_log_set), with a newline
+// appended when the text does not end in one: the one logging path of ggml and the llama layer.
+GGML_API void ggml_log_internal(enum ggml_log_level level, const char * fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 // Replaces the hook called on internal invariant failures (NULL restores the default).
 GGML_API void ggml_set_abort_hook(ggml_abort_hook hook);
 // Calls the abort hook with file, line and the failed invariant, then aborts (GGML_ASSERT's target).

@@ -31,12 +31,7 @@
 extern "C" {
 #endif
 
-// Logs through the callback set by ggml_log_set.
-GGML_API void ggml_log_internal(enum ggml_log_level level, const char * fmt, ...)
-#ifdef __GNUC__
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+// ggml_log_internal (ggml.h) logs through the callback set by ggml_log_set.
 #define GGML_LOG_DEBUG(...) ggml_log_internal(GGML_LOG_LEVEL_DEBUG, __VA_ARGS__)
 #define GGML_LOG_INFO(...)  ggml_log_internal(GGML_LOG_LEVEL_INFO,  __VA_ARGS__)
 #define GGML_LOG_WARN(...)  ggml_log_internal(GGML_LOG_LEVEL_WARN,  __VA_ARGS__)

@@ -63,31 +63,6 @@ void gguf_recompute_offsets(struct gguf_context * ctx);
 bool gguf_alignment_is_valid(uint64_t a);
 #define GGUF_MAX_ALIGNMENT ((size_t)1 << 20)
 
-// a * b into *out; false (out untouched) if it overflows size_t.
-static inline bool gguf_mul_ok(size_t a, size_t b, size_t * out) {
-    if (a != 0 && b > SIZE_MAX / a) {
-        return false;
-    }
-    *out = a * b;
-    return true;
-}
-// a + b into *out; false (out untouched) if it overflows size_t.
-static inline bool gguf_add_ok(size_t a, size_t b, size_t * out) {
-    if (b > SIZE_MAX - a) {
-        return false;
-    }
-    *out = a + b;
-    return true;
-}
-// x rounded up to a multiple of align (a power of two) into *out; false on overflow.
-static inline bool gguf_pad_ok(size_t x, size_t align, size_t * out) {
-    size_t t;
-    if (!gguf_add_ok(x, align - 1, &t)) {
-        return false;
-    }
-    *out = t & ~(align - 1);
-    return true;
-}
 
 // True if map is a real memory mapping (false for gguf_file_read_all's copy).
 bool gguf_mmap_is_mapped(const struct gguf_mmap * map);

@@ -26,7 +26,7 @@ static bool gguf_kv_make_scalars(struct gguf_kv * kv, const char * key, enum ggu
                                  const void * data, size_t n) {
     const size_t esz = gguf_type_size(type);
     size_t bytes;
-    if (!gguf_mul_ok(n, esz, &bytes)) {
+    if (!ggml_size_mul_ok(n, esz, &bytes)) {
         return false;
     }
     kv->key = GGML_MALLOC(strlen(key) + 1);
@@ -57,12 +57,12 @@ static bool gguf_kv_make_strings(struct gguf_kv * kv, const char * key, bool is_
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         const size_t len = lens != NULL ? lens[i] : strlen(strs[i]);
-        if (!gguf_add_ok(total, len, &total) || !gguf_add_ok(total, 1, &total)) {
+        if (!ggml_size_add_ok(total, len, &total) || !ggml_size_add_ok(total, 1, &total)) {
             return false;
         }
     }
     size_t offs_bytes;
-    if (!gguf_mul_ok(n + 1, sizeof(size_t), &offs_bytes)) {
+    if (!ggml_size_mul_ok(n + 1, sizeof(size_t), &offs_bytes)) {
         return false;
     }
     kv->key = GGML_MALLOC(strlen(key) + 1);
@@ -328,8 +328,8 @@ void gguf_add_tensor(struct gguf_context * ctx, const struct ggml_tensor * tenso
         return;
     }
     size_t offset, end;
-    if (!gguf_pad_ok(ctx->data_end, ctx->alignment, &offset) || !gguf_add_ok(offset, size, &end) ||
-        !gguf_pad_ok(end, GGUF_MAX_ALIGNMENT, &end)) {
+    if (!ggml_size_pad_ok(ctx->data_end, ctx->alignment, &offset) || !ggml_size_add_ok(offset, size, &end) ||
+        !ggml_size_pad_ok(end, GGUF_MAX_ALIGNMENT, &end)) {
         GGML_LOG_ERROR("%s: tensor '%s': total data size overflows\n", __func__, tensor->name);
         return;
     }

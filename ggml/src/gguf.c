@@ -81,11 +81,11 @@ bool gguf_tensor_nbytes(enum ggml_type type, const int64_t ne[GGML_MAX_DIMS], si
     }
     size_t bytes;
     if ((uint64_t) (ne[0] / tr->blck_size) > SIZE_MAX ||
-        !gguf_mul_ok((size_t) (ne[0] / tr->blck_size), tr->type_size, &bytes)) {
+        !ggml_size_mul_ok((size_t) (ne[0] / tr->blck_size), tr->type_size, &bytes)) {
         return false;
     }
     for (int i = 1; i < GGML_MAX_DIMS; i++) {
-        if ((uint64_t) ne[i] > SIZE_MAX || !gguf_mul_ok(bytes, (size_t) ne[i], &bytes)) {
+        if ((uint64_t) ne[i] > SIZE_MAX || !ggml_size_mul_ok(bytes, (size_t) ne[i], &bytes)) {
             return false;
         }
     }
@@ -252,14 +252,14 @@ static bool gguf_read_strings(struct gguf_reader * r, struct gguf_kv * kv, const
             return false;
         }
         r->pos += (size_t) len;
-        if (!gguf_add_ok(total, (size_t) len + 1, &total)) {
+        if (!ggml_size_add_ok(total, (size_t) len + 1, &total)) {
             gguf_refuse(r, "key '%s': total string size overflows", gguf_printable(key, pk));
             return false;
         }
     }
     // Pass 2: copy. Both sizes are bounded by bytes present in the input.
     size_t offs_bytes;
-    if (!gguf_mul_ok(n + 1, sizeof(size_t), &offs_bytes)) {
+    if (!ggml_size_mul_ok(n + 1, sizeof(size_t), &offs_bytes)) {
         gguf_refuse(r, "key '%s': string count overflows", gguf_printable(key, pk));
         return false;
     }
@@ -599,9 +599,9 @@ static bool gguf_make_ggml_ctx(struct gguf_reader * r, struct gguf_context * ctx
                                struct gguf_init_params params) {
     char pn[GGUF_PRINTABLE_MAX];
     size_t mem;
-    bool ok = gguf_mul_ok((size_t) ctx->n_ti + 1, ggml_tensor_overhead(), &mem);
+    bool ok = ggml_size_mul_ok((size_t) ctx->n_ti + 1, ggml_tensor_overhead(), &mem);
     for (int64_t i = 0; ok && !params.no_alloc && i < ctx->n_ti; i++) {
-        ok = gguf_add_ok(mem, ctx->ti[i].size, &mem) && gguf_add_ok(mem, GGML_MEM_ALIGN, &mem);
+        ok = ggml_size_add_ok(mem, ctx->ti[i].size, &mem) && ggml_size_add_ok(mem, GGML_MEM_ALIGN, &mem);
     }
     if (!ok) {
         gguf_refuse(r, "tensor memory size overflows");
@@ -743,7 +743,7 @@ static struct gguf_context * gguf_parse(const uint8_t * data, size_t size, const
     }
     gguf_strset_free(&names);
 
-    if (!gguf_pad_ok(r->pos, ctx->alignment, &ctx->data_offset)) {
+    if (!ggml_size_pad_ok(r->pos, ctx->alignment, &ctx->data_offset)) {
         gguf_refuse(r, "data section offset overflows");
         goto fail;
     }
