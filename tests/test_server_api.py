@@ -367,7 +367,9 @@ def test_context_overflow_is_400_naming_the_limit(client):
 def test_client_disconnect_cancels_within_a_step(served):
     url, app, entry = served
     before = entry.engine.metrics.finish.get("cancelled", 0)
-    body = {"model": "smollm2", "prompt": "Write a very long story.", "max_tokens": 800, "stream": True}
+    # ignore_eos: a sampled end of text must not finish the request before the disconnect does
+    body = {"model": "smollm2", "prompt": "Write a very long story.", "max_tokens": 800, "stream": True,
+            "ignore_eos": True}
     with httpx.stream("POST", url + "/v1/completions", json=body, timeout=60) as r:
         it = r.iter_lines()
         seen = 0
@@ -387,7 +389,8 @@ def test_non_streaming_disconnect_cancels(served):
     url, app, entry = served
     before = entry.engine.metrics.finish.get("cancelled", 0)
     with pytest.raises(httpx.ReadTimeout):
-        httpx.post(url + "/v1/completions", json={"prompt": "Tell me everything.", "max_tokens": 900}, timeout=0.5)
+        httpx.post(url + "/v1/completions", json={"prompt": "Tell me everything.", "max_tokens": 900, "ignore_eos": True},
+                   timeout=0.5)
     t0 = time.monotonic()
     while entry.engine.metrics.finish.get("cancelled", 0) == before and time.monotonic() - t0 < 10:
         time.sleep(0.01)
