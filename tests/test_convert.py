@@ -18,6 +18,7 @@ module is skipped, saying so.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -284,6 +285,7 @@ def model_from_gguf(ck: Checkpoint, path: Path):
     return m
 
 
+@functools.lru_cache(maxsize=None)
 def _float_weights_round_activations() -> bool:
     """Whether this machine's kernels round activations to F16 / BF16 for such weights: the
     per-row dot products do (portable, NEON); the float tiles of AVX2 and up keep them F32
