@@ -61,6 +61,13 @@ int ggml_adapt_arm(struct ggml_adapt_entry * e) {
 }
 
 void ggml_adapt_record(struct ggml_adapt_entry * e, int arm, uint64_t ns, uint64_t blocked) {
+    if (!e->warm[arm]) {
+        // The first computation of a kind with a count pays for fresh pages and cold caches
+        // (often 2-5x a later one): as the start of a running mean it kept TinyLlama's decoding
+        // on one thread for most of 64 tokens.
+        e->warm[arm] = true;
+        return;
+    }
     const double lx = log((double) (ns ? ns : 1));
     // The count not in use is only sampled by re-tries: weigh those more so a change in the
     // machine's load is noticed after one or two.

@@ -72,9 +72,13 @@ static inline void ggml_cpu_relax(void) { __asm__ volatile("yield" ::: "memory")
 static inline void ggml_cpu_relax(void) { }
 #endif
 
-// Pause-spins before a waiter starts yielding its core (other processes may need it).
+// Pause-spins before a waiter at a barrier sleeps (other processes may need the core). About
+// 0.2 ms (26 ns a pause on Zen 3, about as much on Zen 5): a bandwidth-bound matmul often
+// leaves one thread tens of microseconds behind, and a futex wake-up in a VM guest costs as
+// much again, then delays the next node too (1024 spins: TinyLlama Q4_K_M tg on 2 Zen 3 cores,
+// median 24.9 t/s; 8192: 29.8, alternating).
 #ifndef GGML_SPIN_BEFORE_YIELD
-#define GGML_SPIN_BEFORE_YIELD 1024
+#define GGML_SPIN_BEFORE_YIELD 8192
 #endif
 // Pause-spins an idle worker does before sleeping: catches back-to-back computations.
 #ifndef GGML_SPIN_BEFORE_SLEEP
@@ -166,6 +170,7 @@ struct ggml_adapt_entry {
     uint64_t last_use;  // for replacing the least recently used slot
     double lt[2];       // running mean of log(ns per compute): [0] one thread, [1] n_threads
     int n[2];           // samples behind lt
+    bool warm[2];       // the first sample of each count (warm-up) was seen and left out
     int choice;         // 0 or 1: the faster so far
     bool quiet;         // in the last computation with n_threads, thread 0 hardly slept at barriers
     int interval;       // computes between re-tries of the other
