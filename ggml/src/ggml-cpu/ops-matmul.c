@@ -91,6 +91,8 @@ static size_t mm_work_size(const struct mm_plan * p, int n_threads) {
 // leaves the other threads idle for about half an item, so smaller ones balance better (TinyLlama
 // Q8_0 pp512 on 2 Zen 3 cores: threads waiting 5% of the matmul time at 4 items, 1.9% at 16,
 // the same kernel time).
+// Runs of panels per thread in a one-column product (token generation).
+#define MM_GEMV_CHUNKS 8
 #ifndef MM_GEMM_PACKED_ITEMS
 #define MM_GEMM_PACKED_ITEMS 16
 #endif
@@ -247,25 +249,30 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
     // Phase 2: items (batch, block of ppi panels).
     const size_t a_row = a->nb[1];
     const int64_t ldc = (int64_t) (dst->nb[1]/sizeof(float));
-    // One column (both paths below): each thread streams one contiguous run of panels, the runs
-    // as even as whole panels allow (the node ends when the slowest thread does).
-    const int64_t pm_begin = p->panels_m*ith/nth, pm_end = p->panels_m*(ith + 1)/nth;
-    if (p->compact) {
-        // on repacked weights: every thread holds the column compactly
-        float * out = (float *) dst->data;
-        for (int64_t pm = pm_begin; pm < pm_end; pm++) {
-            gt->kernel_repacked1(gt, K, p->packed + (size_t) pm*p->packed_panel_bytes, compact,
-                                 out + pm*GGML_GEMM_MR, ldc, GGML_GEMM_MR, 1);
+    if (p->compact || p->gemv) {
+        // One column: runs of contiguous panels (long enough for the prefetchers), claimed in
+        // order, MM_GEMV_CHUNKS per thread. A static split ended the node with its slowest
+        // thread: behind an HTTP server a partner preempted for a few ms stalled the other.
+        const int64_t chunk = GGML_MAX(1, p->panels_m/(MM_GEMV_CHUNKS*(int64_t) nth));
+        const int64_t n_chunks = (p->panels_m + chunk - 1)/chunk;
+        if (nth > 1) {
+            if (ith == 0) atomic_store_explicit(counter, nth, memory_order_relaxed);
+            ggml_cpu_barrier(params); // counter ready
         }
-        return;
-    }
-    if (p->gemv) {
-        // whole panels straight from the rows, the last partial one through a panel
-        gt->gemv_prep(gt, qrow, act, K, gv);
-        {
-            float * out = (float *) dst->data;
-            for (int64_t pm = pm_begin; pm < pm_end; pm++) {
+        if (p->gemv) gt->gemv_prep(gt, qrow, act, K, gv);
+        float * out = (float *) dst->data;
+        for (int64_t c = ith; c < n_chunks;
+             c = nth > 1 ? atomic_fetch_add_explicit(counter, 1, memory_order_relaxed) : c + 1) {
+            const int64_t pm_end = GGML_MIN(p->panels_m, (c + 1)*chunk);
+            for (int64_t pm = c*chunk; pm < pm_end; pm++) {
                 const int64_t m0 = pm*GGML_GEMM_MR;
+                if (p->compact) {
+                    // on repacked weights: every thread holds the column compactly
+                    gt->kernel_repacked1(gt, K, p->packed + (size_t) pm*p->packed_panel_bytes, compact,
+                                         out + m0, ldc, GGML_GEMM_MR, 1);
+                    continue;
+                }
+                // whole panels straight from the rows, the last partial one through a panel
                 const int nr = (int) GGML_MIN(GGML_GEMM_MR, M - m0);
                 const char * rows = (const char *) a->data + m0*a_row;
                 if (nr == GGML_GEMM_MR) {

@@ -72,7 +72,13 @@ void ggml_adapt_record(struct ggml_adapt_entry * e, int arm, uint64_t ns, uint64
     // The count not in use is only sampled by re-tries: weigh those more so a change in the
     // machine's load is noticed after one or two.
     const double alpha = arm == e->choice ? GGML_ADAPT_ALPHA : 2 * GGML_ADAPT_ALPHA;
-    e->lt[arm] = e->n[arm] == 0 ? lx : e->lt[arm] + alpha * (lx - e->lt[arm]);
+    // One slow computation (a host hiccup, a burst of other work) moves the mean by at most
+    // alpha * log(1.5): unclipped, single 3x samples in a server's decoding flipped it to one
+    // thread again and again (SmolLM2 behind an HTTP server: 233 of 408 tokens on one thread,
+    // 147 t/s against 167 with the count fixed). A lasting change still moves it in a few.
+    const double d = lx - e->lt[arm];
+    const double dc = d > GGML_ADAPT_CLIP ? GGML_ADAPT_CLIP : d < -GGML_ADAPT_CLIP ? -GGML_ADAPT_CLIP : d;
+    e->lt[arm] = e->n[arm] == 0 ? lx : e->lt[arm] + alpha * dc;
     e->n[arm]++;
     if (arm == 1) {
         // Threads that are on CPUs at the same time meet within microseconds; sleeping at

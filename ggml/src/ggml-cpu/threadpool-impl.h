@@ -163,6 +163,7 @@ void ggml_prof_init(void);
 #define GGML_ADAPT_PROBE_MAX 32      // ...doubling up to this while it keeps losing
 #define GGML_ADAPT_ALPHA 0.25        // weight of a new sample in the running mean of log(ns)
 #define GGML_ADAPT_MARGIN 0.03       // the other count must be 3% faster to take over
+#define GGML_ADAPT_CLIP 0.405        // log(1.5): a sample counts as at most 1.5x off the mean
 #define GGML_ADAPT_QUIET 0.05         // thread 0 asleep at barriers for less than this share: "quiet"
 
 struct ggml_adapt_entry {
