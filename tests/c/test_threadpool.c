@@ -11,6 +11,7 @@
 #include "ggml-impl.h"
 #include "ggml-cpu/cpu-impl.h"
 #include "ggml-cpu/threadpool.h"
+#include "ggml-cpu/threadpool-impl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -209,7 +210,49 @@ static void test_n_tasks(void) {
     ggml_free(c);
 }
 
+// The adaptive thread count on simulated timings (ms per computation by count and index):
+// the share of computations [from, n) it ran with n_threads.
+typedef double (*adapt_timing_fn)(int arm, int i, bool switched);
+static double adapt_share(adapt_timing_fn f, int n, int from) {
+    struct ggml_adapt_entry e;
+    ggml_adapt_entry_init(&e, 1);
+    int prev = -1, multi = 0;
+    for (int i = 0; i < n; i++) {
+        const int arm = ggml_adapt_arm(&e);
+        const double ms = f(arm, i, arm != prev);
+        // n_threads never "quiet" (thread 0 asleep 8% of the time): the arms are compared
+        ggml_adapt_record(&e, arm, (uint64_t) (ms*1e6), arm ? (uint64_t) (ms*0.08e6) : 0);
+        prev = arm;
+        multi += i >= from && arm;
+    }
+    return (double) multi/(n - from);
+}
+
+// a server's decoding: two threads 5.5 ms with a 20 ms hiccup every 10th, 15 ms right after a
+// switch to two (the worker waking); one thread 8 ms
+static double sim_server(int arm, int i, bool switched) {
+    if (!arm) return 8.0;
+    return switched ? 15.0 : i % 10 == 3 ? 20.0 : 5.5;
+}
+// more runnable threads than cores: two threads 20 ms, one 8
+static double sim_busy(int arm, int i, bool switched) { (void) i; (void) switched; return arm ? 20.0 : 8.0; }
+// the machine gets busy at 100, or quiet again at 100
+static double sim_gets_busy(int arm, int i, bool switched) { (void) switched; return arm ? (i < 100 ? 5.0 : 20.0) : 8.0; }
+static double sim_gets_quiet(int arm, int i, bool switched) { (void) switched; return arm ? (i < 100 ? 20.0 : 5.0) : 8.0; }
+
+static void test_adapt_decisions(void) {
+    const double server = adapt_share(sim_server, 400, 20), busy = adapt_share(sim_busy, 400, 20);
+    const double gets_busy = adapt_share(sim_gets_busy, 400, 115), gets_quiet = adapt_share(sim_gets_quiet, 400, 200);
+    fprintf(stderr, "  adaptive count, share on n_threads: server %.2f busy %.2f gets busy %.2f gets quiet %.2f\n",
+            server, busy, gets_busy, gets_quiet);
+    CHECK(server >= 0.9);
+    CHECK(busy <= 0.15);
+    CHECK(gets_busy <= 0.15);
+    CHECK(gets_quiet >= 0.85);
+}
+
 int main(void) {
+    test_adapt_decisions();
     test_n_tasks();
     test_same_bits(false);
     test_same_bits(true);

@@ -36,13 +36,18 @@ struct ggml_adapt_entry * ggml_adapt_lookup(struct ggml_threadpool * tp, const s
             victim = e;
         }
     }
-    memset(victim, 0, sizeof(*victim));
-    victim->key = key;
+    ggml_adapt_entry_init(victim, key);
     victim->last_use = tp->adapt_clock;
-    victim->choice = 1;
-    victim->interval = GGML_ADAPT_PROBE_MIN;
-    victim->countdown = GGML_ADAPT_PROBE_MIN;
     return victim;
+}
+
+void ggml_adapt_entry_init(struct ggml_adapt_entry * e, uint64_t key) {
+    memset(e, 0, sizeof(*e));
+    e->key = key;
+    e->choice = 1;
+    e->last_arm = -1;
+    e->interval = GGML_ADAPT_PROBE_MIN;
+    e->countdown = GGML_ADAPT_PROBE_MIN;
 }
 
 // Which count the next computation of e's kind runs with: 0 one thread, 1 n_threads.
@@ -57,28 +62,37 @@ int ggml_adapt_arm(struct ggml_adapt_entry * e) {
     if (e->n[0] < 2) {
         return 0;
     }
-    return --e->countdown <= 0 ? !e->choice : e->choice;
+    if (e->retry > 0) {
+        e->retry--;
+        return !e->choice;
+    }
+    if (--e->countdown <= 0) {
+        e->retry = 1; // two computations: the first after a switch is not counted
+        return !e->choice;
+    }
+    return e->choice;
 }
 
 void ggml_adapt_record(struct ggml_adapt_entry * e, int arm, uint64_t ns, uint64_t blocked) {
-    if (!e->warm[arm]) {
-        // The first computation of a kind with a count pays for fresh pages and cold caches
-        // (often 2-5x a later one): as the start of a running mean it kept TinyLlama's decoding
-        // on one thread for most of 64 tokens.
-        e->warm[arm] = true;
+    if (arm != e->last_arm) {
+        // The first computation of a kind, or the first after a change of count, pays for
+        // fresh pages, cold caches or a worker still waking up (2-5x a later one): counted,
+        // such samples kept TinyLlama's decoding on one thread for most of 64 tokens, and a
+        // server's on one thread after every re-try of two.
+        e->last_arm = arm;
         return;
     }
     const double lx = log((double) (ns ? ns : 1));
     // The count not in use is only sampled by re-tries: weigh those more so a change in the
     // machine's load is noticed after one or two.
     const double alpha = arm == e->choice ? GGML_ADAPT_ALPHA : 2 * GGML_ADAPT_ALPHA;
-    // One slow computation (a host hiccup, a burst of other work) moves the mean by at most
+    // One slow computation (a host hiccup, a burst of other work) moves the mean up by at most
     // alpha * log(1.5): unclipped, single 3x samples in a server's decoding flipped it to one
     // thread again and again (SmolLM2 behind an HTTP server: 233 of 408 tokens on one thread,
-    // 147 t/s against 167 with the count fixed). A lasting change still moves it in a few.
+    // 147 t/s against 167 with the count fixed). A lasting change still moves it in a few; a
+    // fast computation is never a fluke, and counts in full (the machine got quiet again).
     const double d = lx - e->lt[arm];
-    const double dc = d > GGML_ADAPT_CLIP ? GGML_ADAPT_CLIP : d < -GGML_ADAPT_CLIP ? -GGML_ADAPT_CLIP : d;
-    e->lt[arm] = e->n[arm] == 0 ? lx : e->lt[arm] + alpha * dc;
+    e->lt[arm] = e->n[arm] == 0 ? lx : e->lt[arm] + alpha * (d > GGML_ADAPT_CLIP ? GGML_ADAPT_CLIP : d);
     e->n[arm]++;
     if (arm == 1) {
         // Threads that are on CPUs at the same time meet within microseconds; sleeping at

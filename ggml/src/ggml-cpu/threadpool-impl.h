@@ -171,7 +171,8 @@ struct ggml_adapt_entry {
     uint64_t last_use;  // for replacing the least recently used slot
     double lt[2];       // running mean of log(ns per compute): [0] one thread, [1] n_threads
     int n[2];           // samples behind lt
-    bool warm[2];       // the first sample of each count (warm-up) was seen and left out
+    int last_arm;       // the count of the previous computation (-1: none yet)
+    int retry;          // computations of a re-try still to run after this one
     int choice;         // 0 or 1: the faster so far
     bool quiet;         // in the last computation with n_threads, thread 0 hardly slept at barriers
     int interval;       // computes between re-tries of the other
@@ -265,6 +266,8 @@ bool ggml_graph_prepare_data(struct ggml_cgraph * g);
 // it with (0: one thread, 1: n_threads), and the time it took.
 struct ggml_adapt_entry * ggml_adapt_lookup(struct ggml_threadpool * tp, const struct ggml_cgraph * g, int nth);
 int ggml_adapt_arm(struct ggml_adapt_entry * e);
+// A fresh entry for a kind (n_threads first, no samples).
+void ggml_adapt_entry_init(struct ggml_adapt_entry * e, uint64_t key);
 void ggml_adapt_record(struct ggml_adapt_entry * e, int arm, uint64_t ns, uint64_t blocked);
 
 #endif // GGML_CPU_THREADPOOL_IMPL_H
