@@ -4,7 +4,8 @@
 #   bash scripts/test.sh
 #
 # Stages: install test requirements -> `pip install -e .` (builds libllama with CMake) ->
-# C unit tests (ctest) -> Python tests (pytest) -> C unit tests again under ASan+UBSan.
+# C unit tests (ctest) -> on x86-64 with AVX2, the AVX-VNNI set built with emulated vpdpbusd
+# (test_gemm) -> Python tests (pytest) -> C unit tests again under ASan+UBSan.
 # With nvcc on PATH, the CUDA backend is compiled first for one architecture
 # (LLAMA_CI_CUDA_ARCH, default 80-real; e.g. 80-virtual for PTX only) and its build time
 # reported; its GPU tests skip without a device, its fallback test runs.
@@ -81,6 +82,17 @@ echo "vocabularies: ${LLAMA_FUZZ_VOCAB_DIR:-none}"
 stage "C unit tests (ctest, build/ctest)"
 mkdir -p build
 run_ctest build/ctest -DLLAMA_CUDA=OFF
+
+case "$(uname -m)" in x86_64|amd64)
+    if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
+        stage "AVX-VNNI kernel set with emulated vpdpbusd (build/emu: test_gemm, then pytest's same-bits check)"
+        cmake -S . -B build/emu -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=ON -DLLAMA_CUDA=OFF \
+            -DLLAMA_EMULATE_AVXVNNI=ON > build/emu.configure.log 2>&1 || { cat build/emu.configure.log; exit 1; }
+        cmake --build build/emu --target llama test_gemm -j "$JOBS"
+        GGML_CPU_VARIANT=avxvnni build/emu/test_gemm
+        export LLAMA_PY_EMU_LIB="$PWD/build/emu/libllama.so" # tests/test_avxvnni_emulated.py
+    fi;;
+esac
 
 stage "Python tests (pytest)"
 set +e

@@ -91,6 +91,7 @@ static void check_kernels(enum ggml_type type, int64_t K, int M, int N) {
         mag[c*M + r] = m;
     }
 
+    float * out_avx2 = NULL; // AVX-VNNI tiles share AVX2's layouts, integer sums and float steps: same bits
     for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
         const struct ggml_gemm_traits * gt = ggml_gemm_get_traits_variant(type, (enum ggml_cpu_kernel_variant) v);
         if (!gt) continue;
@@ -151,8 +152,14 @@ static void check_kernels(enum ggml_type type, int64_t K, int M, int N) {
         CHECK(bad == 0, "%s kernels=%s K=%lld M=%d N=%d: %d of %d outputs off (worst %.3g x tolerance)",
               ggml_type_name(type), ggml_cpu_kernel_variant_name((enum ggml_cpu_kernel_variant) v),
               (long long) K, M, N, bad, M*N, worst);
-        free(groups); free(panel); free(out);
+        if (v == GGML_CPU_KERNELS_AVXVNNI && out_avx2 && ggml_cpu_kernel_variant_available(GGML_CPU_KERNELS_AVXVNNI)) {
+            CHECK(memcmp(out, out_avx2, sizeof(float)*(size_t) M*(size_t) N) == 0,
+                  "%s K=%lld M=%d N=%d: the avxvnni tiles' bits differ from avx2's", ggml_type_name(type), (long long) K, M, N);
+        }
+        free(groups); free(panel);
+        if (v == GGML_CPU_KERNELS_AVX2) out_avx2 = out; else free(out);
     }
+    free(out_avx2);
     free(w); free(qa); free(x); free(wabs); free(aabs); free(ref); free(mag);
 }
 

@@ -78,7 +78,10 @@ struct ggml_fa_kernels ggml_fa_kernels_get(enum ggml_cpu_kernel_variant v) {
     ggml_fa_kernels_init_generic(&k);
 #if defined(__x86_64__) || defined(__i386__)
     if (v == GGML_CPU_KERNELS_AVX512 && ggml_cpu_kernel_variant_available(v)) ggml_fa_kernels_init_avx512(&k);
-    else if (v == GGML_CPU_KERNELS_AVX2 && ggml_cpu_kernel_variant_available(v)) ggml_fa_kernels_init_avx2(&k);
+    // AVX-VNNI adds only vpdpbusd: its attention is AVX2's
+    else if ((v == GGML_CPU_KERNELS_AVX2 || v == GGML_CPU_KERNELS_AVXVNNI) && ggml_cpu_kernel_variant_available(v)) {
+        ggml_fa_kernels_init_avx2(&k);
+    }
 #endif
     (void) v;
     return k;

@@ -27,6 +27,19 @@
 #include <stddef.h>
 #include <string.h>
 
+#if GEMM_X86_VNNI && defined(GGML_CPU_EMULATE_AVXVNNI)
+// Test builds (LLAMA_EMULATE_AVXVNNI): vpdpbusd as exact AVX2 code, so the VNNI tiles run and
+// are checked on CPUs without AVX-VNNI. Even and odd bytes widened to 16 bits (u8 levels, s8
+// values): each vpmaddwd pair sum fits in 32 bits, nothing saturates.
+static inline __m256i emu_dpbusd(__m256i acc, __m256i u, __m256i s) {
+    const __m256i m = _mm256_set1_epi16(0x00FF);
+    const __m256i ue = _mm256_and_si256(u, m), uo = _mm256_srli_epi16(u, 8);
+    const __m256i se = _mm256_srai_epi16(_mm256_slli_epi16(s, 8), 8), so = _mm256_srai_epi16(s, 8);
+    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ue, se), _mm256_madd_epi16(uo, so)));
+}
+#define _mm256_dpbusd_avx_epi32 emu_dpbusd
+#endif
+
 static inline int32_t ld_i32(const void * p) { int32_t v; memcpy(&v, p, 4); return v; }
 static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); return v; }
 

@@ -25,9 +25,10 @@ static void vec_tables_init(void) {
         ggml_cpu_vec_init_generic(&vec_tables[v]);
     }
 #if defined(__x86_64__) || defined(__i386__)
-    // avx512 builds on avx2: what it leaves alone keeps the avx2 kernel
+    // avx512 builds on avx2: what it leaves alone keeps the avx2 kernel; avxvnni is avx2 here
     if (ggml_cpu_kernel_variant_available(GGML_CPU_KERNELS_AVX2)) {
         ggml_cpu_vec_init_avx2(&vec_tables[GGML_CPU_KERNELS_AVX2]);
+        ggml_cpu_vec_init_avx2(&vec_tables[GGML_CPU_KERNELS_AVXVNNI]);
         ggml_cpu_vec_init_avx2(&vec_tables[GGML_CPU_KERNELS_AVX512]);
     }
     if (ggml_cpu_kernel_variant_available(GGML_CPU_KERNELS_AVX512)) {
