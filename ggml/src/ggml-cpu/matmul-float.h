@@ -34,4 +34,23 @@ bool ggml_cpu_mm_float_applies(const struct ggml_tensor * dst);
 // Computes a MUL_MAT node for which ggml_cpu_mm_float_applies is true (no scratch needed).
 void ggml_cpu_mm_float_compute(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 
+// ---- quantized weights at F32 precision (ggml_mul_mat_set_prec(node, GGML_PREC_F32)) ----
+//
+// Which nodes: MUL_MAT asking GGML_PREC_F32 with a 2D Q8_0 weight and F32 activations (the lm
+// head). The rule is per weight type: Q8_0 is the one type whose own rounding is as fine as the
+// Q8_0 activations' (8 bits each side, so activation rounding doubles the error), and the one
+// a model uses for its largest matrix, the output. Other types keep the int8 GEMM.
+// How: 16 weight rows at a time are dequantized (values d * q, exact in F32) into per-thread
+// scratch, from the repacked copy or the stored rows alike (the same floats), then the F32 dot
+// tile above runs on them for every column: each output is the tile's one chain, so results do
+// not depend on N, the thread count, or whether the weights were repacked. Kernel sets without
+// an F32 tile (portable, NEON) run a portable tile with the same chain (fmaf).
+bool ggml_cpu_mm_deq_applies(const struct ggml_tensor * dst);
+// Scratch bytes of such a node on n_threads threads.
+size_t ggml_cpu_mm_deq_work_size(const struct ggml_tensor * dst, int n_threads);
+// Computes a node for which ggml_cpu_mm_deq_applies is true.
+void ggml_cpu_mm_deq_compute(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+// The F32 tile the dequantizing path runs (the kernel set's, else the portable one).
+ggml_mm_float_tile_t ggml_mm_float_tile_f32_any(void);
+
 #endif

@@ -305,6 +305,7 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
 // ---- both ----
 
 size_t ggml_cpu_work_size_mul_mat(const struct ggml_tensor * dst, int n_threads) {
+    if (ggml_cpu_mm_deq_applies(dst)) return ggml_cpu_mm_deq_work_size(dst, n_threads);
     if (ggml_cpu_mm_float_applies(dst)) return 0; // float weights: dot tiles, no scratch
     struct mm_gemm_plan gp;
     if (mm_gemm_plan_make(dst->src[0], dst->src[1], dst, n_threads, &gp)) return mm_gemm_work_size(&gp, n_threads);
@@ -350,6 +351,10 @@ void ggml_compute_forward_mul_mat(const struct ggml_compute_params * params, str
     const struct ggml_tensor * b = dst->src[1];
     const int ith = params->ith, nth = params->nth;
 
+    if (ggml_cpu_mm_deq_applies(dst) && params->wsize >= ggml_cpu_mm_deq_work_size(dst, nth)) {
+        ggml_cpu_mm_deq_compute(params, dst); // asked for F32 precision (matmul-float.h)
+        return;
+    }
     if (ggml_cpu_mm_float_applies(dst)) {
         ggml_cpu_mm_float_compute(params, dst);
         return;
