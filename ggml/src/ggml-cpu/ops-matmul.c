@@ -2,7 +2,9 @@
 // dims 2-3 (B2 % A2 == 0: batch i2 uses a's i2 / (B2/A2), as grouped-query attention needs).
 //
 // Two paths, chosen per weight type for every N alike (a column's result must be bit for bit
-// the same whatever batch it came in: a prompt decoded at once and token by token agree):
+// the same whatever batch it came in: a prompt decoded at once and token by token agree), and
+// before them the float tiles of matmul-float.h: float weights, and Q8_0 weights of a node that
+// asks for F32 precision (the lm head, ggml_mul_mat_set_prec), dequantized into those tiles.
 //
 // GEMM (quantized a whose type the selected kernel set accelerates; see gemm.h): b's columns
 // are quantized once into groups of 8, split over threads, then a barrier (small b, as in token
