@@ -77,32 +77,20 @@ void ggml_cpu_mm_float_compute(const struct ggml_compute_params * params, struct
     }
 }
 
-// ---- quantized weights at F32 precision (matmul-float.h) ----
+// ---- Q8_0 weights at high precision (matmul-float.h) ----
 
-// Columns per chunk: a chunk of activations stays in L2 while every 16-row block meets it.
-#define MM_DEQ_CHUNK_BYTES (128u*1024u)
-#define MM_DEQ_ROWS 16     // rows dequantized at a time (one repacked panel)
+// Columns per chunk: their 16-bit copies stay in L2 while every panel meets them.
+#define MM_DEQ_CHUNK 64
+#define MM_DEQ_ROWS 16     // rows per work unit (one repacked panel)
 #define MM_DEQ_Q8_0_UNIT (16*32 + 32) // bytes of one 32-element block of a repacked q8_0 panel
 
-// The chain of matmul-float.h in portable C: lane l takes k = l, l + 8, ... by fmaf, then the
-// fixed lane sum.
-static void tile_f32_portable(int64_t K, const char * a, size_t lda, int nr, const float * const * b, int nc,
-                              float * const * out) {
-    for (int r = 0; r < nr; r++) {
-        const float * w = (const float *) (a + (size_t) r*lda);
-        for (int c = 0; c < nc; c++) {
-            float acc[8] = { 0 };
-            for (int64_t k = 0; k < K; k += 8) {
-                for (int l = 0; l < 8; l++) acc[l] = fmaf(w[k + l], b[c][k + l], acc[l]);
-            }
-            out[c][r] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-        }
-    }
-}
-
-ggml_mm_float_tile_t ggml_mm_float_tile_f32_any(void) {
-    const ggml_mm_float_tile_t t = ggml_mm_float_tile_get(GGML_TYPE_F32);
-    return t ? t : tile_f32_portable;
+static bool mm_deq_avx2(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    const enum ggml_cpu_kernel_variant v = ggml_cpu_kernel_variant_selected();
+    return v == GGML_CPU_KERNELS_AVX2 || v == GGML_CPU_KERNELS_AVXVNNI || v == GGML_CPU_KERNELS_AVX512;
+#else
+    return false;
+#endif
 }
 
 bool ggml_cpu_mm_deq_applies(const struct ggml_tensor * dst) {
@@ -118,81 +106,117 @@ bool ggml_cpu_mm_deq_applies(const struct ggml_tensor * dst) {
            dst->ne[0] == a->ne[1] && dst->ne[1] == b->ne[1];
 }
 
+// Bytes of one column's 16-bit copy: q, then d and s per block.
+static size_t mm_a16_bytes(int64_t K) {
+    return GGML_PAD((size_t) K*sizeof(int16_t) + (size_t) (K/32)*(sizeof(float) + sizeof(int32_t)), 64);
+}
+
 size_t ggml_cpu_mm_deq_work_size(const struct ggml_tensor * dst, int n_threads) {
-    const int64_t K = dst->src[0]->ne[0];
-    return (size_t) n_threads*GGML_PAD((size_t) MM_DEQ_ROWS*(size_t) K*sizeof(float), 64) + 64;
+    return (size_t) n_threads*MM_DEQ_CHUNK*mm_a16_bytes(dst->src[0]->ne[0]) + 64;
 }
 
-// Rows [r0, r0 + nr) of a repacked q8_0 copy (repack.h: per block, [8 dwords][16 rows][4 levels
-// q + 128], then the 16 rows' fp16 d) as floats, row i at out + i*K.
-static void deq_q8_0_repacked(const uint8_t * panel, int r_in, int nr, int64_t K, float * out) {
+static struct ggml_mm_a16 mm_a16_view(char * p, int64_t K) {
+    struct ggml_mm_a16 v = { (const int16_t *) p, (const float *) (p + (size_t) K*sizeof(int16_t)),
+                             (const int32_t *) (p + (size_t) K*sizeof(int16_t) + (size_t) (K/32)*sizeof(float)) };
+    return v;
+}
+
+// The 16-bit quantization of matmul-float.h (rounding half away from zero, as roundf).
+static void mm_a16_quantize(const float * x, int64_t K, char * p) {
+    int16_t * q = (int16_t *) p;
+    float * d = (float *) (p + (size_t) K*sizeof(int16_t));
+    int32_t * s = (int32_t *) (d + K/32);
     for (int64_t u = 0; u < K/32; u++) {
-        const uint8_t * o = panel + (size_t) u*MM_DEQ_Q8_0_UNIT;
-        for (int i = 0; i < nr; i++) {
-            const int r = r_in + i;
-            ggml_fp16_t dh;
-            memcpy(&dh, o + 16*32 + 2*r, sizeof(dh));
-            const float d = GGML_FP16_TO_FP32(dh);
-            float * y = out + (size_t) i*K + u*32;
-            for (int g = 0; g < 8; g++) {
-                for (int j = 0; j < 4; j++) y[4*g + j] = d*(float) ((int) o[64*g + 4*r + j] - 128);
-            }
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[32*u + j]));
+        const float du = amax/32767.0f, id = du > 0.0f ? 1.0f/du : 0.0f;
+        int32_t sum = 0;
+        for (int j = 0; j < 32; j++) {
+            float v = roundf(x[32*u + j]*id);
+            v = v > 32767.0f ? 32767.0f : v < -32767.0f ? -32767.0f : v;
+            q[32*u + j] = (int16_t) v;
+            sum += q[32*u + j];
         }
+        d[u] = du;
+        s[u] = sum;
     }
 }
 
-// Stored q8_0 rows: the same values d * q.
-static void deq_q8_0_rows(const char * rows, size_t nb1, int nr, int64_t K, float * out) {
-    for (int i = 0; i < nr; i++) {
-        const block_q8_0 * x = (const block_q8_0 *) (rows + (size_t) i*nb1);
-        float * y = out + (size_t) i*K;
-        for (int64_t u = 0; u < K/32; u++) {
-            const float d = GGML_FP16_TO_FP32(x[u].d);
-            for (int j = 0; j < 32; j++) y[u*32 + j] = d*(float) x[u].qs[j];
-        }
+// The chain of matmul-float.h for nr rows: level(r, k) gives row r's q_w[k], dw(r, u) its block scale.
+#define MM_A16_CHAIN(NR, LEVEL, DW)                                                          \
+    for (int r = 0; r < (NR); r++) {                                                          \
+        float acc = 0.0f;                                                                     \
+        for (int64_t u = 0; u < K/32; u++) {                                                  \
+            int32_t isum = 0;                                                                 \
+            for (int j = 0; j < 32; j++) isum += (int32_t) (LEVEL(r, 32*u + j))*a->q[32*u + j]; \
+            acc = fmaf((DW(r, u))*a->d[u], (float) isum, acc);                                \
+        }                                                                                     \
+        out[r] = acc;                                                                         \
     }
+
+static inline float rp_dw(const uint8_t * panel, int r, int64_t u) {
+    ggml_fp16_t h;
+    memcpy(&h, panel + u*MM_DEQ_Q8_0_UNIT + 16*32 + 2*r, sizeof(h));
+    return GGML_FP16_TO_FP32(h);
+}
+
+// Repacked panel, portable (levels q + 128 as [8 dwords][16 rows][4], then 16 fp16 d per block).
+static void mm_q8_0_a16_panel_portable(const uint8_t * panel, int64_t K, const struct ggml_mm_a16 * a, float * out) {
+#define RP_LEVEL(r, k) ((int) panel[((k)/32)*MM_DEQ_Q8_0_UNIT + 64*(((k)%32)/4) + 4*(r) + (k)%4] - 128)
+#define RP_DW(r, u) rp_dw(panel, r, u)
+    MM_A16_CHAIN(MM_DEQ_ROWS, RP_LEVEL, RP_DW)
+#undef RP_LEVEL
+#undef RP_DW
+}
+
+// Stored rows, portable.
+static void mm_q8_0_a16_rows_portable(const char * rows, size_t nb1, int nr, int64_t K, const struct ggml_mm_a16 * a,
+                                      float * out) {
+#define ST_LEVEL(r, k) (((const block_q8_0 *) (rows + (size_t) (r)*nb1))[(k)/32].qs[(k)%32])
+#define ST_DW(r, u) GGML_FP16_TO_FP32(((const block_q8_0 *) (rows + (size_t) (r)*nb1))[u].d)
+    MM_A16_CHAIN(nr, ST_LEVEL, ST_DW)
+#undef ST_LEVEL
+#undef ST_DW
 }
 
 void ggml_cpu_mm_deq_compute(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * a = dst->src[0];
     const struct ggml_tensor * b = dst->src[1];
-    const ggml_mm_float_tile_t tile = ggml_mm_float_tile_f32_any();
     const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
-    float * w = (float *) ((char *) params->wdata + 64 +
-                           (size_t) params->ith*GGML_PAD((size_t) MM_DEQ_ROWS*(size_t) K*sizeof(float), 64));
+    const size_t colb = mm_a16_bytes(K);
+    char * cols = (char *) params->wdata + 64 + (size_t) params->ith*MM_DEQ_CHUNK*colb;
     const uint8_t * packed = (const uint8_t *) ggml_cpu_repack_panels(a);
     const size_t panel_bytes = packed ? ggml_cpu_repack_panel_bytes(a) : 0;
-    int64_t chunk = (int64_t) (MM_DEQ_CHUNK_BYTES/((size_t) K*sizeof(float)));
-    chunk = GGML_MAX(GGML_MM_FLOAT_NR, chunk/GGML_MM_FLOAT_NR*GGML_MM_FLOAT_NR);
+    const bool avx2 = mm_deq_avx2();
 
-    // Each thread one contiguous run of 16-row blocks: in token generation every node ends
-    // when its slowest thread does.
+    // Each thread one contiguous run of 16-row blocks, quantizing every column itself (no
+    // barrier; in token generation there is one column).
     const int64_t nblk = (M + MM_DEQ_ROWS - 1)/MM_DEQ_ROWS;
     int64_t t, t_end;
     ggml_cpu_split(nblk, params->ith, params->nth, &t, &t_end);
-    for (int64_t c0 = 0; c0 < N; c0 += chunk) {
-        const int64_t c1 = GGML_MIN(N, c0 + chunk);
+    if (t >= t_end) return;
+    for (int64_t c0 = 0; c0 < N; c0 += MM_DEQ_CHUNK) {
+        const int64_t c1 = GGML_MIN(N, c0 + MM_DEQ_CHUNK);
+        for (int64_t c = c0; c < c1; c++) {
+            mm_a16_quantize((const float *) ((const char *) b->data + c*b->nb[1]), K, cols + (size_t) (c - c0)*colb);
+        }
         for (int64_t blk = t; blk < t_end; blk++) {
             const int64_t m0 = blk*MM_DEQ_ROWS;
             const int nr = (int) GGML_MIN(MM_DEQ_ROWS, M - m0);
-            if (packed) {
-                deq_q8_0_repacked(packed + (size_t) blk*panel_bytes, 0, nr, K, w);
-            } else {
-                deq_q8_0_rows((const char *) a->data + m0*a->nb[1], a->nb[1], nr, K, w);
-            }
-            for (int64_t n0 = c0; n0 < c1; n0 += GGML_MM_FLOAT_NR) {
-                const int nc = (int) GGML_MIN(GGML_MM_FLOAT_NR, c1 - n0);
-                const float * bp[GGML_MM_FLOAT_NR];
-                float * op[GGML_MM_FLOAT_NR];
-                for (int c = 0; c < nc; c++) bp[c] = (const float *) ((const char *) b->data + (n0 + c)*b->nb[1]);
-                for (int r0 = 0; r0 < nr; r0 += GGML_MM_FLOAT_MR) {
-                    const int rr = GGML_MIN(GGML_MM_FLOAT_MR, nr - r0);
-                    for (int c = 0; c < nc; c++) {
-                        op[c] = (float *) ((char *) dst->data + (n0 + c)*dst->nb[1]) + m0 + r0;
-                    }
-                    tile(K, (const char *) (w + (size_t) r0*K), (size_t) K*sizeof(float), rr, bp, nc, op);
+            for (int64_t c = c0; c < c1; c++) {
+                const struct ggml_mm_a16 av = mm_a16_view(cols + (size_t) (c - c0)*colb, K);
+                float * o = (float *) ((char *) dst->data + c*dst->nb[1]) + m0;
+                if (packed && nr == MM_DEQ_ROWS) {
+                    const uint8_t * pn = packed + (size_t) blk*panel_bytes;
+#if defined(__x86_64__) || defined(__i386__)
+                    if (avx2) { ggml_mm_q8_0_a16_panel_avx2(pn, K, &av, o); continue; }
+#endif
+                    mm_q8_0_a16_panel_portable(pn, K, &av, o);
+                } else {
+                    mm_q8_0_a16_rows_portable((const char *) a->data + m0*a->nb[1], a->nb[1], nr, K, &av, o);
                 }
             }
         }
     }
+    (void) avx2;
 }
