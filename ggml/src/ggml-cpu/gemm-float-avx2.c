@@ -2,6 +2,7 @@
 // to 4 weight rows x 3 activation columns, 12 accumulators in registers; each weight vector is
 // converted once and used for every column of the tile.
 #include "matmul-float.h"
+#include "quants.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -112,4 +113,33 @@ void ggml_mm_q8_0_a16_panel_avx2(const uint8_t * panel, int64_t K, const struct 
     }
     _mm256_storeu_ps(out, acc0);
     _mm256_storeu_ps(out + 8, acc1);
+}
+
+// The same for 8 stored q8_0 rows (row r at rows + r*row_stride): per block a row's 32 signed
+// levels widened to int16 against the column's 32 values, the 8 rows' lane sums reduced
+// together (the integer sums are exact, so their order does not matter), then the block's fma.
+void ggml_mm_q8_0_a16_rows8_avx2(const char * rows, size_t row_stride, int64_t K, const struct ggml_mm_a16 * a,
+                                 float * out) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t u = 0; u < K/32; u++) {
+        const __m256i q0 = _mm256_loadu_si256((const __m256i *) (a->q + 32*u));
+        const __m256i q1 = _mm256_loadu_si256((const __m256i *) (a->q + 32*u + 16));
+        __m256i v[8];
+        uint16_t dh[8];
+        for (int r = 0; r < 8; r++) {
+            const block_q8_0 * b = (const block_q8_0 *) (rows + (size_t) r*row_stride) + u;
+            memcpy(&dh[r], &b->d, sizeof(dh[r]));
+            const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) b->qs));
+            const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) (b->qs + 16)));
+            v[r] = _mm256_add_epi32(_mm256_madd_epi16(w0, q0), _mm256_madd_epi16(w1, q1));
+        }
+        const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+        const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+        const __m256i h03 = _mm256_hadd_epi32(h01, h23), h47 = _mm256_hadd_epi32(h45, h67);
+        const __m256i isum = _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20),
+                                              _mm256_permute2x128_si256(h03, h47, 0x31));
+        const __m256 p = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) dh)), _mm256_set1_ps(a->d[u]));
+        acc = _mm256_fmadd_ps(p, _mm256_cvtepi32_ps(isum), acc);
+    }
+    _mm256_storeu_ps(out, acc);
 }

@@ -62,5 +62,8 @@ struct ggml_mm_a16 {
 };
 // 16 rows of a repacked q8_0 panel (repack.h) times one column: out[r] for r < 16 (AVX2).
 void ggml_mm_q8_0_a16_panel_avx2(const uint8_t * panel, int64_t K, const struct ggml_mm_a16 * a, float * out);
+// 8 stored q8_0 rows (row r at rows + r*row_stride) times one 16-bit column: out[r] for r < 8 (AVX2).
+void ggml_mm_q8_0_a16_rows8_avx2(const char * rows, size_t row_stride, int64_t K, const struct ggml_mm_a16 * a,
+                                 float * out);
 
 #endif

@@ -213,7 +213,12 @@ void ggml_cpu_mm_deq_compute(const struct ggml_compute_params * params, struct g
 #endif
                     mm_q8_0_a16_panel_portable(pn, K, &av, o);
                 } else {
-                    mm_q8_0_a16_rows_portable((const char *) a->data + m0*a->nb[1], a->nb[1], nr, K, &av, o);
+                    const char * rows = (const char *) a->data + m0*a->nb[1];
+                    int r0 = 0;
+#if defined(__x86_64__) || defined(__i386__)
+                    for (; avx2 && r0 + 8 <= nr; r0 += 8) ggml_mm_q8_0_a16_rows8_avx2(rows + r0*a->nb[1], a->nb[1], K, &av, o + r0);
+#endif
+                    if (r0 < nr) mm_q8_0_a16_rows_portable(rows + r0*a->nb[1], a->nb[1], nr - r0, K, &av, o + r0);
                 }
             }
         }
