@@ -8,7 +8,8 @@ positions whose argmax it flips (numbers for a closing note, not a test):
   lm16   the same with int16 activations (blocks of 32, scale amax/32767 as F16)
   lmf16  the lm head's activations rounded to F16
   mm     every layer matmul's activations quantized (Q8_0 for the legacy types, Q8_K for the
-         K-quants), lm head exact
+         K-quants), lm head exact; mm_down only ffn_down's, mm_rest all but ffn_down's;
+         mm16 every layer matmul's activations at 16 bits per 32-block (the ceiling of that fix)
   kv     K and V rounded to F16 (the F16 KV cache), Q too (kvq)
   all    mm + kvq + lm
 
@@ -64,10 +65,15 @@ class Emu:
         self.ref = LlamaRef(path, storage=np.float32)
         r = gguf.GGUFReader(path)
         self.types = {t.name: t.tensor_type.name for t in r.tensors}
+        self.only = None
         self.out_name = "output.weight" if "output.weight" in self.types else "token_embd.weight"
 
     def actq(self, x: np.ndarray, name: str) -> np.ndarray:
         t = self.types[name]
+        if self.only == "down" and "ffn_down" not in name or self.only == "rest" and "ffn_down" in name:
+            return x
+        if self.only == "16":
+            return q8_0(x, 32767)
         if t in LEGACY:
             return q8_0(x)
         if t.endswith("_K"):
@@ -187,6 +193,10 @@ def main() -> int:
             h = hid.setdefault("kvq", e.hidden(toks, kv=True, q=True))
         elif case == "mm":
             h = hid.setdefault("mm", e.hidden(toks, mm=True))
+        elif case in ("mm_down", "mm_rest", "mm16"):
+            e.only = case[3:]
+            h = e.hidden(toks, mm=True)
+            e.only = None
         elif case == "all":
             h = q8_0(e.hidden(toks, mm=True, kv=True, q=True))
         else:
