@@ -133,7 +133,7 @@ static void mm_a16_quantize(const float * x, int64_t K, char * p) {
         int32_t sum = 0;
         for (int j = 0; j < 32; j++) {
             float v = roundf(x[32*u + j]*id);
-            v = v > 32767.0f ? 32767.0f : v < -32767.0f ? -32767.0f : v;
+            v = v > 32767.0f ? 32767.0f : v < -32767.0f ? -32767.0f : v == v ? v : 0.0f; // NaN: 0, not UB
             q[32*u + j] = (int16_t) v;
             sum += q[32*u + j];
         }
