@@ -9,7 +9,8 @@ positions whose argmax it flips (numbers for a closing note, not a test):
   lmf16  the lm head's activations rounded to F16
   mm     every layer matmul's activations quantized (Q8_0 for the legacy types, Q8_K for the
          K-quants), lm head exact; mm_down only ffn_down's, mm_rest all but ffn_down's;
-         mm16 every layer matmul's activations at 16 bits per 32-block (the ceiling of that fix)
+         mm16 every layer matmul's activations at 16 bits per 32-block (the ceiling of that fix);
+         mm_down32 / mm_down16: mm with ffn_down's activations per 32-block at 8 / 16 bits
   kv     K and V rounded to F16 (the F16 KV cache), Q too (kvq)
   all    mm + kvq + lm
 
@@ -31,15 +32,17 @@ sys.path.insert(0, str(ROOT / "tests"))
 LEGACY = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"}
 
 
-def q8_0(x: np.ndarray, qmax: int = 127, qb: int = 32) -> np.ndarray:
-    """Dequantized blockwise symmetric quantization along the last axis (scale stored as F16)."""
+def q8_0(x: np.ndarray, qmax: int = 127, qb: int = 32, f16_scale: bool = True) -> np.ndarray:
+    """Dequantized blockwise symmetric quantization along the last axis (scale stored as F16,
+    or kept F32: an F16 scale of amax/32767 would often be subnormal)."""
     s = x.shape
     b = x.reshape(-1, s[-1] // qb, qb).astype(np.float32)
     amax = np.abs(b).max(-1, keepdims=True)
     d = amax / qmax
     idv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1), 0).astype(np.float32)
     q = np.rint(b * idv)
-    return (q * d.astype(np.float16).astype(np.float32)).reshape(s).astype(np.float64)
+    ds = d.astype(np.float16).astype(np.float32) if f16_scale else d
+    return (q * ds).reshape(s).astype(np.float64)
 
 
 def q8_k(x: np.ndarray) -> np.ndarray:
@@ -72,8 +75,10 @@ class Emu:
         t = self.types[name]
         if self.only == "down" and "ffn_down" not in name or self.only == "rest" and "ffn_down" in name:
             return x
-        if self.only == "16":
-            return q8_0(x, 32767)
+        if self.only == "16" or self.only == "down16" and "ffn_down" in name:
+            return q8_0(x, 32767, f16_scale=False)
+        if self.only == "down32" and "ffn_down" in name:
+            return q8_0(x)
         if t in LEGACY:
             return q8_0(x)
         if t.endswith("_K"):
@@ -186,15 +191,16 @@ def main() -> int:
     for case in a.cases.split(","):
         t0 = time.time()
         if case in ("lm", "lm16", "lmf16"):
-            h = {"lm": q8_0, "lm16": lambda x: q8_0(x, 32767), "lmf16": f16}[case](h0)
+            h = {"lm": q8_0, "lm16": lambda x: q8_0(x, 32767, f16_scale=False), "lmf16": f16}[case](h0)
         elif case == "kv":
             h = hid.setdefault("kv", e.hidden(toks, kv=True))
         elif case == "kvq":
             h = hid.setdefault("kvq", e.hidden(toks, kv=True, q=True))
         elif case == "mm":
             h = hid.setdefault("mm", e.hidden(toks, mm=True))
-        elif case in ("mm_down", "mm_rest", "mm16"):
-            e.only = case[3:]
+        elif case in ("mm_down", "mm_rest", "mm16", "mm_down32", "mm_down16"):
+            e.only = {"mm_down": "down", "mm_rest": "rest", "mm16": "16", "mm_down32": "down32",
+                      "mm_down16": "down16"}[case]
             h = e.hidden(toks, mm=True)
             e.only = None
         elif case == "all":
