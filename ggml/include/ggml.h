@@ -411,8 +411,8 @@ GGML_API struct ggml_tensor * ggml_swiglu(struct ggml_context * ctx, struct ggml
 // B2 % A2 == 0 and B3 % A3 == 0 (a is broadcast, as grouped-query attention needs).
 GGML_API struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 // Precision a MUL_MAT node asks of its backend (ggml's values). GGML_PREC_F32 on the CPU: Q8_0
-// weights meet the activations as F32 (their dequantized values, exact in F32) instead of
-// activations rounded to Q8_0 (the lm head asks this: its result goes straight to the logits).
+// weights meet activations rounded to 16 bits per 32-block instead of Q8_0's 8 (the lm head
+// asks this: its result goes straight to the logits); other weight types are unaffected.
 enum ggml_prec { GGML_PREC_DEFAULT = 0, GGML_PREC_F32 = 10 };
 // Sets the precision of MUL_MAT node a (op_params[0]); other nodes are left alone.
 GGML_API void ggml_mul_mat_set_prec(struct ggml_tensor * a, enum ggml_prec prec);
