@@ -142,41 +142,44 @@ static void mm_a16_quantize(const float * x, int64_t K, char * p) {
     }
 }
 
-// The chain of matmul-float.h for nr rows: level(r, k) gives row r's q_w[k], dw(r, u) its block scale.
-#define MM_A16_CHAIN(NR, LEVEL, DW)                                                          \
-    for (int r = 0; r < (NR); r++) {                                                          \
-        float acc = 0.0f;                                                                     \
-        for (int64_t u = 0; u < K/32; u++) {                                                  \
-            int32_t isum = 0;                                                                 \
-            for (int j = 0; j < 32; j++) isum += (int32_t) (LEVEL(r, 32*u + j))*a->q[32*u + j]; \
-            acc = fmaf((DW(r, u))*a->d[u], (float) isum, acc);                                \
-        }                                                                                     \
-        out[r] = acc;                                                                         \
-    }
-
-static inline float rp_dw(const uint8_t * panel, int r, int64_t u) {
-    ggml_fp16_t h;
-    memcpy(&h, panel + u*MM_DEQ_Q8_0_UNIT + 16*32 + 2*r, sizeof(h));
-    return GGML_FP16_TO_FP32(h);
-}
-
-// Repacked panel, portable (levels q + 128 as [8 dwords][16 rows][4], then 16 fp16 d per block).
+// Repacked panel, portable (levels q + 128 as [8 dwords][16 rows][4], then 16 fp16 d per block):
+// per block the 16 rows' integer sums side by side, in loops a compiler vectorizes (NEON), then
+// the chain of matmul-float.h: acc = fmaf(d_w*da, (float) isum, acc), blocks in order.
 static void mm_q8_0_a16_panel_portable(const uint8_t * panel, int64_t K, const struct ggml_mm_a16 * a, float * out) {
-#define RP_LEVEL(r, k) ((int) panel[((k)/32)*MM_DEQ_Q8_0_UNIT + 64*(((k)%32)/4) + 4*(r) + (k)%4] - 128)
-#define RP_DW(r, u) rp_dw(panel, r, u)
-    MM_A16_CHAIN(MM_DEQ_ROWS, RP_LEVEL, RP_DW)
-#undef RP_LEVEL
-#undef RP_DW
+    float acc[MM_DEQ_ROWS] = { 0 };
+    for (int64_t u = 0; u < K/32; u++) {
+        const uint8_t * o = panel + u*MM_DEQ_Q8_0_UNIT;
+        const int16_t * q = a->q + 32*u;
+        int32_t isum[MM_DEQ_ROWS] = { 0 };
+        for (int g = 0; g < 8; g++) {
+            for (int r = 0; r < MM_DEQ_ROWS; r++) {
+                for (int j = 0; j < 4; j++) isum[r] += (int32_t) o[64*g + 4*r + j]*q[4*g + j];
+            }
+        }
+        const int32_t corr = 128*a->s[u];
+        for (int r = 0; r < MM_DEQ_ROWS; r++) {
+            ggml_fp16_t h;
+            memcpy(&h, o + 16*32 + 2*r, sizeof(h));
+            acc[r] = fmaf(GGML_FP16_TO_FP32(h)*a->d[u], (float) (isum[r] - corr), acc[r]);
+        }
+    }
+    for (int r = 0; r < MM_DEQ_ROWS; r++) out[r] = acc[r];
 }
 
-// Stored rows, portable.
+// Stored rows, portable: the same chain, one row at a time.
 static void mm_q8_0_a16_rows_portable(const char * rows, size_t nb1, int nr, int64_t K, const struct ggml_mm_a16 * a,
                                       float * out) {
-#define ST_LEVEL(r, k) (((const block_q8_0 *) (rows + (size_t) (r)*nb1))[(k)/32].qs[(k)%32])
-#define ST_DW(r, u) GGML_FP16_TO_FP32(((const block_q8_0 *) (rows + (size_t) (r)*nb1))[u].d)
-    MM_A16_CHAIN(nr, ST_LEVEL, ST_DW)
-#undef ST_LEVEL
-#undef ST_DW
+    for (int r = 0; r < nr; r++) {
+        const block_q8_0 * x = (const block_q8_0 *) (rows + (size_t) r*nb1);
+        float acc = 0.0f;
+        for (int64_t u = 0; u < K/32; u++) {
+            const int16_t * q = a->q + 32*u;
+            int32_t isum = 0;
+            for (int j = 0; j < 32; j++) isum += (int32_t) x[u].qs[j]*q[j];
+            acc = fmaf(GGML_FP16_TO_FP32(x[u].d)*a->d[u], (float) isum, acc);
+        }
+        out[r] = acc;
+    }
 }
 
 void ggml_cpu_mm_deq_compute(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
