@@ -982,6 +982,15 @@ def ggml_mul_mat(ctx, a, b):
     ...
 
 
+GGML_PREC_DEFAULT, GGML_PREC_F32 = 0, 10
+
+
+# Sets the precision a MUL_MAT node asks of its backend (GGML_PREC_F32: Q8_0 weights meet F32 activations on the CPU).
+@_c("ggml_mul_mat_set_prec", [_t, c_int], None)
+def ggml_mul_mat_set_prec(a, prec):
+    ...
+
+
 # Softmax over each row.
 @_c("ggml_soft_max", [_ctx, _t], _t)
 def ggml_soft_max(ctx, a):

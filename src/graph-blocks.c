@@ -230,6 +230,9 @@ bool llm_graph_output(struct llm_graph * g, struct ggml_tensor * x) {
     ggml_build_forward_expand(g->gf, res->t_embd);
     if (!g->ub->all_rows || !g->ctx->embeddings) {
         GB(res->t_logits = ggml_mul_mat(g->c, g->model->output, res->t_embd));
+        // finer activations where the weights' type allows (ggml.h, Q8_0): rounding them to 8
+        // bits lands on the logits unnormalized (alone, 1.5% of Gemma 3 270M's top-1 choices)
+        ggml_mul_mat_set_prec(res->t_logits, GGML_PREC_F32);
         const float cap = g->hp->f_final_softcap;
         if (cap > 0.0f) {
             GB(res->t_logits = ggml_scale(g->c, res->t_logits, 1.0f / cap));

@@ -89,11 +89,13 @@ def test_langchain_llamacpp_and_chat(smollm2_path, lib_path, direct):
     code = f"""
         from langchain_community.llms import LlamaCpp
         from langchain_community.chat_models import ChatLlamaCpp
-        llm = LlamaCpp(model_path=M, n_ctx=512, temperature=0, max_tokens=12, verbose=False)
+        # rope_freq_base=0: the model's own base (LangChain's default, 10000, overrides SmolLM2's
+        # 100000, so the answer would match the direct one only where no near-tie flips)
+        llm = LlamaCpp(model_path=M, n_ctx=512, temperature=0, max_tokens=12, verbose=False, rope_freq_base=0.0)
         out["invoke"] = llm.invoke({PROMPT!r})
         llm.client.reset()
         out["stream"] = list(llm.stream({PROMPT!r}))
-        chat = ChatLlamaCpp(model_path=M, n_ctx=512, temperature=0, max_tokens=20, verbose=False)
+        chat = ChatLlamaCpp(model_path=M, n_ctx=512, temperature=0, max_tokens=20, verbose=False, rope_freq_base=0.0)
         out["chat"] = chat.invoke({ASK!r}).content
         chat.client.reset()
         out["chat_stream"] = [c.content for c in chat.stream({ASK!r})]

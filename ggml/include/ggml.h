@@ -410,6 +410,12 @@ GGML_API struct ggml_tensor * ggml_swiglu(struct ggml_context * ctx, struct ggml
 // a [K, M, A2, A3] (F32, F16, BF16 or quantized), b [K, N, B2, B3] (F32) -> [M, N, B2, B3] F32;
 // B2 % A2 == 0 and B3 % A3 == 0 (a is broadcast, as grouped-query attention needs).
 GGML_API struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+// Precision a MUL_MAT node asks of its backend (ggml's values). GGML_PREC_F32 on the CPU: Q8_0
+// weights meet activations rounded to 16 bits per 32-block instead of Q8_0's 8 (the lm head
+// asks this: its result goes straight to the logits); other weight types are unaffected.
+enum ggml_prec { GGML_PREC_DEFAULT = 0, GGML_PREC_F32 = 10 };
+// Sets the precision of MUL_MAT node a (op_params[0]); other nodes are left alone.
+GGML_API void ggml_mul_mat_set_prec(struct ggml_tensor * a, enum ggml_prec prec);
 // Softmax over each row; a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_soft_max(struct ggml_context * ctx, struct ggml_tensor * a);
 GGML_API struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggml_tensor * a);

@@ -299,6 +299,10 @@ struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor 
     return t;
 }
 
+void ggml_mul_mat_set_prec(struct ggml_tensor * a, enum ggml_prec prec) {
+    if (a != NULL && a->op == GGML_OP_MUL_MAT) a->op_params[0] = (int32_t) prec;
+}
+
 // ---- softmax and masks ----
 
 static struct ggml_tensor * ggml_soft_max_impl(struct ggml_context * ctx, const char * name, struct ggml_tensor * a,

@@ -6,7 +6,11 @@
 //   3. ggml_mul_mat through the graph with the GEMM on and off (ragged M and N, broadcast
 //      batches, strided b, 1-3 threads) agree;
 //   4. a column multiplied alone gives the same bits as in a batch;
-//   5. weights repacked at load give the same bits.
+//   5. weights repacked at load give the same bits;
+//   6. q8_0 at F32 precision (ggml_mul_mat_set_prec, the lm head): within 16-bit activation and
+//      float rounding of the dequantized weights' double product, the same bits for stored and
+//      repacked weights,
+//      every N and thread count.
 #define _POSIX_C_SOURCE 200112L
 #include "ggml-cpu/gemm.h"
 #include "ggml-cpu/repack.h"
@@ -471,6 +475,77 @@ static void check_repack(void) {
     ggml_free(ctx);
 }
 
+// 6. q8_0 weights at F32 precision (matmul-float.h): 16-bit activations, so the result is the
+//    double product of the dequantized rows within their rounding and F32's; the bits do not
+//    depend on repacking, N, a column's place or the thread count.
+static void check_prec_f32(void) {
+    const int64_t K = 320, M = 48 + 16*2, Ns[] = { 1, 2, 3, 5, 10, 13, 40 };
+    const struct ggml_type_traits * tt = ggml_get_type_traits(GGML_TYPE_Q8_0);
+    struct ggml_init_params ip = { 64u*1024*1024, NULL, false };
+    struct ggml_context * ctx = ggml_init(ip);
+    struct ggml_tensor * big = mm_case(ctx, GGML_TYPE_Q8_0, GGML_TYPE_F32, K, M, 40, 1, 1, false);
+    struct ggml_tensor * a = big->src[0], * b40 = big->src[1];
+    ggml_mul_mat_set_prec(big, GGML_PREC_F32);
+    CHECK(big->op_params[0] == GGML_PREC_F32, "prec stored");
+    float * deq = malloc(sizeof(float)*(size_t) (K*M));
+    for (int64_t r = 0; r < M; r++) tt->to_float((const char *) a->data + r*a->nb[1], deq + r*K, K);
+    float * want = malloc(sizeof(float)*(size_t) (M*40));
+    struct ggml_cgraph * gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, big);
+    CHECK(ggml_graph_compute_with_ctx(ctx, gf, 2) == GGML_STATUS_SUCCESS, "compute prec f32");
+    memcpy(want, big->data, sizeof(float)*(size_t) (M*40));
+    double worst = 0.0, worst_default = 0.0;
+    for (int64_t j = 0; j < 40; j++) for (int64_t r = 0; r < M; r++) {
+        // allowed: 16-bit activation rounding (half a step of amax/32767 per block) and F32 rounding
+        double ref = 0.0, mag = 0.0, q16 = 0.0;
+        const float * bj = (const float *) b40->data + j*K;
+        for (int64_t u = 0; u < K/32; u++) {
+            double amax = 0.0, wsum = 0.0;
+            for (int64_t k = 32*u; k < 32*u + 32; k++) {
+                ref += (double) deq[r*K + k]*bj[k];
+                mag += fabs((double) deq[r*K + k]*bj[k]);
+                amax = fmax(amax, fabs(bj[k]));
+                wsum += fabs(deq[r*K + k]);
+            }
+            q16 += wsum*amax/32767.0*0.5*1.001;
+        }
+        const double e = fabs(want[j*M + r] - ref)/(q16 + mag*(double) (K/32 + 2)*ldexp(1.0, -23));
+        if (e > worst) worst = e;
+    }
+    CHECK(worst <= 1.0, "q8_0 prec f32: error %.3g x the 16-bit activation + F32 bound", worst);
+    // the default precision rounds the activations to q8_0: a far larger error (the test can fail)
+    struct ggml_tensor * dflt = ggml_mul_mat(ctx, a, b40);
+    struct ggml_cgraph * gd = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gd, dflt);
+    CHECK(ggml_graph_compute_with_ctx(ctx, gd, 2) == GGML_STATUS_SUCCESS, "compute default");
+    for (int64_t i = 0; i < M*40; i++) {
+        const double e = fabs((double) ((float *) dflt->data)[i] - want[i]);
+        if (e > worst_default) worst_default = e;
+    }
+    CHECK(worst_default > 1e-4, "default precision indistinguishable from F32 (%.3g)", worst_default);
+    const size_t sz = ggml_cpu_repack_size(a);
+    void * buf = sz ? aligned(sz) : NULL;
+    for (int rp = 0; rp < (sz ? 2 : 1); rp++) {
+        if (rp) CHECK(ggml_cpu_repack(a, buf) && ggml_cpu_repack_panels(a) != NULL, "repack q8_0");
+        for (size_t ni = 0; ni < sizeof(Ns)/sizeof(Ns[0]); ni++) for (int nth = 1; nth <= 3; nth++) {
+            const int64_t N = Ns[ni], j0 = (40 - N)/2; // columns j0.. of the batch of 40
+            struct ggml_tensor * bv = ggml_view_2d(ctx, b40, K, N, b40->nb[1], (size_t) j0*b40->nb[1]);
+            struct ggml_tensor * o = ggml_mul_mat(ctx, a, bv);
+            ggml_mul_mat_set_prec(o, GGML_PREC_F32);
+            struct ggml_cgraph * g = ggml_new_graph(ctx);
+            ggml_build_forward_expand(g, o);
+            CHECK(ggml_graph_compute_with_ctx(ctx, g, nth) == GGML_STATUS_SUCCESS, "compute");
+            CHECK(memcmp(o->data, want + j0*M, sizeof(float)*(size_t) (N*M)) == 0,
+                  "q8_0 prec f32 %s N=%lld nth=%d: bits differ from the batch of 40 on stored rows",
+                  rp ? "repacked" : "stored", (long long) N, nth);
+        }
+    }
+    if (buf) { ggml_cpu_repack_clear(a); free(buf); }
+    free(deq);
+    free(want);
+    ggml_free(ctx);
+}
+
 int main(void) {
     for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
         if (!ggml_cpu_kernel_variant_available((enum ggml_cpu_kernel_variant) v)) {
@@ -490,6 +565,7 @@ int main(void) {
     check_mul_mat();
     check_batch_independence();
     check_repack();
+    check_prec_f32();
     printf("%d checks, %d failed\n", n_check, n_fail);
     return n_fail ? 1 : 0;
 }

@@ -2,8 +2,10 @@
 // to 4 weight rows x 3 activation columns, 12 accumulators in registers; each weight vector is
 // converted once and used for every column of the tile.
 #include "matmul-float.h"
+#include "quants.h"
 
 #include <immintrin.h>
+#include <string.h>
 
 static inline __m256 load_f32(const char * p, int64_t k)  { return _mm256_loadu_ps((const float *) p + k); }
 static inline __m256 load_f16(const char * p, int64_t k)  {
@@ -75,4 +77,69 @@ ggml_mm_float_tile_t ggml_mm_float_tile_avx2(enum ggml_type type) {
         case GGML_TYPE_BF16: return tile_bf16;
         default:             return NULL;
     }
+}
+
+// Q8_0 at high precision (matmul-float.h): 16 rows of a repacked panel times one 16-bit column.
+// Per block, dword g of the 16 rows (levels u = q + 128, 4 per row) widened to int16 and
+// multiplied by the column's 4 values there (vpmaddwd: two sums per row), summed over the 8
+// dwords; then isum = sum(u*qa) - 128*sum(qa) and acc = fma(d_w*da, isum, acc), as the portable
+// chain does.
+void ggml_mm_q8_0_a16_panel_avx2(const uint8_t * panel, int64_t K, const struct ggml_mm_a16 * a, float * out) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t u = 0; u < K/32; u++) {
+        const uint8_t * o = panel + u*(16*32 + 32);
+        const int16_t * q = a->q + 32*u;
+        __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+        for (int g = 0; g < 8; g++) {
+            long long a4;
+            memcpy(&a4, q + 4*g, sizeof(a4));
+            const __m256i av = _mm256_set1_epi64x(a4);
+            const uint8_t * pg = o + 64*g;
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *) (pg +  0))), av));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *) (pg + 16))), av));
+            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *) (pg + 32))), av));
+            s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *) (pg + 48))), av));
+        }
+        // s_h holds rows 4h..4h+3 (two lanes each; rows 4h, 4h+1 in the low half): the pair sums
+        // come out as rows [0 1 4 5 | 2 3 6 7], put in order by a 64-bit permute
+        const __m256i corr = _mm256_set1_epi32(128*a->s[u]);
+        const __m256i i01 = _mm256_sub_epi32(_mm256_permute4x64_epi64(_mm256_hadd_epi32(s0, s1), _MM_SHUFFLE(3, 1, 2, 0)), corr);
+        const __m256i i23 = _mm256_sub_epi32(_mm256_permute4x64_epi64(_mm256_hadd_epi32(s2, s3), _MM_SHUFFLE(3, 1, 2, 0)), corr);
+        const __m256 da = _mm256_set1_ps(a->d[u]);
+        const __m256 p0 = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (o + 16*32))), da);
+        const __m256 p1 = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (o + 16*32 + 16))), da);
+        acc0 = _mm256_fmadd_ps(p0, _mm256_cvtepi32_ps(i01), acc0);
+        acc1 = _mm256_fmadd_ps(p1, _mm256_cvtepi32_ps(i23), acc1);
+    }
+    _mm256_storeu_ps(out, acc0);
+    _mm256_storeu_ps(out + 8, acc1);
+}
+
+// The same for 8 stored q8_0 rows (row r at rows + r*row_stride): per block a row's 32 signed
+// levels widened to int16 against the column's 32 values, the 8 rows' lane sums reduced
+// together (the integer sums are exact, so their order does not matter), then the block's fma.
+void ggml_mm_q8_0_a16_rows8_avx2(const char * rows, size_t row_stride, int64_t K, const struct ggml_mm_a16 * a,
+                                 float * out) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t u = 0; u < K/32; u++) {
+        const __m256i q0 = _mm256_loadu_si256((const __m256i *) (a->q + 32*u));
+        const __m256i q1 = _mm256_loadu_si256((const __m256i *) (a->q + 32*u + 16));
+        __m256i v[8];
+        uint16_t dh[8];
+        for (int r = 0; r < 8; r++) {
+            const block_q8_0 * b = (const block_q8_0 *) (rows + (size_t) r*row_stride) + u;
+            memcpy(&dh[r], &b->d, sizeof(dh[r]));
+            const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) b->qs));
+            const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) (b->qs + 16)));
+            v[r] = _mm256_add_epi32(_mm256_madd_epi16(w0, q0), _mm256_madd_epi16(w1, q1));
+        }
+        const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+        const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+        const __m256i h03 = _mm256_hadd_epi32(h01, h23), h47 = _mm256_hadd_epi32(h45, h67);
+        const __m256i isum = _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20),
+                                              _mm256_permute2x128_si256(h03, h47, 0x31));
+        const __m256 p = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) dh)), _mm256_set1_ps(a->d[u]));
+        acc = _mm256_fmadd_ps(p, _mm256_cvtepi32_ps(isum), acc);
+    }
+    _mm256_storeu_ps(out, acc);
 }

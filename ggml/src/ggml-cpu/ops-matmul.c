@@ -2,7 +2,9 @@
 // dims 2-3 (B2 % A2 == 0: batch i2 uses a's i2 / (B2/A2), as grouped-query attention needs).
 //
 // Two paths, chosen per weight type for every N alike (a column's result must be bit for bit
-// the same whatever batch it came in: a prompt decoded at once and token by token agree):
+// the same whatever batch it came in: a prompt decoded at once and token by token agree), and
+// before them the float tiles of matmul-float.h: float weights, and Q8_0 weights of a node that
+// asks for F32 precision (the lm head, ggml_mul_mat_set_prec), dequantized into those tiles.
 //
 // GEMM (quantized a whose type the selected kernel set accelerates; see gemm.h): b's columns
 // are quantized once into groups of 8, split over threads, then a barrier (small b, as in token
@@ -319,6 +321,7 @@ static void mm_gemm_compute(const struct ggml_compute_params * params, struct gg
 // ---- both ----
 
 size_t ggml_cpu_work_size_mul_mat(const struct ggml_tensor * dst, int n_threads) {
+    if (ggml_cpu_mm_deq_applies(dst)) return ggml_cpu_mm_deq_work_size(dst, n_threads);
     if (ggml_cpu_mm_float_applies(dst)) return 0; // float weights: dot tiles, no scratch
     struct mm_gemm_plan gp;
     if (mm_gemm_plan_make(dst->src[0], dst->src[1], dst, n_threads, &gp)) return mm_gemm_work_size(&gp, n_threads);
@@ -364,6 +367,10 @@ void ggml_compute_forward_mul_mat(const struct ggml_compute_params * params, str
     const struct ggml_tensor * b = dst->src[1];
     const int ith = params->ith, nth = params->nth;
 
+    if (ggml_cpu_mm_deq_applies(dst) && params->wsize >= ggml_cpu_mm_deq_work_size(dst, nth)) {
+        ggml_cpu_mm_deq_compute(params, dst); // asked for F32 precision (matmul-float.h)
+        return;
+    }
     if (ggml_cpu_mm_float_applies(dst)) {
         ggml_cpu_mm_float_compute(params, dst);
         return;
