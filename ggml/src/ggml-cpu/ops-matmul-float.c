@@ -11,6 +11,8 @@
 #include "quants.h"
 #include "repack.h"
 
+#include <stdatomic.h>
+
 // Bytes of weights one row block keeps in L2 (at least one tile of rows, at most 64 rows).
 #define MM_FLOAT_BLOCK_BYTES (192u*1024u)
 
@@ -192,38 +194,55 @@ void ggml_cpu_mm_deq_compute(const struct ggml_compute_params * params, struct g
     const size_t panel_bytes = packed ? ggml_cpu_repack_panel_bytes(a) : 0;
     const bool avx2 = mm_deq_avx2();
 
-    // Each thread one contiguous run of 16-row blocks, quantizing every column itself (no
-    // barrier; in token generation there is one column).
+    // Every thread quantizes the columns itself; 16-row blocks are claimed in runs, in order, as
+    // in the int8 one-column path (a preempted thread leaves its share to the others). With
+    // several column chunks each thread keeps one contiguous run (no barrier per chunk).
     const int64_t nblk = (M + MM_DEQ_ROWS - 1)/MM_DEQ_ROWS;
-    int64_t t, t_end;
-    ggml_cpu_split(nblk, params->ith, params->nth, &t, &t_end);
-    if (t >= t_end) return;
+    const bool dynamic = params->nth > 1 && N <= MM_DEQ_CHUNK;
+    const int64_t run = dynamic ? GGML_MAX(1, nblk/(8*(int64_t) params->nth)) : 0;
+    atomic_int * counter = (atomic_int *) params->wdata;
+    if (dynamic) {
+        if (params->ith == 0) atomic_store_explicit(counter, params->nth, memory_order_relaxed);
+        ggml_cpu_barrier(params); // counter ready
+    }
     for (int64_t c0 = 0; c0 < N; c0 += MM_DEQ_CHUNK) {
         const int64_t c1 = GGML_MIN(N, c0 + MM_DEQ_CHUNK);
         for (int64_t c = c0; c < c1; c++) {
             mm_a16_quantize((const float *) ((const char *) b->data + c*b->nb[1]), K, cols + (size_t) (c - c0)*colb);
         }
-        for (int64_t blk = t; blk < t_end; blk++) {
-            const int64_t m0 = blk*MM_DEQ_ROWS;
-            const int nr = (int) GGML_MIN(MM_DEQ_ROWS, M - m0);
-            for (int64_t c = c0; c < c1; c++) {
-                const struct ggml_mm_a16 av = mm_a16_view(cols + (size_t) (c - c0)*colb, K);
-                float * o = (float *) ((char *) dst->data + c*dst->nb[1]) + m0;
-                if (packed && nr == MM_DEQ_ROWS) {
-                    const uint8_t * pn = packed + (size_t) blk*panel_bytes;
+        int64_t t, t_end, r = params->ith;
+        if (dynamic) {
+            t = r*run; t_end = GGML_MIN(nblk, t + run);
+        } else {
+            ggml_cpu_split(nblk, params->ith, params->nth, &t, &t_end);
+        }
+        while (t < t_end) {
+            for (int64_t blk = t; blk < t_end; blk++) {
+                const int64_t m0 = blk*MM_DEQ_ROWS;
+                const int nr = (int) GGML_MIN(MM_DEQ_ROWS, M - m0);
+                for (int64_t c = c0; c < c1; c++) {
+                    const struct ggml_mm_a16 av = mm_a16_view(cols + (size_t) (c - c0)*colb, K);
+                    float * o = (float *) ((char *) dst->data + c*dst->nb[1]) + m0;
+                    if (packed) {
+                        // whole panels only: repacking needs M % 16 == 0 (repack.h)
+                        const uint8_t * pn = packed + (size_t) blk*panel_bytes;
 #if defined(__x86_64__) || defined(__i386__)
-                    if (avx2) { ggml_mm_q8_0_a16_panel_avx2(pn, K, &av, o); continue; }
+                        if (avx2) { ggml_mm_q8_0_a16_panel_avx2(pn, K, &av, o); continue; }
 #endif
-                    mm_q8_0_a16_panel_portable(pn, K, &av, o);
-                } else {
-                    const char * rows = (const char *) a->data + m0*a->nb[1];
-                    int r0 = 0;
+                        mm_q8_0_a16_panel_portable(pn, K, &av, o);
+                    } else {
+                        const char * rows = (const char *) a->data + m0*a->nb[1];
+                        int r0 = 0;
 #if defined(__x86_64__) || defined(__i386__)
-                    for (; avx2 && r0 + 8 <= nr; r0 += 8) ggml_mm_q8_0_a16_rows8_avx2(rows + r0*a->nb[1], a->nb[1], K, &av, o + r0);
+                        for (; avx2 && r0 + 8 <= nr; r0 += 8) ggml_mm_q8_0_a16_rows8_avx2(rows + r0*a->nb[1], a->nb[1], K, &av, o + r0);
 #endif
-                    if (r0 < nr) mm_q8_0_a16_rows_portable(rows + r0*a->nb[1], a->nb[1], nr - r0, K, &av, o + r0);
+                        if (r0 < nr) mm_q8_0_a16_rows_portable(rows + r0*a->nb[1], a->nb[1], nr - r0, K, &av, o + r0);
+                    }
                 }
             }
+            if (!dynamic) break;
+            r = atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+            t = r*run; t_end = GGML_MIN(nblk, t + run);
         }
     }
     (void) avx2;
