@@ -60,103 +60,109 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
             dsb = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (hd + 256)));
             pb += 256 + 32;
         }
-        for (int j = 0; j < SB; j++) {
-            // With one or two columns the vpdpbusd of a block would form one long dependent
-            // chain: part of them go to a second chain (ib), added at the end. Integer sums, so
-            // the bits are those of one chain.
-            const bool two = NRT <= 2;
-            __m512i ia[GGML_GEMM_NR], ib[GGML_GEMM_NR];
-            for (int c = 0; c < NRT; c++) {
-                ia[c] = CORR ? _mm512_set1_epi32(ld_i32(ab + QB*GNR + 4*c)) : _mm512_setzero_si512();
-                ib[c] = _mm512_setzero_si512();
-            }
-            // Packed vectors that two or more level vectors come from: with one or two columns
-            // each is loaded once and stays in a register (the empty asm keeps the compiler from
-            // folding another load of it into a shift: 512-bit loads are what limits those
-            // tiles); with more columns the loads are few per vpdpbusd and the registers scarce.
-            __m512i pkv[5];
-            if (NIB || PK == 4) {
-                for (int h = 0; h < (PK == 4 ? 3 : QB/8 + H5); h++) {
-                    pkv[h] = _mm512_loadu_si512((const void *) (pb + 64*h));
-                    if (two) __asm__("" : "+v"(pkv[h]));
+        // blocks in runs of one activation scale: the run (1 or 2 blocks for q8_1) unrolls, so
+        // whether a block opens or closes its run is known at compile time
+        for (int ja = 0; ja < NA; ja++) {
+            #pragma GCC unroll 2
+            for (int jr = 0; jr < SA; jr++) {
+                const int j = ja*SA + jr;
+                // With one or two columns the vpdpbusd of a block would form one long dependent
+                // chain: part of them go to a second chain (ib), added at the end. Integer sums, so
+                // the bits are those of one chain.
+                const bool two = NRT <= 2;
+                __m512i ia[GGML_GEMM_NR], ib[GGML_GEMM_NR];
+                for (int c = 0; c < NRT; c++) {
+                    ia[c] = CORR ? _mm512_set1_epi32(ld_i32(ab + QB*GNR + 4*c)) : _mm512_setzero_si512();
+                    ib[c] = _mm512_setzero_si512();
                 }
-            }
-            for (int g = 0; g < QB/4; g++) {
-                __m512i w;
-                if ((PK == 1 || PK == 3) && two) {
-                    // high nibbles in place (16 times the level) into the second chain, which is
-                    // divided by 16 at the end: exact, and no shift per vector
-                    w = _mm512_and_si512(pkv[g % (QB/8)], g < QB/8 ? m4 : m4h);
-                } else if (NIB) {
-                    const __m512i pk = pkv[g % (QB/8)];
-                    w = _mm512_and_si512(g < QB/8 ? pk : _mm512_srli_epi16(pk, 4), m4);
-                    if (H5) {
-                        // bit g of the fifth-bit vector to bit 4 (16-bit shifts: no bit from the
-                        // neighbour byte reaches bit 4); 0xF8: w | (hb & m10)
-                        const __m512i hv = pkv[QB/8];
-                        const __m512i hb = g < 4 ? _mm512_slli_epi16(hv, 4 - g) : g == 4 ? hv : _mm512_srli_epi16(hv, g - 4);
-                        w = _mm512_ternarylogic_epi32(w, hb, m10, 0xF8);
+                // Packed vectors that two or more level vectors come from: with one or two columns
+                // each is loaded once and stays in a register (the empty asm keeps the compiler from
+                // folding another load of it into a shift: 512-bit loads are what limits those
+                // tiles); with more columns the loads are few per vpdpbusd and the registers scarce.
+                __m512i pkv[5];
+                if (NIB || PK == 4) {
+                    for (int h = 0; h < (PK == 4 ? 3 : QB/8 + H5); h++) {
+                        pkv[h] = _mm512_loadu_si512((const void *) (pb + 64*h));
+                        if (two) __asm__("" : "+v"(pkv[h]));
                     }
-                } else if (PK == 4) {
-                    // the low nibble from nibble vector g % 2 (its high nibble for g >= 2), bits 4-5
-                    // from the tops' pair g moved there; 16-bit shifts: bits that cross into the
-                    // neighbour byte fall outside the masks. 0xD8: m4 ? lo : hi (hi is the
-                    // destination: a temporary, so no copy of a live operand is made)
-                    const __m512i nv = pkv[g % 2];
-                    const __m512i tv = pkv[2];
-                    const __m512i lo = g < 2 ? nv : _mm512_srli_epi16(nv, 4);
-                    const __m512i th = g == 0 ? _mm512_slli_epi16(tv, 4) : g == 1 ? _mm512_slli_epi16(tv, 2)
-                                     : g == 2 ? tv : _mm512_srli_epi16(tv, 2);
-                    w = _mm512_ternarylogic_epi32(_mm512_and_si512(th, m30), lo, m4, 0xD8);
+                }
+                for (int g = 0; g < QB/4; g++) {
+                    __m512i w;
+                    if ((PK == 1 || PK == 3) && two) {
+                        // high nibbles in place (16 times the level) into the second chain, which is
+                        // divided by 16 at the end: exact, and no shift per vector
+                        w = _mm512_and_si512(pkv[g % (QB/8)], g < QB/8 ? m4 : m4h);
+                    } else if (NIB) {
+                        const __m512i pk = pkv[g % (QB/8)];
+                        w = _mm512_and_si512(g < QB/8 ? pk : _mm512_srli_epi16(pk, 4), m4);
+                        if (H5) {
+                            // bit g of the fifth-bit vector to bit 4 (16-bit shifts: no bit from the
+                            // neighbour byte reaches bit 4); 0xF8: w | (hb & m10)
+                            const __m512i hv = pkv[QB/8];
+                            const __m512i hb = g < 4 ? _mm512_slli_epi16(hv, 4 - g) : g == 4 ? hv : _mm512_srli_epi16(hv, g - 4);
+                            w = _mm512_ternarylogic_epi32(w, hb, m10, 0xF8);
+                        }
+                    } else if (PK == 4) {
+                        // the low nibble from nibble vector g % 2 (its high nibble for g >= 2), bits 4-5
+                        // from the tops' pair g moved there; 16-bit shifts: bits that cross into the
+                        // neighbour byte fall outside the masks. 0xD8: m4 ? lo : hi (hi is the
+                        // destination: a temporary, so no copy of a live operand is made)
+                        const __m512i nv = pkv[g % 2];
+                        const __m512i tv = pkv[2];
+                        const __m512i lo = g < 2 ? nv : _mm512_srli_epi16(nv, 4);
+                        const __m512i th = g == 0 ? _mm512_slli_epi16(tv, 4) : g == 1 ? _mm512_slli_epi16(tv, 2)
+                                         : g == 2 ? tv : _mm512_srli_epi16(tv, 2);
+                        w = _mm512_ternarylogic_epi32(_mm512_and_si512(th, m30), lo, m4, 0xD8);
+                    } else {
+                        w = _mm512_loadu_si512((const void *) (pb + 64*g));
+                    }
+                    for (int c = 0; c < NRT; c++) {
+                        const __m512i av = _mm512_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c));
+                        // nibble types: the high nibbles' groups form the second chain; others: odd g
+                        const bool second = two && ((PK == 1 || PK == 3) ? g >= QB/8 : g % 2);
+                        if (second) ib[c] = _mm512_dpbusd_epi32(ib[c], w, av);
+                        else        ia[c] = _mm512_dpbusd_epi32(ia[c], w, av);
+                    }
+                }
+                for (int c = 0; c < NRT && two; c++) {
+                    ia[c] = _mm512_add_epi32(ia[c], PK == 1 || PK == 3 ? _mm512_srai_epi32(ib[c], 4) : ib[c]);
+                }
+                // the packer's d * sc and -dmin * mn, the same float products
+                const __m512 d = KH ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                               _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j)))))
+                               : PK == 4 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                               _mm_loadu_si128((const __m128i *) (hd + 16*j)))))
+                               : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb)))
+                                    : _mm512_loadu_ps((const float *) (pb + lvb));
+                if (SB == 1) {
+                    for (int c = 0; c < NRT; c++) {
+                        const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(ld_f32(sbp + 4*c)));
+                        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), dd, acc[c]);
+                    }
                 } else {
-                    w = _mm512_loadu_si512((const void *) (pb + 64*g));
+                    // t sums the blocks of one activation scale (gemm.h: the float order)
+                    for (int c = 0; c < NRT; c++) {
+                        t[c] = jr == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(ia[c]), d)
+                                           : _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), d, t[c]);
+                    }
                 }
-                for (int c = 0; c < NRT; c++) {
-                    const __m512i av = _mm512_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c));
-                    // nibble types: the high nibbles' groups form the second chain; others: odd g
-                    const bool second = two && ((PK == 1 || PK == 3) ? g >= QB/8 : g % 2);
-                    if (second) ib[c] = _mm512_dpbusd_epi32(ib[c], w, av);
-                    else        ia[c] = _mm512_dpbusd_epi32(ia[c], w, av);
+                if (MIN) {
+                    const __m512 m = KH ? _mm512_mul_ps(ndsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                                   _mm_loadu_si128((const __m128i *) (hd + 64 + 128 + 16*j)))))
+                                   : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb + scb)))
+                                        : _mm512_loadu_ps((const float *) (pb + lvb + scb));
+                    for (int c = 0; c < NRT; c++) {
+                        acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[c]);
+                    }
                 }
+                if (SB > 1 && jr == SA - 1) {
+                    for (int c = 0; c < NRT; c++) {
+                        acc[c] = _mm512_fmadd_ps(t[c], _mm512_set1_ps(ld_f32(sbp + 4*GNR*ja + 4*c)), acc[c]);
+                    }
+                }
+                pb += pbb;
+                ab += gbb;
             }
-            for (int c = 0; c < NRT && two; c++) {
-                ia[c] = _mm512_add_epi32(ia[c], PK == 1 || PK == 3 ? _mm512_srai_epi32(ib[c], 4) : ib[c]);
-            }
-            // the packer's d * sc and -dmin * mn, the same float products
-            const __m512 d = KH ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-                                           _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j)))))
-                           : PK == 4 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                                           _mm_loadu_si128((const __m128i *) (hd + 16*j)))))
-                           : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb)))
-                                : _mm512_loadu_ps((const float *) (pb + lvb));
-            if (SB == 1) {
-                for (int c = 0; c < NRT; c++) {
-                    const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(ld_f32(sbp + 4*c)));
-                    acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), dd, acc[c]);
-                }
-            } else {
-                // t sums the blocks of one activation scale (gemm.h: the float order)
-                for (int c = 0; c < NRT; c++) {
-                    t[c] = j % SA == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(ia[c]), d)
-                                       : _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), d, t[c]);
-                }
-            }
-            if (MIN) {
-                const __m512 m = KH ? _mm512_mul_ps(ndsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-                                               _mm_loadu_si128((const __m128i *) (hd + 64 + 128 + 16*j)))))
-                               : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb + scb)))
-                                    : _mm512_loadu_ps((const float *) (pb + lvb + scb));
-                for (int c = 0; c < NRT; c++) {
-                    acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[c]);
-                }
-            }
-            if (SB > 1 && j % SA == SA - 1) {
-                for (int c = 0; c < NRT; c++) {
-                    acc[c] = _mm512_fmadd_ps(t[c], _mm512_set1_ps(ld_f32(sbp + 4*GNR*(j/SA) + 4*c)), acc[c]);
-                }
-            }
-            pb += pbb;
-            ab += gbb;
         }
     }
     const __mmask16 mask = (__mmask16) ((1u << nr) - 1);
