@@ -475,8 +475,7 @@ static inline __attribute__((always_inline)) float vec_dot_k4_q8_1(int n, const 
     const size_t bs = q5 ? sizeof(block_q5_K) : sizeof(block_q4_K);
     const int nb = n / QK_K;
     const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
         const uint8_t * blk = (const uint8_t *)x + (size_t)i * bs;
         const block_q4_K * a4 = (const block_q4_K *)blk;
@@ -486,11 +485,12 @@ static inline __attribute__((always_inline)) float vec_dot_k4_q8_1(int n, const 
         __m128i sc, m;
         k4_scales_mins(q5 ? a5->scales : a4->scales, &sc, &m);
         const __m256i sc2 = _mm256_broadcastsi128_si256(sc);
-        uint8_t mb[16];
-        _mm_storeu_si128((__m128i *)mb, m);
+        // the 8 mins times the 8 blocks' s (kept in registers: a byte array would stall on
+        // store forwarding)
+        const __m256 sv = _mm256_setr_ps(bi[0].s, bi[1].s, bi[2].s, bi[3].s, bi[4].s, bi[5].s, bi[6].s, bi[7].s);
+        const __m256 ms = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)), sv);
         const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)a5->qh) : _mm256_setzero_si256();
-        __m256 fs = _mm256_setzero_ps();
-        float fmin = 0.0f;
+        __m256 fs0 = _mm256_setzero_ps(), fs1 = _mm256_setzero_ps(); // two chains of FMAs
         for (int j = 0; j < QK_K / 64; j++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
             __m256i lo = _mm256_and_si256(q, m4);
@@ -505,14 +505,13 @@ static inline __attribute__((always_inline)) float vec_dot_k4_q8_1(int n, const 
                                                  scale_bcast_u8(sc2, 2 * j));
             const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)y1->qs)),
                                                  scale_bcast_u8(sc2, 2 * j + 1));
-            fs = _mm256_fmadd_ps(_mm256_set1_ps(y0->d), _mm256_cvtepi32_ps(p0), fs);
-            fs = _mm256_fmadd_ps(_mm256_set1_ps(y1->d), _mm256_cvtepi32_ps(p1), fs);
-            fmin += y0->s * (float)mb[2 * j] + y1->s * (float)mb[2 * j + 1];
+            fs0 = _mm256_fmadd_ps(_mm256_set1_ps(y0->d), _mm256_cvtepi32_ps(p0), fs0);
+            fs1 = _mm256_fmadd_ps(_mm256_set1_ps(y1->d), _mm256_cvtepi32_ps(p1), fs1);
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(FP16_TO_FP32(q5 ? a5->d : a4->d)), fs, acc);
-        mins += FP16_TO_FP32(q5 ? a5->dmin : a4->dmin) * fmin;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(FP16_TO_FP32(q5 ? a5->d : a4->d)), _mm256_add_ps(fs0, fs1), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(FP16_TO_FP32(q5 ? a5->dmin : a4->dmin)), ms, accm);
     }
-    return hsum_f32_8(acc) - mins;
+    return hsum_f32_8(_mm256_sub_ps(acc, accm));
 }
 
 static void vec_dot_q4_K_q8_1(int n, float * s, const void * x, const void * y) {
@@ -533,7 +532,7 @@ static void vec_dot_q6_K_q8_1(int n, float * s, const void * x, const void * y) 
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
         const __m256i sc2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)a[i].scales));
-        __m256 fs = _mm256_setzero_ps();
+        __m256 fs[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() }; // two chains of FMAs
         for (int c = 0; c < QK_K / 128; c++) {
             const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * c));
             const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * c + 32));
@@ -550,10 +549,10 @@ static void vec_dot_q6_K_q8_1(int n, float * s, const void * x, const void * y) 
                 const __m256i y8 = _mm256_loadu_si256((const __m256i *)bk->qs);
                 const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(y8, w)),
                                                     scale_pair(sc2, 8 * c + 2 * k));
-                fs = _mm256_fmadd_ps(_mm256_set1_ps(bk->d), _mm256_cvtepi32_ps(p), fs);
+                fs[k % 2] = _mm256_fmadd_ps(_mm256_set1_ps(bk->d), _mm256_cvtepi32_ps(p), fs[k % 2]);
             }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(FP16_TO_FP32(a[i].d)), fs, acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(FP16_TO_FP32(a[i].d)), _mm256_add_ps(fs[0], fs[1]), acc);
     }
     *s = hsum_f32_8(acc);
 }
