@@ -78,8 +78,8 @@ level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h, const int QB, c
 // layout (8, or 1 for the compact column). NH x CW: halves x columns of one pass.
 static inline __attribute__((always_inline)) void
 pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-     int h0, int c0, const int QB, const int SB, const bool MIN, const bool CORR, const int PK, const int LB,
-     const int GNR, const int NH, const int CW) {
+     int h0, int c0, const int QB, const int SB, const int SA, const bool MIN, const bool CORR, const int PK,
+     const int LB, const int GNR, const int NH, const int CW) {
     const bool NIB = PK == 1 || PK == 3 || PK == 5 || PK == 6; // levels as nibbles (and fifth bits)
     const bool H5 = PK == 5 || PK == 6, KH = PK == 3 || PK == 6;  // fifth bits; q4_K-style header
     const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : H5 ? (size_t) QB*GGML_GEMM_MR/2 + 64
@@ -87,7 +87,8 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
     const size_t scb = PK ? 32 : 64;
     const size_t pbb = KH || PK == 4 ? lvb : lvb + scb + (MIN ? scb : 0);
     const size_t gbb = (size_t) (QB + 8)*GNR;
-    const size_t sbb = (size_t) 4*GNR + (size_t) SB*gbb;
+    const int NA = SB/SA; // activation scales per superblock
+    const size_t sbb = (size_t) 4*GNR*NA + (size_t) SB*gbb;
     const int64_t nsb = K/(QB*SB);
     const bool S8 = LB == 8 && !GEMM_X86_VNNI; // q8_0 without VNNI: signed values, no corr
     // level vectors whose s16 products are summed before one madd
@@ -96,14 +97,11 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i bias = _mm256_set1_epi8((char) 0x80);
     __m256 acc[2][8], t[2][8];
-    for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) acc[hh][c] = _mm256_setzero_ps();
+    for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) acc[hh][c] = t[hh][c] = _mm256_setzero_ps();
     const uint8_t * pb = panel;
     for (int64_t i = 0; i < nsb; i++) {
         const uint8_t * sbp = group + (size_t) i*sbb;
-        const uint8_t * ab = sbp + 4*GNR;
-        if (SB > 1) {
-            for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) t[hh][c] = _mm256_setzero_ps();
-        }
+        const uint8_t * ab = sbp + 4*GNR*NA;
         // repacked q4_K: d[16], dmin[16] (fp16), sc[8][16], mn[8][16]; q6_K: sc[16][16], d[16]
         const uint8_t * hd = pb;
         __m256 dsb[2], ndsb[2];
@@ -118,109 +116,119 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
         }
         if (KH) pb += 64 + 2*8*GGML_GEMM_MR;
         if (PK == 4) pb += 256 + 32;
-        for (int j = 0; j < SB; j++) {
-            if (GNR == 1) {
-                // token generation streams the weights from DRAM once: the lines 2 KiB ahead
-                // are asked for now (the hardware prefetcher alone left the 1-column kernel at
-                // 0.85x of what it reaches with them, single thread, weights beyond L3)
-                for (size_t o = 0; o < pbb; o += 64) _mm_prefetch((const char *) pb + 2048 + o, _MM_HINT_T0);
-            }
-            __m256i ia[2][8], s16[2][8];
-            for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
-                // without VNNI ia starts at the first madd (not live across the first group's
-                // products: with 8 columns the registers would not suffice)
-                ia[hh][c] = GEMM_X86_VNNI && CORR ? bcast_i32(ab + QB*GNR + 4*c) : _mm256_setzero_si256();
-                s16[hh][c] = _mm256_setzero_si256();
-            }
-            __m256i pkv[2][5];
-            for (int hh = 0; hh < NH; hh++) {
-                const int h = h0 + hh;
-                if (NIB) {
-                    for (int k = 0; k < QB/8 + H5; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
-                } else if (PK == 4) {
-                    for (int k = 0; k < 3; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+        // blocks in runs of one activation scale: the run (1 or 2 blocks for q8_1) unrolls, so
+        // whether a block opens or closes its run is known at compile time
+        for (int ja = 0; ja < NA; ja++) {
+            #pragma GCC unroll 2
+            for (int jr = 0; jr < SA; jr++) {
+                const int j = ja*SA + jr;
+                if (GNR == 1) {
+                    // token generation streams the weights from DRAM once: the lines 2 KiB ahead
+                    // are asked for now (the hardware prefetcher alone left the 1-column kernel at
+                    // 0.85x of what it reaches with them, single thread, weights beyond L3)
+                    for (size_t o = 0; o < pbb; o += 64) _mm_prefetch((const char *) pb + 2048 + o, _MM_HINT_T0);
                 }
-            }
-            // Four columns of one half of a 5-bit type: the block's level vectors are decoded
-            // first into L1 and loaded back in the column loop (the 5 packed vectors would
-            // otherwise stay live across it, and with the 12 accumulators that spills: 0.6x)
-            const bool STAGE = CW == 4 && H5;
-            __m256i wst[8];
-            for (int g = 0; g < (STAGE ? QB/4 : 0); g++) wst[g] = level_vec(pb, pkv[0], g, h0, QB, PK);
-            if (STAGE) __asm__ volatile("" : : "r"(wst) : "memory");
-            #pragma GCC unroll 8
-            for (int g = 0; g < QB/4; g++) {
-                #pragma GCC unroll 8
+                __m256i ia[2][8], s16[2][8];
+                for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
+                    // without VNNI ia starts at the first madd (not live across the first group's
+                    // products: with 8 columns the registers would not suffice)
+                    ia[hh][c] = GEMM_X86_VNNI && CORR ? bcast_i32(ab + QB*GNR + 4*c) : _mm256_setzero_si256();
+                    s16[hh][c] = _mm256_setzero_si256();
+                }
+                __m256i pkv[2][5];
                 for (int hh = 0; hh < NH; hh++) {
                     const int h = h0 + hh;
-                    __m256i w;
-                    if (STAGE) {
-                        w = _mm256_load_si256(&wst[g]);
-                    } else if (NIB || PK == 4) {
-                        w = level_vec(pb, pkv[hh], g, h, QB, PK);
-                    } else {
-                        w = _mm256_loadu_si256((const __m256i *) (pb + 64*g + 32*h));
+                    if (NIB) {
+                        for (int k = 0; k < QB/8 + H5; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+                    } else if (PK == 4) {
+                        for (int k = 0; k < 3; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
                     }
-                    __m256i wabs = w;
-                    if (S8) {
-                        w = _mm256_xor_si256(w, bias); // q
-                        wabs = _mm256_sign_epi8(w, w);
-                    }
+                }
+                // Four columns of one half of a 5-bit type: the block's level vectors are decoded
+                // first into L1 and loaded back in the column loop (the 5 packed vectors would
+                // otherwise stay live across it, and with the 12 accumulators that spills: 0.6x)
+                const bool STAGE = CW == 4 && H5;
+                __m256i wst[8];
+                for (int g = 0; g < (STAGE ? QB/4 : 0); g++) wst[g] = level_vec(pb, pkv[0], g, h0, QB, PK);
+                if (STAGE) __asm__ volatile("" : : "r"(wst) : "memory");
+                #pragma GCC unroll 8
+                for (int g = 0; g < QB/4; g++) {
                     #pragma GCC unroll 8
-                    for (int c = 0; c < CW; c++) {
-                        const __m256i av = bcast_i32(ab + 4*GNR*g + 4*c);
-#if GEMM_X86_VNNI
-                        ia[hh][c] = _mm256_dpbusd_avx_epi32(ia[hh][c], w, av);
-                        (void) wabs; (void) s16; (void) ones; (void) G16;
-#else
-                        const __m256i p = S8 ? _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, w))
-                                             : _mm256_maddubs_epi16(w, av);
-                        s16[hh][c] = g % G16 == 0 ? p : _mm256_add_epi16(s16[hh][c], p);
-                        // keeps the chain in program order: re-associated, the compiler computes
-                        // every product of a block first and spills them (store-bound: 0.7x)
-                        __asm__("" : "+x"(s16[hh][c]));
-                        if (g % G16 == G16 - 1) {
-                            const __m256i s32 = _mm256_madd_epi16(s16[hh][c], ones);
-                            ia[hh][c] = g >= G16 ? _mm256_add_epi32(ia[hh][c], s32)
-                                      : CORR && !S8 ? _mm256_add_epi32(bcast_i32(ab + QB*GNR + 4*c), s32) : s32;
-                            __asm__("" : "+x"(ia[hh][c]));
+                    for (int hh = 0; hh < NH; hh++) {
+                        const int h = h0 + hh;
+                        __m256i w;
+                        if (STAGE) {
+                            w = _mm256_load_si256(&wst[g]);
+                        } else if (NIB || PK == 4) {
+                            w = level_vec(pb, pkv[hh], g, h, QB, PK);
+                        } else {
+                            w = _mm256_loadu_si256((const __m256i *) (pb + 64*g + 32*h));
                         }
-#endif
+                        __m256i wabs = w;
+                        if (S8) {
+                            w = _mm256_xor_si256(w, bias); // q
+                            wabs = _mm256_sign_epi8(w, w);
+                        }
+                        #pragma GCC unroll 8
+                        for (int c = 0; c < CW; c++) {
+                            const __m256i av = bcast_i32(ab + 4*GNR*g + 4*c);
+    #if GEMM_X86_VNNI
+                            ia[hh][c] = _mm256_dpbusd_avx_epi32(ia[hh][c], w, av);
+                            (void) wabs; (void) s16; (void) ones; (void) G16;
+    #else
+                            const __m256i p = S8 ? _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, w))
+                                                 : _mm256_maddubs_epi16(w, av);
+                            s16[hh][c] = g % G16 == 0 ? p : _mm256_add_epi16(s16[hh][c], p);
+                            // keeps the chain in program order: re-associated, the compiler computes
+                            // every product of a block first and spills them (store-bound: 0.7x)
+                            __asm__("" : "+x"(s16[hh][c]));
+                            if (g % G16 == G16 - 1) {
+                                const __m256i s32 = _mm256_madd_epi16(s16[hh][c], ones);
+                                ia[hh][c] = g >= G16 ? _mm256_add_epi32(ia[hh][c], s32)
+                                          : CORR && !S8 ? _mm256_add_epi32(bcast_i32(ab + QB*GNR + 4*c), s32) : s32;
+                                __asm__("" : "+x"(ia[hh][c]));
+                            }
+    #endif
+                        }
                     }
                 }
-            }
-            for (int hh = 0; hh < NH; hh++) {
-                const int h = h0 + hh;
-                const __m256 d = KH ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-                                               _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h)))))
-                               : PK == 4 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                               _mm_loadl_epi64((const __m128i *) (hd + 16*j + 8*h)))))
-                               : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + 16*h)))
-                                    : _mm256_loadu_ps((const float *) (pb + lvb + 32*h));
-                if (SB == 1) {
-                    for (int c = 0; c < CW; c++) {
-                        const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(ld_f32(sbp + 4*c)));
-                        acc[hh][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), dd, acc[hh][c]);
+                for (int hh = 0; hh < NH; hh++) {
+                    const int h = h0 + hh;
+                    const __m256 d = KH ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                                   _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h)))))
+                                   : PK == 4 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                   _mm_loadl_epi64((const __m128i *) (hd + 16*j + 8*h)))))
+                                   : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + 16*h)))
+                                        : _mm256_loadu_ps((const float *) (pb + lvb + 32*h));
+                    if (SB == 1) {
+                        for (int c = 0; c < CW; c++) {
+                            const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(ld_f32(sbp + 4*c)));
+                            acc[hh][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), dd, acc[hh][c]);
+                        }
+                    } else {
+                        // t sums the blocks of one activation scale (gemm.h: the float order)
+                        for (int c = 0; c < CW; c++) {
+                            t[hh][c] = jr == 0 ? _mm256_mul_ps(_mm256_cvtepi32_ps(ia[hh][c]), d)
+                                                   : _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), d, t[hh][c]);
+                        }
                     }
-                } else {
-                    for (int c = 0; c < CW; c++) t[hh][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), d, t[hh][c]);
-                }
-                if (MIN) {
-                    const __m256 m = KH ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-                                                   _mm_loadl_epi64((const __m128i *) (hd + 64 + 128 + 16*j + 8*h)))))
-                                   : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + scb + 16*h)))
-                                        : _mm256_loadu_ps((const float *) (pb + lvb + scb + 32*h));
-                    for (int c = 0; c < CW; c++) {
-                        acc[hh][c] = _mm256_fmadd_ps(m, _mm256_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[hh][c]);
+                    if (MIN) {
+                        const __m256 m = KH ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                                       _mm_loadl_epi64((const __m128i *) (hd + 64 + 128 + 16*j + 8*h)))))
+                                       : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + scb + 16*h)))
+                                            : _mm256_loadu_ps((const float *) (pb + lvb + scb + 32*h));
+                        for (int c = 0; c < CW; c++) {
+                            acc[hh][c] = _mm256_fmadd_ps(m, _mm256_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[hh][c]);
+                        }
                     }
                 }
-            }
-            pb += pbb;
-            ab += gbb;
-        }
-        if (SB > 1) {
-            for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
-                acc[hh][c] = _mm256_fmadd_ps(t[hh][c], _mm256_set1_ps(ld_f32(sbp + 4*c)), acc[hh][c]);
+                if (SB > 1 && jr == SA - 1) {
+                    for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
+                        acc[hh][c] = _mm256_fmadd_ps(t[hh][c], _mm256_set1_ps(ld_f32(sbp + 4*GNR*ja + 4*c)), acc[hh][c]);
+                    }
+                }
+                pb += pbb;
+                ab += gbb;
             }
         }
     }
@@ -243,57 +251,58 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
 // A whole tile: columns [0, nc) of the group (GNR 1: the compact column) against 16 rows.
 static inline __attribute__((always_inline)) void
 tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-       const int QB, const int SB, const bool MIN, const bool CORR, const int PK, const int LB, const int GNR) {
+       const int QB, const int SB, const int SA, const bool MIN, const bool CORR, const int PK, const int LB,
+       const int GNR) {
     // the panel's column offset c0 moves the group pointer: one pass reads columns c0..c0+CW-1
     // without VNNI, 8 columns per pass for 6 columns or more: each decoded level vector serves
     // twice the maddubs (the float accumulators spill to L1, once per block: 1.05x on q8_0,
     // 1.1x on the 4-bit types, 1.25x on the 5-bit ones, single thread, in L2)
     const bool CW8 = !GEMM_X86_VNNI;
     if (GNR == 1 || nc == 1) {
-        pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, MIN, CORR, PK, LB, GNR, 2, 1);
+        pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, SA, MIN, CORR, PK, LB, GNR, 2, 1);
     } else if (nc == 2) {
-        pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, MIN, CORR, PK, LB, GNR, 2, 2);
+        pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, SA, MIN, CORR, PK, LB, GNR, 2, 2);
     } else if (CW8 && nc > 4) {
         for (int h = 0; h < 2 && 8*h < nr; h++) {
-            pass(K, panel, group, dst, ldc, nr, nc, h, 0, QB, SB, MIN, CORR, PK, LB, GNR, 1, 8);
+            pass(K, panel, group, dst, ldc, nr, nc, h, 0, QB, SB, SA, MIN, CORR, PK, LB, GNR, 1, 8);
         }
     } else {
         for (int c0 = 0; c0 < nc; c0 += 4) {
             for (int h = 0; h < 2 && 8*h < nr; h++) {
-                pass(K, panel, group + 4*c0, dst + c0*ldc, ldc, nr, nc - c0, h, 0, QB, SB, MIN, CORR, PK, LB, GNR, 1, 4);
+                pass(K, panel, group + 4*c0, dst + c0*ldc, ldc, nr, nc - c0, h, 0, QB, SB, SA, MIN, CORR, PK, LB, GNR, 1, 4);
             }
         }
     }
 }
 
-#define TILE_FN(name, QB, SB, MIN, CORR, PK, LB)                                                      \
+#define TILE_FN(name, QB, SB, SA, MIN, CORR, PK, LB)                                                    \
 static inline void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, \
                  int nr, int nc) {                                                                    \
-    tile_g(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, PK, LB, GGML_GEMM_NR);               \
+    tile_g(K, panel, group, dst, ldc, nr, nc, QB, SB, SA, MIN, CORR, PK, LB, GGML_GEMM_NR);           \
 }                                                                                                     \
 static inline void name##_1(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, \
                      int nr) {                                                                        \
-    tile_g(K, panel, group, dst, ldc, nr, 1, QB, SB, MIN, CORR, PK, LB, 1);                           \
+    tile_g(K, panel, group, dst, ldc, nr, 1, QB, SB, SA, MIN, CORR, PK, LB, 1);                       \
 }
 
-TILE_FN(tile_q4_0,  32,  1, false, true,  0, 4)
-TILE_FN(tile_q4_1,  32,  1, true,  false, 0, 4)
-TILE_FN(tile_q5_0,  32,  1, false, true,  0, 5)
-TILE_FN(tile_q5_1,  32,  1, true,  false, 0, 5)
-TILE_FN(tile_q8_0,  32,  1, false, true,  0, 8)
-TILE_FN(tile_q2_K,  16, 16, true,  false, 0, 4)
-TILE_FN(tile_q3_K,  16, 16, false, true,  0, 4)
-TILE_FN(tile_q4_K,  32,  8, true,  false, 0, 4)
-TILE_FN(tile_q5_K,  32,  8, true,  false, 0, 5)
-TILE_FN(tile_q6_K,  16, 16, false, true,  0, 6)
-TILE_FN(tile_rp_q4_0, 32, 1, false, true,  1, 4)
-TILE_FN(tile_rp_q4_1, 32, 1, true,  false, 1, 4)
-TILE_FN(tile_rp_q8_0, 32, 1, false, true,  2, 8)
-TILE_FN(tile_rp_q4_K, 32, 8, true,  false, 3, 4)
-TILE_FN(tile_rp_q6_K, 16, 16, false, true, 4, 6)
-TILE_FN(tile_rp_q5_0, 32, 1, false, true,  5, 5)
-TILE_FN(tile_rp_q5_1, 32, 1, true,  false, 5, 5)
-TILE_FN(tile_rp_q5_K, 32, 8, true,  false, 6, 5)
+TILE_FN(tile_q4_0,  32,  1,  1, false, true,  0, 4)
+TILE_FN(tile_q4_1,  32,  1,  1, true,  false, 0, 4)
+TILE_FN(tile_q5_0,  32,  1,  1, false, true,  0, 5)
+TILE_FN(tile_q5_1,  32,  1,  1, true,  false, 0, 5)
+TILE_FN(tile_q8_0,  32,  1,  1, false, true,  0, 8)
+TILE_FN(tile_q2_K,  16, 16, 16, true,  false, 0, 4)
+TILE_FN(tile_q3_K,  16, 16, 16, false, true,  0, 4)
+TILE_FN(tile_q4_K,  32,  8,  1, true,  false, 0, 4)
+TILE_FN(tile_q5_K,  32,  8,  1, true,  false, 0, 5)
+TILE_FN(tile_q6_K,  16, 16,  2, false, true,  0, 6)
+TILE_FN(tile_rp_q4_0, 32, 1,  1, false, true,  1, 4)
+TILE_FN(tile_rp_q4_1, 32, 1,  1, true,  false, 1, 4)
+TILE_FN(tile_rp_q8_0, 32, 1,  1, false, true,  2, 8)
+TILE_FN(tile_rp_q4_K, 32, 8,  1, true,  false, 3, 4)
+TILE_FN(tile_rp_q6_K, 16, 16, 2, false, true,  4, 6)
+TILE_FN(tile_rp_q5_0, 32, 1,  1, false, true,  5, 5)
+TILE_FN(tile_rp_q5_1, 32, 1,  1, true,  false, 5, 5)
+TILE_FN(tile_rp_q5_K, 32, 8,  1, true,  false, 6, 5)
 
 static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
                         float * dst, int64_t ldc, int nr, int nc) {

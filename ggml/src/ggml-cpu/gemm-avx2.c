@@ -43,10 +43,12 @@ static void act_group_avx2(const struct ggml_gemm_traits * gt, const void * qrow
     if (gt->act_type == GGML_TYPE_Q8_0 || gt->act_type == GGML_TYPE_Q8_1) {
         const bool q81 = gt->act_type == GGML_TYPE_Q8_1;
         const size_t qs_off = q81 ? offsetof(block_q8_1, qs) : offsetof(block_q8_0, qs);
-        for (int64_t i = 0; i < K/32; i++) {
-            uint8_t * sbp = (uint8_t *) group + (size_t) i*sbb;
-            uint8_t * blk = sbp + 32;
-            const size_t uo = (size_t) i*ub;
+        // one q8_0 / q8_1 block of 32 per activation scale: QB == 32 / sa, so 32/QB weight blocks
+        const int na = ggml_gemm_n_ascales(gt), bpa = 32/QB;
+        for (int64_t kb = 0; kb < K/32; kb++) {
+            const int a = (int) (kb % na);
+            uint8_t * sbp = (uint8_t *) group + (size_t) (kb/na)*sbb;
+            const size_t uo = (size_t) kb*ub;
             __m256i r[8];
             float da[8], s[8];
             for (int c = 0; c < 8; c++) {
@@ -62,15 +64,20 @@ static void act_group_avx2(const struct ggml_gemm_traits * gt, const void * qrow
                 }
             }
             transpose_8x8(r);
-            __m256i sum = _mm256_setzero_si256();
-            for (int g = 0; g < 8; g++) {
-                _mm256_storeu_si256((__m256i *) (blk + 32*g), r[g]);
-                sum = _mm256_add_epi32(sum, dword_sums(r[g]));
-            }
             const __m256 vda = _mm256_loadu_ps(da);
-            _mm256_storeu_ps((float *) sbp, vda);
-            _mm256_storeu_si256((__m256i *) (blk + 32*8), _mm256_mullo_epi32(sum, off));
-            _mm256_storeu_ps((float *) (blk + 32*8 + 32), q81 ? _mm256_loadu_ps(s) : _mm256_mul_ps(vda, _mm256_cvtepi32_ps(sum)));
+            _mm256_storeu_ps((float *) (sbp + 32*a), vda);
+            for (int h = 0; h < bpa; h++) {
+                uint8_t * blk = sbp + 32*na + (size_t) (a*bpa + h)*gbb;
+                __m256i sum = _mm256_setzero_si256();
+                for (int g = h*(QB/4); g < (h + 1)*(QB/4); g++) {
+                    _mm256_storeu_si256((__m256i *) (blk + 32*(g - h*(QB/4))), r[g]);
+                    sum = _mm256_add_epi32(sum, dword_sums(r[g]));
+                }
+                // q8_1's stored s where the block is its whole 32 values (what vec_dot uses)
+                _mm256_storeu_si256((__m256i *) (blk + QB*8), _mm256_mullo_epi32(sum, off));
+                _mm256_storeu_ps((float *) (blk + QB*8 + 32),
+                                 q81 && QB == 32 ? _mm256_loadu_ps(s) : _mm256_mul_ps(vda, _mm256_cvtepi32_ps(sum)));
+            }
         }
         return;
     }

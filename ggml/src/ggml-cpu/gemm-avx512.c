@@ -21,7 +21,8 @@ static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); retu
 // compact one-column group of gemm.h).
 static inline __attribute__((always_inline)) void
 tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-       const int QB, const int SB, const bool MIN, const bool CORR, const int NRT, const int PK, const int GNR) {
+       const int QB, const int SB, const int SA, const bool MIN, const bool CORR, const int NRT, const int PK,
+       const int GNR) {
     // level bytes per block; PK 3 / 4 / 6 (repacked q4_K / q6_K / q5_K) keep their scales in a
     // header per superblock, q6_K its levels as two nibble vectors and one vector of 2-bit tops
     // per block; PK 5 / 6 (repacked q5_0, q5_1 / q5_K) a vector of fifth bits after the nibbles
@@ -35,18 +36,17 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
     const __m512i m30 = _mm512_set1_epi8(0x30);
     const __m512i m4 = _mm512_set1_epi8(0x0F), m4h = _mm512_set1_epi8((char) 0xF0);
     const size_t gbb = (size_t) (QB + 8)*GNR;
-    const size_t sbb = (size_t) 4*GNR + (size_t) SB*gbb;
+    const int NA = SB/SA;                                                                 // activation scales per superblock
+    const size_t sbb = (size_t) 4*GNR*NA + (size_t) SB*gbb;
     const int64_t nsb = K/(QB*SB);
     __m512 acc[GGML_GEMM_NR];
     for (int c = 0; c < NRT; c++) acc[c] = _mm512_setzero_ps();
     const uint8_t * pb = panel;
     for (int64_t i = 0; i < nsb; i++) {
         const uint8_t * sbp = group + (size_t) i*sbb;
-        const uint8_t * ab = sbp + 4*GNR;
+        const uint8_t * ab = sbp + 4*GNR*NA;
         __m512 t[GGML_GEMM_NR];
-        if (SB > 1) {
-            for (int c = 0; c < NRT; c++) t[c] = _mm512_setzero_ps();
-        }
+        for (int c = 0; c < NRT; c++) t[c] = _mm512_setzero_ps(); // set at each scale's first block
         // repacked q4_K: d[16], dmin[16] (fp16), then sc[8][16], mn[8][16] (u8), then the levels
         const uint8_t * hd = pb;
         __m512 dsb = _mm512_setzero_ps(), ndsb = _mm512_setzero_ps();
@@ -60,100 +60,108 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
             dsb = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (hd + 256)));
             pb += 256 + 32;
         }
-        for (int j = 0; j < SB; j++) {
-            // With one or two columns the vpdpbusd of a block would form one long dependent
-            // chain: part of them go to a second chain (ib), added at the end. Integer sums, so
-            // the bits are those of one chain.
-            const bool two = NRT <= 2;
-            __m512i ia[GGML_GEMM_NR], ib[GGML_GEMM_NR];
-            for (int c = 0; c < NRT; c++) {
-                ia[c] = CORR ? _mm512_set1_epi32(ld_i32(ab + QB*GNR + 4*c)) : _mm512_setzero_si512();
-                ib[c] = _mm512_setzero_si512();
-            }
-            // Packed vectors that two or more level vectors come from: with one or two columns
-            // each is loaded once and stays in a register (the empty asm keeps the compiler from
-            // folding another load of it into a shift: 512-bit loads are what limits those
-            // tiles); with more columns the loads are few per vpdpbusd and the registers scarce.
-            __m512i pkv[5];
-            if (NIB || PK == 4) {
-                for (int h = 0; h < (PK == 4 ? 3 : QB/8 + H5); h++) {
-                    pkv[h] = _mm512_loadu_si512((const void *) (pb + 64*h));
-                    if (two) __asm__("" : "+v"(pkv[h]));
+        // blocks in runs of one activation scale: the run (1 or 2 blocks for q8_1) unrolls, so
+        // whether a block opens or closes its run is known at compile time
+        for (int ja = 0; ja < NA; ja++) {
+            #pragma GCC unroll 2
+            for (int jr = 0; jr < SA; jr++) {
+                const int j = ja*SA + jr;
+                // With one or two columns the vpdpbusd of a block would form one long dependent
+                // chain: part of them go to a second chain (ib), added at the end. Integer sums, so
+                // the bits are those of one chain.
+                const bool two = NRT <= 2;
+                __m512i ia[GGML_GEMM_NR], ib[GGML_GEMM_NR];
+                for (int c = 0; c < NRT; c++) {
+                    ia[c] = CORR ? _mm512_set1_epi32(ld_i32(ab + QB*GNR + 4*c)) : _mm512_setzero_si512();
+                    ib[c] = _mm512_setzero_si512();
                 }
-            }
-            for (int g = 0; g < QB/4; g++) {
-                __m512i w;
-                if ((PK == 1 || PK == 3) && two) {
-                    // high nibbles in place (16 times the level) into the second chain, which is
-                    // divided by 16 at the end: exact, and no shift per vector
-                    w = _mm512_and_si512(pkv[g % (QB/8)], g < QB/8 ? m4 : m4h);
-                } else if (NIB) {
-                    const __m512i pk = pkv[g % (QB/8)];
-                    w = _mm512_and_si512(g < QB/8 ? pk : _mm512_srli_epi16(pk, 4), m4);
-                    if (H5) {
-                        // bit g of the fifth-bit vector to bit 4 (16-bit shifts: no bit from the
-                        // neighbour byte reaches bit 4); 0xF8: w | (hb & m10)
-                        const __m512i hv = pkv[QB/8];
-                        const __m512i hb = g < 4 ? _mm512_slli_epi16(hv, 4 - g) : g == 4 ? hv : _mm512_srli_epi16(hv, g - 4);
-                        w = _mm512_ternarylogic_epi32(w, hb, m10, 0xF8);
+                // Packed vectors that two or more level vectors come from: with one or two columns
+                // each is loaded once and stays in a register (the empty asm keeps the compiler from
+                // folding another load of it into a shift: 512-bit loads are what limits those
+                // tiles); with more columns the loads are few per vpdpbusd and the registers scarce.
+                __m512i pkv[5];
+                if (NIB || PK == 4) {
+                    for (int h = 0; h < (PK == 4 ? 3 : QB/8 + H5); h++) {
+                        pkv[h] = _mm512_loadu_si512((const void *) (pb + 64*h));
+                        if (two) __asm__("" : "+v"(pkv[h]));
                     }
-                } else if (PK == 4) {
-                    // the low nibble from nibble vector g % 2 (its high nibble for g >= 2), bits 4-5
-                    // from the tops' pair g moved there; 16-bit shifts: bits that cross into the
-                    // neighbour byte fall outside the masks. 0xD8: m4 ? lo : hi (hi is the
-                    // destination: a temporary, so no copy of a live operand is made)
-                    const __m512i nv = pkv[g % 2];
-                    const __m512i tv = pkv[2];
-                    const __m512i lo = g < 2 ? nv : _mm512_srli_epi16(nv, 4);
-                    const __m512i th = g == 0 ? _mm512_slli_epi16(tv, 4) : g == 1 ? _mm512_slli_epi16(tv, 2)
-                                     : g == 2 ? tv : _mm512_srli_epi16(tv, 2);
-                    w = _mm512_ternarylogic_epi32(_mm512_and_si512(th, m30), lo, m4, 0xD8);
+                }
+                for (int g = 0; g < QB/4; g++) {
+                    __m512i w;
+                    if ((PK == 1 || PK == 3) && two) {
+                        // high nibbles in place (16 times the level) into the second chain, which is
+                        // divided by 16 at the end: exact, and no shift per vector
+                        w = _mm512_and_si512(pkv[g % (QB/8)], g < QB/8 ? m4 : m4h);
+                    } else if (NIB) {
+                        const __m512i pk = pkv[g % (QB/8)];
+                        w = _mm512_and_si512(g < QB/8 ? pk : _mm512_srli_epi16(pk, 4), m4);
+                        if (H5) {
+                            // bit g of the fifth-bit vector to bit 4 (16-bit shifts: no bit from the
+                            // neighbour byte reaches bit 4); 0xF8: w | (hb & m10)
+                            const __m512i hv = pkv[QB/8];
+                            const __m512i hb = g < 4 ? _mm512_slli_epi16(hv, 4 - g) : g == 4 ? hv : _mm512_srli_epi16(hv, g - 4);
+                            w = _mm512_ternarylogic_epi32(w, hb, m10, 0xF8);
+                        }
+                    } else if (PK == 4) {
+                        // the low nibble from nibble vector g % 2 (its high nibble for g >= 2), bits 4-5
+                        // from the tops' pair g moved there; 16-bit shifts: bits that cross into the
+                        // neighbour byte fall outside the masks. 0xD8: m4 ? lo : hi (hi is the
+                        // destination: a temporary, so no copy of a live operand is made)
+                        const __m512i nv = pkv[g % 2];
+                        const __m512i tv = pkv[2];
+                        const __m512i lo = g < 2 ? nv : _mm512_srli_epi16(nv, 4);
+                        const __m512i th = g == 0 ? _mm512_slli_epi16(tv, 4) : g == 1 ? _mm512_slli_epi16(tv, 2)
+                                         : g == 2 ? tv : _mm512_srli_epi16(tv, 2);
+                        w = _mm512_ternarylogic_epi32(_mm512_and_si512(th, m30), lo, m4, 0xD8);
+                    } else {
+                        w = _mm512_loadu_si512((const void *) (pb + 64*g));
+                    }
+                    for (int c = 0; c < NRT; c++) {
+                        const __m512i av = _mm512_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c));
+                        // nibble types: the high nibbles' groups form the second chain; others: odd g
+                        const bool second = two && ((PK == 1 || PK == 3) ? g >= QB/8 : g % 2);
+                        if (second) ib[c] = _mm512_dpbusd_epi32(ib[c], w, av);
+                        else        ia[c] = _mm512_dpbusd_epi32(ia[c], w, av);
+                    }
+                }
+                for (int c = 0; c < NRT && two; c++) {
+                    ia[c] = _mm512_add_epi32(ia[c], PK == 1 || PK == 3 ? _mm512_srai_epi32(ib[c], 4) : ib[c]);
+                }
+                // the packer's d * sc and -dmin * mn, the same float products
+                const __m512 d = KH ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                               _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j)))))
+                               : PK == 4 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                               _mm_loadu_si128((const __m128i *) (hd + 16*j)))))
+                               : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb)))
+                                    : _mm512_loadu_ps((const float *) (pb + lvb));
+                if (SB == 1) {
+                    for (int c = 0; c < NRT; c++) {
+                        const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(ld_f32(sbp + 4*c)));
+                        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), dd, acc[c]);
+                    }
                 } else {
-                    w = _mm512_loadu_si512((const void *) (pb + 64*g));
+                    // t sums the blocks of one activation scale (gemm.h: the float order)
+                    for (int c = 0; c < NRT; c++) {
+                        t[c] = jr == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(ia[c]), d)
+                                           : _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), d, t[c]);
+                    }
                 }
-                for (int c = 0; c < NRT; c++) {
-                    const __m512i av = _mm512_set1_epi32(ld_i32(ab + 4*GNR*g + 4*c));
-                    // nibble types: the high nibbles' groups form the second chain; others: odd g
-                    const bool second = two && ((PK == 1 || PK == 3) ? g >= QB/8 : g % 2);
-                    if (second) ib[c] = _mm512_dpbusd_epi32(ib[c], w, av);
-                    else        ia[c] = _mm512_dpbusd_epi32(ia[c], w, av);
+                if (MIN) {
+                    const __m512 m = KH ? _mm512_mul_ps(ndsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                                   _mm_loadu_si128((const __m128i *) (hd + 64 + 128 + 16*j)))))
+                                   : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb + scb)))
+                                        : _mm512_loadu_ps((const float *) (pb + lvb + scb));
+                    for (int c = 0; c < NRT; c++) {
+                        acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[c]);
+                    }
                 }
-            }
-            for (int c = 0; c < NRT && two; c++) {
-                ia[c] = _mm512_add_epi32(ia[c], PK == 1 || PK == 3 ? _mm512_srai_epi32(ib[c], 4) : ib[c]);
-            }
-            // the packer's d * sc and -dmin * mn, the same float products
-            const __m512 d = KH ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-                                           _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j)))))
-                           : PK == 4 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                                           _mm_loadu_si128((const __m128i *) (hd + 16*j)))))
-                           : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb)))
-                                : _mm512_loadu_ps((const float *) (pb + lvb));
-            if (SB == 1) {
-                for (int c = 0; c < NRT; c++) {
-                    const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(ld_f32(sbp + 4*c)));
-                    acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), dd, acc[c]);
+                if (SB > 1 && jr == SA - 1) {
+                    for (int c = 0; c < NRT; c++) {
+                        acc[c] = _mm512_fmadd_ps(t[c], _mm512_set1_ps(ld_f32(sbp + 4*GNR*ja + 4*c)), acc[c]);
+                    }
                 }
-            } else {
-                for (int c = 0; c < NRT; c++) {
-                    t[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), d, t[c]);
-                }
-            }
-            if (MIN) {
-                const __m512 m = KH ? _mm512_mul_ps(ndsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-                                               _mm_loadu_si128((const __m128i *) (hd + 64 + 128 + 16*j)))))
-                               : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb + scb)))
-                                    : _mm512_loadu_ps((const float *) (pb + lvb + scb));
-                for (int c = 0; c < NRT; c++) {
-                    acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[c]);
-                }
-            }
-            pb += pbb;
-            ab += gbb;
-        }
-        if (SB > 1) {
-            for (int c = 0; c < NRT; c++) {
-                acc[c] = _mm512_fmadd_ps(t[c], _mm512_set1_ps(ld_f32(sbp + 4*c)), acc[c]);
+                pb += pbb;
+                ab += gbb;
             }
         }
     }
@@ -165,34 +173,35 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
 
 static inline __attribute__((always_inline)) void
 tile(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-     const int QB, const int SB, const bool MIN, const bool CORR, const int NRT, const int PK) {
-    tile_g(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, NRT, PK, GGML_GEMM_NR);
+     const int QB, const int SB, const int SA, const bool MIN, const bool CORR, const int NRT, const int PK) {
+    tile_g(K, panel, group, dst, ldc, nr, nc, QB, SB, SA, MIN, CORR, NRT, PK, GGML_GEMM_NR);
 }
 
 // One function per type family and column count (1, 2, 4 or 8: the group's first nc columns);
 // a column's lanes see the same operations in every width, so results never depend on N.
-#define TILE_FN(name, QB, SB, MIN, CORR, PK)                                                          \
+#define TILE_FN(name, QB, SB, SA, MIN, CORR, PK)                                                      \
 static void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc,   \
                  int nr, int nc) {                                                                    \
-    if (nc == 1)      tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 1, PK);              \
-    else if (nc == 2) tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 2, PK);              \
-    else if (nc <= 4) tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 4, PK);              \
-    else              tile(K, panel, group, dst, ldc, nr, nc, QB, SB, MIN, CORR, 8, PK);              \
+    if (nc == 1)      tile(K, panel, group, dst, ldc, nr, nc, QB, SB, SA, MIN, CORR, 1, PK);          \
+    else if (nc == 2) tile(K, panel, group, dst, ldc, nr, nc, QB, SB, SA, MIN, CORR, 2, PK);          \
+    else if (nc <= 4) tile(K, panel, group, dst, ldc, nr, nc, QB, SB, SA, MIN, CORR, 4, PK);          \
+    else              tile(K, panel, group, dst, ldc, nr, nc, QB, SB, SA, MIN, CORR, 8, PK);          \
 }
 
-TILE_FN(tile_32_1_off, 32,  1, false, true, 0)   // q4_0, q5_0, q8_0
-TILE_FN(tile_32_1_min, 32,  1, true,  false, 0)  // q4_1, q5_1
-TILE_FN(tile_32_8_min, 32,  8, true,  false, 0)  // q4_K, q5_K
-TILE_FN(tile_16_16_off, 16, 16, false, true, 0)  // q3_K, q6_K
-TILE_FN(tile_16_16_min, 16, 16, true,  false, 0) // q2_K
-TILE_FN(tile_rp_q4_0, 32, 1, false, true, 1)     // repacked q4_0
-TILE_FN(tile_rp_q4_1, 32, 1, true,  false, 1)    // repacked q4_1
-TILE_FN(tile_rp_q8_0, 32, 1, false, true, 2)     // repacked q8_0
-TILE_FN(tile_rp_q4_K, 32, 8, true,  false, 3)    // repacked q4_K
-TILE_FN(tile_rp_q6_K, 16, 16, false, true, 4)    // repacked q6_K
-TILE_FN(tile_rp_q5_0, 32, 1, false, true, 5)     // repacked q5_0
-TILE_FN(tile_rp_q5_1, 32, 1, true,  false, 5)    // repacked q5_1
-TILE_FN(tile_rp_q5_K, 32, 8, true,  false, 6)    // repacked q5_K
+TILE_FN(tile_32_1_off, 32,  1,  1, false, true, 0)    // q4_0, q5_0, q8_0
+TILE_FN(tile_32_1_min, 32,  1,  1, true,  false, 0)   // q4_1, q5_1
+TILE_FN(tile_32_8_min, 32,  8,  1, true,  false, 0)   // q4_K, q5_K
+TILE_FN(tile_16_16_off2, 16, 16, 2, false, true, 0)   // q6_K
+TILE_FN(tile_16_16_off, 16, 16, 16, false, true, 0)   // q3_K
+TILE_FN(tile_16_16_min, 16, 16, 16, true,  false, 0)  // q2_K
+TILE_FN(tile_rp_q4_0, 32, 1,  1, false, true, 1)      // repacked q4_0
+TILE_FN(tile_rp_q4_1, 32, 1,  1, true,  false, 1)     // repacked q4_1
+TILE_FN(tile_rp_q8_0, 32, 1,  1, false, true, 2)      // repacked q8_0
+TILE_FN(tile_rp_q4_K, 32, 8,  1, true,  false, 3)     // repacked q4_K
+TILE_FN(tile_rp_q6_K, 16, 16, 2, false, true, 4)      // repacked q6_K
+TILE_FN(tile_rp_q5_0, 32, 1,  1, false, true, 5)      // repacked q5_0
+TILE_FN(tile_rp_q5_1, 32, 1,  1, true,  false, 5)     // repacked q5_1
+TILE_FN(tile_rp_q5_K, 32, 8,  1, true,  false, 6)     // repacked q5_K
 
 // Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_compact_bytes).
 static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
@@ -201,14 +210,14 @@ static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t 
     const uint8_t * g = (const uint8_t *) group;
     (void) nc;
     switch (gt->type) {
-        case GGML_TYPE_Q4_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, false, true, 1, 1, 1); break;
-        case GGML_TYPE_Q4_1: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, true, false, 1, 1, 1); break;
-        case GGML_TYPE_Q8_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, false, true, 1, 2, 1); break;
-        case GGML_TYPE_Q4_K: tile_g(K, p, g, dst, ldc, nr, 1, 32, 8, true, false, 1, 3, 1); break;
-        case GGML_TYPE_Q6_K: tile_g(K, p, g, dst, ldc, nr, 1, 16, 16, false, true, 1, 4, 1); break;
-        case GGML_TYPE_Q5_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, false, true, 1, 5, 1); break;
-        case GGML_TYPE_Q5_1: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, true, false, 1, 5, 1); break;
-        case GGML_TYPE_Q5_K: tile_g(K, p, g, dst, ldc, nr, 1, 32, 8, true, false, 1, 6, 1); break;
+        case GGML_TYPE_Q4_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, 1, false, true, 1, 1, 1); break;
+        case GGML_TYPE_Q4_1: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, 1, true, false, 1, 1, 1); break;
+        case GGML_TYPE_Q8_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, 1, false, true, 1, 2, 1); break;
+        case GGML_TYPE_Q4_K: tile_g(K, p, g, dst, ldc, nr, 1, 32, 8, 1, true, false, 1, 3, 1); break;
+        case GGML_TYPE_Q6_K: tile_g(K, p, g, dst, ldc, nr, 1, 16, 16, 2, false, true, 1, 4, 1); break;
+        case GGML_TYPE_Q5_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, 1, false, true, 1, 5, 1); break;
+        case GGML_TYPE_Q5_1: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, 1, true, false, 1, 5, 1); break;
+        case GGML_TYPE_Q5_K: tile_g(K, p, g, dst, ldc, nr, 1, 32, 8, 1, true, false, 1, 6, 1); break;
         default: break;
     }
 }
@@ -237,9 +246,11 @@ static void kernel_avx512(const struct ggml_gemm_traits * gt, int64_t K, const v
     if (gt->qb == 32 && gt->sb == 1) {
         if (gt->has_min) tile_32_1_min(K, p, g, dst, ldc, nr, nc);
         else             tile_32_1_off(K, p, g, dst, ldc, nr, nc);
-    } else if (gt->qb == 32 && gt->sb == 8 && gt->has_min) {
+    } else if (gt->qb == 32 && gt->sb == 8 && gt->sa == 1 && gt->has_min) {
         tile_32_8_min(K, p, g, dst, ldc, nr, nc);
-    } else if (gt->qb == 16 && gt->sb == 16) {
+    } else if (gt->qb == 16 && gt->sb == 16 && gt->sa == 2 && !gt->has_min) {
+        tile_16_16_off2(K, p, g, dst, ldc, nr, nc);
+    } else if (gt->qb == 16 && gt->sb == 16 && gt->sa == 16) {
         if (gt->has_min) tile_16_16_min(K, p, g, dst, ldc, nr, nc);
         else             tile_16_16_off(K, p, g, dst, ldc, nr, nc);
     } else {
@@ -630,9 +641,9 @@ static void gemv_avx512(const struct ggml_gemm_traits * gt, const void * rows, s
 // levels (chunk c of qs: sub-block 2c in the low nibbles, 2c+1 in the high), 4 vpdpbusd against
 // the column's values rearranged to match, folded to 4 partial lanes per sub-block; the rows'
 // scale bytes are kept and decoded for 16 rows at once as the packer does, and the float steps
-// are the 1-column tile's (superblock sums t over the 8 sub-blocks, then da * t).
+// are the 1-column tile's (per sub-block t = isum * d, the min's fma, then da * t).
 // gv: per superblock 256 rearranged values ([sb0|sb2], [sb1|sb3], [sb4|sb6], [sb5|sb7]), then
-// per superblock da and the 8 sub-blocks' s, then scratch.
+// per superblock the 8 sub-blocks' da and s, then scratch.
 
 // Sub-block held in 128-bit lane L of the folded vector h (0: sub-blocks 0-3, 1: 4-7).
 static const int q4k_lane_sb[2][4] = { { 0, 2, 1, 3 }, { 4, 6, 5, 7 } };
@@ -642,15 +653,17 @@ static void gemv_prep_q4_K(const struct ggml_gemm_traits * gt, const void * qrow
     const int64_t nsb = K/QK_K;
     const size_t sbb = ggml_gemm_group_sblock_bytes(gt), gbb = ggml_gemm_group_block_bytes(gt);
     uint8_t * bytes = (uint8_t *) gv;
-    float * sc = (float *) (bytes + (size_t) K); // per superblock: da, s[8]
+    float * sc = (float *) (bytes + (size_t) K); // per superblock: da[8], s[8]
     for (int64_t i = 0; i < nsb; i++) {
-        const block_q8_K * b = (const block_q8_K *) qrow + i;
+        const block_q8_1 * b = (const block_q8_1 *) qrow + 8*i;
         uint8_t * o = bytes + (size_t) i*QK_K;
         static const int order[8] = { 0, 2, 1, 3, 4, 6, 5, 7 };
-        for (int k = 0; k < 8; k++) memcpy(o + 32*k, b->qs + 32*order[k], 32);
+        for (int k = 0; k < 8; k++) memcpy(o + 32*k, b[order[k]].qs, 32);
         const uint8_t * sbp = (const uint8_t *) group + (size_t) i*sbb;
-        memcpy(&sc[9*i], sbp, 4);                                              // column 0's da
-        for (int j = 0; j < 8; j++) memcpy(&sc[9*i + 1 + j], sbp + 32 + (size_t) j*gbb + 32*8 + 32, 4); // its s
+        for (int j = 0; j < 8; j++) {
+            memcpy(&sc[16*i + j], sbp + 32*j, 4);                                         // column 0's da
+            memcpy(&sc[16*i + 8 + j], sbp + 32*8 + (size_t) j*gbb + 32*8 + 32, 4);         // its s
+        }
     }
 }
 
@@ -660,7 +673,7 @@ static void gemv_q4_K(const struct ggml_gemm_traits * gt, const void * rows, siz
     const int64_t nsb = K/QK_K;
     uint8_t * bytes = (uint8_t *) gv;
     const float * sc = (const float *) (bytes + (size_t) K);
-    uint8_t * hdr = bytes + GGML_PAD((size_t) K + (size_t) nsb*9*sizeof(float), 64); // [16 rows][nsb][16 bytes]
+    uint8_t * hdr = bytes + GGML_PAD((size_t) K + (size_t) nsb*16*sizeof(float), 64); // [16 rows][nsb][16 bytes]
     int32_t * isum = (int32_t *) (hdr + (size_t) GGML_GEMM_MR*nsb*16);                 // [nsb][8 lanes][16 rows]
     const uint8_t * base = (const uint8_t *) rows;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -717,16 +730,15 @@ static void gemv_q4_K(const struct ggml_gemm_traits * gt, const void * rows, siz
                                               _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), lo2), 4));
         const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w3, 4), lo4),
                                               _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 6), lo2), 4));
-        __m512 t = _mm512_setzero_ps();
         for (int j = 0; j < 8; j++) {
             const int sh = 8*(j % 4);
             const __m512i scj = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? sc_lo : sc_hi, sh), byte);
             const __m512i mnj = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? mn_lo : mn_hi, sh), byte);
             const __m512i ia = _mm512_loadu_si512(isum + (i*8 + j)*GGML_GEMM_MR);
-            t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(d, _mm512_cvtepi32_ps(scj)), t);
-            acc = _mm512_fmadd_ps(_mm512_mul_ps(ndmin, _mm512_cvtepi32_ps(mnj)), _mm512_set1_ps(sc[9*i + 1 + j]), acc);
+            const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(d, _mm512_cvtepi32_ps(scj)));
+            acc = _mm512_fmadd_ps(_mm512_mul_ps(ndmin, _mm512_cvtepi32_ps(mnj)), _mm512_set1_ps(sc[16*i + 8 + j]), acc);
+            acc = _mm512_fmadd_ps(t, _mm512_set1_ps(sc[16*i + j]), acc);
         }
-        acc = _mm512_fmadd_ps(t, _mm512_set1_ps(sc[9*i]), acc);
     }
     _mm512_storeu_ps(dst, acc);
 }
@@ -735,20 +747,21 @@ static void gemv_q4_K(const struct ggml_gemm_traits * gt, const void * rows, siz
 // bytes in both halves give 128 levels in element order (as the q6_K dot kernel builds them),
 // so the column's values are used as stored; 2 vpdpbusd per half leave 4 partial lanes per
 // 16-element sub-block. Scales: the rows' 16 int8 and d kept, decoded for 16 rows at once.
-// gv: the column's q8_K values, then per superblock da and the 16 sub-blocks' corr, then scratch.
+// gv: the column's values, then per superblock the 8 activation scales da and the 16 sub-blocks'
+// corr, then scratch.
 
 static void gemv_prep_q6_K(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
                            void * gv) {
     const int64_t nsb = K/QK_K;
     const size_t sbb = ggml_gemm_group_sblock_bytes(gt), gbb = ggml_gemm_group_block_bytes(gt);
     uint8_t * bytes = (uint8_t *) gv;
-    float * sc = (float *) (bytes + (size_t) K); // per superblock: da, corr[16] (int32)
+    float * sc = (float *) (bytes + (size_t) K); // per superblock: da[8], corr[16] (int32)
     for (int64_t i = 0; i < nsb; i++) {
-        const block_q8_K * b = (const block_q8_K *) qrow + i;
-        memcpy(bytes + (size_t) i*QK_K, b->qs, QK_K);
+        const block_q8_1 * b = (const block_q8_1 *) qrow + 8*i;
+        for (int k = 0; k < 8; k++) memcpy(bytes + (size_t) i*QK_K + 32*k, b[k].qs, 32);
         const uint8_t * sbp = (const uint8_t *) group + (size_t) i*sbb;
-        memcpy(&sc[17*i], sbp, 4);
-        for (int j = 0; j < 16; j++) memcpy(&sc[17*i + 1 + j], sbp + 32 + (size_t) j*gbb + 16*8, 4);
+        for (int k = 0; k < 8; k++) memcpy(&sc[24*i + k], sbp + 32*k, 4);
+        for (int j = 0; j < 16; j++) memcpy(&sc[24*i + 8 + j], sbp + 32*8 + (size_t) j*gbb + 16*8, 4);
     }
 }
 
@@ -758,7 +771,7 @@ static void gemv_q6_K(const struct ggml_gemm_traits * gt, const void * rows, siz
     const int64_t nsb = K/QK_K;
     uint8_t * bytes = (uint8_t *) gv;
     const float * sc = (const float *) (bytes + (size_t) K);
-    uint8_t * hdr = bytes + GGML_PAD((size_t) K + (size_t) nsb*17*sizeof(float), 64); // [16 rows][nsb][32 bytes]
+    uint8_t * hdr = bytes + GGML_PAD((size_t) K + (size_t) nsb*24*sizeof(float), 64); // [16 rows][nsb][32 bytes]
     __m512i * vs = (__m512i *) (hdr + (size_t) GGML_GEMM_MR*nsb*32);                  // [16 rows][nsb][4]
     int32_t * isum = (int32_t *) (vs + (size_t) GGML_GEMM_MR*nsb*4);                   // [nsb][16][16 rows]
     const uint8_t * base = (const uint8_t *) rows;
@@ -815,10 +828,12 @@ static void gemv_q6_K(const struct ggml_gemm_traits * gt, const void * rows, siz
         for (int j = 0; j < 16; j++) {
             const __m512i sj = _mm512_srai_epi32(_mm512_slli_epi32(st[j/4], 24 - 8*(j % 4)), 24); // sign-extended byte
             const __m512i ia = _mm512_add_epi32(_mm512_loadu_si512(isum + (i*16 + j)*GGML_GEMM_MR),
-                                                _mm512_set1_epi32(((const int32_t *) sc)[17*i + 1 + j]));
-            t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(d, _mm512_cvtepi32_ps(sj)), t);
+                                                _mm512_set1_epi32(((const int32_t *) sc)[24*i + 8 + j]));
+            const __m512 dj = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sj));
+            // two 16-element sub-blocks per activation scale (gemm.h: the float order)
+            t = j % 2 == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(ia), dj) : _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), dj, t);
+            if (j % 2 == 1) acc = _mm512_fmadd_ps(t, _mm512_set1_ps(sc[24*i + j/2]), acc);
         }
-        acc = _mm512_fmadd_ps(t, _mm512_set1_ps(sc[17*i]), acc);
     }
     _mm512_storeu_ps(dst, acc);
 }
@@ -859,10 +874,12 @@ static void act_group_avx512(const struct ggml_gemm_traits * gt, const void * qr
     if (gt->act_type == GGML_TYPE_Q8_0 || gt->act_type == GGML_TYPE_Q8_1) {
         const bool q81 = gt->act_type == GGML_TYPE_Q8_1;
         const size_t qs_off = q81 ? offsetof(block_q8_1, qs) : offsetof(block_q8_0, qs);
-        for (int64_t i = 0; i < K/32; i++) {
-            uint8_t * sbp = (uint8_t *) group + (size_t) i*sbb;
-            uint8_t * blk = sbp + 32;
-            const size_t uo = (size_t) i*ub;
+        // one q8_0 / q8_1 block of 32 per activation scale: QB == 32 / sa, so 32/QB weight blocks
+        const int na = ggml_gemm_n_ascales(gt), bpa = 32/QB;
+        for (int64_t kb = 0; kb < K/32; kb++) {
+            const int a = (int) (kb % na);
+            uint8_t * sbp = (uint8_t *) group + (size_t) (kb/na)*sbb;
+            const size_t uo = (size_t) kb*ub;
             __m256i r[8];
             float da[8], s[8];
             for (int c = 0; c < 8; c++) {
@@ -872,21 +889,26 @@ static void act_group_avx512(const struct ggml_gemm_traits * gt, const void * qr
                     memcpy(&da[c], b + offsetof(block_q8_1, d), 4);
                     memcpy(&s[c], b + offsetof(block_q8_1, s), 4);
                 } else {
-                    ggml_fp16_t h;
-                    memcpy(&h, b + offsetof(block_q8_0, d), 2);
-                    da[c] = _cvtsh_ss(h);
+                    ggml_fp16_t hv;
+                    memcpy(&hv, b + offsetof(block_q8_0, d), 2);
+                    da[c] = _cvtsh_ss(hv);
                 }
             }
             transpose_8x8(r);
-            __m256i sum = _mm256_setzero_si256();
-            for (int g = 0; g < 8; g++) {
-                _mm256_storeu_si256((__m256i *) (blk + 32*g), r[g]);
-                sum = _mm256_dpbusd_epi32(sum, ones, r[g]);
-            }
             const __m256 vda = _mm256_loadu_ps(da);
-            _mm256_storeu_ps((float *) sbp, vda);
-            _mm256_storeu_si256((__m256i *) (blk + 32*8), _mm256_mullo_epi32(sum, off));
-            _mm256_storeu_ps((float *) (blk + 32*8 + 32), q81 ? _mm256_loadu_ps(s) : _mm256_mul_ps(vda, _mm256_cvtepi32_ps(sum)));
+            _mm256_storeu_ps((float *) (sbp + 32*a), vda);
+            for (int h = 0; h < bpa; h++) {
+                uint8_t * blk = sbp + 32*na + (size_t) (a*bpa + h)*gbb;
+                __m256i sum = _mm256_setzero_si256();
+                for (int g = h*(QB/4); g < (h + 1)*(QB/4); g++) {
+                    _mm256_storeu_si256((__m256i *) (blk + 32*(g - h*(QB/4))), r[g]);
+                    sum = _mm256_dpbusd_epi32(sum, ones, r[g]);
+                }
+                // q8_1's stored s where the block is its whole 32 values (what vec_dot uses)
+                _mm256_storeu_si256((__m256i *) (blk + QB*8), _mm256_mullo_epi32(sum, off));
+                _mm256_storeu_ps((float *) (blk + QB*8 + 32),
+                                 q81 && QB == 32 ? _mm256_loadu_ps(s) : _mm256_mul_ps(vda, _mm256_cvtepi32_ps(sum)));
+            }
         }
         return;
     }

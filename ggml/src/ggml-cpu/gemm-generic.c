@@ -186,53 +186,67 @@ void ggml_gemm_pack_generic(const struct ggml_gemm_traits * gt, const void * row
 }
 
 // Writes column c of one activation block: values q (qb of them), their sum times -off into
-// corr and times da into s.
-static void act_block(const struct ggml_gemm_traits * gt, const int8_t * q, int32_t sum, float da, int c,
+// corr, and s (da*sum(q), or q8_1's stored s).
+static void act_block(const struct ggml_gemm_traits * gt, const int8_t * q, int32_t sum, float s, int c,
                       uint8_t * blk) {
     for (int g = 0; g < gt->qb/4; g++) memcpy(blk + 32*g + 4*c, q + 4*g, 4);
     const int32_t corr = -gt->off*sum;
-    const float s = da*(float) sum;
     memcpy(blk + gt->qb*GGML_GEMM_NR + 4*c, &corr, 4);
     memcpy(blk + gt->qb*GGML_GEMM_NR + 32 + 4*c, &s, 4);
 }
 
+// Activation scale a of superblock i of a quantized row: its scale, its first value and (q8_1)
+// the stored s of its 32 values. False for an act_type without a GEMM layout.
+static bool act_scale(const struct ggml_gemm_traits * gt, const void * qrow, int64_t i, int a, float * da,
+                      const int8_t ** q, float * s_stored) {
+    const int64_t e0 = (i*ggml_gemm_n_ascales(gt) + a)*(int64_t) (gt->qb*gt->sa); // its first element
+    switch (gt->act_type) {
+        case GGML_TYPE_Q8_0: {
+            const block_q8_0 * b = (const block_q8_0 *) qrow + e0/QK8_0;
+            *da = FP16(b->d); *q = b->qs; *s_stored = 0.0f;
+        } return true;
+        case GGML_TYPE_Q8_1: {
+            const block_q8_1 * b = (const block_q8_1 *) qrow + e0/QK8_1;
+            *da = b->d; *q = b->qs; *s_stored = b->s;
+        } return true;
+        case GGML_TYPE_Q8_K: {
+            const block_q8_K * b = (const block_q8_K *) qrow + e0/QK_K;
+            *da = b->d; *q = b->qs; *s_stored = 0.0f;
+        } return true;
+        default:
+            return false;
+    }
+}
+
+// s of weight block h of an activation scale: q8_1's stored one where the block is its whole
+// 32 values (the s the vec_dot kernels of q4_1 / q5_1 use), else da*sum(q).
+static inline float act_s(const struct ggml_gemm_traits * gt, float da, int32_t sum, float s_stored) {
+    return gt->act_type == GGML_TYPE_Q8_1 && gt->qb == QK8_1 ? s_stored : da*(float) sum;
+}
+
+static inline int32_t sum_i8(const int8_t * q, int n) {
+    int32_t sum = 0;
+    for (int k = 0; k < n; k++) sum += q[k];
+    return sum;
+}
+
 void ggml_gemm_act_generic(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, int c, void * group) {
     const size_t sbb = ggml_gemm_group_sblock_bytes(gt), gbb = ggml_gemm_group_block_bytes(gt);
+    const int na = ggml_gemm_n_ascales(gt);
     const int64_t nsb = K/(gt->qb*gt->sb);
     for (int64_t i = 0; i < nsb; i++) {
         uint8_t * sbp = (uint8_t *) group + (size_t) i*sbb;
-        float da;
-        switch (gt->act_type) {
-            case GGML_TYPE_Q8_0: {
-                const block_q8_0 * b = (const block_q8_0 *) qrow + i;
-                da = FP16(b->d);
-                int32_t sum = 0;
-                for (int j = 0; j < QK8_0; j++) sum += b->qs[j];
-                act_block(gt, b->qs, sum, da, c, sbp + 32);
-            } break;
-            case GGML_TYPE_Q8_1: {
-                const block_q8_1 * b = (const block_q8_1 *) qrow + i;
-                da = b->d;
-                int32_t sum = 0;
-                for (int j = 0; j < QK8_1; j++) sum += b->qs[j];
-                act_block(gt, b->qs, sum, da, c, sbp + 32);
-                memcpy(sbp + 32 + gt->qb*GGML_GEMM_NR + 32 + 4*c, &b->s, 4); // the s vec_dot uses
-            } break;
-            case GGML_TYPE_Q8_K: {
-                const block_q8_K * b = (const block_q8_K *) qrow + i;
-                da = b->d;
-                const int per = gt->qb/16; // bsums per block
-                for (int j = 0; j < gt->sb; j++) {
-                    int32_t sum = 0;
-                    for (int t = 0; t < per; t++) sum += b->bsums[per*j + t];
-                    act_block(gt, b->qs + gt->qb*j, sum, da, c, sbp + 32 + (size_t) j*gbb);
-                }
-            } break;
-            default:
-                da = 0.0f;
-                break;
+        for (int a = 0; a < na; a++) {
+            float da = 0.0f, s_stored = 0.0f;
+            const int8_t * q = NULL;
+            if (!act_scale(gt, qrow, i, a, &da, &q, &s_stored)) return;
+            memcpy(sbp + 32*a + 4*c, &da, 4);
+            for (int h = 0; h < gt->sa; h++) {
+                const int8_t * qq = q + gt->qb*h;
+                const int32_t sum = sum_i8(qq, gt->qb);
+                act_block(gt, qq, sum, act_s(gt, da, sum, s_stored), c, sbp + 32*na + (size_t) (a*gt->sa + h)*gbb);
+            }
         }
-        memcpy(sbp + 4*c, &da, 4);
     }
 }
 
@@ -243,14 +257,15 @@ void ggml_gemm_act_group_generic(const struct ggml_gemm_traits * gt, const void 
 
 void ggml_gemm_act_compact(const struct ggml_gemm_traits * gt, const void * group, int64_t K, void * out) {
     const size_t sbb = ggml_gemm_group_sblock_bytes(gt), gbb = ggml_gemm_group_block_bytes(gt);
-    const size_t cbb = (size_t) gt->qb + 8, csb = 4 + (size_t) gt->sb*cbb;
+    const int na = ggml_gemm_n_ascales(gt);
+    const size_t cbb = (size_t) gt->qb + 8, csb = 4*(size_t) na + (size_t) gt->sb*cbb;
     for (int64_t i = 0; i < K/(gt->qb*gt->sb); i++) {
         const uint8_t * sbp = (const uint8_t *) group + (size_t) i*sbb;
         uint8_t * o = (uint8_t *) out + (size_t) i*csb;
-        memcpy(o, sbp, 4); // da of column 0
+        for (int a = 0; a < na; a++) memcpy(o + 4*a, sbp + 32*a, 4); // da of column 0
         for (int j = 0; j < gt->sb; j++) {
-            const uint8_t * blk = sbp + 32 + (size_t) j*gbb;
-            uint8_t * ob = o + 4 + (size_t) j*cbb;
+            const uint8_t * blk = sbp + 32*na + (size_t) j*gbb;
+            uint8_t * ob = o + 4*na + (size_t) j*cbb;
             for (int g = 0; g < gt->qb/4; g++) memcpy(ob + 4*g, blk + 32*g, 4);
             memcpy(ob + gt->qb, blk + gt->qb*GGML_GEMM_NR, 4);          // corr
             memcpy(ob + gt->qb + 4, blk + gt->qb*GGML_GEMM_NR + 32, 4); // s
@@ -259,53 +274,32 @@ void ggml_gemm_act_compact(const struct ggml_gemm_traits * gt, const void * grou
 }
 
 void ggml_gemm_act_compact_row(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, void * out) {
-    const size_t cbb = (size_t) gt->qb + 8, csb = 4 + (size_t) gt->sb*cbb;
+    const int na = ggml_gemm_n_ascales(gt);
+    const size_t cbb = (size_t) gt->qb + 8, csb = 4*(size_t) na + (size_t) gt->sb*cbb;
     for (int64_t i = 0; i < K/(gt->qb*gt->sb); i++) {
         uint8_t * o = (uint8_t *) out + (size_t) i*csb;
-        float da = 0.0f;
-        for (int j = 0; j < gt->sb; j++) {
+        for (int a = 0; a < na; a++) {
+            float da = 0.0f, s_stored = 0.0f;
             const int8_t * q = NULL;
-            int32_t sum = 0;
-            float s_stored = 0.0f;
-            switch (gt->act_type) {
-                case GGML_TYPE_Q8_0: {
-                    const block_q8_0 * b = (const block_q8_0 *) qrow + i;
-                    da = FP16(b->d);
-                    q = b->qs;
-                } break;
-                case GGML_TYPE_Q8_1: {
-                    const block_q8_1 * b = (const block_q8_1 *) qrow + i;
-                    da = b->d;
-                    q = b->qs;
-                    s_stored = b->s; // the s vec_dot uses, as ggml_gemm_act_generic keeps it
-                } break;
-                case GGML_TYPE_Q8_K: {
-                    const block_q8_K * b = (const block_q8_K *) qrow + i;
-                    da = b->d;
-                    q = b->qs + gt->qb*j;
-                    const int per = gt->qb/16;
-                    for (int t = 0; t < per; t++) sum += b->bsums[per*j + t];
-                } break;
-                default:
-                    return;
+            if (!act_scale(gt, qrow, i, a, &da, &q, &s_stored)) return;
+            memcpy(o + 4*a, &da, 4);
+            for (int h = 0; h < gt->sa; h++) {
+                const int8_t * qq = q + gt->qb*h;
+                const int32_t sum = sum_i8(qq, gt->qb);
+                const int32_t corr = -gt->off*sum;
+                const float s = act_s(gt, da, sum, s_stored);
+                uint8_t * ob = o + 4*na + (size_t) (a*gt->sa + h)*cbb;
+                memcpy(ob, qq, (size_t) gt->qb);
+                memcpy(ob + gt->qb, &corr, 4);
+                memcpy(ob + gt->qb + 4, &s, 4);
             }
-            if (gt->act_type != GGML_TYPE_Q8_K) {
-                for (int k = 0; k < gt->qb; k++) sum += q[k];
-            }
-            uint8_t * ob = o + 4 + (size_t) j*cbb;
-            memcpy(ob, q, (size_t) gt->qb);
-            const int32_t corr = -gt->off*sum;
-            const float s = gt->act_type == GGML_TYPE_Q8_1 ? s_stored : da*(float) sum;
-            memcpy(ob + gt->qb, &corr, 4);
-            memcpy(ob + gt->qb + 4, &s, 4);
         }
-        memcpy(o, &da, 4);
     }
 }
 
 void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, const void * panel,
                               const void * group, float * dst, int64_t ldc, int nr, int nc) {
-    const int qb = gt->qb, sb = gt->sb;
+    const int qb = gt->qb, sb = gt->sb, sa = gt->sa, na = ggml_gemm_n_ascales(gt);
     const size_t pbb = ggml_gemm_panel_block_bytes(gt), sbb = ggml_gemm_group_sblock_bytes(gt),
                  gbb = ggml_gemm_group_block_bytes(gt);
     const int64_t nsb = K/(qb*sb);
@@ -317,25 +311,29 @@ void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, con
                 float t = 0.0f;
                 for (int j = 0; j < sb; j++) {
                     const uint8_t * pb = (const uint8_t *) panel + (size_t) (i*sb + j)*pbb;
-                    const uint8_t * ab = sbp + 32 + (size_t) j*gbb;
+                    const uint8_t * ab = sbp + 32*na + (size_t) j*gbb;
                     int32_t isum;
                     memcpy(&isum, ab + qb*GGML_GEMM_NR + 4*c, 4);
                     for (int k = 0; k < qb; k++) {
                         isum += (int32_t) pb[64*(k/4) + 4*r + k % 4]*(int32_t) (int8_t) ab[32*(k/4) + 4*c + k % 4];
                     }
-                    float d;
+                    float d, da;
                     memcpy(&d, pb + qb*GGML_GEMM_MR + 4*r, 4);
-                    t += (float) isum*d;
+                    memcpy(&da, sbp + 32*(j/sa) + 4*c, 4);
+                    if (sb == 1) {
+                        acc += (float) isum*(d*da);
+                    } else {
+                        if (j % sa == 0) t = 0.0f;
+                        t += (float) isum*d;
+                    }
                     if (gt->has_min) {
                         float m, s;
                         memcpy(&m, pb + qb*GGML_GEMM_MR + 64 + 4*r, 4);
                         memcpy(&s, ab + qb*GGML_GEMM_NR + 32 + 4*c, 4);
                         acc += m*s;
                     }
+                    if (sb > 1 && j % sa == sa - 1) acc += t*da;
                 }
-                float da;
-                memcpy(&da, sbp + 4*c, 4);
-                acc += t*da;
             }
             dst[c*ldc + r] = acc;
         }
@@ -344,24 +342,26 @@ void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, con
 
 void ggml_gemm_init_generic(struct ggml_gemm_traits * t) {
     memset(t, 0, sizeof(*t)*GGML_TYPE_COUNT);
-    // type, qb, sb, off, has_min, act_type
-    static const struct { enum ggml_type type; int qb, sb, off; bool has_min; enum ggml_type act; } defs[] = {
-        { GGML_TYPE_Q4_0, 32,  1,   8, false, GGML_TYPE_Q8_0 },
-        { GGML_TYPE_Q4_1, 32,  1,   0, true,  GGML_TYPE_Q8_1 },
-        { GGML_TYPE_Q5_0, 32,  1,  16, false, GGML_TYPE_Q8_0 },
-        { GGML_TYPE_Q5_1, 32,  1,   0, true,  GGML_TYPE_Q8_1 },
-        { GGML_TYPE_Q8_0, 32,  1, 128, false, GGML_TYPE_Q8_0 },
-        { GGML_TYPE_Q2_K, 16, 16,   0, true,  GGML_TYPE_Q8_K },
-        { GGML_TYPE_Q3_K, 16, 16,   4, false, GGML_TYPE_Q8_K },
-        { GGML_TYPE_Q4_K, 32,  8,   0, true,  GGML_TYPE_Q8_K },
-        { GGML_TYPE_Q5_K, 32,  8,   0, true,  GGML_TYPE_Q8_K },
-        { GGML_TYPE_Q6_K, 16, 16,  32, false, GGML_TYPE_Q8_K },
+    // q4_K, q5_K, q6_K meet activations with one scale per 32 (q8_1): one per 256 (q8_K)
+    // rounds the small values of a superblock holding an outlier (GeGLU outputs) to few levels
+    static const struct { enum ggml_type type; int qb, sb, sa, off; bool has_min; enum ggml_type act; } defs[] = {
+        { GGML_TYPE_Q4_0, 32,  1,  1,   8, false, GGML_TYPE_Q8_0 },
+        { GGML_TYPE_Q4_1, 32,  1,  1,   0, true,  GGML_TYPE_Q8_1 },
+        { GGML_TYPE_Q5_0, 32,  1,  1,  16, false, GGML_TYPE_Q8_0 },
+        { GGML_TYPE_Q5_1, 32,  1,  1,   0, true,  GGML_TYPE_Q8_1 },
+        { GGML_TYPE_Q8_0, 32,  1,  1, 128, false, GGML_TYPE_Q8_0 },
+        { GGML_TYPE_Q2_K, 16, 16, 16,   0, true,  GGML_TYPE_Q8_K },
+        { GGML_TYPE_Q3_K, 16, 16, 16,   4, false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_Q4_K, 32,  8,  1,   0, true,  GGML_TYPE_Q8_1 },
+        { GGML_TYPE_Q5_K, 32,  8,  1,   0, true,  GGML_TYPE_Q8_1 },
+        { GGML_TYPE_Q6_K, 16, 16,  2,  32, false, GGML_TYPE_Q8_1 },
     };
     for (size_t i = 0; i < sizeof(defs)/sizeof(defs[0]); i++) {
         struct ggml_gemm_traits * g = &t[defs[i].type];
         g->type = defs[i].type;
         g->qb = defs[i].qb;
         g->sb = defs[i].sb;
+        g->sa = defs[i].sa;
         g->off = defs[i].off;
         g->has_min = defs[i].has_min;
         g->act_type = defs[i].act;

@@ -13,19 +13,25 @@
 // K-quants, sub-block scales and mins folded into d_blk and m_blk), so one kernel serves all types:
 //
 //   weight block (qb = 16 or 32 elements): u8 levels, a float scale d and (has_min) a float m
-//   activation block: s8 values q, scale da (shared by sb consecutive blocks: 1 for the legacy
-//   types, 8 or 16 for the K-quants, whose Q8_K activations have one scale per 256)
+//   activation block: s8 values q; one float scale da per sa consecutive weight blocks (32
+//   values: q8_0 / q8_1 activations, sa = 1, or 2 for the 16-element blocks of q6_K) or per
+//   256 (q8_K activations of q2_K / q3_K, sa = 16); sb weight blocks make one superblock (1
+//   for the legacy types, 8 or 16 for the K-quants: their 256-element storage unit)
 //
-//   dot(row, col) = sum over superblocks of da * sum over its blocks of d * (sum(u*q) - off*sum(q))
+//   dot(row, col) = sum over activation scales of da * sum over their blocks of d * (sum(u*q) - off*sum(q))
 //                 + sum over blocks of m * da * sum(q)
 //
 // The integer sums are exactly those of the vec_dot kernels; only the float rounding differs.
-//
+// Float order per column, shared by every kernel set (so every set gives the same bits):
+// legacy (sb = 1): acc = fma(isum, d*da, acc), then acc = fma(m, s, acc); K-quants: t = 0 at
+// each activation scale's first block, t = fma(isum, d, t) per block, then acc = fma(m, s, acc),
+// and after the scale's last block acc = fma(t, da, acc).
+
 // Panel (16 rows, all K): per weight block, qb*16 bytes of levels interleaved as
 // [qb/4][16 rows][4 levels] (one 512-bit vector holds 4 levels of each of the 16 rows), then
 // d[16], then m[16] if has_min. Rows past the matrix' end are zero.
 //
-// Activation group (8 columns, all K): per superblock, da[8], then per block: q interleaved as
+// Activation group (8 columns, all K): per superblock, da[sb/sa][8], then per block: q interleaved as
 // [qb/4][8 columns][4 values], corr[8] (int32: -off*sum(q)), s[8] (float: da*sum(q)). Columns
 // past the batch's end are zero.
 #ifndef GGML_CPU_GEMM_H
@@ -74,7 +80,8 @@ typedef void (*ggml_gemm_gemv_prep_t)(const struct ggml_gemm_traits * gt, const 
 struct ggml_gemm_traits {
     enum ggml_type type;        // the weight type
     int  qb;                    // elements per weight block (16 or 32)
-    int  sb;                    // weight blocks per activation scale (1, 8 or 16)
+    int  sb;                    // weight blocks per superblock (1, 8 or 16)
+    int  sa;                    // weight blocks per activation scale (1, 2 or 16; divides sb)
     int  off;                   // value = level - off (0 for the types with a minimum)
     bool has_min;               // blocks carry a float minimum m
     enum ggml_type act_type;    // the activations are first quantized to this (vec_dot_type)
@@ -105,9 +112,11 @@ static inline size_t ggml_gemm_panel_bytes(const struct ggml_gemm_traits * gt, i
 static inline size_t ggml_gemm_group_block_bytes(const struct ggml_gemm_traits * gt) {
     return (size_t) gt->qb*GGML_GEMM_NR + 64;
 }
-// Bytes of one activation superblock (da, then sb blocks) in a group.
+// Activation scales per superblock.
+static inline int ggml_gemm_n_ascales(const struct ggml_gemm_traits * gt) { return gt->sb/gt->sa; }
+// Bytes of one activation superblock (da[sb/sa][8], then sb blocks) in a group.
 static inline size_t ggml_gemm_group_sblock_bytes(const struct ggml_gemm_traits * gt) {
-    return 32 + (size_t) gt->sb*ggml_gemm_group_block_bytes(gt);
+    return 32*(size_t) ggml_gemm_n_ascales(gt) + (size_t) gt->sb*ggml_gemm_group_block_bytes(gt);
 }
 // Bytes of a group of 8 columns of K elements.
 static inline size_t ggml_gemm_group_bytes(const struct ggml_gemm_traits * gt, int64_t K) {
@@ -121,10 +130,10 @@ void ggml_gemm_set_enabled(bool on);
 bool ggml_gemm_enabled(void);
 
 // The compact layout of one column (what a group is with 8 columns narrowed to 1): per
-// superblock da, then per block q (qb bytes), corr, s. Token generation on repacked weights
+// superblock da[sb/sa], then per block q (qb bytes), corr, s. Token generation on repacked weights
 // reads it: a group's column would touch 8 times the cache lines.
 static inline size_t ggml_gemm_compact_bytes(const struct ggml_gemm_traits * gt, int64_t K) {
-    return (size_t) (K/(gt->qb*gt->sb))*(4 + (size_t) gt->sb*(gt->qb + 8));
+    return (size_t) (K/(gt->qb*gt->sb))*(4*(size_t) ggml_gemm_n_ascales(gt) + (size_t) gt->sb*(gt->qb + 8));
 }
 
 // Bytes of a column prepared for gemv, with gemv's scratch after it (a bound for every type).

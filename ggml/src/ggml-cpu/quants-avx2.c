@@ -463,97 +463,76 @@ static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) 
     *s = hsum_f32_8(acc);
 }
 
-// Pairs each of the 8 mins (low 8 bytes of m8) with itself, one per bsum of 16, as 16 s16.
 // s16 lanes all equal to byte j of sc8 (zero-extended), with one byte shuffle.
 static inline __m256i scale_bcast_u8(__m256i sc8x2, int j) {
     return _mm256_shuffle_epi8(sc8x2, _mm256_set1_epi16((short)(0x8000 | j)));
 }
 
-static inline __m256i k4_mins_pairs(__m128i m8) {
-    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-}
-
-static void vec_dot_q4_K_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_q4_K * a = (const block_q4_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
-    const int nb = n / QK_K;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++) {
-        const float d    = b[i].d * FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
-        __m128i sc, m;
-        k4_scales_mins(a[i].scales, &sc, &m);
-        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
-        const __m256i summs = _mm256_madd_epi16(bsums, k4_mins_pairs(m));
-        const __m256i sc2 = _mm256_broadcastsi128_si256(sc);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int j = 0; j < QK_K / 64; j++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * j));
-            const __m256i lo = _mm256_and_si256(q, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            const __m256i y0 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j));
-            const __m256i y1 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j + 32));
-            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), scale_bcast_u8(sc2, 2 * j));
-            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), scale_bcast_u8(sc2, 2 * j + 1));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), acc);
-    }
-    *s = hsum_f32_8(acc);
-}
-
-static void vec_dot_q5_K_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_q5_K * a = (const block_q5_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+// q4_K / q5_K against q8_1: per 32-element sub-block the integer dot times its 6-bit scale,
+// to float with the q8_1 block's scale; the mins come in with the blocks' s.
+static inline __attribute__((always_inline)) float vec_dot_k4_q8_1(int n, const void * x, const void * y, const bool q5) {
+    const block_q8_1 * b = (const block_q8_1 *)y;
+    const size_t bs = q5 ? sizeof(block_q5_K) : sizeof(block_q4_K);
     const int nb = n / QK_K;
     const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const float d    = b[i].d * FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
+        const uint8_t * blk = (const uint8_t *)x + (size_t)i * bs;
+        const block_q4_K * a4 = (const block_q4_K *)blk;
+        const block_q5_K * a5 = (const block_q5_K *)blk;
+        const uint8_t * qs = q5 ? a5->qs : a4->qs;
+        const block_q8_1 * bi = b + (size_t)i * 8;
         __m128i sc, m;
-        k4_scales_mins(a[i].scales, &sc, &m);
-        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
-        const __m256i summs = _mm256_madd_epi16(bsums, k4_mins_pairs(m));
+        k4_scales_mins(q5 ? a5->scales : a4->scales, &sc, &m);
         const __m256i sc2 = _mm256_broadcastsi128_si256(sc);
-        const __m256i qh = _mm256_loadu_si256((const __m256i *)a[i].qh);
-        __m256i sumi = _mm256_setzero_si256();
+        // the 8 mins times the 8 blocks' s (kept in registers: a byte array would stall on
+        // store forwarding)
+        const __m256 sv = _mm256_setr_ps(bi[0].s, bi[1].s, bi[2].s, bi[3].s, bi[4].s, bi[5].s, bi[6].s, bi[7].s);
+        const __m256 ms = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)), sv);
+        const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)a5->qh) : _mm256_setzero_si256();
+        __m256 fs0 = _mm256_setzero_ps(), fs1 = _mm256_setzero_ps(); // two chains of FMAs
         for (int j = 0; j < QK_K / 64; j++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * j));
-            // bit 2j of qh[l] is bit 4 of element 64j+l, bit 2j+1 of element 64j+32+l
-            const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * j), 4), b4);
-            const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * j + 1), 4), b4);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), h0);
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), h1);
-            const __m256i y0 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j));
-            const __m256i y1 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j + 32));
-            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), scale_bcast_u8(sc2, 2 * j));
-            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), scale_bcast_u8(sc2, 2 * j + 1));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+            __m256i lo = _mm256_and_si256(q, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (q5) {
+                // bit 2j of qh[l] is bit 4 of element 64j+l, bit 2j+1 of element 64j+32+l
+                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * j), 4), b4));
+                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * j + 1), 4), b4));
+            }
+            const block_q8_1 * y0 = bi + 2 * j, * y1 = bi + 2 * j + 1;
+            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)y0->qs)),
+                                                 scale_bcast_u8(sc2, 2 * j));
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)y1->qs)),
+                                                 scale_bcast_u8(sc2, 2 * j + 1));
+            fs0 = _mm256_fmadd_ps(_mm256_set1_ps(y0->d), _mm256_cvtepi32_ps(p0), fs0);
+            fs1 = _mm256_fmadd_ps(_mm256_set1_ps(y1->d), _mm256_cvtepi32_ps(p1), fs1);
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(FP16_TO_FP32(q5 ? a5->d : a4->d)), _mm256_add_ps(fs0, fs1), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(FP16_TO_FP32(q5 ? a5->dmin : a4->dmin)), ms, accm);
     }
-    *s = hsum_f32_8(acc);
+    return hsum_f32_8(_mm256_sub_ps(acc, accm));
 }
 
-static void vec_dot_q6_K_q8_K(int n, float * s, const void * x, const void * y) {
+static void vec_dot_q4_K_q8_1(int n, float * s, const void * x, const void * y) {
+    *s = vec_dot_k4_q8_1(n, x, y, false);
+}
+
+static void vec_dot_q5_K_q8_1(int n, float * s, const void * x, const void * y) {
+    *s = vec_dot_k4_q8_1(n, x, y, true);
+}
+
+// q6_K against q8_1: levels q - 32 as signed bytes (the sign trick of dot_i8_32), each
+// 16-element half scaled by its int8 scale, then the 32 values' q8_1 scale as a float.
+static void vec_dot_q6_K_q8_1(int n, float * s, const void * x, const void * y) {
     const block_q6_K * a = (const block_q6_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_q8_1 * b = (const block_q8_1 *)y;
     const int nb = n / QK_K;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03), o32 = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const float d = b[i].d * FP16_TO_FP32(a[i].d);
-        // levels are q - 32 with q in 0..63: dot the unsigned q, subtract 32 * scale * sum(y)
-        const __m128i sc8 = _mm_loadu_si128((const __m128i *)a[i].scales);
-        const __m256i sc2 = _mm256_broadcastsi128_si256(sc8);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
-        const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5);
-        __m256i sumi = _mm256_setzero_si256();
+        const __m256i sc2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)a[i].scales));
+        __m256 fs[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() }; // two chains of FMAs
         for (int c = 0; c < QK_K / 128; c++) {
             const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * c));
             const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * c + 32));
@@ -564,14 +543,16 @@ static void vec_dot_q6_K_q8_K(int n, float * s, const void * x, const void * y) 
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)),
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)),
             };
-            const int8_t * q8 = b[i].qs + 128 * c;
             for (int k = 0; k < 4; k++) {
-                const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * k));
-                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v[k], y8, scale_pair(sc2, 8 * c + 2 * k)));
+                const block_q8_1 * bk = b + (size_t)i * 8 + 4 * c + k;
+                const __m256i w = _mm256_sub_epi8(v[k], o32);
+                const __m256i y8 = _mm256_loadu_si256((const __m256i *)bk->qs);
+                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(y8, w)),
+                                                    scale_pair(sc2, 8 * c + 2 * k));
+                fs[k % 2] = _mm256_fmadd_ps(_mm256_set1_ps(bk->d), _mm256_cvtepi32_ps(p), fs[k % 2]);
             }
         }
-        sumi = _mm256_sub_epi32(sumi, offs);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(FP16_TO_FP32(a[i].d)), _mm256_add_ps(fs[0], fs[1]), acc);
     }
     *s = hsum_f32_8(acc);
 }
@@ -590,9 +571,9 @@ void ggml_cpu_quants_init_avx2(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q8_0].vec_dot = vec_dot_q8_0_q8_0;
     t[GGML_TYPE_Q2_K].vec_dot = vec_dot_q2_K_q8_K;
     t[GGML_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K;
-    t[GGML_TYPE_Q4_K].vec_dot = vec_dot_q4_K_q8_K;
-    t[GGML_TYPE_Q5_K].vec_dot = vec_dot_q5_K_q8_K;
-    t[GGML_TYPE_Q6_K].vec_dot = vec_dot_q6_K_q8_K;
+    t[GGML_TYPE_Q4_K].vec_dot = vec_dot_q4_K_q8_1;
+    t[GGML_TYPE_Q5_K].vec_dot = vec_dot_q5_K_q8_1;
+    t[GGML_TYPE_Q6_K].vec_dot = vec_dot_q6_K_q8_1;
 
     t[GGML_TYPE_Q8_0].from_float = quantize_row_q8_0;
     t[GGML_TYPE_Q8_1].from_float = quantize_row_q8_1;

@@ -189,43 +189,6 @@ static inline __m128i q3_K_scales(const uint8_t * s) {
     return _mm_sub_epi8(_mm_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]), _mm_set1_epi8(32));
 }
 
-static void vec_dot_q6_K_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_q6_K * a = (const block_q6_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
-    const int nb = n / QK_K;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    // per-half shifts that bring qh bit pairs (0-1, 2-3) or (4-5, 6-7) to bits 4-5
-    const __m512i sh01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-    const __m512i sh23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-    __m512 acc = _mm512_setzero_ps();
-    for (int i = 0; i < nb; i++) {
-        const int8_t * sc = a[i].scales;
-        // levels are q - 32 with q in 0..63: dot the unsigned q, subtract 32 * scale * sum(y)
-        const __m256i sc16_256 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
-        const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16_256), 5);
-        const __m512i sc16 = _mm512_castsi256_si512(sc16_256);
-        __m512i sumi = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), offs));
-        sumi = _mm512_inserti64x4(sumi, _mm256_setzero_si256(), 1);
-        for (int c = 0; c < QK_K / 128; c++) {
-            const __m512i ql = _mm512_loadu_si512(a[i].ql + 64 * c);  // [ql0 | ql1]
-            const __m512i qh = bcast256(a[i].qh + 32 * c);
-            // 16-bit shifts: bits that cross into the neighbour byte land outside the 0x30 mask
-            const __m512i v01 = _mm512_or_si512(_mm512_and_si512(ql, m4),
-                                                _mm512_and_si512(_mm512_sllv_epi16(qh, sh01), m30));
-            const __m512i v23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
-                                                _mm512_and_si512(_mm512_srlv_epi16(qh, sh23), m30));
-            const __m512i y01 = _mm512_loadu_si512(b[i].qs + 128 * c);
-            const __m512i y23 = _mm512_loadu_si512(b[i].qs + 128 * c + 64);
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v01, y01), scales_by16(sc16, 8 * c));
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v23, y23), scales_by16(sc16, 8 * c + 4));
-        }
-        const float d = b[i].d * FP16_TO_FP32(a[i].d);
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
-    }
-    *s = _mm512_reduce_add_ps(acc);
-}
-
 static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) {
     const block_q2_K * a = (const block_q2_K *)x;
     const block_q8_K * b = (const block_q8_K *)y;
@@ -355,5 +318,4 @@ void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q5_1].vec_dot = vec_dot_q5_1_q8_1;
     t[GGML_TYPE_Q2_K].vec_dot = vec_dot_q2_K_q8_K;
     t[GGML_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K;
-    t[GGML_TYPE_Q6_K].vec_dot = vec_dot_q6_K_q8_K;
 }

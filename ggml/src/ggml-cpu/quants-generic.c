@@ -189,99 +189,80 @@ void ggml_vec_dot_q3_K_q8_K_generic(int n, float * s, const void * x, const void
     *s = sum;
 }
 
-void ggml_vec_dot_q4_K_q8_K_generic(int n, float * s, const void * x, const void * y) {
-    const block_q4_K * a = (const block_q4_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+// K-quants against q8_1 (one float scale per 32 activations): each 32 values' integer dot,
+// times its weight sub-block scales, becomes a float with the block's da; mins fold in with s.
+
+// The 32 levels of sub-block j (0..7) of a q4_K / q5_K block (h5: q5_K's qh, else NULL).
+static inline void k4_levels(const uint8_t * qs, const uint8_t * h5, int j, uint8_t * lv) {
+    const uint8_t * q = qs + 32 * (j / 2);
+    for (int l = 0; l < 32; l++) {
+        lv[l] = (uint8_t)((j % 2 ? q[l] >> 4 : q[l] & 0xF) | (h5 ? ((h5[l] >> j) & 1) << 4 : 0));
+    }
+}
+
+static inline int dot_u8_i8(const uint8_t * u, const int8_t * v, int n) {
+    int acc = 0;
+    for (int l = 0; l < n; l++) acc += u[l] * v[l];
+    return acc;
+}
+
+static float vec_dot_k4_q8_1(int n, const void * x, const void * y, bool q5) {
+    const block_q8_1 * b = (const block_q8_1 *)y;
+    const size_t bs = q5 ? sizeof(block_q5_K) : sizeof(block_q4_K);
     const int nb = n / QK_K;
     float sum = 0.0f;
     for (int i = 0; i < nb; i++) {
-        int isum = 0, summs = 0;
-        const uint8_t * q = a[i].qs;
-        const int8_t * q8 = b[i].qs;
-        for (int j = 0; j < QK_K / 64; j++) {
-            uint8_t sc0, m0, sc1, m1;
-            ggml_quants_get_scale_min_k4(2 * j, a[i].scales, &sc0, &m0);
-            ggml_quants_get_scale_min_k4(2 * j + 1, a[i].scales, &sc1, &m1);
-            int acc0 = 0, acc1 = 0;
-            for (int l = 0; l < 32; l++) {
-                acc0 += (q[l] & 0xF) * q8[l];
-                acc1 += (q[l] >> 4) * q8[l + 32];
-            }
-            isum  += sc0 * acc0 + sc1 * acc1;
-            summs += m0 * (b[i].bsums[4 * j] + b[i].bsums[4 * j + 1]) +
-                     m1 * (b[i].bsums[4 * j + 2] + b[i].bsums[4 * j + 3]);
-            q += 32;
-            q8 += 64;
+        const uint8_t * blk = (const uint8_t *)x + (size_t)i * bs;
+        const block_q4_K * a4 = (const block_q4_K *)blk;
+        const block_q5_K * a5 = (const block_q5_K *)blk;
+        const uint8_t * scales = q5 ? a5->scales : a4->scales;
+        float fsum = 0.0f, fmin = 0.0f;
+        for (int j = 0; j < QK_K / 32; j++) {
+            uint8_t sc, m, lv[32];
+            ggml_quants_get_scale_min_k4(j, scales, &sc, &m);
+            k4_levels(q5 ? a5->qs : a4->qs, q5 ? a5->qh : NULL, j, lv);
+            const block_q8_1 * bj = b + (size_t)i * 8 + j;
+            fsum += bj->d * (float)(sc * dot_u8_i8(lv, bj->qs, 32));
+            fmin += bj->s * (float)m;
         }
-        const float d    = b[i].d * GGML_FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * GGML_FP16_TO_FP32(a[i].dmin);
-        sum += d * (float)isum - dmin * (float)summs;
+        const float d = GGML_FP16_TO_FP32(q5 ? a5->d : a4->d), dmin = GGML_FP16_TO_FP32(q5 ? a5->dmin : a4->dmin);
+        sum += d * fsum - dmin * fmin;
     }
-    *s = sum;
+    return sum;
 }
 
-void ggml_vec_dot_q5_K_q8_K_generic(int n, float * s, const void * x, const void * y) {
-    const block_q5_K * a = (const block_q5_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
-    const int nb = n / QK_K;
-    float sum = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        int isum = 0, summs = 0;
-        const uint8_t * q = a[i].qs;
-        const int8_t * q8 = b[i].qs;
-        for (int j = 0; j < QK_K / 64; j++) {
-            uint8_t sc0, m0, sc1, m1;
-            ggml_quants_get_scale_min_k4(2 * j, a[i].scales, &sc0, &m0);
-            ggml_quants_get_scale_min_k4(2 * j + 1, a[i].scales, &sc1, &m1);
-            int acc0 = 0, acc1 = 0;
-            for (int l = 0; l < 32; l++) {
-                const int h0 = ((a[i].qh[l] >> (2 * j)) & 1) << 4;
-                const int h1 = ((a[i].qh[l] >> (2 * j + 1)) & 1) << 4;
-                acc0 += ((q[l] & 0xF) | h0) * q8[l];
-                acc1 += ((q[l] >> 4) | h1) * q8[l + 32];
-            }
-            isum  += sc0 * acc0 + sc1 * acc1;
-            summs += m0 * (b[i].bsums[4 * j] + b[i].bsums[4 * j + 1]) +
-                     m1 * (b[i].bsums[4 * j + 2] + b[i].bsums[4 * j + 3]);
-            q += 32;
-            q8 += 64;
-        }
-        const float d    = b[i].d * GGML_FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * GGML_FP16_TO_FP32(a[i].dmin);
-        sum += d * (float)isum - dmin * (float)summs;
-    }
-    *s = sum;
+void ggml_vec_dot_q4_K_q8_1_generic(int n, float * s, const void * x, const void * y) {
+    *s = vec_dot_k4_q8_1(n, x, y, false);
 }
 
-void ggml_vec_dot_q6_K_q8_K_generic(int n, float * s, const void * x, const void * y) {
+void ggml_vec_dot_q5_K_q8_1_generic(int n, float * s, const void * x, const void * y) {
+    *s = vec_dot_k4_q8_1(n, x, y, true);
+}
+
+void ggml_vec_dot_q6_K_q8_1_generic(int n, float * s, const void * x, const void * y) {
     const block_q6_K * a = (const block_q6_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_q8_1 * b = (const block_q8_1 *)y;
     const int nb = n / QK_K;
     float sum = 0.0f;
     for (int i = 0; i < nb; i++) {
-        int acc[16] = { 0 };
-        const uint8_t * ql = a[i].ql;
-        const uint8_t * qh = a[i].qh;
-        const int8_t * q8 = b[i].qs;
-        for (int c = 0; c < QK_K / 128; c++) {
-            for (int l = 0; l < 32; l++) {
-                const int q1 = ((ql[l +  0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-                const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-                const int q3 = ((ql[l +  0] >> 4)  | (((qh[l] >> 4) & 3) << 4)) - 32;
-                const int q4 = ((ql[l + 32] >> 4)  | (((qh[l] >> 6) & 3) << 4)) - 32;
-                const int is = c * 8 + l / 16;
-                acc[is + 0] += q1 * q8[l +  0];
-                acc[is + 2] += q2 * q8[l + 32];
-                acc[is + 4] += q3 * q8[l + 64];
-                acc[is + 6] += q4 * q8[l + 96];
-            }
-            ql += 64;
-            qh += 32;
-            q8 += 128;
+        int8_t lv[QK_K];
+        for (int e = 0; e < QK_K; e++) {
+            const int h = e / 128, quad = (e % 128) / 32, l = e % 32;
+            const uint8_t ql = a[i].ql[64 * h + l + 32 * (quad & 1)];
+            const int lo = quad >= 2 ? ql >> 4 : ql & 0xF;
+            lv[e] = (int8_t)((lo | (((a[i].qh[32 * h + l] >> (2 * quad)) & 3) << 4)) - 32);
         }
-        int isum = 0;
-        for (int j = 0; j < 16; j++) isum += a[i].scales[j] * acc[j];
-        sum += GGML_FP16_TO_FP32(a[i].d) * b[i].d * (float)isum;
+        float fsum = 0.0f;
+        for (int j = 0; j < QK_K / 32; j++) {
+            const block_q8_1 * bj = b + (size_t)i * 8 + j;
+            int acc0 = 0, acc1 = 0;
+            for (int l = 0; l < 16; l++) {
+                acc0 += lv[32 * j + l] * bj->qs[l];
+                acc1 += lv[32 * j + 16 + l] * bj->qs[16 + l];
+            }
+            fsum += bj->d * (float)(a[i].scales[2 * j] * acc0 + a[i].scales[2 * j + 1] * acc1);
+        }
+        sum += GGML_FP16_TO_FP32(a[i].d) * fsum;
     }
     *s = sum;
 }
@@ -324,9 +305,9 @@ void ggml_cpu_quants_init_generic(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q8_0].vec_dot = ggml_vec_dot_q8_0_q8_0_generic; t[GGML_TYPE_Q8_0].vec_dot_type = GGML_TYPE_Q8_0;
     t[GGML_TYPE_Q2_K].vec_dot = ggml_vec_dot_q2_K_q8_K_generic; t[GGML_TYPE_Q2_K].vec_dot_type = GGML_TYPE_Q8_K;
     t[GGML_TYPE_Q3_K].vec_dot = ggml_vec_dot_q3_K_q8_K_generic; t[GGML_TYPE_Q3_K].vec_dot_type = GGML_TYPE_Q8_K;
-    t[GGML_TYPE_Q4_K].vec_dot = ggml_vec_dot_q4_K_q8_K_generic; t[GGML_TYPE_Q4_K].vec_dot_type = GGML_TYPE_Q8_K;
-    t[GGML_TYPE_Q5_K].vec_dot = ggml_vec_dot_q5_K_q8_K_generic; t[GGML_TYPE_Q5_K].vec_dot_type = GGML_TYPE_Q8_K;
-    t[GGML_TYPE_Q6_K].vec_dot = ggml_vec_dot_q6_K_q8_K_generic; t[GGML_TYPE_Q6_K].vec_dot_type = GGML_TYPE_Q8_K;
+    t[GGML_TYPE_Q4_K].vec_dot = ggml_vec_dot_q4_K_q8_1_generic; t[GGML_TYPE_Q4_K].vec_dot_type = GGML_TYPE_Q8_1;
+    t[GGML_TYPE_Q5_K].vec_dot = ggml_vec_dot_q5_K_q8_1_generic; t[GGML_TYPE_Q5_K].vec_dot_type = GGML_TYPE_Q8_1;
+    t[GGML_TYPE_Q6_K].vec_dot = ggml_vec_dot_q6_K_q8_1_generic; t[GGML_TYPE_Q6_K].vec_dot_type = GGML_TYPE_Q8_1;
 
     t[GGML_TYPE_Q8_0].from_float = ggml_quantize_row_q8_0_generic;
     t[GGML_TYPE_Q8_1].from_float = ggml_quantize_row_q8_1_generic;

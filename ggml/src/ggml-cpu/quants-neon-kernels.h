@@ -183,48 +183,49 @@ static void NEON_NAME(vec_dot_q3_K_q8_K)(int n, float * s, const void * x, const
     *s = sum;
 }
 
-static void NEON_NAME(vec_dot_q4_K_q8_K)(int n, float * s, const void * x, const void * y) {
+// q4_K / q5_K / q6_K against q8_1: each 32 values' integer dot (times the weights' integer
+// sub-block scales) becomes a float with the q8_1 block's scale; mins come in with its s.
+static void NEON_NAME(vec_dot_q4_K_q8_1)(int n, float * s, const void * x, const void * y) {
     const block_q4_K * a = (const block_q4_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_q8_1 * b = (const block_q8_1 *)y;
     const int nb = n / QK_K;
     float sum = 0.0f;
     const uint8x16_t m4 = vdupq_n_u8(0x0F);
     for (int i = 0; i < nb; i++) {
         uint8_t sc[8], m[8];
         for (int j = 0; j < 8; j++) ggml_quants_get_scale_min_k4(j, a[i].scales, &sc[j], &m[j]);
-        int summs = 0;
-        for (int j = 0; j < 8; j++) summs += m[j] * (b[i].bsums[2 * j] + b[i].bsums[2 * j + 1]);
-        int isum = 0;
+        const block_q8_1 * bi = b + (size_t)i * 8;
+        float fsum = 0.0f, fmin = 0.0f;
         for (int j = 0; j < QK_K / 64; j++) {
             const uint8x16_t q0 = vld1q_u8(a[i].qs + 32 * j);
             const uint8x16_t q1 = vld1q_u8(a[i].qs + 32 * j + 16);
-            const int8_t * q8 = b[i].qs + 64 * j;
-            const int32x4_t plo = NEON_NAME(dot2)(vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(q8),
-                                                  vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(q8 + 16));
-            const int32x4_t phi = NEON_NAME(dot2)(vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(q8 + 32),
-                                                  vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(q8 + 48));
-            isum += sc[2 * j] * vaddvq_s32(plo) + sc[2 * j + 1] * vaddvq_s32(phi);
+            const int8_t * y0 = bi[2 * j].qs;
+            const int8_t * y1 = bi[2 * j + 1].qs;
+            const int32x4_t plo = NEON_NAME(dot2)(vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(y0),
+                                                  vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(y0 + 16));
+            const int32x4_t phi = NEON_NAME(dot2)(vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(y1),
+                                                  vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(y1 + 16));
+            fsum += bi[2 * j].d * (float)(sc[2 * j] * vaddvq_s32(plo)) +
+                    bi[2 * j + 1].d * (float)(sc[2 * j + 1] * vaddvq_s32(phi));
+            fmin += bi[2 * j].s * (float)m[2 * j] + bi[2 * j + 1].s * (float)m[2 * j + 1];
         }
-        const float d    = b[i].d * neon_fp16_to_f32(a[i].d);
-        const float dmin = b[i].d * neon_fp16_to_f32(a[i].dmin);
-        sum += d * (float)isum - dmin * (float)summs;
+        sum += neon_fp16_to_f32(a[i].d) * fsum - neon_fp16_to_f32(a[i].dmin) * fmin;
     }
     *s = sum;
 }
 
-static void NEON_NAME(vec_dot_q5_K_q8_K)(int n, float * s, const void * x, const void * y) {
+static void NEON_NAME(vec_dot_q5_K_q8_1)(int n, float * s, const void * x, const void * y) {
     const block_q5_K * a = (const block_q5_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_q8_1 * b = (const block_q8_1 *)y;
     const int nb = n / QK_K;
     float sum = 0.0f;
     const uint8x16_t m4 = vdupq_n_u8(0x0F), b4 = vdupq_n_u8(0x10);
     for (int i = 0; i < nb; i++) {
         uint8_t sc[8], m[8];
         for (int j = 0; j < 8; j++) ggml_quants_get_scale_min_k4(j, a[i].scales, &sc[j], &m[j]);
-        int summs = 0;
-        for (int j = 0; j < 8; j++) summs += m[j] * (b[i].bsums[2 * j] + b[i].bsums[2 * j + 1]);
+        const block_q8_1 * bi = b + (size_t)i * 8;
         const uint8x16_t qh0 = vld1q_u8(a[i].qh), qh1 = vld1q_u8(a[i].qh + 16);
-        int isum = 0;
+        float fsum = 0.0f, fmin = 0.0f;
         for (int j = 0; j < QK_K / 64; j++) {
             const uint8x16_t q0 = vld1q_u8(a[i].qs + 32 * j);
             const uint8x16_t q1 = vld1q_u8(a[i].qs + 32 * j + 16);
@@ -234,34 +235,36 @@ static void NEON_NAME(vec_dot_q5_K_q8_K)(int n, float * s, const void * x, const
             const uint8x16_t l1 = vorrq_u8(vandq_u8(q1, m4), vandq_u8(vtstq_u8(qh1, blo), b4));
             const uint8x16_t h0 = vorrq_u8(vshrq_n_u8(q0, 4), vandq_u8(vtstq_u8(qh0, bhi), b4));
             const uint8x16_t h1 = vorrq_u8(vshrq_n_u8(q1, 4), vandq_u8(vtstq_u8(qh1, bhi), b4));
-            const int8_t * q8 = b[i].qs + 64 * j;
-            const int32x4_t plo = NEON_NAME(dot2)(vreinterpretq_s8_u8(l0), vld1q_s8(q8),
-                                                  vreinterpretq_s8_u8(l1), vld1q_s8(q8 + 16));
-            const int32x4_t phi = NEON_NAME(dot2)(vreinterpretq_s8_u8(h0), vld1q_s8(q8 + 32),
-                                                  vreinterpretq_s8_u8(h1), vld1q_s8(q8 + 48));
-            isum += sc[2 * j] * vaddvq_s32(plo) + sc[2 * j + 1] * vaddvq_s32(phi);
+            const int8_t * y0 = bi[2 * j].qs;
+            const int8_t * y1 = bi[2 * j + 1].qs;
+            const int32x4_t plo = NEON_NAME(dot2)(vreinterpretq_s8_u8(l0), vld1q_s8(y0),
+                                                  vreinterpretq_s8_u8(l1), vld1q_s8(y0 + 16));
+            const int32x4_t phi = NEON_NAME(dot2)(vreinterpretq_s8_u8(h0), vld1q_s8(y1),
+                                                  vreinterpretq_s8_u8(h1), vld1q_s8(y1 + 16));
+            fsum += bi[2 * j].d * (float)(sc[2 * j] * vaddvq_s32(plo)) +
+                    bi[2 * j + 1].d * (float)(sc[2 * j + 1] * vaddvq_s32(phi));
+            fmin += bi[2 * j].s * (float)m[2 * j] + bi[2 * j + 1].s * (float)m[2 * j + 1];
         }
-        const float d    = b[i].d * neon_fp16_to_f32(a[i].d);
-        const float dmin = b[i].d * neon_fp16_to_f32(a[i].dmin);
-        sum += d * (float)isum - dmin * (float)summs;
+        sum += neon_fp16_to_f32(a[i].d) * fsum - neon_fp16_to_f32(a[i].dmin) * fmin;
     }
     *s = sum;
 }
 
-static void NEON_NAME(vec_dot_q6_K_q8_K)(int n, float * s, const void * x, const void * y) {
+static void NEON_NAME(vec_dot_q6_K_q8_1)(int n, float * s, const void * x, const void * y) {
     const block_q6_K * a = (const block_q6_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_q8_1 * b = (const block_q8_1 *)y;
     const int nb = n / QK_K;
     float sum = 0.0f;
     const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(0x03);
     const int8x16_t off = vdupq_n_s8(32);
     for (int i = 0; i < nb; i++) {
         const int8_t * sc = a[i].scales;
-        int isum = 0;
+        const block_q8_1 * bi = b + (size_t)i * 8;
+        float fsum = 0.0f;
         for (int c = 0; c < QK_K / 128; c++) {
             const uint8_t * ql = a[i].ql + 64 * c;
             const uint8_t * qh = a[i].qh + 32 * c;
-            const int8_t * q8 = b[i].qs + 128 * c;
+            int isub[4] = { 0, 0, 0, 0 }; // the 32-element sub-blocks 4c..4c+3
             for (int half = 0; half < 2; half++) {
                 const uint8x16_t l0 = vld1q_u8(ql + 16 * half);
                 const uint8x16_t l1 = vld1q_u8(ql + 32 + 16 * half);
@@ -275,11 +278,12 @@ static void NEON_NAME(vec_dot_q6_K_q8_K)(int n, float * s, const void * x, const
                 };
                 for (int k = 0; k < 4; k++) {
                     const int8x16_t v = vsubq_s8(vreinterpretq_s8_u8(u[k]), off);
-                    isum += sc[8 * c + 2 * k + half] * NEON_NAME(dot16)(v, q8 + 32 * k + 16 * half);
+                    isub[k] += sc[8 * c + 2 * k + half] * NEON_NAME(dot16)(v, bi[4 * c + k].qs + 16 * half);
                 }
             }
+            for (int k = 0; k < 4; k++) fsum += bi[4 * c + k].d * (float)isub[k];
         }
-        sum += neon_fp16_to_f32(a[i].d) * b[i].d * (float)isum;
+        sum += neon_fp16_to_f32(a[i].d) * fsum;
     }
     *s = sum;
 }
@@ -293,7 +297,7 @@ static void NEON_NAME(install)(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q8_0].vec_dot = NEON_NAME(vec_dot_q8_0_q8_0);
     t[GGML_TYPE_Q2_K].vec_dot = NEON_NAME(vec_dot_q2_K_q8_K);
     t[GGML_TYPE_Q3_K].vec_dot = NEON_NAME(vec_dot_q3_K_q8_K);
-    t[GGML_TYPE_Q4_K].vec_dot = NEON_NAME(vec_dot_q4_K_q8_K);
-    t[GGML_TYPE_Q5_K].vec_dot = NEON_NAME(vec_dot_q5_K_q8_K);
-    t[GGML_TYPE_Q6_K].vec_dot = NEON_NAME(vec_dot_q6_K_q8_K);
+    t[GGML_TYPE_Q4_K].vec_dot = NEON_NAME(vec_dot_q4_K_q8_1);
+    t[GGML_TYPE_Q5_K].vec_dot = NEON_NAME(vec_dot_q5_K_q8_1);
+    t[GGML_TYPE_Q6_K].vec_dot = NEON_NAME(vec_dot_q6_K_q8_1);
 }

@@ -45,9 +45,9 @@ void ggml_vec_dot_q5_1_q8_1_generic(int n, float * s, const void * x, const void
 void ggml_vec_dot_q8_0_q8_0_generic(int n, float * s, const void * x, const void * y);
 void ggml_vec_dot_q2_K_q8_K_generic(int n, float * s, const void * x, const void * y);
 void ggml_vec_dot_q3_K_q8_K_generic(int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_q4_K_q8_K_generic(int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_q5_K_q8_K_generic(int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_q6_K_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q4_K_q8_1_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q5_K_q8_1_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_q6_K_q8_1_generic(int n, float * s, const void * x, const void * y);
 
 void ggml_quantize_row_q8_0_generic(const float * x, void * y, int64_t k);
 void ggml_quantize_row_q8_1_generic(const float * x, void * y, int64_t k);
