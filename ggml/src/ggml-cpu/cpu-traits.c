@@ -9,6 +9,9 @@
 #include "../ggml-env.h"
 
 #include <pthread.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +49,15 @@ static bool cpu_has_avx512(void) {
 }
 #endif
 
+#if defined(__x86_64__) || defined(__i386__)
+// cpuid's vendor string is "GenuineIntel".
+static bool cpu_is_intel(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu; // "Genu" "ineI" "ntel"
+}
+#endif
+
 static void tables_init(void) {
     for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
         ggml_cpu_quants_init_generic(variant_tables[v]);
@@ -71,6 +83,17 @@ static void tables_init(void) {
         ggml_cpu_quants_init_avx512(variant_tables[GGML_CPU_KERNELS_AVX512]);
         ggml_gemm_init_avx2(gemm_tables[GGML_CPU_KERNELS_AVX512]);
         ggml_gemm_init_avx512(gemm_tables[GGML_CPU_KERNELS_AVX512]);
+        if (cpu_is_intel() && variant_ok[GGML_CPU_KERNELS_AVX2]) {
+            // Token generation streams each repacked weight once against one column. Intel's
+            // AVX-512 cores do that faster with the 256-bit one-column kernel (a Sapphire
+            // Rapids-class Xeon, TinyLlama Q4_0, 2 threads: 21.9 against 27.4 ms of q4_0 matmuls
+            // per token); prompts keep the 512-bit tiles. Same layouts and float order: the same bits.
+            for (int i = 0; i < GGML_TYPE_COUNT; i++) {
+                struct ggml_gemm_traits * t5 = &gemm_tables[GGML_CPU_KERNELS_AVX512][i];
+                const struct ggml_gemm_traits * t2 = &gemm_tables[GGML_CPU_KERNELS_AVX2][i];
+                if (t5->kernel_repacked1 && t2->kernel_repacked1) t5->kernel_repacked1 = t2->kernel_repacked1;
+            }
+        }
         variant_ok[GGML_CPU_KERNELS_AVX512] = true;
     }
 #elif defined(__aarch64__)
