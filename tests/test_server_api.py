@@ -409,6 +409,53 @@ def test_run_wakes_the_loop_once_for_events_that_pile_up():
     asyncio.run(main())
 
 
+def test_loop_waker_one_wake_up_per_step_for_every_stream():
+    """Runs fed by one engine step are woken by one call_soon_threadsafe (the engine's notify),
+    each run getting its own events in order."""
+    import threading
+    from llama_py.server.app import _LoopWaker, _Run
+    from llama_py.server.engine import Event
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        calls = []
+        real = loop.call_soon_threadsafe
+        loop.call_soon_threadsafe = lambda *a: (calls.append(a[0]), real(*a))[1]
+        waker = _LoopWaker(loop)
+        runs = [_Run(loop, waker) for _ in range(3)]
+        sinks = []
+        for r in runs:
+            r.open = 1
+            sinks.append(r.sink(0))
+
+        def step(k, end=False):
+            for j, put in enumerate(sinks):
+                put(Event("done") if end else Event("token", text=f"{j}:{k}"))
+            waker.notify()
+            waker.notify()  # the same step's callable twice still makes one wake-up
+
+        th = threading.Thread(target=lambda: [step(k) for k in range(3)])
+        th.start()
+        th.join()
+        assert len(calls) == 1  # the loop was busy: three steps, one wake-up
+        outs = [[] for _ in runs]
+
+        async def read(j):
+            async for b in runs[j].batches():
+                outs[j].extend((ev.kind, ev.text) for _, ev in b)
+        tasks = [asyncio.ensure_future(read(j)) for j in range(3)]
+        await asyncio.sleep(0)
+        th = threading.Thread(target=lambda: (time.sleep(0.05), step(3, end=True)))
+        th.start()
+        await asyncio.wait_for(asyncio.gather(*tasks), 10)
+        th.join()
+        for j in range(3):
+            assert outs[j] == [("token", f"{j}:{k}") for k in range(3)] + [("done", "")]
+        assert len(calls) == 2
+
+    asyncio.run(main())
+
+
 def test_stream_coalesced_while_the_loop_is_stalled(served, client, llama_ref, monkeypatch):
     """While the server's event loop is stalled the engine keeps generating; what piled up leaves
     in one write of several SSE events, which the openai client reads as separate chunks: every
@@ -419,8 +466,8 @@ def test_stream_coalesced_while_the_loop_is_stalled(served, client, llama_ref, m
     loops, sizes = [], []
     real_init, real_batches = appmod._Run.__init__, appmod._Run.batches
 
-    def init(self, loop):
-        real_init(self, loop)
+    def init(self, loop, *a):
+        real_init(self, loop, *a)
         loops.append(loop)
 
     async def batches(self):

@@ -76,14 +76,43 @@ class ModelEntry:
 # ---------------------------------------------------------------------------------------------
 # bridging engine events (scheduler thread) to the event loop
 
-class _Run:
-    """The n generations of one HTTP request. The scheduler thread appends (index, event) to a
-    deque and wakes the loop only when no wake-up is already on its way: a call_soon_threadsafe
-    (a write to the loop's self-pipe) costs more than the rest of a token's path, so the events
-    that pile up while the loop is busy (other streams, a slow client) travel on one wake-up and
-    leave in one write."""
+class _LoopWaker:
+    """Wakes the runs of one event loop that have new events, on one call_soon_threadsafe per
+    engine step however many streams that step fed. The engine calls notify() right before its
+    next llama_decode: the loop then does its work while the decode has released the GIL,
+    instead of taking it back and forth with the scheduler thread's sampling."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.runs: collections.deque = collections.deque()
+        self.pending = False
+
+    def notify(self) -> None:
+        if self.pending:  # a drain is scheduled and has not started: it will see every run queued
+            return
+        self.pending = True
+        try:
+            self.loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            pass
+
+    def _drain(self) -> None:
+        self.pending = False  # cleared first: a run queued from now on schedules another drain
+        while self.runs:
+            run = self.runs.popleft()
+            run._queued = False
+            run._wake()
+
+
+class _Run:
+    """The n generations of one HTTP request. The scheduler thread appends (index, event) to a
+    deque. A call_soon_threadsafe (a write to the loop's self-pipe, a wake-up, and the GIL handed
+    back and forth) costs more than the rest of a token's path, so the loop is woken once per
+    engine step through the loop's _LoopWaker when the engine supports it (Engine.calls_notify),
+    else at most once until it has taken what is there; the events that pile up while the loop
+    is busy (other streams, a slow client) leave in one write."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, waker: Optional[_LoopWaker] = None):
         self.loop = loop
         self.buf: collections.deque = collections.deque()
         self.reqs: List[GenRequest] = []
@@ -91,8 +120,20 @@ class _Run:
         self.closed = False
         self._waiter: Optional[asyncio.Future] = None
         self._wake_pending = False
+        self._queued = False
+        self.waker = waker
 
     def sink(self, index: int):
+        if self.waker is not None:
+            def put_batched(ev: Event) -> None:
+                self.buf.append((index, ev))
+                # Appended before the flag is read: the drain clears the flag before it wakes
+                # this run, so either it is still to come or this run is queued again.
+                if not self._queued:
+                    self._queued = True
+                    self.waker.runs.append(self)
+            return put_batched
+
         def put(ev: Event) -> None:
             self.buf.append((index, ev))
             # Appended before the flag is read: a pending wake-up clears the flag before it
@@ -215,6 +256,7 @@ class _App:
         self.default = entries[0]
         self.api_key = api_key
         self.metrics = ServerMetrics()
+        self.wakers: Dict[asyncio.AbstractEventLoop, _LoopWaker] = {}  # one per loop serving (normally one)
 
     def entry(self, body: dict) -> ModelEntry:
         name = body.get("model")
@@ -282,7 +324,8 @@ class _App:
                             presence_penalty=gp.presence_penalty, seed=seed, logit_bias=gp.logit_bias,
                             grammar=grammar, ignore_eos=gp.ignore_eos)
         req = GenRequest(prompt_tokens=tokens, max_tokens=max(1, max_tokens), sampling=sp, stop=gp.stop,
-                         logprobs=gp.logprobs, sink=run.sink(index))
+                         logprobs=gp.logprobs, sink=run.sink(index),
+                         notify=run.waker.notify if run.waker is not None else None)
         try:
             e.engine.submit(req)
         except ContextOverflow as err:
@@ -299,7 +342,13 @@ class _App:
         run.open += 1
 
     def _start(self, e: ModelEntry, prompts: List[List[int]], gp: P.GenParams, grammar=None) -> _Run:
-        run = _Run(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        waker = None
+        if getattr(e.engine, "calls_notify", False):
+            waker = self.wakers.get(loop)
+            if waker is None:
+                waker = self.wakers[loop] = _LoopWaker(loop)
+        run = _Run(loop, waker)
         try:
             for pi, toks in enumerate(prompts):
                 for j in range(gp.n):
