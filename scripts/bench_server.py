@@ -45,7 +45,7 @@ class _Tally:
 
     def __init__(self):
         self.t0 = time.perf_counter()
-        self.ttft, self.chunks, self.usage = None, 0, None
+        self.ttft, self.chunks, self.usage, self.t_last = None, 0, None, None
 
     def event(self, data: str) -> None:
         if data == "[DONE]":
@@ -54,13 +54,18 @@ class _Tally:
         if d.get("usage"):
             self.usage = d["usage"]
         if d.get("choices") and d["choices"][0].get("text"):
+            self.t_last = time.perf_counter()
             if self.ttft is None:
-                self.ttft = time.perf_counter() - self.t0
+                self.ttft = self.t_last - self.t0
             self.chunks += 1
 
     def result(self):
         n = self.usage["completion_tokens"] if self.usage else self.chunks
-        return {"ttft": self.ttft or float("nan"), "tokens": n, "seconds": time.perf_counter() - self.t0}
+        # after the first token, as `python -m llama_py run` counts its generation speed (the
+        # prompt is TTFT's); chunks, not tokens: a chunk may carry several (or held-back) tokens
+        gen = self.t_last - self.t0 - self.ttft if self.chunks > 1 else 0.0
+        return {"ttft": self.ttft or float("nan"), "tokens": n, "seconds": time.perf_counter() - self.t0,
+                "decode_tps": (n - 1) / gen if gen > 0 else float("nan")}
 
 
 async def one_stream(client: httpx.AsyncClient, url: str, args, i: int):
@@ -126,7 +131,8 @@ async def run_round(url: str, args):
     total = sum(r["tokens"] for r in res)
     return {"wall": wall, "tokens": total, "agg_tps": total / wall, "client_cpu_ms_per_token": 1e3 * cpu / max(total, 1),
             "ttft_mean": statistics.mean(r["ttft"] for r in res), "ttft_max": max(r["ttft"] for r in res),
-            "per_client_tps": statistics.mean(r["tokens"] / r["seconds"] for r in res)}
+            "per_client_tps": statistics.mean(r["tokens"] / r["seconds"] for r in res),
+            "decode_tps": statistics.mean(r["decode_tps"] for r in res)}
 
 
 def _start_own_server(args):
@@ -184,7 +190,7 @@ def main() -> int:
             else:
                 print(f"round {k}: {args.clients} clients x {args.tokens} tokens: {r['tokens']} tokens in "
                       f"{r['wall']:.2f} s = {r['agg_tps']:.1f} tok/s aggregate, {r['per_client_tps']:.1f} tok/s "
-                      f"per client, TTFT mean {r['ttft_mean'] * 1000:.0f} ms max {r['ttft_max'] * 1000:.0f} ms, "
+                      f"per client ({r['decode_tps']:.1f} after the first token), TTFT mean {r['ttft_mean'] * 1000:.0f} ms max {r['ttft_max'] * 1000:.0f} ms, "
                       f"client CPU {r['client_cpu_ms_per_token']:.3f} ms/token ({args.client})",
                       flush=True)
     finally:
