@@ -9,6 +9,12 @@ and time to first token (not a test: numbers mean something only on a quiet mach
 Against another server (llama-cpp-python's, llama.cpp's llama-server -np 8) pass --url; every
 request asks for exactly T tokens (ignore_eos, which llama-server and llama_py honour; others
 may stop early, so generated tokens are counted from the stream, never assumed).
+
+The client runs on the same machine as the server, and on a 2-core machine every millisecond it
+computes is taken from the server's compute threads. `--client httpx` (the default) reads the
+streams the way Python applications do; `--client raw` reads them over plain asyncio sockets
+(an HTTP/1.1 request, chunked or plain body, SSE events split on blank lines) and costs a
+fraction of the CPU. Each round prints the client's own CPU time per generated token.
 """
 from __future__ import annotations
 
@@ -23,42 +29,110 @@ import sys
 import time
 
 import httpx
+from urllib.parse import urlsplit
 
 PROMPT = "Write a long story about a lighthouse keeper who finds a map in a bottle. Chapter 1:"
 
 
-async def one_stream(client: httpx.AsyncClient, url: str, args, i: int):
-    body = {"model": args.model_name, "prompt": f"{PROMPT} ({i})", "max_tokens": args.tokens, "stream": True,
+def _body(args, i: int) -> dict:
+    return {"model": args.model_name, "prompt": f"{PROMPT} ({i})", "max_tokens": args.tokens, "stream": True,
             "temperature": args.temp, "seed": i, "ignore_eos": True,
             "stream_options": {"include_usage": True}}
-    t0 = time.perf_counter()
-    ttft, chunks, usage = None, 0, None
-    async with client.stream("POST", url + "/v1/completions", json=body) as r:
+
+
+class _Tally:
+    """Counts one stream's events: time to the first text, text chunks, the usage if sent."""
+
+    def __init__(self):
+        self.t0 = time.perf_counter()
+        self.ttft, self.chunks, self.usage, self.t_last = None, 0, None, None
+
+    def event(self, data: str) -> None:
+        if data == "[DONE]":
+            return
+        d = json.loads(data)
+        if d.get("usage"):
+            self.usage = d["usage"]
+        if d.get("choices") and d["choices"][0].get("text"):
+            self.t_last = time.perf_counter()
+            if self.ttft is None:
+                self.ttft = self.t_last - self.t0
+            self.chunks += 1
+
+    def result(self):
+        n = self.usage["completion_tokens"] if self.usage else self.chunks
+        # after the first token, as `python -m llama_py run` counts its generation speed (the
+        # prompt is TTFT's); chunks, not tokens: a chunk may carry several (or held-back) tokens
+        gen = self.t_last - self.t0 - self.ttft if self.chunks > 1 else 0.0
+        return {"ttft": self.ttft or float("nan"), "tokens": n, "seconds": time.perf_counter() - self.t0,
+                "decode_tps": (n - 1) / gen if gen > 0 else float("nan")}
+
+
+async def one_stream(client: httpx.AsyncClient, url: str, args, i: int):
+    t = _Tally()
+    async with client.stream("POST", url + "/v1/completions", json=_body(args, i)) as r:
         r.raise_for_status()
         async for line in r.aiter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            d = json.loads(line[6:])
-            if d.get("usage"):
-                usage = d["usage"]
-            if d.get("choices") and d["choices"][0].get("text"):
-                if ttft is None:
-                    ttft = time.perf_counter() - t0
-                chunks += 1
-    n = usage["completion_tokens"] if usage else chunks
-    return {"ttft": ttft or float("nan"), "tokens": n, "seconds": time.perf_counter() - t0}
+            if line.startswith("data: "):
+                t.event(line[6:])
+    return t.result()
+
+
+async def one_stream_raw(url: str, args, i: int):
+    """The same request over a bare asyncio connection (see the module's doc)."""
+    u = urlsplit(url)
+    body = json.dumps(_body(args, i)).encode()
+    t = _Tally()
+    reader, writer = await asyncio.open_connection(u.hostname, u.port or 80)
+    try:
+        writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (u.netloc.encode(), len(body)) + body)
+        status = (await reader.readline()).split()
+        if len(status) < 2 or status[1] != b"200":
+            raise SystemExit(f"HTTP {b' '.join(status[1:]).decode(errors='replace')} from {url}")
+        chunked = False
+        while True:
+            h = await reader.readline()
+            if h in (b"\r\n", b"\n", b""):
+                break
+            k, _, v = h.partition(b":")
+            chunked |= k.strip().lower() == b"transfer-encoding" and b"chunked" in v.lower()
+        buf = b""
+        while True:
+            if chunked:
+                n = int((await reader.readline()).split(b";")[0], 16)
+                if n == 0:
+                    break
+                data = (await reader.readexactly(n + 2))[:-2]
+            else:
+                data = await reader.read(65536)
+                if not data:
+                    break
+            buf += data
+            *events, buf = buf.replace(b"\r\n", b"\n").split(b"\n\n")
+            for ev in events:
+                for line in ev.split(b"\n"):
+                    if line.startswith(b"data: "):
+                        t.event(line[6:].decode())
+    finally:
+        writer.close()
+    return t.result()
 
 
 async def run_round(url: str, args):
     limits = httpx.Limits(max_connections=args.clients + 4)
     async with httpx.AsyncClient(timeout=600, limits=limits) as client:
-        t0 = time.perf_counter()
-        res = await asyncio.gather(*[one_stream(client, url, args, i) for i in range(args.clients)])
-        wall = time.perf_counter() - t0
+        t0, c0 = time.perf_counter(), time.process_time()
+        if args.client == "raw":
+            res = await asyncio.gather(*[one_stream_raw(url, args, i) for i in range(args.clients)])
+        else:
+            res = await asyncio.gather(*[one_stream(client, url, args, i) for i in range(args.clients)])
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     total = sum(r["tokens"] for r in res)
-    return {"wall": wall, "tokens": total, "agg_tps": total / wall,
+    return {"wall": wall, "tokens": total, "agg_tps": total / wall, "client_cpu_ms_per_token": 1e3 * cpu / max(total, 1),
             "ttft_mean": statistics.mean(r["ttft"] for r in res), "ttft_max": max(r["ttft"] for r in res),
-            "per_client_tps": statistics.mean(r["tokens"] / r["seconds"] for r in res)}
+            "per_client_tps": statistics.mean(r["tokens"] / r["seconds"] for r in res),
+            "decode_tps": statistics.mean(r["decode_tps"] for r in res)}
 
 
 def _start_own_server(args):
@@ -99,6 +173,8 @@ def main() -> int:
     ap.add_argument("-t", "--threads", type=int, default=None)
     ap.add_argument("--temp", type=float, default=0.0)
     ap.add_argument("-r", "--rounds", type=int, default=3)
+    ap.add_argument("--client", choices=("httpx", "raw"), default="httpx",
+                    help="how the streams are read (raw: bare asyncio sockets, least client CPU)")
     ap.add_argument("--json", action="store_true", help="one JSON line per round")
     args = ap.parse_args()
     proc = None
@@ -114,7 +190,8 @@ def main() -> int:
             else:
                 print(f"round {k}: {args.clients} clients x {args.tokens} tokens: {r['tokens']} tokens in "
                       f"{r['wall']:.2f} s = {r['agg_tps']:.1f} tok/s aggregate, {r['per_client_tps']:.1f} tok/s "
-                      f"per client, TTFT mean {r['ttft_mean'] * 1000:.0f} ms max {r['ttft_max'] * 1000:.0f} ms",
+                      f"per client ({r['decode_tps']:.1f} after the first token), TTFT mean {r['ttft_mean'] * 1000:.0f} ms max {r['ttft_max'] * 1000:.0f} ms, "
+                      f"client CPU {r['client_cpu_ms_per_token']:.3f} ms/token ({args.client})",
                       flush=True)
     finally:
         if proc is not None:

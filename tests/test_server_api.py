@@ -364,6 +364,143 @@ def test_context_overflow_is_400_naming_the_limit(client):
     assert client.completions.create(model="smollm2", prompt="Hello", max_tokens=2).choices[0].text is not None
 
 
+def test_run_wakes_the_loop_once_for_events_that_pile_up():
+    """Events sunk while the loop is busy cost one call_soon_threadsafe and come out as one
+    batch, each exactly once and in order; an event sunk while the loop waits wakes it."""
+    import threading
+    from llama_py.server.app import _Run
+    from llama_py.server.engine import Event
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        calls = []
+        real = loop.call_soon_threadsafe
+        loop.call_soon_threadsafe = lambda *a: (calls.append(a[0]), real(*a))[1]
+        run = _Run(loop)
+        run.open = 2
+        put0, put1 = run.sink(0), run.sink(1)
+
+        def produce(n0, n1, end):
+            for k in range(n0):
+                put0(Event("token", text=f"a{k}"))
+            for k in range(n1):
+                put1(Event("token", text=f"b{k}"))
+            if end:
+                put0(Event("done"))
+                put1(Event("done"))
+
+        th = threading.Thread(target=produce, args=(5, 3, False))
+        th.start()
+        th.join()  # the loop is blocked meanwhile: everything piles up
+        it = run.batches()
+        first = await it.__anext__()
+        assert [(i, ev.text) for i, ev in first] == [(0, f"a{k}") for k in range(5)] + [(1, f"b{k}") for k in range(3)]
+        assert len(calls) == 1
+        # now the loop waits first; the producer's event must wake it
+        th = threading.Thread(target=lambda: (time.sleep(0.05), produce(1, 0, True)))
+        th.start()
+        rest = []
+        async for b in it:
+            rest.extend(b)
+        th.join()
+        assert [(i, ev.kind, ev.text) for i, ev in rest] == [(0, "token", "a0"), (0, "done", ""), (1, "done", "")]
+        assert run.open == 0 and not run.buf
+
+    asyncio.run(main())
+
+
+def test_loop_waker_one_wake_up_per_step_for_every_stream():
+    """Runs fed by one engine step are woken by one call_soon_threadsafe (the engine's notify),
+    each run getting its own events in order."""
+    import threading
+    from llama_py.server.app import _LoopWaker, _Run
+    from llama_py.server.engine import Event
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        calls = []
+        real = loop.call_soon_threadsafe
+        loop.call_soon_threadsafe = lambda *a: (calls.append(a[0]), real(*a))[1]
+        waker = _LoopWaker(loop)
+        runs = [_Run(loop, waker) for _ in range(3)]
+        sinks = []
+        for r in runs:
+            r.open = 1
+            sinks.append(r.sink(0))
+
+        def step(k, end=False):
+            for j, put in enumerate(sinks):
+                put(Event("done") if end else Event("token", text=f"{j}:{k}"))
+            waker.notify()
+            waker.notify()  # the same step's callable twice still makes one wake-up
+
+        th = threading.Thread(target=lambda: [step(k) for k in range(3)])
+        th.start()
+        th.join()
+        assert len(calls) == 1  # the loop was busy: three steps, one wake-up
+        outs = [[] for _ in runs]
+
+        async def read(j):
+            async for b in runs[j].batches():
+                outs[j].extend((ev.kind, ev.text) for _, ev in b)
+        tasks = [asyncio.ensure_future(read(j)) for j in range(3)]
+        await asyncio.sleep(0)
+        th = threading.Thread(target=lambda: (time.sleep(0.05), step(3, end=True)))
+        th.start()
+        await asyncio.wait_for(asyncio.gather(*tasks), 10)
+        th.join()
+        for j in range(3):
+            assert outs[j] == [("token", f"{j}:{k}") for k in range(3)] + [("done", "")]
+        assert len(calls) == 2
+
+    asyncio.run(main())
+
+
+def test_stream_coalesced_while_the_loop_is_stalled(served, client, llama_ref, monkeypatch):
+    """While the server's event loop is stalled the engine keeps generating; what piled up leaves
+    in one write of several SSE events, which the openai client reads as separate chunks: every
+    token exactly once and in order (the same tokens as the non-streamed request, the same
+    greedy text as the Llama class)."""
+    from llama_py.server import app as appmod
+    url, app, entry = served
+    loops, sizes = [], []
+    real_init, real_batches = appmod._Run.__init__, appmod._Run.batches
+
+    def init(self, loop, *a):
+        real_init(self, loop, *a)
+        loops.append(loop)
+
+    async def batches(self):
+        async for b in real_batches(self):
+            sizes.append(len(b))
+            yield b
+    monkeypatch.setattr(appmod._Run, "__init__", init)
+    monkeypatch.setattr(appmod._Run, "batches", batches)
+
+    def stall():  # runs on the server's loop: blocks it until the engine has made 8 more tokens
+        start, end = entry.engine.metrics.generated, time.monotonic() + 60
+        while entry.engine.metrics.generated < start + 8 and time.monotonic() < end:
+            time.sleep(0.002)
+
+    prompt, n = "Write a long story about a lighthouse keeper.", 40
+    kw = dict(model="smollm2", prompt=prompt, max_tokens=n, temperature=0, logprobs=0, extra_body={"ignore_eos": True})
+    toks, text = [], []
+    for k, ch in enumerate(client.completions.create(stream=True, **kw)):
+        if k == 0:
+            loops[-1].call_soon_threadsafe(stall)
+        for c in ch.choices:
+            text.append(c.text)
+            if c.logprobs is not None:
+                toks.extend(c.logprobs.tokens)
+    assert max(sizes) >= 8, sizes
+    whole = client.completions.create(**kw).choices[0]
+    assert toks == whole.logprobs.tokens and len(toks) == n
+    assert "".join(text) == "".join(toks) == whole.text
+    ref = llama_ref.create_completion(prompt, max_tokens=n, temperature=0)["choices"][0]
+    llama_ref.reset()
+    assert whole.text.startswith(ref["text"]) if ref["finish_reason"] == "stop" else whole.text == ref["text"]
+
+
 def test_client_disconnect_cancels_within_a_step(served):
     url, app, entry = served
     before = entry.engine.metrics.finish.get("cancelled", 0)

@@ -56,6 +56,32 @@ def test_continuous_batching_one_decode_for_all_slots(model):
         long.result(timeout=60)
 
 
+def test_notify_once_per_step_before_the_decode(model):
+    """GenRequest.notify: called once per step for every request that step fed (one call for a
+    callable shared by several requests), before the next llama_decode, and before the engine
+    goes idle: no event is left behind a last notify."""
+    log = []  # ("ev", kind) and ("notify",) in the order the scheduler thread made them
+    shared = lambda: log.append(("notify",))  # noqa: E731
+    with Engine(model, n_slots=2, n_ctx=1024) as eng:
+        reqs = [eng.submit(GenRequest(model.tokenize(p), max_tokens=6, sampling=GREEDY,
+                                      sink=lambda ev: log.append(("ev", ev.kind)), notify=shared))
+                for p in PROMPTS[:2]]
+        assert eng.wait_idle(60)
+    kinds = [e for e in log if e[0] == "ev"]
+    assert len(kinds) == 2 * 6 + 2 and sum(1 for e in kinds if e[1] == "done") == 2
+    assert log[-1] == ("notify",)  # nothing left undelivered
+    # both requests decode in the same steps: their events share one notify per step
+    runs, n = [], 0
+    for e in log:
+        if e[0] == "ev":
+            n += 1
+        else:
+            runs.append(n)
+            n = 0
+    assert all(k > 0 for k in runs)  # never a notify without an event before it
+    assert len(runs) < len(kinds) and max(runs) >= 2
+
+
 def test_cancel_frees_the_slot_at_once(model):
     with Engine(model, n_slots=1, n_ctx=1024) as eng:
         req = eng.submit(GenRequest(model.tokenize("Tell a long story:"), max_tokens=900, sampling=GREEDY))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import hmac
 import json
 import logging
@@ -75,41 +76,117 @@ class ModelEntry:
 # ---------------------------------------------------------------------------------------------
 # bridging engine events (scheduler thread) to the event loop
 
-class _Run:
-    """The n generations of one HTTP request; events arrive on one asyncio queue as (index, event)."""
+class _LoopWaker:
+    """Wakes the runs of one event loop that have new events, on one call_soon_threadsafe per
+    engine step however many streams that step fed. The engine calls notify() right before its
+    next llama_decode: the loop then does its work while the decode has released the GIL,
+    instead of taking it back and forth with the scheduler thread's sampling."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
-        self.q: asyncio.Queue = asyncio.Queue()
+        self.runs: collections.deque = collections.deque()
+        self.pending = False
+
+    def notify(self) -> None:
+        if self.pending:  # a drain is scheduled and has not started: it will see every run queued
+            return
+        self.pending = True
+        try:
+            self.loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            pass
+
+    def _drain(self) -> None:
+        self.pending = False  # cleared first: a run queued from now on schedules another drain
+        while self.runs:
+            run = self.runs.popleft()
+            run._queued = False
+            run._wake()
+
+
+class _Run:
+    """The n generations of one HTTP request. The scheduler thread appends (index, event) to a
+    deque. A call_soon_threadsafe (a write to the loop's self-pipe, a wake-up, and the GIL handed
+    back and forth) costs more than the rest of a token's path, so the loop is woken once per
+    engine step through the loop's _LoopWaker when the engine supports it (Engine.calls_notify),
+    else at most once until it has taken what is there; the events that pile up while the loop
+    is busy (other streams, a slow client) leave in one write."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, waker: Optional[_LoopWaker] = None):
+        self.loop = loop
+        self.buf: collections.deque = collections.deque()
         self.reqs: List[GenRequest] = []
         self.open = 0
+        self.closed = False
+        self._waiter: Optional[asyncio.Future] = None
+        self._wake_pending = False
+        self._queued = False
+        self.waker = waker
 
     def sink(self, index: int):
+        if self.waker is not None:
+            def put_batched(ev: Event) -> None:
+                self.buf.append((index, ev))
+                # Appended before the flag is read: the drain clears the flag before it wakes
+                # this run, so either it is still to come or this run is queued again.
+                if not self._queued:
+                    self._queued = True
+                    self.waker.runs.append(self)
+            return put_batched
+
         def put(ev: Event) -> None:
+            self.buf.append((index, ev))
+            # Appended before the flag is read: a pending wake-up clears the flag before it
+            # resolves the waiter, so whatever it finds set, this event is seen.
+            if self._wake_pending:
+                return
+            self._wake_pending = True
             try:
-                self.loop.call_soon_threadsafe(self.q.put_nowait, (index, ev))
+                self.loop.call_soon_threadsafe(self._wake)
             except RuntimeError:  # the loop is closed: nobody is listening any more
                 pass
         return put
+
+    def _wake(self) -> None:
+        self._wake_pending = False
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
 
     def cancel(self) -> None:
         for r in self.reqs:
             r.cancel()
 
     def gone(self) -> None:
-        """The client disconnected: cancel, and wake whoever waits on the queue."""
+        """The client disconnected: cancel, and wake whoever waits for events."""
         self.cancel()
-        self.q.put_nowait((-1, None))
+        self.closed = True
+        self._wake()
+
+    async def batches(self):
+        """Lists of (index, event), each what had arrived when the loop got to it, until every
+        generation is done; stops early if the client is gone."""
+        while self.open and not self.closed:
+            if not self.buf:
+                self._waiter = self.loop.create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+                continue
+            items = []
+            while self.buf and self.open:
+                i, ev = self.buf.popleft()
+                if ev.kind != "token":
+                    self.open -= 1
+                items.append((i, ev))
+            yield items
 
     async def events(self):
-        """(index, event) until every generation is done; stops early if the client is gone."""
-        while self.open:
-            i, ev = await self.q.get()
-            if ev is None:
-                return
-            if ev.kind != "token":
-                self.open -= 1
-            yield i, ev
+        """(index, event) one by one (see batches)."""
+        async for items in self.batches():
+            for item in items:
+                yield item
 
 
 async def _wait_disconnect(receive) -> None:
@@ -179,6 +256,7 @@ class _App:
         self.default = entries[0]
         self.api_key = api_key
         self.metrics = ServerMetrics()
+        self.wakers: Dict[asyncio.AbstractEventLoop, _LoopWaker] = {}  # one per loop serving (normally one)
 
     def entry(self, body: dict) -> ModelEntry:
         name = body.get("model")
@@ -246,7 +324,8 @@ class _App:
                             presence_penalty=gp.presence_penalty, seed=seed, logit_bias=gp.logit_bias,
                             grammar=grammar, ignore_eos=gp.ignore_eos)
         req = GenRequest(prompt_tokens=tokens, max_tokens=max(1, max_tokens), sampling=sp, stop=gp.stop,
-                         logprobs=gp.logprobs, sink=run.sink(index))
+                         logprobs=gp.logprobs, sink=run.sink(index),
+                         notify=run.waker.notify if run.waker is not None else None)
         try:
             e.engine.submit(req)
         except ContextOverflow as err:
@@ -263,7 +342,13 @@ class _App:
         run.open += 1
 
     def _start(self, e: ModelEntry, prompts: List[List[int]], gp: P.GenParams, grammar=None) -> _Run:
-        run = _Run(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        waker = None
+        if getattr(e.engine, "calls_notify", False):
+            waker = self.wakers.get(loop)
+            if waker is None:
+                waker = self.wakers[loop] = _LoopWaker(loop)
+        run = _Run(loop, waker)
         try:
             for pi, toks in enumerate(prompts):
                 for j in range(gp.n):
@@ -343,24 +428,29 @@ class _App:
                                     "choices": [choice(i, echoes[i // gp.n], None)]})
                 finals = {}
                 offs: Dict[int, int] = {}
-                async for i, ev in run.events():
-                    if ev.kind == "error":
-                        yield _sse({"error": {"message": ev.message, "type": "server_error"}})
-                        finals[i] = ev
-                        continue
-                    lp = None
-                    if ev.kind == "token" and ev.logprob is not None:
-                        lp = P.completion_logprobs(self._lp_items(e, [ev]), offs.get(i, 0))
-                    offs[i] = offs.get(i, 0) + len(ev.text)
-                    if ev.kind == "done":
-                        finals[i] = ev
-                    if ev.text or lp is not None or ev.kind == "done":
-                        yield _sse({"id": cid, "object": "text_completion", "created": created, "model": e.name,
-                                    "choices": [choice(i, ev.text, ev.finish_reason, lp)]})
+                async for batch in run.batches():
+                    out = []  # the events that came together leave in one write
+                    for i, ev in batch:
+                        if ev.kind == "error":
+                            out.append(_sse({"error": {"message": ev.message, "type": "server_error"}}))
+                            finals[i] = ev
+                            continue
+                        lp = None
+                        if ev.kind == "token" and ev.logprob is not None:
+                            lp = P.completion_logprobs(self._lp_items(e, [ev]), offs.get(i, 0))
+                        offs[i] = offs.get(i, 0) + len(ev.text)
+                        if ev.kind == "done":
+                            finals[i] = ev
+                        if ev.text or lp is not None or ev.kind == "done":
+                            out.append(_sse({"id": cid, "object": "text_completion", "created": created,
+                                             "model": e.name, "choices": [choice(i, ev.text, ev.finish_reason, lp)]}))
+                    if out:
+                        yield b"".join(out)
+                tail = []
                 if gp.include_usage and len(finals) == len(run.reqs):
-                    yield _sse({"id": cid, "object": "text_completion", "created": created, "model": e.name,
-                                "choices": [], "usage": self._usage(finals, [len(t) for t in toks], gp.n)})
-                yield b"data: [DONE]\n\n"
+                    tail.append(_sse({"id": cid, "object": "text_completion", "created": created, "model": e.name,
+                                      "choices": [], "usage": self._usage(finals, [len(t) for t in toks], gp.n)}))
+                yield b"".join(tail) + b"data: [DONE]\n\n"
             return _SSEResponse(gen(), run)
         texts, items, finals = await self._collect(request, run)
         choices = []
@@ -396,24 +486,29 @@ class _App:
                     yield _sse(base([{"index": i, "delta": {"role": "assistant", "content": ""},
                                       "logprobs": None, "finish_reason": None}]))
                 finals = {}
-                async for i, ev in run.events():
-                    if ev.kind == "error":
-                        yield _sse({"error": {"message": ev.message, "type": "server_error"}})
-                        finals[i] = ev
-                        continue
-                    lp = P.chat_logprobs(self._lp_items(e, [ev])) if ev.kind == "token" and ev.logprob is not None \
-                        else None
-                    if ev.kind == "done":
-                        finals[i] = ev
-                    if ev.text or lp is not None:
-                        yield _sse(base([{"index": i, "delta": {"content": ev.text}, "logprobs": lp,
-                                          "finish_reason": None}]))
-                    if ev.kind == "done":
-                        yield _sse(base([{"index": i, "delta": {}, "logprobs": None,
-                                          "finish_reason": ev.finish_reason}]))
+                async for batch in run.batches():
+                    out = []  # the events that came together leave in one write
+                    for i, ev in batch:
+                        if ev.kind == "error":
+                            out.append(_sse({"error": {"message": ev.message, "type": "server_error"}}))
+                            finals[i] = ev
+                            continue
+                        lp = P.chat_logprobs(self._lp_items(e, [ev])) if ev.kind == "token" and \
+                            ev.logprob is not None else None
+                        if ev.kind == "done":
+                            finals[i] = ev
+                        if ev.text or lp is not None:
+                            out.append(_sse(base([{"index": i, "delta": {"content": ev.text}, "logprobs": lp,
+                                                   "finish_reason": None}])))
+                        if ev.kind == "done":
+                            out.append(_sse(base([{"index": i, "delta": {}, "logprobs": None,
+                                                   "finish_reason": ev.finish_reason}])))
+                    if out:
+                        yield b"".join(out)
+                tail = []
                 if gp.include_usage and len(finals) == len(run.reqs):
-                    yield _sse(dict(base([]), usage=self._usage(finals, [len(toks)], gp.n)))
-                yield b"data: [DONE]\n\n"
+                    tail.append(_sse(dict(base([]), usage=self._usage(finals, [len(toks)], gp.n))))
+                yield b"".join(tail) + b"data: [DONE]\n\n"
             return _SSEResponse(gen(), run)
         texts, items, finals = await self._collect(request, run)
         choices = []

@@ -180,13 +180,18 @@ _ids = itertools.count(1)
 @dataclass
 class GenRequest:
     """One generation. sink(event) is called from the scheduler thread; the default sink is a
-    queue read by events()."""
+    queue read by events(). notify(), when set, is called by the scheduler thread after a step
+    sank events for this request, right before its next llama_decode (or before it goes idle):
+    a sink that only buffers can then wake its consumer once per step, while the decode leaves
+    it the GIL and the scheduler's own Python is done (one callable shared by many requests is
+    called once)."""
     prompt_tokens: List[int]
     max_tokens: int = 16
     sampling: SamplingParams = field(default_factory=SamplingParams)
     stop: List[str] = field(default_factory=list)
     logprobs: Optional[int] = None   # top-N alternatives to report per token (0: only the chosen one)
     sink: Optional[Callable[[Event], None]] = None
+    notify: Optional[Callable[[], None]] = None
     id: int = field(default_factory=lambda: next(_ids))
 
     def __post_init__(self):
@@ -252,6 +257,8 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 class Engine:
     """N slots of one context on a Model, driven by a scheduler thread."""
 
+    calls_notify = True  # honours GenRequest.notify (an engine without this attribute may not)
+
     def __init__(self, model: Model, n_slots: int = 4, n_ctx: Optional[int] = None, n_batch: int = 512,
                  n_threads: Optional[int] = None, max_queue: int = 64, name: str = "model"):
         if not isinstance(n_slots, int) or not 1 <= n_slots <= 64:
@@ -285,6 +292,7 @@ class Engine:
         self._step_lock = threading.Lock()  # held while the scheduler touches the context
         self._closing = False
         self._admit_count = 0
+        self._to_notify: Dict[Callable[[], None], None] = {}  # ordered, one entry per callable
         self.metrics = EngineMetrics()
         self._thread = threading.Thread(target=self._run, name=f"llama_py-engine-{name}", daemon=True)
         self._thread.start()
@@ -371,6 +379,7 @@ class Engine:
         for req in list(self._pending):
             self._fail(req, "the engine was shut down")
         self._pending.clear()
+        self._notify_all()
         if self._ctx:
             C.llama_batch_free(self._batch)
             C.llama_free(self._ctx)
@@ -425,6 +434,7 @@ class Engine:
         while True:
             with self._cv:
                 while not self._closing and not self._pending and not any(s.req for s in self._slots):
+                    self._notify_all()  # no decode to wait for: deliver what the last step made now
                     self._cv.wait()
                 if self._closing:
                     break
@@ -442,6 +452,7 @@ class Engine:
         for s in self._slots:
             if s.req is not None:
                 self._finish(s, None, error="the engine was shut down")
+        self._notify_all()
 
     def _admit(self) -> None:
         """Moves waiting requests into free slots. A request reuses the longest prefix of its
@@ -538,6 +549,7 @@ class Engine:
             s.pending = take
             budget -= len(take)
         batch.n_tokens = n
+        self._notify_all()
         t0 = time.perf_counter()
         rc = C.llama_decode(self._ctx, batch)
         dt = time.perf_counter() - t0
@@ -590,7 +602,7 @@ class Engine:
         s.n_gen += 1
         self.metrics.generated += 1
         text, stopped = s.stream.push(self.model.piece(tok))
-        req.sink(Event("token", text=text, token=tok, logprob=lp, top_logprobs=top))
+        self._emit(req, Event("token", text=text, token=tok, logprob=lp, top_logprobs=top))
         if stopped:
             self._finish(s, "stop")
         elif s.n_gen >= req.max_tokens or len(s.tokens) + 1 >= self.n_ctx_slot:
@@ -610,21 +622,37 @@ class Engine:
         self.metrics.finished(reason or "error", s.last_used - req.t_submit, s.n_prompt)
         try:
             if error is not None:
-                req.sink(Event("error", message=error, usage=usage))
+                self._emit(req, Event("error", message=error, usage=usage))
                 return
             tail = s.stream.flush() if reason != "stop" else ""
-            req.sink(Event("done", text=tail, finish_reason=reason, usage=usage))
+            self._emit(req, Event("done", text=tail, finish_reason=reason, usage=usage))
         except Exception:
             pass  # a consumer gone away must not stop the engine
         finally:
             with self._cv:
                 self._cv.notify_all()
 
+    def _emit(self, req: GenRequest, ev: Event) -> None:
+        req.sink(ev)
+        if req.notify is not None:
+            self._to_notify[req.notify] = None
+
+    def _notify_all(self) -> None:
+        if not self._to_notify:
+            return
+        fns = list(self._to_notify)
+        self._to_notify.clear()
+        for fn in fns:
+            try:
+                fn()
+            except Exception:
+                pass  # a consumer gone away must not stop the engine
+
     def _fail(self, req: GenRequest, message: Optional[str]) -> None:
         if getattr(req, "_chain", None):
             C.llama_sampler_free(req._chain)
             req._chain = None
         try:
-            req.sink(Event("error", message=message or "cancelled before it started"))
+            self._emit(req, Event("error", message=message or "cancelled before it started"))
         except Exception:
             pass
