@@ -7,8 +7,9 @@ positions whose argmax it flips (numbers for a closing note, not a test):
          Q8_0, blocks of 32, scale amax/127 as F16), everything else exact
   lm16   the same with int16 activations (blocks of 32, scale amax/32767 as F16)
   lmf16  the lm head's activations rounded to F16
-  mm     every layer matmul's activations quantized (Q8_0 for the legacy types, Q8_K for the
-         K-quants), lm head exact; mm_down only ffn_down's, mm_rest all but ffn_down's;
+  mm     every layer matmul's activations quantized as the engine does (Q8_0 for the legacy
+         types; since session 7 Q8_1 - blocks of 32, F32 scale - for Q4_K / Q5_K / Q6_K, Q8_K for
+         Q2_K / Q3_K; mm_k256: the K-quants at Q8_K as before), lm head exact; mm_down only ffn_down's, mm_rest all but ffn_down's;
          mm16 every layer matmul's activations at 16 bits per 32-block (the ceiling of that fix);
          mm_down32 / mm_down16: mm with ffn_down's activations per 32-block at 8 / 16 bits
   kv     K and V rounded to F16 (the F16 KV cache), Q too (kvq)
@@ -81,6 +82,8 @@ class Emu:
             return q8_0(x)
         if t in LEGACY:
             return q8_0(x)
+        if t in ("Q4_K", "Q5_K", "Q6_K") and self.only != "k256":
+            return q8_0(x, f16_scale=False)  # Q8_1: the engine's per-32 float scale
         if t.endswith("_K"):
             return q8_k(x)
         return x
@@ -198,9 +201,9 @@ def main() -> int:
             h = hid.setdefault("kvq", e.hidden(toks, kv=True, q=True))
         elif case == "mm":
             h = hid.setdefault("mm", e.hidden(toks, mm=True))
-        elif case in ("mm_down", "mm_rest", "mm16", "mm_down32", "mm_down16"):
+        elif case in ("mm_down", "mm_rest", "mm16", "mm_down32", "mm_down16", "mm_k256"):
             e.only = {"mm_down": "down", "mm_rest": "rest", "mm16": "16", "mm_down32": "down32",
-                      "mm_down16": "down16"}[case]
+                      "mm_down16": "down16", "mm_k256": "k256"}[case]
             h = e.hidden(toks, mm=True)
             e.only = None
         elif case == "all":
