@@ -21,7 +21,7 @@ import logging
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -245,6 +245,24 @@ def _sse(obj: Any) -> bytes:
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
+async def _sse_batches(run: "_Run", finals: Dict[int, Event], render: Callable[[int, Event], List[bytes]]):
+    """One SSE write per batch of engine events (the events that came together leave together):
+    render(i, ev) gives the chunks of a token or done event; an error event becomes an error
+    chunk. Done and error events are recorded in finals."""
+    async for batch in run.batches():
+        out: List[bytes] = []
+        for i, ev in batch:
+            if ev.kind == "error":
+                out.append(_sse({"error": {"message": ev.message, "type": "server_error"}}))
+                finals[i] = ev
+                continue
+            if ev.kind == "done":
+                finals[i] = ev
+            out.extend(render(i, ev))
+        if out:
+            yield b"".join(out)
+
+
 # ---------------------------------------------------------------------------------------------
 # the application
 
@@ -428,24 +446,19 @@ class _App:
                                     "choices": [choice(i, echoes[i // gp.n], None)]})
                 finals = {}
                 offs: Dict[int, int] = {}
-                async for batch in run.batches():
-                    out = []  # the events that came together leave in one write
-                    for i, ev in batch:
-                        if ev.kind == "error":
-                            out.append(_sse({"error": {"message": ev.message, "type": "server_error"}}))
-                            finals[i] = ev
-                            continue
-                        lp = None
-                        if ev.kind == "token" and ev.logprob is not None:
-                            lp = P.completion_logprobs(self._lp_items(e, [ev]), offs.get(i, 0))
-                        offs[i] = offs.get(i, 0) + len(ev.text)
-                        if ev.kind == "done":
-                            finals[i] = ev
-                        if ev.text or lp is not None or ev.kind == "done":
-                            out.append(_sse({"id": cid, "object": "text_completion", "created": created,
-                                             "model": e.name, "choices": [choice(i, ev.text, ev.finish_reason, lp)]}))
-                    if out:
-                        yield b"".join(out)
+
+                def render(i, ev):
+                    lp = None
+                    if ev.kind == "token" and ev.logprob is not None:
+                        lp = P.completion_logprobs(self._lp_items(e, [ev]), offs.get(i, 0))
+                    offs[i] = offs.get(i, 0) + len(ev.text)
+                    if not (ev.text or lp is not None or ev.kind == "done"):
+                        return []
+                    return [_sse({"id": cid, "object": "text_completion", "created": created, "model": e.name,
+                                  "choices": [choice(i, ev.text, ev.finish_reason, lp)]})]
+
+                async for chunk in _sse_batches(run, finals, render):
+                    yield chunk
                 tail = []
                 if gp.include_usage and len(finals) == len(run.reqs):
                     tail.append(_sse({"id": cid, "object": "text_completion", "created": created, "model": e.name,
@@ -486,25 +499,21 @@ class _App:
                     yield _sse(base([{"index": i, "delta": {"role": "assistant", "content": ""},
                                       "logprobs": None, "finish_reason": None}]))
                 finals = {}
-                async for batch in run.batches():
-                    out = []  # the events that came together leave in one write
-                    for i, ev in batch:
-                        if ev.kind == "error":
-                            out.append(_sse({"error": {"message": ev.message, "type": "server_error"}}))
-                            finals[i] = ev
-                            continue
-                        lp = P.chat_logprobs(self._lp_items(e, [ev])) if ev.kind == "token" and \
-                            ev.logprob is not None else None
-                        if ev.kind == "done":
-                            finals[i] = ev
-                        if ev.text or lp is not None:
-                            out.append(_sse(base([{"index": i, "delta": {"content": ev.text}, "logprobs": lp,
-                                                   "finish_reason": None}])))
-                        if ev.kind == "done":
-                            out.append(_sse(base([{"index": i, "delta": {}, "logprobs": None,
-                                                   "finish_reason": ev.finish_reason}])))
-                    if out:
-                        yield b"".join(out)
+
+                def render(i, ev):
+                    lp = P.chat_logprobs(self._lp_items(e, [ev])) if ev.kind == "token" and \
+                        ev.logprob is not None else None
+                    out = []
+                    if ev.text or lp is not None:
+                        out.append(_sse(base([{"index": i, "delta": {"content": ev.text}, "logprobs": lp,
+                                               "finish_reason": None}])))
+                    if ev.kind == "done":
+                        out.append(_sse(base([{"index": i, "delta": {}, "logprobs": None,
+                                               "finish_reason": ev.finish_reason}])))
+                    return out
+
+                async for chunk in _sse_batches(run, finals, render):
+                    yield chunk
                 tail = []
                 if gp.include_usage and len(finals) == len(run.reqs):
                     tail.append(_sse(dict(base([]), usage=self._usage(finals, [len(toks)], gp.n))))

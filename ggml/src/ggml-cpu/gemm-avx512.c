@@ -266,7 +266,6 @@ static void kernel_avx512(const struct ggml_gemm_traits * gt, int64_t K, const v
 // goes through the portable packer: same panel bytes). Row r's unit u is at
 // base + r*stride + u*unit_bytes; per-row scalars are fetched with one gather.
 
-static const uint8_t zero_block[256 + 64] __attribute__((aligned(64)));
 
 // The hardware prefetchers do not follow 16 interleaved row streams, and token generation
 // reads every weight once, from DRAM: while a panel is packed, the next one (the following 16
@@ -838,116 +837,12 @@ static void gemv_q6_K(const struct ggml_gemm_traits * gt, const void * rows, siz
     _mm512_storeu_ps(dst, acc);
 }
 
-// ---- activation groups ----
-
-// 8x8 transpose of dwords: r[c] = 8 dwords of column c -> r[g] = dword g of the 8 columns.
-static inline void transpose_8x8(__m256i r[8]) {
-    __m256i a[8], b[8];
-    for (int i = 0; i < 4; i++) {
-        a[2*i]     = _mm256_unpacklo_epi32(r[2*i], r[2*i + 1]);
-        a[2*i + 1] = _mm256_unpackhi_epi32(r[2*i], r[2*i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        b[4*i + 0] = _mm256_unpacklo_epi64(a[4*i + 0], a[4*i + 2]);
-        b[4*i + 1] = _mm256_unpackhi_epi64(a[4*i + 0], a[4*i + 2]);
-        b[4*i + 2] = _mm256_unpacklo_epi64(a[4*i + 1], a[4*i + 3]);
-        b[4*i + 3] = _mm256_unpackhi_epi64(a[4*i + 1], a[4*i + 3]);
-    }
-    // b[0..3] hold dwords {0,4},{1,5},{2,6},{3,7} of columns 0-3 (lane 0: low dword), b[4..7] of 4-7
-    for (int i = 0; i < 4; i++) {
-        r[i]     = _mm256_permute2x128_si256(b[i], b[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x31);
-    }
-}
-
-// Columns [0, nc) of a group from nc quantized rows (qrows + c*qstride); the group is zeroed
-// by the caller when nc < 8.
-static void act_group_avx512(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride, int nc,
-                             int64_t K, void * group) {
-    const int QB = gt->qb;
-    const size_t sbb = ggml_gemm_group_sblock_bytes(gt), gbb = ggml_gemm_group_block_bytes(gt);
-    const size_t ub = ggml_type_size(gt->act_type);
-    const uint8_t * cp[8];
-    for (int c = 0; c < 8; c++) cp[c] = c < nc ? (const uint8_t *) qrows + (size_t) c*qstride : zero_block;
-    const __m256i ones = _mm256_set1_epi8(1);
-    const __m256i off = _mm256_set1_epi32(-gt->off);
-    if (gt->act_type == GGML_TYPE_Q8_0 || gt->act_type == GGML_TYPE_Q8_1) {
-        const bool q81 = gt->act_type == GGML_TYPE_Q8_1;
-        const size_t qs_off = q81 ? offsetof(block_q8_1, qs) : offsetof(block_q8_0, qs);
-        // one q8_0 / q8_1 block of 32 per activation scale: QB == 32 / sa, so 32/QB weight blocks
-        const int na = ggml_gemm_n_ascales(gt), bpa = 32/QB;
-        for (int64_t kb = 0; kb < K/32; kb++) {
-            const int a = (int) (kb % na);
-            uint8_t * sbp = (uint8_t *) group + (size_t) (kb/na)*sbb;
-            const size_t uo = (size_t) kb*ub;
-            __m256i r[8];
-            float da[8], s[8];
-            for (int c = 0; c < 8; c++) {
-                const uint8_t * b = c < nc ? cp[c] + uo : zero_block;
-                r[c] = _mm256_loadu_si256((const __m256i *) (b + qs_off));
-                if (q81) {
-                    memcpy(&da[c], b + offsetof(block_q8_1, d), 4);
-                    memcpy(&s[c], b + offsetof(block_q8_1, s), 4);
-                } else {
-                    ggml_fp16_t hv;
-                    memcpy(&hv, b + offsetof(block_q8_0, d), 2);
-                    da[c] = _cvtsh_ss(hv);
-                }
-            }
-            transpose_8x8(r);
-            const __m256 vda = _mm256_loadu_ps(da);
-            _mm256_storeu_ps((float *) (sbp + 32*a), vda);
-            for (int h = 0; h < bpa; h++) {
-                uint8_t * blk = sbp + 32*na + (size_t) (a*bpa + h)*gbb;
-                __m256i sum = _mm256_setzero_si256();
-                for (int g = h*(QB/4); g < (h + 1)*(QB/4); g++) {
-                    _mm256_storeu_si256((__m256i *) (blk + 32*(g - h*(QB/4))), r[g]);
-                    sum = _mm256_dpbusd_epi32(sum, ones, r[g]);
-                }
-                // q8_1's stored s where the block is its whole 32 values (what vec_dot uses)
-                _mm256_storeu_si256((__m256i *) (blk + QB*8), _mm256_mullo_epi32(sum, off));
-                _mm256_storeu_ps((float *) (blk + QB*8 + 32),
-                                 q81 && QB == 32 ? _mm256_loadu_ps(s) : _mm256_mul_ps(vda, _mm256_cvtepi32_ps(sum)));
-            }
-        }
-        return;
-    }
-    // q8_K: 256 per unit, one scale; sums from bsums (per 16)
-    for (int64_t i = 0; i < K/QK_K; i++) {
-        uint8_t * sbp = (uint8_t *) group + (size_t) i*sbb;
-        const size_t uo = (size_t) i*sizeof(block_q8_K);
-        float da[8];
-        for (int c = 0; c < 8; c++) memcpy(&da[c], (c < nc ? cp[c] + uo : zero_block) + offsetof(block_q8_K, d), 4);
-        const __m256 vda = _mm256_loadu_ps(da);
-        _mm256_storeu_ps((float *) sbp, vda);
-        for (int k0 = 0; k0 < QK_K; k0 += 32) {
-            __m256i r[8];
-            for (int c = 0; c < 8; c++) {
-                r[c] = _mm256_loadu_si256((const __m256i *) ((c < nc ? cp[c] + uo : zero_block) + offsetof(block_q8_K, qs) + k0));
-            }
-            transpose_8x8(r);
-            // dwords 0..7 of these 32 values: block k0/QB (+1 when QB is 16)
-            for (int h = 0; h < 32/QB; h++) {
-                const int j = k0/QB + h;
-                uint8_t * blk = sbp + 32 + (size_t) j*gbb;
-                __m256i sum = _mm256_setzero_si256();
-                for (int g = 0; g < QB/4; g++) {
-                    const __m256i v = r[h*(QB/4) + g];
-                    _mm256_storeu_si256((__m256i *) (blk + 32*g), v);
-                    sum = _mm256_dpbusd_epi32(sum, ones, v);
-                }
-                _mm256_storeu_si256((__m256i *) (blk + QB*8), _mm256_mullo_epi32(sum, off));
-                _mm256_storeu_ps((float *) (blk + QB*8 + 32), _mm256_mul_ps(vda, _mm256_cvtepi32_ps(sum)));
-            }
-        }
-    }
-}
-
 void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
     for (int i = 0; i < GGML_TYPE_COUNT; i++) {
         if (t[i].qb == 0) continue;
         t[i].kernel = kernel_avx512;
-        t[i].act_group = act_group_avx512;
+        // act_group stays the AVX2 set's (the table is built on it): the same group bytes, and
+        // filling groups is a small share of a prompt matmul
         // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend
         // on its batch, nor on whether its weights were repacked): q5_0, q5_1 and q5_K have
         // repacked layouts but no fast packer or gemv yet (stored weights: the portable packer,
