@@ -103,7 +103,7 @@ phase_peer() {   # llama.cpp's llama-bench with CUDA (runs in the background und
     [ -d "$PEER/llama.cpp" ] || { mkdir -p "$PEER" && tar xJf "$tarball" -C "$PEER"; }
     cmake -S "$PEER/llama.cpp" -B "$PEER/build" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
         -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF > "$OUT/peer_build.log" 2>&1 &&
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF > "$OUT/peer_build.log" 2>&1 &&
     cmake --build "$PEER/build" --target llama-bench -j "$JOBS" >> "$OUT/peer_build.log" 2>&1
     local rc=$?
     log "peer: llama-bench build rc $rc in $((SECONDS - t0)) s"

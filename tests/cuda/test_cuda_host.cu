@@ -6,8 +6,10 @@
 // dequantized by the library (to_float) and by cu_deq8 in chunks of 8; both must agree to
 // within rounding (the CPU and the device may fuse a multiply-add differently). Q8_0 blocks
 // made by cu_quantize_q8_0 must equal the reference quantizer's bytes, and so must the Q8_1 and
-// Q8_K activation blocks of qdot.cuh; each unit dot (qdot.cuh) summed over a row must equal the
-// dot of the dequantized weights and activations (double) to within float rounding.
+// Q8_K activation blocks of qdot.cuh (written block by block at their place in a row, as the
+// device kernel writes them); each unit dot (qdot.cuh) chained over a row must equal the dot of
+// the dequantized weights and activations (double) to within float rounding, and so must the
+// Q8_0 x 16-bit dot of F32-precision products against the unquantized activations.
 #include "../../ggml/src/ggml-cuda/qdot.cuh"
 
 #include <math.h>
@@ -92,11 +94,11 @@ static void check_act_quantizers(void) {
     for (int64_t i = 256; i < 512; i++) x[i] = 0.0f;   // an all-zero super-block
     std::vector<block_q8_1> r1(n / 32), g1(n / 32);
     ggml_get_type_traits(GGML_TYPE_Q8_1)->from_float_ref(x.data(), r1.data(), n);
-    for (int64_t b = 0; b < n / 32; b++) cu_quantize_act<GGML_TYPE_Q8_1>(x.data(), g1.data(), b);
+    for (int64_t b = 0; b < n / 32; b++) cu_quantize_act<GGML_TYPE_Q8_1>(x.data() + 32 * b, &g1[b]);
     same_bytes("q8_1 activation quantizer", r1, g1);
     std::vector<block_q8_K> rk(n / QK_K), gk(n / QK_K);
     ggml_get_type_traits(GGML_TYPE_Q8_K)->from_float_ref(x.data(), rk.data(), n);
-    for (int64_t b = 0; b < n / QK_K; b++) cu_quantize_act<GGML_TYPE_Q8_K>(x.data(), gk.data(), b);
+    for (int64_t b = 0; b < n / QK_K; b++) cu_quantize_act<GGML_TYPE_Q8_K>(x.data() + QK_K * b, &gk[b]);
     same_bytes("q8_K activation quantizer", rk, gk);
 }
 
@@ -115,13 +117,35 @@ struct unit_dot_check {
         ggml_get_type_traits(vt)->to_float(xq.data(), xd.data(), n);
         double want = 0.0, mag = 0.0;
         for (int64_t i = 0; i < n; i++) { want += (double) wd[i] * xd[i]; mag += fabs((double) wd[i] * xd[i]); }
-        double got = 0.0;
-        for (int64_t u = 0; u < n / 32; u++) got += cu_unit_dot<T>(wq.data(), xq.data(), u);
+        float got = 0.0f;
+        for (int64_t u = 0; u < n / 32; u++) got = cu_unit_dot<T>(wq.data(), xq.data(), u, got);
         const bool ok = fabs(got - want) <= 1e-5 * mag + 1e-6;
         printf("%s unit dot %s x %s: %.6f vs %.6f\n", ok ? "ok  " : "FAIL", ggml_type_name(t), ggml_type_name(vt), got, want);
         g_failures += !ok;
     }
 };
+
+// Q8_0 weights against the 16-bit activations of F32-precision products (the lm head): within
+// the 16-bit rounding (2^-16 of each block's largest) of the float dot.
+static void check_a16_dot(void) {
+    const int64_t n = 1024;
+    std::vector<float> w(n), x(n), wd(n);
+    unsigned seed = 555u;
+    for (int64_t i = 0; i < n; i++) { w[i] = frand(seed); x[i] = frand(seed) * (float) (1 + i / 100); }
+    for (int64_t i = 64; i < 96; i++) x[i] = 0.0f;   // an all-zero block
+    std::vector<char> wq(ggml_row_size(GGML_TYPE_Q8_0, n));
+    ggml_get_type_traits(GGML_TYPE_Q8_0)->from_float_ref(w.data(), wq.data(), n);
+    ggml_get_type_traits(GGML_TYPE_Q8_0)->to_float(wq.data(), wd.data(), n);
+    std::vector<cu_block_a16> xa(n / 32);
+    for (int64_t b = 0; b < n / 32; b++) cu_quantize_act<CU_ACT_A16>(x.data() + 32 * b, &xa[b]);
+    double want = 0.0, mag = 0.0;
+    for (int64_t i = 0; i < n; i++) { want += (double) wd[i] * x[i]; mag += fabs((double) wd[i] * x[i]); }
+    float got = 0.0f;
+    for (int64_t u = 0; u < n / 32; u++) got = cu_unit_dot<CU_TYPE_Q8_0_A16>(wq.data(), (const char *) xa.data(), u, got);
+    const bool ok = fabs(got - want) <= 1e-4 * mag + 1e-6;
+    printf("%s unit dot q8_0 x 16-bit: %.6f vs %.6f\n", ok ? "ok  " : "FAIL", got, want);
+    g_failures += !ok;
+}
 
 int main(void) {
     const enum ggml_type types[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,
@@ -136,6 +160,7 @@ int main(void) {
         unit_dot_check c;
         cu_dispatch_qtype(t, c);
     }
+    check_a16_dot();
     printf("%s\n", g_failures ? "FAILED" : "all passed");
     return g_failures ? 1 : 0;
 }

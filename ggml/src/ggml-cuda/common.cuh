@@ -131,7 +131,7 @@ static inline unsigned cu_blocks(int64_t n, int per) {
 // ---- op families: each launcher queues its kernels on ctx->stream; false (logged) on a
 // failure found before launching. Supports-checks mirror them for supports_op. ----
 
-// elementwise.cu: add/sub/mul/div, scale, silu, gelu, swiglu, diag_mask_inf, concat
+// elementwise.cu: add/sub/mul/div, scale, silu, gelu, tanh, swiglu, diag_mask_inf, concat
 bool cuda_op_binary(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_op_unary(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_op_swiglu(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
@@ -143,8 +143,9 @@ bool cuda_op_cpy(cuda_backend_ctx * ctx, const struct ggml_tensor * src, struct 
 bool cuda_op_get_rows(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_op_set_rows(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_supports_cpy(const struct ggml_tensor * src, const struct ggml_tensor * dst);
-// Converts n elements of a contiguous row-major float tensor region to F16 (helper for matmul).
-bool cuda_convert_to_f16(cuda_backend_ctx * ctx, const cu_tensor & src, __half * dst, int64_t ld, int64_t rows_pad);
+// Rows of a float tensor (any strides) to F16 rows of ld halfs, zero-padded from ne0 (helper for
+// matmul); lo, if not NULL, receives the rounding remainders f16(x - f16(x)).
+bool cuda_convert_to_f16(cuda_backend_ctx * ctx, const cu_tensor & src, __half * hi, __half * lo, int64_t ld);
 
 // norm.cu: rms_norm, norm, soft_max, sum_rows, argmax
 bool cuda_op_norm(cuda_backend_ctx * ctx, struct ggml_tensor * dst, bool rms);
@@ -159,10 +160,11 @@ bool cuda_op_rope(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_op_mul_mat(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_supports_mul_mat_type(enum ggml_type t);
 // dst[m, n, i2, i3] = sum_k src0[k, m, i2/r2, i3/r3] * src1[k, n, i2, i3] for n < 8 (mmv.cu);
-// src0 rows contiguous, src1 F32 with nb10 == 4.
+// src0 rows contiguous, src1 F32 with nb10 == 4, used as it is (as the CPU's float tiles).
 bool cuda_mul_mat_vec(cuda_backend_ctx * ctx, const struct ggml_tensor * src0, const struct ggml_tensor * src1,
                       struct ggml_tensor * dst);
-// The same through F16 tensor cores (gemm.cu): src0 dequantized to F16 tiles, src1 rounded to F16.
+// The same through F16 tensor cores (gemm.cu): src0 dequantized to F16 tiles, src1 split into
+// F16 high and low parts (two products), so that it keeps about F32's precision.
 bool cuda_mul_mat_gemm_f16(cuda_backend_ctx * ctx, const struct ggml_tensor * src0, const struct ggml_tensor * src1,
                            struct ggml_tensor * dst);
 // Quantized src0 with the CPU's arithmetic: activations quantized to the weight type's

@@ -208,8 +208,9 @@ bool cuda_op_set_rows(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
 
 // ---- F16 panels for the GEMM ----
 
-// dst[r * ld + k] = src[k, r...] for k < ne0, 0 for ne0 <= k < ld; r runs over ne1*ne2*ne3 rows
-static __global__ void k_to_f16(cu_tensor s, __half * d, int64_t ld, int64_t n) {
+// hi[r * ld + k] = f16(src[k, r...]) for k < ne0, 0 for ne0 <= k < ld; r runs over ne1*ne2*ne3
+// rows; lo (if any) gets f16(src - hi), so that hi + lo carries about 22 bits of src.
+static __global__ void k_to_f16(cu_tensor s, __half * hi, __half * lo, int64_t ld, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += (int64_t) gridDim.x * blockDim.x) {
         const int64_t k = i % ld, r = i / ld;
         float v = 0.0f;
@@ -217,13 +218,14 @@ static __global__ void k_to_f16(cu_tensor s, __half * d, int64_t ld, int64_t n) 
             const int64_t r1 = r % s.ne[1], r2 = (r / s.ne[1]) % s.ne[2], r3 = r / (s.ne[1] * s.ne[2]);
             v = cu_load_f(cu_ptr(s, k, r1, r2, r3), s.type);
         }
-        d[i] = __float2half_rn(v);
+        const __half h = __float2half_rn(v);
+        hi[i] = h;
+        if (lo) lo[i] = __float2half_rn(v - __half2float(h));
     }
 }
 
-bool cuda_convert_to_f16(cuda_backend_ctx * ctx, const cu_tensor & src, __half * dst, int64_t ld, int64_t rows_pad) {
-    (void) rows_pad;
+bool cuda_convert_to_f16(cuda_backend_ctx * ctx, const cu_tensor & src, __half * hi, __half * lo, int64_t ld) {
     const int64_t n = ld * src.ne[1] * src.ne[2] * src.ne[3];
-    k_to_f16<<<grid_of(n), 256, 0, ctx->stream>>>(src, dst, ld, n);
+    k_to_f16<<<grid_of(n), 256, 0, ctx->stream>>>(src, hi, lo, ld, n);
     return true;
 }

@@ -2,9 +2,12 @@
 //
 // No cuBLAS is linked (the toolkit here has none), so the prompt path is our own: the weights
 // are dequantized (cu_deq8) into F16 rows padded with zeros to a multiple of 32, the
-// activations rounded to F16 likewise, and a tensor-core (WMMA 16x16x16, F32 accumulation)
-// kernel multiplies 64x64 output tiles, four warps of 32x32 each, staging 64x32 slices of both
-// operands in shared memory. Rows past M or N are read as zeros and never written.
+// activations split likewise into F16 high parts and F16 remainders (b = hi + lo to about 22
+// bits: the CPU multiplies F16 weights by unrounded F32 activations, and F16 rounding of b alone
+// would differ from it by ~1e-3 relative), and a tensor-core (WMMA 16x16x16, F32 accumulation)
+// kernel multiplies 64x64 output tiles, four warps of 32x32 each, A times both parts, staging
+// 64x32 slices of the operands in shared memory. Rows past M or N are read as zeros and never
+// written.
 //
 // The general kernel takes any float src0 at any strides (KV-cache views, transposed V,
 // F32 weights) and multiplies in F32 through 16x16 shared-memory tiles.
@@ -68,17 +71,21 @@ bool cuda_dequant_rows_f16(cuda_backend_ctx * ctx, const struct ggml_tensor * sr
 #define GT_LDS (GT_K + 8)      // halfs per staged row (keeps 32-byte fragment alignment)
 #define GT_LDC (GT_N + 4)
 
-// C[m, n] of slice z = sum_k A[m, k] * B[n, k]; A: rows of slice (i12 / r2, i13 / r3), B: rows of z
-static __global__ void __launch_bounds__(128) k_gemm_f16(const __half * A, const __half * B, cu_tensor d, int64_t M, int64_t N,
-                                                         int64_t Kp, int64_t ne02, int64_t ne12, int64_t r2, int64_t r3) {
+// C[m, n] of slice z = sum_k A[m, k] * (B[n, k] + L[n, k]); A: rows of slice (i12 / r2, i13 / r3),
+// B and L (high and low parts): rows of z
+static __global__ void __launch_bounds__(128) k_gemm_f16(const __half * A, const __half * B, const __half * L, cu_tensor d,
+                                                         int64_t M, int64_t N, int64_t Kp, int64_t ne02, int64_t ne12,
+                                                         int64_t r2, int64_t r3) {
     using namespace nvcuda;
     __shared__ __align__(32) __half As[GT_M][GT_LDS];
     __shared__ __align__(32) __half Bs[GT_N][GT_LDS];
+    __shared__ __align__(32) __half Ls[GT_N][GT_LDS];
     __shared__ __align__(32) float Cs[GT_M][GT_LDC];
     const int64_t z = blockIdx.z;
     const int64_t i12 = z % ne12, i13 = z / ne12;
     const __half * a = A + ((i13 / r3) * ne02 + i12 / r2) * M * Kp;
     const __half * b = B + z * N * Kp;
+    const __half * l = L + z * N * Kp;
     const int64_t m0 = (int64_t) blockIdx.x * GT_M, n0 = (int64_t) blockIdx.y * GT_N;
     const int warp = threadIdx.x / 32;
     const int wm = (warp % 2) * 32, wn = (warp / 2) * 32;
@@ -93,13 +100,18 @@ static __global__ void __launch_bounds__(128) k_gemm_f16(const __half * A, const
             const int row = t / (GT_K / 8), col = (t % (GT_K / 8)) * 8;
             *(uint4 *) &As[row][col] = m0 + row < M ? *(const uint4 *) (a + (m0 + row) * Kp + k0 + col) : zero;
             *(uint4 *) &Bs[row][col] = n0 + row < N ? *(const uint4 *) (b + (n0 + row) * Kp + k0 + col) : zero;
+            *(uint4 *) &Ls[row][col] = n0 + row < N ? *(const uint4 *) (l + (n0 + row) * Kp + k0 + col) : zero;
         }
         __syncthreads();
         for (int kk = 0; kk < GT_K; kk += 16) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[2], fl[2];
             for (int i = 0; i < 2; i++) wmma::load_matrix_sync(fa[i], &As[wm + 16 * i][kk], GT_LDS);
             for (int j = 0; j < 2; j++) wmma::load_matrix_sync(fb[j], &Bs[wn + 16 * j][kk], GT_LDS);
+            for (int j = 0; j < 2; j++) wmma::load_matrix_sync(fl[j], &Ls[wn + 16 * j][kk], GT_LDS);
+            // the small remainders first: they are added to the sum before the large parts grow it
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fl[j], acc[i][j]);
             for (int i = 0; i < 2; i++)
                 for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
         }
@@ -122,15 +134,16 @@ bool cuda_mul_mat_gemm_f16(cuda_backend_ctx * ctx, const struct ggml_tensor * sr
     const int64_t slices0 = src0->ne[2] * src0->ne[3], slices1 = src1->ne[2] * src1->ne[3];
     __half * A = (__half *) cuda_pool_alloc(ctx, (size_t) (M * Kp * slices0) * sizeof(__half));
     __half * B = A ? (__half *) cuda_pool_alloc(ctx, (size_t) (N * Kp * slices1) * sizeof(__half)) : nullptr;
-    if (!A || !B) return false;
+    __half * L = B ? (__half *) cuda_pool_alloc(ctx, (size_t) (N * Kp * slices1) * sizeof(__half)) : nullptr;
+    if (!A || !B || !L) return false;
     if (!cuda_dequant_rows_f16(ctx, src0, A, Kp)) return false;
-    if (!cuda_convert_to_f16(ctx, cu_desc(src1), B, Kp, 0)) return false;
+    if (!cuda_convert_to_f16(ctx, cu_desc(src1), B, L, Kp)) return false;
     if (slices1 > 65535) {
         GGML_LOG_ERROR("CUDA: mul_mat: %lld slices are too many", (long long) slices1);
         return false;
     }
     const dim3 g((unsigned) ((M + GT_M - 1) / GT_M), (unsigned) ((N + GT_N - 1) / GT_N), (unsigned) slices1);
-    k_gemm_f16<<<g, 128, 0, ctx->stream>>>(A, B, cu_desc(dst), M, N, Kp, src0->ne[2], src1->ne[2],
+    k_gemm_f16<<<g, 128, 0, ctx->stream>>>(A, B, L, cu_desc(dst), M, N, Kp, src0->ne[2], src1->ne[2],
                                            src1->ne[2] / src0->ne[2], src1->ne[3] / src0->ne[3]);
     return true;
 }
@@ -155,11 +168,8 @@ static __global__ void k_gemm_generic(cu_tensor s0, cu_tensor s1, cu_tensor d, i
         const int64_t am = (int64_t) blockIdx.x * GG_T + ty, ak = k0 + tx;
         As[ty][tx] = am < s0.ne[1] && ak < K ? cu_load_f(cu_ptr(s0, ak, am, i02, i03), s0.type) : 0.0f;
         const int64_t bn = (int64_t) blockIdx.y * GG_T + ty;
-        float bv = bn < s1.ne[1] && ak < K ? cu_load_f(cu_ptr(s1, ak, bn, i12, i13), s1.type) : 0.0f;
-        // the CPU rounds b to F16 / BF16 for such weights (their dot's activation type)
-        if (s0.type == GGML_TYPE_F16) bv = __half2float(__float2half_rn(bv));
-        if (s0.type == GGML_TYPE_BF16) bv = __bfloat162float(__float2bfloat16_rn(bv));
-        Bs[ty][tx] = bv;
+        // b as it is, whatever the weight type (as the CPU's float tiles)
+        Bs[ty][tx] = bn < s1.ne[1] && ak < K ? cu_load_f(cu_ptr(s1, ak, bn, i12, i13), s1.type) : 0.0f;
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < GG_T; k++) acc += As[tx][k] * Bs[ty][k];

@@ -228,7 +228,8 @@ static bool cuda_compute_node(cuda_backend_ctx * ctx, struct ggml_tensor * n) {
         case GGML_OP_DIV:           return cuda_op_binary(ctx, n);
         case GGML_OP_SCALE:
         case GGML_OP_SILU:
-        case GGML_OP_GELU:          return cuda_op_unary(ctx, n);
+        case GGML_OP_GELU:
+        case GGML_OP_TANH:          return cuda_op_unary(ctx, n);
         case GGML_OP_SWIGLU:        return cuda_op_swiglu(ctx, n);
         case GGML_OP_RMS_NORM:      return cuda_op_norm(ctx, n, true);
         case GGML_OP_NORM:          return cuda_op_norm(ctx, n, false);
@@ -500,6 +501,7 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
         case GGML_OP_SCALE:
         case GGML_OP_SILU:
         case GGML_OP_GELU:
+        case GGML_OP_TANH:
         case GGML_OP_RMS_NORM:
         case GGML_OP_NORM:
         case GGML_OP_DIAG_MASK_INF:

@@ -3,9 +3,9 @@
 //     dots per block), so offloaded layers agree with CPU ones to float-rounding level; types
 //     without a unit dot, or rows that do not hold whole activation blocks: dequantized F16
 //     tiles through tensor cores (gemm.cu);
-//   float src0, up to 8 columns, rows contiguous, src1 unit stride: mmv.cu (b rounded to F16 /
-//     BF16 for such weights, as the CPU's dot does);
-//   F16 src0 otherwise: tensor cores (b rounded to F16, as on the CPU);
+//   float src0, up to 8 columns, rows contiguous, src1 unit stride: mmv.cu (b used as it is, as
+//     the CPU's float tiles use it);
+//   F16 src0 otherwise: tensor cores (b split into F16 high and low parts: about F32's precision);
 //   anything else (F32 / BF16 weights, strided views such as a transposed V): F32 tiles.
 #include "common.cuh"
 #include "quants.cuh"

@@ -10,16 +10,17 @@
 #define MMQ_COLS 8
 #define MMQ_WARPS 4
 
-// x: src1 [K, N, B2, B3] F32 (any strides) -> y: per column, K / qk blocks of type V
-template <int V, int QK>
+// x: src1 [K, N, B2, B3] F32 (any strides) -> y: per column (row_bytes apart), K / qk blocks of
+// activation type A; one thread per block.
+template <typename A>
 static __global__ void k_quantize_act(cu_tensor x, char * y, int64_t row_bytes, int64_t nb_per_row, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += (int64_t) gridDim.x * blockDim.x) {
         const int64_t b = i % nb_per_row, r = i / nb_per_row;
         const int64_t r1 = r % x.ne[1], r2 = (r / x.ne[1]) % x.ne[2], r3 = r / (x.ne[1] * x.ne[2]);
-        const char * src = cu_ptr(x, b * QK, r1, r2, r3);
-        float buf[QK];
-        for (int j = 0; j < QK; j++) buf[j] = *(const float *) (src + j * x.nb[0]);
-        cu_quantize_act<V>(buf, y + r * row_bytes, 0);
+        const char * src = cu_ptr(x, b * A::qk, r1, r2, r3);
+        float buf[A::qk];
+        for (int j = 0; j < A::qk; j++) buf[j] = *(const float *) (src + j * x.nb[0]);
+        cu_quantize_act<A::type>(buf, (typename A::block *) (y + r * row_bytes) + b);
     }
 }
 
@@ -82,7 +83,7 @@ static __global__ void __launch_bounds__(32 * MMQ_WARPS) k_mmq(mmq_args a) {
     for (int64_t u = threadIdx.x; u < n_units; u += 32) {
 #pragma unroll
         for (int j = 0; j < MMQ_COLS; j++) {
-            if (j < ncols) acc[j] += cu_unit_dot<T>(row, act + j * a.act_row, u);
+            if (j < ncols) acc[j] = cu_unit_dot<T>(row, act + j * a.act_row, u, acc[j]);
         }
     }
 #pragma unroll
@@ -103,9 +104,10 @@ struct mmq_launch {
     struct ggml_tensor * dst;
     bool ok;
     template <int T> void operator()() {
-        typedef typename cu_vdt<T>::block VB;
-        constexpr int V = cu_vdt<T>::type;
-        constexpr int QK = V == GGML_TYPE_Q8_K ? QK_K : 32;
+        typedef cu_vdt<T> A;
+        typedef typename A::block VB;
+        constexpr int V = A::type;
+        constexpr int QK = A::qk;
         const int64_t K = src0->ne[0];
         const int64_t nb_per_row = K / QK;
         const int64_t row_bytes = nb_per_row * (int64_t) sizeof(VB);
@@ -119,7 +121,7 @@ struct mmq_launch {
                 cu_desc(src1), act, row_bytes, nb_per_row, n);
         } else {
             const int64_t blocks = (n + 127) / 128;
-            k_quantize_act<V, QK><<<(unsigned) (blocks > 65535 * 8 ? 65535 * 8 : blocks), 128, 0, ctx->stream>>>(
+            k_quantize_act<A><<<(unsigned) (blocks > 65535 * 8 ? 65535 * 8 : blocks), 128, 0, ctx->stream>>>(
                 cu_desc(src1), act, row_bytes, nb_per_row, n);
         }
         mmq_args a;
@@ -141,22 +143,32 @@ struct mmq_launch {
 // True when cuda_mul_mat_q computes this product (a quantized type with a unit dot whose
 // rows hold whole activation blocks).
 struct mmq_probe {
-    bool k_quant = false;
-    template <int T> void operator()() { k_quant = cu_vdt<T>::type == GGML_TYPE_Q8_K; }
+    int qk = 0;
+    template <int T> void operator()() { qk = cu_vdt<T>::qk; }
 };
+
+// The type whose unit dot computes dst: Q8_0 weights of a node asking for F32 precision (the lm
+// head) meet 16-bit activations, as on the CPU (ggml-cpu/matmul-float.h: 2D weight, F32
+// activations and output, rows contiguous).
+static int mmq_type(const struct ggml_tensor * src0, const struct ggml_tensor * src1, const struct ggml_tensor * dst) {
+    const bool a16 = dst->op_params[0] == GGML_PREC_F32 && src0->type == GGML_TYPE_Q8_0 && src0->ne[2] == 1 &&
+                     src0->ne[3] == 1 && src1->ne[2] == 1 && src1->ne[3] == 1 && src1->nb[0] == sizeof(float) &&
+                     dst->nb[0] == sizeof(float);
+    return a16 ? CU_TYPE_Q8_0_A16 : (int) src0->type;
+}
 
 bool cuda_mul_mat_q_supported(const struct ggml_tensor * src0, const struct ggml_tensor * src1) {
     mmq_probe p;
     if (!cu_dispatch_qtype(src0->type, p)) return false;
-    const int64_t qk = p.k_quant ? QK_K : 32;
-    return src0->ne[0] % qk == 0 && src0->nb[0] == ggml_type_size(src0->type) && src1->type == GGML_TYPE_F32 &&
+    const int64_t qk = p.qk;
+    return src0->ne[0] % qk == 0 && src0->ne[0] % ggml_blck_size(src0->type) == 0 && src0->nb[0] == ggml_type_size(src0->type) && src1->type == GGML_TYPE_F32 &&
            (src1->ne[1] + MMQ_COLS - 1) / MMQ_COLS <= 65535 && src1->ne[2] * src1->ne[3] <= 65535;
 }
 
 bool cuda_mul_mat_q(cuda_backend_ctx * ctx, const struct ggml_tensor * src0, const struct ggml_tensor * src1,
                     struct ggml_tensor * dst) {
     mmq_launch l{ ctx, src0, src1, dst, false };
-    if (!cu_dispatch_qtype(src0->type, l)) {
+    if (!cu_dispatch_qtype(mmq_type(src0, src1, dst), l)) {
         GGML_LOG_ERROR("CUDA: quantized mul_mat of %s is not supported", ggml_type_name(src0->type));
         return false;
     }

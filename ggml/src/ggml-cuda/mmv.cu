@@ -1,7 +1,9 @@
 // mmv.cu — matrix times a few vectors (batches up to 8 columns: decoding, small batches of
 // sequences), reading the weights' blocks directly: one warp per weight row, each lane
 // dequantizing 8 elements at a time (cu_deq8) and multiplying them into every column, F32
-// accumulation, one warp reduction per column. Bound by reading the weights once.
+// accumulation, one warp reduction per column. Bound by reading the weights once. The columns
+// are used as they are, also for F16 / BF16 weights: the CPU's float tiles (matmul-float.h) do
+// not round them to the weight type either.
 #include "common.cuh"
 #include "quants.cuh"
 
@@ -13,13 +15,6 @@ struct mmv_args {
     int64_t r2, r3;   // broadcast of src0 over dims 2, 3
     int ncols;
 };
-
-// The CPU rounds b to the weight's type for F16 and BF16 weights (their vec_dot_type).
-template <int T> static __device__ __forceinline__ float cu_round_act(float y) {
-    if (T == GGML_TYPE_F16) return __half2float(__float2half_rn(y));
-    if (T == GGML_TYPE_BF16) return __bfloat162float(__float2bfloat16_rn(y));
-    return y;
-}
 
 template <int T>
 static __global__ void __launch_bounds__(32 * MMV_WARPS) k_mmv(mmv_args a) {
@@ -44,7 +39,7 @@ static __global__ void __launch_bounds__(32 * MMV_WARPS) k_mmv(mmv_args a) {
                 const float * y = (const float *) (ybase + j * a.s1.nb[1]) + 8 * c;
                 float s = 0.0f;
 #pragma unroll
-                for (int i = 0; i < 8; i++) s += v[i] * cu_round_act<T>(y[i]);
+                for (int i = 0; i < 8; i++) s += v[i] * y[i];
                 acc[j] += s;
             }
         }
@@ -53,7 +48,7 @@ static __global__ void __launch_bounds__(32 * MMV_WARPS) k_mmv(mmv_args a) {
         // float weights whose row length is not a multiple of 8
         for (int64_t k = 8 * n8 + lane; k < K; k += 32) {
             const float w = cu_load_f(row + k * cu_qtraits<T>::ts, T);
-            for (int j = 0; j < a.ncols; j++) acc[j] += w * cu_round_act<T>(((const float *) (ybase + j * a.s1.nb[1]))[k]);
+            for (int j = 0; j < a.ncols; j++) acc[j] += w * ((const float *) (ybase + j * a.s1.nb[1]))[k];
         }
     }
 #pragma unroll

@@ -1,9 +1,13 @@
 // qdot.cuh — quantized dot products that reproduce the CPU backend's arithmetic, so that
 // offloaded layers give the CPU's results up to the order of float sums: activations are
 // quantized exactly as the CPU quantizes them for each weight type (its vec_dot_type: Q8_0
-// for q4_0 / q5_0 / q8_0, Q8_1 for q4_1 / q5_1, Q8_K for the K-quants; byte-identical to
-// quantize_row_q8_*_ref), and each 32-element unit of a weight row is dotted with its
-// activation unit in integers, scaled as quants-generic.c scales a block. Host-callable, so
+// for q4_0 / q5_0 / q8_0, Q8_1 for q4_1 / q5_1 and the K-quants q4_K / q5_K / q6_K, Q8_K for
+// q2_K / q3_K; byte-identical to quantize_row_q8_*_ref; for a Q8_0 product asked for F32
+// precision, the lm head, the CPU's 16-bit activations), and each 32-element unit of a weight
+// row is dotted with its activation unit in integers, then added to the running sum with the
+// float operations of the CPU's GEMM tiles (ggml-cpu/gemm.h: legacy acc = fma(isum, d*da, acc),
+// acc = fma(m, s, acc); K-quants t = fma(isum, d_blk, t) per weight block of the activation
+// scale, acc = fma(m_blk, s, acc), acc = fma(t, da, acc)). Host-callable, so
 // tests/cuda/test_cuda_host.cu checks the quantizers' bytes and the dots on machines without
 // a GPU.
 #pragma once
@@ -51,18 +55,48 @@ CU_HD void cu_quantize_q8_K(const float * x, block_q8_K * y) {
     y->d = 1.0f / iscale;
 }
 
-// The activation type the CPU pairs with weight type T, and its block size in bytes.
+// 16-bit activations of a Q8_0 product at F32 precision (ggml-cpu/matmul-float.h): per 32
+// values da = amax / 32767 (F32) and q = round(x / da), half away from zero, as int16.
+typedef struct {
+    float d;
+    int16_t q[32];
+} cu_block_a16;
+
+CU_HD void cu_quantize_a16(const float * x, cu_block_a16 * y) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    const float d = amax / 32767.0f;
+    const float id = d > 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < 32; j++) {
+        float v = roundf(x[j] * id);
+        v = v > 32767.0f ? 32767.0f : v < -32767.0f ? -32767.0f : v == v ? v : 0.0f;   // NaN: 0, as the CPU
+        y->q[j] = (int16_t) v;
+    }
+    y->d = d;
+}
+
+// Pseudo types after ggml's: Q8_0 weights (their bytes are Q8_0's) of a GGML_PREC_F32 product,
+// and its 16-bit activations.
+#define CU_TYPE_Q8_0_A16 (GGML_TYPE_COUNT + 1)
+#define CU_ACT_A16 (GGML_TYPE_COUNT + 2)
+
+// The activation type the CPU pairs with weight type T: its type, values per block, block.
 template <int T> struct cu_vdt;
-template <> struct cu_vdt<GGML_TYPE_Q4_0> { static constexpr int type = GGML_TYPE_Q8_0; typedef block_q8_0 block; };
-template <> struct cu_vdt<GGML_TYPE_Q5_0> { static constexpr int type = GGML_TYPE_Q8_0; typedef block_q8_0 block; };
-template <> struct cu_vdt<GGML_TYPE_Q8_0> { static constexpr int type = GGML_TYPE_Q8_0; typedef block_q8_0 block; };
-template <> struct cu_vdt<GGML_TYPE_Q4_1> { static constexpr int type = GGML_TYPE_Q8_1; typedef block_q8_1 block; };
-template <> struct cu_vdt<GGML_TYPE_Q5_1> { static constexpr int type = GGML_TYPE_Q8_1; typedef block_q8_1 block; };
-template <> struct cu_vdt<GGML_TYPE_Q2_K> { static constexpr int type = GGML_TYPE_Q8_K; typedef block_q8_K block; };
-template <> struct cu_vdt<GGML_TYPE_Q3_K> { static constexpr int type = GGML_TYPE_Q8_K; typedef block_q8_K block; };
-template <> struct cu_vdt<GGML_TYPE_Q4_K> { static constexpr int type = GGML_TYPE_Q8_K; typedef block_q8_K block; };
-template <> struct cu_vdt<GGML_TYPE_Q5_K> { static constexpr int type = GGML_TYPE_Q8_K; typedef block_q8_K block; };
-template <> struct cu_vdt<GGML_TYPE_Q6_K> { static constexpr int type = GGML_TYPE_Q8_K; typedef block_q8_K block; };
+struct cu_act_q8_0 { static constexpr int type = GGML_TYPE_Q8_0; static constexpr int qk = 32;   typedef block_q8_0 block; };
+struct cu_act_q8_1 { static constexpr int type = GGML_TYPE_Q8_1; static constexpr int qk = 32;   typedef block_q8_1 block; };
+struct cu_act_q8_K { static constexpr int type = GGML_TYPE_Q8_K; static constexpr int qk = QK_K; typedef block_q8_K block; };
+struct cu_act_a16  { static constexpr int type = CU_ACT_A16;     static constexpr int qk = 32;   typedef cu_block_a16 block; };
+template <> struct cu_vdt<GGML_TYPE_Q4_0> : cu_act_q8_0 {};
+template <> struct cu_vdt<GGML_TYPE_Q5_0> : cu_act_q8_0 {};
+template <> struct cu_vdt<GGML_TYPE_Q8_0> : cu_act_q8_0 {};
+template <> struct cu_vdt<GGML_TYPE_Q4_1> : cu_act_q8_1 {};
+template <> struct cu_vdt<GGML_TYPE_Q5_1> : cu_act_q8_1 {};
+template <> struct cu_vdt<GGML_TYPE_Q2_K> : cu_act_q8_K {};
+template <> struct cu_vdt<GGML_TYPE_Q3_K> : cu_act_q8_K {};
+template <> struct cu_vdt<GGML_TYPE_Q4_K> : cu_act_q8_1 {};
+template <> struct cu_vdt<GGML_TYPE_Q5_K> : cu_act_q8_1 {};
+template <> struct cu_vdt<GGML_TYPE_Q6_K> : cu_act_q8_1 {};
+template <> struct cu_vdt<CU_TYPE_Q8_0_A16> : cu_act_a16 {};
 
 // ---- integer helpers: 4 int8 products per instruction (dp4a), unaligned-safe word loads ----
 
@@ -95,12 +129,12 @@ CU_HD int cu_bits_to_b4(uint32_t v, int b) {
 #define CU_ONES 0x01010101
 
 // ---- unit dots: weight row w, activation row a (in the activation type), unit u = elements
-// [32u, 32u + 32). Integer sums are those of quants-generic.c (offsets such as q - 8 folded in
-// as - 8 * sum(y), exact in integers); the float scaling is the CPU's per block. ----
+// [32u, 32u + 32): returns acc plus the unit's part. Integer sums are those of quants-generic.c
+// (offsets such as q - 8 folded in as - 8 * sum(y), exact in integers). ----
 
-template <int T> CU_HD float cu_unit_dot(const char * w, const char * a, int64_t u);
+template <int T> CU_HD float cu_unit_dot(const char * w, const char * a, int64_t u, float acc);
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_0>(const char * w, const char * a, int64_t u) {
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_0>(const char * w, const char * a, int64_t u, float acc) {
     const block_q4_0 * x = (const block_q4_0 *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     int sumi = 0, sumy = 0;
@@ -111,10 +145,10 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_0
         sumi = cu_dp4a((q >> 4) & 0x0F0F0F0F, y1, sumi);
         sumy = cu_dp4a(CU_ONES, y0, cu_dp4a(CU_ONES, y1, sumy));
     }
-    return (float) (sumi - 8 * sumy) * (cu_h2f(x->d) * cu_h2f(y->d));
+    return fmaf((float) (sumi - 8 * sumy), cu_h2f(x->d) * cu_h2f(y->d), acc);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_1>(const char * w, const char * a, int64_t u) {
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_1>(const char * w, const char * a, int64_t u, float acc) {
     const block_q4_1 * x = (const block_q4_1 *) w + u;
     const block_q8_1 * y = (const block_q8_1 *) a + u;
     int sumi = 0;
@@ -123,14 +157,15 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_1
         sumi = cu_dp4a(q & 0x0F0F0F0F, cu_ld32(y->qs + 4 * k), sumi);
         sumi = cu_dp4a((q >> 4) & 0x0F0F0F0F, cu_ld32(y->qs + 16 + 4 * k), sumi);
     }
-    return (float) sumi * (cu_h2f(x->d) * y->d) + cu_h2f(x->m) * y->s;
+    acc = fmaf((float) sumi, cu_h2f(x->d) * y->d, acc);
+    return fmaf(cu_h2f(x->m), y->s, acc);
 }
 
 static __host__ __device__ __forceinline__ uint32_t cu_qh32(const uint8_t * qh) {
     return (uint32_t) qh[0] | ((uint32_t) qh[1] << 8) | ((uint32_t) qh[2] << 16) | ((uint32_t) qh[3] << 24);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_0>(const char * w, const char * a, int64_t u) {
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_0>(const char * w, const char * a, int64_t u, float acc) {
     const block_q5_0 * x = (const block_q5_0 *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     const uint32_t qh = cu_qh32(x->qh);
@@ -142,10 +177,10 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_0
         sumi = cu_dp4a(((q >> 4) & 0x0F0F0F0F) | cu_bits_to_b4(qh, 16 + 4 * k), y1, sumi);
         sumy = cu_dp4a(CU_ONES, y0, cu_dp4a(CU_ONES, y1, sumy));
     }
-    return (float) (sumi - 16 * sumy) * (cu_h2f(x->d) * cu_h2f(y->d));
+    return fmaf((float) (sumi - 16 * sumy), cu_h2f(x->d) * cu_h2f(y->d), acc);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_1>(const char * w, const char * a, int64_t u) {
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_1>(const char * w, const char * a, int64_t u, float acc) {
     const block_q5_1 * x = (const block_q5_1 *) w + u;
     const block_q8_1 * y = (const block_q8_1 *) a + u;
     const uint32_t qh = cu_qh32(x->qh);
@@ -155,22 +190,33 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_1
         sumi = cu_dp4a((q & 0x0F0F0F0F) | cu_bits_to_b4(qh, 4 * k), cu_ld32(y->qs + 4 * k), sumi);
         sumi = cu_dp4a(((q >> 4) & 0x0F0F0F0F) | cu_bits_to_b4(qh, 16 + 4 * k), cu_ld32(y->qs + 16 + 4 * k), sumi);
     }
-    return (float) sumi * (cu_h2f(x->d) * y->d) + cu_h2f(x->m) * y->s;
+    acc = fmaf((float) sumi, cu_h2f(x->d) * y->d, acc);
+    return fmaf(cu_h2f(x->m), y->s, acc);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q8_0>(const char * w, const char * a, int64_t u) {
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q8_0>(const char * w, const char * a, int64_t u, float acc) {
     const block_q8_0 * x = (const block_q8_0 *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     int sumi = 0;
     for (int k = 0; k < 8; k++) {
         sumi = cu_dp4a(cu_ld16x2((const uint8_t *) x->qs + 4 * k), cu_ld16x2((const uint8_t *) y->qs + 4 * k), sumi);
     }
-    return (float) sumi * (cu_h2f(x->d) * cu_h2f(y->d));
+    return fmaf((float) sumi, cu_h2f(x->d) * cu_h2f(y->d), acc);
 }
 
-// K-quants: unit u is sub-range j = u % 8 of super-block u / 8. q8_K, q2_K, q4_K and q5_K
+// Q8_0 weights against 16-bit activations: acc = fma(d_w * da, isum, acc), as the CPU's chain.
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<CU_TYPE_Q8_0_A16>(const char * w, const char * a, int64_t u, float acc) {
+    const block_q8_0 * x = (const block_q8_0 *) w + u;
+    const cu_block_a16 * y = (const cu_block_a16 *) a + u;
+    int sumi = 0;
+    for (int k = 0; k < 32; k++) sumi += (int) x->qs[k] * (int) y->q[k];
+    return fmaf(cu_h2f(x->d) * y->d, (float) sumi, acc);
+}
+
+// K-quants: unit u is sub-range j = u % 8 of super-block u / 8. q8_K, q8_1, q2_K, q4_K and q5_K
 // blocks keep 4-byte alignment; q3_K (110 bytes) and q6_K (210) only 2: read in halves.
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q2_K>(const char * w, const char * a, int64_t u) {
+// q2_K / q3_K meet Q8_K activations (one scale per 256): the unit's part of the CPU's block sum.
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q2_K>(const char * w, const char * a, int64_t u, float acc) {
     const block_q2_K * x = (const block_q2_K *) w + u / 8;
     const block_q8_K * y = (const block_q8_K *) a + u / 8;
     const int j = (int) (u % 8), e0 = 32 * j;
@@ -186,10 +232,10 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q2_K
         isum += (sc & 0xF) * acc;
         summs += y->bsums[2 * j + g] * (sc >> 4);
     }
-    return (y->d * cu_h2f(x->d)) * (float) isum - (y->d * cu_h2f(x->dmin)) * (float) summs;
+    return acc + ((y->d * cu_h2f(x->d)) * (float) isum - (y->d * cu_h2f(x->dmin)) * (float) summs);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q3_K>(const char * w, const char * a, int64_t u) {
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q3_K>(const char * w, const char * a, int64_t u, float acc) {
     const block_q3_K * x = (const block_q3_K *) w + u / 8;
     const block_q8_K * y = (const block_q8_K *) a + u / 8;
     const int j = (int) (u % 8), e0 = 32 * j;
@@ -210,83 +256,90 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q3_K
         }
         isum += sc * (acc - 4 * sumy);
     }
-    return cu_h2f(x->d) * y->d * (float) isum;
+    return acc + cu_h2f(x->d) * y->d * (float) isum;
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_K>(const char * w, const char * a, int64_t u) {
+// q4_K / q5_K against Q8_1: the unit is one weight block of 32 (d_blk = d * sc, m_blk = -dmin * m,
+// both exact in F32) under one activation scale.
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_K>(const char * w, const char * a, int64_t u, float acc) {
     const block_q4_K * x = (const block_q4_K *) w + u / 8;
-    const block_q8_K * y = (const block_q8_K *) a + u / 8;
+    const block_q8_1 * y = (const block_q8_1 *) a + u;
     const int j = (int) (u % 8);
-    float scf, mf;
-    cu_scale_min_k4(j, x->scales, scf, mf);
-    const int sc = (int) scf, m = (int) mf;
+    float sc, m;
+    cu_scale_min_k4(j, x->scales, sc, m);
     const uint8_t * q = x->qs + 32 * (j / 2);
     const int sh = (j & 1) ? 4 : 0;
-    const int8_t * q8 = y->qs + 32 * j;
-    int acc = 0;
-    for (int k = 0; k < 8; k++) acc = cu_dp4a((cu_ld32(q + 4 * k) >> sh) & 0x0F0F0F0F, cu_ld32(q8 + 4 * k), acc);
-    const int summs = m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
-    return (y->d * cu_h2f(x->d)) * (float) (sc * acc) - (y->d * cu_h2f(x->dmin)) * (float) summs;
+    int isum = 0;
+    for (int k = 0; k < 8; k++) isum = cu_dp4a((cu_ld32(q + 4 * k) >> sh) & 0x0F0F0F0F, cu_ld32(y->qs + 4 * k), isum);
+    const float t = (float) isum * (cu_h2f(x->d) * sc);
+    acc = fmaf(-(cu_h2f(x->dmin) * m), y->s, acc);
+    return fmaf(t, y->d, acc);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_K>(const char * w, const char * a, int64_t u) {
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_K>(const char * w, const char * a, int64_t u, float acc) {
     const block_q5_K * x = (const block_q5_K *) w + u / 8;
-    const block_q8_K * y = (const block_q8_K *) a + u / 8;
+    const block_q8_1 * y = (const block_q8_1 *) a + u;
     const int j = (int) (u % 8);
-    float scf, mf;
-    cu_scale_min_k4(j, x->scales, scf, mf);
-    const int sc = (int) scf, m = (int) mf;
+    float sc, m;
+    cu_scale_min_k4(j, x->scales, sc, m);
     const uint8_t * q = x->qs + 32 * (j / 2);
     const int sh = (j & 1) ? 4 : 0;
-    const int8_t * q8 = y->qs + 32 * j;
-    int acc = 0;
+    int isum = 0;
     for (int k = 0; k < 8; k++) {
         const int v = ((cu_ld32(q + 4 * k) >> sh) & 0x0F0F0F0F) | (((cu_ld32(x->qh + 4 * k) >> j) & CU_ONES) << 4);
-        acc = cu_dp4a(v, cu_ld32(q8 + 4 * k), acc);
+        isum = cu_dp4a(v, cu_ld32(y->qs + 4 * k), isum);
     }
-    const int summs = m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
-    return (y->d * cu_h2f(x->d)) * (float) (sc * acc) - (y->d * cu_h2f(x->dmin)) * (float) summs;
+    const float t = (float) isum * (cu_h2f(x->d) * sc);
+    acc = fmaf(-(cu_h2f(x->dmin) * m), y->s, acc);
+    return fmaf(t, y->d, acc);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q6_K>(const char * w, const char * a, int64_t u) {
+// q6_K against Q8_1: two weight blocks of 16 (levels 0..63, offset 32; d_blk = d * scale) under
+// one activation scale: t = isum0 * d0, t = fma(isum1, d1, t), acc = fma(t, da, acc).
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q6_K>(const char * w, const char * a, int64_t u, float acc) {
     const block_q6_K * x = (const block_q6_K *) w + u / 8;
-    const block_q8_K * y = (const block_q8_K *) a + u / 8;
+    const block_q8_1 * y = (const block_q8_1 *) a + u;
     const int j = (int) (u % 8);
-    const int n = j / 4, t = j % 4;
-    const uint8_t * ql = x->ql + 64 * n + 32 * (t & 1);
+    const int n = j / 4, t4 = j % 4;
+    const uint8_t * ql = x->ql + 64 * n + 32 * (t4 & 1);
     const uint8_t * qh = x->qh + 32 * n;
-    const int shl = t >= 2 ? 4 : 0, shh = 2 * t;
-    const int8_t * q8 = y->qs + 32 * j;
-    int isum = 0;
+    const int shl = t4 >= 2 ? 4 : 0, shh = 2 * t4;
+    const float d = cu_h2f(x->d);
+    float t = 0.0f;
     for (int g = 0; g < 2; g++) {
-        int acc = 0, sumy = 0;
+        int isum = 0, sumy = 0;
         for (int i = 0; i < 4; i++) {
             const int l = 16 * g + 4 * i;
             const int v = ((cu_ld16x2(ql + l) >> shl) & 0x0F0F0F0F) | (((cu_ld16x2(qh + l) >> shh) & 0x03030303) << 4);
-            const int yy = cu_ld32(q8 + l);
-            acc = cu_dp4a(v, yy, acc);
+            const int yy = cu_ld32(y->qs + l);
+            isum = cu_dp4a(v, yy, isum);
             sumy = cu_dp4a(CU_ONES, yy, sumy);
         }
-        isum += x->scales[2 * j + g] * (acc - 32 * sumy);
+        t = fmaf((float) (isum - 32 * sumy), d * (float) x->scales[2 * j + g], t);
     }
-    return cu_h2f(x->d) * y->d * (float) isum;
+    return fmaf(t, y->d, acc);
 }
 
-// Quantizes n_blocks activation blocks of type V from x (contiguous floats).
-template <int V> CU_HD void cu_quantize_act(const float * x, void * y, int64_t b);
-template <> __host__ __device__ __forceinline__ void cu_quantize_act<GGML_TYPE_Q8_0>(const float * x, void * y, int64_t b) {
-    cu_quantize_q8_0(x + 32 * b, (block_q8_0 *) y + b);
+// One activation block of type V from its QK floats x into *y.
+template <int V> CU_HD void cu_quantize_act(const float * x, void * y);
+template <> __host__ __device__ __forceinline__ void cu_quantize_act<GGML_TYPE_Q8_0>(const float * x, void * y) {
+    cu_quantize_q8_0(x, (block_q8_0 *) y);
 }
-template <> __host__ __device__ __forceinline__ void cu_quantize_act<GGML_TYPE_Q8_1>(const float * x, void * y, int64_t b) {
-    cu_quantize_q8_1(x + 32 * b, (block_q8_1 *) y + b);
+template <> __host__ __device__ __forceinline__ void cu_quantize_act<GGML_TYPE_Q8_1>(const float * x, void * y) {
+    cu_quantize_q8_1(x, (block_q8_1 *) y);
 }
-template <> __host__ __device__ __forceinline__ void cu_quantize_act<GGML_TYPE_Q8_K>(const float * x, void * y, int64_t b) {
-    cu_quantize_q8_K(x + QK_K * b, (block_q8_K *) y + b);
+template <> __host__ __device__ __forceinline__ void cu_quantize_act<GGML_TYPE_Q8_K>(const float * x, void * y) {
+    cu_quantize_q8_K(x, (block_q8_K *) y);
+}
+template <> __host__ __device__ __forceinline__ void cu_quantize_act<CU_ACT_A16>(const float * x, void * y) {
+    cu_quantize_a16(x, (cu_block_a16 *) y);
 }
 
-// Calls F.template operator()<T>() for the quantized weight types with a unit dot.
+// Calls F.template operator()<T>() for the quantized weight types with a unit dot (and the
+// pseudo type CU_TYPE_Q8_0_A16).
 template <typename F> static bool cu_dispatch_qtype(int t, F && f) {
     switch (t) {
+        case CU_TYPE_Q8_0_A16: f.template operator()<CU_TYPE_Q8_0_A16>(); return true;
         case GGML_TYPE_Q4_0: f.template operator()<GGML_TYPE_Q4_0>(); return true;
         case GGML_TYPE_Q4_1: f.template operator()<GGML_TYPE_Q4_1>(); return true;
         case GGML_TYPE_Q5_0: f.template operator()<GGML_TYPE_Q5_0>(); return true;
