@@ -102,6 +102,13 @@ float smpl_max_logit(const llama_token_data_array * cur_p);
 // Index of the highest logit (the first one on ties); -1 for an empty array.
 int64_t smpl_argmax(const llama_token_data_array * cur_p);
 
+// Index of the highest of n logits in a bare row (the first one on ties); -1 if n == 0.
+int64_t smpl_argmax_row(const float * logits, size_t n);
+
+// out[0..k) = the k best of n logits in a bare row as candidates (id = position, p = 0), what
+// top-k leaves of the whole row's candidate array; 0 < k < n. False (logged) without memory.
+bool smpl_top_k_row(const float * logits, size_t n, size_t k, llama_token_data * out, struct smpl_buf * scratch);
+
 // Sets p = softmax(logit) over the array (see the conventions above); nothing on size 0.
 void smpl_softmax(llama_token_data_array * cur_p);
 

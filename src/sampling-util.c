@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -98,38 +99,55 @@ void smpl_buf_free(struct smpl_buf * buf) {
 // ---------------------------------------------------------------------------------------------
 // candidate-array helpers
 
-float smpl_max_logit(const llama_token_data_array * cur_p) {
-    const llama_token_data * d = cur_p->data;
-    const size_t n = d ? cur_p->size : 0;
+// The candidate array is read as floats every 3 (the logit field): its layout is llama.h's.
+_Static_assert(sizeof(llama_token_data) == 3 * sizeof(float) && offsetof(llama_token_data, logit) == sizeof(float),
+               "llama_token_data is {id, logit, p}, 4 bytes each");
+
+// The highest of n logits read every stride floats from l (NaN ignored; -inf if none).
+// Inlined with a constant stride: the candidate array's field (3) and a bare row (1).
+static inline float smpl_max_strided(const float * l, size_t stride, size_t n) {
     // Four running maxima break the dependency chain; a NaN never compares greater.
     float m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
     size_t j = 0;
     for (; j + 4 <= n; j += 4) {
-        m0 = d[j + 0].logit > m0 ? d[j + 0].logit : m0;
-        m1 = d[j + 1].logit > m1 ? d[j + 1].logit : m1;
-        m2 = d[j + 2].logit > m2 ? d[j + 2].logit : m2;
-        m3 = d[j + 3].logit > m3 ? d[j + 3].logit : m3;
+        m0 = l[(j + 0) * stride] > m0 ? l[(j + 0) * stride] : m0;
+        m1 = l[(j + 1) * stride] > m1 ? l[(j + 1) * stride] : m1;
+        m2 = l[(j + 2) * stride] > m2 ? l[(j + 2) * stride] : m2;
+        m3 = l[(j + 3) * stride] > m3 ? l[(j + 3) * stride] : m3;
     }
     for (; j < n; j++) {
-        m0 = d[j].logit > m0 ? d[j].logit : m0;
+        m0 = l[j * stride] > m0 ? l[j * stride] : m0;
     }
     m0 = m1 > m0 ? m1 : m0;
     m2 = m3 > m2 ? m3 : m2;
     return (m2 > m0 ? m2 : m0) + 0.0f;
 }
 
-int64_t smpl_argmax(const llama_token_data_array * cur_p) {
-    if (!cur_p || !cur_p->data || cur_p->size == 0) {
-        return -1;
-    }
-    // The maximum first (four independent lanes), then the first position holding it.
-    const float max = smpl_max_logit(cur_p);
-    for (size_t i = 0; i < cur_p->size; i++) {
-        if (smpl_key(cur_p->data[i].logit) == max) {
+// The maximum first (four independent lanes), then the first position holding it.
+static inline int64_t smpl_argmax_strided(const float * l, size_t stride, size_t n) {
+    const float max = smpl_max_strided(l, stride, n);
+    for (size_t i = 0; i < n; i++) {
+        if (smpl_key(l[i * stride]) == max) {
             return (int64_t) i;
         }
     }
     return 0; // not reached: max is one of the keys
+}
+
+float smpl_max_logit(const llama_token_data_array * cur_p) {
+    const size_t n = cur_p->data ? cur_p->size : 0;
+    return smpl_max_strided(n ? &cur_p->data[0].logit : NULL, 3, n);
+}
+
+int64_t smpl_argmax(const llama_token_data_array * cur_p) {
+    if (!cur_p || !cur_p->data || cur_p->size == 0) {
+        return -1;
+    }
+    return smpl_argmax_strided(&cur_p->data[0].logit, 3, cur_p->size);
+}
+
+int64_t smpl_argmax_row(const float * logits, size_t n) {
+    return n == 0 || !logits ? -1 : smpl_argmax_strided(logits, 1, n);
 }
 
 // exp(x) for x <= 0 or -inf (never NaN) without a libm call and without a floating-point
@@ -286,6 +304,36 @@ static void smpl_heap_sift_down(smpl_kv * h, size_t n, size_t i) {
     }
 }
 
+// The k best of n logits read every stride floats from l, as (key, pos) in h[0..k), best
+// first (ties by position). 0 < k < n. Inlined with a constant stride (3 or 1).
+static inline void smpl_heap_top(const float * l, size_t stride, size_t n, size_t k, smpl_kv * h) {
+    for (size_t i = 0; i < k; i++) {
+        h[i].key = smpl_desc_key(l[i * stride]);
+        h[i].pos = (uint32_t) i;
+    }
+    for (size_t i = k / 2; i-- > 0;) {
+        smpl_heap_sift_down(h, k, i);
+    }
+    // Positions increase along the scan, so an equal key never displaces the root: a
+    // candidate enters only if its logit is strictly above the root's. That test is one float
+    // comparison (false for NaN, and -0 == +0), a branch that is almost never taken.
+    float root = smpl_key(l[h[0].pos * stride]);
+    for (size_t i = k; i < n; i++) {
+        const float x = l[i * stride];
+        if (x > root) {
+            h[0].key = smpl_desc_key(x);
+            h[0].pos = (uint32_t) i;
+            smpl_heap_sift_down(h, k, 0);
+            root = smpl_key(l[h[0].pos * stride]);
+        }
+    }
+    // Heap sort: repeatedly move the root (worst) to the end -> ascending (key, pos).
+    for (size_t m = k; m > 1; m--) {
+        smpl_kv t = h[0]; h[0] = h[m - 1]; h[m - 1] = t;
+        smpl_heap_sift_down(h, m - 1, 0);
+    }
+}
+
 // Selects the k best into data[0..k) (descending); keep_rest also keeps the others after them
 // in their original order. 0 < k < size. Returns false on memory exhaustion (nothing changed).
 static bool smpl_select_top(llama_token_data_array * cur_p, size_t k, bool keep_rest, struct smpl_buf * scratch) {
@@ -298,31 +346,7 @@ static bool smpl_select_top(llama_token_data_array * cur_p, size_t k, bool keep_
     }
     smpl_kv * h = (smpl_kv *) mem;
     llama_token_data * out = (llama_token_data *) (mem + k * sizeof(smpl_kv));
-    for (size_t i = 0; i < k; i++) {
-        h[i].key = smpl_desc_key(d[i].logit);
-        h[i].pos = (uint32_t) i;
-    }
-    for (size_t i = k / 2; i-- > 0;) {
-        smpl_heap_sift_down(h, k, i);
-    }
-    // Positions increase along the scan, so an equal key never displaces the root: a
-    // candidate enters only if its logit is strictly above the root's. That test is one float
-    // comparison (false for NaN, and -0 == +0), a branch that is almost never taken.
-    float root = smpl_key(d[h[0].pos].logit);
-    for (size_t i = k; i < n; i++) {
-        const float l = d[i].logit;
-        if (l > root) {
-            h[0].key = smpl_desc_key(l);
-            h[0].pos = (uint32_t) i;
-            smpl_heap_sift_down(h, k, 0);
-            root = smpl_key(d[h[0].pos].logit);
-        }
-    }
-    // Heap sort: repeatedly move the root (worst) to the end -> ascending (key, pos).
-    for (size_t m = k; m > 1; m--) {
-        smpl_kv t = h[0]; h[0] = h[m - 1]; h[m - 1] = t;
-        smpl_heap_sift_down(h, m - 1, 0);
-    }
+    smpl_heap_top(&d[0].logit, 3, n, k, h);
     for (size_t i = 0; i < k; i++) {
         out[i] = d[h[i].pos];
     }
@@ -398,4 +422,18 @@ void smpl_top_k_impl(llama_token_data_array * cur_p, size_t k, struct smpl_buf *
     }
     cur_p->size = k;
     cur_p->sorted = true;
+}
+
+bool smpl_top_k_row(const float * logits, size_t n, size_t k, llama_token_data * out, struct smpl_buf * scratch) {
+    smpl_kv * h = smpl_buf_reserve(scratch, k * sizeof(smpl_kv));
+    if (!h) {
+        return false;
+    }
+    smpl_heap_top(logits, 1, n, k, h);
+    for (size_t i = 0; i < k; i++) {
+        out[i].id = (llama_token) h[i].pos;
+        out[i].logit = logits[h[i].pos];
+        out[i].p = 0.0f;
+    }
+    return true;
 }

@@ -906,3 +906,43 @@ def test_sampler_sample_reads_context_logits(smol_ctx):
     # a chain with no final sampler selects nothing: LLAMA_TOKEN_NULL, logged
     assert S.llama_sampler_sample(_chain(S.llama_sampler_init_top_k(5)), ctx, -1) == -1
     assert S.llama_sampler_sample(greedy, ctx, 10 ** 6) == -1   # no such output row
+
+
+@pytest.mark.parametrize("k", [1, 2, 40, 1000, 6144, 7000, 10 ** 6])
+def test_sampler_sample_on_the_row_matches_the_candidate_array(smol_ctx, k):
+    """llama_sampler_sample runs greedy-alone and top-k-first chains on the logits row itself
+    (no candidate array for the whole vocabulary): what they pick, and what top-k hands the
+    rest of the chain, must be what the same chain picks from the full candidate array — with
+    ties (first position wins), NaN (ranks as -inf) and -inf in the row. k = 7000 and above
+    take the general path (no heap), the others the row path."""
+    L, ctx, n_vocab = smol_ctx
+    ptr = L.llama_get_logits_ith(ctx, -1)
+    row = np.ctypeslib.as_array(ptr, shape=(n_vocab,))
+    saved = row.copy()
+    rng = np.random.default_rng(k)
+    try:
+        for trial in range(4):
+            x = np.round(rng.normal(0, 2, n_vocab), 1).astype(np.float32)  # many exact ties
+            x[rng.integers(0, n_vocab, 50)] = np.nan
+            x[rng.integers(0, n_vocab, 50)] = -np.inf
+            if trial % 2:
+                x[rng.integers(0, n_vocab, 5)] = np.nanmax(x)  # the maximum tied at several positions
+            row[:] = x
+            greedy = owned(S.llama_sampler_init_greedy())
+            assert S.llama_sampler_sample(greedy, ctx, -1) == run(owned(S.llama_sampler_init_greedy()), x).selected_token
+            g_chain = _chain(S.llama_sampler_init_greedy())
+            assert S.llama_sampler_sample(g_chain, ctx, -1) == int(np.nanargmax(x))
+            chain = _chain(S.llama_sampler_init_top_k(k), S.llama_sampler_init_top_p(0.9, 1),
+                           S.llama_sampler_init_temp(0.7), S.llama_sampler_init_dist(77 + trial), no_perf=False)
+            twin = owned(S.llama_sampler_clone(chain))
+            for _ in range(6):
+                t = S.llama_sampler_sample(chain, ctx, -1)
+                u = run(twin, x).selected_token
+                S.llama_sampler_accept(twin, u)
+                assert t == u
+            assert S.llama_perf_sampler(chain).n_sample == 6
+            # top-k then greedy: the row path's k candidates, in order
+            tg = _chain(S.llama_sampler_init_top_k(k), S.llama_sampler_init_greedy())
+            assert S.llama_sampler_sample(tg, ctx, -1) == int(np.nanargmax(x))
+    finally:
+        row[:] = saved
