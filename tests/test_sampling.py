@@ -888,6 +888,18 @@ def smol_ctx(smollm2_path):
     L.llama_model_free(model)
 
 
+def _same_draws_as_the_array(chain, ctx, logits, n):
+    """n draws of llama_sampler_sample(chain) on the context's row equal those of a clone of the
+    chain applied to a fresh candidate array of the same logits (accepted alike)."""
+    twin = owned(S.llama_sampler_clone(chain))
+    for _ in range(n):
+        t = S.llama_sampler_sample(chain, ctx, -1)
+        u = run(twin, logits).selected_token
+        S.llama_sampler_accept(twin, u)
+        assert t == u
+    assert S.llama_perf_sampler(chain).n_sample == n
+
+
 def test_sampler_sample_reads_context_logits(smol_ctx):
     L, ctx, n_vocab = smol_ctx
     ptr = L.llama_get_logits_ith(ctx, -1)
@@ -896,13 +908,7 @@ def test_sampler_sample_reads_context_logits(smol_ctx):
     assert S.llama_sampler_sample(greedy, ctx, -1) == int(np.argmax(logits))
     chain = _chain(S.llama_sampler_init_top_k(40), S.llama_sampler_init_top_p(0.95, 1),
                    S.llama_sampler_init_temp(0.8), S.llama_sampler_init_dist(4242), no_perf=False)
-    twin = owned(S.llama_sampler_clone(chain))
-    for _ in range(5):
-        t = S.llama_sampler_sample(chain, ctx, -1)
-        u = run(twin, logits).selected_token
-        S.llama_sampler_accept(twin, u)
-        assert t == u
-    assert S.llama_perf_sampler(chain).n_sample == 5
+    _same_draws_as_the_array(chain, ctx, logits, 5)
     # a chain with no final sampler selects nothing: LLAMA_TOKEN_NULL, logged
     assert S.llama_sampler_sample(_chain(S.llama_sampler_init_top_k(5)), ctx, -1) == -1
     assert S.llama_sampler_sample(greedy, ctx, 10 ** 6) == -1   # no such output row
@@ -934,13 +940,7 @@ def test_sampler_sample_on_the_row_matches_the_candidate_array(smol_ctx, k):
             assert S.llama_sampler_sample(g_chain, ctx, -1) == int(np.nanargmax(x))
             chain = _chain(S.llama_sampler_init_top_k(k), S.llama_sampler_init_top_p(0.9, 1),
                            S.llama_sampler_init_temp(0.7), S.llama_sampler_init_dist(77 + trial), no_perf=False)
-            twin = owned(S.llama_sampler_clone(chain))
-            for _ in range(6):
-                t = S.llama_sampler_sample(chain, ctx, -1)
-                u = run(twin, x).selected_token
-                S.llama_sampler_accept(twin, u)
-                assert t == u
-            assert S.llama_perf_sampler(chain).n_sample == 6
+            _same_draws_as_the_array(chain, ctx, x, 6)
             # top-k then greedy: the row path's k candidates, in order
             tg = _chain(S.llama_sampler_init_top_k(k), S.llama_sampler_init_greedy())
             assert S.llama_sampler_sample(tg, ctx, -1) == int(np.nanargmax(x))
