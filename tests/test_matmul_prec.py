@@ -215,7 +215,7 @@ def test_kquant_activations_rounded_per_32(name, shape):
         assert np.max(np.abs(got - other) / tol) > 10
 
 
-@pytest.mark.parametrize("name", PER32)
+@pytest.mark.parametrize("name", list(KQ))
 def test_kquant_column_independent_of_batch_and_threads(name):
     K, M = 768, 48
     full, _, _ = run_kq(name, K, M, 24, 2, seed=5)
@@ -263,6 +263,36 @@ def test_kquant_x86_kernel_sets_give_the_same_bits():
     first = next(iter(seen))
     for name, b in seen.items():
         assert np.array_equal(b, seen[first]), f"{name} differs from {first}"
+
+
+_KQ_COLS_CHILD = """
+import sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from test_matmul_prec import run_kq
+from llama_py import ggml
+for name in ("Q2_K", "Q3_K"):
+    full, _, _ = run_kq(name, 768, 37, 24, 2, seed=17)
+    for cols in ([5], [0, 1, 2], list(range(2, 13)), list(range(16, 24))):
+        part, _, _ = run_kq(name, 768, 37, len(cols), 2, seed=17, cols=cols)
+        assert np.array_equal(part.view(np.uint32), full[cols].view(np.uint32)), (name, cols)
+print(ggml.ggml_cpu_variant().decode())
+"""
+
+
+@pytest.mark.parametrize("variant", ["avx2", "avxvnni", "avx512"])
+def test_q2_K_q3_K_four_column_kernels_keep_the_bits(variant):
+    """Prompts run q2_K / q3_K through the kernel set's 4-column dot (one decode of the weight
+    row for 4 columns); a column must get the bits of the 1-column dot whatever group of 4 it
+    falls in (columns alone, in groups of 4 and left over, in another tile)."""
+    env = dict(os.environ, GGML_CPU_VARIANT=variant,
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", _KQ_COLS_CHILD.format(tests=str(ROOT / "tests"))], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = r.stdout.strip().splitlines()[-1]
+    if got != variant:
+        pytest.skip(f"the {variant} kernel set does not run here ({got} ran)")
 
 
 _KQ_VEC_CHILD = """

@@ -40,12 +40,16 @@ int ggml_cpu_n_tasks_max(const struct ggml_tensor * node, int n_threads);
 
 // Dot product of n elements of x (type T) and y (type vec_dot_type of T), result in *s.
 typedef void (*ggml_vec_dot_t)(int n, float * s, const void * x, const void * y);
+// One row x against 4 rows of vec_dot_type: s + k*bs (bytes) = vec_dot(x, y + k*by) for k < 4,
+// the same bits as 4 vec_dot calls (the row is decoded once for the 4).
+typedef void (*ggml_vec_dot_x4_t)(int n, float * s, size_t bs, const void * x, const void * y, size_t by);
 
 // CPU-side traits per type: the fast activation quantizer and the dot kernel.
 struct ggml_type_traits_cpu {
     ggml_from_float_t from_float;   // fast quantizer for activations (F32 -> this type)
     ggml_vec_dot_t    vec_dot;      // this type . vec_dot_type
     enum ggml_type    vec_dot_type; // type b's rows are converted to before vec_dot
+    ggml_vec_dot_x4_t vec_dot_x4;   // 4 columns at once with vec_dot's bits, or NULL
 };
 
 // CPU traits of type (zeroed struct with vec_dot NULL if the type has no CPU matmul).

@@ -445,6 +445,8 @@ void ggml_compute_forward_mul_mat(const struct ggml_compute_params * params, str
     }
 
     const ggml_vec_dot_t vec_dot = p.tc->vec_dot;
+    const ggml_vec_dot_x4_t vec_dot_x4 = p.tc->vec_dot_x4;
+    const size_t by = p.direct ? b->nb[1] : p.wrow; // bytes from one converted b row to the next
     while (t < t_end) {
         const int64_t batch = t/(tiles_m*tiles_n);
         const int64_t rem   = t - batch*tiles_m*tiles_n;
@@ -454,13 +456,20 @@ void ggml_compute_forward_mul_mat(const struct ggml_compute_params * params, str
         const int64_t m0 = tm*bm, m1 = GGML_MIN(M, m0 + bm);
         const int64_t n0 = tn*bn, n1 = GGML_MIN(N, n0 + bn);
         const char * abase = (const char *) a->data + (i2/r2)*a->nb[2] + (i3/r3)*a->nb[3];
-        for (int64_t j = n0; j < n1; j++) {
+        for (int64_t j = n0; j < n1; ) {
             const char * bj = p.direct ? ggml_cpu_ptr(b, 0, j, i2, i3)
                                        : wconv + (size_t) (j + (i2 + i3*B2)*N)*p.wrow;
             char * out = ggml_cpu_ptr(dst, 0, j, i2, i3);
+            // four columns per weight-row decode where the kernel set has it (the same bits)
+            const int nj = vec_dot_x4 && j + 4 <= n1 ? 4 : 1;
             for (int64_t i = m0; i < m1; i++) {
-                vec_dot((int) K, (float *) (out + i*dst->nb[0]), abase + i*a->nb[1], bj);
+                if (nj == 4) {
+                    vec_dot_x4((int) K, (float *) (out + i*dst->nb[0]), dst->nb[1], abase + i*a->nb[1], bj, by);
+                } else {
+                    vec_dot((int) K, (float *) (out + i*dst->nb[0]), abase + i*a->nb[1], bj);
+                }
             }
+            j += nj;
         }
         t = dynamic ? atomic_fetch_add_explicit(counter, 1, memory_order_relaxed) : t + 1;
     }

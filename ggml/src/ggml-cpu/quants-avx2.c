@@ -400,67 +400,115 @@ VEC_DOT_MIN(vec_dot_q5_1_q8_1, block_q5_1, block_dot_q5_1)
 
 // ---- K-quants ----
 
-static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) {
+// q2_K and q3_K against NC columns of q8_K (y + k*by, results at s + k*bs): each 32-element
+// group of levels is decoded once for the NC columns, and every column sees the instructions
+// of the 1-column kernel in the same order (NC = 4 gives the bits of 4 calls with NC = 1).
+static inline __attribute__((always_inline)) void
+dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
     const block_q2_K * a = (const block_q2_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
     const int nb = n / QK_K;
     const __m256i m3 = _mm256_set1_epi8(3);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[4];
+    #pragma GCC unroll 4
+    for (int k = 0; k < NC; k++) acc[k] = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const float dall = b[i].d * FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)a[i].scales);
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
-        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
-        const __m256i summs = _mm256_madd_epi16(bsums, mins);
         const __m256i sc2 = _mm256_broadcastsi128_si256(_mm_and_si128(sc8, _mm_set1_epi8(0x0F)));
-        __m256i sumi = _mm256_setzero_si256();
+        const block_q8_K * bk[4];
+        __m256i sumi[4];
+        #pragma GCC unroll 4
+        for (int k = 0; k < NC; k++) {
+            bk[k] = (const block_q8_K *)((const char *)y + (size_t)k * by) + i;
+            sumi[k] = _mm256_setzero_si256();
+        }
+        #pragma GCC unroll 2
         for (int c = 0; c < QK_K / 128; c++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
-            const int8_t * q8 = b[i].qs + 128 * c;
+            #pragma GCC unroll 4
             for (int sh = 0; sh < 4; sh++) {
                 const __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * sh), m3);
-                const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * sh));
-                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v, y8, scale_pair(sc2, 8 * c + 2 * sh)));
+                const __m256i sc = scale_pair(sc2, 8 * c + 2 * sh);
+                #pragma GCC unroll 4
+                for (int k = 0; k < NC; k++) {
+                    const __m256i y8 = _mm256_loadu_si256((const __m256i *)(bk[k]->qs + 128 * c + 32 * sh));
+                    sumi[k] = _mm256_add_epi32(sumi[k], dot_scaled_pair(v, y8, sc));
+                }
             }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dall), _mm256_cvtepi32_ps(sumi), acc);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), acc);
+        #pragma GCC unroll 4
+        for (int k = 0; k < NC; k++) {
+            const float dall = bk[k]->d * FP16_TO_FP32(a[i].d);
+            const float dmin = bk[k]->d * FP16_TO_FP32(a[i].dmin);
+            const __m256i summs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bk[k]->bsums), mins);
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dall), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), acc[k]);
+        }
     }
-    *s = hsum_f32_8(acc);
+    #pragma GCC unroll 4
+    for (int k = 0; k < NC; k++) *(float *)((char *)s + (size_t)k * bs) = hsum_f32_8(acc[k]);
 }
 
-static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) {
+static inline __attribute__((always_inline)) void
+dot_q3_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
     const block_q3_K * a = (const block_q3_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
     const int nb = n / QK_K;
     const __m256i m3 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[4];
+    #pragma GCC unroll 4
+    for (int k = 0; k < NC; k++) acc[k] = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const float d = b[i].d * FP16_TO_FP32(a[i].d);
         const __m128i sc8 = q3_K_scales(a[i].scales);
         const __m256i sc2 = _mm256_broadcastsi128_si256(sc8);
         // levels are stored as q + 4*hbit - 4: take the unsigned q + 4*hbit, subtract 4*sum(y) after
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
-        const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 2);
         const __m256i hm = _mm256_loadu_si256((const __m256i *)a[i].hmask);
-        __m256i sumi = _mm256_setzero_si256();
+        const block_q8_K * bk[4];
+        __m256i sumi[4];
+        #pragma GCC unroll 4
+        for (int k = 0; k < NC; k++) {
+            bk[k] = (const block_q8_K *)((const char *)y + (size_t)k * by) + i;
+            sumi[k] = _mm256_setzero_si256();
+        }
+        #pragma GCC unroll 2
         for (int c = 0; c < QK_K / 128; c++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
-            const int8_t * q8 = b[i].qs + 128 * c;
+            #pragma GCC unroll 4
             for (int sh = 0; sh < 4; sh++) {
                 const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * sh), m3);
                 const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * c + sh), m1);
                 const __m256i v = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));
-                const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * sh));
-                sumi = _mm256_add_epi32(sumi, dot_scaled_pair(v, y8, scale_pair(sc2, 8 * c + 2 * sh)));
+                const __m256i sc = scale_pair(sc2, 8 * c + 2 * sh);
+                #pragma GCC unroll 4
+                for (int k = 0; k < NC; k++) {
+                    const __m256i y8 = _mm256_loadu_si256((const __m256i *)(bk[k]->qs + 128 * c + 32 * sh));
+                    sumi[k] = _mm256_add_epi32(sumi[k], dot_scaled_pair(v, y8, sc));
+                }
             }
         }
-        sumi = _mm256_sub_epi32(sumi, offs);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        #pragma GCC unroll 4
+        for (int k = 0; k < NC; k++) {
+            const float d = bk[k]->d * FP16_TO_FP32(a[i].d);
+            const __m256i bsums = _mm256_loadu_si256((const __m256i *)bk[k]->bsums);
+            const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 2);
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[k], offs)), acc[k]);
+        }
     }
-    *s = hsum_f32_8(acc);
+    #pragma GCC unroll 4
+    for (int k = 0; k < NC; k++) *(float *)((char *)s + (size_t)k * bs) = hsum_f32_8(acc[k]);
+}
+
+static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) {
+    dot_q2_K_cols(n, s, 0, x, y, 0, 1);
+}
+static void vec_dot_x4_q2_K_q8_K(int n, float * s, size_t bs, const void * x, const void * y, size_t by) {
+    dot_q2_K_cols(n, s, bs, x, y, by, 4);
+}
+static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) {
+    dot_q3_K_cols(n, s, 0, x, y, 0, 1);
+}
+static void vec_dot_x4_q3_K_q8_K(int n, float * s, size_t bs, const void * x, const void * y, size_t by) {
+    dot_q3_K_cols(n, s, bs, x, y, by, 4);
 }
 
 // s16 lanes all equal to byte j of sc8 (zero-extended), with one byte shuffle.
@@ -571,6 +619,8 @@ void ggml_cpu_quants_init_avx2(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q8_0].vec_dot = vec_dot_q8_0_q8_0;
     t[GGML_TYPE_Q2_K].vec_dot = vec_dot_q2_K_q8_K;
     t[GGML_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K;
+    t[GGML_TYPE_Q2_K].vec_dot_x4 = vec_dot_x4_q2_K_q8_K;
+    t[GGML_TYPE_Q3_K].vec_dot_x4 = vec_dot_x4_q3_K_q8_K;
     t[GGML_TYPE_Q4_K].vec_dot = vec_dot_q4_K_q8_1;
     t[GGML_TYPE_Q5_K].vec_dot = vec_dot_q5_K_q8_1;
     t[GGML_TYPE_Q6_K].vec_dot = vec_dot_q6_K_q8_1;

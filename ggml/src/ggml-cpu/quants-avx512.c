@@ -189,56 +189,89 @@ static inline __m128i q3_K_scales(const uint8_t * s) {
     return _mm_sub_epi8(_mm_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]), _mm_set1_epi8(32));
 }
 
-static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) {
+// q2_K and q3_K against NC columns of q8_K (y + k*by, results at s + k*bs): the levels of each
+// 128-element step are decoded once for the NC columns, and every column sees the instructions
+// of the 1-column kernel in the same order (NC = 4 gives the bits of 4 calls with NC = 1).
+static inline __attribute__((always_inline)) void
+dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
     const block_q2_K * a = (const block_q2_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
     const int nb = n / QK_K;
     const __m512i m3 = _mm512_set1_epi8(3);
     const __m512i sh01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const __m512i sh23 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
-    __m512 acc = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();
+    __m512 acc[4];
+    __m256 accm[4];
+    #pragma GCC unroll 4
+    for (int k = 0; k < NC; k++) {
+        acc[k] = _mm512_setzero_ps();
+        accm[k] = _mm256_setzero_ps();
+    }
     for (int i = 0; i < nb; i++) {
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)a[i].scales);
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
-        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
-        const __m256i summs = _mm256_madd_epi16(bsums, mins);
         const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0x0F))));
-        __m512i sumi = _mm512_setzero_si512();
+        const block_q8_K * bk[4];
+        __m512i sumi[4];
+        #pragma GCC unroll 4
+        for (int k = 0; k < NC; k++) {
+            bk[k] = (const block_q8_K *)((const char *)y + (size_t)k * by) + i;
+            sumi[k] = _mm512_setzero_si512();
+        }
+        #pragma GCC unroll 2
         for (int c = 0; c < QK_K / 128; c++) {
             const __m512i q = bcast256(a[i].qs + 32 * c);
             const __m512i v01 = _mm512_and_si512(_mm512_srlv_epi16(q, sh01), m3);
             const __m512i v23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
-            const __m512i y01 = _mm512_loadu_si512(b[i].qs + 128 * c);
-            const __m512i y23 = _mm512_loadu_si512(b[i].qs + 128 * c + 64);
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v01, y01), scales_by16(sc16, 8 * c));
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v23, y23), scales_by16(sc16, 8 * c + 4));
+            const __m512i s01 = scales_by16(sc16, 8 * c), s23 = scales_by16(sc16, 8 * c + 4);
+            #pragma GCC unroll 4
+            for (int k = 0; k < NC; k++) {
+                const __m512i y01 = _mm512_loadu_si512(bk[k]->qs + 128 * c);
+                const __m512i y23 = _mm512_loadu_si512(bk[k]->qs + 128 * c + 64);
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(v01, y01), s01);
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(v23, y23), s23);
+            }
         }
-        const float dall = b[i].d * FP16_TO_FP32(a[i].d);
-        const float dmin = b[i].d * FP16_TO_FP32(a[i].dmin);
-        acc  = _mm512_fmadd_ps(_mm512_set1_ps(dall), _mm512_cvtepi32_ps(sumi), acc);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), accm);
+        #pragma GCC unroll 4
+        for (int k = 0; k < NC; k++) {
+            const __m256i summs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bk[k]->bsums), mins);
+            const float dall = bk[k]->d * FP16_TO_FP32(a[i].d);
+            const float dmin = bk[k]->d * FP16_TO_FP32(a[i].dmin);
+            acc[k]  = _mm512_fmadd_ps(_mm512_set1_ps(dall), _mm512_cvtepi32_ps(sumi[k]), acc[k]);
+            accm[k] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), accm[k]);
+        }
     }
-    *s = _mm512_reduce_add_ps(acc) + hsum_f32_8(accm);
+    #pragma GCC unroll 4
+    for (int k = 0; k < NC; k++) {
+        *(float *)((char *)s + (size_t)k * bs) = _mm512_reduce_add_ps(acc[k]) + hsum_f32_8(accm[k]);
+    }
 }
 
-static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) {
+static inline __attribute__((always_inline)) void
+dot_q3_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
     const block_q3_K * a = (const block_q3_K *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
     const int nb = n / QK_K;
     const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
     const __m512i sh01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const __m512i sh23 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
-    __m512 acc = _mm512_setzero_ps();
+    __m512 acc[4];
+    #pragma GCC unroll 4
+    for (int k = 0; k < NC; k++) acc[k] = _mm512_setzero_ps();
     for (int i = 0; i < nb; i++) {
         const __m256i sc16_256 = _mm256_cvtepi8_epi16(q3_K_scales(a[i].scales));
-        // levels are q + 4*hbit - 4: dot the unsigned q + 4*hbit, subtract 4 * scale * sum(y)
-        const __m256i bsums = _mm256_loadu_si256((const __m256i *)b[i].bsums);
-        const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16_256), 2);
         const __m512i sc16 = _mm512_castsi256_si512(sc16_256);
         const __m512i hm = bcast256(a[i].hmask);
-        __m512i sumi = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), offs));
-        sumi = _mm512_inserti64x4(sumi, _mm256_setzero_si256(), 1);
+        const block_q8_K * bk[4];
+        __m512i sumi[4];
+        #pragma GCC unroll 4
+        for (int k = 0; k < NC; k++) {
+            bk[k] = (const block_q8_K *)((const char *)y + (size_t)k * by) + i;
+            // levels are q + 4*hbit - 4: dot the unsigned q + 4*hbit, subtract 4 * scale * sum(y)
+            const __m256i bsums = _mm256_loadu_si256((const __m256i *)bk[k]->bsums);
+            const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16_256), 2);
+            sumi[k] = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), offs));
+            sumi[k] = _mm512_inserti64x4(sumi[k], _mm256_setzero_si256(), 1);
+        }
+        #pragma GCC unroll 2
         for (int c = 0; c < QK_K / 128; c++) {
             const __m512i q = bcast256(a[i].qs + 32 * c);
             // hmask bit 4c+sh belongs to the levels taken with shift 2*sh
@@ -250,15 +283,36 @@ static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) 
             __m512i v23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
             v01 = _mm512_mask_add_epi8(v01, _mm512_test_epi8_mask(hm, bit01), v01, four);
             v23 = _mm512_mask_add_epi8(v23, _mm512_test_epi8_mask(hm, bit23), v23, four);
-            const __m512i y01 = _mm512_loadu_si512(b[i].qs + 128 * c);
-            const __m512i y23 = _mm512_loadu_si512(b[i].qs + 128 * c + 64);
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v01, y01), scales_by16(sc16, 8 * c));
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v23, y23), scales_by16(sc16, 8 * c + 4));
+            const __m512i s01 = scales_by16(sc16, 8 * c), s23 = scales_by16(sc16, 8 * c + 4);
+            #pragma GCC unroll 4
+            for (int k = 0; k < NC; k++) {
+                const __m512i y01 = _mm512_loadu_si512(bk[k]->qs + 128 * c);
+                const __m512i y23 = _mm512_loadu_si512(bk[k]->qs + 128 * c + 64);
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(v01, y01), s01);
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(v23, y23), s23);
+            }
         }
-        const float d = b[i].d * FP16_TO_FP32(a[i].d);
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
+        #pragma GCC unroll 4
+        for (int k = 0; k < NC; k++) {
+            const float d = bk[k]->d * FP16_TO_FP32(a[i].d);
+            acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi[k]), acc[k]);
+        }
     }
-    *s = _mm512_reduce_add_ps(acc);
+    #pragma GCC unroll 4
+    for (int k = 0; k < NC; k++) *(float *)((char *)s + (size_t)k * bs) = _mm512_reduce_add_ps(acc[k]);
+}
+
+static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) {
+    dot_q2_K_cols(n, s, 0, x, y, 0, 1);
+}
+static void vec_dot_x4_q2_K_q8_K(int n, float * s, size_t bs, const void * x, const void * y, size_t by) {
+    dot_q2_K_cols(n, s, bs, x, y, by, 4);
+}
+static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) {
+    dot_q3_K_cols(n, s, 0, x, y, 0, 1);
+}
+static void vec_dot_x4_q3_K_q8_K(int n, float * s, size_t bs, const void * x, const void * y, size_t by) {
+    dot_q3_K_cols(n, s, bs, x, y, by, 4);
 }
 
 // ---- activation quantizers (byte-identical to the portable ones) ----
@@ -318,4 +372,6 @@ void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q5_1].vec_dot = vec_dot_q5_1_q8_1;
     t[GGML_TYPE_Q2_K].vec_dot = vec_dot_q2_K_q8_K;
     t[GGML_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K;
+    t[GGML_TYPE_Q2_K].vec_dot_x4 = vec_dot_x4_q2_K_q8_K;
+    t[GGML_TYPE_Q3_K].vec_dot_x4 = vec_dot_x4_q3_K_q8_K;
 }

@@ -294,9 +294,9 @@ void ggml_cpu_quants_init_generic(struct ggml_type_traits_cpu * t) {
         const struct ggml_type_traits * tt = ggml_get_type_traits((enum ggml_type)i);
         if (tt && tt->is_quantized) t[i].from_float = tt->from_float_ref;
     }
-    t[GGML_TYPE_F32]  = (struct ggml_type_traits_cpu){ from_float_f32,  ggml_vec_dot_f32_f32_generic,   GGML_TYPE_F32 };
-    t[GGML_TYPE_F16]  = (struct ggml_type_traits_cpu){ from_float_f16,  ggml_vec_dot_f16_f16_generic,   GGML_TYPE_F16 };
-    t[GGML_TYPE_BF16] = (struct ggml_type_traits_cpu){ from_float_bf16, ggml_vec_dot_bf16_bf16_generic, GGML_TYPE_BF16 };
+    t[GGML_TYPE_F32]  = (struct ggml_type_traits_cpu){ from_float_f32,  ggml_vec_dot_f32_f32_generic,   GGML_TYPE_F32,  NULL };
+    t[GGML_TYPE_F16]  = (struct ggml_type_traits_cpu){ from_float_f16,  ggml_vec_dot_f16_f16_generic,   GGML_TYPE_F16,  NULL };
+    t[GGML_TYPE_BF16] = (struct ggml_type_traits_cpu){ from_float_bf16, ggml_vec_dot_bf16_bf16_generic, GGML_TYPE_BF16, NULL };
 
     t[GGML_TYPE_Q4_0].vec_dot = ggml_vec_dot_q4_0_q8_0_generic; t[GGML_TYPE_Q4_0].vec_dot_type = GGML_TYPE_Q8_0;
     t[GGML_TYPE_Q4_1].vec_dot = ggml_vec_dot_q4_1_q8_1_generic; t[GGML_TYPE_Q4_1].vec_dot_type = GGML_TYPE_Q8_1;
