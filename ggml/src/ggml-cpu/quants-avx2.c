@@ -498,18 +498,8 @@ dot_q3_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_
     for (int k = 0; k < NC; k++) *(float *)((char *)s + (size_t)k * bs) = hsum_f32_8(acc[k]);
 }
 
-static void vec_dot_q2_K_q8_K(int n, float * s, const void * x, const void * y) {
-    dot_q2_K_cols(n, s, 0, x, y, 0, 1);
-}
-static void vec_dot_x4_q2_K_q8_K(int n, float * s, size_t bs, const void * x, const void * y, size_t by) {
-    dot_q2_K_cols(n, s, bs, x, y, by, 4);
-}
-static void vec_dot_q3_K_q8_K(int n, float * s, const void * x, const void * y) {
-    dot_q3_K_cols(n, s, 0, x, y, 0, 1);
-}
-static void vec_dot_x4_q3_K_q8_K(int n, float * s, size_t bs, const void * x, const void * y, size_t by) {
-    dot_q3_K_cols(n, s, bs, x, y, by, 4);
-}
+GGML_VEC_DOT_COLS(q2_K, q8_K)
+GGML_VEC_DOT_COLS(q3_K, q8_K)
 
 // s16 lanes all equal to byte j of sc8 (zero-extended), with one byte shuffle.
 static inline __m256i scale_bcast_u8(__m256i sc8x2, int j) {

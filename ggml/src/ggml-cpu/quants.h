@@ -61,6 +61,17 @@ void ggml_cpu_quants_init_avx2  (struct ggml_type_traits_cpu * table);
 void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * table);
 void ggml_cpu_quants_init_neon  (struct ggml_type_traits_cpu * table);
 
+// vec_dot_<w>_<a> (one column) and vec_dot_x4_<w>_<a> (four, ggml_vec_dot_x4_t) of an ISA file,
+// both from its always-inline dot_<w>_cols(n, s, bs, x, y, by, NC): one body, so the four
+// columns get the one column's instructions and bits.
+#define GGML_VEC_DOT_COLS(w, a)                                                                   \
+static void vec_dot_##w##_##a(int n, float * s, const void * x, const void * y) {                 \
+    dot_##w##_cols(n, s, 0, x, y, 0, 1);                                                          \
+}                                                                                                 \
+static void vec_dot_x4_##w##_##a(int n, float * s, size_t bs, const void * x, const void * y, size_t by) { \
+    dot_##w##_cols(n, s, bs, x, y, by, 4);                                                        \
+}
+
 #ifdef __cplusplus
 }
 #endif
