@@ -24,7 +24,9 @@
 //           its own slice of wdata, so no thread ever waits for another;
 //   shared  b's rows are converted once, split across threads, then a barrier.
 // The M x N x batch outputs are cut into tiles of bm a-rows x bn b-columns; inside a tile
-// each block of a-rows is reused across the tile's columns while it is in cache. For N == 1
+// each block of a-rows is reused across the tile's columns while it is in cache, and where the
+// kernel set has a 4-column dot (vec_dot_x4: q2_K, q3_K) each a-row is decoded once for 4
+// columns (the same bits as 4 vec_dot calls). For N == 1
 // tiles are runs of a-rows. After a shared conversion, which already paid for a barrier,
 // threads take tiles from an atomic counter (cores that finish early take more); otherwise
 // each thread takes a fixed contiguous range of tiles.
