@@ -400,21 +400,34 @@ VEC_DOT_MIN(vec_dot_q5_1_q8_1, block_q5_1, block_dot_q5_1)
 
 // ---- K-quants ----
 
-// q2_K and q3_K against NC columns of q8_K (y + k*by, results at s + k*bs): each 32-element
-// group of levels is decoded once for the NC columns, and every column sees the instructions
-// of the 1-column kernel in the same order (NC = 4 gives the bits of 4 calls with NC = 1).
+// q2_K (Q3 false) and q3_K (Q3 true) against NC columns of q8_K (y + k*by, results at
+// s + k*bs): each 32-element group of levels is decoded once for the NC columns, and every
+// column sees the instructions of the 1-column kernel in the same order (NC = 4 gives the bits
+// of 4 calls with NC = 1).
 static inline __attribute__((always_inline)) void
-dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
-    const block_q2_K * a = (const block_q2_K *)x;
+dot_k23_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC, const bool Q3) {
+    const block_q2_K * a2 = (const block_q2_K *)x;
+    const block_q3_K * a3 = (const block_q3_K *)x;
     const int nb = n / QK_K;
-    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m256i m3 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1);
     __m256 acc[4];
     #pragma GCC unroll 4
     for (int k = 0; k < NC; k++) acc[k] = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const __m128i sc8 = _mm_loadu_si128((const __m128i *)a[i].scales);
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
-        const __m256i sc2 = _mm256_broadcastsi128_si256(_mm_and_si128(sc8, _mm_set1_epi8(0x0F)));
+        // q2_K: 4-bit scales and mins; q3_K: 6-bit scales, levels stored as q + 4*hbit - 4 (the
+        // unsigned q + 4*hbit is dotted, 4*scale*sum(y) subtracted after)
+        __m256i sc2, mins = _mm256_setzero_si256(), sc16 = _mm256_setzero_si256(), hm = _mm256_setzero_si256();
+        if (Q3) {
+            const __m128i sc8 = q3_K_scales(a3[i].scales);
+            sc2 = _mm256_broadcastsi128_si256(sc8);
+            sc16 = _mm256_cvtepi8_epi16(sc8);
+            hm = _mm256_loadu_si256((const __m256i *)a3[i].hmask);
+        } else {
+            const __m128i sc8 = _mm_loadu_si128((const __m128i *)a2[i].scales);
+            mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
+            sc2 = _mm256_broadcastsi128_si256(_mm_and_si128(sc8, _mm_set1_epi8(0x0F)));
+        }
+        const uint8_t * qs = Q3 ? a3[i].qs : a2[i].qs;
         const block_q8_K * bk[4];
         __m256i sumi[4];
         #pragma GCC unroll 4
@@ -424,10 +437,14 @@ dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_
         }
         #pragma GCC unroll 2
         for (int c = 0; c < QK_K / 128; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
             #pragma GCC unroll 4
             for (int sh = 0; sh < 4; sh++) {
-                const __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * sh), m3);
+                __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * sh), m3);
+                if (Q3) {
+                    const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * c + sh), m1);
+                    v = _mm256_or_si256(v, _mm256_slli_epi16(hb, 2));
+                }
                 const __m256i sc = scale_pair(sc2, 8 * c + 2 * sh);
                 #pragma GCC unroll 4
                 for (int k = 0; k < NC; k++) {
@@ -438,11 +455,18 @@ dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_
         }
         #pragma GCC unroll 4
         for (int k = 0; k < NC; k++) {
-            const float dall = bk[k]->d * FP16_TO_FP32(a[i].d);
-            const float dmin = bk[k]->d * FP16_TO_FP32(a[i].dmin);
-            const __m256i summs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bk[k]->bsums), mins);
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dall), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), acc[k]);
+            const __m256i bsums = _mm256_loadu_si256((const __m256i *)bk[k]->bsums);
+            if (Q3) {
+                const float d = bk[k]->d * FP16_TO_FP32(a3[i].d);
+                const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 2);
+                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[k], offs)), acc[k]);
+            } else {
+                const float dall = bk[k]->d * FP16_TO_FP32(a2[i].d);
+                const float dmin = bk[k]->d * FP16_TO_FP32(a2[i].dmin);
+                const __m256i summs = _mm256_madd_epi16(bsums, mins);
+                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dall), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
+                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), acc[k]);
+            }
         }
     }
     #pragma GCC unroll 4
@@ -450,52 +474,12 @@ dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_
 }
 
 static inline __attribute__((always_inline)) void
+dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
+    dot_k23_cols(n, s, bs, x, y, by, NC, false);
+}
+static inline __attribute__((always_inline)) void
 dot_q3_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
-    const block_q3_K * a = (const block_q3_K *)x;
-    const int nb = n / QK_K;
-    const __m256i m3 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1);
-    __m256 acc[4];
-    #pragma GCC unroll 4
-    for (int k = 0; k < NC; k++) acc[k] = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++) {
-        const __m128i sc8 = q3_K_scales(a[i].scales);
-        const __m256i sc2 = _mm256_broadcastsi128_si256(sc8);
-        // levels are stored as q + 4*hbit - 4: take the unsigned q + 4*hbit, subtract 4*sum(y) after
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m256i hm = _mm256_loadu_si256((const __m256i *)a[i].hmask);
-        const block_q8_K * bk[4];
-        __m256i sumi[4];
-        #pragma GCC unroll 4
-        for (int k = 0; k < NC; k++) {
-            bk[k] = (const block_q8_K *)((const char *)y + (size_t)k * by) + i;
-            sumi[k] = _mm256_setzero_si256();
-        }
-        #pragma GCC unroll 2
-        for (int c = 0; c < QK_K / 128; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
-            #pragma GCC unroll 4
-            for (int sh = 0; sh < 4; sh++) {
-                const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * sh), m3);
-                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * c + sh), m1);
-                const __m256i v = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));
-                const __m256i sc = scale_pair(sc2, 8 * c + 2 * sh);
-                #pragma GCC unroll 4
-                for (int k = 0; k < NC; k++) {
-                    const __m256i y8 = _mm256_loadu_si256((const __m256i *)(bk[k]->qs + 128 * c + 32 * sh));
-                    sumi[k] = _mm256_add_epi32(sumi[k], dot_scaled_pair(v, y8, sc));
-                }
-            }
-        }
-        #pragma GCC unroll 4
-        for (int k = 0; k < NC; k++) {
-            const float d = bk[k]->d * FP16_TO_FP32(a[i].d);
-            const __m256i bsums = _mm256_loadu_si256((const __m256i *)bk[k]->bsums);
-            const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 2);
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[k], offs)), acc[k]);
-        }
-    }
-    #pragma GCC unroll 4
-    for (int k = 0; k < NC; k++) *(float *)((char *)s + (size_t)k * bs) = hsum_f32_8(acc[k]);
+    dot_k23_cols(n, s, bs, x, y, by, NC, true);
 }
 
 GGML_VEC_DOT_COLS(q2_K, q8_K)

@@ -189,39 +189,68 @@ static inline __m128i q3_K_scales(const uint8_t * s) {
     return _mm_sub_epi8(_mm_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]), _mm_set1_epi8(32));
 }
 
-// q2_K and q3_K against NC columns of q8_K (y + k*by, results at s + k*bs): the levels of each
-// 128-element step are decoded once for the NC columns, and every column sees the instructions
-// of the 1-column kernel in the same order (NC = 4 gives the bits of 4 calls with NC = 1).
+// q2_K (Q3 false) and q3_K (Q3 true) against NC columns of q8_K (y + k*by, results at
+// s + k*bs): the levels of each 128-element step are decoded once for the NC columns, and every
+// column sees the instructions of the 1-column kernel in the same order (NC = 4 gives the bits
+// of 4 calls with NC = 1).
 static inline __attribute__((always_inline)) void
-dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
-    const block_q2_K * a = (const block_q2_K *)x;
+dot_k23_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC, const bool Q3) {
+    const block_q2_K * a2 = (const block_q2_K *)x;
+    const block_q3_K * a3 = (const block_q3_K *)x;
     const int nb = n / QK_K;
-    const __m512i m3 = _mm512_set1_epi8(3);
+    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
     const __m512i sh01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const __m512i sh23 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
     __m512 acc[4];
-    __m256 accm[4];
+    __m256 accm[4]; // q2_K: the mins' term
     #pragma GCC unroll 4
     for (int k = 0; k < NC; k++) {
         acc[k] = _mm512_setzero_ps();
         accm[k] = _mm256_setzero_ps();
     }
     for (int i = 0; i < nb; i++) {
-        const __m128i sc8 = _mm_loadu_si128((const __m128i *)a[i].scales);
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
-        const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0x0F))));
+        // q2_K: 4-bit scales and mins; q3_K: 6-bit scales, levels stored as q + 4*hbit - 4 (the
+        // unsigned q + 4*hbit is dotted, 4*scale*sum(y) subtracted: sumi starts at -offs)
+        __m256i sc16_256, mins = _mm256_setzero_si256();
+        __m512i hm = _mm512_setzero_si512();
+        if (Q3) {
+            sc16_256 = _mm256_cvtepi8_epi16(q3_K_scales(a3[i].scales));
+            hm = bcast256(a3[i].hmask);
+        } else {
+            const __m128i sc8 = _mm_loadu_si128((const __m128i *)a2[i].scales);
+            mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
+            sc16_256 = _mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0x0F)));
+        }
+        const __m512i sc16 = _mm512_castsi256_si512(sc16_256);
+        const uint8_t * qs = Q3 ? a3[i].qs : a2[i].qs;
         const block_q8_K * bk[4];
         __m512i sumi[4];
         #pragma GCC unroll 4
         for (int k = 0; k < NC; k++) {
             bk[k] = (const block_q8_K *)((const char *)y + (size_t)k * by) + i;
-            sumi[k] = _mm512_setzero_si512();
+            if (Q3) {
+                const __m256i bsums = _mm256_loadu_si256((const __m256i *)bk[k]->bsums);
+                const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16_256), 2);
+                sumi[k] = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), offs));
+                sumi[k] = _mm512_inserti64x4(sumi[k], _mm256_setzero_si256(), 1);
+            } else {
+                sumi[k] = _mm512_setzero_si512();
+            }
         }
         #pragma GCC unroll 2
         for (int c = 0; c < QK_K / 128; c++) {
-            const __m512i q = bcast256(a[i].qs + 32 * c);
-            const __m512i v01 = _mm512_and_si512(_mm512_srlv_epi16(q, sh01), m3);
-            const __m512i v23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
+            const __m512i q = bcast256(qs + 32 * c);
+            __m512i v01 = _mm512_and_si512(_mm512_srlv_epi16(q, sh01), m3);
+            __m512i v23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
+            if (Q3) {
+                // hmask bit 4c+sh belongs to the levels taken with shift 2*sh
+                const __m512i bit01 = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * c))),
+                                                         _mm256_set1_epi8((char)(1 << (4 * c + 1))), 1);
+                const __m512i bit23 = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * c + 2))),
+                                                         _mm256_set1_epi8((char)(1 << (4 * c + 3))), 1);
+                v01 = _mm512_mask_add_epi8(v01, _mm512_test_epi8_mask(hm, bit01), v01, four);
+                v23 = _mm512_mask_add_epi8(v23, _mm512_test_epi8_mask(hm, bit23), v23, four);
+            }
             const __m512i s01 = scales_by16(sc16, 8 * c), s23 = scales_by16(sc16, 8 * c + 4);
             #pragma GCC unroll 4
             for (int k = 0; k < NC; k++) {
@@ -233,73 +262,32 @@ dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_
         }
         #pragma GCC unroll 4
         for (int k = 0; k < NC; k++) {
-            const __m256i summs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bk[k]->bsums), mins);
-            const float dall = bk[k]->d * FP16_TO_FP32(a[i].d);
-            const float dmin = bk[k]->d * FP16_TO_FP32(a[i].dmin);
-            acc[k]  = _mm512_fmadd_ps(_mm512_set1_ps(dall), _mm512_cvtepi32_ps(sumi[k]), acc[k]);
-            accm[k] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), accm[k]);
+            if (Q3) {
+                const float d = bk[k]->d * FP16_TO_FP32(a3[i].d);
+                acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi[k]), acc[k]);
+            } else {
+                const __m256i summs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bk[k]->bsums), mins);
+                const float dall = bk[k]->d * FP16_TO_FP32(a2[i].d);
+                const float dmin = bk[k]->d * FP16_TO_FP32(a2[i].dmin);
+                acc[k]  = _mm512_fmadd_ps(_mm512_set1_ps(dall), _mm512_cvtepi32_ps(sumi[k]), acc[k]);
+                accm[k] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), accm[k]);
+            }
         }
     }
     #pragma GCC unroll 4
     for (int k = 0; k < NC; k++) {
-        *(float *)((char *)s + (size_t)k * bs) = _mm512_reduce_add_ps(acc[k]) + hsum_f32_8(accm[k]);
+        *(float *)((char *)s + (size_t)k * bs) = Q3 ? _mm512_reduce_add_ps(acc[k])
+                                                    : _mm512_reduce_add_ps(acc[k]) + hsum_f32_8(accm[k]);
     }
 }
 
 static inline __attribute__((always_inline)) void
+dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
+    dot_k23_cols(n, s, bs, x, y, by, NC, false);
+}
+static inline __attribute__((always_inline)) void
 dot_q3_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
-    const block_q3_K * a = (const block_q3_K *)x;
-    const int nb = n / QK_K;
-    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
-    const __m512i sh01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-    const __m512i sh23 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
-    __m512 acc[4];
-    #pragma GCC unroll 4
-    for (int k = 0; k < NC; k++) acc[k] = _mm512_setzero_ps();
-    for (int i = 0; i < nb; i++) {
-        const __m256i sc16_256 = _mm256_cvtepi8_epi16(q3_K_scales(a[i].scales));
-        const __m512i sc16 = _mm512_castsi256_si512(sc16_256);
-        const __m512i hm = bcast256(a[i].hmask);
-        const block_q8_K * bk[4];
-        __m512i sumi[4];
-        #pragma GCC unroll 4
-        for (int k = 0; k < NC; k++) {
-            bk[k] = (const block_q8_K *)((const char *)y + (size_t)k * by) + i;
-            // levels are q + 4*hbit - 4: dot the unsigned q + 4*hbit, subtract 4 * scale * sum(y)
-            const __m256i bsums = _mm256_loadu_si256((const __m256i *)bk[k]->bsums);
-            const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16_256), 2);
-            sumi[k] = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), offs));
-            sumi[k] = _mm512_inserti64x4(sumi[k], _mm256_setzero_si256(), 1);
-        }
-        #pragma GCC unroll 2
-        for (int c = 0; c < QK_K / 128; c++) {
-            const __m512i q = bcast256(a[i].qs + 32 * c);
-            // hmask bit 4c+sh belongs to the levels taken with shift 2*sh
-            const __m512i bit01 = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * c))),
-                                                     _mm256_set1_epi8((char)(1 << (4 * c + 1))), 1);
-            const __m512i bit23 = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * c + 2))),
-                                                     _mm256_set1_epi8((char)(1 << (4 * c + 3))), 1);
-            __m512i v01 = _mm512_and_si512(_mm512_srlv_epi16(q, sh01), m3);
-            __m512i v23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
-            v01 = _mm512_mask_add_epi8(v01, _mm512_test_epi8_mask(hm, bit01), v01, four);
-            v23 = _mm512_mask_add_epi8(v23, _mm512_test_epi8_mask(hm, bit23), v23, four);
-            const __m512i s01 = scales_by16(sc16, 8 * c), s23 = scales_by16(sc16, 8 * c + 4);
-            #pragma GCC unroll 4
-            for (int k = 0; k < NC; k++) {
-                const __m512i y01 = _mm512_loadu_si512(bk[k]->qs + 128 * c);
-                const __m512i y23 = _mm512_loadu_si512(bk[k]->qs + 128 * c + 64);
-                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(v01, y01), s01);
-                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(v23, y23), s23);
-            }
-        }
-        #pragma GCC unroll 4
-        for (int k = 0; k < NC; k++) {
-            const float d = bk[k]->d * FP16_TO_FP32(a[i].d);
-            acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi[k]), acc[k]);
-        }
-    }
-    #pragma GCC unroll 4
-    for (int k = 0; k < NC; k++) *(float *)((char *)s + (size_t)k * bs) = _mm512_reduce_add_ps(acc[k]);
+    dot_k23_cols(n, s, bs, x, y, by, NC, true);
 }
 
 GGML_VEC_DOT_COLS(q2_K, q8_K)
