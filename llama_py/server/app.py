@@ -76,6 +76,14 @@ class ModelEntry:
 # ---------------------------------------------------------------------------------------------
 # bridging engine events (scheduler thread) to the event loop
 
+def _call_soon(loop: asyncio.AbstractEventLoop, fn) -> None:
+    """Schedules fn on loop from another thread; a closed loop has nobody listening: nothing."""
+    try:
+        loop.call_soon_threadsafe(fn)
+    except RuntimeError:
+        pass
+
+
 class _LoopWaker:
     """Wakes the runs of one event loop that have new events, on one call_soon_threadsafe per
     engine step however many streams that step fed. The engine calls notify() right before its
@@ -91,10 +99,7 @@ class _LoopWaker:
         if self.pending:  # a drain is scheduled and has not started: it will see every run queued
             return
         self.pending = True
-        try:
-            self.loop.call_soon_threadsafe(self._drain)
-        except RuntimeError:  # the loop is closed: nobody is listening any more
-            pass
+        _call_soon(self.loop, self._drain)
 
     def _drain(self) -> None:
         self.pending = False  # cleared first: a run queued from now on schedules another drain
@@ -141,10 +146,7 @@ class _Run:
             if self._wake_pending:
                 return
             self._wake_pending = True
-            try:
-                self.loop.call_soon_threadsafe(self._wake)
-            except RuntimeError:  # the loop is closed: nobody is listening any more
-                pass
+            _call_soon(self.loop, self._wake)
         return put
 
     def _wake(self) -> None:
