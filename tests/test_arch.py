@@ -442,3 +442,20 @@ def test_model_accessors(tiny, arch):
         assert L.llama_model_n_head_kv(m.ptr) == 2 and L.llama_model_n_layer(m.ptr) == kv[f"{arch}.block_count"]
         tmpl = L.llama_model_chat_template(m.ptr, None)
         assert (tmpl.decode() if tmpl else None) == kv.get("tokenizer.chat_template")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_llama_cpp_converter_file_matches_transformers(tiny, arch, tmp_path):
+    """A GGUF written by llama.cpp's own convert_hf_to_gguf.py (0.3.36 sdist) loads and gives
+    transformers' logits, as ours does: real files come from that converter."""
+    from upstream_convert import convert_with_llama_cpp
+    t = tiny[arch]
+    path = convert_with_llama_cpp(t.path, tmp_path / "upstream.gguf", "f32",
+                                  pre="qwen2" if _TOKENIZER[arch] == "bpe" else None)
+    toks = [t.ids(p)[:60] for p in (TC.PROMPTS[0], LONG)]
+    ref = [hf_logits(t.model, x) for x in toks]
+    ours = our_batch(path, toks, n_ctx=_n_ctx(arch))
+    err = max(rel_err(a, b) for a, b in zip(ours, ref))
+    step = rel_err(our_stepwise(path, toks[1], n_ctx=_n_ctx(arch)), ref[1])
+    print(f"\n{arch} (llama.cpp's converter): batch {err:.2e}, token by token {step:.2e}", end="")
+    assert max(err, step) < 1e-3, (err, step)
