@@ -1,0 +1,230 @@
+"""Mixture-of-experts architectures on tiny random-weight transformers models: Qwen3MoeForCausalLM
+(GGUF qwen3moe: qwen3 attention, softmax routing, top-k weights renormalised) and
+MixtralForCausalLM (GGUF llama with expert_count > 0), converted by our converter and by
+llama.cpp's (0.3.36 sdist), and run by the engine:
+
+  - our F32 logits within 1e-3 relative of transformers', batch (flash attention off and on) and
+    token by token through the KV cache; the float64 NumPy reference (llama_ref.py) likewise;
+  - a MoE layer whose experts all hold the same weights gives the dense FFN's logits;
+  - GGUF names as gguf-py's constants list them;
+  - bad files (expert_used_count > expert_count, wrong expert tensor shapes, missing experts)
+    refused at load, naming the field.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Dict
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (test-only dependency, see requirements-test.txt)")
+transformers = pytest.importorskip("transformers",
+                                   reason="transformers is not installed (test-only dependency, see requirements-test.txt)")
+gguf = pytest.importorskip("gguf")
+pytest.importorskip("sentencepiece")
+pytest.importorskip("tokenizers")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import test_arch as TA  # noqa: E402
+import test_convert as TC  # noqa: E402
+from llama_ref import LlamaRef, rel_err  # noqa: E402
+from model_util import Model  # noqa: E402
+
+from llama_py import convert as C  # noqa: E402
+
+N_EXPERT, N_USED = 8, 3
+
+
+def _qwen3moe_config(n_vocab, bos, eos):
+    return transformers.Qwen3MoeConfig(
+        vocab_size=n_vocab, hidden_size=64, intermediate_size=128, moe_intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, num_experts=N_EXPERT, num_experts_per_tok=N_USED,
+        norm_topk_prob=True, max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=None,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+
+
+def _mixtral_config(n_vocab, bos, eos):
+    return transformers.MixtralConfig(
+        vocab_size=n_vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_local_experts=N_EXPERT, num_experts_per_tok=2, max_position_embeddings=512,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, sliding_window=None, bos_token_id=bos, eos_token_id=eos,
+        pad_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
+# name -> (config, model class, tokenizer, GGUF architecture)
+MODELS = {"qwen3moe": (_qwen3moe_config, "Qwen3MoeForCausalLM", "bpe", "qwen3moe"),
+          "mixtral": (_mixtral_config, "MixtralForCausalLM", "spm", "llama")}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, lib_path) -> Dict[str, TA.Tiny]:
+    root = tmp_path_factory.mktemp("moe")
+    sp_model = TC._train_spm(root)
+    return {name: TA._build(root, name, sp_model, seed=40 + i, config=cfg, model_class=cls, tokenizer=tok)
+            for i, (name, (cfg, cls, tok, _)) in enumerate(MODELS.items())}
+
+
+def _prompts(t):
+    return [t.ids(p)[:60] for p in (TC.PROMPTS[0], TA.LONG, TC.PROMPTS[2])]
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_logits_match_transformers(tiny, name):
+    t = tiny[name]
+    toks = _prompts(t)
+    ref = [TA.hf_logits(t.model, x) for x in toks]
+    errs = []
+    for fa in (0, 1):
+        ours = TA.our_batch(t.gguf, toks, flash_attn_type=fa)
+        errs.append(max(rel_err(a, b) for a, b in zip(ours, ref)))
+    errs.append(rel_err(TA.our_stepwise(t.gguf, toks[1]), ref[1]))
+    print(f"\n{name}: batch {errs[0]:.2e} (flash {errs[1]:.2e}), token by token {errs[2]:.2e}", end="")
+    assert max(errs) < 1e-3, errs
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_numpy_reference_matches_transformers(tiny, name):
+    t = tiny[name]
+    toks = t.ids(TA.LONG)[:60]
+    err = rel_err(LlamaRef(str(t.gguf)).forward(toks), TA.hf_logits(t.model, toks))
+    print(f"\n{name}: numpy float64 vs transformers {err:.2e}", end="")
+    assert err < 1e-4, err
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_llama_cpp_converter_file_matches_transformers(tiny, name, tmp_path):
+    from upstream_convert import convert_with_llama_cpp
+    t = tiny[name]
+    path = convert_with_llama_cpp(t.path, tmp_path / "upstream.gguf", "f32",
+                                  pre="qwen2" if MODELS[name][2] == "bpe" else None)
+    toks = _prompts(t)[:2]
+    ref = [TA.hf_logits(t.model, x) for x in toks]
+    err = max(rel_err(a, b) for a, b in zip(TA.our_batch(path, toks), ref))
+    step = rel_err(TA.our_stepwise(path, toks[1]), ref[1])
+    print(f"\n{name} (llama.cpp's converter): batch {err:.2e}, token by token {step:.2e}", end="")
+    assert max(err, step) < 1e-3, (err, step)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_q8_0_near_transformers(tiny, name):
+    """Q8_0 weights: most positions stay near transformers' F32 logits. Rounding may flip a
+    routing choice between two nearly equal experts (a discrete change: that position's logits
+    move by tens of percent on these random weights), so the check is per position, on 80%."""
+    t = tiny[name]
+    q8 = t.path / "model-q8_0.gguf"
+    C.convert(t.path, q8, "q8_0", progress=None)
+    toks = t.ids(TA.LONG)[:60]
+    ours, ref = TA.our_batch(q8, [toks])[0], TA.hf_logits(t.model, toks)
+    per = np.array([rel_err(ours[i:i + 1], ref[i:i + 1]) for i in range(len(toks))])
+    print(f"\n{name} q8_0: median {np.median(per):.2e}, {np.mean(per < 0.1):.0%} of positions within 0.1", end="")
+    assert np.median(per) < 0.06 and np.mean(per < 0.1) >= 0.8, per
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_gguf_names_follow_gguf_constants(tiny, name):
+    TA.test_gguf_names_follow_gguf_constants({MODELS[name][3]: tiny[name]}, MODELS[name][3])
+
+
+def _rewrite(src: Path, dst: Path, arch: str = None, tensors=None, keys=None, drop=()):
+    """A copy of src: general.architecture (and its key prefix) renamed to arch, tensors[name] =
+    new array (None drops it), keys[key] = (value, GGUFValueType) (None drops it)."""
+    r = gguf.GGUFReader(str(src))
+    old = r.fields["general.architecture"].contents()
+    arch = arch or old
+    tensors, keys = tensors or {}, keys or {}
+    w = gguf.GGUFWriter(str(dst), arch)
+    for k, f in r.fields.items():
+        if k.startswith("GGUF.") or k == "general.architecture" or k in drop:
+            continue
+        nk = arch + k[len(old):] if k.startswith(old + ".") else k
+        if k in keys:
+            continue
+        vt = f.types[0]
+        if vt == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(nk, f.contents(), vt, sub_type=f.types[-1])
+        else:
+            w.add_key_value(nk, f.contents(), vt)
+    for k, v in keys.items():
+        if v is not None:
+            w.add_key_value(k.replace(old + ".", arch + ".", 1), v[0], v[1])
+    done = set()
+    for t in r.tensors:
+        if t.name in tensors:
+            done.add(t.name)
+            if tensors[t.name] is not None:
+                w.add_tensor(t.name, np.ascontiguousarray(tensors[t.name], dtype=np.float32))
+            continue
+        w.add_tensor(t.name, np.ascontiguousarray(np.asarray(t.data).reshape([int(x) for x in reversed(t.shape)])))
+    for name, a in tensors.items():
+        if name not in done and a is not None:
+            w.add_tensor(name, np.ascontiguousarray(a, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def _tensor(r, name):
+    t = next(x for x in r.tensors if x.name == name)
+    return np.asarray(t.data).reshape([int(x) for x in reversed(t.shape)])
+
+
+def test_identical_experts_equal_dense_ffn(tiny, tmp_path):
+    """qwen3moe whose experts all hold expert 0's weights (weights renormalised: they sum to 1)
+    gives the logits of the qwen3 model with that expert as its dense FFN."""
+    src = tiny["qwen3moe"].gguf
+    r = gguf.GGUFReader(str(src))
+    n_layer = int(r.fields["qwen3moe.block_count"].contents())
+    same, dense = {}, {}
+    for il in range(n_layer):
+        for kind in ("gate", "up", "down"):
+            e = _tensor(r, f"blk.{il}.ffn_{kind}_exps.weight")
+            same[f"blk.{il}.ffn_{kind}_exps.weight"] = np.repeat(e[:1], e.shape[0], axis=0)
+            dense[f"blk.{il}.ffn_{kind}_exps.weight"] = None
+            dense[f"blk.{il}.ffn_{kind}.weight"] = e[0]
+        dense[f"blk.{il}.ffn_gate_inp.weight"] = None
+    moe_path, dense_path = tmp_path / "same.gguf", tmp_path / "dense.gguf"
+    _rewrite(src, moe_path, tensors=same)
+    n_ff = int(r.fields["qwen3moe.expert_feed_forward_length"].contents())
+    drop = {k for k in r.fields if k.startswith("qwen3moe.expert")}
+    _rewrite(src, dense_path, arch="qwen3", tensors=dense, drop=drop,
+             keys={"qwen3moe.feed_forward_length": (n_ff, gguf.GGUFValueType.UINT32)})
+    toks = [tiny["qwen3moe"].ids(TA.LONG)[:40]]
+    moe = TA.our_batch(moe_path, toks)[0]
+    den = TA.our_batch(dense_path, toks)[0]
+    err = rel_err(moe, den)
+    print(f"\nidentical experts vs dense FFN: {err:.2e}", end="")
+    assert err < 1e-5, err
+
+
+def _load_error(path: Path) -> str:
+    return TA._load_error(path)
+
+
+def test_bad_expert_files_are_refused(tiny, tmp_path):
+    src = tiny["qwen3moe"].gguf
+    r = gguf.GGUFReader(str(src))
+    bad = tmp_path / "bad.gguf"
+    u32 = gguf.GGUFValueType.UINT32
+    _rewrite(src, bad, keys={"qwen3moe.expert_used_count": (N_EXPERT + 1, u32)})
+    assert f"qwen3moe.expert_used_count = {N_EXPERT + 1} must be in 1..qwen3moe.expert_count = {N_EXPERT}" in _load_error(bad)
+    _rewrite(src, bad, keys={"qwen3moe.expert_used_count": (0, u32)})
+    assert "qwen3moe.expert_used_count = 0 must be in 1.." in _load_error(bad)
+    _rewrite(src, bad, keys={"qwen3moe.expert_count": None})
+    assert "missing required key 'qwen3moe.expert_count'" in _load_error(bad)
+    _rewrite(src, bad, keys={"qwen3moe.expert_gating_func": (7, u32)})
+    assert "qwen3moe.expert_gating_func = 7 is not supported" in _load_error(bad)
+    up = _tensor(r, "blk.1.ffn_up_exps.weight")
+    _rewrite(src, bad, tensors={"blk.1.ffn_up_exps.weight": up[:-1]})       # one expert short
+    assert "tensor 'blk.1.ffn_up_exps.weight' has wrong shape" in _load_error(bad)
+    _rewrite(src, bad, tensors={"blk.0.ffn_down_exps.weight": None})
+    assert "missing tensor 'blk.0.ffn_down_exps.weight'" in _load_error(bad)
+    # llama with experts (Mixtral) needs its router; without expert_count the experts are not read
+    mx = tiny["mixtral"].gguf
+    _rewrite(mx, bad, tensors={"blk.0.ffn_gate_inp.weight": None})
+    assert "missing tensor 'blk.0.ffn_gate_inp.weight'" in _load_error(bad)
+    _rewrite(mx, bad, keys={"llama.expert_count": None})
+    assert "llama.expert_used_count = 2 without llama.expert_count" in _load_error(bad)
