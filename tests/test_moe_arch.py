@@ -121,6 +121,21 @@ def test_q8_0_near_transformers(tiny, name):
     per = np.array([rel_err(ours[i:i + 1], ref[i:i + 1]) for i in range(len(toks))])
     print(f"\n{name} q8_0: median {np.median(per):.2e}, {np.mean(per < 0.1):.0%} of positions within 0.1", end="")
     assert np.median(per) < 0.06 and np.mean(per < 0.1) >= 0.8, per
+    # experts repacked at load and as stored: the same bits, for the prompt and token by token
+    # (one pair per expert: the compact column on repacked panels, gemv from the stored rows)
+    with Model(q8, use_extra_bufts=False) as m, TA.Ctx(m, n_ctx=256, n_batch=64, type_k=0, type_v=0) as c:
+        assert c.decode_seq(toks) == 0
+        plain = c.all_logits(len(toks))
+    assert np.array_equal(ours, plain), np.abs(ours - plain).max()
+    step = TA.our_stepwise(q8, toks[:12])
+    with Model(q8, use_extra_bufts=False) as m, TA.Ctx(m, n_ctx=256, n_batch=64, type_k=0, type_v=0) as c:
+        assert c.decode_seq(toks[:3]) == 0
+        rows = [c.logits(i) for i in range(3)]
+        for i in range(3, 12):
+            assert c.decode_seq([toks[i]], start=i) == 0
+            rows.append(c.logits(0))
+    assert np.array_equal(step, np.stack(rows))
+    assert np.array_equal(step, ours[:12]), "token by token differs from the prompt's bits"
 
 
 @pytest.mark.parametrize("name", list(MODELS))
