@@ -215,6 +215,30 @@ def test_identical_experts_equal_dense_ffn(tiny, tmp_path):
     assert err < 1e-5, err
 
 
+@pytest.mark.parametrize("keys", [
+    {"expert_gating_func": (2, gguf.GGUFValueType.UINT32)},                       # sigmoid routing
+    {"expert_weights_norm": (False, gguf.GGUFValueType.BOOL)},                    # raw softmax weights
+    {"expert_weights_scale": (2.5, gguf.GGUFValueType.FLOAT32),
+     "expert_gating_func": (2, gguf.GGUFValueType.UINT32)},
+], ids=["sigmoid", "no-norm", "sigmoid-scale"])
+def test_routing_variants_match_numpy(tiny, tmp_path, keys):
+    """The routing keys other architectures set (sigmoid gating, no renormalisation, a weight
+    scale) against the float64 reference, on a synthetic file from scripts/make_moe_model.py."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from make_moe_model import PRESETS, write_moe_model
+    base = tmp_path / "base.gguf"
+    vocab = tiny["qwen3moe"].gguf
+    write_moe_model(base, **dict(PRESETS["tiny"], n_expert=6, n_expert_used=3), vocab=vocab, seed=3)
+    path = tmp_path / "variant.gguf"
+    _rewrite(base, path, keys={f"qwen3moe.{k}": v for k, v in keys.items()})
+    toks = tiny["qwen3moe"].ids(TA.LONG)[:40]
+    ref = LlamaRef(str(path)).forward(toks)
+    err = rel_err(TA.our_batch(path, [toks])[0], ref)
+    plain = rel_err(LlamaRef(str(base)).forward(toks), ref)
+    print(f"\n{sorted(keys)}: {err:.2e} (the plain routing differs by {plain:.2e})", end="")
+    assert err < 1e-4 and plain > 1e-3, (err, plain)
+
+
 def _load_error(path: Path) -> str:
     return TA._load_error(path)
 
