@@ -295,3 +295,37 @@ def test_repacked_experts_do_not_double_memory(tiny, tmp_path):
     # each of two repacking threads holds at most one 8 MiB chunk of stored rows beside the copy;
     # the experts held twice would add ~50,000 KiB
     assert grown < size_kib + 32 * 1024 and after < size_kib + 8 * 1024, (grown, after, size_kib)
+
+
+def _prompt_and_steps(path: Path, toks, ngl: int):
+    """Every row of the prompt's logits, then the logits of each token decoded one by one after a
+    3-token prompt, with ngl blocks on the device."""
+    with TA.LogCapture() as log, Model(path, n_gpu_layers=ngl) as m, \
+            TA.Ctx(m, n_ctx=128, n_batch=128, type_k=0, type_v=0) as c:
+        assert c.decode_seq(toks) == 0
+        prompt = c.all_logits(len(toks))
+        TA.L.llama_memory_clear(c.mem, True)
+        assert c.decode_seq(toks[:3]) == 0
+        rows = [c.logits(i) for i in range(3)]
+        for i in range(3, len(toks)):
+            assert c.decode_seq([toks[i]], start=i) == 0
+            rows.append(c.logits(0))
+    assert ("offloaded" in log.text()) == (ngl > 0), log.text()
+    return prompt, np.stack(rows)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_offload_to_test_device_is_bit_identical(tiny, name):
+    """Blocks on the test device (separate memory, CPU kernels: what a GPU backend sees, experts
+    and router included) give the CPU's logits bit for bit, for the prompt and token by token."""
+    from llama_py import ggml
+    t = tiny[name]
+    toks = t.ids(TA.LONG)[:30]
+    base = _prompt_and_steps(t.gguf, toks, 0)
+    ggml.ggml_backend_test_device_enable(True)
+    try:
+        for ngl in (1, 999):
+            got = _prompt_and_steps(t.gguf, toks, ngl)
+            assert np.array_equal(got[0], base[0]) and np.array_equal(got[1], base[1]), ngl
+    finally:
+        ggml.ggml_backend_test_device_enable(False)
