@@ -663,12 +663,15 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     prefix = "model." if "model.embed_tokens.weight" in ck else ""
     # src -> (gguf name, shape, perm heads, value added)
     want: Dict[str, Tuple[str, Tuple[int, ...], int, float]] = {}
+    hf_shapes: Dict[str, Tuple[int, ...]] = {}   # checkpoint shapes that differ from the GGUF's (same values)
     want[prefix + "embed_tokens.weight"] = ("token_embd.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
     perm_of = {"q": hp.n_head, "k": hp.n_head_kv, "": 0}
     for il in range(hp.n_layer):
         for hf, lt in spec.layer.items():
             want[f"{prefix}layers.{il}.{hf}"] = (f"blk.{il}.{lt.gguf}", convert_arch.shape(lt.shape, hp),
                                                  perm_of[lt.perm], lt.add)
+            if lt.hf_shape:
+                hf_shapes[f"{prefix}layers.{il}.{hf}"] = convert_arch.shape(lt.hf_shape, hp)
     want[prefix + "norm.weight"] = ("output_norm.weight", (hp.n_embd,), 0, spec.final_norm_add)
     has_head = "lm_head.weight" in ck
     if has_head and not hp.tied:
@@ -688,8 +691,9 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
                 continue
             raise ConvertError(f"checkpoint has no tensor '{src}' (needed for {name})")
         got = ck.info(src).shape
-        if tuple(got) != shape:
-            raise ConvertError(f"checkpoint tensor '{src}' has shape {list(got)}, expected {list(shape)} from config.json")
+        if tuple(got) != hf_shapes.get(src, shape):
+            raise ConvertError(f"checkpoint tensor '{src}' has shape {list(got)}, expected "
+                               f"{list(hf_shapes.get(src, shape))} from config.json")
         if len(shape) == 1:
             t = GGML_F32
         elif ftype == GGML_Q8_0 and shape[-1] % 32 != 0:

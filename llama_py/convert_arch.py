@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 # Symbolic sizes resolved from the hyperparameters (see shape()).
 EMBD, FF, FF2, Q, KV, QKV, HEAD = "embd", "ff", "ff2", "q", "kv", "qkv", "head"
-EXP, FF_EXP = "exp", "ff_exp"   # expert count, one expert's feed-forward width
+EXP, FF_EXP, FF_SH, ONE = "exp", "ff_exp", "ff_sh", "one"  # experts, an expert's / the shared expert's width, 1
 
 
 @dataclass
@@ -22,6 +22,7 @@ class LayerTensor:
     shape: Tuple[str, ...]          # NumPy order (rows, cols) or (n,)
     perm: str = ""                  # "q" / "k": per-head row permutation for NORMAL rope
     add: float = 0.0                # added to every value (Gemma's norms store w for (1 + w))
+    hf_shape: Tuple[str, ...] = ()  # the checkpoint's shape when it differs (same values: [1, n] -> [n])
 
 
 @dataclass
@@ -105,6 +106,11 @@ def _moe_check(config: dict, hp) -> None:
 def _qwen3moe_check(config: dict, hp) -> None:
     _no_sliding(config, hp)
     _moe_check(config, hp)
+
+
+def _qwen2moe_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    return _moe_keys(config, hp) + [("expert_shared_feed_forward_length", "u32",
+                                     int(config["shared_expert_intermediate_size"]))]
 
 
 def _mixtral_check(config: dict, hp) -> None:
@@ -240,6 +246,15 @@ _QWEN3MOE_LAYER, _QWEN3MOE_EXPERTS = _moe("mlp.gate.weight", "mlp.experts", "gat
 ARCHS["qwen3_moe"] = ArchSpec("qwen3moe", ("Qwen3MoeForCausalLM",),
                               {**_attn(perm=False), **_QK_NORM, **_QWEN3MOE_LAYER}, write_head_dim=True,
                               check=_qwen3moe_check, keys=_moe_keys, experts=_QWEN3MOE_EXPERTS)
+# Qwen2-MoE (Qwen1.5-MoE, Qwen2-57B-A14B): qwen2 attention, experts and a sigmoid-gated shared expert
+ARCHS["qwen2_moe"] = ArchSpec(
+    "qwen2moe", ("Qwen2MoeForCausalLM",),
+    {**_attn(perm=False, bias=True), **_QWEN3MOE_LAYER,
+     "mlp.shared_expert.gate_proj.weight": LayerTensor("ffn_gate_shexp.weight", (FF_SH, EMBD)),
+     "mlp.shared_expert.up_proj.weight": LayerTensor("ffn_up_shexp.weight", (FF_SH, EMBD)),
+     "mlp.shared_expert.down_proj.weight": LayerTensor("ffn_down_shexp.weight", (EMBD, FF_SH)),
+     "mlp.shared_expert_gate.weight": LayerTensor("ffn_gate_inp_shexp.weight", (EMBD,), hf_shape=(ONE, EMBD))},
+    check=_qwen3moe_check, keys=_qwen2moe_keys, experts=_QWEN3MOE_EXPERTS)
 # Mixtral is llama with experts (w1 gate, w3 up, w2 down), softmax over the chosen two
 _MIXTRAL_LAYER, _MIXTRAL_EXPERTS = _moe("block_sparse_moe.gate.weight", "block_sparse_moe.experts", "w1.weight",
                                         "w3.weight", "w2.weight")
@@ -277,5 +292,6 @@ def shape(sym: Tuple[str, ...], hp) -> Tuple[int, ...]:
     n_q, n_kv = hp.n_head * hp.head_dim, hp.n_head_kv * hp.head_dim
     sizes = {EMBD: hp.n_embd, FF: hp.n_ff, FF2: 2 * hp.n_ff, Q: n_q, KV: n_kv, QKV: n_q + 2 * n_kv,
              HEAD: hp.head_dim, EXP: _n_expert(hp.config),
-             FF_EXP: int(hp.config.get("moe_intermediate_size") or hp.n_ff)}
+             FF_EXP: int(hp.config.get("moe_intermediate_size") or hp.n_ff),
+             FF_SH: int(hp.config.get("shared_expert_intermediate_size") or hp.n_ff), ONE: 1}
     return tuple(sizes[s] for s in sym)

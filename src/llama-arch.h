@@ -38,7 +38,7 @@ enum llm_dim {
     LLM_DIM_ROT2,      // n_rot / 2 (rope frequency factors)
     LLM_DIM_EXPERT,    // n_expert (expert_count)
     LLM_DIM_FF_EXP,    // n_ff_exp: one expert's feed-forward width (default n_ff)
-    LLM_DIM_FF_SHEXP,  // n_ff_shexp: the shared expert's width (default n_ff_exp)
+    LLM_DIM_FF_SHEXP,  // n_ff_shexp: the shared expert's width (default n_ff)
 };
 
 // Where a loaded tensor goes and what may be absent.

@@ -53,7 +53,7 @@ struct llama_hparams {
     uint32_t n_expert;        // expert_count
     uint32_t n_expert_used;   // expert_used_count: experts each token goes through (1..n_expert)
     uint32_t n_ff_exp;        // expert_feed_forward_length (0: n_ff)
-    uint32_t n_ff_shexp;      // expert_shared_feed_forward_length (0: n_ff_exp)
+    uint32_t n_ff_shexp;      // expert_shared_feed_forward_length (0: n_ff)
     uint32_t expert_gating;   // expert_gating_func: enum llm_expert_gating (0: softmax)
     uint32_t expert_weights_norm; // expert_weights_norm: the chosen experts' weights are divided by their sum
     float    expert_weights_scale; // expert_weights_scale: the weights are multiplied by it (0: not)

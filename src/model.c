@@ -682,7 +682,7 @@ static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
         case LLM_DIM_ROT2:   return hp->n_rot / 2;
         case LLM_DIM_EXPERT: return hp->n_expert;
         case LLM_DIM_FF_EXP: return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
-        case LLM_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
+        case LLM_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : hp->n_ff;
         default:             return 1;
     }
 }
