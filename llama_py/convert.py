@@ -950,11 +950,18 @@ def _write_tensor(f, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="convert_hf_to_gguf",
                                 description="convert a Hugging Face Llama checkpoint (safetensors) to GGUF")
-    p.add_argument("model_dir", help="directory with config.json, *.safetensors and the tokenizer files")
+    p.add_argument("model_dir", nargs="?", help="directory with config.json, *.safetensors and the tokenizer files")
+    p.add_argument("--lora", metavar="PEFT_DIR", default=None,
+                   help="convert this PEFT LoRA adapter instead (llama.cpp's LoRA GGUF); needs --base")
+    p.add_argument("--base", metavar="HF_DIR", default=None, help="with --lora: the base model's Hugging Face folder")
     p.add_argument("--outfile", default=None, help="output GGUF (default: MODEL_DIR/<name>-<outtype>.gguf)")
     p.add_argument("--outtype", default="f16", choices=list(OUTTYPES), help="type of 2-D weights (default f16)")
     p.add_argument("-q", "--quiet", action="store_true", help="no per-tensor progress")
     a = p.parse_args(argv)
+    if a.lora is not None:
+        return _main_lora(p, a)
+    if a.model_dir is None:
+        p.error("MODEL_DIR is required (or --lora PEFT_DIR --base HF_DIR)")
     out = a.outfile or str(Path(a.model_dir) / f"{Path(a.model_dir).resolve().name}-{a.outtype}.gguf")
     try:
         r = convert(a.model_dir, out, a.outtype, progress=None if a.quiet else _print_progress)
@@ -963,6 +970,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     print(f"wrote {out}: {r['tensors']} tensors, {r['bytes'] / 2**20:.1f} MiB, vocab {r['vocab']}/{r['pre']} "
           f"({r['n_vocab']} tokens), {r['seconds']:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _main_lora(p: argparse.ArgumentParser, a) -> int:
+    from .convert_lora import convert_lora
+    if a.base is None:
+        p.error("--lora needs --base HF_DIR (the base model's folder, for its architecture and shapes)")
+    out = a.outfile or str(Path(a.lora) / f"{Path(a.lora).resolve().name}-{a.outtype}.gguf")
+    try:
+        r = convert_lora(a.lora, a.base, out, a.outtype)
+    except ConvertError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {out}: LoRA for {r['arch']}, {r['matrices']} matrices, rank {r['rank']}, alpha {r['alpha']:g}",
+          file=sys.stderr)
     return 0
 
 

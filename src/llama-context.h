@@ -157,6 +157,14 @@ struct llama_context {
     int32_t n_p_eval;
     int32_t n_eval;
     int32_t n_reused;
+
+    // adapters (adapter-lora.c, adapter-cvec.c)
+    struct llama_lora_slot * loras;       // [n_loras] LoRA adapters and scales in use (owned array)
+    int32_t n_loras;
+    struct ggml_context * cvec_ctx;       // header of cvec (owned), or NULL
+    ggml_backend_buffer_t cvec_buf;       // its data (owned), or NULL
+    struct ggml_tensor * cvec;            // [n_embd, n_layer] control vector per layer, or NULL
+    int32_t cvec_il_start, cvec_il_end;   // the layers it applies to (inclusive)
 };
 
 // ctx if it is a live context, else NULL (logged as func's error).

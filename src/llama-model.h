@@ -116,7 +116,15 @@ struct llama_model {
     int64_t t_load_us;               // load time
     int64_t t_start_us;              // when loading began
     bool vocab_only;
+    struct llama_adapter_lora ** loras; // adapters loaded for this model and not yet freed (owned)
+    int32_t n_loras;
 };
+
+// ---- model.c ----
+
+// Metadata value id of g as llama.cpp prints it (ints decimal, floats %f, bools true/false,
+// strings as stored; arrays: -1) into buf; returns the length as snprintf does.
+int32_t llama_gguf_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size);
 
 // ---- model-placement.c ----
 

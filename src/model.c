@@ -1,6 +1,7 @@
 // model.c — loading GGUF models of the architectures in the table (arch.c): metadata (with
 // kv_overrides), the vocabulary, hyperparameters, weight tensors viewed in place in the mapped
 // file, validation of every required tensor and shape; and the model accessors and metadata.
+#include "llama-adapter.h"
 #include "llama-model.h"
 #include "llama-vocab.h"
 
@@ -828,6 +829,7 @@ void llama_model_free(struct llama_model * model) {
         return;
     }
     model->magic = LLAMA_MAGIC_DEAD;
+    llama_adapter_lora_free_all(model);
     llama_vocab_free(model->vocab);
 #ifndef _WIN32
     if (model->mlocked && model->map != NULL) {
@@ -1124,7 +1126,7 @@ const char * llama_model_chat_template(const struct llama_model * model, const c
 // metadata as strings (the format llama.cpp uses: ints in decimal, floats with %f, bools
 // true/false, strings as stored; arrays are not listed)
 
-static int32_t model_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size) {
+int32_t llama_gguf_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size) {
     char tmp[64];
     const char * s = tmp;
     switch (gguf_get_kv_type(g, id)) {
@@ -1171,7 +1173,7 @@ int32_t llama_model_meta_val_str(const struct llama_model * model, const char * 
         }
         return -1;
     }
-    return model_kv_to_str(model->gguf, id, buf, buf_size);
+    return llama_gguf_kv_to_str(model->gguf, id, buf, buf_size);
 }
 
 int32_t llama_model_meta_count(const struct llama_model * model) {
@@ -1202,7 +1204,7 @@ int32_t llama_model_meta_val_str_by_index(const struct llama_model * model, int3
         }
         return -1;
     }
-    return model_kv_to_str(model->gguf, model->meta_ids[i], buf, buf_size);
+    return llama_gguf_kv_to_str(model->gguf, model->meta_ids[i], buf, buf_size);
 }
 
 const char * llama_model_meta_key_str(enum llama_model_meta_key key) {
