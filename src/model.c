@@ -69,6 +69,7 @@ static bool gguf_type_is_int(enum gguf_type t) {
     switch (t) {
         case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16:
         case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_UINT64: case GGUF_TYPE_INT64:
+        case GGUF_TYPE_BOOL: // a flag (expert_weights_norm) reads as 0 / 1
             return true;
         default:
             return false;
@@ -85,6 +86,7 @@ static int64_t gguf_int_at(const struct gguf_context * g, int64_t id) {
         case GGUF_TYPE_INT32:  return gguf_get_val_i32(g, id);
         case GGUF_TYPE_UINT64: return (int64_t) gguf_get_val_u64(g, id);
         case GGUF_TYPE_INT64:  return gguf_get_val_i64(g, id);
+        case GGUF_TYPE_BOOL:   return gguf_get_val_bool(g, id) ? 1 : 0;
         default:               return 0;
     }
 }
@@ -352,6 +354,21 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
                         "feed_forward_length and attention.head_count must be > 0\n", a);
         return false;
     }
+    if (hp->n_expert > 0 && (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert)) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_used_count = %u must be in 1..%s.expert_count = %u\n",
+                        a, hp->n_expert_used, a, hp->n_expert);
+        return false;
+    }
+    if (hp->n_expert == 0 && hp->n_expert_used > 0) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_used_count = %u without %s.expert_count\n", a, hp->n_expert_used, a);
+        return false;
+    }
+    if (hp->n_expert > 0 && hp->expert_gating != 0 && hp->expert_gating != LLM_EXPERT_GATING_SOFTMAX &&
+        hp->expert_gating != LLM_EXPERT_GATING_SIGMOID) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_gating_func = %u is not supported (1: softmax, 2: sigmoid)\n",
+                        a, hp->expert_gating);
+        return false;
+    }
     if (hp->n_layer > LLAMA_MAX_LAYERS) {
         LLAMA_LOG_ERROR("llama_model_load: %s.block_count = %u exceeds %d\n", a, hp->n_layer, LLAMA_MAX_LAYERS);
         return false;
@@ -430,9 +447,9 @@ static struct ggml_tensor * model_tensor(struct model_loader * ld, const char * 
         same = same && fne[i] == want;
     }
     if (!same) {
-        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has wrong shape; expected [%" PRId64 ", %" PRId64
+        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has wrong shape; expected [%" PRId64 ", %" PRId64 ", %" PRId64
                         "], got [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]\n", name,
-                        ne[0], n_dims > 1 ? ne[1] : 1, fne[0], fne[1], fne[2], fne[3]);
+                        ne[0], n_dims > 1 ? ne[1] : 1, n_dims > 2 ? ne[2] : 1, fne[0], fne[1], fne[2], fne[3]);
         *ok = false;
         return NULL;
     }
@@ -639,6 +656,9 @@ static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
         case LLM_DIM_QKV:    return n_q + n_k + n_v;
         case LLM_DIM_HEAD_K: return hp->n_embd_head_k;
         case LLM_DIM_ROT2:   return hp->n_rot / 2;
+        case LLM_DIM_EXPERT: return hp->n_expert;
+        case LLM_DIM_FF_EXP: return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
+        case LLM_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
         default:             return 1;
     }
 }
@@ -647,9 +667,14 @@ static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
 // one, a wrong shape, or a type the ops cannot take.
 static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_spec * ts, const char * name, void * base) {
     const struct llama_hparams * hp = &ld->m->hparams;
-    int64_t ne[2] = { model_dim(hp, ts->ne[0]), model_dim(hp, ts->ne[1]) };
+    int64_t ne[3] = { model_dim(hp, ts->ne[0]), model_dim(hp, ts->ne[1]), model_dim(hp, ts->ne[2]) };
+    // a dense FFN's tensors in a model with experts, or the experts' in a dense one, stay unloaded
+    if (((ts->flags & LLM_T_DENSE) && hp->n_expert > 0) || ((ts->flags & LLM_T_MOE) && hp->n_expert == 0)) {
+        return true;
+    }
+    const bool required = (ts->flags & (LLM_T_REQUIRED | LLM_T_DENSE | LLM_T_MOE)) != 0;
     bool ok = true;
-    struct ggml_tensor * t = model_tensor(ld, name, ts->n_dims, ne, (ts->flags & LLM_T_REQUIRED) != 0, &ok);
+    struct ggml_tensor * t = model_tensor(ld, name, ts->n_dims, ne, required, &ok);
     if (ok && t != NULL && (ts->flags & LLM_T_F32) && t->type != GGML_TYPE_F32) {
         LLAMA_LOG_ERROR("llama_model_load: tensor '%s' must be f32, got %s\n", name, ggml_type_name(t->type));
         return false;

@@ -115,6 +115,10 @@ enum ggml_op {
     GGML_OP_TRANSPOSE,
     GGML_OP_FLASH_ATTN_EXT,
     GGML_OP_TANH,
+    GGML_OP_MUL_MAT_ID,
+    GGML_OP_ARGSORT,
+    GGML_OP_TOP_K,
+    GGML_OP_SIGMOID,
     GGML_OP_COUNT,
 };
 
@@ -444,6 +448,24 @@ GGML_API struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct gg
 GGML_API struct ggml_tensor * ggml_sum_rows(struct ggml_context * ctx, struct ggml_tensor * a);
 // Index of the max of each row of a 2-D F32/F16/BF16 tensor -> I32 [ne1].
 GGML_API struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor * a);
+// Row sort orders (ggml's values).
+enum ggml_sort_order { GGML_SORT_ORDER_ASC = 0, GGML_SORT_ORDER_DESC = 1 };
+// Indices that sort each row of a (F32/F16/BF16) -> I32 of a's shape; equal values keep their order.
+GGML_API struct ggml_tensor * ggml_argsort(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_sort_order order);
+// Indices of the k largest values of each row of a (F32/F16/BF16) -> I32 [k, ne1, ne2, ne3],
+// largest first, equal values by lower index first (a view of argsort's first k columns).
+GGML_API struct ggml_tensor * ggml_argsort_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
+// Indices of the k largest values of each row -> I32 [k, ne1, ne2, ne3]: largest first, equal
+// values by lower index first (ggml promises no order; this one is argsort_top_k's).
+GGML_API struct ggml_tensor * ggml_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
+// Indirect matmul (mixture of experts): as [K, M, n_as] (experts stacked in dim 2; F32, F16,
+// BF16 or quantized), b [K, n_b, n_t] F32 with n_b 1 or ids->ne[0], ids I32 [n_used, n_t] ->
+// F32 [M, n_used, n_t]: column (j, t) = as[:, :, ids[j, t]] . b[:, j % n_b, t]. An id outside
+// [0, n_as) fails the computation (logged), never reads outside as.
+GGML_API struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tensor * as, struct ggml_tensor * b, struct ggml_tensor * ids);
+// 1 / (1 + exp(-x)); a F32/F16/BF16, result of a's type.
+GGML_API struct ggml_tensor * ggml_sigmoid(struct ggml_context * ctx, struct ggml_tensor * a);
+GGML_API struct ggml_tensor * ggml_sigmoid_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 // Concatenation of a and b (same non-quantized type) along dim; result of that type.
 GGML_API struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int dim);
 // Attention: q [D, n_q, H, 1] F32, k [D, n_kv, H_kv, 1], v [Dv, n_kv, H_kv, 1] (F32/F16),
