@@ -218,3 +218,37 @@ def test_state_save_load_continues_bit_identically(tiny):
             assert c3.decode_seq([toks[0]], start=20, seq=2) == 0
             ref = hf_logits(tiny.model, toks + [toks[0]])[-1]
             assert rel_err(c3.logits(0), ref) < 1e-3
+
+
+def test_partial_seq_cp_leaves_no_state_and_is_refused(tiny):
+    toks = tiny.ids(TC.PROMPTS[0], 12)
+    with Model(tiny.gguf) as m, ctx_for(m) as c:
+        assert c.decode_seq(toks) == 0
+        L.llama_memory_seq_cp(c.mem, 0, 1, 0, 6)          # half a state cannot be copied
+        assert c.decode_seq([toks[6]], start=6, seq=1) != 0  # refused, never continued from nothing
+        assert L.llama_memory_seq_rm(c.mem, 1, -1, -1)
+        assert c.decode_seq(toks[:7], seq=1) == 0
+        assert rel_err(c.logits(6), hf_logits(tiny.model, toks[:7])[-1]) < 1e-3
+
+
+def test_llama_class_prompt_reuse_re_decodes(tiny):
+    """Llama keeps a prompt prefix only where the state exists: on a hybrid model a new prompt
+    sharing a prefix with the last one is decoded afresh, with the same greedy tokens."""
+    from llama_py import Llama
+    a, b = tiny.ids(TC.PROMPTS[1], 14), tiny.ids(TC.PROMPTS[1], 20)
+    b = b[:10] + b[14:20]                               # shares 10 tokens with a, then differs
+
+    def greedy(llm, prompt, n=5):
+        out = []
+        for t in llm.generate(prompt, temp=0.0, top_k=1):
+            out.append(t)
+            if len(out) == n:
+                return out
+
+    fresh = Llama(model_path=str(tiny.gguf), n_ctx=128, verbose=False)
+    want = greedy(fresh, b)
+    fresh.close()
+    llm = Llama(model_path=str(tiny.gguf), n_ctx=128, verbose=False)
+    greedy(llm, a)
+    assert greedy(llm, b) == want
+    llm.close()
