@@ -634,6 +634,7 @@ class TensorJob:
     data: Optional[np.ndarray] = None
     add: float = 0.0                # added to every value (Gemma's norms: the GGUF holds 1 + w)
     srcs: Tuple[str, ...] = ()      # experts: these checkpoint tensors stacked along a new first axis
+    fn: Optional[Callable[[np.ndarray], np.ndarray]] = None  # whole f32 tensor -> GGUF values (qwen35)
 
 
 def qk_row_permutation(n_rows: int, n_heads: int) -> np.ndarray:
@@ -663,12 +664,15 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     prefix = "model." if "model.embed_tokens.weight" in ck else ""
     # src -> (gguf name, shape, perm heads, value added)
     want: Dict[str, Tuple[str, Tuple[int, ...], int, float]] = {}
+    fns: Dict[str, Tuple[Callable, Tuple[int, ...]]] = {}   # src -> (transform, checkpoint shape)
     want[prefix + "embed_tokens.weight"] = ("token_embd.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
     perm_of = {"q": hp.n_head, "k": hp.n_head_kv, "": 0}
     for il in range(hp.n_layer):
-        for hf, lt in spec.layer.items():
-            want[f"{prefix}layers.{il}.{hf}"] = (f"blk.{il}.{lt.gguf}", convert_arch.shape(lt.shape, hp),
-                                                 perm_of[lt.perm], lt.add)
+        for hf, lt in (spec.layer_for(hp, il) if spec.layer_for else spec.layer).items():
+            src = f"{prefix}layers.{il}.{hf}"
+            want[src] = (f"blk.{il}.{lt.gguf}", convert_arch.shape(lt.shape, hp), perm_of[lt.perm], lt.add)
+            if lt.fn is not None:
+                fns[src] = (lambda a, f=lt.fn: f(a, hp), convert_arch.shape(lt.src_shape or lt.shape, hp))
     want[prefix + "norm.weight"] = ("output_norm.weight", (hp.n_embd,), 0, spec.final_norm_add)
     has_head = "lm_head.weight" in ck
     if has_head and not hp.tied:
@@ -688,16 +692,16 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
                 continue
             raise ConvertError(f"checkpoint has no tensor '{src}' (needed for {name})")
         got = ck.info(src).shape
-        if tuple(got) != shape:
+        if tuple(got) != (fns[src][1] if src in fns else shape):
             raise ConvertError(f"checkpoint tensor '{src}' has shape {list(got)}, expected {list(shape)} from config.json")
-        if len(shape) == 1:
-            t = GGML_F32
+        if len(shape) == 1 or name.endswith("ssm_conv1d.weight"):
+            t = GGML_F32   # read by elementwise ops (the convolution taps too)
         elif ftype == GGML_Q8_0 and shape[-1] % 32 != 0:
             print(f"note: {name} has rows of {shape[-1]} (not a multiple of 32); written as f16", file=sys.stderr)
             t = GGML_F16
         else:
             t = ftype
-        jobs.append(TensorJob(name, src, shape, t, perm, add=add))
+        jobs.append(TensorJob(name, src, shape, t, perm, add=add, fn=fns[src][0] if src in fns else None))
     for name, srcs, shape in experts:
         for src in srcs:
             if src not in ck:
@@ -948,6 +952,11 @@ def _write_tensor(f, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes:
 def _write_rows(f, name: str, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes: int) -> int:
     src = ck.array(name)
     st_dtype = ck.info(name).dtype
+    if job.fn is not None:  # reordered or recomputed as a whole (small DeltaNet tensors, a few MB at most)
+        data = enc.encode(np.ascontiguousarray(job.fn(_as_f32(src, st_dtype)) + np.float32(job.add), dtype=np.float32),
+                          job.type)
+        f.write(data)
+        return data.nbytes
     if src.ndim == 1:
         data = enc.encode(_as_f32(src, st_dtype) + np.float32(job.add), job.type)
         f.write(data)

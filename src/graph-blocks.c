@@ -7,7 +7,8 @@
 //                                        may have their own), LongRoPE factors by context size
 //              K/V rows written into the cache cells, then softmax(scale·QK^T + mask)·V over
 //              the first n_kv cells (mask: causal, or causal within the window), Wo; with
-//              soft-capping (gemma2) the scaled scores s become c·tanh(s/c) before the mask
+//              soft-capping (gemma2) the scaled scores s become c·tanh(s/c) before the mask;
+//              gated (qwen35): Wq also projects a gate per head, output * sigmoid(gate) before Wo
 //   ffn        down( silu(gate·m) * up·m )  or  gelu_tanh(gate·m) * up·m
 //   output     logits = output · rms_norm(x) * output_norm, on the rows marked for output
 //              (final soft-capping, gemma2: c·tanh(logits/c))
@@ -70,14 +71,31 @@ static struct ggml_tensor * graph_bias(struct ggml_context * c, struct ggml_tens
     return b ? ggml_add(c, x, b) : x;
 }
 
-// Q, K ([hd, heads, n_tokens]) and V ([n_v, n_tokens]) of layer il from its normed input.
+// Q, K ([hd, heads, n_tokens]) and V ([n_v, n_tokens]) of layer il from its normed input; with
+// gated attention (hp->attn_gated) each Q head's rows are followed by its gate's, *gate.
 static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * cur,
-                      struct ggml_tensor ** q, struct ggml_tensor ** k, struct ggml_tensor ** v) {
+                      struct ggml_tensor ** q, struct ggml_tensor ** k, struct ggml_tensor ** v, struct ggml_tensor ** gate) {
     struct ggml_context * c = g->c;
     const struct llama_hparams * hp = g->hp;
     const int64_t hd_k = hp->n_embd_head_k, n_head = hp->n_head, n_head_kv = hp->n_head_kv, n = g->n_tokens;
     const int64_t n_q = hd_k * n_head, n_k = hd_k * n_head_kv, n_v = (int64_t) hp->n_embd_head_v * n_head_kv;
-    if (L->wqkv != NULL) {
+    *gate = NULL;
+    if (hp->attn_gated) {
+        // q and gate interleaved per head: views with a doubled head stride
+        struct ggml_tensor * qg = L->wqkv;
+        GB(qg = ggml_mul_mat(c, L->wqkv != NULL ? L->wqkv : L->wq, cur));  // [2 n_q (+ n_k + n_v), n]
+        const size_t es = ggml_type_size(qg->type);
+        GB(*q = ggml_view_3d(c, qg, hd_k, n_head, n, 2*hd_k*es, qg->nb[1], 0));
+        GB(*gate = ggml_view_3d(c, qg, hd_k, n_head, n, 2*hd_k*es, qg->nb[1], (size_t) hd_k*es));
+        if (L->wqkv != NULL) {
+            GB(*k = ggml_view_3d(c, qg, hd_k, n_head_kv, n, hd_k*es, qg->nb[1], (size_t) 2*n_q*es));
+            GB(*v = ggml_view_2d(c, qg, n_v, n, qg->nb[1], (size_t) (2*n_q + n_k)*es));
+        } else {
+            GB(*k = ggml_mul_mat(c, L->wk, cur));
+            GB(*k = ggml_reshape_3d(c, *k, hd_k, n_head_kv, n));
+            GB(*v = ggml_mul_mat(c, L->wv, cur));
+        }
+    } else if (L->wqkv != NULL) {
         // one matmul for Q, K and V (stored fused, or fused by model.c): each is a view of its rows
         struct ggml_tensor * qkv;
         GB(qkv = llm_graph_mm(g, L->wqkv, cur));          // [n_q + n_k + n_v, n_tokens]
@@ -137,8 +155,8 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     const bool last = il == hp->n_layer - 1;
     *out = NULL;
 
-    struct ggml_tensor * q, * k, * v;
-    if (!graph_qkv(g, L, cur, &q, &k, &v)) {
+    struct ggml_tensor * q, * k, * v, * gate;
+    if (!graph_qkv(g, L, cur, &q, &k, &v, &gate)) {
         return false;
     }
     GB(q = llm_graph_rope(g, il, q, res->inp_pos, false));
@@ -187,6 +205,11 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
         GB(o = ggml_permute(c, kqv, 0, 2, 1, 3));
         GB(o = ggml_cont(c, o));                               // [hd_v, n_head, n_tokens]
         GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
+    }
+    if (gate != NULL) {
+        GB(gate = ggml_sigmoid(c, gate));                      // [hd, n_head, n_tokens]
+        GB(gate = ggml_reshape_2d(c, gate, hd_v * n_head, n_tokens));
+        GB(o = ggml_mul(c, o, gate));
     }
     GB(*out = llm_graph_mm(g, L->wo, o));
     return true;

@@ -39,6 +39,12 @@ enum llm_dim {
     LLM_DIM_EXPERT,    // n_expert (expert_count)
     LLM_DIM_FF_EXP,    // n_ff_exp: one expert's feed-forward width (default n_ff)
     LLM_DIM_FF_SHEXP,  // n_ff_shexp: the shared expert's width (default n_ff_exp)
+    LLM_DIM_Q2,        // 2 * n_embd_head_k * n_head (queries and their gates, gated attention)
+    LLM_DIM_SSM_CONV_K,// ssm_d_conv (convolution taps)
+    LLM_DIM_SSM_CONV_CH, // 2 * ssm_d_state * ssm_n_group + ssm_d_inner (convolved q, k, v)
+    LLM_DIM_SSM_INNER, // ssm_d_inner
+    LLM_DIM_SSM_HEADS, // ssm_dt_rank (value heads)
+    LLM_DIM_SSM_STATE, // ssm_d_state
 };
 
 // Where a loaded tensor goes and what may be absent.

@@ -58,6 +58,16 @@ struct llama_hparams {
     uint32_t expert_weights_norm; // expert_weights_norm: the chosen experts' weights are divided by their sum
     float    expert_weights_scale; // expert_weights_scale: the weights are multiplied by it (0: not)
     bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
+    // recurrent layers (state-space / linear attention: ssm.* keys, Gated DeltaNet names)
+    uint32_t ssm_d_conv;      // ssm.conv_kernel: taps of the causal convolution
+    uint32_t ssm_d_inner;     // ssm.inner_size: value width (value heads x head size)
+    uint32_t ssm_d_state;     // ssm.state_size: head size of the recurrence (keys and values)
+    uint32_t ssm_dt_rank;     // ssm.time_step_rank: value heads
+    uint32_t ssm_n_group;     // ssm.group_count: key heads
+    uint32_t full_attn_interval; // full_attention_interval: every n-th layer attends (default 4)
+    uint32_t n_nextn;         // nextn_predict_layers: multi-token-prediction blocks after the trunk (not run)
+    bool     attn_gated;      // attention output times sigmoid(gate), gate projected with Q (Q rows doubled)
+    bool     recurrent_layers[LLAMA_MAX_LAYERS]; // layer carries recurrent state, no KV (derived at load)
 };
 
 // Key/value width of one token in one layer (all KV heads).
@@ -96,6 +106,15 @@ struct llama_layer {
     struct ggml_tensor * ffn_gate_shexp;     // [n_embd, n_ff_shexp] shared expert, or NULL
     struct ggml_tensor * ffn_up_shexp;       // [n_embd, n_ff_shexp]
     struct ggml_tensor * ffn_down_shexp;     // [n_ff_shexp, n_embd]
+    // Gated DeltaNet layers (qwen35): in-projections (wqkv: the convolved q, k, v), then
+    struct ggml_tensor * ssm_gate;           // [n_embd, d_inner] z: gate of the output norm
+    struct ggml_tensor * ssm_beta;           // [n_embd, dt_rank] b: write strength (sigmoid)
+    struct ggml_tensor * ssm_alpha;          // [n_embd, dt_rank] a: decay input
+    struct ggml_tensor * ssm_conv1d;         // [d_conv, conv channels] depthwise convolution
+    struct ggml_tensor * ssm_dt;             // [dt_rank] decay bias
+    struct ggml_tensor * ssm_a;              // [dt_rank] -exp(A_log)
+    struct ggml_tensor * ssm_norm;           // [d_state] gated RMS norm of the output
+    struct ggml_tensor * ssm_out;            // [d_inner, n_embd]
 };
 
 struct llama_model {

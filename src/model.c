@@ -259,6 +259,28 @@ static bool hp_f32(const struct gguf_context * g, const char * arch, const char 
 }
 
 // strict: the model will be run, so every value must be present and consistent.
+// <arch>.attention.recurrent_layers (bools or integers per layer), when the file has it, says
+// which layers are recurrent (otherwise the architecture's finish hook derived them).
+static bool model_read_recurrent_layers(const struct gguf_context * g, const char * a, struct llama_hparams * hp) {
+    char key[256];
+    snprintf(key, sizeof(key), "%s.attention.recurrent_layers", a);
+    const int64_t id = gguf_find_key(g, key);
+    if (id < 0) {
+        return true;
+    }
+    const enum gguf_type t = gguf_get_kv_type(g, id) == GGUF_TYPE_ARRAY ? gguf_get_arr_type(g, id) : GGUF_TYPE_COUNT;
+    const size_t n = t != GGUF_TYPE_COUNT ? gguf_get_arr_n(g, id) : 0;
+    if ((t != GGUF_TYPE_BOOL && t != GGUF_TYPE_INT32 && t != GGUF_TYPE_UINT8 && t != GGUF_TYPE_INT8) || n < hp->n_layer) {
+        LLAMA_LOG_ERROR("llama_model_load: '%s' must be an array of bools of at least block_count (%u) entries\n", key, hp->n_layer);
+        return false;
+    }
+    const void * d = gguf_get_arr_data(g, id);
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        hp->recurrent_layers[il] = t == GGUF_TYPE_INT32 ? ((const int32_t *) d)[il] != 0 : ((const uint8_t *) d)[il] != 0;
+    }
+    return true;
+}
+
 static bool model_load_hparams(struct llama_model * m, bool strict) {
     const struct gguf_context * g = m->gguf;
     const char * a = m->arch;
@@ -410,7 +432,7 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         hp->swa_layers[il] = hp->n_swa > 0 && (hp->swa_period == 0 || (il + 1) % hp->swa_period != 0);
     }
-    return true;
+    return model_read_recurrent_layers(g, a, hp);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -659,6 +681,12 @@ static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
         case LLM_DIM_EXPERT: return hp->n_expert;
         case LLM_DIM_FF_EXP: return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
         case LLM_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
+        case LLM_DIM_Q2:     return 2 * n_q;
+        case LLM_DIM_SSM_CONV_K:  return hp->ssm_d_conv;
+        case LLM_DIM_SSM_CONV_CH: return 2 * (int64_t) hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
+        case LLM_DIM_SSM_INNER:   return hp->ssm_d_inner;
+        case LLM_DIM_SSM_HEADS:   return hp->ssm_dt_rank;
+        case LLM_DIM_SSM_STATE:   return hp->ssm_d_state;
         default:             return 1;
     }
 }
