@@ -7,6 +7,8 @@ add_special_tokens=False)). The files are the independent reference; nothing her
 """
 from __future__ import annotations
 
+import ctypes
+
 import pytest
 
 from llama_py import _llama_model as M
@@ -14,6 +16,10 @@ from llama_py import _llama_vocab as V
 from llama_py.pull_vocab import CONFORMANCE_VOCABS
 
 from resources import vocab_cases, vocab_dir
+
+# Vocabularies whose pre-tokenizer keeps the space before punctuation when detokenizing (llama.cpp's
+# clean_spaces off); the others remove it as Hugging Face's clean_up_tokenization does.
+NO_CLEAN_SPACES = {"command-r", "deepseek-coder", "deepseek-llm", "qwen2", "qwen35"}
 
 # Vocabulary types another issue brings (WordPiece: the encoders issue, src/vocab-wpm.c).
 PENDING = {"bert-bge": "WordPiece (tokenizer.ggml.model 'bert') comes with the encoders issue"}
@@ -36,6 +42,14 @@ class VocabOnly:
         got = V.llama_tokenize(self.vocab, data, len(data), buf, n, False, False)
         assert got == n, (text, got, n)
         return list(buf[:n])
+
+    def detokenize(self, ids) -> str:
+        arr = (V.llama_token * max(len(ids), 1))(*ids)
+        n = V.llama_detokenize(self.vocab, arr, len(ids), None, 0, False, False)
+        n = -n if n < 0 else n
+        buf = ctypes.create_string_buffer(n + 1)
+        assert V.llama_detokenize(self.vocab, arr, len(ids), buf, n, False, False) == n
+        return buf.raw[:n].decode("utf-8")
 
     def close(self):
         if self.model:
@@ -70,6 +84,29 @@ def test_llama_cpp_vocab_cases(name):
         pytest.fail(f"{name}.gguf does not load (vocab_only): 0 of {n} cases")
     assert not bad, f"{name}: {len(bad)} of {n} cases differ; first: " + "; ".join(
         f"{t!r}: ours {g} want {w}" for t, g, w in bad[:3])
+
+
+def clean_up_tokenization(s: str) -> str:
+    """Hugging Face's clean_up_tokenization."""
+    return (s.replace(" .", ".").replace(" ?", "?").replace(" !", "!").replace(" ,", ",").replace(" ' ", "'")
+            .replace(" n't", "n't").replace(" 'm", "'m").replace(" 's", "'s").replace(" 've", "'ve")
+            .replace(" 're", "'re"))
+
+
+@pytest.mark.parametrize("name", CONFORMANCE_VOCABS)
+def test_llama_cpp_vocab_cases_detokenize(name):
+    """The expected ids read back as the text (cleaned of the space before punctuation where the
+    vocabulary's family does that)."""
+    if name in PENDING:
+        pytest.xfail(PENDING[name])
+    ours = VocabOnly(vocab_dir(all_vocabs=True) / f"{name}.gguf")
+    try:
+        assert ours.model, f"{name}.gguf does not load"
+        for text, ids in vocab_cases(name):
+            want = text if name in NO_CLEAN_SPACES else clean_up_tokenization(text)
+            assert ours.detokenize(ids) == want, (name, text)
+    finally:
+        ours.close()
 
 
 def test_case_files_parse():
