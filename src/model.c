@@ -946,7 +946,12 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
         goto fail;
     }
     if (!model_load_hparams(m, !params.vocab_only)) {
-        goto fail;
+        if (!params.vocab_only) {
+            goto fail;
+        }
+        // A vocabulary does not need them (an architecture whose keys this version cannot read).
+        LLAMA_LOG_WARN("llama_model_load: vocab_only: the '%s' hyperparameters were not all read; loading the "
+                       "vocabulary only\n", arch);
     }
     {
         int64_t ft;
