@@ -73,6 +73,7 @@ void ggml_cpu_quants_init_iq_generic(struct ggml_type_traits_cpu * table);
 
 // Overrides table entries with the ISA's kernels (defined only where the file is compiled).
 void ggml_cpu_quants_init_avx2  (struct ggml_type_traits_cpu * table);
+void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * table); // quants-iq-avx2.c, called by the above
 void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * table);
 void ggml_cpu_quants_init_neon  (struct ggml_type_traits_cpu * table);
 
