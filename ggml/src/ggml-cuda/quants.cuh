@@ -42,16 +42,21 @@ template <> struct cu_qtraits<GGML_TYPE_IQ4_NL> { static constexpr int qk = 32; 
 template <> struct cu_qtraits<GGML_TYPE_IQ4_XS> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_iq4_xs); };
 template <> struct cu_qtraits<GGML_TYPE_MXFP4>  { static constexpr int qk = 32;  static constexpr int ts = sizeof(block_mxfp4); };
 
-// The 16 levels of IQ4_NL and MXFP4 (ggml-quants-iq.c's tables; device code reads its own copy
-// in constant memory).
+// The 16 levels of IQ4_NL and MXFP4 (the values of ggml-quants-iq.c's tables, which the library
+// does not export): device code reads them from constant memory, host code from plain arrays.
+#define CU_KVALUES_IQ4NL_INIT { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 }
+#define CU_KVALUES_MXFP4_INIT { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 }
+// (declared in both compilation passes: the host pass registers constant-memory variables)
+static __constant__ int8_t cu_kvalues_iq4nl[16] = CU_KVALUES_IQ4NL_INIT;
+static __constant__ int8_t cu_kvalues_mxfp4[16] = CU_KVALUES_MXFP4_INIT;
 #if defined(__CUDA_ARCH__)
-static __constant__ int8_t cu_kvalues_iq4nl[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
-static __constant__ int8_t cu_kvalues_mxfp4[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
 #define CU_KV_IQ4NL cu_kvalues_iq4nl
 #define CU_KV_MXFP4 cu_kvalues_mxfp4
 #else
-#define CU_KV_IQ4NL ggml_kvalues_iq4nl
-#define CU_KV_MXFP4 ggml_kvalues_mxfp4
+static const int8_t cu_host_kvalues_iq4nl[16] = CU_KVALUES_IQ4NL_INIT;
+static const int8_t cu_host_kvalues_mxfp4[16] = CU_KVALUES_MXFP4_INIT;
+#define CU_KV_IQ4NL cu_host_kvalues_iq4nl
+#define CU_KV_MXFP4 cu_host_kvalues_mxfp4
 #endif
 
 // The MXFP4 block scale 2^(e - 128) (as ggml_e8m0_to_fp32_half).
