@@ -868,6 +868,18 @@ static enum llama_ftype model_guess_ftype(const struct gguf_context * g) {
         case GGML_TYPE_Q4_K: f = LLAMA_FTYPE_MOSTLY_Q4_K_M; break;
         case GGML_TYPE_Q5_K: f = LLAMA_FTYPE_MOSTLY_Q5_K_M; break;
         case GGML_TYPE_Q6_K: f = LLAMA_FTYPE_MOSTLY_Q6_K; break;
+        case GGML_TYPE_IQ2_XXS: f = LLAMA_FTYPE_MOSTLY_IQ2_XXS; break;
+        case GGML_TYPE_IQ2_XS:  f = LLAMA_FTYPE_MOSTLY_IQ2_XS; break;
+        case GGML_TYPE_IQ2_S:   f = LLAMA_FTYPE_MOSTLY_IQ2_S; break;
+        case GGML_TYPE_IQ3_XXS: f = LLAMA_FTYPE_MOSTLY_IQ3_XXS; break;
+        case GGML_TYPE_IQ3_S:   f = LLAMA_FTYPE_MOSTLY_IQ3_S; break;
+        case GGML_TYPE_IQ1_S:   f = LLAMA_FTYPE_MOSTLY_IQ1_S; break;
+        case GGML_TYPE_IQ1_M:   f = LLAMA_FTYPE_MOSTLY_IQ1_M; break;
+        case GGML_TYPE_IQ4_NL:  f = LLAMA_FTYPE_MOSTLY_IQ4_NL; break;
+        case GGML_TYPE_IQ4_XS:  f = LLAMA_FTYPE_MOSTLY_IQ4_XS; break;
+        case GGML_TYPE_TQ1_0:   f = LLAMA_FTYPE_MOSTLY_TQ1_0; break;
+        case GGML_TYPE_TQ2_0:   f = LLAMA_FTYPE_MOSTLY_TQ2_0; break;
+        case GGML_TYPE_MXFP4:   f = LLAMA_FTYPE_MOSTLY_MXFP4_MOE; break;
         default:             f = LLAMA_FTYPE_ALL_F32; break;
     }
     return (enum llama_ftype) (f | LLAMA_FTYPE_GUESSED);

@@ -73,14 +73,26 @@ enum ggml_type {
     GGML_TYPE_Q5_K = 13,
     GGML_TYPE_Q6_K = 14,
     GGML_TYPE_Q8_K = 15,
-    // 16..23: IQ types (not supported)
+    GGML_TYPE_IQ2_XXS = 16,
+    GGML_TYPE_IQ2_XS  = 17,
+    GGML_TYPE_IQ3_XXS = 18,
+    GGML_TYPE_IQ1_S   = 19,
+    GGML_TYPE_IQ4_NL  = 20,
+    GGML_TYPE_IQ3_S   = 21,
+    GGML_TYPE_IQ2_S   = 22,
+    GGML_TYPE_IQ4_XS  = 23,
     GGML_TYPE_I8   = 24,
     GGML_TYPE_I16  = 25,
     GGML_TYPE_I32  = 26,
     GGML_TYPE_I64  = 27,
     GGML_TYPE_F64  = 28,
-    // 29: IQ1_M (not supported)
+    GGML_TYPE_IQ1_M = 29,
     GGML_TYPE_BF16 = 30,
+    // 31..33 (Q4_0_4_4, Q4_0_4_8, Q4_0_8_8) were removed from the format
+    GGML_TYPE_TQ1_0 = 34,
+    GGML_TYPE_TQ2_0 = 35,
+    // 36..38 (IQ4_NL_4_4, IQ4_NL_4_8, IQ4_NL_8_8) were removed from the format
+    GGML_TYPE_MXFP4 = 39,
     GGML_TYPE_COUNT = 40,
 };
 
