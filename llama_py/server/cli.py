@@ -125,8 +125,11 @@ def _server_class(uvicorn):
         def handle_exit(self, sig, frame):
             if not self.should_exit and sig == signal.SIGINT:
                 n = len(getattr(self.server_state, "connections", ()) or ())
-                print(f"\nstopping: no new requests; waiting for {n} open connection(s) and their streams to "
-                      "finish (Ctrl-C again stops at once)", file=sys.stderr, flush=True)
+                try:
+                    print(f"stopping: no new requests; waiting for {n} open connection(s) and their streams to "
+                          "finish (Ctrl-C again stops at once)", file=sys.stderr, flush=True)
+                except OSError:  # stderr gone (a closed pipe): stopping matters more than saying so
+                    pass
             super().handle_exit(sig, frame)
     return Server
 
