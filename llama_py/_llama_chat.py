@@ -29,7 +29,9 @@ class _ChatMixin:
             try:
                 fmt = F.Jinja2ChatFormatter(template=template, eos_token=eos_text, bos_token=bos_text,
                                             stop_token_ids=[eos] if eos >= 0 else None)
-            except ImportError:
+            except ImportError:  # a declared dependency, but a broken environment must not fail silently
+                warnings.warn(f"jinja2 is not installed: the model's chat template ({name}) is replaced by the "
+                              "closest built-in format, which may not match it (pip install jinja2)")
                 fmt = F.BuiltinChatFormatter(template)
             except Exception as e:  # a template jinja2 cannot compile: the built-in formats may still know it
                 if self.verbose:

@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Seq
 
 import numpy as np
 
+from . import _load_guard
 from . import llama_cpp as C
 from ._lib import LlamaError
 from ._llama_chat import _ChatMixin
@@ -86,6 +87,7 @@ def _install_logger(verbose: bool) -> None:
     cb = _log_callbacks.get(verbose)
     if cb is None:
         def write(level, text, user_data):
+            _load_guard.note_log(level, text)  # a failed load's reason goes into its exception
             if verbose and text:
                 sys.stderr.write(text.decode("utf-8", errors="replace"))
         cb = _log_callbacks[verbose] = C.llama_log_callback(write)
@@ -264,9 +266,14 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         if kv_overrides:
             self._kv_overrides_array = _kv_override_array(kv_overrides)
             mparams.kv_overrides = self._kv_overrides_array
-        model = C.llama_model_load_from_file(self.model_path.encode(), mparams)
+        with _load_guard.guarded_load(mparams) as load:  # Ctrl-C cancels the load
+            model = C.llama_model_load_from_file(self.model_path.encode(), mparams)
+        if load.interrupted:
+            if model:
+                C.llama_model_free(model)
+            raise KeyboardInterrupt
         if not model:
-            raise LlamaError(f"failed to load model from {self.model_path} (set verbose=True to see why)")
+            raise LlamaError(f"failed to load model from {self.model_path}: {_load_guard.reason()}")
         self._model = model
         self._vocab = C.llama_model_get_vocab(model)
         self._n_vocab = C.llama_vocab_n_tokens(self._vocab)
@@ -330,10 +337,11 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self._logits_live = False         # the context's last output row belongs to _tokens[-1]
         self.scores = np.zeros((n_ctx if self._logits_all else 1, self._n_vocab), dtype=np.single)
         if not vocab_only:
+            _load_guard.begin()
             ctx = C.llama_init_from_model(model, cparams)
             if not ctx:
                 self.close()
-                raise LlamaError("failed to create a context (set verbose=True to see why)")
+                raise LlamaError(f"failed to create a context: {_load_guard.reason()}")
             self._ctx = ctx
             self._n_ctx = C.llama_n_ctx(ctx)
             self.n_batch = C.llama_n_batch(ctx)

@@ -17,7 +17,7 @@ import ctypes
 import warnings
 from typing import Iterable, Sequence
 
-from . import _abi
+from . import _abi, _load_guard
 from ._lib import LlamaError, LibraryNotFound, ctypes_function, load_library
 from ._llama_common import *  # noqa: F401,F403
 from ._llama_common import (llama_context_p_ctypes, llama_model_p_ctypes, llama_token)
@@ -70,6 +70,7 @@ _last_level = [_logging.INFO]
 
 
 def _route_log(level, text, user_data):
+    _load_guard.note_log(level, text)  # a failed load's reason goes into its exception
     # CONT (5) continues the previous line at its level
     lvl = _last_level[0] if level == 5 else _LOG_LEVELS.get(level, _logging.INFO)
     _last_level[0] = lvl

@@ -569,7 +569,7 @@ class _App:
         return JSONResponse({"object": "list", "data": [
             {"id": n, "object": "model", "created": m.created, "owned_by": "llama_py",
              "meta": {"n_ctx": m.engine.n_ctx, "n_ctx_slot": m.engine.n_ctx_slot, "slots": m.engine.n_slots,
-                      "n_vocab": m.model.n_vocab, "n_embd": m.model.n_embd, "path": m.model.path}}
+                      "n_vocab": m.model.n_vocab, "n_embd": m.model.n_embd}}  # no path: clients see names
             for n, m in self.entries.items()]})
 
     async def health(self, request: Request) -> Response:

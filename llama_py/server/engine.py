@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import _load_guard
 from .. import llama_cpp as C
 from .._lib import LlamaError
 from .textstream import TextStream
@@ -65,9 +66,13 @@ class Model:
         params = C.llama_model_default_params()
         params.n_gpu_layers = n_gpu_layers
         params.vocab_only = vocab_only
-        self._model = C.llama_model_load_from_file(self.path.encode(), params)
+        with _load_guard.guarded_load(params) as load:  # Ctrl-C cancels the load
+            self._model = C.llama_model_load_from_file(self.path.encode(), params)
+        if load.interrupted:
+            self.close()
+            raise KeyboardInterrupt
         if not self._model:
-            raise LlamaError(f"failed to load model from {self.path}")
+            raise LlamaError(f"failed to load model from {self.path}: {_load_guard.reason()}")
         self.vocab = C.llama_model_get_vocab(self._model)
         self.n_vocab = C.llama_vocab_n_tokens(self.vocab)
         self.n_embd = C.llama_model_n_embd(self._model)
