@@ -38,34 +38,8 @@ from ._llama_embed import _EmbedMixin
 from .llama_cache import BaseLlamaCache, LlamaCache, LlamaDiskCache, LlamaRAMCache  # noqa: F401
 from .llama_speculative import LlamaDraftModel
 from .llama_tokenizer import BaseLlamaTokenizer, LlamaTokenizer
+from .grammar import LlamaGrammar
 from .llama_types import *  # noqa: F401,F403
-
-try:  # the grammar component (its own module); absent in builds without it
-    from .grammar import LlamaGrammar
-except ImportError:  # pragma: no cover - until llama_py.grammar lands
-    class LlamaGrammar:  # type: ignore[no-redef]
-        """Placeholder: this build has no llama_py.grammar; every constructor raises."""
-
-        def __init__(self, *args, **kwargs):
-            raise NotImplementedError("grammar-constrained sampling needs llama_py.grammar, absent from this build")
-
-        @classmethod
-        def from_string(cls, grammar: str, verbose: bool = True):
-            return cls()
-
-        @classmethod
-        def from_file(cls, file, verbose: bool = True):
-            return cls()
-
-        @classmethod
-        def from_json_schema(cls, json_schema: str, verbose: bool = True):
-            return cls()
-
-__all__ = ["Llama", "LlamaState", "LogitsProcessorList", "StoppingCriteriaList", "MinTokensLogitsProcessor",
-           "LlamaGrammar", "LlamaTokenizer", "BaseLlamaTokenizer", "LlamaRAMCache", "LlamaDiskCache", "LlamaCache",
-           "BaseLlamaCache", "LogitsProcessor", "StoppingCriteria"]
-
-_PAD_CTX = 256  # llama.cpp rounds the context up to a multiple of this
 
 
 class ModelPathError(FileNotFoundError, ValueError):
