@@ -41,6 +41,12 @@ from .llama_tokenizer import BaseLlamaTokenizer, LlamaTokenizer
 from .grammar import LlamaGrammar
 from .llama_types import *  # noqa: F401,F403
 
+__all__ = ["Llama", "LlamaState", "LogitsProcessorList", "StoppingCriteriaList", "MinTokensLogitsProcessor",
+           "LlamaGrammar", "LlamaTokenizer", "BaseLlamaTokenizer", "LlamaRAMCache", "LlamaDiskCache", "LlamaCache",
+           "BaseLlamaCache", "LogitsProcessor", "StoppingCriteria"]
+
+_PAD_CTX = 256  # llama.cpp rounds the context up to a multiple of this
+
 
 class ModelPathError(FileNotFoundError, ValueError):
     """The model file does not exist (a ValueError as in llama-cpp-python, and a FileNotFoundError)."""
