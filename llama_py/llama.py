@@ -31,33 +31,16 @@ from . import _load_guard
 from . import llama_cpp as C
 from ._lib import LlamaError
 from ._llama_chat import _ChatMixin
-from ._llama_completion import _CompletionMixin, _TextStream, _overlap, _utf8_boundary  # noqa: F401
+from ._llama_completion import _CompletionMixin
+from ._runtime import text as T
+from ._runtime.sampling import SamplingParams, build_chain
+from ._runtime.text import TextStream as _TextStream  # noqa: F401 (the old private name)
 from ._llama_embed import _EmbedMixin
 from .llama_cache import BaseLlamaCache, LlamaCache, LlamaDiskCache, LlamaRAMCache  # noqa: F401
 from .llama_speculative import LlamaDraftModel
 from .llama_tokenizer import BaseLlamaTokenizer, LlamaTokenizer
+from .grammar import LlamaGrammar
 from .llama_types import *  # noqa: F401,F403
-
-try:  # the grammar component (its own module); absent in builds without it
-    from .grammar import LlamaGrammar
-except ImportError:  # pragma: no cover - until llama_py.grammar lands
-    class LlamaGrammar:  # type: ignore[no-redef]
-        """Placeholder: this build has no llama_py.grammar; every constructor raises."""
-
-        def __init__(self, *args, **kwargs):
-            raise NotImplementedError("grammar-constrained sampling needs llama_py.grammar, absent from this build")
-
-        @classmethod
-        def from_string(cls, grammar: str, verbose: bool = True):
-            return cls()
-
-        @classmethod
-        def from_file(cls, file, verbose: bool = True):
-            return cls()
-
-        @classmethod
-        def from_json_schema(cls, json_schema: str, verbose: bool = True):
-            return cls()
 
 __all__ = ["Llama", "LlamaState", "LogitsProcessorList", "StoppingCriteriaList", "MinTokensLogitsProcessor",
            "LlamaGrammar", "LlamaTokenizer", "BaseLlamaTokenizer", "LlamaRAMCache", "LlamaDiskCache", "LlamaCache",
@@ -570,38 +553,16 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
 
     def _tokenize_vocab(self, data: bytes, add_bos: bool, special: bool) -> List[int]:
         self._check_open(need_ctx=False)
-        n_max = len(data) + 8
-        buf = (C.llama_token * n_max)()
-        n = C.llama_tokenize(self._vocab, data, len(data), buf, n_max, add_bos, special)
-        if n < 0:
-            n_max = -n
-            buf = (C.llama_token * n_max)()
-            n = C.llama_tokenize(self._vocab, data, len(data), buf, n_max, add_bos, special)
-        if n < 0:
-            raise LlamaError("tokenization failed", n)
-        return list(buf[:n])
+        return T.tokenize(self._vocab, data, add_bos, special)
 
     def _detokenize_vocab(self, tokens: List[int], special: bool) -> bytes:
         self._check_open(need_ctx=False)
-        arr = (C.llama_token * max(1, len(tokens)))(*tokens)
-        cap = max(16, len(tokens) * 8)
-        buf = ctypes.create_string_buffer(cap)
-        n = C.llama_detokenize(self._vocab, arr, len(tokens), buf, cap, False, special)
-        if n < 0:
-            cap = -n
-            buf = ctypes.create_string_buffer(cap)
-            n = C.llama_detokenize(self._vocab, arr, len(tokens), buf, cap, False, special)
-        return buf.raw[:max(n, 0)]
+        return T.detokenize(self._vocab, tokens, special)
 
     def token_to_piece(self, token: int, special: bool = False) -> bytes:
         """The bytes of one token (may be part of a UTF-8 character)."""
         self._check_open(need_ctx=False)
-        buf = ctypes.create_string_buffer(64)
-        n = C.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
-        if n < 0:
-            buf = ctypes.create_string_buffer(-n)
-            n = C.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
-        return buf.raw[:max(n, 0)]
+        return T.token_piece(self._vocab, token, special)
 
     # ---- decoding ----
 
@@ -655,55 +616,14 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                        presence_penalty: float = 0.0, mirostat_mode: int = 0, mirostat_eta: float = 0.1,
                        mirostat_tau: float = 5.0, grammar: Optional[LlamaGrammar] = None, seed: Optional[int] = None,
                        logit_bias: Optional[Dict[int, float]] = None, history: Sequence[int] = ()):
-        """The chain llama.cpp's samplers form: grammar, logit bias, penalties (primed with the
-        last_n_tokens_size tokens of history), then greedy (temp 0), plain distribution (temp < 0),
-        mirostat, or top-k, typical, top-p, min-p, temperature and a seeded draw."""
-        chain = C.llama_sampler_chain_init(C.llama_sampler_chain_default_params())
-        try:
-            if grammar is not None:
-                from .grammar import sampler_from_grammar
-                C.llama_sampler_chain_add(chain, sampler_from_grammar(self._vocab, grammar))
-            if logit_bias:
-                bias = {int(k): float(v) for k, v in logit_bias.items()}
-                for tok in bias:
-                    if not 0 <= tok < self._n_vocab:
-                        raise ValueError(f"logit_bias: token {tok} is not in the vocabulary (0..{self._n_vocab - 1})")
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_logit_bias(self._n_vocab, None, bias))
-            if (repeat_penalty and repeat_penalty != 1.0) or frequency_penalty or presence_penalty:
-                last_n = self._n_ctx if self.last_n_tokens_size == -1 else self.last_n_tokens_size
-                pen = C.llama_sampler_init_penalties(self._n_vocab, last_n, repeat_penalty or 1.0,
-                                                     frequency_penalty, presence_penalty)
-                for t in list(history)[-last_n:] if last_n > 0 else []:
-                    C.llama_sampler_accept(pen, int(t))   # the penalty window sees the prompt too
-                C.llama_sampler_chain_add(chain, pen)
-            s = self._seed if seed is None else seed
-            s &= 0xFFFFFFFF
-            if temp == 0.0:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_greedy())
-            elif temp < 0.0:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_dist(s))
-            elif mirostat_mode == 1:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_temp(temp))
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_mirostat(self._n_vocab, s, mirostat_tau,
-                                                                               mirostat_eta, 100))
-            elif mirostat_mode == 2:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_temp(temp))
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_mirostat_v2(s, mirostat_tau, mirostat_eta))
-            else:
-                if top_k and top_k > 0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_top_k(top_k))
-                if typical_p is not None and typical_p < 1.0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_typical(typical_p, 1))
-                if top_p is not None and top_p < 1.0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_top_p(top_p, 1))
-                if min_p and min_p > 0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_min_p(min_p, 1))
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_temp(temp))
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_dist(s))
-        except BaseException:
-            C.llama_sampler_free(chain)
-            raise
-        return chain
+        """The runtime's sampler chain (llama_py._runtime.sampling) for these options, the
+        penalty window being last_n_tokens_size tokens of history."""
+        sp = SamplingParams(temperature=temp, top_k=top_k, top_p=top_p, min_p=min_p, typical_p=typical_p,
+                            repeat_penalty=repeat_penalty, frequency_penalty=frequency_penalty,
+                            presence_penalty=presence_penalty, penalty_last_n=self.last_n_tokens_size,
+                            mirostat_mode=mirostat_mode, mirostat_tau=mirostat_tau, mirostat_eta=mirostat_eta,
+                            seed=seed, logit_bias=logit_bias, grammar=grammar)
+        return build_chain(self._vocab, self._n_vocab, sp, history, n_ctx=self._n_ctx, default_seed=self._seed)
 
     def _sample_with(self, chain, logits_processor=None, new_ids: Sequence[int] = ()) -> int:
         """Samples from the last output row: keeps a copy of the raw logits (logprobs read them),

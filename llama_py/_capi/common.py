@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 from ctypes import POINTER, c_bool, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint32, c_void_p
 
-from ._lib import ctypes_function
+from .._lib import ctypes_function
 
 # ---- ggml types used by llama.h ----
 GGML_TYPE_F32 = 0
