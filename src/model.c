@@ -589,17 +589,31 @@ static struct ggml_tensor * model_fused_tensor(struct llama_model * m, const cha
     return t;
 }
 
+// A [K, M * n_expert] header over the experts tensor e's rows (named as e), for the repacker:
+// mul_mat_id reads the copy of all the experts' rows; NULL when e cannot be repacked so.
+static struct ggml_tensor * model_flat_experts(struct llama_model * m, const struct ggml_tensor * e) {
+    if (e == NULL || !llama_model_tensor_on_host(e) || e->ne[3] != 1 || e->nb[2] != (size_t) e->ne[1]*e->nb[1]) {
+        return NULL;
+    }
+    struct ggml_tensor * t = ggml_new_tensor_2d(m->ctx_fused, e->type, e->ne[0], e->ne[1]*e->ne[2]);
+    if (t == NULL) return NULL;
+    ggml_set_name(t, e->name);
+    t->data = e->data;
+    if (ggml_backend_cpu_repack_size(t) == 0) return NULL; // stays unused in ctx_fused
+    return t;
+}
+
 // Lays the matmul weights out for the CPU kernels (cpu/repack.h), on every core, fusing each
 // layer's Q, K, V and its gate, up weights; with the file mapped (not locked), the stored pages
 // are let go tensor by tensor so that the peak memory stays near one copy of the model. Failure
 // only costs speed.
 static void model_repack_weights(struct llama_model * m, bool release_stored) {
     const uint32_t n_layer = m->hparams.n_layer;
-    const size_t cap = (size_t) n_layer*7 + 1;
+    const size_t cap = (size_t) n_layer*10 + 1;
     m->repack_ts = GGML_CALLOC(cap, sizeof(struct ggml_tensor *));
     struct ggml_backend_cpu_repack_parts * fused = GGML_CALLOC(cap, sizeof(struct ggml_backend_cpu_repack_parts));
     m->ctx_fused = ggml_init((struct ggml_init_params) {
-        .mem_size = (size_t) (2*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
+        .mem_size = (size_t) (5*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
     if (m->repack_ts == NULL || fused == NULL || m->ctx_fused == NULL) {
         free(fused);
         return;
@@ -637,6 +651,11 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
             }
         }
         m->repack_ts[n++] = L->ffn_down;
+        struct ggml_tensor * exps[3] = { L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps };
+        for (int i = 0; i < 3; i++) {
+            struct ggml_tensor * flat = model_flat_experts(m, exps[i]);
+            if (flat != NULL) m->repack_ts[n++] = flat;
+        }
     }
     m->repack_ts[n++] = m->output;
     m->n_repack = n;
@@ -648,9 +667,15 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     m->buf_repack = ggml_backend_cpu_repack_weights(m->repack_ts, n, ggml_cpu_n_physical_cores(), fused,
                                                     release_stored ? model_stored_pages : NULL, m);
     free(fused);
-    // a fused weight is used only if its copy was made
+    // a fused weight is used only if its copy was made; experts read theirs through their own
+    // header (ggml_cpu_repack_panels of a [K, M, n_expert] tensor; both go when the model does)
     for (uint32_t il = 0; il < n_layer; il++) {
         struct llama_layer * L = &m->layers[il];
+        struct ggml_tensor * exps[3] = { L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps };
+        for (int i = 0; i < 3; i++) {
+            struct ggml_tensor * flat = exps[i] != NULL ? ggml_get_tensor(m->ctx_fused, exps[i]->name) : NULL;
+            if (flat != NULL && ggml_backend_cpu_is_repacked(flat)) exps[i]->extra = flat->extra;
+        }
         if (L->wq != NULL && L->wqkv != NULL && !ggml_backend_cpu_is_repacked(L->wqkv)) L->wqkv = NULL;
         if (L->ffn_gate != NULL && L->ffn_gate_up != NULL && !ggml_backend_cpu_is_repacked(L->ffn_gate_up)) {
             L->ffn_gate_up = NULL;

@@ -95,6 +95,8 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
     const llama_model_quantize_params * params = p->params;
     if (params->only_copy || n_dims < 2) return cur;
     if (strcmp(name, "token_embd.weight") != 0 && !name_has(name, ".weight")) return cur;
+    // expert routers stay as they are (llama.cpp's rule): a rounded logit may pick another expert
+    if (name_has(name, "ffn_gate_inp.weight")) return cur;
     enum ggml_type t = p->base;
     const bool is_output = strcmp(name, "output.weight") == 0 ||
                            (!p->has_output && strcmp(name, "token_embd.weight") == 0);
