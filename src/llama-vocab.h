@@ -125,6 +125,8 @@ struct llama_vocab {
     bool bpe_raw_utf8;      // BPE over UTF-8 characters with <0xXX> byte fallback (no GPT-2 byte alphabet)
     bool newline_tokens;    // BPE (Gemma 4): a piece of newlines that is a token is emitted whole
     bool force_bos;         // add_bos stays on whatever the file says (Gemma 4)
+    bool remove_extra_whitespaces; // UGM: leading / trailing spaces dropped, runs squeezed to one
+    struct llama_vocab_ugm * ugm;  // UGM: charsmap and token trie (vocab-ugm.c)
 };
 
 // Growable list of token ids; oom is set (and further pushes ignored) if memory runs out.
@@ -161,6 +163,17 @@ void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * tex
 // false if memory ran out.
 bool llama_vocab_bpe_pretokenize(const struct llama_vocab * vocab, const char * text, size_t len,
                                  void (*emit)(void * user, size_t start, size_t end), void * user);
+
+// UGM (vocab-ugm.c): reads the precompiled charsmap and builds the token trie of v (its tokens
+// loaded); false (logged) on a malformed charsmap or out of memory.
+bool llama_vocab_ugm_load(struct llama_vocab * v, const struct gguf_context * g);
+
+// UGM: frees what llama_vocab_ugm_load built; NULL-safe on v->ugm.
+void llama_vocab_ugm_free(struct llama_vocab * v);
+
+// UGM: appends the tokens of text (no special tokens inside): normalize, then Viterbi.
+void llama_vocab_ugm_tokenize(const struct llama_vocab * v, const char * text, size_t len,
+                              struct llama_vocab_tokens * out);
 
 // Pre-tokenizer names (vocab-pre.c): true if llama.cpp accepts name as tokenizer.ggml.pre.
 bool llama_vocab_pre_known(const char * name);
