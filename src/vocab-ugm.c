@@ -27,32 +27,9 @@ struct llama_vocab_ugm {
     size_t n_units;
     const char * repl;        // replacement strings
     size_t repl_size;
-    // token trie: slot (parent << 8 | byte) + 1 in the high 32 bits, child in the low 32
-    uint64_t * edges;
-    uint64_t edges_mask;
-    int32_t * node_token;     // token ending at each node, -1 if none
-    uint32_t n_nodes;
+    struct llama_vocab_trie trie;  // normal and user-defined tokens
     float min_score, max_score;
 };
-
-static uint64_t ugm_hash(uint32_t key) {
-    uint64_t x = key * 0x9E3779B97F4A7C15ull;
-    return x ^ (x >> 29);
-}
-
-// Child of node via byte b, or 0 (the root is never a child).
-static uint32_t ugm_child(const struct llama_vocab_ugm * u, uint32_t node, uint8_t b) {
-    const uint32_t key = (node << 8 | b) + 1;
-    for (uint64_t i = ugm_hash(key) & u->edges_mask;; i = (i + 1) & u->edges_mask) {
-        const uint64_t e = u->edges[i];
-        if (e == 0) {
-            return 0;
-        }
-        if ((uint32_t) (e >> 32) == key) {
-            return (uint32_t) e;
-        }
-    }
-}
 
 static bool ugm_token_in_trie(const struct llama_vocab_token * t) {
     return t->len > 0 && (t->type == LLAMA_TOKEN_TYPE_NORMAL || t->type == LLAMA_TOKEN_TYPE_USER_DEFINED ||
@@ -103,7 +80,7 @@ bool llama_vocab_ugm_load(struct llama_vocab * v, const struct gguf_context * g)
     // usual all-negative log probabilities a user-defined piece scores about -0.1.
     u->min_score = FLT_MAX;
     u->max_score = FLT_MIN;
-    size_t total = 1;
+    size_t total = 0;
     for (int32_t id = 0; id < v->n_tokens; id++) {
         const struct llama_vocab_token * t = &v->tokens[id];
         if (t->type == LLAMA_TOKEN_TYPE_NORMAL) {
@@ -117,44 +94,14 @@ bool llama_vocab_ugm_load(struct llama_vocab * v, const struct gguf_context * g)
     if (u->min_score == FLT_MAX) {
         u->min_score = 0.0f;
     }
-    if (total >= (1u << 24)) {
-        LLAMA_LOG_ERROR("llama_vocab_load: unigram token texts too long (%zu bytes)\n", total);
+    if (!llama_vocab_trie_init(&u->trie, total)) {
         return false;
     }
-    uint64_t size = 16;
-    while (size < 2 * total) {
-        size *= 2;
-    }
-    u->edges = GGML_CALLOC(size, sizeof(uint64_t));
-    u->node_token = GGML_MALLOC(total * sizeof(int32_t));
-    if (!u->edges || !u->node_token) {
-        return false;
-    }
-    u->edges_mask = size - 1;
-    u->node_token[0] = -1;
-    u->n_nodes = 1;
     for (int32_t id = 0; id < v->n_tokens; id++) {
         const struct llama_vocab_token * t = &v->tokens[id];
-        if (!ugm_token_in_trie(t)) {
-            continue;
+        if (ugm_token_in_trie(t) && !llama_vocab_trie_insert(&u->trie, (const uint8_t *) v->text + t->off, t->len, id)) {
+            return false;
         }
-        const uint8_t * s = (const uint8_t *) v->text + t->off;
-        uint32_t node = 0;
-        for (uint32_t i = 0; i < t->len; i++) {
-            uint32_t c = ugm_child(u, node, s[i]);
-            if (c == 0) {
-                c = u->n_nodes++;
-                u->node_token[c] = -1;
-                const uint32_t key = (node << 8 | s[i]) + 1;
-                uint64_t h = ugm_hash(key) & u->edges_mask;
-                while (u->edges[h] != 0) {
-                    h = (h + 1) & u->edges_mask;
-                }
-                u->edges[h] = (uint64_t) key << 32 | c;
-            }
-            node = c;
-        }
-        u->node_token[node] = id;  // a later duplicate text wins, as in the text index
     }
     return true;
 }
@@ -162,8 +109,7 @@ bool llama_vocab_ugm_load(struct llama_vocab * v, const struct gguf_context * g)
 void llama_vocab_ugm_free(struct llama_vocab * v) {
     if (v->ugm) {
         free(v->ugm->charsmap);
-        free(v->ugm->edges);
-        free(v->ugm->node_token);
+        llama_vocab_trie_free(&v->ugm->trie);
         free(v->ugm);
         v->ugm = NULL;
     }
@@ -225,11 +171,11 @@ static size_t ugm_user_defined_match(const struct llama_vocab * v, const uint8_t
     size_t best = 0;
     uint32_t node = 0;
     for (size_t i = 0; i < n; i++) {
-        node = ugm_child(u, node, s[i]);
+        node = llama_vocab_trie_child(&u->trie, node, s[i]);
         if (node == 0) {
             break;
         }
-        const int32_t id = u->node_token[node];
+        const int32_t id = u->trie.node_token[node];
         if (id >= 0 && v->tokens[id].type == LLAMA_TOKEN_TYPE_USER_DEFINED) {
             best = i + 1;
         }
@@ -369,11 +315,11 @@ void llama_vocab_ugm_tokenize(const struct llama_vocab * v, const char * text, s
         bool whole_char = false;
         uint32_t node = 0;
         for (size_t end = pos; end < n;) {
-            node = ugm_child(u, node, s[end++]);
+            node = llama_vocab_trie_child(&u->trie, node, s[end++]);
             if (node == 0) {
                 break;
             }
-            const int32_t id = u->node_token[node];
+            const int32_t id = u->trie.node_token[node];
             if (id < 0) {
                 continue;
             }

@@ -499,9 +499,11 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         }
     } else if (strcmp(model, "t5") == 0) {
         type = LLAMA_VOCAB_TYPE_UGM;
+    } else if (strcmp(model, "rwkv") == 0) {
+        type = LLAMA_VOCAB_TYPE_RWKV;
     } else {
         LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.model '%s' is not supported (supported: 'llama' "
-                        "SentencePiece, 'gpt2' byte-level BPE, 'gemma4' SentencePiece-style BPE, 't5' unigram)\n", model);
+                        "SentencePiece, 'gpt2' byte-level BPE, 'gemma4' SentencePiece-style BPE, 't5' unigram, 'rwkv' RWKV world)\n", model);
         return NULL;
     }
     if (type == LLAMA_VOCAB_TYPE_BPE) {
@@ -629,6 +631,10 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         LLAMA_LOG_ERROR("llama_vocab_load: out of memory for the merges\n");
         goto fail;
     }
+    if (type == LLAMA_VOCAB_TYPE_RWKV && !llama_vocab_rwkv_load(v)) {
+        LLAMA_LOG_ERROR("llama_vocab_load: the RWKV token trie could not be built\n");
+        goto fail;
+    }
     if (type == LLAMA_VOCAB_TYPE_UGM && !llama_vocab_ugm_load(v, g)) {
         LLAMA_LOG_ERROR("llama_vocab_load: the unigram tables could not be built\n");
         goto fail;
@@ -659,6 +665,11 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
     for (int b = 0; b < 256; b++) {
         char buf[8];
         size_t len;
+        if (type == LLAMA_VOCAB_TYPE_RWKV) {
+            const uint32_t node = llama_vocab_trie_child(&v->rwkv_trie, 0, (uint8_t) b);
+            v->byte_token[b] = node ? v->rwkv_trie.node_token[node] : -1;
+            continue;
+        }
         if (type == LLAMA_VOCAB_TYPE_SPM || type == LLAMA_VOCAB_TYPE_UGM || v->bpe_raw_utf8) {
             len = (size_t) snprintf(buf, sizeof(buf), "<0x%02X>", b);
         } else {
@@ -806,6 +817,7 @@ void llama_vocab_free(struct llama_vocab * vocab) {
     free(vocab->trie);
     llama_vocab_pre_free(vocab);
     llama_vocab_ugm_free(vocab);
+    llama_vocab_trie_free(&vocab->rwkv_trie);
     gr_vocab_forget(vocab); // the grammar engine's cached token trie of this vocab
     vocab->magic = LLAMA_MAGIC_DEAD;
     free(vocab);
@@ -976,6 +988,8 @@ static void vocab_tokenize_text(const struct llama_vocab * v, const char * text,
                 llama_vocab_spm_tokenize(v, text + frag, pos - frag, v->add_space_prefix && segment_start, out);
             } else if (v->type == LLAMA_VOCAB_TYPE_UGM) {
                 llama_vocab_ugm_tokenize(v, text + frag, pos - frag, out);
+            } else if (v->type == LLAMA_VOCAB_TYPE_RWKV) {
+                llama_vocab_rwkv_tokenize(v, text + frag, pos - frag, out);
             } else {
                 llama_vocab_bpe_tokenize(v, text + frag, pos - frag, out);
             }
@@ -1095,6 +1109,9 @@ static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool spe
     if (v->bpe_raw_utf8) {
         memcpy(out, s, t->len);
         return t->len;
+    }
+    if (v->type == LLAMA_VOCAB_TYPE_RWKV) {
+        return llama_vocab_rwkv_unescape(s, t->len, out);
     }
     // Byte-level: each character stands for a byte; a token with a character outside the
     // alphabet is shown as its text (as the reference ByteLevel decoder does).
