@@ -189,3 +189,31 @@ def test_unknown_pre_is_refused_by_name(tmp_path, lib_path):
     p = M.llama_model_default_params()
     p.vocab_only = True
     assert not M.llama_model_load_from_file(str(path).encode(), p)
+
+
+@pytest.mark.parametrize("pre", ["gpt-4o", "kimi-k2", "deepseek-v3", "exaone-moe", "tiny_aya", "chameleon", "bloom",
+                                 "deepseek-coder", "qwen35", "jais-2"])
+def test_family_random_text_matches_hf(tmp_path, lib_path, pre):
+    """Random text over all of Unicode (no surrogates) and over a small alphabet of the
+    characters the regexes treat specially."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import HealthCheck, given, settings, strategies as st
+    regexes, ignore_merges = FAMILIES[pre]
+    tok, vocab, merges = _train(regexes, ignore_merges)
+    path = tmp_path / f"{pre}.gguf"
+    _write_gguf(path, pre, vocab, merges)
+    m = _ours(path)
+    v = M.llama_model_get_vocab(m)
+    tricky = " \t\n\r'sStTdD1234567890aAzZ_-.,!?/<>:IMGZ中日本ア한\u0301\u0308\u200dé😀\u3000\u2028\xa0"
+    text = st.one_of(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60),
+                     st.text(alphabet=st.sampled_from(tricky), max_size=60))
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(text)
+    def check(t):
+        assert _tokenize(v, t) == tok.encode(t, add_special_tokens=False).ids
+
+    try:
+        check()
+    finally:
+        M.llama_model_free(m)
