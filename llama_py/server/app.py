@@ -437,7 +437,8 @@ class _App:
         for i, t in enumerate(toks):
             if not t:
                 raise P.bad("prompt", f"prompt {i} is empty")
-        run = self._start(e, toks, gp)
+        grammar = grammar_for({k: body[k] for k in ("grammar", "response_format") if k in body})[0]
+        run = self._start(e, toks, gp, grammar)
         cid, created = P.new_id("cmpl"), P.now()
         echoes = [e.model.detokenize(t) if echo else "" for t in toks]
 
@@ -485,7 +486,7 @@ class _App:
         e = self.entry(body)
         gp = P.parse_gen_params(body, e.model.n_vocab, chat=True)
         messages = P.parse_messages(body)
-        grammar, tools, tool_choice, tool_mode = grammar_for(body)
+        grammar, tools, tool_choice, tool_mode = grammar_for(body, R.formatter_template(e.model.formatter()))
         try:
             prompt, add_special, fmt_stops = e.model.chat_prompt(messages, tools, tool_choice)
         except ValueError as err:
@@ -511,8 +512,9 @@ class _App:
             async def gen():
                 for i in range(len(run.reqs)):
                     # content "" as OpenAI's first delta has it (llama-cpp-python's has the role only)
-                    yield chunk(i, deltas[i].opening() if tool_mode is not None else
-                                {"role": "assistant", "content": ""})
+                    opening = deltas[i].opening()
+                    opening.setdefault("content", "")
+                    yield chunk(i, opening)
                 finals = {}
 
                 def render(i, ev):
@@ -523,7 +525,7 @@ class _App:
                         out.append(chunk(i, d, lp))
                         lp = None
                     if lp is not None:  # a token whose text is held back still reports its logprob
-                        out.append(chunk(i, {"content": ""} if tool_mode is None else {}, lp))
+                        out.append(chunk(i, {"content": ""} if deltas[i].mode is None else {}, lp))
                     if ev.kind == "done":
                         tail, finish = deltas[i].finish(ev.finish_reason)
                         out += [chunk(i, d) for d in tail]
