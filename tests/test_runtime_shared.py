@@ -224,3 +224,35 @@ def test_tool_call_history_reaches_the_template_as_an_object():
     text = format_chat(msgs, tmpl, add_generation_prompt=False)
     assert 'assistant:{"city": "Paris"}' in text and "tool:sunny#c1" in text
     assert msgs[1]["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'  # the caller's data untouched
+
+
+# ---- scoring through the API ----
+
+def test_echo_logprobs_max_tokens_0_scores_the_prompt(client, llm):
+    """/v1/completions with echo, logprobs and max_tokens 0 returns the prompt's tokens with their
+    log-probabilities (the first null), as Llama.create_completion(echo=True) reports them."""
+    prompt = "The quick brown fox jumps over the lazy dog"
+    r = client.completions.create(model="smollm2", prompt=prompt, echo=True, logprobs=3, max_tokens=0)
+    ch = r.choices[0]
+    assert ch.text == prompt and r.usage.completion_tokens == 0
+    lp = ch.logprobs
+    ref = llm.create_completion(prompt, echo=True, logprobs=3, max_tokens=1, temperature=0)["choices"][0]["logprobs"]
+    llm.reset()
+    n = len(lp.tokens)
+    assert n == len(llm.tokenize(prompt.encode(), add_bos=True, special=True))
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert lp.tokens == ref["tokens"][:n]
+    assert lp.text_offset == ref["text_offset"][:n]
+    for a, b in zip(lp.token_logprobs[1:], ref["token_logprobs"][1:n]):
+        assert a == pytest.approx(b, abs=2e-3)
+    for a, b in zip(lp.top_logprobs[1:], ref["top_logprobs"][1:n]):
+        assert set(a) == set(b) and all(a[k] == pytest.approx(b[k], abs=2e-3) for k in a)
+    assert all(v <= 0 for v in lp.token_logprobs[1:])
+    # the sum is the prompt's log-likelihood: a sensible sentence beats its shuffled words
+    shuffled = client.completions.create(model="smollm2", prompt="dog lazy the over jumps fox brown quick The",
+                                         echo=True, logprobs=0, max_tokens=0).choices[0].logprobs
+    assert sum(lp.token_logprobs[1:]) > sum(shuffled.token_logprobs[1:])
+    # with generation: the prompt's entries, then the completion's
+    g = client.completions.create(model="smollm2", prompt=prompt, echo=True, logprobs=1, max_tokens=3,
+                                  temperature=0).choices[0].logprobs
+    assert g.tokens[:n] == lp.tokens and len(g.tokens) == n + 3 and g.token_logprobs[0] is None
