@@ -215,8 +215,11 @@ def chat_formatter_to_chat_completion_handler(chat_formatter: ChatFormatter) -> 
         extra = result.stop if isinstance(result.stop, list) else [result.stop] if result.stop else []
         stops += [s for s in extra if s and s not in stops]
         tool_mode = None
+        template = R.formatter_template(chat_formatter)
         if grammar is None:
-            grammar, tool_mode = R.constraint(response_format, tools, tool_choice)
+            grammar, tool_mode = R.constraint(response_format, tools, tool_choice, template)
+        elif tools and tool_choice in (None, "auto"):  # a caller's grammar: the reply may still hold calls
+            tool_mode = R.constraint(None, tools, tool_choice, template)[1]
         completion = llama.create_completion(
             prompt=tokens, temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, typical_p=typical_p,
             logprobs=(top_logprobs or 0) if logprobs else None, stream=stream, stop=stops, seed=seed,

@@ -139,3 +139,120 @@ def test_legacy_functions_in_the_server(client):
     assert r.choices[0].finish_reason == "tool_calls"
     assert r.choices[0].message.function_call.name == "get_weather"
     assert "city" in json.loads(r.choices[0].message.function_call.arguments)
+
+
+# ---- tool_choice "auto": the model's own format parsed into OpenAI tool calls ----
+
+AUTO_CASES = [  # (family, reply, content, [(name, arguments)])
+    ("hermes", 'Sure.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+               '<tool_call>{"name": "get_time", "arguments": {"zone": "UTC"}}</tool_call>',
+     "Sure.", [("get_weather", {"city": "Paris"}), ("get_time", {"zone": "UTC"})]),
+    ("mistral", '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]', None,
+     [("get_weather", {"city": "Paris"})]),
+    ("llama3", '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}', None,
+     [("get_weather", {"city": "Paris"})]),
+    ("llama3", '{"name": "get_time", "parameters": {"zone": "CET"}}', None, [("get_time", {"zone": "CET"})]),
+    ("json", 'Here:\n```json\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n```', "Here:",
+     [("get_weather", {"city": "Oslo"})]),
+    ("json", "The weather is {fine}.", "The weather is {fine}.", []),
+    ("hermes", '<tool_call>{"name": "not_a_tool", "arguments": {}}</tool_call>',
+     '<tool_call>{"name": "not_a_tool", "arguments": {}}</tool_call>', []),
+]
+
+
+@pytest.mark.parametrize("family,reply,content,calls", AUTO_CASES)
+def test_auto_tool_calls_parse_whole_and_streamed(family, reply, content, calls):
+    from llama_py._runtime import chat as R
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    mode = R.AutoTools(family, ["get_weather", "get_time"])
+    msg, finish = R.chat_message(reply, "stop", mode, "call_1")
+    whole = ChatCompletion(id="x", object="chat.completion", created=0, model="m",
+                           choices=[{"index": 0, "message": msg, "finish_reason": finish}])
+    m = whole.choices[0].message
+    assert m.content == content
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in m.tool_calls or []] == calls
+    assert finish == ("tool_calls" if calls else "stop")
+    # streamed in 3-character pieces: the same content and calls, in OpenAI's chunk shape
+    d = R.ChatDeltas(mode, "call_1")
+    deltas = [d.opening()] + [x for i in range(0, len(reply), 3) for x in d.text(reply[i:i + 3])]
+    tail, sfinish = d.finish("stop")
+    chunks = [ChatCompletionChunk(id="x", object="chat.completion.chunk", created=0, model="m",
+                                  choices=[{"index": 0, "delta": x, "finish_reason": None}]) for x in deltas + tail]
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text.strip() == (content or "")
+    got, args = [], {}
+    for c in chunks:
+        for tc in c.choices[0].delta.tool_calls or []:
+            if tc.function.name:
+                got.append(tc.function.name)
+            args[tc.index] = args.get(tc.index, "") + (tc.function.arguments or "")
+    assert [(n, json.loads(args[i])) for i, n in enumerate(got)] == calls
+    assert sfinish == finish
+
+
+def test_auto_tool_call_in_process_and_server(client, llm):
+    """A reply in the model's format (a grammar makes SmolLM2 write one) comes back as tool calls
+    with tool_choice "auto", in process and through the server, streamed and not."""
+    from llama_py import LlamaGrammar
+    gbnf = r'root ::= "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"" [A-Z] [a-z]{2,8} "\"}}"'
+    out = llm.create_chat_completion(ASK, tools=TOOLS, tool_choice="auto", max_tokens=40, temperature=0,
+                                     grammar=LlamaGrammar.from_string(gbnf, verbose=False))
+    llm.reset()
+    assert out["choices"][0]["finish_reason"] == "tool_calls"
+    call = out["choices"][0]["message"]["tool_calls"][0]
+    assert call["function"]["name"] == "get_weather" and "city" in json.loads(call["function"]["arguments"])
+    kw = dict(model="smollm2", max_tokens=40, temperature=0, messages=ASK, tools=TOOLS, tool_choice="auto",
+              extra_body={"grammar": gbnf})
+    r = client.chat.completions.create(**kw)
+    assert r.choices[0].finish_reason == "tool_calls"
+    assert r.choices[0].message.tool_calls[0].function.arguments == call["function"]["arguments"]
+    name, args = _check_stream(list(client.chat.completions.create(stream=True, **kw)), TOOLS)
+    assert (name, args) == ("get_weather", call["function"]["arguments"])
+
+
+def test_tool_call_history_reaches_the_template_as_an_object():
+    """function.arguments arrives as a JSON string; a template writing it with tojson must see
+    the object (else it is encoded twice), and tool messages keep their tool_call_id."""
+    from llama_py._runtime.chat import format_chat
+    tmpl = ("{% for m in messages %}{{ m.role }}:{% if m.tool_calls %}{% for c in m.tool_calls %}"
+            "{{ c.function.arguments | tojson }}{% endfor %}{% else %}{{ m.content }}"
+            "{% if m.tool_call_id %}#{{ m.tool_call_id }}{% endif %}{% endif %}\n{% endfor %}")
+    msgs = [{"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny"}]
+    text = format_chat(msgs, tmpl, add_generation_prompt=False)
+    assert 'assistant:{"city": "Paris"}' in text and "tool:sunny#c1" in text
+    assert msgs[1]["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'  # the caller's data untouched
+
+
+# ---- scoring through the API ----
+
+def test_echo_logprobs_max_tokens_0_scores_the_prompt(client, llm):
+    """/v1/completions with echo, logprobs and max_tokens 0 returns the prompt's tokens with their
+    log-probabilities (the first null), as Llama.create_completion(echo=True) reports them."""
+    prompt = "The quick brown fox jumps over the lazy dog"
+    r = client.completions.create(model="smollm2", prompt=prompt, echo=True, logprobs=3, max_tokens=0)
+    ch = r.choices[0]
+    assert ch.text == prompt and r.usage.completion_tokens == 0
+    lp = ch.logprobs
+    ref = llm.create_completion(prompt, echo=True, logprobs=3, max_tokens=1, temperature=0)["choices"][0]["logprobs"]
+    llm.reset()
+    n = len(lp.tokens)
+    assert n == len(llm.tokenize(prompt.encode(), add_bos=True, special=True))
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert lp.tokens == ref["tokens"][:n]
+    assert lp.text_offset == ref["text_offset"][:n]
+    for a, b in zip(lp.token_logprobs[1:], ref["token_logprobs"][1:n]):
+        assert a == pytest.approx(b, abs=2e-3)
+    for a, b in zip(lp.top_logprobs[1:], ref["top_logprobs"][1:n]):
+        assert set(a) == set(b) and all(a[k] == pytest.approx(b[k], abs=2e-3) for k in a)
+    assert all(v <= 0 for v in lp.token_logprobs[1:])
+    # the sum is the prompt's log-likelihood: a sensible sentence beats its shuffled words
+    shuffled = client.completions.create(model="smollm2", prompt="dog lazy the over jumps fox brown quick The",
+                                         echo=True, logprobs=0, max_tokens=0).choices[0].logprobs
+    assert sum(lp.token_logprobs[1:]) > sum(shuffled.token_logprobs[1:])
+    # with generation: the prompt's entries, then the completion's
+    g = client.completions.create(model="smollm2", prompt=prompt, echo=True, logprobs=1, max_tokens=3,
+                                  temperature=0).choices[0].logprobs
+    assert g.tokens[:n] == lp.tokens and len(g.tokens) == n + 3 and g.token_logprobs[0] is None
