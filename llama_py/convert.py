@@ -23,7 +23,6 @@ the same attention scores.
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import math
@@ -948,7 +947,8 @@ def _write_tensor(f, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="convert_hf_to_gguf",
+    from ._cli import Parser
+    p = Parser(prog="python -m llama_py convert",
                                 description="convert a Hugging Face Llama checkpoint (safetensors) to GGUF")
     p.add_argument("model_dir", help="directory with config.json, *.safetensors and the tokenizer files")
     p.add_argument("--outfile", default=None, help="output GGUF (default: MODEL_DIR/<name>-<outtype>.gguf)")
