@@ -23,7 +23,6 @@ the same attention scores.
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import math
@@ -980,7 +979,8 @@ def _write_rows(f, name: str, job: TensorJob, ck: Checkpoint, enc: _Encoder, chu
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="convert_hf_to_gguf",
+    from ._cli import Parser
+    p = Parser(prog="python -m llama_py convert",
                                 description="convert a Hugging Face Llama checkpoint (safetensors) to GGUF")
     p.add_argument("model_dir", nargs="?", help="directory with config.json, *.safetensors and the tokenizer files")
     p.add_argument("--lora", metavar="PEFT_DIR", default=None,

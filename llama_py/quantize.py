@@ -4,7 +4,6 @@ A progress bar follows the library's per-tensor log lines; sizes before and afte
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -83,15 +82,20 @@ _keep = []
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m llama_py quantize", description="quantize a GGUF model")
-    ap.add_argument("input")
-    ap.add_argument("output")
+    from ._cli import Parser, int_range
+    ap = Parser(prog="python -m llama_py quantize", description="quantize a GGUF model")
+    ap.add_argument("input", help="the GGUF model to read")
+    ap.add_argument("output", help="the GGUF file to write")
     ap.add_argument("type", help=", ".join(sorted(FTYPES)))
-    ap.add_argument("-t", "--threads", type=int, default=0)
+    ap.add_argument("-t", "--threads", type=int_range(0), default=0, help="threads; 0: the physical cores (default)")
     ap.add_argument("--pure", action="store_true", help="every tensor to TYPE, no mixes")
-    ap.add_argument("--allow-requantize", action="store_true")
-    ap.add_argument("--only-copy", action="store_true")
+    ap.add_argument("--allow-requantize", action="store_true",
+                    help="accept an already quantized input (quality suffers; quantize from F16/F32 when you can)")
+    ap.add_argument("--only-copy", action="store_true", help="copy the tensors as they are (a rewrite of the file)")
     a = ap.parse_args(argv)
+    if not os.path.isfile(a.input):
+        print(f"error: {a.input}: no such file", file=sys.stderr)
+        return 1
     size_in = os.path.getsize(a.input)
     try:
         quantize(a.input, a.output, a.type, a.threads, a.pure, a.allow_requantize, a.only_copy)

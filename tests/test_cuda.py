@@ -46,7 +46,7 @@ with ggml.capture_log() as lines:
     ggml.ggml_backend_load_all()
     gpu = L.llama_supports_gpu_offload()
 for level, text in lines:
-    if "CUDA" in text:
+    if "cuda" in text.lower():  # the backend's lines and any naming libggml-cuda.so
         print("LOG", text.strip())
 print("GPU", int(gpu))
 print("CUDA_REG", int(bool(ggml.ggml_backend_reg_by_name(b"CUDA"))))
@@ -96,6 +96,21 @@ def cuda_dev(probe):
 
 # ---- runs without a GPU ----
 
+def test_llama_says_cuda_is_off_in_one_line_and_only_when_verbose(cuda_lib, probe, smollm2_path):
+    """Llama(verbose=True) on a machine without a usable GPU: one line about CUDA; quiet without verbose."""
+    if probe[1]:
+        pytest.skip("a CUDA device is present: the fallback path does not run here")
+    code = ("import sys\nfrom llama_py.llama import Llama\n"
+            f"Llama({str(smollm2_path)!r}, n_ctx=64, verbose=sys.argv[1] == '1').close()\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LLAMA_PY_LIB=str(cuda_lib.parent / "libllama.so"))
+    for verbose, n in (("1", 1), ("0", 0)):
+        out = subprocess.run([sys.executable, "-c", code, verbose], env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        lines = [ln for ln in out.stderr.splitlines() if "cuda" in ln.lower()]
+        assert len(lines) == n, (verbose, lines)
+
+
 def test_no_driver_is_one_log_line_and_cpu(probe, smollm2_path):
     """With the library present and no usable driver/device: one 'backend off' line, no CUDA
     registry, no GPU offload; a model asked for n_gpu_layers=999 runs on the CPU."""
@@ -103,7 +118,7 @@ def test_no_driver_is_one_log_line_and_cpu(probe, smollm2_path):
     if gpu:
         pytest.skip("a CUDA device is present: the fallback path does not run here")
     off = [ln for ln in logs if ln.startswith("CUDA: backend off")]
-    assert len(off) == 1, logs
+    assert len(off) == 1 and len(logs) == 1, logs  # one line in all, naming why
     assert not reg
     ggml.ggml_backend_load_all()
     assert not L.llama_supports_gpu_offload()
