@@ -11,9 +11,8 @@
 
 // ---- 32-granular types against Q8_0 ----
 
-// Levels of 16 nibble bytes through the table lut (both lanes), dotted with 32 activations.
-static inline __m256i lut_dot32(__m256i lut, const uint8_t * qs, const int8_t * q8) {
-    const __m256i lv = _mm256_shuffle_epi8(lut, unpack_nibbles_32(qs));
+// 32 signed levels dotted with 32 activations.
+static inline __m256i level_dot32(__m256i lv, const int8_t * q8) {
     return dot_i8_32(lv, _mm256_loadu_si256((const __m256i *)q8));
 }
 
@@ -223,9 +222,7 @@ static void vec_dot_tq2_0_q8_K(int n, float * s, const void * x, const void * y)
 }
 
 void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
-    t[GGML_TYPE_IQ4_NL].vec_dot  = vec_dot_iq4_nl_q8_0;
-    t[GGML_TYPE_IQ4_XS].vec_dot  = vec_dot_iq4_xs_q8_0;
-    t[GGML_TYPE_MXFP4].vec_dot   = vec_dot_mxfp4_q8_0;
+    iq_lut_install(t);
     t[GGML_TYPE_IQ2_XXS].vec_dot = vec_dot_iq2_xxs_q8_K;
     t[GGML_TYPE_IQ2_XS].vec_dot  = vec_dot_iq2_xs_q8_K;
     t[GGML_TYPE_IQ2_S].vec_dot   = vec_dot_iq2_s_q8_K;
