@@ -8,6 +8,8 @@ import os
 import re
 import sys
 
+import numpy as np
+
 from . import llama_cpp as C
 
 FTYPES = {
@@ -36,9 +38,27 @@ _LOG_ERROR = 4  # GGML_LOG_LEVEL_ERROR
 _PROGRESS = re.compile(rb"^\[\s*(\d+)/\s*(\d+)\]")
 
 
+def _imatrix_params(path: str):
+    """The llama_model_imatrix_data array (NULL-terminated) of an imatrix file, and what keeps it alive."""
+    from .imatrix import read
+    entries = read(path)
+    arr = (C.llama_model_imatrix_data * (len(entries) + 1))()
+    keep = []
+    for i, (name, vals) in enumerate(sorted(entries.items())):
+        v = np.ascontiguousarray(vals, dtype=np.float32)
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{path}: entry {name} has non-finite values")
+        nm = name.encode()
+        keep += [v, nm]
+        arr[i].name = nm
+        arr[i].data = v.ctypes.data_as(C.ctypes.POINTER(C.ctypes.c_float))
+        arr[i].size = v.size
+    return arr, keep
+
+
 def quantize(inp: str, out: str, ftype: str, nthread: int = 0, pure: bool = False, allow_requantize: bool = False,
-             only_copy: bool = False, show_progress: bool = True) -> None:
-    """Quantizes inp into out; raises RuntimeError naming the failure."""
+             only_copy: bool = False, show_progress: bool = True, imatrix: str | None = None) -> None:
+    """Quantizes inp into out (imatrix: a GGUF imatrix file); raises RuntimeError naming the failure."""
     key = ftype.upper()
     if key not in FTYPES:
         raise ValueError(f"unknown type {ftype!r}; one of: {', '.join(sorted(FTYPES))}")
@@ -63,6 +83,9 @@ def quantize(inp: str, out: str, ftype: str, nthread: int = 0, pure: bool = Fals
         p.pure = pure
         p.allow_requantize = allow_requantize
         p.only_copy = only_copy
+        if imatrix:
+            im, im_keep = _imatrix_params(imatrix)
+            p.imatrix = C.ctypes.cast(im, C.ctypes.POINTER(C.llama_model_imatrix_data))
         rc = C.llama_model_quantize(inp.encode(), out.encode(), C.ctypes.byref(p))
     finally:
         quiet = C.llama_log_callback(lambda *a: None)
@@ -92,13 +115,14 @@ def main(argv=None) -> int:
     ap.add_argument("--allow-requantize", action="store_true",
                     help="accept an already quantized input (quality suffers; quantize from F16/F32 when you can)")
     ap.add_argument("--only-copy", action="store_true", help="copy the tensors as they are (a rewrite of the file)")
+    ap.add_argument("--imatrix", metavar="FILE", help="importance matrix (python -m llama_py imatrix)")
     a = ap.parse_args(argv)
     if not os.path.isfile(a.input):
         print(f"error: {a.input}: no such file", file=sys.stderr)
         return 1
     size_in = os.path.getsize(a.input)
     try:
-        quantize(a.input, a.output, a.type, a.threads, a.pure, a.allow_requantize, a.only_copy)
+        quantize(a.input, a.output, a.type, a.threads, a.pure, a.allow_requantize, a.only_copy, imatrix=a.imatrix)
     except (RuntimeError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -86,6 +86,7 @@ struct quantize_plan {
     enum ggml_type base;
     int n_layer;
     int n_gqa;         // attention heads per KV head (1 if unknown)
+    bool has_imatrix;
     bool has_output;   // output.weight exists (else token_embd doubles as the output)
     const llama_model_quantize_params * params;
 };
@@ -151,7 +152,7 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
             case LLAMA_FTYPE_MOSTLY_IQ4_XS:
                 // grouped-query attention makes attn_v small and shared: spend bits there
                 if (attn_v && p->n_gqa >= 4) t = GGML_TYPE_Q5_K;
-                else if (ffn_down && il >= 0 && il < nl / 8) t = GGML_TYPE_Q5_K;
+                else if (ffn_down && il >= 0 && il < nl / 8 && !p->has_imatrix) t = GGML_TYPE_Q5_K;
                 break;
             default:
                 break;
@@ -177,7 +178,9 @@ struct quantize_job {
     enum ggml_type src_type;
     void * dst;                // output buffer
     enum ggml_type dst_type;
+    const float * imatrix;     // column weights per matrix (ne0 each), or NULL
     int64_t ne0, nrows;
+    int64_t rows_per_mat;      // rows sharing one ne0-slice of imatrix (a 3-D tensor's matrices)
     int ith, nth;
     bool ok;
 };
@@ -185,7 +188,6 @@ struct quantize_job {
 static void * quantize_worker(void * arg) {
     struct quantize_job * j = arg;
     const struct ggml_type_traits * ts = ggml_get_type_traits(j->src_type);
-    const struct ggml_type_traits * td = ggml_get_type_traits(j->dst_type);
     const size_t src_row = ggml_row_size(j->src_type, j->ne0);
     const size_t dst_row = ggml_row_size(j->dst_type, j->ne0);
     float * row = GGML_MALLOC((size_t)j->ne0 * sizeof(float));
@@ -194,22 +196,23 @@ static void * quantize_worker(void * arg) {
     const int64_t r0 = per * j->ith, r1 = r0 + per < j->nrows ? r0 + per : j->nrows;
     for (int64_t r = r0; r < r1; r++) {
         ts->to_float((const char *)j->src + r * src_row, row, j->ne0);
-        td->from_float_ref(row, (char *)j->dst + r * dst_row, j->ne0);
+        const float * im = j->imatrix ? j->imatrix + (r / j->rows_per_mat) * j->ne0 : NULL;
+        ggml_quantize_chunk(j->dst_type, row, (char *)j->dst + r * dst_row, 0, 1, j->ne0, im);
     }
     free(row);
     j->ok = true;
     return NULL;
 }
 
-static bool quantize_tensor(const void * src, enum ggml_type st, void * dst, enum ggml_type dt,
-                            int64_t ne0, int64_t nrows, int nthread) {
+static bool quantize_tensor(const void * src, enum ggml_type st, void * dst, enum ggml_type dt, const float * imatrix,
+                            int64_t ne0, int64_t nrows, int64_t rows_per_mat, int nthread) {
     if (nthread > 64) nthread = 64;
     if (nrows < nthread) nthread = nrows > 0 ? (int)nrows : 1;
     struct quantize_job jobs[64];
     pthread_t th[64];
     bool started[64] = { false };
     for (int i = 0; i < nthread; i++) {
-        jobs[i] = (struct quantize_job){ src, st, dst, dt, ne0, nrows, i, nthread, false };
+        jobs[i] = (struct quantize_job){ src, st, dst, dt, imatrix, ne0, nrows, rows_per_mat, i, nthread, false };
         if (i > 0) started[i] = pthread_create(&th[i], NULL, quantize_worker, &jobs[i]) == 0;
     }
     quantize_worker(&jobs[0]);
@@ -220,6 +223,29 @@ static bool quantize_tensor(const void * src, enum ggml_type st, void * dst, enu
         ok = ok && jobs[i].ok;
     }
     return ok;
+}
+
+// The importance-matrix entry of tensor name (NULL in *out when there is none); false (logged)
+// when its size is neither ne0 nor ne0 per matrix of the tensor.
+static bool quantize_imatrix_for(const llama_model_quantize_params * params, const char * name, int64_t ne0,
+                                 int64_t n_mat, const float ** out) {
+    *out = NULL;
+    for (const struct llama_model_imatrix_data * e = params->imatrix; e && e->name; e++) {
+        if (strcmp(e->name, name) != 0) continue;
+        if (e->data == NULL || (e->size != (size_t) ne0 && e->size != (size_t) (ne0 * n_mat))) {
+            LLAMA_LOG_ERROR("llama_model_quantize: imatrix entry %s has %zu values, the tensor needs %lld\n",
+                            name, e->size, (long long) (ne0 * n_mat));
+            return false;
+        }
+        if (e->size == (size_t) ne0 && n_mat > 1) {
+            LLAMA_LOG_ERROR("llama_model_quantize: imatrix entry %s has one matrix's values for %lld matrices\n",
+                            name, (long long) n_mat);
+            return false;
+        }
+        *out = e->data;
+        return true;
+    }
+    return true;
 }
 
 static bool write_zeros(FILE * f, size_t n) {
@@ -241,8 +267,13 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
     if (!params) params = &defaults;
     const enum ggml_type base = quantize_base_type(params->ftype);
     if (quantize_needs_imatrix(params->ftype) && !params->only_copy) {
-        LLAMA_LOG_ERROR("llama_model_quantize: file type %s needs an importance matrix (imatrix), "
-                        "and this quantizer does not take one yet\n", llama_ftype_name(params->ftype));
+        if (params->imatrix == NULL) {
+            LLAMA_LOG_ERROR("llama_model_quantize: file type %s needs an importance matrix (imatrix: "
+                            "python -m llama_py imatrix, then quantize --imatrix FILE)\n", llama_ftype_name(params->ftype));
+        } else {
+            LLAMA_LOG_ERROR("llama_model_quantize: file type %s is not supported yet (no codebook quantizer)\n",
+                            llama_ftype_name(params->ftype));
+        }
         return 1;
     }
     if (base == GGML_TYPE_COUNT && !params->only_copy) {
@@ -262,7 +293,8 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
         goto done;
     }
     const int64_t n_tensors = gguf_get_n_tensors(in);
-    struct quantize_plan plan = { params->ftype, base, 0, 1, gguf_find_tensor(in, "output.weight") >= 0, params };
+    struct quantize_plan plan = { params->ftype, base, 0, 1, params->imatrix != NULL,
+                                  gguf_find_tensor(in, "output.weight") >= 0, params };
     {
         const int64_t k = gguf_find_key(in, "general.architecture");
         if (k >= 0 && gguf_get_kv_type(in, k) == GGUF_TYPE_STRING) {
@@ -362,7 +394,13 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
         if (new_types[i] != cur) {
             const int64_t ne0 = gguf_get_tensor_ne(in, i, 0);
             const int64_t nrows = ne0 > 0 ? (int64_t)(ggml_nelements(ggml_get_tensor(meta, name)) / ne0) : 0;
-            if (!quantize_tensor(src, cur, buf, new_types[i], ne0, nrows, nthread)) {
+            const int64_t ne1 = gguf_get_tensor_n_dims(in, i) > 1 ? gguf_get_tensor_ne(in, i, 1) : 1;
+            const float * im = NULL;
+            if (!quantize_imatrix_for(params, name, ne0, nrows / (ne1 > 0 ? ne1 : 1), &im)) {
+                free(new_types);
+                goto done;
+            }
+            if (!quantize_tensor(src, cur, buf, new_types[i], im, ne0, nrows, ne1 > 0 ? ne1 : 1, nthread)) {
                 LLAMA_LOG_ERROR("llama_model_quantize: out of memory converting %s\n", name);
                 free(new_types);
                 goto done;

@@ -252,7 +252,8 @@ def test_device_harness_on_test_device(name):
 
 # ---- matrix products of every weight type ----
 
-MM_TYPES = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+MM_TYPES = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
+            "IQ4_NL", "IQ4_XS", "MXFP4"]
 
 
 def _quantize_with_library(t: int, x: np.ndarray) -> np.ndarray:
@@ -285,7 +286,8 @@ def test_mul_mat_harness_on_test_device(tname):
 _ACT_BLOCKS = {"Q4_0": (32, "away", True), "Q5_0": (32, "away", True), "Q8_0": (32, "away", True),
                "Q4_1": (32, "away", False), "Q5_1": (32, "away", False), "Q4_K": (32, "away", False),
                "Q5_K": (32, "away", False), "Q6_K": (32, "away", False),
-               "Q2_K": (256, "even", False), "Q3_K": (256, "even", False)}
+               "Q2_K": (256, "even", False), "Q3_K": (256, "even", False),
+               "IQ4_NL": (32, "away", True), "IQ4_XS": (32, "away", True), "MXFP4": (32, "away", True)}
 
 
 def _act_rounded(bv: np.ndarray, tname: str) -> np.ndarray:

@@ -1,7 +1,8 @@
 // ggml-types.c — the static type table: names, block geometry (as GGUF stores it) and the
-// reference row converters of every supported type.
+// reference row converters of every supported type; ggml_quantize_chunk on top of them.
 #include "ggml-quants.h"
 
+#include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -104,4 +105,39 @@ const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type type) {
     const struct ggml_type_traits * t = &type_traits[type];
     // unsupported and removed ids are the zero entries
     return t->type_name ? t : NULL;
+}
+
+bool ggml_quantize_requires_imatrix(enum ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ3_XXS:
+        case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ1_M:
+            return true;
+        default:
+            return false;
+    }
+}
+
+size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start,
+                           int64_t nrows, int64_t n_per_row, const float * imatrix) {
+    const struct ggml_type_traits * tt = ggml_get_type_traits(type);
+    if (!tt || !tt->from_float_ref || n_per_row <= 0 || n_per_row % tt->blck_size != 0 || start % n_per_row != 0) {
+        GGML_LOG_ERROR("ggml_quantize_chunk: cannot quantize to %s (rows of %" PRId64 " from element %" PRId64 ")\n",
+                       tt && tt->type_name ? tt->type_name : "an unknown type", n_per_row, start);
+        return 0;
+    }
+    const size_t row_size = (size_t)(n_per_row / tt->blck_size) * tt->type_size;
+    char * out = (char *)dst + (size_t)(start / n_per_row) * row_size;
+    const float * in = src + start;
+    for (int64_t r = 0; r < nrows; r++) {
+        const float * x = in + r * n_per_row;
+        void * y = out + (size_t)r * row_size;
+        if (imatrix && type == GGML_TYPE_IQ4_NL) {
+            quantize_row_iq4_nl_imat(x, (block_iq4_nl *)y, n_per_row, imatrix);
+        } else if (imatrix && type == GGML_TYPE_IQ4_XS) {
+            quantize_row_iq4_xs_imat(x, (block_iq4_xs *)y, n_per_row, imatrix);
+        } else {
+            tt->from_float_ref(x, y, n_per_row);
+        }
+    }
+    return (size_t)nrows * row_size;
 }
