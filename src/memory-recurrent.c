@@ -136,6 +136,8 @@ struct llama_memory_recurrent * llama_memory_recurrent_init(const struct llama_m
             base[b] += GGML_PAD(ggml_nbytes(ts[i]), align);
         }
     }
+    LLAMA_LOG_INFO("llama_memory_recurrent_init: recurrent state %.2f MiB per sequence (any context length), "
+                   "%u sequences\n", llama_memory_recurrent_seq_bytes(hp) / 1048576.0, n_seq_max);
     return rs;
 }
 
