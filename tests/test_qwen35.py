@@ -252,3 +252,36 @@ def test_llama_class_prompt_reuse_re_decodes(tiny):
     greedy(llm, a)
     assert greedy(llm, b) == want
     llm.close()
+
+
+@pytest.fixture
+def test_device(lib_path):
+    from llama_py import ggml
+    ggml.ggml_backend_test_device_enable(True)
+    try:
+        yield
+    finally:
+        ggml.ggml_backend_test_device_enable(False)
+
+
+def test_offload_to_the_test_device_and_state_across_placements(tiny, test_device):
+    """Recurrent state and KV rows in device memory (the test device faults on host reads): the
+    same logits as on the CPU, and a state saved on one placement continues on another."""
+    toks = tiny.ids(TC.PROMPTS[1], 24)
+    want = batch_logits(tiny.gguf, toks)
+    blobs = {}
+    for ngl in (3, 99):
+        with Model(tiny.gguf, n_gpu_layers=ngl) as m, ctx_for(m) as c:
+            assert c.decode_seq(toks[:16]) == 0
+            n = L.llama_state_get_size(c.ptr)
+            buf = (ctypes.c_uint8 * n)()
+            assert L.llama_state_get_data(c.ptr, buf, n) == n
+            blobs[ngl] = buf
+            assert c.decode_seq(toks[16:], start=16) == 0
+            got = np.concatenate([np.zeros((16, m.n_vocab)), c.all_logits(8)])
+            assert rel_err(got[16:], want[16:]) < 1e-5, ngl
+    with Model(tiny.gguf, n_gpu_layers=0) as m, ctx_for(m) as c:
+        buf = blobs[99]
+        assert L.llama_state_set_data(c.ptr, buf, len(buf)) == len(buf)
+        assert c.decode_seq(toks[16:], start=16) == 0
+        assert rel_err(c.all_logits(8), want[16:]) < 1e-5
