@@ -285,3 +285,15 @@ def test_offload_to_the_test_device_and_state_across_placements(tiny, test_devic
         assert L.llama_state_set_data(c.ptr, buf, len(buf)) == len(buf)
         assert c.decode_seq(toks[16:], start=16) == 0
         assert rel_err(c.all_logits(8), want[16:]) < 1e-5
+
+
+def test_numpy_reference_matches_transformers(tiny):
+    """The float64 reference (tests/qwen35_ref.py: a DeltaNet layer's recurrence token by token and
+    a gated attention layer, from the GGUF) agrees with transformers (its chunked prompt form)."""
+    from qwen35_ref import Qwen35Ref
+    toks = tiny.ids(TC.PROMPTS[1], 30)
+    ref = Qwen35Ref(str(tiny.gguf)).forward(toks)
+    err = rel_err(ref, hf_logits(tiny.model, toks))
+    ours = rel_err(batch_logits(tiny.gguf, toks), ref)
+    print(f"\nqwen35 float64 reference: against transformers {err:.2e}, ours against it {ours:.2e}", end="")
+    assert err < 1e-4 and ours < 1e-4, (err, ours)
