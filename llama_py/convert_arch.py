@@ -15,6 +15,7 @@ import numpy as np
 
 # Symbolic sizes resolved from the hyperparameters (see shape()).
 EMBD, FF, FF2, Q, KV, QKV, HEAD = "embd", "ff", "ff2", "q", "kv", "qkv", "head"
+EXP, FF_EXP = "exp", "ff_exp"   # expert count, one expert's feed-forward width
 Q2, ONE = "q2", "one"                                          # gated attention: Q and gate rows
 SSM_CH, SSM_INNER, SSM_HEADS, SSM_STATE, SSM_CONV = "ssm_ch", "ssm_inner", "ssm_heads", "ssm_state", "ssm_conv"
 
@@ -39,6 +40,9 @@ class ArchSpec:
     activations: Tuple[str, ...] = ("silu",)
     check: Optional[Callable[[dict, "object"], None]] = None     # config checks (raise ConvertError)
     keys: Optional[Callable[[dict, "object"], List[Tuple[str, str, object]]]] = None  # (suffix, type, value)
+    # experts: checkpoint name after "layers.N." with "{e}" for the expert -> GGUF tensor of one
+    # expert's shape; the converter stacks the n_expert of them into [n_expert, rows, cols]
+    experts: Dict[str, LayerTensor] = field(default_factory=dict)
     layer_for: Optional[Callable[["object", int], Dict[str, LayerTensor]]] = None  # per-layer sets (hybrids)
 
 
@@ -67,6 +71,67 @@ _QK_NORM = {
     "self_attn.q_norm.weight": LayerTensor("attn_q_norm.weight", (HEAD,)),
     "self_attn.k_norm.weight": LayerTensor("attn_k_norm.weight", (HEAD,)),
 }
+
+
+def _n_expert(config: dict) -> int:
+    return int(config.get("num_local_experts") or config.get("num_experts") or 0)
+
+
+def _moe(router: str, experts: str, gate: str, up: str, down: str):
+    """(layer tensors, expert tensors) of a sparse-MoE block: the router [n_expert, n_embd] and the
+    experts' gate / up [n_ff_exp, n_embd] and down [n_embd, n_ff_exp] (llama.cpp's names)."""
+    layer = {"post_attention_layernorm.weight": LayerTensor("ffn_norm.weight", (EMBD,)),
+             router: LayerTensor("ffn_gate_inp.weight", (EXP, EMBD))}
+    exps = {f"{experts}.{{e}}.{gate}": LayerTensor("ffn_gate_exps.weight", (FF_EXP, EMBD)),
+            f"{experts}.{{e}}.{up}": LayerTensor("ffn_up_exps.weight", (FF_EXP, EMBD)),
+            f"{experts}.{{e}}.{down}": LayerTensor("ffn_down_exps.weight", (EMBD, FF_EXP))}
+    return layer, exps
+
+
+def _moe_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    out = [("expert_count", "u32", _n_expert(config)),
+           ("expert_used_count", "u32", int(config["num_experts_per_tok"]))]
+    if config.get("moe_intermediate_size"):
+        out.append(("expert_feed_forward_length", "u32", int(config["moe_intermediate_size"])))
+    if "norm_topk_prob" in config:
+        out.append(("expert_weights_norm", "bool", bool(config["norm_topk_prob"])))
+    return out
+
+
+def _moe_check(config: dict, hp) -> None:
+    n, k = _n_expert(config), config.get("num_experts_per_tok")
+    if n <= 0 or not isinstance(k, int) or not 0 < k <= n:
+        _err(f"config.json: num_experts_per_tok {k!r} must be in 1..num_experts {n}")
+    if config.get("mlp_only_layers") or int(config.get("decoder_sparse_step") or 1) != 1:
+        _err("config.json: dense layers among the expert ones (mlp_only_layers / decoder_sparse_step) are not "
+             "supported: every layer must be a mixture of experts")
+    if config.get("router_jitter_noise"):
+        _err("config.json: router_jitter_noise is a training-time setting; set it to 0")
+
+
+def _qwen3moe_check(config: dict, hp) -> None:
+    _no_sliding(config, hp)
+    _moe_check(config, hp)
+
+
+def _mixtral_check(config: dict, hp) -> None:
+    _llama_check(config, hp)
+    _moe_check(config, hp)
+    sw = config.get("sliding_window")
+    if sw is not None and sw < hp.n_ctx:
+        _err(f"config.json: sliding_window {sw} is not supported for mixtral (the llama GGUF architecture "
+             "attends to every position)")
+
+
+def expert_tensors(spec: ArchSpec, hp, prefix: str) -> List[Tuple[str, List[str], Tuple[int, ...]]]:
+    """(GGUF name, checkpoint names in expert order, stacked shape) of every expert tensor."""
+    n = _n_expert(hp.config)
+    out = []
+    for il in range(hp.n_layer if spec.experts else 0):
+        for pat, lt in spec.experts.items():
+            srcs = [f"{prefix}layers.{il}.{pat.format(e=e)}" for e in range(n)]
+            out.append((f"blk.{il}.{lt.gguf}", srcs, (n,) + shape(lt.shape, hp)))
+    return out
 
 
 def _err(msg: str):
@@ -278,6 +343,16 @@ ARCHS: Dict[str, ArchSpec] = {
          "mlp.down_proj.weight": LayerTensor("ffn_down.weight", (EMBD, FF))},
         keys=_phi3_keys),
 }
+_QWEN3MOE_LAYER, _QWEN3MOE_EXPERTS = _moe("mlp.gate.weight", "mlp.experts", "gate_proj.weight", "up_proj.weight",
+                                          "down_proj.weight")
+ARCHS["qwen3_moe"] = ArchSpec("qwen3moe", ("Qwen3MoeForCausalLM",),
+                              {**_attn(perm=False), **_QK_NORM, **_QWEN3MOE_LAYER}, write_head_dim=True,
+                              check=_qwen3moe_check, keys=_moe_keys, experts=_QWEN3MOE_EXPERTS)
+# Mixtral is llama with experts (w1 gate, w3 up, w2 down), softmax over the chosen two
+_MIXTRAL_LAYER, _MIXTRAL_EXPERTS = _moe("block_sparse_moe.gate.weight", "block_sparse_moe.experts", "w1.weight",
+                                        "w3.weight", "w2.weight")
+ARCHS["mixtral"] = ArchSpec("llama", ("MixtralForCausalLM",), {**_attn(), **_MIXTRAL_LAYER},
+                            check=_mixtral_check, keys=_moe_keys, experts=_MIXTRAL_EXPERTS)
 ARCHS["gemma2"] = ArchSpec(
     "gemma2", ("Gemma2ForCausalLM",),
     {k: v for k, v in ARCHS["gemma3_text"].layer.items() if "_norm." not in k or "layernorm" in k},
@@ -312,7 +387,8 @@ def find(config: dict) -> Tuple[str, ArchSpec]:
 def shape(sym: Tuple[str, ...], hp) -> Tuple[int, ...]:
     n_q, n_kv = hp.n_head * hp.head_dim, hp.n_head_kv * hp.head_dim
     sizes = {EMBD: hp.n_embd, FF: hp.n_ff, FF2: 2 * hp.n_ff, Q: n_q, KV: n_kv, QKV: n_q + 2 * n_kv,
-             HEAD: hp.head_dim, Q2: 2 * n_q, ONE: 1}
+             HEAD: hp.head_dim, EXP: _n_expert(hp.config),
+             FF_EXP: int(hp.config.get("moe_intermediate_size") or hp.n_ff), Q2: 2 * n_q, ONE: 1}
     c = hp.config
     if c.get("linear_num_value_heads"):
         inner = int(c["linear_value_head_dim"]) * int(c["linear_num_value_heads"])

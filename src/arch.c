@@ -35,13 +35,41 @@
 #define B_DOWN        B("ffn_down.weight",    ffn_down,  REQ, 2, LLM_DIM_FF, LLM_DIM_EMBD)
 #define B_Q_NORM      B("attn_q_norm.weight", attn_q_norm, REQ | F32, 1, LLM_DIM_HEAD_K, 0)
 #define B_K_NORM      B("attn_k_norm.weight", attn_k_norm, REQ | F32, 1, LLM_DIM_HEAD_K, 0)
-#define T_END         { NULL, 0, 0, 0, { 0, 0 } }
+#define T_END         { NULL, 0, 0, 0, { 0, 0, 0 } }
 
-// ---- llama: TinyLlama, SmolLM, Llama 2/3, Mistral-style ----
+// Mixture of experts (graph-moe.c): a router and the experts stacked in dim 2, loaded when
+// expert_count > 0 (LLM_T_MOE); the dense FFN of such rows only when it is 0 (LLM_T_DENSE).
+#define B3(name, field, flags, d0, d1, d2) { "blk.%u." name, LY(field), (flags) | LAY, 3, { d0, d1, d2 } }
+#define B_MOE \
+    B("ffn_gate_inp.weight", ffn_gate_inp, LLM_T_MOE, 2, LLM_DIM_EMBD, LLM_DIM_EXPERT), \
+    B3("ffn_gate_exps.weight", ffn_gate_exps, LLM_T_MOE, LLM_DIM_EMBD, LLM_DIM_FF_EXP, LLM_DIM_EXPERT), \
+    B3("ffn_up_exps.weight",   ffn_up_exps,   LLM_T_MOE, LLM_DIM_EMBD, LLM_DIM_FF_EXP, LLM_DIM_EXPERT), \
+    B3("ffn_down_exps.weight", ffn_down_exps, LLM_T_MOE, LLM_DIM_FF_EXP, LLM_DIM_EMBD, LLM_DIM_EXPERT)
+#define B_DENSE_FFN \
+    B("ffn_gate.weight", ffn_gate, LLM_T_DENSE, 2, LLM_DIM_EMBD, LLM_DIM_FF), \
+    B("ffn_up.weight",   ffn_up,   LLM_T_DENSE, 2, LLM_DIM_EMBD, LLM_DIM_FF), \
+    B("ffn_down.weight", ffn_down, LLM_T_DENSE, 2, LLM_DIM_FF, LLM_DIM_EMBD)
+// The expert keys (llama.cpp's names); expert_weights_norm defaults to on, as llama.cpp's
+// llama and qwen3moe graphs always renormalize the chosen experts' weights.
+#define K_MOE(count_required) \
+    { "expert_count",                       HP(n_expert),             LLM_KEY_U32, count_required, 0 }, \
+    { "expert_used_count",                  HP(n_expert_used),        LLM_KEY_U32, count_required, 0 }, \
+    { "expert_feed_forward_length",         HP(n_ff_exp),             LLM_KEY_U32, false, 0 }, \
+    { "expert_shared_feed_forward_length",  HP(n_ff_shexp),           LLM_KEY_U32, false, 0 }, \
+    { "expert_gating_func",                 HP(expert_gating),        LLM_KEY_U32, false, 0 }, \
+    { "expert_weights_norm",                HP(expert_weights_norm),  LLM_KEY_U32, false, 1 }, \
+    { "expert_weights_scale",               HP(expert_weights_scale), LLM_KEY_F32, false, 0 }
+
+// ---- llama: TinyLlama, SmolLM, Llama 2/3, Mistral-style; Mixtral with expert_count > 0 ----
 static const struct llm_tensor_spec LLAMA_TENSORS[] = {
     T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
-    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN,
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_DENSE_FFN, B_MOE,
     T_END,
+};
+
+static const struct llm_key_spec LLAMA_KEYS[] = {
+    K_MOE(false),
+    { NULL, 0, 0, false, 0 },
 };
 
 // ---- qwen2: Q/K/V biases, NeoX rope ----
@@ -60,6 +88,26 @@ static const struct llm_tensor_spec QWEN3_TENSORS[] = {
     B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN, B_Q_NORM, B_K_NORM,
     T_END,
 };
+
+// ---- qwen3moe: qwen3's attention, every FFN a mixture of experts (softmax routing) ----
+static const struct llm_tensor_spec QWEN3MOE_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_Q_NORM, B_K_NORM, B_MOE,
+    T_END,
+};
+
+static const struct llm_key_spec QWEN3MOE_KEYS[] = {
+    K_MOE(true),
+    { NULL, 0, 0, false, 0 },
+};
+
+static bool qwen3moe_finish(struct llama_hparams * hp) {
+    if (hp->n_expert == 0) {
+        LLAMA_LOG_ERROR("llama_model_load: qwen3moe.expert_count must be > 0\n");
+        return false;
+    }
+    return true;
+}
 
 // ---- gemma3: norms before and after attention and FFN, QK-norm, GeGLU, sliding window ----
 static const struct llm_tensor_spec GEMMA3_TENSORS[] = {
@@ -213,12 +261,13 @@ static bool qwen35_finish(struct llama_hparams * hp) {
 }
 
 static const struct llama_arch_info ARCHS[] = {
-    { "llama",  LLM_ROPE_NORMAL, NULL,        LLAMA_TENSORS,  NULL,          llm_build_llama },
+    { "llama",  LLM_ROPE_NORMAL, LLAMA_KEYS,  LLAMA_TENSORS,  NULL,          llm_build_llama },
     { "qwen2",  LLM_ROPE_NEOX,   NULL,        QWEN2_TENSORS,  NULL,          llm_build_llama },
     { "qwen3",  LLM_ROPE_NEOX,   NULL,        QWEN3_TENSORS,  NULL,          llm_build_llama },
     { "gemma3", LLM_ROPE_NEOX,   GEMMA3_KEYS, GEMMA3_TENSORS, gemma3_finish, llm_build_gemma3 },
     { "phi3",   LLM_ROPE_NEOX,   PHI3_KEYS,   PHI3_TENSORS,   phi3_finish,   llm_build_llama },
     { "gemma2", LLM_ROPE_NEOX,   GEMMA2_KEYS, GEMMA2_TENSORS, gemma2_finish, llm_build_gemma3 },
+    { "qwen3moe", LLM_ROPE_NEOX, QWEN3MOE_KEYS, QWEN3MOE_TENSORS, qwen3moe_finish, llm_build_llama },
     { "qwen35", LLM_ROPE_NEOX,   QWEN35_KEYS, QWEN35_TENSORS, qwen35_finish, llm_build_llama },
 };
 

@@ -1,6 +1,7 @@
 // context.c — contexts: parameter defaults and resolution, the KV cache and compute resources
 // allocated once at init, llama_decode (validate, split into ubatches, build, allocate, compute,
 // copy the output rows out), logits / embeddings access, settings and performance counters.
+#include "llama-adapter.h"
 #include "llama-context.h"
 
 #include <inttypes.h>
@@ -150,6 +151,7 @@ void llama_free(struct llama_context * ctx) {
         return;
     }
     ctx->magic = LLAMA_MAGIC_DEAD;
+    llama_context_adapters_free(ctx);
     llama_kv_cache_free(&ctx->kv);
     ggml_backend_sched_free(ctx->sched);
     ggml_backend_free(ctx->backend_dev);

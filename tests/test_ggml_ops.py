@@ -439,6 +439,61 @@ def argmax_case(ctx, rng, type, layout):
     return ggml.ggml_argmax(ctx, a), np.argmax(val(a), axis=-1).reshape(1, 1, 1, 25)
 
 
+
+def np_sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def sort_input(rng, shape):
+    """Values with many ties (rounded to 1/8) and a few -inf, so the order of equal values shows."""
+    x = np.round(rng.uniform(-4, 4, shape) * 8) / 8
+    x.reshape(-1)[::37] = -np.inf
+    return x
+
+
+def np_argsort(x, desc):
+    """Stable sort indices: equal values keep their order (lower index first), in either direction."""
+    return np.argsort(-x if desc else x, axis=-1, kind="stable")
+
+
+def argsort_case(desc):
+    """a [130, 25, 3] of the case's type in the layout -> I32 of that shape."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, sort_input(rng, (3, 25, 130)), type, layout)
+        order = ggml.GGML_SORT_ORDER_DESC if desc else ggml.GGML_SORT_ORDER_ASC
+        return ggml.ggml_argsort(ctx, a, order), np_argsort(val(a), desc)
+    return build
+
+
+def top_k_case(k):
+    """a [128, 40, 3] of the case's type in the layout -> I32 [k, 40, 3], largest first."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, sort_input(rng, (3, 40, 128)), type, layout)
+        return ggml.ggml_top_k(ctx, a, k), np_argsort(val(a), True)[..., :k]
+    return build
+
+
+def np_mul_mat_id(av, bv, ids):
+    """av (n_as, M, K), bv (n_t, n_b, K), ids (n_t, n_used) -> (1, n_t, n_used, M)."""
+    n_t, n_used = ids.shape
+    out = np.zeros((1, n_t, n_used, av.shape[1]))
+    for t in range(n_t):
+        for j in range(n_used):
+            out[0, t, j] = av[ids[t, j]] @ bv[t, j % bv.shape[1]]
+    return out
+
+
+def mul_mat_id_case(K, M, n_as, n_used, n_t, n_b):
+    """Experts [K, M, n_as] of the case's type (quantized by gguf.quants), b F32 [K, n_b, n_t]
+    in the layout, ids I32 [n_used, n_t] drawn without repeats per token (some experts unchosen)."""
+    def build(ctx, rng, type, layout):
+        a, av = quantized_input(ctx, rng.uniform(-1, 1, (n_as, M, K)).astype(np.float32), type)
+        b = inp(ctx, rng.uniform(-1, 1, (n_t, n_b, K)), F32, layout)
+        ids = np.stack([rng.permutation(n_as - 1)[:n_used] for _ in range(n_t)])  # expert n_as-1 never
+        out = ggml.ggml_mul_mat_id(ctx, a, b, ids_tensor(ctx, ids))
+        return out, np_mul_mat_id(av, val(b)[0], ids)
+    return build
+
 def quantized_input(ctx, x: np.ndarray, type: int):
     """A contiguous tensor of `type` holding x (3-D float32, NumPy order); quantized types are
     filled with gguf.quants' bytes (an independent quantizer). Returns (tensor, values held)."""
@@ -683,6 +738,21 @@ CASES = [
          tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
     Case("mul_mat_gqa", mul_mat_case(128, 33, 9, 2, 6), types=(F32, F16, Q8_0),
          tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2)}),
+    Case("sigmoid", unary(ggml.ggml_sigmoid, np_sigmoid, -20, 20), tol={F32: (1e-7, 1e-6)}, result=same),
+    Case("sigmoid_inplace", unary(ggml.ggml_sigmoid_inplace, np_sigmoid, inplace=True), tol={F32: (1e-7, 1e-6)},
+         result=same),
+    Case("argsort_asc", argsort_case(False), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
+    Case("argsort_desc", argsort_case(True), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
+    Case("top_k", top_k_case(8), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
+    Case("top_k_one", top_k_case(1), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
+    # experts: b rounded to the dot kernel's vec_dot_type as for mul_mat
+    Case("mul_mat_id_vec", mul_mat_id_case(256, 37, 6, 2, 1, 1), types=(F32, F16, Q8_0, Q4_0, Q4_1),
+         tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
+    Case("mul_mat_id", mul_mat_id_case(256, 70, 8, 3, 11, 3), types=(F32, F16, Q8_0, Q4_0, Q4_1),
+         tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
+    # b above the per-thread conversion limit: shared conversion, barrier, dynamic tiles
+    Case("mul_mat_id_shared_b", mul_mat_id_case(256, 48, 5, 2, 40, 1), types=(F32, F16, Q8_0, Q4_1),
+         tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
     Case("flash_attn_vec", flash_attn_case(64, 64, 1, 200, 6, 2), tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
     Case("flash_attn_mask_view", flash_attn_case(64, 64, 7, 50, 6, 3, "random", kv_view=True),
          tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),

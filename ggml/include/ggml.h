@@ -73,14 +73,26 @@ enum ggml_type {
     GGML_TYPE_Q5_K = 13,
     GGML_TYPE_Q6_K = 14,
     GGML_TYPE_Q8_K = 15,
-    // 16..23: IQ types (not supported)
+    GGML_TYPE_IQ2_XXS = 16,
+    GGML_TYPE_IQ2_XS  = 17,
+    GGML_TYPE_IQ3_XXS = 18,
+    GGML_TYPE_IQ1_S   = 19,
+    GGML_TYPE_IQ4_NL  = 20,
+    GGML_TYPE_IQ3_S   = 21,
+    GGML_TYPE_IQ2_S   = 22,
+    GGML_TYPE_IQ4_XS  = 23,
     GGML_TYPE_I8   = 24,
     GGML_TYPE_I16  = 25,
     GGML_TYPE_I32  = 26,
     GGML_TYPE_I64  = 27,
     GGML_TYPE_F64  = 28,
-    // 29: IQ1_M (not supported)
+    GGML_TYPE_IQ1_M = 29,
     GGML_TYPE_BF16 = 30,
+    // 31..33 (Q4_0_4_4, Q4_0_4_8, Q4_0_8_8) were removed from the format
+    GGML_TYPE_TQ1_0 = 34,
+    GGML_TYPE_TQ2_0 = 35,
+    // 36..38 (IQ4_NL_4_4, IQ4_NL_4_8, IQ4_NL_8_8) were removed from the format
+    GGML_TYPE_MXFP4 = 39,
     GGML_TYPE_COUNT = 40,
 };
 
@@ -115,6 +127,9 @@ enum ggml_op {
     GGML_OP_TRANSPOSE,
     GGML_OP_FLASH_ATTN_EXT,
     GGML_OP_TANH,
+    GGML_OP_MUL_MAT_ID,
+    GGML_OP_ARGSORT,
+    GGML_OP_TOP_K,
     GGML_OP_SIGMOID,
     GGML_OP_SOFTPLUS,
     GGML_OP_L2_NORM,
@@ -471,6 +486,21 @@ GGML_API struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct gg
 GGML_API struct ggml_tensor * ggml_sum_rows(struct ggml_context * ctx, struct ggml_tensor * a);
 // Index of the max of each row of a 2-D F32/F16/BF16 tensor -> I32 [ne1].
 GGML_API struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor * a);
+// Row sort orders (ggml's values).
+enum ggml_sort_order { GGML_SORT_ORDER_ASC = 0, GGML_SORT_ORDER_DESC = 1 };
+// Indices that sort each row of a (F32/F16/BF16) -> I32 of a's shape; equal values keep their order.
+GGML_API struct ggml_tensor * ggml_argsort(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_sort_order order);
+// Indices of the k largest values of each row of a (F32/F16/BF16) -> I32 [k, ne1, ne2, ne3],
+// largest first, equal values by lower index first (a view of argsort's first k columns).
+GGML_API struct ggml_tensor * ggml_argsort_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
+// Indices of the k largest values of each row -> I32 [k, ne1, ne2, ne3]: largest first, equal
+// values by lower index first (ggml promises no order; this one is argsort_top_k's).
+GGML_API struct ggml_tensor * ggml_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
+// Indirect matmul (mixture of experts): as [K, M, n_as] (experts stacked in dim 2; F32, F16,
+// BF16 or quantized), b [K, n_b, n_t] F32 with n_b 1 or ids->ne[0], ids I32 [n_used, n_t] ->
+// F32 [M, n_used, n_t]: column (j, t) = as[:, :, ids[j, t]] . b[:, j % n_b, t]. An id outside
+// [0, n_as) fails the computation (logged), never reads outside as.
+GGML_API struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tensor * as, struct ggml_tensor * b, struct ggml_tensor * ids);
 // Concatenation of a and b (same non-quantized type) along dim; result of that type.
 GGML_API struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int dim);
 // Attention: q [D, n_q, H, 1] F32, k [D, n_kv, H_kv, 1], v [Dv, n_kv, H_kv, 1] (F32/F16),

@@ -19,6 +19,9 @@
 //   CPY            dst is a view of the destination; src[0] = source, src[1] = destination
 //   FLASH_ATTN_EXT f32[0] = scale, f32[1] = max_bias, f32[2] = logit_softcap;
 //                  src[0..3] = q, k, v, mask (or NULL)
+//   ARGSORT        i32[0] = enum ggml_sort_order
+//   TOP_K          i32[0] = k (dst->ne[0])
+//   MUL_MAT_ID     src[0] = experts [K, M, n_as], src[1] = b [K, n_b, n_t], src[2] = ids I32 [n_used, n_t]
 //   inplace ops    dst->view_src == src[0] (dst shares a's data)
 #ifndef GGML_IMPL_H
 #define GGML_IMPL_H

@@ -697,3 +697,91 @@ struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_
     ggml_set_op_params_f32(t, 2, logit_softcap);
     return t;
 }
+
+// ---- sorting and experts ----
+
+struct ggml_tensor * ggml_argsort(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_sort_order order) {
+    if (!ggml_check_float("ggml_argsort", a)) {
+        return NULL;
+    }
+    if (order != GGML_SORT_ORDER_ASC && order != GGML_SORT_ORDER_DESC) {
+        GGML_LOG_ERROR("ggml_argsort: order %d is neither GGML_SORT_ORDER_ASC nor GGML_SORT_ORDER_DESC", (int) order);
+        return NULL;
+    }
+    if (a->ne[0] > INT32_MAX) {
+        return ggml_op_fail("ggml_argsort", "rows longer than INT32_MAX do not fit an I32 index", a, NULL);
+    }
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_ARGSORT, a, false, GGML_TYPE_I32, a->ne);
+    if (t) {
+        ggml_set_op_params_i32(t, 0, (int32_t) order);
+    }
+    return t;
+}
+
+// k must be in 1..a->ne[0]; shared by the two top-k constructors.
+static bool ggml_top_k_check(const char * name, const struct ggml_tensor * a, int k) {
+    if (!ggml_check_float(name, a)) {
+        return false;
+    }
+    if (k < 1 || k > a->ne[0]) {
+        char d[GGML_TENSOR_DESC_SIZE];
+        GGML_LOG_ERROR("%s: k = %d must be in 1..ne[0] of a = %s", name, k, DESC(a, d));
+        return false;
+    }
+    return true;
+}
+
+struct ggml_tensor * ggml_argsort_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k) {
+    if (!ggml_top_k_check("ggml_argsort_top_k", a, k)) {
+        return NULL;
+    }
+    struct ggml_tensor * s = ggml_argsort(ctx, a, GGML_SORT_ORDER_DESC);
+    return s ? ggml_view_4d(ctx, s, k, s->ne[1], s->ne[2], s->ne[3], s->nb[1], s->nb[2], s->nb[3], 0) : NULL;
+}
+
+struct ggml_tensor * ggml_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k) {
+    if (!ggml_top_k_check("ggml_top_k", a, k)) {
+        return NULL;
+    }
+    // its own op (not a view of a full sort): routing keeps 8 of 128 and need not sort the rest
+    const int64_t ne[4] = { k, a->ne[1], a->ne[2], a->ne[3] };
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_TOP_K, a, false, GGML_TYPE_I32, ne);
+    if (t) {
+        ggml_set_op_params_i32(t, 0, k);
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tensor * as, struct ggml_tensor * b,
+                                     struct ggml_tensor * ids) {
+    const char * name = "ggml_mul_mat_id";
+    if (!as || !b || !ids) {
+        return ggml_op_fail(name, "NULL input", as, b ? b : ids);
+    }
+    if (b->type != GGML_TYPE_F32) {
+        return ggml_op_fail(name, "b must be F32", as, b);
+    }
+    const struct ggml_type_traits * tt = ggml_get_type_traits(as->type);
+    if (!tt || (!ggml_is_float_type(as->type) && !ggml_is_quantized(as->type))) {
+        return ggml_op_fail(name, "experts must be F32, F16, BF16 or quantized", as, b);
+    }
+    if (as->ne[3] != 1 || as->ne[0] != b->ne[0] || as->nb[0] != ggml_type_size(as->type) || ggml_is_transposed(as)) {
+        return ggml_op_fail(name, "experts must be [K = b->ne[0], M, n_as] with contiguous rows", as, b);
+    }
+    if (ids->type != GGML_TYPE_I32 || ids->ne[2] != 1 || ids->ne[3] != 1) {
+        return ggml_op_fail(name, "ids must be I32 [n_used, n_tokens]", b, ids);
+    }
+    if (b->ne[3] != 1 || b->ne[2] != ids->ne[1] || (b->ne[1] != 1 && b->ne[1] != ids->ne[0])) {
+        return ggml_op_fail(name, "b must be [K, 1 or n_used, n_tokens] for ids [n_used, n_tokens]", b, ids);
+    }
+    if (ids->ne[0] > as->ne[2]) {
+        return ggml_op_fail(name, "more experts used per token (ids->ne[0]) than there are (as->ne[2])", as, ids);
+    }
+    const int64_t ne[4] = { as->ne[1], ids->ne[0], ids->ne[1], 1 };
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_MUL_MAT_ID, as, false, GGML_TYPE_F32, ne);
+    if (t) {
+        t->src[1] = b;
+        t->src[2] = ids;
+    }
+    return t;
+}

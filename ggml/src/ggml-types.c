@@ -33,6 +33,26 @@ QUANT_WRAPPERS(q4_K, block_q4_K)
 QUANT_WRAPPERS(q5_K, block_q5_K)
 QUANT_WRAPPERS(q6_K, block_q6_K)
 QUANT_WRAPPERS(q8_K, block_q8_K)
+QUANT_WRAPPERS(iq4_nl, block_iq4_nl)
+QUANT_WRAPPERS(iq4_xs, block_iq4_xs)
+QUANT_WRAPPERS(mxfp4, block_mxfp4)
+QUANT_WRAPPERS(tq1_0, block_tq1_0)
+QUANT_WRAPPERS(tq2_0, block_tq2_0)
+
+// The codebook types can be read but have no quantizer without an importance matrix.
+#define DEQUANT_WRAPPER(t, block)                                                       \
+    static void to_float_##t(const void * x, float * y, int64_t k) {                    \
+        dequantize_row_##t((const block *)x, y, k);                                     \
+    }
+#define TRAITS_READONLY(name, QK, block, t) { name, QK, sizeof(block), true, to_float_##t, NULL }
+
+DEQUANT_WRAPPER(iq2_xxs, block_iq2_xxs)
+DEQUANT_WRAPPER(iq2_xs, block_iq2_xs)
+DEQUANT_WRAPPER(iq2_s, block_iq2_s)
+DEQUANT_WRAPPER(iq3_xxs, block_iq3_xxs)
+DEQUANT_WRAPPER(iq3_s, block_iq3_s)
+DEQUANT_WRAPPER(iq1_s, block_iq1_s)
+DEQUANT_WRAPPER(iq1_m, block_iq1_m)
 
 // F32 "converts" by copying, so generic code can treat every type alike.
 static void to_float_f32(const void * x, float * y, int64_t k) {
@@ -58,6 +78,18 @@ static const struct ggml_type_traits type_traits[GGML_TYPE_COUNT] = {
     [GGML_TYPE_Q5_K] = TRAITS_QUANT("q5_K", QK_K,  block_q5_K, q5_K),
     [GGML_TYPE_Q6_K] = TRAITS_QUANT("q6_K", QK_K,  block_q6_K, q6_K),
     [GGML_TYPE_Q8_K] = TRAITS_QUANT("q8_K", QK_K,  block_q8_K, q8_K),
+    [GGML_TYPE_IQ2_XXS] = TRAITS_READONLY("iq2_xxs", QK_K, block_iq2_xxs, iq2_xxs),
+    [GGML_TYPE_IQ2_XS]  = TRAITS_READONLY("iq2_xs",  QK_K, block_iq2_xs,  iq2_xs),
+    [GGML_TYPE_IQ3_XXS] = TRAITS_READONLY("iq3_xxs", QK_K, block_iq3_xxs, iq3_xxs),
+    [GGML_TYPE_IQ1_S]   = TRAITS_READONLY("iq1_s",   QK_K, block_iq1_s,   iq1_s),
+    [GGML_TYPE_IQ4_NL]  = TRAITS_QUANT("iq4_nl",     QK4_NL, block_iq4_nl, iq4_nl),
+    [GGML_TYPE_IQ3_S]   = TRAITS_READONLY("iq3_s",   QK_K, block_iq3_s,   iq3_s),
+    [GGML_TYPE_IQ2_S]   = TRAITS_READONLY("iq2_s",   QK_K, block_iq2_s,   iq2_s),
+    [GGML_TYPE_IQ4_XS]  = TRAITS_QUANT("iq4_xs",     QK_K, block_iq4_xs,  iq4_xs),
+    [GGML_TYPE_IQ1_M]   = TRAITS_READONLY("iq1_m",   QK_K, block_iq1_m,   iq1_m),
+    [GGML_TYPE_TQ1_0]   = TRAITS_QUANT("tq1_0",      QK_K, block_tq1_0,   tq1_0),
+    [GGML_TYPE_TQ2_0]   = TRAITS_QUANT("tq2_0",      QK_K, block_tq2_0,   tq2_0),
+    [GGML_TYPE_MXFP4]   = TRAITS_QUANT("mxfp4",      QK_MXFP4, block_mxfp4, mxfp4),
     [GGML_TYPE_I8]   = TRAITS_PLAIN("i8",  int8_t),
     [GGML_TYPE_I16]  = TRAITS_PLAIN("i16", int16_t),
     [GGML_TYPE_I32]  = TRAITS_PLAIN("i32", int32_t),

@@ -29,7 +29,9 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from . import protocol as P
+from .._runtime import chat as R
 from .embed import Embedder
+from .tools import grammar_for
 from .engine import ContextOverflow, Engine, EngineClosed, Event, GenRequest, Model, QueueFull, SamplingParams
 from .metrics import ServerMetrics, render
 
@@ -340,9 +342,11 @@ class _App:
         max_tokens = gp.max_tokens if gp.max_tokens is not None else e.engine.limit_for(len(tokens))
         seed = None if gp.seed is None else gp.seed + index
         sp = SamplingParams(temperature=gp.temperature, top_k=gp.top_k, top_p=gp.top_p, min_p=gp.min_p,
-                            repeat_penalty=gp.repeat_penalty, frequency_penalty=gp.frequency_penalty,
-                            presence_penalty=gp.presence_penalty, seed=seed, logit_bias=gp.logit_bias,
-                            grammar=grammar, ignore_eos=gp.ignore_eos)
+                            typical_p=gp.typical_p, repeat_penalty=gp.repeat_penalty,
+                            frequency_penalty=gp.frequency_penalty, presence_penalty=gp.presence_penalty,
+                            penalty_last_n=gp.penalty_last_n, mirostat_mode=gp.mirostat_mode,
+                            mirostat_tau=gp.mirostat_tau, mirostat_eta=gp.mirostat_eta, seed=seed,
+                            logit_bias=gp.logit_bias, grammar=grammar, ignore_eos=gp.ignore_eos)
         req = GenRequest(prompt_tokens=tokens, max_tokens=max(1, max_tokens), sampling=sp, stop=gp.stop,
                          logprobs=gp.logprobs, sink=run.sink(index),
                          notify=run.waker.notify if run.waker is not None else None)
@@ -481,41 +485,53 @@ class _App:
         e = self.entry(body)
         gp = P.parse_gen_params(body, e.model.n_vocab, chat=True)
         messages = P.parse_messages(body)
-        from .tools import grammar_for
-        grammar, tools, forced_tool = grammar_for(body)
+        grammar, tools, tool_choice, tool_mode = grammar_for(body)
         try:
-            prompt, add_special = e.model.chat_prompt(messages, tools)
+            prompt, add_special, fmt_stops = e.model.chat_prompt(messages, tools, tool_choice)
         except ValueError as err:
             raise P.RequestError(400, str(err), param="messages")
+        gp.stop = gp.stop + [s for s in fmt_stops if s not in gp.stop]
         toks = await _tokenize(e, prompt, add_special)
         run = self._start(e, [toks], gp, grammar)
         cid, created = P.new_id("chatcmpl"), P.now()
+
+        def call_id(i):
+            return f"call_{cid[len('chatcmpl-'):]}_{i}"
 
         def base(choices):
             return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": e.name,
                     "choices": choices}
 
         if gp.stream:
+            deltas = [R.ChatDeltas(tool_mode, call_id(i)) for i in range(len(run.reqs))]
+
+            def chunk(i, delta, lp=None, finish=None):
+                return _sse(base([{"index": i, "delta": delta, "logprobs": lp, "finish_reason": finish}]))
+
             async def gen():
                 for i in range(len(run.reqs)):
-                    yield _sse(base([{"index": i, "delta": {"role": "assistant", "content": ""},
-                                      "logprobs": None, "finish_reason": None}]))
+                    # content "" as OpenAI's first delta has it (llama-cpp-python's has the role only)
+                    yield chunk(i, deltas[i].opening() if tool_mode is not None else
+                                {"role": "assistant", "content": ""})
                 finals = {}
 
                 def render(i, ev):
-                    lp = P.chat_logprobs(self._lp_items(e, [ev])) if ev.kind == "token" and \
+                    lp = R.chat_logprobs(self._lp_items(e, [ev])) if ev.kind == "token" and \
                         ev.logprob is not None else None
                     out = []
-                    if ev.text or lp is not None:
-                        out.append(_sse(base([{"index": i, "delta": {"content": ev.text}, "logprobs": lp,
-                                               "finish_reason": None}])))
+                    for d in deltas[i].text(ev.text):
+                        out.append(chunk(i, d, lp))
+                        lp = None
+                    if lp is not None:  # a token whose text is held back still reports its logprob
+                        out.append(chunk(i, {"content": ""} if tool_mode is None else {}, lp))
                     if ev.kind == "done":
-                        out.append(_sse(base([{"index": i, "delta": {}, "logprobs": None,
-                                               "finish_reason": ev.finish_reason}])))
+                        tail, finish = deltas[i].finish(ev.finish_reason)
+                        out += [chunk(i, d) for d in tail]
+                        out.append(chunk(i, {}, None, finish))
                     return out
 
-                async for chunk in _sse_batches(run, finals, render):
-                    yield chunk
+                async for c in _sse_batches(run, finals, render):
+                    yield c
                 tail = []
                 if gp.include_usage and len(finals) == len(run.reqs):
                     tail.append(_sse(dict(base([]), usage=self._usage(finals, [len(toks)], gp.n))))
@@ -524,16 +540,9 @@ class _App:
         texts, items, finals = await self._collect(request, run)
         choices = []
         for i in range(len(run.reqs)):
-            text = "".join(texts.get(i, []))
-            message: Dict[str, Any] = {"role": "assistant", "content": text}
-            finish = finals[i].finish_reason
-            if forced_tool is not None:
-                from .tools import tool_calls_from_text
-                calls = tool_calls_from_text(text, forced_tool)
-                if calls:
-                    message = {"role": "assistant", "content": None, "tool_calls": calls}
-                    finish = "tool_calls"
-            lp = P.chat_logprobs(self._lp_items(e, items.get(i, []))) if gp.logprobs is not None else None
+            message, finish = R.chat_message("".join(texts.get(i, [])), finals[i].finish_reason, tool_mode,
+                                             call_id(i))
+            lp = R.chat_logprobs(self._lp_items(e, items.get(i, []))) if gp.logprobs is not None else None
             choices.append({"index": i, "message": message, "logprobs": lp, "finish_reason": finish})
         return JSONResponse({"id": cid, "object": "chat.completion", "created": created, "model": e.name,
                              "system_fingerprint": _fingerprint(finals), "choices": choices, "usage": self._usage(finals, [len(toks)], gp.n)})
@@ -569,7 +578,7 @@ class _App:
         return JSONResponse({"object": "list", "data": [
             {"id": n, "object": "model", "created": m.created, "owned_by": "llama_py",
              "meta": {"n_ctx": m.engine.n_ctx, "n_ctx_slot": m.engine.n_ctx_slot, "slots": m.engine.n_slots,
-                      "n_vocab": m.model.n_vocab, "n_embd": m.model.n_embd, "path": m.model.path}}
+                      "n_vocab": m.model.n_vocab, "n_embd": m.model.n_embd}}  # no path: clients see names
             for n, m in self.entries.items()]})
 
     async def health(self, request: Request) -> Response:

@@ -8,6 +8,7 @@
 // Rows llama, qwen2, qwen3, phi3 and qwen35 (Gated DeltaNet in 3 of 4 layers) (arch.c) share it: their differences (Q/K/V biases, QK-norm,
 // fused QKV and gate/up, NeoX rope, LongRoPE factors, a sliding window) are tensors and
 // hyperparameters the shared blocks (graph-blocks.c) act on when present.
+#include "../llama-adapter.h"
 #include "../llama-graph.h"
 
 bool llm_build_llama(struct llm_graph * g) {
@@ -33,7 +34,7 @@ bool llm_build_llama(struct llm_graph * g) {
             (h = ggml_add(c, cur, x)) == NULL ||
             (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
             (cur = llm_graph_ffn(g, il, cur, LLM_FFN_SWIGLU)) == NULL ||
-            (x = ggml_add(c, cur, h)) == NULL) {
+            (x = ggml_add(c, cur, h)) == NULL || (x = llm_graph_cvec(g, il, x)) == NULL) {
             return false;
         }
     }

@@ -61,6 +61,9 @@ bool ggml_cpu_compute_forward(const struct ggml_compute_params * params, struct 
         case GGML_OP_ARGMAX:         ggml_compute_forward_argmax(params, node);         return true;
         case GGML_OP_CONCAT:         ggml_compute_forward_concat(params, node);         return true;
         case GGML_OP_FLASH_ATTN_EXT: ggml_compute_forward_flash_attn_ext(params, node); return true;
+        case GGML_OP_ARGSORT:        ggml_compute_forward_argsort(params, node);        return true;
+        case GGML_OP_TOP_K:          ggml_compute_forward_top_k(params, node);          return true;
+        case GGML_OP_MUL_MAT_ID:     ggml_compute_forward_mul_mat_id(params, node);     return true;
         case GGML_OP_COUNT:
             break;
     }
@@ -76,6 +79,8 @@ size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads) {
         case GGML_OP_MUL_MAT:        return ggml_cpu_work_size_mul_mat(node, n_threads);
         case GGML_OP_SOFT_MAX:       return ggml_cpu_work_size_soft_max(node, n_threads);
         case GGML_OP_FLASH_ATTN_EXT: return ggml_cpu_work_size_flash_attn_ext(node, n_threads);
+        case GGML_OP_ARGSORT:        return ggml_cpu_work_size_argsort(node, n_threads);
+        case GGML_OP_MUL_MAT_ID:     return ggml_cpu_work_size_mul_mat_id(node, n_threads);
         default:                     return 0;
     }
 }
@@ -93,6 +98,7 @@ size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads) {
 static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
     switch (node->op) {
         case GGML_OP_MUL_MAT:
+        case GGML_OP_MUL_MAT_ID:
         case GGML_OP_DUP:
         case GGML_OP_CONT:
         case GGML_OP_CPY:
@@ -102,6 +108,8 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
         case GGML_OP_SET_ROWS:
         case GGML_OP_SUM_ROWS:
         case GGML_OP_ARGMAX:
+        case GGML_OP_ARGSORT:
+        case GGML_OP_TOP_K:
         case GGML_OP_ROPE:
         case GGML_OP_SOFT_MAX:
             return ggml_nrows(node->src[0]);
@@ -143,7 +151,8 @@ int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
     }
     int64_t work;
     switch (node->op) {
-        case GGML_OP_MUL_MAT: {
+        case GGML_OP_MUL_MAT:
+        case GGML_OP_MUL_MAT_ID: {
             // Multiply-adds: K * M * N (b's rows times a's rows); int8/SIMD dots do ~8 per element-op.
             const struct ggml_tensor * a = node->src[0];
             work = a->ne[0] * ggml_nelements(node) / 8;
@@ -176,10 +185,14 @@ int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
             work = 4 * ggml_nelements(node->src[2]) * node->src[2]->ne[0];
             break;
         case GGML_OP_ARGMAX:
+        case GGML_OP_TOP_K:
         case GGML_OP_SUM_ROWS:
         case GGML_OP_CPY:
         case GGML_OP_SET_ROWS:
             work = ggml_nelements(node->src[0]);
+            break;
+        case GGML_OP_ARGSORT:
+            work = 8 * ggml_nelements(node->src[0]); // log2(n) merge passes
             break;
         default:
             work = ggml_nelements(node);

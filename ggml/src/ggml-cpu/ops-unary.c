@@ -13,10 +13,6 @@
 
 enum unary_op { UN_SCALE, UN_SILU, UN_GELU, UN_TANH, UN_SIGMOID, UN_SOFTPLUS };
 
-static inline float unary_sigmoid(float x) {
-    return 1.0f/(1.0f + expf(-x));
-}
-
 // torch's softplus (threshold 20): x itself where exp(x) would add nothing a float can hold.
 static inline float unary_softplus(float x) {
     return x > 20.0f ? x : log1pf(expf(x));
@@ -29,7 +25,7 @@ static void unary_vec_f32(enum unary_op op, int64_t n, float * y, const float * 
         case UN_SILU:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_silu(x[i]); break;
         case UN_GELU:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_gelu(x[i]); break;
         case UN_TANH:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_tanh(x[i]); break;
-        case UN_SIGMOID:  for (int64_t i = 0; i < n; i++) y[i] = unary_sigmoid(x[i]); break;
+        case UN_SIGMOID:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_sigmoid(x[i]); break;
         case UN_SOFTPLUS: for (int64_t i = 0; i < n; i++) y[i] = unary_softplus(x[i]); break;
     }
 }
@@ -40,7 +36,7 @@ static inline float unary_apply(enum unary_op op, float x, float s) {
         case UN_SILU:  return ggml_cpu_silu(x);
         case UN_GELU:  return ggml_cpu_gelu(x);
         case UN_TANH:  return ggml_cpu_tanh(x);
-        case UN_SIGMOID:  return unary_sigmoid(x);
+        case UN_SIGMOID:  return ggml_cpu_sigmoid(x);
         case UN_SOFTPLUS: return unary_softplus(x);
     }
     return 0.0f;
