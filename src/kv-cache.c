@@ -325,7 +325,7 @@ void llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_
         return;
     }
     if (kv->rs) {
-        llama_memory_recurrent_seq_cp(kv->rs, seq_id_src, seq_id_dst); // a state is copied whole
+        llama_memory_recurrent_seq_cp(kv->rs, seq_id_src, seq_id_dst, p0, p1); // whole, or not at all
     }
     kv_range(&p0, &p1);
     for (uint32_t i = 0; i < kv->size; i++) {

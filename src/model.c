@@ -1154,8 +1154,17 @@ int32_t llama_n_head(const struct llama_model * model)      { return llama_model
 bool llama_model_has_encoder(const struct llama_model * model)    { MODEL_OR(false); return false; }
 bool llama_model_has_decoder(const struct llama_model * model)    { MODEL_OR(false); return true; }
 llama_token llama_model_decoder_start_token(const struct llama_model * model) { MODEL_OR(LLAMA_TOKEN_NULL); return LLAMA_TOKEN_NULL; }
-bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return false; }
-bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return false; }
+// True when some layers carry recurrent state: all of them (recurrent) or some (hybrid).
+static bool model_recurrent_layers(const struct llama_model * model, bool all) {
+    const struct llama_hparams * hp = &model->hparams;
+    uint32_t n = 0;
+    for (uint32_t il = 0; il < hp->n_layer && il < LLAMA_MAX_LAYERS; il++) {
+        n += hp->recurrent_layers[il];
+    }
+    return all ? n > 0 && n == hp->n_layer : n > 0 && n < hp->n_layer;
+}
+bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return model_recurrent_layers(model, true); }
+bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return model_recurrent_layers(model, false); }
 bool llama_model_is_diffusion(const struct llama_model * model)   { MODEL_OR(false); return false; }
 
 enum llama_ftype llama_model_ftype(const struct llama_model * model) { MODEL_OR(LLAMA_FTYPE_ALL_F32); return model->ftype; }

@@ -297,3 +297,24 @@ def test_numpy_reference_matches_transformers(tiny):
     ours = rel_err(batch_logits(tiny.gguf, toks), ref)
     print(f"\nqwen35 float64 reference: against transformers {err:.2e}, ours against it {ours:.2e}", end="")
     assert err < 1e-4 and ours < 1e-4, (err, ours)
+
+
+def test_server_engine_on_a_hybrid_model(tiny):
+    """The server's slots: a repeated prompt (prefix reuse) and identical prompts at once (no
+    sharing of a state prefix between slots) give the text of a fresh engine."""
+    from llama_py.server.engine import Engine, GenRequest, Model as EModel, SamplingParams
+    greedy = SamplingParams(temperature=0)
+    m = EModel(str(tiny.gguf))
+    try:
+        toks = tiny.ids(TC.PROMPTS[1], 24)
+        with Engine(m, n_slots=1, n_ctx=256) as eng:
+            want, _ = eng.submit(GenRequest(list(toks), max_tokens=6, sampling=greedy)).result(timeout=120)
+        with Engine(m, n_slots=3, n_ctx=768) as eng:
+            again = [eng.submit(GenRequest(list(toks), max_tokens=6, sampling=greedy)).result(timeout=120)[0]
+                     for _ in range(2)]
+            reqs = [eng.submit(GenRequest(list(toks), max_tokens=6, sampling=greedy)) for _ in range(3)]
+            together = [r.result(timeout=120)[0] for r in reqs]
+            assert eng.metrics.prefix_shared == 0
+        assert again == [want] * 2 and together == [want] * 3
+    finally:
+        m.close()
