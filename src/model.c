@@ -281,6 +281,12 @@ static bool model_read_recurrent_layers(const struct gguf_context * g, const cha
     return true;
 }
 
+static bool model_has_arch_key(const struct gguf_context * g, const char * a, const char * suffix) {
+    char key[256];
+    snprintf(key, sizeof(key), "%s.%s", a, suffix);
+    return gguf_find_key(g, key) >= 0;
+}
+
 static bool model_load_hparams(struct llama_model * m, bool strict) {
     const struct gguf_context * g = m->gguf;
     const char * a = m->arch;
@@ -291,7 +297,8 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     hp_u32(g, a, "context_length",          &hp->n_ctx_train, strict, &ok);
     hp_u32(g, a, "embedding_length",        &hp->n_embd,      strict, &ok);
     hp_u32(g, a, "block_count",             &hp->n_layer,     strict, &ok);
-    hp_u32(g, a, "feed_forward_length",     &hp->n_ff,        strict, &ok);
+    // a model made only of experts may have none (qwen35moe): its row's finish hook decides
+    hp_u32(g, a, "feed_forward_length",     &hp->n_ff,        strict && !model_has_arch_key(g, a, "expert_count"), &ok);
     hp_u32(g, a, "attention.head_count",    &hp->n_head,      strict, &ok);
     if (!hp_u32(g, a, "attention.head_count_kv", &hp->n_head_kv, false, &ok)) {
         hp->n_head_kv = hp->n_head;

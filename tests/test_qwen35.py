@@ -51,20 +51,24 @@ class Tiny:
         return list(self.tok(text)["input_ids"])[:n]
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory, lib_path) -> Tiny:
-    d = tmp_path_factory.mktemp("qwen35")
+def _build(d: Path, moe: bool) -> Tiny:
     tk, specials = TC._train_bpe("qwen2")
     tok = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, eos_token=specials[0], bos_token=None)
     tok.save_pretrained(str(d))
-    cfg = transformers.Qwen3_5TextConfig(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=8, num_attention_heads=4,
+    common = dict(
+        vocab_size=len(tok), hidden_size=64, num_hidden_layers=8, num_attention_heads=4,
         num_key_value_heads=2, head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,
         linear_key_head_dim=16, linear_value_head_dim=16, linear_conv_kernel_dim=4, max_position_embeddings=512,
         rms_norm_eps=1e-6, eos_token_id=tok.eos_token_id, tie_word_embeddings=False,
         mtp_num_hidden_layers=1)   # as the released checkpoints declare: llama.cpp's converter adds the block count
-    torch.manual_seed(35)
-    model = transformers.Qwen3_5ForCausalLM(cfg).eval()
+    if moe:
+        cfg = transformers.Qwen3_5MoeTextConfig(num_experts=8, num_experts_per_tok=3, moe_intermediate_size=32,
+                                                shared_expert_intermediate_size=48, **common)
+        model = transformers.Qwen3_5MoeForCausalLM(cfg)
+    else:
+        model = transformers.Qwen3_5ForCausalLM(transformers.Qwen3_5TextConfig(intermediate_size=128, **common))
+    torch.manual_seed(36 if moe else 35)
+    model = model.eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "linear_attn.norm" in name:
@@ -79,6 +83,18 @@ def tiny(tmp_path_factory, lib_path) -> Tiny:
                 p.normal_(0.0, 1.0 / np.sqrt(p.shape[-1]))
     model.save_pretrained(str(d))
     return Tiny(d, model, tok)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, lib_path) -> Tiny:
+    return _build(tmp_path_factory.mktemp("qwen35"), moe=False)
+
+
+@pytest.fixture(scope="module")
+def tiny_moe(tmp_path_factory, lib_path) -> Tiny:
+    if not hasattr(transformers, "Qwen3_5MoeForCausalLM"):
+        pytest.skip("this transformers has no Qwen3_5MoeForCausalLM")
+    return _build(tmp_path_factory.mktemp("qwen35moe"), moe=True)
 
 
 def hf_logits(model, toks: List[int]) -> np.ndarray:
@@ -318,3 +334,18 @@ def test_server_engine_on_a_hybrid_model(tiny):
         assert again == [want] * 2 and together == [want] * 3
     finally:
         m.close()
+
+
+def test_moe_matches_transformers_by_both_converters(tiny_moe, tmp_path):
+    """qwen35moe: 8 experts, 3 used, renormalized, plus the sigmoid-gated shared expert."""
+    from upstream_convert import convert_with_llama_cpp
+    t = tiny_moe
+    toks = t.ids(TC.PROMPTS[1])
+    ref = hf_logits(t.model, toks)
+    up = convert_with_llama_cpp(t.path, tmp_path / "upstream.gguf", "f32", pre="qwen2")
+    errs = {}
+    for name, path in (("ours", t.gguf), ("llama.cpp's", up)):
+        errs[name] = (rel_err(batch_logits(path, toks), ref), rel_err(stepwise_logits(path, toks), ref),
+                      rel_err(batch_logits(path, toks, n_ubatch=7), ref))
+    print(f"\nqwen35moe (batch, token by token, ubatches of 7): {errs}", end="")
+    assert max(max(e) for e in errs.values()) < 1e-3, errs
