@@ -349,3 +349,26 @@ def test_moe_matches_transformers_by_both_converters(tiny_moe, tmp_path):
                       rel_err(batch_logits(path, toks, n_ubatch=7), ref))
     print(f"\nqwen35moe (batch, token by token, ubatches of 7): {errs}", end="")
     assert max(max(e) for e in errs.values()) < 1e-3, errs
+
+
+@pytest.mark.parametrize("which", ["dense", "moe"])
+def test_gguf_names_follow_gguf_constants(tiny, tiny_moe, which):
+    """Every tensor our converter writes is one gguf-py lists for the architecture, every key one
+    of its Keys (the SSM group included)."""
+    gguf = pytest.importorskip("gguf")
+    from gguf.constants import MODEL_ARCH, MODEL_TENSORS, TENSOR_NAMES, Keys
+    t, arch, a = (tiny, "qwen35", MODEL_ARCH.QWEN35) if which == "dense" else (tiny_moe, "qwen35moe", MODEL_ARCH.QWEN35MOE)
+    r = gguf.GGUFReader(str(t.gguf))
+    allowed = {TENSOR_NAMES[x] for x in MODEL_TENSORS[a]}
+    for tensor in r.tensors:
+        base = tensor.name if tensor.name.endswith(".ssm_a") else tensor.name.rsplit(".", 1)[0]   # no suffix
+        parts = base.split(".")
+        if parts[0] == "blk":
+            base = "blk.{bid}." + ".".join(parts[2:])
+        assert base in allowed, tensor.name
+    known = {v.replace("{arch}", arch) for group in (Keys.General, Keys.LLM, Keys.Attention, Keys.Rope, Keys.SSM,
+                                                     Keys.Tokenizer)
+             for k, v in vars(group).items() if isinstance(v, str) and not k.startswith("_")}
+    for key in r.fields:
+        if not key.startswith("GGUF."):
+            assert key in known or key.startswith("tokenizer.chat_template"), key
