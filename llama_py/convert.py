@@ -269,7 +269,7 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
         rope = {}
     hp = HParams(
         n_vocab=int(need("vocab_size")), n_embd=n_embd, n_layer=int(need("num_hidden_layers")),
-        n_ff=int(need("intermediate_size")), n_head=n_head, n_head_kv=n_head_kv, head_dim=head_dim,
+        n_ff=int(config.get("intermediate_size") or config.get("moe_intermediate_size") or need("intermediate_size")), n_head=n_head, n_head_kv=n_head_kv, head_dim=head_dim,
         n_ctx=int(config.get("max_position_embeddings") or 2048),
         rms_eps=float(config.get("rms_norm_eps") or 1e-6),
         rope_theta=float(theta if theta is not None else 10000.0), rope=rope,

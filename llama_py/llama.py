@@ -451,8 +451,10 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
     def n_tokens(self, n: int) -> None:
         n = max(0, int(n))
         if n < len(self._tokens):
-            if self._ctx:
-                C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), -1, n, -1)
+            if self._ctx and not C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), -1, n, -1):
+                # hybrid / recurrent models: a state cannot be cut mid-way, so nothing is kept
+                C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), -1, -1, -1)
+                n = 0
             del self._tokens[n:]
             self._logits_live = False
 
@@ -713,9 +715,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                 if n_keep == len(tokens):
                     n_keep -= 1  # decode at least one token to get logits
                 self.n_tokens = n_keep
-                if n_keep == 0:
+                if not self._tokens:   # nothing kept (a recurrent state is kept whole or not at all)
                     self.reset()
-                tokens = tokens[n_keep:]
+                tokens = tokens[len(self._tokens):]
         self._free_sampler()
         history = self._tokens + tokens
         self._sampler = self._build_sampler(seed=seed, logit_bias=logit_bias, history=history, **sampling)

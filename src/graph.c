@@ -109,6 +109,9 @@ struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint3
     ggml_set_input(*inp_delta);
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         struct ggml_tensor * rows, * out;
+        if (kv->k_l[il] == NULL) {
+            continue; // a recurrent layer keeps no keys
+        }
         G(rows = ggml_get_rows(c, kv->k_l[il], *inp_cells));                  // F32 [n_embd_k_gqa, n]
         G(rows = ggml_reshape_3d(c, rows, hp->n_embd_head_k, hp->n_head_kv, n));
         G(rows = llm_graph_rope(&g, il, rows, *inp_delta, true));

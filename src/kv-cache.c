@@ -11,6 +11,15 @@
 #include <malloc.h>
 #endif
 
+// Layers that keep K/V rows: all but the recurrent ones (hybrid models).
+static uint32_t llama_kv_cache_n_attn_layers(const struct llama_hparams * hp) {
+    uint32_t n = 0;
+    for (uint32_t il = 0; il < hp->n_layer && il < LLAMA_MAX_LAYERS; il++) {
+        n += !hp->recurrent_layers[il];
+    }
+    return n;
+}
+
 size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v) {
     const size_t k_row = ggml_row_size(type_k, llama_hparams_n_embd_k_gqa(hp));
     const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa(hp));
@@ -18,7 +27,7 @@ size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enu
     // SIZE_MAX stands for "does not fit in the address space"
     if (!ggml_size_mul_ok(k_row, n_ctx, &k) || !ggml_size_pad_ok(k, GGML_MEM_ALIGN, &k) ||
         !ggml_size_mul_ok(v_row, n_ctx, &v) || !ggml_size_pad_ok(v, GGML_MEM_ALIGN, &v) ||
-        !ggml_size_add_ok(k, v, &per_layer) || !ggml_size_mul_ok(per_layer, hp->n_layer, &total)) {
+        !ggml_size_add_ok(k, v, &per_layer) || !ggml_size_mul_ok(per_layer, llama_kv_cache_n_attn_layers(hp), &total)) {
         return SIZE_MAX;
     }
     return total;
@@ -79,6 +88,9 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
         kv->pos[i] = -1;
     }
     for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (hp->recurrent_layers[il]) {
+            continue; // its state lives in the recurrent memory (kv->rs), not in cells
+        }
         kv->k_l[il] = ggml_new_tensor_2d(kv->ctx, type_k, kv->n_embd_k_gqa, n_ctx);
         kv->v_l[il] = ggml_new_tensor_2d(kv->ctx, type_v, kv->n_embd_v_gqa, n_ctx);
         if (kv->k_l[il] == NULL || kv->v_l[il] == NULL) {
@@ -94,6 +106,9 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
     ggml_backend_buffer_type_t bufts[2] = { NULL, NULL };
     size_t sizes[2] = { 0, 0 };
     for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (kv->k_l[il] == NULL) {
+            continue;
+        }
         ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, il);
         int b = bufts[0] == NULL || bufts[0] == bt ? 0 : 1;
         bufts[b] = bt;
@@ -115,6 +130,9 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
         base[b] = ggml_backend_buffer_get_base(kv->bufs[b]);
     }
     for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (kv->k_l[il] == NULL) {
+            continue;
+        }
         ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, il);
         const int b = bufts[0] == bt ? 0 : 1;
         const size_t align = ggml_backend_buft_get_alignment(bt);
@@ -307,7 +325,7 @@ void llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_
         return;
     }
     if (kv->rs) {
-        llama_memory_recurrent_seq_cp(kv->rs, seq_id_src, seq_id_dst); // a state is copied whole
+        llama_memory_recurrent_seq_cp(kv->rs, seq_id_src, seq_id_dst, p0, p1); // whole, or not at all
     }
     kv_range(&p0, &p1);
     for (uint32_t i = 0; i < kv->size; i++) {

@@ -281,6 +281,12 @@ static bool model_read_recurrent_layers(const struct gguf_context * g, const cha
     return true;
 }
 
+static bool model_has_arch_key(const struct gguf_context * g, const char * a, const char * suffix) {
+    char key[256];
+    snprintf(key, sizeof(key), "%s.%s", a, suffix);
+    return gguf_find_key(g, key) >= 0;
+}
+
 static bool model_load_hparams(struct llama_model * m, bool strict) {
     const struct gguf_context * g = m->gguf;
     const char * a = m->arch;
@@ -291,7 +297,8 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     hp_u32(g, a, "context_length",          &hp->n_ctx_train, strict, &ok);
     hp_u32(g, a, "embedding_length",        &hp->n_embd,      strict, &ok);
     hp_u32(g, a, "block_count",             &hp->n_layer,     strict, &ok);
-    hp_u32(g, a, "feed_forward_length",     &hp->n_ff,        strict, &ok);
+    // a model made only of experts may have none (qwen35moe): its row's finish hook decides
+    hp_u32(g, a, "feed_forward_length",     &hp->n_ff,        strict && !model_has_arch_key(g, a, "expert_count"), &ok);
     hp_u32(g, a, "attention.head_count",    &hp->n_head,      strict, &ok);
     if (!hp_u32(g, a, "attention.head_count_kv", &hp->n_head_kv, false, &ok)) {
         hp->n_head_kv = hp->n_head;
@@ -1179,8 +1186,17 @@ int32_t llama_n_head(const struct llama_model * model)      { return llama_model
 bool llama_model_has_encoder(const struct llama_model * model)    { MODEL_OR(false); return false; }
 bool llama_model_has_decoder(const struct llama_model * model)    { MODEL_OR(false); return true; }
 llama_token llama_model_decoder_start_token(const struct llama_model * model) { MODEL_OR(LLAMA_TOKEN_NULL); return LLAMA_TOKEN_NULL; }
-bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return false; }
-bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return false; }
+// True when some layers carry recurrent state: all of them (recurrent) or some (hybrid).
+static bool model_recurrent_layers(const struct llama_model * model, bool all) {
+    const struct llama_hparams * hp = &model->hparams;
+    uint32_t n = 0;
+    for (uint32_t il = 0; il < hp->n_layer && il < LLAMA_MAX_LAYERS; il++) {
+        n += hp->recurrent_layers[il];
+    }
+    return all ? n > 0 && n == hp->n_layer : n > 0 && n < hp->n_layer;
+}
+bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return model_recurrent_layers(model, true); }
+bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return model_recurrent_layers(model, false); }
 bool llama_model_is_diffusion(const struct llama_model * model)   { MODEL_OR(false); return false; }
 
 enum llama_ftype llama_model_ftype(const struct llama_model * model) { MODEL_OR(LLAMA_FTYPE_ALL_F32); return model->ftype; }

@@ -108,6 +108,12 @@ static bool st_check_fingerprint(struct st_reader * r, const struct llama_contex
 }
 
 // Writes the cells holding seq (seq < 0: every non-empty cell) and their K/V rows.
+// Bytes of the longest K or V row of the cache.
+static size_t st_kv_row_max(const struct llama_memory_i * kv) {
+    const size_t k = ggml_row_size(kv->type_k, kv->n_embd_k_gqa), v = ggml_row_size(kv->type_v, kv->n_embd_v_gqa);
+    return k > v ? k : v;
+}
+
 static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, llama_seq_id seq) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < kv->size; i++) {
@@ -137,11 +143,14 @@ static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, 
         }
     }
     // rows of a device's cache are read through the backend into a host row first
-    const size_t row_max = kv->k_l[0]->nb[1] > kv->v_l[0]->nb[1] ? kv->k_l[0]->nb[1] : kv->v_l[0]->nb[1];
+    const size_t row_max = st_kv_row_max(kv);
     uint8_t * staged = NULL;
     for (int kind = 0; kind < 2; kind++) {
         for (uint32_t il = 0; il < kv->n_layer; il++) {
             const struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            if (t == NULL) {
+                continue; // a recurrent layer: no K/V rows
+            }
             const bool host = llama_model_tensor_on_host(t);
             if (!host && w->dst != NULL && staged == NULL && (staged = GGML_MALLOC(row_max)) == NULL) {
                 LLAMA_LOG_ERROR("llama_state: out of memory\n");
@@ -225,9 +234,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
     }
     // Restored keys and values must be finite: a NaN in one sequence's cells would reach the
     // other sequences' attention through masked-out (0 * NaN) products.
-    float * row = ok ? GGML_MALLOC(sizeof(float) * (size_t) (kv->k_l[0]->ne[0] > kv->v_l[0]->ne[0] ?
-                                                              kv->k_l[0]->ne[0] : kv->v_l[0]->ne[0])) : NULL;
-    const size_t row_max = kv->k_l[0]->nb[1] > kv->v_l[0]->nb[1] ? kv->k_l[0]->nb[1] : kv->v_l[0]->nb[1];
+    float * row = ok ? GGML_MALLOC(sizeof(float) * (size_t) (kv->n_embd_k_gqa > kv->n_embd_v_gqa ?
+                                                              kv->n_embd_k_gqa : kv->n_embd_v_gqa)) : NULL;
+    const size_t row_max = st_kv_row_max(kv);
     uint8_t * staged = ok ? GGML_MALLOC(row_max) : NULL;
     if (ok && (row == NULL || staged == NULL)) {
         LLAMA_LOG_ERROR("%s: out of memory\n", func);
@@ -236,6 +245,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
     for (int kind = 0; ok && kind < 2; kind++) {
         for (uint32_t il = 0; ok && il < kv->n_layer; il++) {
             struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            if (t == NULL) {
+                continue;
+            }
             const struct ggml_type_traits * tt = ggml_get_type_traits(t->type);
             const bool host = llama_model_tensor_on_host(t);
             for (uint32_t k = 0; k < placed; k++) {
@@ -271,6 +283,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
         for (uint32_t k = 0; k < placed; k++) {
             llama_kv_cache_cell_clear(kv, cells[k]);
             for (uint32_t il = 0; il < kv->n_layer; il++) {
+                if (kv->k_l[il] == NULL) {
+                    continue;
+                }
                 ggml_backend_tensor_memset(kv->k_l[il], 0, (size_t) cells[k] * kv->k_l[il]->nb[1], kv->k_l[il]->nb[1]);
                 ggml_backend_tensor_memset(kv->v_l[il], 0, (size_t) cells[k] * kv->v_l[il]->nb[1], kv->v_l[il]->nb[1]);
             }

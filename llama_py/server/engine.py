@@ -265,6 +265,9 @@ class Engine:
         if not self._ctx:
             raise LlamaError(f"failed to create a context of {n_ctx} cells and {n_slots} sequences")
         self._mem = C.llama_get_memory(self._ctx)
+        # recurrent state (hybrid models): a sequence's state is copied whole or not at all, so
+        # slots do not share prompt prefixes
+        self._recurrent = bool(C.llama_model_is_hybrid(model.handle) or C.llama_model_is_recurrent(model.handle))
         self.n_ctx = C.llama_n_ctx(self._ctx)
         self.n_batch = C.llama_n_batch(self._ctx)
         self.n_slots = n_slots
@@ -444,7 +447,7 @@ class Engine:
                 continue
             keep_own = min(best_n, len(prompt) - 1)  # decode at least one token: its logits
             keep_shared = min(donor_n, len(prompt) - 1)
-            if donor is not None and keep_shared > keep_own:
+            if donor is not None and keep_shared > keep_own and not self._recurrent:
                 C.llama_memory_seq_rm(self._mem, best.id, -1, -1)
                 C.llama_memory_seq_cp(self._mem, donor.id, best.id, 0, keep_shared)
                 best.tokens = donor.tokens[:keep_shared]
@@ -452,7 +455,10 @@ class Engine:
                 self.metrics.prefix_shared += 1
             else:
                 keep = keep_own
-                C.llama_memory_seq_rm(self._mem, best.id, keep, -1)
+                if not C.llama_memory_seq_rm(self._mem, best.id, keep, -1):
+                    # a recurrent state (hybrid models) is kept whole or not at all
+                    C.llama_memory_seq_rm(self._mem, best.id, -1, -1)
+                    keep = 0
                 best.tokens = best.tokens[:keep]
             self.metrics.prefix_lookup(len(prompt), keep)
             best.req = req
