@@ -660,14 +660,18 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     from . import convert_arch
     spec = convert_arch.ARCHS[hp.model_type]
     prefix = "model." if "model.embed_tokens.weight" in ck else ""
-    # src -> (gguf name, shape, perm heads, value added)
-    want: Dict[str, Tuple[str, Tuple[int, ...], int, float]] = {}
+    # src -> (gguf name, shape, perm heads, value added), or None: a tensor not used
+    want: Dict[str, Optional[Tuple[str, Tuple[int, ...], int, float]]] = {}
     want[prefix + "embed_tokens.weight"] = ("token_embd.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
     perm_of = {"q": hp.n_head, "k": hp.n_head_kv, "": 0}
     for il in range(hp.n_layer):
         for hf, lt in spec.layer.items():
             want[f"{prefix}layers.{il}.{hf}"] = (f"blk.{il}.{lt.gguf}", convert_arch.shape(lt.shape, hp),
                                                  perm_of[lt.perm], lt.add)
+    computed = []
+    if spec.tensors is not None:
+        more, computed = spec.tensors(hp, prefix)
+        want.update(more)
     want[prefix + "norm.weight"] = ("output_norm.weight", (hp.n_embd,), 0, spec.final_norm_add)
     has_head = "lm_head.weight" in ck
     if has_head and not hp.tied:
@@ -679,7 +683,10 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
         more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
         raise ConvertError(f"checkpoint tensors not used by the {hp.arch} architecture: {', '.join(unknown[:8])}{more}")
     jobs: List[TensorJob] = []
-    for src, (name, shape, perm, add) in want.items():
+    for src, entry in want.items():
+        if entry is None:
+            continue   # present in some checkpoints, not used (the architecture's tensors hook says so)
+        name, shape, perm, add = entry
         if src not in ck:
             if src == "lm_head.weight":
                 continue
@@ -695,6 +702,8 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
         else:
             t = ftype
         jobs.append(TensorJob(name, src, shape, t, perm, add=add))
+    for name, data in computed:
+        jobs.append(TensorJob(name, None, data.shape, GGML_F32, data=data))
     if hp.rope.get("rope_type") == "llama3":
         jobs.append(TensorJob("rope_freqs.weight", None, (hp.head_dim // 2,), GGML_F32,
                               data=llama3_rope_factors(hp)))
@@ -808,7 +817,12 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
         raise ConvertError(f"config.json: rope scaling type '{rt}' is not supported for {a} (linear, yarn, llama3"
                            f"{', longrope' if a == 'phi3' else ''})")
     for suffix, kind, val in (spec.keys(hp.config, hp) if spec.keys else []):
-        (u32 if kind == "u32" else f32)(f"{a}.{suffix}", val)
+        if kind == "u32[]":
+            arr_num(f"{a}.{suffix}", val, G.GGUF_TYPE_UINT32, np.uint32)
+        elif kind == "bool[]":
+            arr_num(f"{a}.{suffix}", val, G.GGUF_TYPE_BOOL, np.uint8)
+        else:
+            (u32 if kind == "u32" else f32)(f"{a}.{suffix}", val)
 
     s("tokenizer.ggml.model", vocab.model)
     s("tokenizer.ggml.pre", vocab.pre)

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
+from . import convert_gemma4
+
 # Symbolic sizes resolved from the hyperparameters (see shape()).
 EMBD, FF, FF2, Q, KV, QKV, HEAD = "embd", "ff", "ff2", "q", "kv", "qkv", "head"
 
@@ -32,7 +34,12 @@ class ArchSpec:
     write_head_dim: bool = False                # always write attention.key_length / value_length
     activations: Tuple[str, ...] = ("silu",)
     check: Optional[Callable[[dict, "object"], None]] = None     # config checks (raise ConvertError)
-    keys: Optional[Callable[[dict, "object"], List[Tuple[str, str, object]]]] = None  # (suffix, type, value)
+    # (suffix, type, value); type "u32", "f32", or "u32[]" / "bool[]" for one value per layer
+    keys: Optional[Callable[[dict, "object"], List[Tuple[str, str, object]]]] = None
+    # checkpoint tensors beyond `layer` (per-layer shapes, model-wide extras) as plan_tensors'
+    # entries {src: (gguf name, shape, perm heads, value added)}, and tensors computed from the
+    # config [(gguf name, float32 array)]; called with (hp, checkpoint prefix)
+    tensors: Optional[Callable[["object", str], Tuple[Dict[str, tuple], List[Tuple[str, "object"]]]]] = None
 
 
 def _attn(q="self_attn.q_proj.weight", perm=True, bias=False) -> Dict[str, LayerTensor]:
@@ -170,6 +177,9 @@ ARCHS: Dict[str, ArchSpec] = {
          "mlp.down_proj.weight": LayerTensor("ffn_down.weight", (EMBD, FF))},
         keys=_phi3_keys),
 }
+ARCHS["gemma4_text"] = ArchSpec(
+    "gemma4", ("Gemma4ForCausalLM",), {}, write_head_dim=True, activations=("gelu_pytorch_tanh",),
+    check=convert_gemma4.check, keys=convert_gemma4.keys, tensors=convert_gemma4.tensors)
 ARCHS["gemma2"] = ArchSpec(
     "gemma2", ("Gemma2ForCausalLM",),
     {k: v for k, v in ARCHS["gemma3_text"].layer.items() if "_norm." not in k or "layernorm" in k},

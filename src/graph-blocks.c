@@ -52,15 +52,17 @@ struct ggml_tensor * llm_graph_rope(struct llm_graph * g, uint32_t il, struct gg
     const struct llama_context * ctx = g->ctx;
     const struct llama_hparams * hp = g->hp;
     float base = ctx->rope_freq_base, scale = ctx->rope_freq_scale;
+    struct ggml_tensor * factors = g->rope_factors;
     if (hp->swa_layers[il] && hp->rope_freq_base_swa > 0.0f) {
         base = hp->rope_freq_base_swa; // local layers keep their own, unscaled frequencies
         scale = 1.0f;
+        factors = NULL;
     }
     float attn_factor = ctx->yarn_attn_factor;
     if (!shift && hp->rope_attn_factor > 0.0f) {
         attn_factor *= hp->rope_attn_factor;
     }
-    return ggml_rope_ext(g->c, x, pos, g->rope_factors, (int) hp->n_rot, g->model->arch_info->rope, (int) ctx->n_ctx_orig,
+    return ggml_rope_ext(g->c, x, pos, factors, (int) hp->n_rot_l[il], g->model->arch_info->rope, (int) ctx->n_ctx_orig,
                          base, scale, ctx->yarn_ext_factor, attn_factor, ctx->yarn_beta_fast, ctx->yarn_beta_slow);
 }
 
@@ -69,13 +71,23 @@ static struct ggml_tensor * graph_bias(struct ggml_context * c, struct ggml_tens
     return b ? ggml_add(c, x, b) : x;
 }
 
-// Q, K ([hd, heads, n_tokens]) and V ([n_v, n_tokens]) of layer il from its normed input.
-static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * cur,
+// Q, K ([hd, heads, n_tokens]) and V ([n_v, n_tokens]) of layer il from its normed input; k and
+// v are NULL for a layer that reads an earlier layer's KV. Without a V projection V is K's
+// projection (before K's norm and rope); with attn_v_norm it is RMS-normed per head.
+static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
                       struct ggml_tensor ** q, struct ggml_tensor ** k, struct ggml_tensor ** v) {
     struct ggml_context * c = g->c;
     const struct llama_hparams * hp = g->hp;
-    const int64_t hd_k = hp->n_embd_head_k, n_head = hp->n_head, n_head_kv = hp->n_head_kv, n = g->n_tokens;
-    const int64_t n_q = hd_k * n_head, n_k = hd_k * n_head_kv, n_v = (int64_t) hp->n_embd_head_v * n_head_kv;
+    const struct llama_layer * L = &g->model->layers[il];
+    const int64_t hd_k = hp->n_embd_head_k_l[il], n_head = hp->n_head, n_head_kv = hp->n_head_kv_l[il], n = g->n_tokens;
+    const int64_t n_q = hd_k * n_head, n_k = hd_k * n_head_kv, n_v = (int64_t) hp->n_embd_head_v_l[il] * n_head_kv;
+    *k = *v = NULL;
+    if (hp->kv_layer[il] != il) {
+        GB(*q = ggml_mul_mat(c, L->wq, cur));
+        GB(*q = graph_bias(c, *q, L->bq));
+        GB(*q = ggml_reshape_3d(c, *q, hd_k, n_head, n));
+        return (*q = L->attn_q_norm ? llm_graph_norm(g, *q, L->attn_q_norm) : *q) != NULL;
+    }
     if (L->wqkv != NULL) {
         // one matmul for Q, K and V (stored fused, or fused by model.c): each is a view of its rows
         struct ggml_tensor * qkv;
@@ -98,7 +110,7 @@ static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct
     } else {
         GB(*q = ggml_mul_mat(c, L->wq, cur));
         GB(*k = ggml_mul_mat(c, L->wk, cur));
-        GB(*v = ggml_mul_mat(c, L->wv, cur));
+        GB(*v = L->wv ? ggml_mul_mat(c, L->wv, cur) : *k);
         GB(*q = graph_bias(c, *q, L->bq));
         GB(*k = graph_bias(c, *k, L->bk));
         GB(*v = graph_bias(c, *v, L->bv));
@@ -111,6 +123,12 @@ static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct
     if (L->attn_k_norm != NULL) {
         GB(*k = llm_graph_norm(g, *k, L->attn_k_norm));
     }
+    if (hp->attn_v_norm) {
+        GB(*v = ggml_is_contiguous(*v) ? *v : ggml_cont(c, *v));   // a view of a fused QKV product
+        GB(*v = ggml_reshape_3d(c, *v, hp->n_embd_head_v_l[il], n_head_kv, n));
+        GB(*v = llm_graph_norm(g, *v, NULL));
+        GB(*v = ggml_reshape_2d(c, *v, n_v, n));
+    }
     return true;
 }
 
@@ -121,29 +139,41 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     const struct llama_layer * L = &g->model->layers[il];
     const struct llama_memory_i * kv = &ctx->kv;
     struct llama_graph_result * res = g->res;
-    const int64_t hd_k = hp->n_embd_head_k, hd_v = hp->n_embd_head_v;
-    const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv, n_tokens = g->n_tokens, n_kv = g->n_kv;
+    const int64_t hd_k = hp->n_embd_head_k_l[il], hd_v = hp->n_embd_head_v_l[il];
+    const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv_l[il], n_tokens = g->n_tokens, n_kv = g->n_kv;
     const float kq_scale = hp->f_attn_scale > 0.0f ? hp->f_attn_scale : 1.0f / sqrtf((float) hd_k);
     const bool last = il == hp->n_layer - 1;
+    const uint32_t slot = kv->slot_of_layer[il];
     *out = NULL;
 
     struct ggml_tensor * q, * k, * v;
-    if (!graph_qkv(g, L, cur, &q, &k, &v)) {
+    if (!graph_qkv(g, il, cur, &q, &k, &v)) {
         return false;
     }
     GB(q = llm_graph_rope(g, il, q, res->inp_pos, false));
-    GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
 
     // Write this ubatch's K and V rows into their cells; the views read below are made from
-    // the set_rows results so that attention depends on (and runs after) the writes.
+    // the set_rows results so that attention depends on (and runs after) the writes. A layer
+    // sharing an earlier layer's KV reads the cells that layer wrote in this graph.
     struct ggml_tensor * k_all, * v_all;
-    GB(k = ggml_reshape_2d(c, k, hd_k * n_head_kv, n_tokens));
-    GB(k_all = ggml_set_rows(c, kv->k_l[il], k, res->inp_kv_idx));
-    GB(v_all = ggml_set_rows(c, kv->v_l[il], v, res->inp_kv_idx));
-    ggml_build_forward_expand(g->gf, k_all);
-    ggml_build_forward_expand(g->gf, v_all);
-    if (last && g->n_rows == 0) {
-        return true; // nothing leaves the last layer: only its K/V were needed
+    if (k != NULL) {
+        GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+        GB(k = ggml_reshape_2d(c, k, hd_k * n_head_kv, n_tokens));
+        GB(k_all = ggml_set_rows(c, kv->k_l[slot], k, res->inp_kv_idx));
+        GB(v_all = ggml_set_rows(c, kv->v_l[slot], v, res->inp_kv_idx));
+        ggml_build_forward_expand(g->gf, k_all);
+        ggml_build_forward_expand(g->gf, v_all);
+        g->kv_written[slot][0] = k_all;
+        g->kv_written[slot][1] = v_all;
+        if (last && g->n_rows == 0) {
+            return true; // nothing leaves the last layer: only its K/V were needed
+        }
+    } else if (last && g->n_rows == 0) {
+        return true;
+    } else if ((k_all = g->kv_written[slot][0]) == NULL || (v_all = g->kv_written[slot][1]) == NULL) {
+        LLAMA_LOG_ERROR("llama_decode: layer %u reads the KV of layer %u, which this graph did not write\n", il,
+                        kv->layer_of_slot[slot]);
+        return false;
     }
 
     struct ggml_tensor * K, * V, * Q, * o;

@@ -36,13 +36,18 @@ enum llm_dim {
     LLM_DIM_QKV,       // Q + K + V (one fused tensor)
     LLM_DIM_HEAD_K,    // n_embd_head_k (per-head norms)
     LLM_DIM_ROT2,      // n_rot / 2 (rope frequency factors)
+    LLM_DIM_PLE,       // n_embd_per_layer (per-layer embeddings; 0 without them)
+    LLM_DIM_PLE_ALL,   // n_embd_per_layer * n_layer
 };
+// Per-layer dimensions (FF, Q, K, V, O, QKV, HEAD_K) are the layer's own (model-layers.c).
 
 // Where a loaded tensor goes and what may be absent.
 enum llm_tensor_flags {
     LLM_T_REQUIRED = 1,   // absence is an error naming it
     LLM_T_LAYER    = 2,   // one per block: the name has a %u for the block index
     LLM_T_F32      = 4,   // must be stored as f32 (norm weights, biases, rope factors: elementwise ops)
+    LLM_T_KV       = 8,   // required in the layers that own their KV (absent where it is shared)
+    LLM_T_IF_DIM   = 16,  // required when its dimensions are all > 0 (a feature the keys switch on)
 };
 
 // One tensor of a row: GGUF name (printf pattern with %u for LLM_T_LAYER), shape, and the byte
@@ -93,6 +98,8 @@ const char * llama_arch_list(char * buf, size_t size);
 bool llm_build_llama(struct llm_graph * g);
 // Norms before and after attention and FFN, GeGLU, scaled embeddings: gemma3, gemma2.
 bool llm_build_gemma3(struct llm_graph * g);
+// gemma3's blocks plus per-layer embeddings and a scale per block: gemma4 (dense).
+bool llm_build_gemma4(struct llm_graph * g);
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,7 @@ struct llm_graph {
     int64_t n_tokens, n_kv;
     int64_t n_rows;                  // rows that leave the last layer (0: none)
     struct ggml_tensor * rope_factors; // frequency divisors for this context (or NULL)
+    struct ggml_tensor * kv_written[LLAMA_MAX_LAYERS][2]; // per KV slot: its K and V after this graph's writes
 };
 
 enum llm_ffn_kind { LLM_FFN_SWIGLU, LLM_FFN_GEGLU };

@@ -50,6 +50,19 @@ struct llama_hparams {
     float    f_attn_softcap;  // attn_logit_softcapping: scaled QK^T scores become c*tanh(s/c) (0: none)
     float    f_final_softcap; // final_logit_softcapping: logits become c*tanh(x/c) (0: none)
     bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
+    // Per-layer shape (model-layers.c): the shared values above, or the keys' per-layer arrays
+    // (head_count_kv, feed_forward_length), or the sliding layers' own head size (key_length_swa).
+    uint32_t n_embd_head_k_swa, n_embd_head_v_swa, n_rot_swa; // attention.key_length_swa, ... (0: as the others)
+    uint32_t n_kv_shared;     // attention.shared_kv_layers: the last ones attend over earlier layers' KV
+    uint32_t n_embd_per_layer;// embedding_length_per_layer_input: per-layer embeddings (gemma4 PLE; 0: none)
+    bool     attn_v_norm;     // V heads are RMS-normed without a weight (gemma4)
+    uint32_t n_expert;        // expert_count (0: dense)
+    uint32_t n_head_kv_l[LLAMA_MAX_LAYERS];
+    uint32_t n_embd_head_k_l[LLAMA_MAX_LAYERS];
+    uint32_t n_embd_head_v_l[LLAMA_MAX_LAYERS];
+    uint32_t n_ff_l[LLAMA_MAX_LAYERS];
+    uint32_t n_rot_l[LLAMA_MAX_LAYERS];
+    uint16_t kv_layer[LLAMA_MAX_LAYERS]; // layer whose K/V layer il attends over (il: its own)
 };
 
 // Key/value width of one token in one layer (all KV heads).
@@ -58,6 +71,14 @@ static inline uint32_t llama_hparams_n_embd_k_gqa(const struct llama_hparams * h
 }
 static inline uint32_t llama_hparams_n_embd_v_gqa(const struct llama_hparams * hp) {
     return hp->n_embd_head_v * hp->n_head_kv;
+}
+
+// Per-layer key/value width (all KV heads) of layer il.
+static inline uint32_t llama_hparams_n_embd_k_gqa_l(const struct llama_hparams * hp, uint32_t il) {
+    return hp->n_embd_head_k_l[il] * hp->n_head_kv_l[il];
+}
+static inline uint32_t llama_hparams_n_embd_v_gqa_l(const struct llama_hparams * hp, uint32_t il) {
+    return hp->n_embd_head_v_l[il] * hp->n_head_kv_l[il];
 }
 
 // Weights of one transformer block (views into the model file).
@@ -79,6 +100,10 @@ struct llama_layer {
     struct ggml_tensor * attn_k_norm;        // [n_embd_head_k] ... of each K head
     struct ggml_tensor * attn_post_norm;     // [n_embd] norm of the attention output (gemma3)
     struct ggml_tensor * ffn_post_norm;      // [n_embd] norm of the FFN output (gemma3)
+    struct ggml_tensor * ple_gate;           // [n_embd, n_embd_per_layer] per-layer embedding gate (gemma4)
+    struct ggml_tensor * ple_proj;           // [n_embd_per_layer, n_embd] its projection back
+    struct ggml_tensor * ple_post_norm;      // [n_embd] norm of that projection
+    struct ggml_tensor * out_scale;          // [1] the block's output times this (gemma4 layer_scalar)
 };
 
 struct llama_model {
@@ -99,6 +124,9 @@ struct llama_model {
     struct ggml_tensor * rope_freqs; // [n_rot/2] frequency divisors, or NULL (rope_freqs.weight)
     struct ggml_tensor * rope_long;  // [n_rot/2] LongRoPE divisors past n_ctx_orig_yarn, or NULL
     struct ggml_tensor * rope_short; // [n_rot/2] LongRoPE divisors within it, or NULL
+    struct ggml_tensor * ple_tok_embd;  // [n_embd_per_layer * n_layer, n_vocab] per-layer token embeddings, or NULL
+    struct ggml_tensor * ple_model_proj;// [n_embd, n_embd_per_layer * n_layer] their hidden-state part
+    struct ggml_tensor * ple_proj_norm; // [n_embd_per_layer] its norm
     struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
     int n_repack;
     ggml_backend_buffer_t buf_host;  // the mapped file as a CPU buffer (owned; the map is not)
@@ -117,6 +145,16 @@ struct llama_model {
     int64_t t_start_us;              // when loading began
     bool vocab_only;
 };
+
+// ---- model-layers.c ----
+
+// Reads <arch>.<name> as one unsigned value for every layer, or an array of one per layer, into
+// out[0..n_layer); false (logged) on a wrong type, length or range; absent: out untouched, false.
+bool llama_model_hp_layers(const struct gguf_context * g, const char * arch, const char * name, uint32_t n_layer,
+                           uint32_t * out, bool * ok);
+// Fills the rest of the per-layer shape (head sizes, rope dimensions, swa_layers, kv_layer; model.c
+// read n_head_kv_l and n_ff_l) and checks it; false (logged) if it is inconsistent.
+bool llama_model_layers_init(struct llama_hparams * hp, const struct gguf_context * g, const char * arch);
 
 // ---- model-placement.c ----
 

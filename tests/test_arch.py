@@ -43,6 +43,7 @@ transformers.utils.logging.set_verbosity_error()
 
 WINDOW = 8
 SOFTCAP_ATTN, SOFTCAP_FINAL = 2.0, 3.0   # gemma2's tiny model: scores and logits well into tanh's bend
+GEMMA4_LAYERS = ["sliding_attention", "sliding_attention", "full_attention"] * 2
 LONG = TC.PROMPTS[1]   # 20-60 tokens with the tiny tokenizers: > 2 WINDOW, within phi3's original 64
 
 
@@ -79,13 +80,25 @@ def _config(arch: str, n_vocab: int, bos: int, eos: int):
         c = dict(common, max_position_embeddings=256)
         return transformers.Phi3Config(num_hidden_layers=2, tie_word_embeddings=False, sliding_window=WINDOW,
                                        original_max_position_embeddings=64, rope_parameters=rope, **c)
+    if arch == "gemma4":
+        # both layer kinds with their own head sizes and KV heads, K = V on the full layers, the
+        # last two layers (one of each kind) reading earlier layers' KV with a double-wide MLP,
+        # per-layer embeddings, proportional rope on the full layers, a final soft-cap that bends
+        return transformers.Gemma4TextConfig(
+            num_hidden_layers=6, head_dim=16, global_head_dim=32, num_global_key_value_heads=1,
+            attention_k_eq_v=True, layer_types=GEMMA4_LAYERS, sliding_window=WINDOW, num_kv_shared_layers=2,
+            use_double_wide_mlp=True, hidden_size_per_layer_input=8, vocab_size_per_layer_input=n_vocab,
+            final_logit_softcapping=SOFTCAP_FINAL, tie_word_embeddings=True,
+            rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                "rope_theta": 1000000.0},
+                             "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}, **common)
     raise ValueError(arch)
 
 
 _MODEL_CLASS = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "gemma3": "Gemma3ForCausalLM",
-                "phi3": "Phi3ForCausalLM", "gemma2": "Gemma2ForCausalLM"}
+                "phi3": "Phi3ForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma4": "Gemma4ForCausalLM"}
 # tokenizers: qwen2 / qwen3 byte-level BPE with the qwen2 pre-tokenizer; gemma2 / gemma3 / phi3 SentencePiece
-_TOKENIZER = {"qwen2": "bpe", "qwen3": "bpe", "gemma3": "spm", "phi3": "spm", "gemma2": "spm"}
+_TOKENIZER = {"qwen2": "bpe", "qwen3": "bpe", "gemma3": "spm", "phi3": "spm", "gemma2": "spm", "gemma4": "spm"}
 
 
 class Tiny:
@@ -132,11 +145,14 @@ def _build(root: Path, arch: str, sp_model: Path, seed: int) -> Tiny:
                 p.normal_(0.0, 0.5)
             else:
                 p.normal_(0.0, 1.0 / np.sqrt(p.shape[-1]))
+        for name, b in model.named_buffers():
+            if name.endswith("layer_scalar"):   # gemma4's scale of each block's output (stored)
+                b.uniform_(0.5, 1.5)
     model.save_pretrained(str(d))
     return Tiny(d, model, tok, arch)
 
 
-ARCHS = ["qwen2", "qwen3", "gemma3", "phi3", "gemma2"]
+ARCHS = ["qwen2", "qwen3", "gemma3", "phi3", "gemma2", "gemma4"]
 
 
 @pytest.fixture(scope="module")
@@ -379,7 +395,7 @@ def test_strict_loading(tiny, tmp_path):
     w.write_tensors_to_file()
     w.close()
     err = _load_error(bad)
-    assert "unsupported architecture 'mamba9' (supported: llama, qwen2, qwen3, gemma3, phi3, gemma2)" in err, err
+    assert "unsupported architecture 'mamba9' (supported: llama, qwen2, qwen3, gemma3, phi3, gemma2, gemma4)" in err, err
 
 
 def test_vocabulary_validation(tiny, tmp_path):
