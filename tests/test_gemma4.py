@@ -1,0 +1,105 @@
+"""Gemma 4 (text, dense) beyond what tests/test_arch.py checks for every architecture, on the
+same tiny random Gemma4ForCausalLM (PLE, two KV-shared layers, K = V on the full layers,
+sliding and full layers of different head sizes and KV-head counts):
+
+  - the KV cache holds only the layers that own KV: a sequence's saved state grows per token
+    by those layers' K and V rows, sized per layer from the GGUF's own keys;
+  - several sequences interleaved in one batch each give transformers' logits;
+  - a sequence's state saved after a prompt and restored into a fresh context continues with
+    transformers' logits past the sliding window.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="torch is not installed (test-only dependency, see requirements-test.txt)")
+transformers = pytest.importorskip("transformers",
+                                   reason="transformers is not installed (test-only dependency, see requirements-test.txt)")
+gguf = pytest.importorskip("gguf")
+if not hasattr(transformers, "Gemma4ForCausalLM"):
+    pytest.skip("this transformers has no Gemma4ForCausalLM", allow_module_level=True)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import test_arch as T  # noqa: E402
+import test_convert as TC  # noqa: E402
+from llama_ref import rel_err  # noqa: E402
+from model_util import Ctx, Model  # noqa: E402
+
+import llama_py.llama_cpp as L  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def g4(tmp_path_factory, lib_path):
+    root = tmp_path_factory.mktemp("gemma4")
+    return T._build(root, "gemma4", TC._train_spm(root), seed=25)
+
+
+def _kv_row_bytes(path: Path, elt: int = 4):
+    """(bytes of one token's K and V rows in the layers owning KV, the same over all layers)."""
+    r = gguf.GGUFReader(str(path))
+    f = lambda k: r.fields[f"gemma4.{k}"].contents()  # noqa: E731
+    n_layer, shared = f("block_count"), f("attention.shared_kv_layers")
+    swa, n_kv = f("attention.sliding_window_pattern"), f("attention.head_count_kv")
+    hd, hd_swa = f("attention.key_length"), f("attention.key_length_swa")
+    rows = [2 * elt * n_kv[il] * (hd_swa if swa[il] else hd) for il in range(n_layer)]
+    assert 0 < shared < n_layer
+    return sum(rows[:n_layer - shared]), sum(rows)
+
+
+def test_kv_cache_holds_only_owning_layers(g4):
+    own, unshared = _kv_row_bytes(g4.gguf)
+    toks = g4.ids(T.LONG)[:40]
+    with Model(g4.gguf) as m, Ctx(m, n_ctx=64, n_batch=64, type_k=0, type_v=0) as c:
+        assert c.decode_seq(toks[:10]) == 0
+        s1 = L.llama_state_seq_get_size(c.ptr, 0)
+        assert c.decode_seq(toks[10:30], start=10) == 0
+        s2 = L.llama_state_seq_get_size(c.ptr, 0)
+    # per cell: index, position, sequence count and id (4 bytes each), then its K/V rows
+    per_token = (s2 - s1) / 20
+    print(f"\ngemma4 tiny: KV {own} bytes/token (F32) with sharing, {unshared} without", end="")
+    assert per_token == 16 + own, (per_token, own, unshared)
+
+
+def test_sequences_in_one_batch(g4):
+    seqs = [g4.ids(p)[:40] for p in (TC.PROMPTS[0], T.LONG, TC.PROMPTS[2])]
+    assert len(seqs[1]) > 2 * T.WINDOW
+    rows, where = [], []
+    for i in range(max(map(len, seqs))):
+        for s, toks in enumerate(seqs):
+            if i < len(toks):
+                where.append((s, i))
+                rows.append((toks[i], i, [s], True))
+    with Model(g4.gguf) as m, Ctx(m, n_ctx=256, n_batch=256, n_ubatch=256, n_seq_max=3, type_k=0, type_v=0) as c:
+        assert c.decode_rows(rows) == 0
+        got = [np.zeros((len(t), c.model.n_vocab)) for t in seqs]
+        for r, (s, i) in enumerate(where):
+            got[s][i] = c.logits(r)
+    err = max(rel_err(got[s], T.hf_logits(g4.model, seqs[s])) for s in range(3))
+    print(f"\ngemma4 three sequences in one batch: {err:.2e}", end="")
+    assert err < 1e-3, err
+
+
+def test_state_restore_continues(g4):
+    toks = g4.ids(T.LONG)[:40]
+    ref = T.hf_logits(g4.model, toks)
+    n0 = 12
+    with Model(g4.gguf) as m:
+        with Ctx(m, n_ctx=64, n_batch=64, type_k=0, type_v=0) as c:
+            assert c.decode_seq(toks[:n0]) == 0
+            size = L.llama_state_seq_get_size(c.ptr, 0)
+            buf = (ctypes.c_uint8 * size)()
+            assert L.llama_state_seq_get_data(c.ptr, buf, size, 0) == size
+        with Ctx(m, n_ctx=64, n_batch=64, type_k=0, type_v=0) as c:
+            assert L.llama_state_seq_set_data(c.ptr, buf, size, 0) == size
+            rows = []
+            for i in range(n0, len(toks)):
+                assert c.decode_seq([toks[i]], start=i) == 0
+                rows.append(c.logits(0))
+    err = rel_err(np.stack(rows), ref[n0:])
+    print(f"\ngemma4 restored state, then token by token: {err:.2e}", end="")
+    assert err < 1e-3, err
