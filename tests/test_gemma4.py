@@ -103,3 +103,39 @@ def test_state_restore_continues(g4):
     err = rel_err(np.stack(rows), ref[n0:])
     print(f"\ngemma4 restored state, then token by token: {err:.2e}", end="")
     assert err < 1e-3, err
+
+
+def test_llama_cpp_converter_file(g4, tmp_path):
+    """llama.cpp's own converter (0.3.36 sdist) writes the same keys and tensors as ours, and its
+    file gives transformers' logits. Its tokenizer.ggml.model is 'gemma4' (the gemma-4 vocabulary
+    work loads that); here the file is rewritten with the SentencePiece name 'llama', which this
+    tiny tokenizer is, so that the model itself is checked."""
+    from upstream_convert import convert_with_llama_cpp
+    up = convert_with_llama_cpp(g4.path, tmp_path / "upstream.gguf", "f32")
+    r_up, r_us = gguf.GGUFReader(str(up)), gguf.GGUFReader(str(g4.gguf))
+    assert {t.name for t in r_up.tensors} == {t.name for t in r_us.tensors}
+    for k, f in r_up.fields.items():
+        if k.startswith("gemma4."):
+            a, b = f.contents(), r_us.fields[k].contents()
+            assert (np.allclose(a, b) if isinstance(a, float) else a == b), (k, a, b)
+    fixed = tmp_path / "upstream-spm.gguf"
+    w = gguf.GGUFWriter(str(fixed), "gemma4")
+    for k, f in r_up.fields.items():
+        if k.startswith("GGUF.") or k == "general.architecture":
+            continue
+        v = "llama" if k == "tokenizer.ggml.model" else f.contents()
+        if f.types[0] == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(k, v, f.types[0], sub_type=f.types[-1])
+        else:
+            w.add_key_value(k, v, f.types[0])
+    for t in r_up.tensors:
+        w.add_tensor(t.name, np.ascontiguousarray(np.asarray(t.data).reshape([int(x) for x in reversed(t.shape)])))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    toks = g4.ids(T.LONG)[:60]
+    ref = T.hf_logits(g4.model, toks)
+    err = max(rel_err(T.our_batch(fixed, [toks])[0], ref), rel_err(T.our_stepwise(fixed, toks), ref))
+    print(f"\ngemma4 (llama.cpp's converter): {err:.2e}", end="")
+    assert err < 1e-3, err
