@@ -157,7 +157,7 @@ class LlamaState:
 _HARMLESS = {
     "n_gpu_layers": 0, "split_mode": C.LLAMA_SPLIT_MODE_LAYER, "main_gpu": 0, "tensor_split": None,
     "use_mlock": False, "offload_kqv": True, "op_offload": None, "swa_full": None, "numa": False,
-    "lora_base": None, "lora_scale": 1.0, "draft_model": None, "no_perf": False,
+    "lora_base": None, "draft_model": None, "no_perf": False,
 }
 # Keywords llama_py adds (accepted through **kwargs so the signature stays llama-cpp-python's).
 _EXTENSIONS = {"n_seq_max"}
@@ -232,12 +232,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         n_seq_max = kwargs.pop("n_seq_max", 1)
         for key in kwargs:
             _warn_once(f"unknown:{key}", f"Llama: unknown keyword {key!r} ignored")
-        if lora_path is not None:
-            raise NotImplementedError(f"Llama(lora_path={lora_path!r}): LoRA adapters are not supported by llama_py; "
-                                      "ignoring it would change the output (merge the adapter into the model first)")
         given = dict(n_gpu_layers=n_gpu_layers, split_mode=split_mode, main_gpu=main_gpu, tensor_split=tensor_split,
                      use_mlock=use_mlock, offload_kqv=offload_kqv, op_offload=op_offload, swa_full=swa_full,
-                     numa=numa, lora_base=lora_base, lora_scale=lora_scale, draft_model=draft_model, no_perf=no_perf)
+                     numa=numa, lora_base=lora_base, draft_model=draft_model, no_perf=no_perf)
         for key, default in _HARMLESS.items():
             if given[key] is not None and given[key] != default:
                 _warn_once(f"harmless:{key}", f"Llama({key}=...): not supported by llama_py (CPU only); ignored, "
@@ -345,7 +342,46 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
             self._pooled = bool(embedding) and C.llama_pooling_type(ctx) != C.LLAMA_POOLING_TYPE_NONE
             if self._logits_all:
                 self._batch = C.llama_batch_init(self.n_batch, 0, 1)
+            if lora_path is not None:
+                try:
+                    self.set_lora(lora_path, lora_scale)
+                except Exception:
+                    self.close()
+                    raise
         self._init_chat()
+
+    # ---- LoRA ----
+
+    def set_lora(self, lora_path: Optional[str] = None, lora_scale: float = 1.0) -> None:
+        """Applies the LoRA adapter at lora_path (llama.cpp's LoRA GGUF; `python -m llama_py convert
+        --lora` makes one from PEFT) at lora_scale, replacing the current one, without reloading
+        the model; None removes it. The KV cache is cleared: what it holds was computed without it."""
+        if not self._ctx:
+            raise LlamaError("set_lora needs a context (the model was loaded with vocab_only)")
+        old = getattr(self, "_lora", None)
+        new = None
+        if lora_path is not None:
+            if not os.path.isfile(str(lora_path)):
+                raise ModelPathError(f"LoRA adapter path does not exist: {lora_path}")
+            new = C.llama_adapter_lora_init(self._model, str(lora_path).encode())
+            if not new:
+                raise LlamaError(f"failed to load the LoRA adapter {lora_path} for this model "
+                                 "(set verbose=True to see why)")
+            arr = (C.llama_adapter_lora_p * 1)(new)
+            rc = C.llama_set_adapters_lora(self._ctx, arr, 1, (ctypes.c_float * 1)(float(lora_scale)))
+        else:
+            rc = C.llama_set_adapters_lora(self._ctx, None, 0, None)
+        if rc != 0:
+            if new:
+                C.llama_adapter_lora_free(new)
+            raise LlamaError(f"could not set the LoRA adapter {lora_path} (set verbose=True to see why)")
+        if old:
+            C.llama_adapter_lora_free(old)
+        self._lora = new
+        self.lora_path, self.lora_scale = lora_path, lora_scale
+        C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
+        self._tokens = []
+        self._logits_live = False
 
     # ---- lifetime ----
 
@@ -360,6 +396,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         if getattr(self, "_ctx", None):
             C.llama_free(self._ctx)
             self._ctx = None
+        if getattr(self, "_lora", None):
+            C.llama_adapter_lora_free(self._lora)
+            self._lora = None
         if getattr(self, "_model", None):
             C.llama_model_free(self._model)
             self._model = None

@@ -221,6 +221,18 @@ def llama_n_head(model, /) -> int:
     return llama_model_n_head(model)
 
 
+def llama_set_adapter_lora(ctx, adapter, scale: float, /) -> int:
+    """Deprecated: llama_set_adapters_lora with this one adapter (replacing the context's set)."""
+    _deprecated("llama_set_adapter_lora", "llama_set_adapters_lora")
+    return llama_set_adapters_lora(ctx, (ctypes.c_void_p * 1)(adapter), 1, (ctypes.c_float * 1)(scale))
+
+
+def llama_apply_adapter_cvec(ctx, data, len: int, n_embd: int, il_start: int, il_end: int, /) -> int:
+    """Deprecated: llama_set_adapter_cvec."""
+    _deprecated("llama_apply_adapter_cvec", "llama_set_adapter_cvec")
+    return llama_set_adapter_cvec(ctx, data, len, n_embd, il_start, il_end)
+
+
 def llama_n_vocab(vocab_or_model, /) -> int:
     """Deprecated: llama_vocab_n_tokens (a model is accepted too)."""
     _deprecated("llama_n_vocab", "llama_vocab_n_tokens")

@@ -75,6 +75,9 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
     if (ggml_is_quantized(kv->type_k) || ggml_is_quantized(kv->type_v)) {
         G(res->inp_kv_range = graph_input(c, GGML_TYPE_I32, n_kv, 0, "inp_kv_range"));
     }
+    if (ub->n_seqs > 0) {
+        G(res->inp_s_ids = graph_input(c, GGML_TYPE_I32, ub->n_seqs, 0, "inp_s_ids"));
+    }
     if (g.n_rows > 0 && g.n_rows < n_tokens) {
         G(res->inp_out_ids = graph_input(c, GGML_TYPE_I32, g.n_rows, 0, "inp_out_ids"));
     }

@@ -35,6 +35,8 @@ void llama_kv_cache_free(struct llama_memory_i * kv) {
         return;
     }
     kv->magic = LLAMA_MAGIC_DEAD;
+    llama_memory_recurrent_free(kv->rs);
+    kv->rs = NULL;
     free(kv->pos);
     free(kv->seq);
     free(kv->k_l);
@@ -157,6 +159,17 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
         }
         base[b] += GGML_PAD(ggml_nbytes(kv->v_l[s]), align);
     }
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (hp->recurrent_layers[il]) {
+            // a hybrid model: its recurrent layers keep their state beside the cache
+            kv->rs = llama_memory_recurrent_init(model, n_seq_max);
+            if (kv->rs == NULL) {
+                llama_kv_cache_free(kv);
+                return false;
+            }
+            break;
+        }
+    }
     kv->magic = LLAMA_MAGIC_MEMORY;
     return true;
 }
@@ -275,6 +288,9 @@ void llama_memory_clear(llama_memory_t mem, bool data) {
     }
     memset(kv->seq, 0, (size_t) kv->size * kv->n_words * sizeof(uint64_t));
     kv->n_used = 0;
+    if (kv->rs) {
+        llama_memory_recurrent_clear(kv->rs, data);
+    }
     if (data) {
         for (int b = 0; b < kv->n_bufs; b++) {
             ggml_backend_buffer_clear(kv->bufs[b], 0);
@@ -289,6 +305,13 @@ bool llama_memory_seq_rm(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, 
     }
     if (seq_id >= 0 && !kv_seq_ok(kv, seq_id, __func__)) {
         return false;
+    }
+    if (kv->rs) {
+        // a recurrent state is removed whole or not at all: check before touching anything
+        if (!llama_memory_recurrent_seq_rm_ok(kv->rs, seq_id, p0, p1)) {
+            return false;
+        }
+        llama_memory_recurrent_seq_rm(kv->rs, seq_id, p0, p1);
     }
     kv_range(&p0, &p1);
     for (uint32_t i = 0; i < kv->size; i++) {
@@ -313,6 +336,9 @@ void llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_
     if (!kv || !kv_seq_ok(kv, seq_id_src, __func__) || !kv_seq_ok(kv, seq_id_dst, __func__) || seq_id_src == seq_id_dst) {
         return;
     }
+    if (kv->rs) {
+        llama_memory_recurrent_seq_cp(kv->rs, seq_id_src, seq_id_dst); // a state is copied whole
+    }
     kv_range(&p0, &p1);
     for (uint32_t i = 0; i < kv->size; i++) {
         const llama_pos p = kv->pos[i];
@@ -326,6 +352,9 @@ void llama_memory_seq_keep(llama_memory_t mem, llama_seq_id seq_id) {
     struct llama_memory_i * kv = kv_checked(mem, __func__);
     if (!kv || !kv_seq_ok(kv, seq_id, __func__)) {
         return;
+    }
+    if (kv->rs) {
+        llama_memory_recurrent_seq_keep(kv->rs, seq_id);
     }
     for (uint32_t i = 0; i < kv->size; i++) {
         if (kv->pos[i] < 0) {
@@ -364,6 +393,9 @@ static void kv_rotate_keys(struct llama_memory_i * kv, const int32_t * cells, co
 // new position would be negative are removed.
 static void kv_seq_move(struct llama_memory_i * kv, llama_seq_id seq_id, llama_pos p0, llama_pos p1,
                         llama_pos delta, int d, const char * func) {
+    if (kv->rs) {
+        llama_memory_recurrent_seq_move(kv->rs, seq_id, p0, p1, delta, d);
+    }
     kv_range(&p0, &p1);
     int32_t * cells = GGML_MALLOC(sizeof(int32_t) * kv->size);
     int32_t * dpos = GGML_MALLOC(sizeof(int32_t) * kv->size);

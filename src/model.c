@@ -1,6 +1,7 @@
 // model.c — loading GGUF models of the architectures in the table (arch.c): metadata (with
 // kv_overrides), the vocabulary, hyperparameters, weight tensors viewed in place in the mapped
 // file, validation of every required tensor and shape; and the model accessors and metadata.
+#include "llama-adapter.h"
 #include "llama-model.h"
 #include "llama-vocab.h"
 
@@ -68,6 +69,7 @@ static bool gguf_type_is_int(enum gguf_type t) {
     switch (t) {
         case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16:
         case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_UINT64: case GGUF_TYPE_INT64:
+        case GGUF_TYPE_BOOL: // a flag (expert_weights_norm) reads as 0 / 1
             return true;
         default:
             return false;
@@ -84,6 +86,7 @@ static int64_t gguf_int_at(const struct gguf_context * g, int64_t id) {
         case GGUF_TYPE_INT32:  return gguf_get_val_i32(g, id);
         case GGUF_TYPE_UINT64: return (int64_t) gguf_get_val_u64(g, id);
         case GGUF_TYPE_INT64:  return gguf_get_val_i64(g, id);
+        case GGUF_TYPE_BOOL:   return gguf_get_val_bool(g, id) ? 1 : 0;
         default:               return 0;
     }
 }
@@ -256,6 +259,28 @@ static bool hp_f32(const struct gguf_context * g, const char * arch, const char 
 }
 
 // strict: the model will be run, so every value must be present and consistent.
+// <arch>.attention.recurrent_layers (bools or integers per layer), when the file has it, says
+// which layers are recurrent (otherwise the architecture's finish hook derived them).
+static bool model_read_recurrent_layers(const struct gguf_context * g, const char * a, struct llama_hparams * hp) {
+    char key[256];
+    snprintf(key, sizeof(key), "%s.attention.recurrent_layers", a);
+    const int64_t id = gguf_find_key(g, key);
+    if (id < 0) {
+        return true;
+    }
+    const enum gguf_type t = gguf_get_kv_type(g, id) == GGUF_TYPE_ARRAY ? gguf_get_arr_type(g, id) : GGUF_TYPE_COUNT;
+    const size_t n = t != GGUF_TYPE_COUNT ? gguf_get_arr_n(g, id) : 0;
+    if ((t != GGUF_TYPE_BOOL && t != GGUF_TYPE_INT32 && t != GGUF_TYPE_UINT8 && t != GGUF_TYPE_INT8) || n < hp->n_layer) {
+        LLAMA_LOG_ERROR("llama_model_load: '%s' must be an array of bools of at least block_count (%u) entries\n", key, hp->n_layer);
+        return false;
+    }
+    const void * d = gguf_get_arr_data(g, id);
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        hp->recurrent_layers[il] = t == GGUF_TYPE_INT32 ? ((const int32_t *) d)[il] != 0 : ((const uint8_t *) d)[il] != 0;
+    }
+    return true;
+}
+
 static bool model_load_hparams(struct llama_model * m, bool strict) {
     const struct gguf_context * g = m->gguf;
     const char * a = m->arch;
@@ -363,6 +388,21 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
                         "feed_forward_length and attention.head_count must be > 0\n", a);
         return false;
     }
+    if (hp->n_expert > 0 && (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert)) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_used_count = %u must be in 1..%s.expert_count = %u\n",
+                        a, hp->n_expert_used, a, hp->n_expert);
+        return false;
+    }
+    if (hp->n_expert == 0 && hp->n_expert_used > 0) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_used_count = %u without %s.expert_count\n", a, hp->n_expert_used, a);
+        return false;
+    }
+    if (hp->n_expert > 0 && hp->expert_gating != 0 && hp->expert_gating != LLM_EXPERT_GATING_SOFTMAX &&
+        hp->expert_gating != LLM_EXPERT_GATING_SIGMOID) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_gating_func = %u is not supported (1: softmax, 2: sigmoid)\n",
+                        a, hp->expert_gating);
+        return false;
+    }
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0) {
         LLAMA_LOG_ERROR("llama_model_load: %s.attention.head_count = %u is not a multiple of "
                         "%s.attention.head_count_kv = %u\n", a, hp->n_head, a, hp->n_head_kv);
@@ -396,8 +436,11 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
         LLAMA_LOG_ERROR("llama_model_load: %s.rope.freq_base_swa / rope.scaling.attn_factor must be finite and >= 0\n", a);
         return false;
     }
-    // Sliding-window layers, per-layer heads and widths, KV sharing.
-    return llama_model_layers_init(hp, g, a);
+    // Sliding-window layers, per-layer heads and widths, KV sharing; recurrent layers.
+    if (!llama_model_layers_init(hp, g, a)) {
+        return false;
+    }
+    return model_read_recurrent_layers(g, a, hp);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -434,9 +477,9 @@ static struct ggml_tensor * model_tensor(struct model_loader * ld, const char * 
         same = same && fne[i] == want;
     }
     if (!same) {
-        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has wrong shape; expected [%" PRId64 ", %" PRId64
+        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has wrong shape; expected [%" PRId64 ", %" PRId64 ", %" PRId64
                         "], got [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]\n", name,
-                        ne[0], n_dims > 1 ? ne[1] : 1, fne[0], fne[1], fne[2], fne[3]);
+                        ne[0], n_dims > 1 ? ne[1] : 1, n_dims > 2 ? ne[2] : 1, fne[0], fne[1], fne[2], fne[3]);
         *ok = false;
         return NULL;
     }
@@ -645,6 +688,15 @@ static int64_t model_dim(const struct llama_hparams * hp, uint32_t il, uint8_t d
         case LLM_DIM_QKV:     return n_q + n_k + n_v;
         case LLM_DIM_HEAD_K:  return hp->n_embd_head_k_l[l];
         case LLM_DIM_ROT2:    return hp->n_rot / 2;
+        case LLM_DIM_EXPERT:  return hp->n_expert;
+        case LLM_DIM_FF_EXP:  return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
+        case LLM_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
+        case LLM_DIM_Q2:      return 2 * n_q;
+        case LLM_DIM_SSM_CONV_K:  return hp->ssm_d_conv;
+        case LLM_DIM_SSM_CONV_CH: return 2 * (int64_t) hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
+        case LLM_DIM_SSM_INNER:   return hp->ssm_d_inner;
+        case LLM_DIM_SSM_HEADS:   return hp->ssm_dt_rank;
+        case LLM_DIM_SSM_STATE:   return hp->ssm_d_state;
         case LLM_DIM_PLE:     return hp->n_embd_per_layer;
         case LLM_DIM_PLE_ALL: return (int64_t) hp->n_embd_per_layer * hp->n_layer;
         default:              return 1;
@@ -656,8 +708,12 @@ static int64_t model_dim(const struct llama_hparams * hp, uint32_t il, uint8_t d
 static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_spec * ts, uint32_t il, const char * name,
                             void * base) {
     const struct llama_hparams * hp = &ld->m->hparams;
-    int64_t ne[2] = { model_dim(hp, il, ts->ne[0]), model_dim(hp, il, ts->ne[1]) };
-    bool required = (ts->flags & LLM_T_REQUIRED) != 0;
+    int64_t ne[3] = { model_dim(hp, il, ts->ne[0]), model_dim(hp, il, ts->ne[1]), model_dim(hp, il, ts->ne[2]) };
+    // a dense FFN's tensors in a model with experts, or the experts' in a dense one, stay unloaded
+    if (((ts->flags & LLM_T_DENSE) && hp->n_expert > 0) || ((ts->flags & LLM_T_MOE) && hp->n_expert == 0)) {
+        return true;
+    }
+    bool required = (ts->flags & (LLM_T_REQUIRED | LLM_T_DENSE | LLM_T_MOE)) != 0;
     if ((ts->flags & LLM_T_KV) && il < hp->n_layer && hp->kv_layer[il] == il) {
         required = true;
     }
@@ -845,6 +901,7 @@ void llama_model_free(struct llama_model * model) {
         return;
     }
     model->magic = LLAMA_MAGIC_DEAD;
+    llama_adapter_lora_free_all(model);
     llama_vocab_free(model->vocab);
 #ifndef _WIN32
     if (model->mlocked && model->map != NULL) {
@@ -1141,7 +1198,7 @@ const char * llama_model_chat_template(const struct llama_model * model, const c
 // metadata as strings (the format llama.cpp uses: ints in decimal, floats with %f, bools
 // true/false, strings as stored; arrays are not listed)
 
-static int32_t model_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size) {
+int32_t llama_gguf_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size) {
     char tmp[64];
     const char * s = tmp;
     switch (gguf_get_kv_type(g, id)) {
@@ -1188,7 +1245,7 @@ int32_t llama_model_meta_val_str(const struct llama_model * model, const char * 
         }
         return -1;
     }
-    return model_kv_to_str(model->gguf, id, buf, buf_size);
+    return llama_gguf_kv_to_str(model->gguf, id, buf, buf_size);
 }
 
 int32_t llama_model_meta_count(const struct llama_model * model) {
@@ -1219,7 +1276,7 @@ int32_t llama_model_meta_val_str_by_index(const struct llama_model * model, int3
         }
         return -1;
     }
-    return model_kv_to_str(model->gguf, model->meta_ids[i], buf, buf_size);
+    return llama_gguf_kv_to_str(model->gguf, model->meta_ids[i], buf, buf_size);
 }
 
 const char * llama_model_meta_key_str(enum llama_model_meta_key key) {

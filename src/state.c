@@ -8,7 +8,9 @@
 //   outputs:     flags (1 logits, 2 embd), n_outputs, n_batch_tokens, output_ids[n_batch_tokens],
 //                logits[n_outputs * n_vocab] f32 (flag 1), embd[n_outputs * n_embd] f32 (flag 2)
 //   kv:          n_cells, then per cell: index, pos, n_seq, seq ids; then per layer the K rows
-//                of those cells, then per layer their V rows (raw bytes of the cache type)
+//                of those cells, then per layer their V rows (raw bytes of the cache type);
+//                with recurrent layers (hybrid models) then: n_states, per state: sequence,
+//                pos_min, pos_max, then per recurrent layer its conv row and its state row (f32)
 //   session file:     u32 LLAMA_SESSION_MAGIC | u32 LLAMA_SESSION_VERSION | u32 n_tokens | tokens | full state
 //   seq session file: u32 LLAMA_STATE_SEQ_MAGIC | u32 LLAMA_STATE_SEQ_VERSION | u32 n_tokens | tokens | seq state
 // A restored cell keeps its cache index when it fits, so a restored context computes exactly
@@ -299,6 +301,84 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
 // ---------------------------------------------------------------------------------------------
 // whole state
 
+// The recurrent states (all, or seq's) after the KV section; nothing for a model without them.
+static void st_write_rs(struct st_writer * w, const struct llama_memory_recurrent * rs, llama_seq_id seq) {
+    if (rs == NULL) {
+        return;
+    }
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < rs->n_slots; s++) {
+        n += rs->pos_max[s] >= 0 && (seq < 0 || (uint32_t) seq == s);
+    }
+    st_u32(w, n);
+    const size_t row_max = ((size_t) (rs->n_embd_r > rs->n_embd_s ? rs->n_embd_r : rs->n_embd_s)) * sizeof(float);
+    void * row = w->dst != NULL ? GGML_MALLOC(row_max) : NULL;
+    if (w->dst != NULL && row == NULL) {
+        w->overflow = true;
+        return;
+    }
+    for (uint32_t s = 0; s < rs->n_slots; s++) {
+        if (rs->pos_max[s] < 0 || (seq >= 0 && (uint32_t) seq != s)) {
+            continue;
+        }
+        st_u32(w, s);
+        st_u32(w, (uint32_t) rs->pos_min[s]);
+        st_u32(w, (uint32_t) rs->pos_max[s]);
+        for (uint32_t il = 0; il < rs->n_layer; il++) {
+            const struct ggml_tensor * ts[2] = { rs->r_l[il], rs->s_l[il] };
+            for (int k = 0; k < 2 && ts[0] != NULL; k++) {
+                if (row != NULL) {
+                    ggml_backend_tensor_get(ts[k], row, (size_t) s * ts[k]->nb[1], ts[k]->nb[1]);
+                }
+                st_write(w, row, ts[k]->nb[1]); // counts only when row is NULL (dst NULL)
+            }
+        }
+    }
+    free(row);
+}
+
+// Reads what st_write_rs wrote; dest >= 0 puts the one state into that sequence.
+static bool st_read_rs(struct st_reader * r, struct llama_memory_recurrent * rs, llama_seq_id dest, const char * func) {
+    if (rs == NULL) {
+        return true;
+    }
+    const uint32_t n = st_r32(r);
+    if (r->err || n > rs->n_slots || (dest >= 0 && n > 1)) {
+        LLAMA_LOG_ERROR("%s: malformed recurrent-state section\n", func);
+        return false;
+    }
+    const size_t row_max = ((size_t) (rs->n_embd_r > rs->n_embd_s ? rs->n_embd_r : rs->n_embd_s)) * sizeof(float);
+    void * row = GGML_MALLOC(row_max);
+    bool ok = row != NULL;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        const uint32_t src = st_r32(r);
+        const llama_pos p0 = (llama_pos) st_r32(r), p1 = (llama_pos) st_r32(r);
+        const uint32_t s = dest >= 0 ? (uint32_t) dest : src;
+        if (r->err || s >= rs->n_slots || p0 < 0 || p1 < p0) {
+            LLAMA_LOG_ERROR("%s: malformed recurrent state (sequence %u of %u, positions %d..%d)\n", func, s, rs->n_slots, p0, p1);
+            ok = false;
+            break;
+        }
+        for (uint32_t il = 0; ok && il < rs->n_layer; il++) {
+            struct ggml_tensor * ts[2] = { rs->r_l[il], rs->s_l[il] };
+            for (int k = 0; ok && k < 2 && ts[0] != NULL; k++) {
+                ok = st_read(r, row, ts[k]->nb[1]);
+                if (ok) {
+                    ggml_backend_tensor_set(ts[k], row, (size_t) s * ts[k]->nb[1], ts[k]->nb[1]);
+                }
+            }
+        }
+        if (ok) {
+            rs->pos_min[s] = p0;
+            rs->pos_max[s] = p1;
+        } else {
+            LLAMA_LOG_ERROR("%s: the state is truncated (recurrent state)\n", func);
+        }
+    }
+    free(row);
+    return ok;
+}
+
 static size_t st_write_full(struct llama_context * ctx, uint8_t * dst, size_t cap) {
     struct st_writer w = { .dst = dst, .cap = cap };
     const size_t n_vocab = ctx->model->hparams.n_vocab, n_embd = ctx->model->hparams.n_embd;
@@ -319,6 +399,7 @@ static size_t st_write_full(struct llama_context * ctx, uint8_t * dst, size_t ca
         st_write(&w, ctx->embd, (size_t) n_out * n_embd * sizeof(float));
     }
     st_write_kv(&w, &ctx->kv, -1);
+    st_write_rs(&w, ctx->kv.rs, -1);
     return w.overflow ? 0 : w.n;
 }
 
@@ -420,7 +501,7 @@ size_t llama_state_set_data(struct llama_context * ctx, const uint8_t * src, siz
         LLAMA_LOG_ERROR("%s: the state is truncated\n", func);
         return 0;
     }
-    if (!st_read_kv(&r, kv, -1, func)) {
+    if (!st_read_kv(&r, kv, -1, func) || !st_read_rs(&r, kv->rs, -1, func)) {
         llama_memory_clear(kv, false);
         return 0;
     }
@@ -444,6 +525,7 @@ static size_t st_write_seq(struct llama_context * ctx, uint8_t * dst, size_t cap
     st_u32(&w, STATE_VERSION);
     st_fingerprint(&w, ctx);
     st_write_kv(&w, &ctx->kv, seq);
+    st_write_rs(&w, ctx->kv.rs, seq);
     return w.overflow ? 0 : w.n;
 }
 
@@ -489,7 +571,9 @@ size_t llama_state_seq_set_data(struct llama_context * ctx, const uint8_t * src,
         LLAMA_LOG_ERROR("%s: not a llama_py sequence state (or another version)\n", func);
         return 0;
     }
-    if (!st_check_fingerprint(&r, ctx, func) || !st_read_kv(&r, &ctx->kv, dest_seq_id, func)) {
+    if (!st_check_fingerprint(&r, ctx, func) || !st_read_kv(&r, &ctx->kv, dest_seq_id, func) ||
+        !st_read_rs(&r, ctx->kv.rs, dest_seq_id, func)) {
+        llama_memory_seq_rm(&ctx->kv, dest_seq_id, -1, -1);
         return 0;
     }
     return r.n;

@@ -11,7 +11,8 @@ the KV of the last earlier layer of their kind, per-layer embeddings
     ple = (rmsnorm(x Wple^T / sqrt(n_embd) per layer) * w + Eple[tokens] * sqrt(n_pl)) / sqrt(2)
     after each block's FFN:  x = x + rmsnorm((gelu(x Wgate^T) * ple[layer]) Wproj^T) * w
 and each block's output times its layer_output_scale; all of these rotate NeoX pairs
-(i, i + n_rot/2)).
+(i, i + n_rot/2); qwen3moe, and llama with expert_count > 0 (Mixtral): the FFN is a mixture of
+experts, below).
 The Llama case:
 
 Weights are read with the `gguf` package's GGUFReader (quantized tensors dequantized with
@@ -26,6 +27,11 @@ gguf.quants), and everything is computed in float64:
                 x = x + (silu(m Wgate^T) * (m Wup^T)) Wdown^T
     logits = (rmsnorm(x) * w_out_norm) Wout^T         (Wout = E when output.weight is absent)
 
+Mixture of experts: p = softmax(m Wrouter^T) (sigmoid with expert_gating_func 2); per token the
+expert_used_count largest p (ties: lower index), their weights divided by their sum unless
+expert_weights_norm is false; the FFN is sum_j w_j (silu(m G_j^T) * (m U_j^T)) D_j^T over the
+chosen experts' matrices (ffn_{gate,up,down}_exps: the experts stacked in the first axis).
+
 RoPE is the GGUF "normal" layout: adjacent pairs (x[2i], x[2i+1]) rotate by
 pos * freq_scale * base^(-2i / n_rot) for i < n_rot / 2; dims past n_rot are left alone.
 """
@@ -38,7 +44,7 @@ import gguf
 from gguf import quants as gguf_quants
 
 
-ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "gemma4")
+ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "qwen3moe", "gemma4")
 
 
 def _field(reader: gguf.GGUFReader, key: str, default=None):
@@ -99,6 +105,9 @@ class LlamaRef:
             for il in range(first, self.n_layer):
                 self.kv_src[il] = max(j for j in range(first) if self.swa[j] == self.swa[il])
             self.n_pl = int(g("embedding_length_per_layer_input", 0))
+        self.n_expert_used = int(g("expert_used_count", 0) or 0)
+        self.expert_norm = bool(g("expert_weights_norm", True))
+        self.expert_sigmoid = int(g("expert_gating_func", 1) or 1) == 2
         self.w: Dict[str, np.ndarray] = {}
         # storage float32 halves the memory of big models and loses nothing (dequantized and F16
         # values are float32 numbers); products still run in float64 (NumPy promotes per matmul)
@@ -200,8 +209,30 @@ class LlamaRef:
         proj = (x @ w["per_layer_model_proj.weight"].T / np.sqrt(self.n_embd)).reshape(n, self.n_layer, npl)
         return (self._rmsnorm(proj, w["per_layer_proj_norm.weight"]) + tok) / np.sqrt(2.0)
 
+    def _moe(self, p: str, m: np.ndarray) -> np.ndarray:
+        w = self.w
+        logits = m @ w[p + "ffn_gate_inp.weight"].T                     # [n, n_expert]
+        if self.expert_sigmoid:
+            probs = 1.0 / (1.0 + np.exp(-logits))
+        else:
+            e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            probs = e / e.sum(axis=-1, keepdims=True)
+        out = np.zeros_like(m)
+        for t in range(m.shape[0]):
+            chosen = np.argsort(-probs[t], kind="stable")[:self.n_expert_used]
+            wt = probs[t, chosen]
+            if self.expert_norm:
+                wt = wt / wt.sum()
+            for e_id, we in zip(chosen, wt):
+                gate = m[t] @ w[p + "ffn_gate_exps.weight"][e_id].T
+                up = m[t] @ w[p + "ffn_up_exps.weight"][e_id].T
+                out[t] += we * (((gate / (1.0 + np.exp(-gate))) * up) @ w[p + "ffn_down_exps.weight"][e_id].T)
+        return out
+
     def _ffn(self, p: str, m: np.ndarray) -> np.ndarray:
         w = self.w
+        if p + "ffn_gate_inp.weight" in w:
+            return self._moe(p, m)
         if p + "ffn_gate.weight" in w:
             gate, up = m @ w[p + "ffn_gate.weight"].T, m @ w[p + "ffn_up.weight"].T
         else:   # phi3: gate and up rows in one tensor, gate first

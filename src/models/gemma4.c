@@ -17,6 +17,7 @@
 //   logits = token_embd · output_norm(x)  (soft-capped where set)
 //
 // Gemma 4's norms multiply by their weight as stored (no 1 + w). Layout and names: arch.c.
+#include "../llama-adapter.h"
 #include "../llama-graph.h"
 
 #include <math.h>
@@ -34,7 +35,7 @@ static struct ggml_tensor * gemma4_ple_inputs(struct llm_graph * g, struct ggml_
     G(tok = ggml_get_rows(c, m->ple_tok_embd, g->res->inp_tokens));    // [n_pl * n_layer, n]
     G(tok = ggml_reshape_3d(c, tok, n_pl, n_layer, n));
     G(tok = ggml_scale(c, tok, sqrtf((float) n_pl)));
-    G(proj = ggml_mul_mat(c, m->ple_model_proj, x));
+    G(proj = llm_graph_mm(g, m->ple_model_proj, x));
     G(proj = ggml_scale(c, proj, 1.0f / sqrtf((float) hp->n_embd)));
     G(proj = ggml_reshape_3d(c, proj, n_pl, n_layer, n));
     G(proj = llm_graph_norm(g, proj, m->ple_proj_norm));
@@ -49,10 +50,10 @@ static struct ggml_tensor * gemma4_ple_branch(struct llm_graph * g, const struct
                                               struct ggml_tensor * pl) {
     struct ggml_context * c = g->c;
     struct ggml_tensor * t;
-    G(t = ggml_mul_mat(c, L->ple_gate, x));
+    G(t = llm_graph_mm(g, L->ple_gate, x));
     G(t = ggml_gelu(c, t));
     G(t = ggml_mul(c, t, pl));
-    G(t = ggml_mul_mat(c, L->ple_proj, t));
+    G(t = llm_graph_mm(g, L->ple_proj, t));
     G(t = llm_graph_norm(g, t, L->ple_post_norm));
     return ggml_add(c, x, t);
 }
