@@ -975,6 +975,8 @@ def _write_rows(f, name: str, job: TensorJob, ck: Checkpoint, enc: _Encoder, chu
         data = enc.encode(_as_f32(src, st_dtype) + np.float32(job.add), job.type)
         f.write(data)
         return data.nbytes
+    if src.ndim > 2:   # stacked experts stored as one 3-D tensor (gemma4): expert after expert
+        src = src.reshape(-1, src.shape[-1])
     rows, cols = src.shape
     perm = qk_row_permutation(rows, job.perm_heads) if job.perm_heads else None
     step = max(1, chunk_bytes // max(1, cols * 4))

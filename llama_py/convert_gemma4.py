@@ -1,4 +1,5 @@
-"""Gemma 4 (text, dense) for the HF -> GGUF converter (llama_py/convert_arch.py's ArchSpec hooks).
+"""Gemma 4 (text; dense, and 26B-A4B with experts) for the HF -> GGUF converter: the hooks of
+its ArchSpec in llama_py/convert_arch.py.
 
 Its blocks differ from layer to layer, so the tensors are listed per layer here rather than in
 the spec's uniform `layer` table:
@@ -8,7 +9,9 @@ the spec's uniform `layer` table:
   - the last `num_kv_shared_layers` layers have no K/V projections nor K norm (they read an
     earlier layer's KV); with `attention_k_eq_v` the full layers have no V projection (V = K);
   - with `use_double_wide_mlp` the KV-shared layers' MLP is twice as wide;
-  - per-layer embeddings (PLE) add model-wide tensors and three per block.
+  - per-layer embeddings (PLE) add model-wide tensors and three per block;
+  - with `enable_moe_block` (26B-A4B) every block has experts beside its dense MLP: a router
+    (proj, input scale, per-expert output scale), stacked gate_up / down experts, three norms.
 The GGUF names and keys are llama.cpp's (gguf-py's constants for MODEL_ARCH.GEMMA4): per-layer
 values go into arrays (head_count_kv, feed_forward_length, sliding_window_pattern), sliding
 layers' head size into key_length_swa, and the full layers' "proportional" rope into
@@ -77,8 +80,9 @@ def _kind_value(ls: List[dict], kind: str, key: str):
 def check(config: dict, hp) -> None:
     """What the engine does not run is refused; the full layers' "proportional" rope is taken
     out of hp.rope (it becomes rope_freqs.weight, not a scaling type)."""
-    if config.get("enable_moe_block"):
-        _err("config.json: gemma4 with enable_moe_block (26B-A4B) is not supported yet")
+    if config.get("enable_moe_block") and not (config.get("num_experts") and config.get("top_k_experts")
+                                               and config.get("moe_intermediate_size")):
+        _err("config.json: gemma4 with enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size")
     if config.get("use_bidirectional_attention") == "all":
         _err("config.json: gemma4 with use_bidirectional_attention='all' is not supported")
     if config.get("attention_bias"):
@@ -131,6 +135,10 @@ def keys(config: dict, hp) -> List[Tuple[str, str, object]]:
            ("embedding_length_per_layer_input", "u32", int(config.get("hidden_size_per_layer_input") or 0))]
     if len({l["n_ff"] for l in ls}) > 1:
         out.append(("feed_forward_length", "u32[]", [l["n_ff"] for l in ls]))
+    if config.get("enable_moe_block"):
+        out += [("expert_count", "u32", int(config["num_experts"])),
+                ("expert_used_count", "u32", int(config["top_k_experts"])),
+                ("expert_feed_forward_length", "u32", int(config["moe_intermediate_size"]))]
     if config.get("final_logit_softcapping"):
         out.append(("final_logit_softcapping", "f32", float(config["final_logit_softcapping"])))
     return out
@@ -164,6 +172,16 @@ def tensors(hp, prefix: str) -> Tuple[Dict[str, tuple], List[Tuple[str, np.ndarr
             kv_names["self_attn.v_proj.weight"] = ("attn_v.weight", (kv, E))
         if l["owns_kv"]:
             m.update(kv_names)
+        if config.get("enable_moe_block"):
+            n_exp, ffe = int(config["num_experts"]), int(config["moe_intermediate_size"])
+            m.update({"router.proj.weight": ("ffn_gate_inp.weight", (n_exp, E)),
+                      "router.scale": ("ffn_gate_inp.scale", (E,)),
+                      "router.per_expert_scale": ("ffn_down_exps.scale", (n_exp,)),
+                      "experts.gate_up_proj": ("ffn_gate_up_exps.weight", (n_exp, 2 * ffe, E)),
+                      "experts.down_proj": ("ffn_down_exps.weight", (n_exp, E, ffe)),
+                      "pre_feedforward_layernorm_2.weight": ("pre_ffw_norm_2.weight", (E,)),
+                      "post_feedforward_layernorm_1.weight": ("post_ffw_norm_1.weight", (E,)),
+                      "post_feedforward_layernorm_2.weight": ("post_ffw_norm_2.weight", (E,))})
         if pl:
             m.update({"per_layer_input_gate.weight": ("inp_gate.weight", (pl, E)),
                       "per_layer_projection.weight": ("proj.weight", (E, pl)),

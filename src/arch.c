@@ -278,6 +278,15 @@ static const struct llm_tensor_spec GEMMA4_TENSORS[] = {
     B("inp_gate.weight",            ple_gate,       LLM_T_IF_DIM,   2, LLM_DIM_EMBD, LLM_DIM_PLE),
     B("proj.weight",                ple_proj,       LLM_T_IF_DIM,   2, LLM_DIM_PLE, LLM_DIM_EMBD),
     B("post_norm.weight",           ple_post_norm,  F32,            1, LLM_DIM_EMBD, 0),
+    // 26B-A4B: experts beside the dense MLP (expert_count > 0)
+    B("ffn_gate_inp.weight",        ffn_gate_inp,    LLM_T_MOE,       2, LLM_DIM_EMBD, LLM_DIM_EXPERT),
+    B("ffn_gate_inp.scale",         ffn_gate_inp_s,  LLM_T_MOE | F32, 1, LLM_DIM_EMBD, 0),
+    B("ffn_down_exps.scale",        ffn_down_exps_s, LLM_T_MOE | F32, 1, LLM_DIM_EXPERT, 0),
+    B("pre_ffw_norm_2.weight",      ffn_pre_norm_2,  LLM_T_MOE | F32, 1, LLM_DIM_EMBD, 0),
+    B("post_ffw_norm_1.weight",     ffn_post_norm_1, LLM_T_MOE | F32, 1, LLM_DIM_EMBD, 0),
+    B("post_ffw_norm_2.weight",     ffn_post_norm_2, LLM_T_MOE | F32, 1, LLM_DIM_EMBD, 0),
+    B3("ffn_gate_up_exps.weight",   ffn_gate_up_exps, LLM_T_MOE, LLM_DIM_EMBD, LLM_DIM_FF_EXP2, LLM_DIM_EXPERT),
+    B3("ffn_down_exps.weight",      ffn_down_exps,   LLM_T_MOE, LLM_DIM_FF_EXP, LLM_DIM_EMBD, LLM_DIM_EXPERT),
     T_END,
 };
 
@@ -291,17 +300,16 @@ static const struct llm_key_spec GEMMA4_KEYS[] = {
     { "embedding_length_per_layer_input", HP(n_embd_per_layer),   LLM_KEY_U32, false, 0 },
     { "final_logit_softcapping",          HP(f_final_softcap),    LLM_KEY_F32, false, 0 },
     { "expert_count",                     HP(n_expert),           LLM_KEY_U32, false, 0 },
+    { "expert_used_count",                HP(n_expert_used),      LLM_KEY_U32, false, 0 },
+    { "expert_feed_forward_length",       HP(n_ff_exp),           LLM_KEY_U32, false, 0 },
     { NULL, 0, 0, false, 0 },
 };
 
 // Embeddings scaled by sqrt(n_embd); no query scale (the Q/K norms set the magnitude); V heads
 // RMS-normed. Which layers slide comes from the file's per-layer array (model-layers.c); the
-// 5-of-6 pattern of transformers' default config stands in when it has none.
+// 5-of-6 pattern of transformers' default config stands in when it has none. With experts the
+// router's softmax weights of the chosen ones are renormalized (models/gemma4.c).
 static bool gemma4_finish(struct llama_hparams * hp) {
-    if (hp->n_expert > 0) {
-        LLAMA_LOG_ERROR("llama_model_load: gemma4 with experts (26B-A4B) is not supported yet (no mul_mat_id)\n");
-        return false;
-    }
     if (!(hp->f_final_softcap >= 0.0f) || !isfinite(hp->f_final_softcap)) {
         LLAMA_LOG_ERROR("llama_model_load: gemma4.final_logit_softcapping must be finite and >= 0\n");
         return false;

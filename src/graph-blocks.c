@@ -255,12 +255,16 @@ bool llm_graph_out_rows(struct llm_graph * g, uint32_t il, struct ggml_tensor **
 }
 
 struct ggml_tensor * llm_graph_ffn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, enum llm_ffn_kind kind) {
+    if (g->model->layers[il].ffn_gate_inp != NULL) {
+        return llm_graph_moe_ffn(g, il, cur); // experts (SwiGLU)
+    }
+    return llm_graph_ffn_dense(g, il, cur, kind);
+}
+
+struct ggml_tensor * llm_graph_ffn_dense(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, enum llm_ffn_kind kind) {
     struct ggml_context * c = g->c;
     const struct llama_layer * L = &g->model->layers[il];
     struct ggml_tensor * gate, * up;
-    if (L->ffn_gate_inp != NULL) {
-        return llm_graph_moe_ffn(g, il, cur); // experts (SwiGLU)
-    }
     if (L->ffn_gate_up != NULL) {
         G(gate = llm_graph_mm(g, L->ffn_gate_up, cur));      // [2 n_ff, n_tokens]: gate rows, then up rows
         if (L->ffn_gate != NULL && g->ctx->n_loras > 0) {

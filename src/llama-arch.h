@@ -45,6 +45,7 @@ enum llm_dim {
     LLM_DIM_SSM_INNER, // ssm_d_inner
     LLM_DIM_SSM_HEADS, // ssm_dt_rank (value heads)
     LLM_DIM_SSM_STATE, // ssm_d_state
+    LLM_DIM_FF_EXP2,   // 2 * n_ff_exp (an expert's gate and up stored as one)
     LLM_DIM_PLE,       // n_embd_per_layer (per-layer embeddings; 0 without them)
     LLM_DIM_PLE_ALL,   // n_embd_per_layer * n_layer
 };

@@ -139,6 +139,13 @@ struct llama_layer {
     struct ggml_tensor * ple_proj;           // [n_embd_per_layer, n_embd] its projection back
     struct ggml_tensor * ple_post_norm;      // [n_embd] norm of that projection
     struct ggml_tensor * out_scale;          // [1] the block's output times this (gemma4 layer_scalar)
+    // gemma4's experts beside its dense MLP (models/gemma4.c); NULL elsewhere
+    struct ggml_tensor * ffn_gate_inp_s;     // [n_embd] router input scale
+    struct ggml_tensor * ffn_gate_up_exps;   // [n_embd, 2 n_ff_exp, n_expert] gate rows, then up rows
+    struct ggml_tensor * ffn_down_exps_s;    // [n_expert] per-expert output scale
+    struct ggml_tensor * ffn_pre_norm_2;     // [n_embd] norm of the experts' input
+    struct ggml_tensor * ffn_post_norm_1;    // [n_embd] norm of the dense MLP's output
+    struct ggml_tensor * ffn_post_norm_2;    // [n_embd] norm of the experts' output
 };
 
 struct llama_model {

@@ -697,6 +697,7 @@ static int64_t model_dim(const struct llama_hparams * hp, uint32_t il, uint8_t d
         case LLM_DIM_SSM_INNER:   return hp->ssm_d_inner;
         case LLM_DIM_SSM_HEADS:   return hp->ssm_dt_rank;
         case LLM_DIM_SSM_STATE:   return hp->ssm_d_state;
+        case LLM_DIM_FF_EXP2: return 2 * (int64_t) (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
         case LLM_DIM_PLE:     return hp->n_embd_per_layer;
         case LLM_DIM_PLE_ALL: return (int64_t) hp->n_embd_per_layer * hp->n_layer;
         default:              return 1;

@@ -10,7 +10,8 @@ rope_freqs leave most pairs unrotated), the last attention.shared_kv_layers laye
 the KV of the last earlier layer of their kind, per-layer embeddings
     ple = (rmsnorm(x Wple^T / sqrt(n_embd) per layer) * w + Eple[tokens] * sqrt(n_pl)) / sqrt(2)
     after each block's FFN:  x = x + rmsnorm((gelu(x Wgate^T) * ple[layer]) Wproj^T) * w
-and each block's output times its layer_output_scale; all of these rotate NeoX pairs
+and each block's output times its layer_output_scale (26B-A4B: experts beside the dense MLP,
+_gemma4_moe); all of these rotate NeoX pairs
 (i, i + n_rot/2); qwen3moe, and llama with expert_count > 0 (Mixtral): the FFN is a mixture of
 experts, below).
 The Llama case:
@@ -229,9 +230,30 @@ class LlamaRef:
                 out[t] += we * (((gate / (1.0 + np.exp(-gate))) * up) @ w[p + "ffn_down_exps.weight"][e_id].T)
         return out
 
+    def _gemma4_moe(self, p: str, h: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """gemma4 26B-A4B: the experts on the attention output h beside the dense MLP's output d:
+        p = softmax(Wr (rmsnorm(h) * scale / sqrt(n_embd))), the top-k renormalized and times the
+        per-expert scale; experts gelu(gate) * up on rmsnorm(h) * w_pre2; post-norms on both."""
+        w = self.w
+        r = self._rmsnorm(h, None) * w[p + "ffn_gate_inp.scale"] / np.sqrt(self.n_embd)
+        logits = r @ w[p + "ffn_gate_inp.weight"].T
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probs = e / e.sum(axis=-1, keepdims=True)
+        m = self._rmsnorm(h, w[p + "pre_ffw_norm_2.weight"])
+        gu_w, down_w = w[p + "ffn_gate_up_exps.weight"], w[p + "ffn_down_exps.weight"]
+        ff = gu_w.shape[1] // 2
+        y = np.zeros_like(h)
+        for t in range(h.shape[0]):
+            chosen = np.argsort(-probs[t], kind="stable")[:self.n_expert_used]
+            wt = probs[t, chosen] / probs[t, chosen].sum() * w[p + "ffn_down_exps.scale"][chosen]
+            for e_id, we in zip(chosen, wt):
+                gu = m[t] @ gu_w[e_id].T
+                y[t] += we * ((self._gelu(gu[:ff]) * gu[ff:]) @ down_w[e_id].T)
+        return self._rmsnorm(d, w[p + "post_ffw_norm_1.weight"]) + self._rmsnorm(y, w[p + "post_ffw_norm_2.weight"])
+
     def _ffn(self, p: str, m: np.ndarray) -> np.ndarray:
         w = self.w
-        if p + "ffn_gate_inp.weight" in w:
+        if p + "ffn_gate_inp.weight" in w and self.arch != "gemma4":
             return self._moe(p, m)
         if p + "ffn_gate.weight" in w:
             gate, up = m @ w[p + "ffn_gate.weight"].T, m @ w[p + "ffn_up.weight"].T
@@ -294,6 +316,8 @@ class LlamaRef:
                 att = self._rmsnorm(att, w[p + "post_attention_norm.weight"])
             x = x + att
             f = self._ffn(p, self._rmsnorm(x, w[p + "ffn_norm.weight"]))
+            if self.arch == "gemma4" and p + "ffn_gate_inp.weight" in w:
+                f = self._gemma4_moe(p, x, f)
             if p + "post_ffw_norm.weight" in w:
                 f = self._rmsnorm(f, w[p + "post_ffw_norm.weight"])
             x = x + f

@@ -6,7 +6,10 @@ sliding and full layers of different head sizes and KV-head counts):
     by those layers' K and V rows, sized per layer from the GGUF's own keys;
   - several sequences interleaved in one batch each give transformers' logits;
   - a sequence's state saved after a prompt and restored into a fresh context continues with
-    transformers' logits past the sliding window.
+    transformers' logits past the sliding window;
+  - llama.cpp's converter writes the same keys and tensors, and its file gives the same logits;
+  - the 26B-A4B form (experts beside each block's dense MLP) on a tiny model with 4 experts, 2
+    per token: batch, flash attention, token by token, the NumPy reference, llama.cpp's file.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("torch", reason="torch is not installed (test-only dependency, see requirements-test.txt)")
+torch = pytest.importorskip("torch", reason="torch is not installed (test-only dependency, see requirements-test.txt)")
 transformers = pytest.importorskip("transformers",
                                    reason="transformers is not installed (test-only dependency, see requirements-test.txt)")
 gguf = pytest.importorskip("gguf")
@@ -105,6 +108,27 @@ def test_state_restore_continues(g4):
     assert err < 1e-3, err
 
 
+def _as_spm(src: Path, dst: Path) -> Path:
+    """A copy of llama.cpp's gemma4 file with tokenizer.ggml.model 'llama' (see below)."""
+    r = gguf.GGUFReader(str(src))
+    w = gguf.GGUFWriter(str(dst), "gemma4")
+    for k, f in r.fields.items():
+        if k.startswith("GGUF.") or k == "general.architecture":
+            continue
+        v = "llama" if k == "tokenizer.ggml.model" else f.contents()
+        if f.types[0] == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(k, v, f.types[0], sub_type=f.types[-1])
+        else:
+            w.add_key_value(k, v, f.types[0])
+    for t in r.tensors:
+        w.add_tensor(t.name, np.ascontiguousarray(np.asarray(t.data).reshape([int(x) for x in reversed(t.shape)])))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
 def test_llama_cpp_converter_file(g4, tmp_path):
     """llama.cpp's own converter (0.3.36 sdist) writes the same keys and tensors as ours, and its
     file gives transformers' logits. Its tokenizer.ggml.model is 'gemma4' (the gemma-4 vocabulary
@@ -118,24 +142,54 @@ def test_llama_cpp_converter_file(g4, tmp_path):
         if k.startswith("gemma4."):
             a, b = f.contents(), r_us.fields[k].contents()
             assert (np.allclose(a, b) if isinstance(a, float) else a == b), (k, a, b)
-    fixed = tmp_path / "upstream-spm.gguf"
-    w = gguf.GGUFWriter(str(fixed), "gemma4")
-    for k, f in r_up.fields.items():
-        if k.startswith("GGUF.") or k == "general.architecture":
-            continue
-        v = "llama" if k == "tokenizer.ggml.model" else f.contents()
-        if f.types[0] == gguf.GGUFValueType.ARRAY:
-            w.add_key_value(k, v, f.types[0], sub_type=f.types[-1])
-        else:
-            w.add_key_value(k, v, f.types[0])
-    for t in r_up.tensors:
-        w.add_tensor(t.name, np.ascontiguousarray(np.asarray(t.data).reshape([int(x) for x in reversed(t.shape)])))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    fixed = _as_spm(up, tmp_path / "upstream-spm.gguf")
     toks = g4.ids(T.LONG)[:60]
     ref = T.hf_logits(g4.model, toks)
     err = max(rel_err(T.our_batch(fixed, [toks])[0], ref), rel_err(T.our_stepwise(fixed, toks), ref))
     print(f"\ngemma4 (llama.cpp's converter): {err:.2e}", end="")
     assert err < 1e-3, err
+
+
+@pytest.fixture(scope="module")
+def g4moe(tmp_path_factory, lib_path):
+    """The 26B-A4B form: experts beside every block's dense MLP (4 experts, 2 per token)."""
+    root = tmp_path_factory.mktemp("gemma4moe")
+    sp = TC._train_spm(root)
+    orig = T._config
+
+    def config(arch, n_vocab, bos, eos):
+        c = orig(arch, n_vocab, bos, eos)
+        c.enable_moe_block, c.num_experts, c.top_k_experts, c.moe_intermediate_size = True, 4, 2, 32
+        c.hidden_size_per_layer_input = 0   # as the 26B-A4B model: no per-layer embeddings
+        c.num_kv_shared_layers, c.use_double_wide_mlp = 0, False
+        return c
+    T._config = config
+    try:
+        t = T._build(root, "gemma4", sp, seed=26)
+    finally:
+        T._config = orig
+    with torch.no_grad():   # the router's scales are ones at init: make them count
+        for name, p in t.model.named_parameters():
+            if name.endswith(("router.scale", "router.per_expert_scale")):
+                p.uniform_(0.5, 1.5)
+    t.model.save_pretrained(str(t.path))
+    from llama_py import convert as C
+    C.convert(t.path, t.gguf, "f32", progress=None)
+    return t
+
+
+def test_experts_match_transformers(g4moe):
+    from llama_ref import LlamaRef
+    from upstream_convert import convert_with_llama_cpp
+    t = g4moe
+    toks = t.ids(T.LONG)[:60]
+    ref = T.hf_logits(t.model, toks)
+    errs = {"batch": rel_err(T.our_batch(t.gguf, [toks])[0], ref),
+            "flash": rel_err(T.our_batch(t.gguf, [toks], flash_attn_type=1)[0], ref),
+            "token by token": rel_err(T.our_stepwise(t.gguf, toks), ref),
+            "numpy": rel_err(LlamaRef(str(t.gguf)).forward(toks), ref)}
+    up = convert_with_llama_cpp(t.path, t.path / "upstream.gguf", "f32")
+    assert {x.name for x in gguf.GGUFReader(str(up)).tensors} == {x.name for x in gguf.GGUFReader(str(t.gguf)).tensors}
+    errs["llama.cpp's converter"] = rel_err(T.our_batch(_as_spm(up, t.path / "upstream-spm.gguf"), [toks])[0], ref)
+    print("\ngemma4 experts: " + ", ".join(f"{k} {v:.2e}" for k, v in errs.items()), end="")
+    assert max(errs.values()) < 1e-3, errs

@@ -6,12 +6,13 @@
 //     "proportional" rope (rope_freqs leaves all but the first quarter of the dims unrotated);
 //   - the last layers reading an earlier layer's KV, V = K where a layer has no V projection,
 //     V heads RMS-normed, no query scaling (graph-blocks.c, from the hyperparameters);
-//   - a learned scale on each block's output.
+//   - a learned scale on each block's output;
+//   - 26B-A4B: experts beside the dense MLP (gemma4_moe below).
 //
 //   x = token_embd[tokens] * sqrt(n_embd)
 //   ple = (rms_norm(reshape(Wple · x / sqrt(n_embd))) * ple_norm + ple_tok[tokens] * sqrt(n_pl)) / sqrt(2)
 //   per layer:  h = x + post_attention_norm(attn(attn_norm(x)))
-//               x = h + post_ffw_norm(ffn(ffn_norm(h)))
+//               x = h + post_ffw_norm(ffn(ffn_norm(h)))         (+ experts: gemma4_moe)
 //               x = x + post_norm(Wproj · (gelu(Wgate · x) * ple[layer]))
 //               x = x * layer_output_scale
 //   logits = token_embd · output_norm(x)  (soft-capped where set)
@@ -58,6 +59,43 @@ static struct ggml_tensor * gemma4_ple_branch(struct llm_graph * g, const struct
     return ggml_add(c, x, t);
 }
 
+// The experts of a 26B-A4B block beside its dense MLP's output d, on the attention output h
+// (transformers' Gemma4TextRouter / Gemma4TextExperts):
+//   p = softmax(Wr · (rms_norm(h) * scale / sqrt(n_embd)))       chosen = top_k(p)
+//   w_j = p_j / sum(p_chosen) * per_expert_scale_j
+//   y = sum_j w_j down_j · (gelu(gate_j · m) * (up_j · m))          m = pre_ffw_norm_2(h)
+//   returns post_ffw_norm_1(d) + post_ffw_norm_2(y)
+static struct ggml_tensor * gemma4_moe(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * h,
+                                       struct ggml_tensor * d) {
+    struct ggml_context * c = g->c;
+    const int64_t n_embd = h->ne[0], n_tokens = h->ne[1], n_expert = g->hp->n_expert, n_used = g->hp->n_expert_used;
+    struct ggml_tensor * r, * p, * chosen, * w, * ws, * sum, * m, * gu, * gate, * up, * y;
+    G(r = llm_graph_norm(g, h, NULL));
+    G(r = ggml_scale(c, r, 1.0f / sqrtf((float) n_embd)));
+    G(r = ggml_mul(c, r, L->ffn_gate_inp_s));
+    G(r = llm_graph_mm(g, L->ffn_gate_inp, r));                        // [n_expert, n_tokens]
+    G(p = ggml_soft_max(c, r));
+    G(chosen = ggml_top_k(c, p, (int) n_used));                         // I32 [n_used, n_tokens]
+    G(w = ggml_get_rows(c, ggml_reshape_3d(c, p, 1, n_expert, n_tokens), chosen));
+    G(sum = ggml_sum_rows(c, ggml_reshape_2d(c, w, n_used, n_tokens))); // [1, n_tokens]
+    // the per-expert scale goes onto the probabilities before they are picked out
+    G(ws = ggml_mul(c, p, L->ffn_down_exps_s));
+    G(ws = ggml_get_rows(c, ggml_reshape_3d(c, ws, 1, n_expert, n_tokens), chosen));
+    G(ws = ggml_div(c, ggml_reshape_2d(c, ws, n_used, n_tokens), sum));
+    G(m = llm_graph_norm(g, h, L->ffn_pre_norm_2));
+    G(gu = ggml_mul_mat_id(c, L->ffn_gate_up_exps, ggml_reshape_3d(c, m, n_embd, 1, n_tokens), chosen));
+    const int64_t n_ff = gu->ne[0] / 2;                                 // [2 n_ff, n_used, n_tokens]
+    G(gate = ggml_view_3d(c, gu, n_ff, n_used, n_tokens, gu->nb[1], gu->nb[2], 0));
+    G(up = ggml_view_3d(c, gu, n_ff, n_used, n_tokens, gu->nb[1], gu->nb[2], (size_t) n_ff * ggml_type_size(gu->type)));
+    G(y = ggml_mul(c, ggml_gelu(c, gate), up));
+    G(y = ggml_mul_mat_id(c, L->ffn_down_exps, y, chosen));             // [n_embd, n_used, n_tokens]
+    G(y = ggml_mul(c, y, ggml_reshape_3d(c, ws, 1, n_used, n_tokens)));
+    G(y = llm_graph_moe_sum(g, y));
+    G(y = llm_graph_norm(g, y, L->ffn_post_norm_2));
+    G(d = llm_graph_norm(g, d, L->ffn_post_norm_1));
+    return ggml_add(c, d, y);
+}
+
 // The PLE tensors a file with embedding_length_per_layer_input > 0 must hold beyond those the
 // loader already requires (the blocks' post-norms have no dimension that says so).
 static bool gemma4_ple_ok(const struct llm_graph * g) {
@@ -97,7 +135,8 @@ bool llm_build_gemma4(struct llm_graph * g) {
             !llm_graph_out_rows(g, il, &cur, &x) ||
             (h = ggml_add(c, cur, x)) == NULL ||
             (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
-            (cur = llm_graph_ffn(g, il, cur, LLM_FFN_GEGLU)) == NULL ||
+            (cur = llm_graph_ffn_dense(g, il, cur, LLM_FFN_GEGLU)) == NULL ||
+            (L->ffn_gate_inp != NULL && (cur = gemma4_moe(g, L, h, cur)) == NULL) ||
             (cur = llm_graph_norm(g, cur, L->ffn_post_norm)) == NULL ||
             (x = ggml_add(c, cur, h)) == NULL) {
             return false;
