@@ -661,8 +661,8 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     from . import convert_arch
     spec = convert_arch.ARCHS[hp.model_type]
     prefix = "model." if "model.embed_tokens.weight" in ck else ""
-    # src -> (gguf name, shape, perm heads, value added)
-    want: Dict[str, Tuple[str, Tuple[int, ...], int, float]] = {}
+    # src -> (gguf name, shape, perm heads, value added), or None: a tensor not used
+    want: Dict[str, Optional[Tuple[str, Tuple[int, ...], int, float]]] = {}
     fns: Dict[str, Tuple[Callable, Tuple[int, ...]]] = {}   # src -> (transform, checkpoint shape)
     want[prefix + "embed_tokens.weight"] = ("token_embd.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
     perm_of = {"q": hp.n_head, "k": hp.n_head_kv, "": 0}
@@ -672,6 +672,10 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
             want[src] = (f"blk.{il}.{lt.gguf}", convert_arch.shape(lt.shape, hp), perm_of[lt.perm], lt.add)
             if lt.fn is not None:
                 fns[src] = (lambda a, f=lt.fn: f(a, hp), convert_arch.shape(lt.src_shape or lt.shape, hp))
+    computed = []
+    if spec.tensors is not None:
+        more, computed = spec.tensors(hp, prefix)
+        want.update(more)
     want[prefix + "norm.weight"] = ("output_norm.weight", (hp.n_embd,), 0, spec.final_norm_add)
     has_head = "lm_head.weight" in ck
     if has_head and not hp.tied:
@@ -685,7 +689,10 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
         more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
         raise ConvertError(f"checkpoint tensors not used by the {hp.arch} architecture: {', '.join(unknown[:8])}{more}")
     jobs: List[TensorJob] = []
-    for src, (name, shape, perm, add) in want.items():
+    for src, entry in want.items():
+        if entry is None:
+            continue   # present in some checkpoints, not used (the architecture's tensors hook says so)
+        name, shape, perm, add = entry
         if src not in ck:
             if src == "lm_head.weight":
                 continue
@@ -710,6 +717,8 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
                                    f"expected {list(shape[1:])} from config.json")
         t = GGML_F16 if ftype == GGML_Q8_0 and shape[-1] % 32 != 0 else ftype
         jobs.append(TensorJob(name, None, shape, t, srcs=tuple(srcs)))
+    for name, data in computed:
+        jobs.append(TensorJob(name, None, data.shape, GGML_F32, data=data))
     if hp.rope.get("rope_type") == "llama3":
         jobs.append(TensorJob("rope_freqs.weight", None, (hp.head_dim // 2,), GGML_F32,
                               data=llama3_rope_factors(hp)))
@@ -823,7 +832,12 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
         raise ConvertError(f"config.json: rope scaling type '{rt}' is not supported for {a} (linear, yarn, llama3"
                            f"{', longrope' if a == 'phi3' else ''})")
     for suffix, kind, val in (spec.keys(hp.config, hp) if spec.keys else []):
-        {"u32": u32, "f32": f32, "bool": b}[kind](f"{a}.{suffix}", val)
+        if kind == "u32[]":
+            arr_num(f"{a}.{suffix}", val, G.GGUF_TYPE_UINT32, np.uint32)
+        elif kind == "bool[]":
+            arr_num(f"{a}.{suffix}", val, G.GGUF_TYPE_BOOL, np.uint8)
+        else:
+            {"u32": u32, "f32": f32, "bool": b}[kind](f"{a}.{suffix}", val)
 
     s("tokenizer.ggml.model", vocab.model)
     s("tokenizer.ggml.pre", vocab.pre)
@@ -960,6 +974,8 @@ def _write_rows(f, name: str, job: TensorJob, ck: Checkpoint, enc: _Encoder, chu
         data = enc.encode(_as_f32(src, st_dtype) + np.float32(job.add), job.type)
         f.write(data)
         return data.nbytes
+    if src.ndim > 2:   # stacked experts stored as one 3-D tensor (gemma4): expert after expert
+        src = src.reshape(-1, src.shape[-1])
     rows, cols = src.shape
     perm = qk_row_permutation(rows, job.perm_heads) if job.perm_heads else None
     step = max(1, chunk_bytes // max(1, cols * 4))

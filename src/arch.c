@@ -289,8 +289,72 @@ static bool qwen35moe_finish(struct llama_hparams * hp) {
     }
     if (hp->n_ff == 0) {
         hp->n_ff = hp->n_ff_exp;
+        for (uint32_t il = 0; il < hp->n_layer && il < LLAMA_MAX_LAYERS; il++) {
+            hp->n_ff_l[il] = hp->n_ff_exp; // the per-layer widths (model-layers.c) follow
+        }
     }
     return qwen35_finish(hp);
+}
+
+// ---- gemma4: gemma3's blocks with per-layer embeddings (PLE), layers sharing earlier layers'
+// KV, K = V projections, sliding and global layers of different head sizes (model-layers.c),
+// V-norm, a learned scale per block ----
+static const struct llm_tensor_spec GEMMA4_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
+    { "per_layer_token_embd.weight", ML(ple_tok_embd),   LLM_T_IF_DIM,       2, { LLM_DIM_PLE_ALL, LLM_DIM_VOCAB } },
+    { "per_layer_model_proj.weight", ML(ple_model_proj), LLM_T_IF_DIM,       2, { LLM_DIM_EMBD, LLM_DIM_PLE_ALL } },
+    { "per_layer_proj_norm.weight",  ML(ple_proj_norm),  LLM_T_IF_DIM | F32, 1, { LLM_DIM_PLE } },
+    B_ATTN_NORM, B_Q, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN, B_Q_NORM,
+    B("attn_k.weight",              wk,             LLM_T_KV,       2, LLM_DIM_EMBD, LLM_DIM_K),
+    B("attn_v.weight",              wv,             0,              2, LLM_DIM_EMBD, LLM_DIM_V), // absent: V = K
+    B("attn_k_norm.weight",         attn_k_norm,    LLM_T_KV | F32, 1, LLM_DIM_HEAD_K, 0),
+    B("post_attention_norm.weight", attn_post_norm, REQ | F32,      1, LLM_DIM_EMBD, 0),
+    B("post_ffw_norm.weight",       ffn_post_norm,  REQ | F32,      1, LLM_DIM_EMBD, 0),
+    B("layer_output_scale.weight",  out_scale,      F32,            1, LLM_DIM_NONE, 0),
+    B("inp_gate.weight",            ple_gate,       LLM_T_IF_DIM,   2, LLM_DIM_EMBD, LLM_DIM_PLE),
+    B("proj.weight",                ple_proj,       LLM_T_IF_DIM,   2, LLM_DIM_PLE, LLM_DIM_EMBD),
+    B("post_norm.weight",           ple_post_norm,  F32,            1, LLM_DIM_EMBD, 0),
+    // 26B-A4B: experts beside the dense MLP (expert_count > 0)
+    B("ffn_gate_inp.weight",        ffn_gate_inp,    LLM_T_MOE,       2, LLM_DIM_EMBD, LLM_DIM_EXPERT),
+    B("ffn_gate_inp.scale",         ffn_gate_inp_s,  LLM_T_MOE | F32, 1, LLM_DIM_EMBD, 0),
+    B("ffn_down_exps.scale",        ffn_down_exps_s, LLM_T_MOE | F32, 1, LLM_DIM_EXPERT, 0),
+    B("pre_ffw_norm_2.weight",      ffn_pre_norm_2,  LLM_T_MOE | F32, 1, LLM_DIM_EMBD, 0),
+    B("post_ffw_norm_1.weight",     ffn_post_norm_1, LLM_T_MOE | F32, 1, LLM_DIM_EMBD, 0),
+    B("post_ffw_norm_2.weight",     ffn_post_norm_2, LLM_T_MOE | F32, 1, LLM_DIM_EMBD, 0),
+    B3("ffn_gate_up_exps.weight",   ffn_gate_up_exps, LLM_T_MOE, LLM_DIM_EMBD, LLM_DIM_FF_EXP2, LLM_DIM_EXPERT),
+    B3("ffn_down_exps.weight",      ffn_down_exps,   LLM_T_MOE, LLM_DIM_FF_EXP, LLM_DIM_EMBD, LLM_DIM_EXPERT),
+    T_END,
+};
+
+static const struct llm_key_spec GEMMA4_KEYS[] = {
+    { "attention.sliding_window",         HP(n_swa),              LLM_KEY_U32, true,  0 },
+    { "rope.freq_base_swa",               HP(rope_freq_base_swa), LLM_KEY_F32, false, 10000.0 },
+    { "attention.key_length_swa",         HP(n_embd_head_k_swa),  LLM_KEY_U32, false, 0 },
+    { "attention.value_length_swa",       HP(n_embd_head_v_swa),  LLM_KEY_U32, false, 0 },
+    { "rope.dimension_count_swa",         HP(n_rot_swa),          LLM_KEY_U32, false, 0 },
+    { "attention.shared_kv_layers",       HP(n_kv_shared),        LLM_KEY_U32, false, 0 },
+    { "embedding_length_per_layer_input", HP(n_embd_per_layer),   LLM_KEY_U32, false, 0 },
+    { "final_logit_softcapping",          HP(f_final_softcap),    LLM_KEY_F32, false, 0 },
+    { "expert_count",                     HP(n_expert),           LLM_KEY_U32, false, 0 },
+    { "expert_used_count",                HP(n_expert_used),      LLM_KEY_U32, false, 0 },
+    { "expert_feed_forward_length",       HP(n_ff_exp),           LLM_KEY_U32, false, 0 },
+    { NULL, 0, 0, false, 0 },
+};
+
+// Embeddings scaled by sqrt(n_embd); no query scale (the Q/K norms set the magnitude); V heads
+// RMS-normed. Which layers slide comes from the file's per-layer array (model-layers.c); the
+// 5-of-6 pattern of transformers' default config stands in when it has none. With experts the
+// router's softmax weights of the chosen ones are renormalized (models/gemma4.c).
+static bool gemma4_finish(struct llama_hparams * hp) {
+    if (!(hp->f_final_softcap >= 0.0f) || !isfinite(hp->f_final_softcap)) {
+        LLAMA_LOG_ERROR("llama_model_load: gemma4.final_logit_softcapping must be finite and >= 0\n");
+        return false;
+    }
+    hp->swa_period = 6;
+    hp->f_embd_scale = sqrtf((float) hp->n_embd);
+    hp->f_attn_scale = 1.0f;
+    hp->attn_v_norm = true;
+    return true;
 }
 
 static const struct llama_arch_info ARCHS[] = {
@@ -303,6 +367,7 @@ static const struct llama_arch_info ARCHS[] = {
     { "qwen3moe", LLM_ROPE_NEOX, QWEN3MOE_KEYS, QWEN3MOE_TENSORS, qwen3moe_finish, llm_build_llama },
     { "qwen35", LLM_ROPE_NEOX,   QWEN35_KEYS, QWEN35_TENSORS, qwen35_finish, llm_build_llama },
     { "qwen35moe", LLM_ROPE_NEOX, QWEN35MOE_KEYS, QWEN35MOE_TENSORS, qwen35moe_finish, llm_build_llama },
+    { "gemma4", LLM_ROPE_NEOX,   GEMMA4_KEYS, GEMMA4_TENSORS, gemma4_finish, llm_build_gemma4 },
 };
 
 const struct llama_arch_info * llama_arch_find(const char * name) {

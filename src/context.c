@@ -204,6 +204,11 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
     if (!ctx_kv_type_ok(params.type_k, hp->n_embd_head_k, "type_k") || !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v, "type_v")) {
         return NULL;
     }
+    // sliding layers with a head size of their own (gemma4)
+    if ((hp->n_embd_head_k_swa && !ctx_kv_type_ok(params.type_k, hp->n_embd_head_k_swa, "type_k")) ||
+        (hp->n_embd_head_v_swa && !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v_swa, "type_v"))) {
+        return NULL;
+    }
     const bool flash = params.flash_attn_type != LLAMA_FLASH_ATTN_TYPE_DISABLED;
     if (!flash && ggml_is_quantized(params.type_v)) {
         LLAMA_LOG_ERROR("llama_init_from_model: a quantized V cache (%s) needs flash attention\n", ggml_type_name(params.type_v));

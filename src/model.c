@@ -297,12 +297,25 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     hp_u32(g, a, "context_length",          &hp->n_ctx_train, strict, &ok);
     hp_u32(g, a, "embedding_length",        &hp->n_embd,      strict, &ok);
     hp_u32(g, a, "block_count",             &hp->n_layer,     strict, &ok);
-    // a model made only of experts may have none (qwen35moe): its row's finish hook decides
-    hp_u32(g, a, "feed_forward_length",     &hp->n_ff,        strict && !model_has_arch_key(g, a, "expert_count"), &ok);
-    hp_u32(g, a, "attention.head_count",    &hp->n_head,      strict, &ok);
-    if (!hp_u32(g, a, "attention.head_count_kv", &hp->n_head_kv, false, &ok)) {
-        hp->n_head_kv = hp->n_head;
+    if (hp->n_layer > LLAMA_MAX_LAYERS) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.block_count = %u exceeds %d\n", a, hp->n_layer, LLAMA_MAX_LAYERS);
+        return false;
     }
+    // one value, or one per layer (model-layers.c); the shared value is layer 0's
+    // a model made only of experts may have none (qwen35moe): its row's finish hook decides
+    if (!llama_model_hp_layers(g, a, "feed_forward_length", hp->n_layer, hp->n_ff_l, &ok) && strict && ok &&
+        !model_has_arch_key(g, a, "expert_count")) {
+        LLAMA_LOG_ERROR("llama_model_load: missing required key '%s.feed_forward_length'\n", a);
+        ok = false;
+    }
+    hp->n_ff = hp->n_ff_l[0];
+    hp_u32(g, a, "attention.head_count",    &hp->n_head,      strict, &ok);
+    if (!llama_model_hp_layers(g, a, "attention.head_count_kv", hp->n_layer, hp->n_head_kv_l, &ok)) {
+        for (uint32_t il = 0; il < hp->n_layer; il++) {
+            hp->n_head_kv_l[il] = hp->n_head;
+        }
+    }
+    hp->n_head_kv = hp->n_head_kv_l[0];
     const uint32_t head_default = hp->n_head > 0 ? hp->n_embd / hp->n_head : 0;
     if (!hp_u32(g, a, "attention.key_length", &hp->n_embd_head_k, false, &ok)) {
         hp->n_embd_head_k = head_default;
@@ -398,10 +411,6 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
                         a, hp->expert_gating);
         return false;
     }
-    if (hp->n_layer > LLAMA_MAX_LAYERS) {
-        LLAMA_LOG_ERROR("llama_model_load: %s.block_count = %u exceeds %d\n", a, hp->n_layer, LLAMA_MAX_LAYERS);
-        return false;
-    }
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0) {
         LLAMA_LOG_ERROR("llama_model_load: %s.attention.head_count = %u is not a multiple of "
                         "%s.attention.head_count_kv = %u\n", a, hp->n_head, a, hp->n_head_kv);
@@ -435,9 +444,9 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
         LLAMA_LOG_ERROR("llama_model_load: %s.rope.freq_base_swa / rope.scaling.attn_factor must be finite and >= 0\n", a);
         return false;
     }
-    // Sliding-window layers: all of them (period 0), or all but every period-th.
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        hp->swa_layers[il] = hp->n_swa > 0 && (hp->swa_period == 0 || (il + 1) % hp->swa_period != 0);
+    // Sliding-window layers, per-layer heads and widths, KV sharing; recurrent layers.
+    if (!llama_model_layers_init(hp, g, a)) {
+        return false;
     }
     return model_read_recurrent_layers(g, a, hp);
 }
@@ -694,45 +703,57 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     }
 }
 
-// The size of symbolic dimension d (arch.h) for this model.
-static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
-    const int64_t n_q = (int64_t) hp->n_embd_head_k * hp->n_head;
-    const int64_t n_k = llama_hparams_n_embd_k_gqa(hp), n_v = llama_hparams_n_embd_v_gqa(hp);
+// The size of symbolic dimension d (arch.h) for layer il of this model (il = n_layer: a tensor
+// outside the blocks, which takes layer 0's values).
+static int64_t model_dim(const struct llama_hparams * hp, uint32_t il, uint8_t d) {
+    const uint32_t l = il < hp->n_layer ? il : 0;
+    const int64_t n_q = (int64_t) hp->n_embd_head_k_l[l] * hp->n_head;
+    const int64_t n_k = llama_hparams_n_embd_k_gqa_l(hp, l), n_v = llama_hparams_n_embd_v_gqa_l(hp, l);
     switch ((enum llm_dim) d) {
-        case LLM_DIM_EMBD:   return hp->n_embd;
-        case LLM_DIM_VOCAB:  return hp->n_vocab;
-        case LLM_DIM_FF:     return hp->n_ff;
-        case LLM_DIM_FF2:    return 2 * (int64_t) hp->n_ff;
-        case LLM_DIM_Q:      return n_q;
-        case LLM_DIM_K:      return n_k;
-        case LLM_DIM_V:      return n_v;
-        case LLM_DIM_O:      return (int64_t) hp->n_embd_head_v * hp->n_head;
-        case LLM_DIM_QKV:    return n_q + n_k + n_v;
-        case LLM_DIM_HEAD_K: return hp->n_embd_head_k;
-        case LLM_DIM_ROT2:   return hp->n_rot / 2;
-        case LLM_DIM_EXPERT: return hp->n_expert;
-        case LLM_DIM_FF_EXP: return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
+        case LLM_DIM_EMBD:    return hp->n_embd;
+        case LLM_DIM_VOCAB:   return hp->n_vocab;
+        case LLM_DIM_FF:      return hp->n_ff_l[l];
+        case LLM_DIM_FF2:     return 2 * (int64_t) hp->n_ff_l[l];
+        case LLM_DIM_Q:       return n_q;
+        case LLM_DIM_K:       return n_k;
+        case LLM_DIM_V:       return n_v;
+        case LLM_DIM_O:       return (int64_t) hp->n_embd_head_v_l[l] * hp->n_head;
+        case LLM_DIM_QKV:     return n_q + n_k + n_v;
+        case LLM_DIM_HEAD_K:  return hp->n_embd_head_k_l[l];
+        case LLM_DIM_ROT2:    return hp->n_rot / 2;
+        case LLM_DIM_EXPERT:  return hp->n_expert;
+        case LLM_DIM_FF_EXP:  return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
         case LLM_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
-        case LLM_DIM_Q2:     return 2 * n_q;
+        case LLM_DIM_Q2:      return 2 * n_q;
         case LLM_DIM_SSM_CONV_K:  return hp->ssm_d_conv;
         case LLM_DIM_SSM_CONV_CH: return 2 * (int64_t) hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
         case LLM_DIM_SSM_INNER:   return hp->ssm_d_inner;
         case LLM_DIM_SSM_HEADS:   return hp->ssm_dt_rank;
         case LLM_DIM_SSM_STATE:   return hp->ssm_d_state;
-        default:             return 1;
+        case LLM_DIM_FF_EXP2: return 2 * (int64_t) (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
+        case LLM_DIM_PLE:     return hp->n_embd_per_layer;
+        case LLM_DIM_PLE_ALL: return (int64_t) hp->n_embd_per_layer * hp->n_layer;
+        default:              return 1;
     }
 }
 
-// One tensor of the architecture's list into its field; false (logged) on a missing required
-// one, a wrong shape, or a type the ops cannot take.
-static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_spec * ts, const char * name, void * base) {
+// One tensor of the architecture's list (of layer il, or n_layer) into its field; false (logged)
+// on a missing required one, a wrong shape, or a type the ops cannot take.
+static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_spec * ts, uint32_t il, const char * name,
+                            void * base) {
     const struct llama_hparams * hp = &ld->m->hparams;
-    int64_t ne[3] = { model_dim(hp, ts->ne[0]), model_dim(hp, ts->ne[1]), model_dim(hp, ts->ne[2]) };
+    int64_t ne[3] = { model_dim(hp, il, ts->ne[0]), model_dim(hp, il, ts->ne[1]), model_dim(hp, il, ts->ne[2]) };
     // a dense FFN's tensors in a model with experts, or the experts' in a dense one, stay unloaded
     if (((ts->flags & LLM_T_DENSE) && hp->n_expert > 0) || ((ts->flags & LLM_T_MOE) && hp->n_expert == 0)) {
         return true;
     }
-    const bool required = (ts->flags & (LLM_T_REQUIRED | LLM_T_DENSE | LLM_T_MOE)) != 0;
+    bool required = (ts->flags & (LLM_T_REQUIRED | LLM_T_DENSE | LLM_T_MOE)) != 0;
+    if ((ts->flags & LLM_T_KV) && il < hp->n_layer && hp->kv_layer[il] == il) {
+        required = true;
+    }
+    if ((ts->flags & LLM_T_IF_DIM) && ne[0] > 0 && (ts->n_dims < 2 || ne[1] > 0)) {
+        required = true;
+    }
     bool ok = true;
     struct ggml_tensor * t = model_tensor(ld, name, ts->n_dims, ne, required, &ok);
     if (ok && t != NULL && (ts->flags & LLM_T_F32) && t->type != GGML_TYPE_F32) {
@@ -753,7 +774,7 @@ static bool model_load_arch_tensors(struct llama_model * m, struct model_loader 
     bool ok = true;
     for (const struct llm_tensor_spec * ts = specs; ok && ts->name != NULL; ts++) {
         if (!(ts->flags & LLM_T_LAYER)) {
-            ok = model_load_spec(ld, ts, ts->name, m);
+            ok = model_load_spec(ld, ts, hp->n_layer, ts->name, m);
         }
     }
     if (ok && m->output == NULL) {
@@ -763,7 +784,7 @@ static bool model_load_arch_tensors(struct llama_model * m, struct model_loader 
         for (const struct llm_tensor_spec * ts = specs; ok && ts->name != NULL; ts++) {
             if (ts->flags & LLM_T_LAYER) {
                 snprintf(name, sizeof(name), ts->name, il);
-                ok = model_load_spec(ld, ts, name, &m->layers[il]);
+                ok = model_load_spec(ld, ts, il, name, &m->layers[il]);
             }
         }
         if (ok && !model_progress(params, 0.05f + 0.9f * (float) (il + 1) / (float) hp->n_layer)) {
