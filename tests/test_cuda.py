@@ -71,8 +71,8 @@ def cuda_lib(lib_path) -> Path:
     """libggml-cuda.so next to the loaded libllama, or a skip saying it was not built."""
     p = lib_path.parent / CUDA_LIB
     if not p.is_file():
-        pytest.skip(f"no CUDA device ({CUDA_LIB} not built next to {lib_path.name}: no CUDA toolkit at build time "
-                    f"or -DLLAMA_CUDA=OFF)")
+        pytest.skip(f"no CUDA device ({CUDA_LIB} not built next to {lib_path.name}: no NVIDIA driver or CUDA "
+                    f"toolkit at build time (LLAMA_CUDA=AUTO; -DLLAMA_CUDA=ON forces it), or -DLLAMA_CUDA=OFF)")
     return p
 
 

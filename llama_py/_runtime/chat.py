@@ -22,9 +22,6 @@ import re
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-import jinja2.ext
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
 from .. import llama_cpp as C
 
 log = logging.getLogger("llama_py")
@@ -46,7 +43,10 @@ def _raise_exception(message: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _environment() -> ImmutableSandboxedEnvironment:
+def _environment():
+    # imported here: without jinja2 the built-in formats still work (template_formatter warns)
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
