@@ -74,12 +74,24 @@ class ggml_type(enum.IntEnum):
     Q5_K = 13
     Q6_K = 14
     Q8_K = 15
+    IQ2_XXS = 16
+    IQ2_XS = 17
+    IQ3_XXS = 18
+    IQ1_S = 19
+    IQ4_NL = 20
+    IQ3_S = 21
+    IQ2_S = 22
+    IQ4_XS = 23
     I8 = 24
     I16 = 25
     I32 = 26
     I64 = 27
     F64 = 28
+    IQ1_M = 29
     BF16 = 30
+    TQ1_0 = 34
+    TQ2_0 = 35
+    MXFP4 = 39
     COUNT = 40
 
 
@@ -118,6 +130,10 @@ class ggml_op(enum.IntEnum):
     ARGSORT = enum.auto()
     TOP_K = enum.auto()
     SIGMOID = enum.auto()
+    SOFTPLUS = enum.auto()
+    L2_NORM = enum.auto()
+    SSM_CONV = enum.auto()
+    GATED_DELTA_NET = enum.auto()
     COUNT = enum.auto()
 
 
@@ -1109,6 +1125,42 @@ def ggml_top_k(ctx, a, k):
 # -> [M, n_used, n_t]: column (j, t) = as[:, :, ids[j, t]] . b[:, j % n_b, t].
 @_c("ggml_mul_mat_id", [_ctx, _t, _t, _t], _t)
 def ggml_mul_mat_id(ctx, as_, b, ids):
+    ...
+
+
+# log(1 + exp(x)) (x above 20).
+@_c("ggml_softplus", [_ctx, _t], _t)
+def ggml_softplus(ctx, a):
+    ...
+
+
+# In-place softplus.
+@_c("ggml_softplus_inplace", [_ctx, _t], _t)
+def ggml_softplus_inplace(ctx, a):
+    ...
+
+
+# x / max(sqrt(sum(x^2)), eps) per row.
+@_c("ggml_l2_norm", [_ctx, _t, c_float], _t)
+def ggml_l2_norm(ctx, a, eps):
+    ...
+
+
+# In-place l2_norm.
+@_c("ggml_l2_norm_inplace", [_ctx, _t, c_float], _t)
+def ggml_l2_norm_inplace(ctx, a, eps):
+    ...
+
+
+# Causal depthwise convolution: sx [d_conv-1+n_t, d_inner, n_s], c [d_conv, d_inner] -> [d_inner, n_t, n_s].
+@_c("ggml_ssm_conv", [_ctx, _t, _t], _t)
+def ggml_ssm_conv(ctx, sx, c):
+    ...
+
+
+# Gated delta rule: outputs [S, H, n_t, n_s] then K state snapshots [S, S, H, n_s], in one [S*H, ...] tensor.
+@_c("ggml_gated_delta_net", [_ctx, _t, _t, _t, _t, _t, _t, c_int64], _t)
+def ggml_gated_delta_net(ctx, q, k, v, g, beta, state, K):
     ...
 
 

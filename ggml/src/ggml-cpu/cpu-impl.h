@@ -77,6 +77,11 @@ bool ggml_cpu_rms_norm_mul_fusable(const struct ggml_tensor * norm, const struct
 void ggml_compute_forward_rms_norm_mul(const struct ggml_compute_params * params, struct ggml_tensor * norm,
                                        struct ggml_tensor * mul);
 void ggml_compute_forward_tanh         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_sigmoid      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_softplus     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_l2_norm      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_ssm_conv     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_gated_delta_net(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_silu         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_gelu         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_swiglu       (const struct ggml_compute_params * params, struct ggml_tensor * dst);
@@ -90,7 +95,6 @@ void ggml_compute_forward_sum_rows     (const struct ggml_compute_params * param
 void ggml_compute_forward_argmax       (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_concat       (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_sigmoid      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_argsort      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_top_k        (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_mul_mat_id   (const struct ggml_compute_params * params, struct ggml_tensor * dst);
