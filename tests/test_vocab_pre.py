@@ -217,3 +217,93 @@ def test_family_random_text_matches_hf(tmp_path, lib_path, pre):
         check()
     finally:
         M.llama_model_free(m)
+
+
+def _write_gguf_model(path: Path, model: str, pre: str, tokens, merges, types):
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_string("tokenizer.ggml.model", model)
+    w.add_string("tokenizer.ggml.pre", pre)
+    w.add_array("tokenizer.ggml.tokens", tokens)
+    w.add_array("tokenizer.ggml.merges", merges)
+    w.add_array("tokenizer.ggml.token_type", types)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+
+
+def test_whitespace_model_matches_hf(tmp_path, lib_path):
+    """tokenizer.ggml.model "whitespace" (pre "whitespace"): words between whitespace, BPE over
+    characters (no byte alphabet); HF: WhitespaceSplit and a character-level BPE."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    texts = _corpus()
+    tok.train_from_iterator(texts, trainer=trainers.BpeTrainer(vocab_size=3000, show_progress=False))
+    model = json.loads(tok.to_str())["model"]
+    vocab = model["vocab"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    path = tmp_path / "ws.gguf"
+    _write_gguf_model(path, "whitespace", "whitespace", tokens, merges, [1] * len(tokens))
+    m = _ours(path)
+    try:
+        v = M.llama_model_get_vocab(m)
+        bad = [t for t in texts if _tokenize(v, t) != tok.encode(t, add_special_tokens=False).ids]
+        assert not bad, f"{len(bad)} differ; first {bad[:2]!r}"
+    finally:
+        M.llama_model_free(m)
+
+
+def test_hybriddna_kmers(tmp_path, lib_path):
+    """tokenizer.ggml.model "hybriddna": text outside <dna>...</dna> is byte-level BPE (as HF
+    tokenizers gives it), the DNA inside is 6-base k-mers (upper-cased, the last padded with A,
+    looked up as the bases followed by U+E000, else <oov>), as the converter's vocabulary lays them
+    out; the k-mers read back as their bases."""
+    import itertools
+    tok, vocab, merges = _train(FAMILIES["gpt-2"][0], False)
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    types = [1] * len(tokens)
+    base = len(tokens)
+    tokens += ["<dna>", "</dna>", "<oov>"]
+    types += [3, 3, 3]
+    kmer_id = {}
+    for k in itertools.product("ACGT", repeat=6):
+        kmer_id["".join(k)] = len(tokens)
+        tokens.append("".join(k) + "\ue000")
+        types.append(1)
+    path = tmp_path / "dna.gguf"
+    _write_gguf_model(path, "hybriddna", "gpt-2", tokens, merges, types)
+
+    def want(text):
+        out = []
+        while text:
+            i = text.find("<dna>")
+            if i < 0:
+                return out + tok.encode(text, add_special_tokens=False).ids
+            out += tok.encode(text[:i], add_special_tokens=False).ids if i else []
+            out.append(base)
+            j = text.find("</dna>", i + 5)
+            body = text[i + 5:] if j < 0 else text[i + 5:j]
+            for s in range(0, len(body), 6):
+                k = body[s:s + 6].upper().ljust(6, "A")
+                out.append(kmer_id.get(k, base + 2))
+            if j < 0:
+                return out
+            out.append(base + 1)
+            text = text[j + 6:]
+        return out
+
+    m = _ours(path)
+    try:
+        v = M.llama_model_get_vocab(m)
+        for text in ["plain text only", "<dna>ACGTACGTAC</dna>", "gene <dna>acgtNNacgtac</dna> tail <dna>GG",
+                     "<dna></dna><dna>A</dna>x", "a</dna>b<dna>CCCCCCCCCCCC</dna>"]:
+            assert _tokenize(v, text) == want(text), text
+        ids = _tokenize(v, "<dna>ACGTACGTAC</dna>")
+        data = (V.llama_token * len(ids))(*ids)
+        import ctypes
+        buf = ctypes.create_string_buffer(64)
+        n = V.llama_detokenize(v, data, len(ids), buf, 64, False, True)
+        assert buf.raw[:n] == b"<dna>ACGTACGTACAA</dna>"
+    finally:
+        M.llama_model_free(m)
