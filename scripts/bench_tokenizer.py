@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from llama_py import _llama_model as M  # noqa: E402
-from llama_py import _llama_vocab as V  # noqa: E402
+from llama_py._capi import model as M  # noqa: E402
+from llama_py._capi import vocab as V  # noqa: E402
 from llama_py.pull import demo_model_path  # noqa: E402
 from llama_py.pull_vocab import ALL_VOCABS, CORE_VOCABS, pull_vocab  # noqa: E402
 import test_tokenizer as T  # noqa: E402  (the reference builders)
