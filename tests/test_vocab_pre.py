@@ -307,3 +307,57 @@ def test_hybriddna_kmers(tmp_path, lib_path):
         assert buf.raw[:n] == b"<dna>ACGTACGTACAA</dna>"
     finally:
         M.llama_model_free(m)
+
+
+# Every tokenizer.ggml.pre name llama.cpp 0.3.36's loader accepts (src/llama-vocab.cpp), and
+# whether the name's family turns add_bos on.
+LLAMA_CPP_PRE_NAMES = {
+    "default": False, "minicpm5": False, "llama3": True, "llama-v3": True, "llama-bpe": True, "falcon3": True,
+    "falcon-h1": True, "pixtral": True, "midm-2.0": True, "lfm2": True, "jina-v5-nano": True,
+    "deepseek-llm": False, "deepseek-coder": False, "deepseek-v3": False, "spark2_5": False, "youtu": False,
+    "falcon": False, "mpt": False, "starcoder": False, "gpt-2": False, "phi-2": False, "jina-es": False,
+    "jina-de": False, "gigachat": False, "jina-v2-es": False, "jina-v2-de": False, "a.x-4.0": False,
+    "mellum": False, "modern-bert": False, "jais-2": False, "gemma4": True, "granite-embed-multi-311m": True,
+    "sarvam-moe": False, "jina-v1-en": False, "jina-v2-code": False, "roberta-bpe": False, "whitespace": False,
+    "refact": False, "command-r": False, "qwen2": False, "deepseek-r1-qwen": False, "kormo": False,
+    "f2llmv2": False, "qwen35": False, "stablelm2": False, "olmo": False, "dbrx": False, "smaug-bpe": False,
+    "poro-chat": False, "chatglm-bpe": False, "glm4": False, "glm5": False, "viking": False, "jais": False,
+    "tekken": True, "smollm": False, "codeshell": False, "bloom": False, "gpt3-finnish": False, "exaone": False,
+    "exaone4": False, "exaone-moe": False, "chameleon": True, "minerva-7b": False, "megrez": False,
+    "gpt-4o": False, "llama4": False, "kanana2": False, "talkie": False, "granite-embed-multi-97m": False,
+    "tiny_aya": False, "cohere2moe": False, "superbpe": False, "trillion": False, "granite-docling": False,
+    "bailingmoe": False, "bailingmoe2": False, "llada-moe": False, "seed-coder": False, "hunyuan": False,
+    "hunyuan-dense": False, "hy_v4": False, "joyai-llm": False, "kimi-k2": False, "ufakzeka": False,
+    "grok-2": False, "afmoe": False, "laguna": False, "minimax-m2": False, "solar-open": False, "mellum2": False,
+}
+
+
+@pytest.fixture(scope="module")
+def gpt2_trained():
+    return _train(FAMILIES["gpt-2"][0], False)
+
+
+@pytest.mark.parametrize("pre", sorted(LLAMA_CPP_PRE_NAMES))
+def test_every_llama_cpp_pre_name_loads(tmp_path, lib_path, gpt2_trained, pre):
+    tok, vocab, merges = gpt2_trained
+    path = tmp_path / "v.gguf"
+    _write_gguf(path, pre, vocab, merges)
+    m = _ours(path)
+    try:
+        v = M.llama_model_get_vocab(m)
+        assert V.llama_vocab_get_add_bos(v) == LLAMA_CPP_PRE_NAMES[pre]
+        assert all(0 <= i < len(vocab) for i in _tokenize(v, "Hello, world! 123 中文 \n\n  x"))
+    finally:
+        M.llama_model_free(m)
+
+
+def test_unknown_pre_name_is_logged(tmp_path, lib_path, gpt2_trained):
+    from model_util import LogCapture
+    tok, vocab, merges = gpt2_trained
+    path = tmp_path / "bad.gguf"
+    _write_gguf(path, "qwen99-not-a-name", vocab, merges)
+    p = M.llama_model_default_params()
+    p.vocab_only = True
+    with LogCapture() as log:
+        assert not M.llama_model_load_from_file(str(path).encode(), p)
+    assert "unknown pre-tokenizer" in log.text() and "qwen99-not-a-name" in log.text()
