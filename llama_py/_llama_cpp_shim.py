@@ -37,6 +37,9 @@ def install_as_llama_cpp(force: bool = False) -> types.ModuleType:
     pkg = types.ModuleType("llama_cpp", "llama_py standing in for llama-cpp-python's llama_cpp package")
     pkg.__dict__.update({k: v for k, v in vars(low).items() if not k.startswith("__")})
     pkg.__dict__.update({k: getattr(high, k) for k in high.__all__})
+    # llama-cpp-python's __init__ re-exports llama_types' names too (ChatCompletionRequestUserMessage, ...)
+    types_mod = importlib.import_module("llama_py.llama_types")
+    pkg.__dict__.update({k: v for k, v in vars(types_mod).items() if not k.startswith("_") and k[0].isupper()})
     pkg.__version__ = _VERSION
     pkg.__path__ = []  # a package: `import llama_cpp.x` looks in sys.modules first
     pkg.__llama_py__ = True

@@ -127,6 +127,27 @@ def _deprecated(old: str, new: str) -> None:
     warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
+def llama_set_adapter_lora(ctx, adapter, scale: float, /) -> int:
+    """Deprecated name: llama_set_adapters_lora with one adapter (LoRA is not supported: the
+    library returns its failure value and logs why)."""
+    _deprecated("llama_set_adapter_lora", "llama_set_adapters_lora")
+    adapters = (llama_adapter_lora_p_ctypes * 1)(adapter)
+    scales = (ctypes.c_float * 1)(scale)
+    return llama_set_adapters_lora(ctx, adapters, 1, scales)
+
+
+def llama_apply_adapter_cvec(ctx, data, len: int, n_embd: int, il_start: int, il_end: int, /) -> int:
+    """Deprecated name of llama_set_adapter_cvec (control vectors are not supported: the
+    library's failure value, logged)."""
+    _deprecated("llama_apply_adapter_cvec", "llama_set_adapter_cvec")
+    return llama_set_adapter_cvec(ctx, data, len, n_embd, il_start, il_end)
+
+
+# the ctypes library object, under llama-cpp-python's name (guidance / llguidance read
+# llama_cpp.llama_cpp._lib.llama_tokenize and pass its C pointer on)
+_lib = load_library()
+
+
 # Model handles handed out by the loaders: the vocab functions that older code calls with a
 # model still work (the library accepts either), and warn that the model form is deprecated.
 _model_handles = set()

@@ -256,3 +256,36 @@ def test_echo_logprobs_max_tokens_0_scores_the_prompt(client, llm):
     g = client.completions.create(model="smollm2", prompt=prompt, echo=True, logprobs=1, max_tokens=3,
                                   temperature=0).choices[0].logprobs
     assert g.tokens[:n] == lp.tokens and len(g.tokens) == n + 3 and g.token_logprobs[0] is None
+
+
+def test_model_by_id_and_unknown_routes_answer_json(served, client):
+    import httpx
+    m = client.models.retrieve("smollm2")
+    assert m.id == "smollm2" and m.object == "model"
+    with pytest.raises(openai.NotFoundError) as e:
+        client.models.retrieve("nope")
+    assert e.value.body["code"] == "model_not_found"
+    for method, path in (("GET", "/v1/nothing"), ("POST", "/v2/completions")):
+        r = httpx.request(method, served + path)
+        assert r.status_code == 404 and r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_llama_cpp_namespace_top_level_names():
+    """llama-cpp-python's package re-exports llama_types' names and its low-level module holds
+    `_lib`; through install_as_llama_cpp() both resolve to llama_py's."""
+    import importlib
+    import sys
+    from llama_py import install_as_llama_cpp
+    saved = {k: v for k, v in sys.modules.items() if k == "llama_cpp" or k.startswith("llama_cpp.")}
+    try:
+        for k in saved:
+            del sys.modules[k]
+        install_as_llama_cpp()
+        lc = importlib.import_module("llama_cpp")
+        from llama_cpp import ChatCompletionRequestUserMessage, CreateCompletionResponse  # noqa: F401
+        assert lc.llama_cpp._lib.llama_tokenize is not None
+        assert lc.GGML_TYPE_IQ4_XS == 23 and lc.LLAMA_VOCAB_PRE_TYPE_SMOLLM == 21
+    finally:
+        for k in [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
