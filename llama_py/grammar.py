@@ -61,6 +61,15 @@ class LlamaGrammar:
     def __init__(self, *args, _grammar: str, _root: str = "root", **kwargs):
         self._grammar = _grammar
         self._root = _root
+        self.triggers: List[str] = []  # lazy: patterns whose match starts the grammar (none: always on)
+
+    def lazy(self, triggers: Sequence[str]) -> "LlamaGrammar":
+        """A copy that constrains only from a trigger on: each trigger is a regex matched against
+        the whole text generated so far; the grammar gets the text from its first capture group
+        on (llama_sampler_init_grammar_lazy_patterns)."""
+        g = LlamaGrammar(_grammar=self._grammar, _root=self._root)
+        g.triggers = list(triggers)
+        return g
 
     @classmethod
     def from_string(cls, grammar: str, verbose: bool = True) -> "LlamaGrammar":
@@ -102,7 +111,13 @@ def sampler_from_grammar(vocab, grammar: LlamaGrammar) -> int:
     """A grammar sampler for vocab (a llama_vocab pointer); raises ValueError if the engine
     refuses the grammar (e.g. a <token> reference that is not one token of this vocabulary)."""
     from . import llama_cpp as C
-    smpl = C.llama_sampler_init_grammar(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+    triggers = getattr(grammar, "triggers", None)
+    if triggers:
+        pats = (ctypes.c_char_p * len(triggers))(*[t.encode("utf-8") for t in triggers])
+        smpl = C.llama_sampler_init_grammar_lazy_patterns(vocab, grammar._grammar.encode("utf-8"),
+                                                          grammar._root.encode("utf-8"), pats, len(triggers), None, 0)
+    else:
+        smpl = C.llama_sampler_init_grammar(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
     if not smpl:
         err = ctypes.create_string_buffer(512)
         _validator()(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"), err, len(err))

@@ -289,3 +289,47 @@ def test_llama_cpp_namespace_top_level_names():
         for k in [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]:
             del sys.modules[k]
         sys.modules.update(saved)
+
+
+@pytest.mark.parametrize("family,prefix,opening", [("hermes", "Let me check. ", "<tool_call>"),
+                                                   ("mistral", "", "[TOOL_CALLS]"),
+                                                   ("llama3", "", "<|python_tag|>")])
+def test_auto_tool_call_lazy_grammar(llm, family, prefix, opening):
+    """tool_choice auto: the grammar changes nothing until the family's opening marker is
+    written; from there only a call valid for the tools' schemas can follow (checked on the
+    candidates of SmolLM2's vocabulary: a token the call cannot continue with is masked)."""
+    import numpy as np
+    from llama_py import llama_cpp as C
+    from llama_py._capi.sampling import TokenDataArray
+    from llama_py._runtime import chat as R
+    from llama_py.grammar import sampler_from_grammar
+    g = R.AutoTools(family, ["get_weather", "get_time"]).grammar(TOOLS)
+    smpl = sampler_from_grammar(llm._vocab, g)
+    n = llm.n_vocab()
+    try:
+        def allowed():
+            cand = TokenDataArray(np.zeros(n, dtype=np.float32)).apply(smpl)
+            return {int(i) for i, v in zip(cand.ids, cand.logits) if v != -np.inf}
+
+        def tok(text):
+            ids = llm.tokenize(text.encode(), add_bos=False, special=False)
+            return ids
+
+        assert len(allowed()) == n  # not triggered: nothing masked
+        for t in tok(prefix + opening):
+            C.llama_sampler_accept(smpl, t)
+        ok = allowed()
+        pieces = {t: llm.detokenize([t]).decode("utf-8", "ignore") for t in ok}
+        assert 0 < len(ok) < n / 10, len(ok)
+        body = '{"name": "get_weather", "arguments": {"city": "Paris"}}' if family != "llama3" else \
+            '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+        if family == "mistral":
+            body = "[" + body
+        assert all(body.startswith(p.strip()) or not p.strip() for p in pieces.values()), sorted(pieces.values())[:20]
+        # a name that is not a tool is refused where it starts to differ
+        for t in tok((" [" if family == "mistral" else " ") + '{"name": "get_'):
+            C.llama_sampler_accept(smpl, t)
+        nxt = {llm.detokenize([t]).decode("utf-8", "ignore") for t in allowed()}
+        assert any(p.startswith("w") or p.startswith("t") for p in nxt) and not any(p.startswith("x") for p in nxt)
+    finally:
+        C.llama_sampler_free(smpl)
