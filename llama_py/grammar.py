@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "LlamaGrammar", "json_schema_to_gbnf", "JSON_GBNF", "JSON_ARR_GBNF", "sampler_from_grammar",
-    "tools_to_json_schema", "tool_calls_grammar", "parse_tool_calls", "regex_to_gbnf",
+    "tools_to_json_schema", "tool_calls_grammar", "parse_tool_calls", "regex_to_gbnf", "SchemaConverter",
 ]
 
 # ------------------------------------------------------------------------------------------
@@ -936,6 +936,31 @@ def json_schema_to_gbnf(schema: Union[str, Dict[str, Any], bool]) -> str:
         except json.JSONDecodeError as e:
             raise ValueError(f"the JSON schema is not valid JSON: {e}") from e
     return _Converter(schema).gbnf(schema)
+
+
+class SchemaConverter:
+    """llama-cpp-python's `llama_grammar.SchemaConverter` interface over json_schema_to_gbnf:
+    visit(schema, name) takes the schema, format_grammar() returns its GBNF. prop_order, dotall
+    and raw_pattern are accepted (properties keep the schema's order); allow_fetch must be
+    False (no remote $ref)."""
+
+    def __init__(self, *, prop_order=None, allow_fetch=False, dotall=False, raw_pattern=False):
+        if allow_fetch:
+            raise ValueError("SchemaConverter(allow_fetch=True): remote $ref are not fetched by llama_py")
+        self._schema: Any = None
+
+    def resolve_refs(self, schema: dict, url: str) -> dict:
+        """The schema itself: only references into the same document are supported (resolved when converted)."""
+        return schema
+
+    def visit(self, schema, name) -> str:
+        """Takes the schema to convert; returns the root rule's name."""
+        self._schema = schema
+        return "root"
+
+    def format_grammar(self) -> str:
+        """The GBNF of the visited schema (ValueError naming what cannot be expressed)."""
+        return json_schema_to_gbnf(self._schema if self._schema is not None else True)
 
 
 # ------------------------------------------------------------------------------------------

@@ -285,6 +285,15 @@ def test_llama_cpp_namespace_top_level_names():
         from llama_cpp import ChatCompletionRequestUserMessage, CreateCompletionResponse  # noqa: F401
         assert lc.llama_cpp._lib.llama_tokenize is not None
         assert lc.GGML_TYPE_IQ4_XS == 23 and lc.LLAMA_VOCAB_PRE_TYPE_SMOLLM == 21
+        from llama_cpp.llama_chat_format import format_chatml, format_llama3
+        msgs = [{"role": "user", "content": "hi"}]
+        assert format_chatml(messages=msgs).prompt.startswith("<|im_start|>user\nhi<|im_end|>")
+        assert "<|start_header_id|>user<|end_header_id|>" in format_llama3(messages=msgs).prompt
+        from llama_cpp.llama_grammar import SchemaConverter
+        conv = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+        schema = conv.resolve_refs({"type": "object", "properties": {"a": {"type": "integer"}}}, "input")
+        conv.visit(schema, "")
+        assert "root ::=" in conv.format_grammar()
     finally:
         for k in [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]:
             del sys.modules[k]
