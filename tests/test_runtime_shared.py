@@ -342,3 +342,35 @@ def test_auto_tool_call_lazy_grammar(llm, family, prefix, opening):
         assert any(p.startswith("w") or p.startswith("t") for p in nxt) and not any(p.startswith("x") for p in nxt)
     finally:
         C.llama_sampler_free(smpl)
+
+
+def test_llama_cpp_server_entry_points(smollm2_path):
+    """llama-cpp-python's `llama_cpp.server.app.create_app` with its settings names, through
+    install_as_llama_cpp(), serves our server (checked with starlette's test client)."""
+    import importlib
+    import sys
+    from starlette.testclient import TestClient
+    from llama_py import install_as_llama_cpp
+    saved = {k: v for k, v in sys.modules.items() if k == "llama_cpp" or k.startswith("llama_cpp.")}
+    try:
+        for k in saved:
+            del sys.modules[k]
+        install_as_llama_cpp()
+        create_app = importlib.import_module("llama_cpp.server.app").create_app
+        settings = importlib.import_module("llama_cpp.server.settings")
+        app = create_app(server_settings=settings.ServerSettings(api_key="k"),
+                         model_settings=[settings.ModelSettings(model=str(smollm2_path), model_alias="smol",
+                                                                n_ctx=512, flash_attn=True)])
+        with TestClient(app) as tc:
+            h = {"Authorization": "Bearer k"}
+            assert [m["id"] for m in tc.get("/v1/models", headers=h).json()["data"]] == ["smol"]
+            assert tc.get("/v1/models").status_code == 401
+            r = tc.post("/v1/completions", headers=h, json={"model": "smol", "prompt": "Hi", "max_tokens": 3,
+                                                            "temperature": 0}).json()
+            assert r["usage"]["completion_tokens"] == 3 and r["model"] == "smol"
+        with pytest.raises(ValueError, match="unknown settings"):
+            settings.ModelSettings(model="x", n_ctxx=1)
+    finally:
+        for k in [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
