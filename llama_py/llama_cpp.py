@@ -17,7 +17,7 @@ import ctypes
 import warnings
 from typing import Iterable, Sequence
 
-from . import _abi
+from . import _abi, _load_guard
 from ._lib import LlamaError, LibraryNotFound, ctypes_function, load_library
 from ._capi.common import *  # noqa: F401,F403
 from ._capi.common import (llama_context_p_ctypes, llama_model_p_ctypes, llama_token)
@@ -70,6 +70,7 @@ _last_level = [_logging.INFO]
 
 
 def _route_log(level, text, user_data):
+    _load_guard.note_log(level, text)  # a failed load's reason goes into its exception
     # CONT (5) continues the previous line at its level
     lvl = _last_level[0] if level == 5 else _LOG_LEVELS.get(level, _logging.INFO)
     _last_level[0] = lvl
@@ -125,22 +126,6 @@ def llama_encode(ctx, batch, /) -> int:
 
 def _deprecated(old: str, new: str) -> None:
     warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
-
-
-def llama_set_adapter_lora(ctx, adapter, scale: float, /) -> int:
-    """Deprecated name: llama_set_adapters_lora with one adapter (LoRA is not supported: the
-    library returns its failure value and logs why)."""
-    _deprecated("llama_set_adapter_lora", "llama_set_adapters_lora")
-    adapters = (llama_adapter_lora_p_ctypes * 1)(adapter)
-    scales = (ctypes.c_float * 1)(scale)
-    return llama_set_adapters_lora(ctx, adapters, 1, scales)
-
-
-def llama_apply_adapter_cvec(ctx, data, len: int, n_embd: int, il_start: int, il_end: int, /) -> int:
-    """Deprecated name of llama_set_adapter_cvec (control vectors are not supported: the
-    library's failure value, logged)."""
-    _deprecated("llama_apply_adapter_cvec", "llama_set_adapter_cvec")
-    return llama_set_adapter_cvec(ctx, data, len, n_embd, il_start, il_end)
 
 
 # the ctypes library object, under llama-cpp-python's name (guidance / llguidance read
@@ -240,6 +225,18 @@ def llama_n_head(model, /) -> int:
     """Deprecated: llama_model_n_head."""
     _deprecated("llama_n_head", "llama_model_n_head")
     return llama_model_n_head(model)
+
+
+def llama_set_adapter_lora(ctx, adapter, scale: float, /) -> int:
+    """Deprecated: llama_set_adapters_lora with this one adapter (replacing the context's set)."""
+    _deprecated("llama_set_adapter_lora", "llama_set_adapters_lora")
+    return llama_set_adapters_lora(ctx, (ctypes.c_void_p * 1)(adapter), 1, (ctypes.c_float * 1)(scale))
+
+
+def llama_apply_adapter_cvec(ctx, data, len: int, n_embd: int, il_start: int, il_end: int, /) -> int:
+    """Deprecated: llama_set_adapter_cvec."""
+    _deprecated("llama_apply_adapter_cvec", "llama_set_adapter_cvec")
+    return llama_set_adapter_cvec(ctx, data, len, n_embd, il_start, il_end)
 
 
 def llama_n_vocab(vocab_or_model, /) -> int:

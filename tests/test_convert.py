@@ -686,3 +686,18 @@ def test_safetensors_reader_against_safetensors(tmp_path):
             assert got.shape == v.shape and got.dtype == v.dtype and np.array_equal(got, v), k
     finally:
         f.close()
+
+
+@pytest.mark.parametrize("variant", ["spm", "llama-bpe"])
+def test_llama_cpp_converter_file_matches_hf(ckpts, variant, tmp_path):
+    """The `llama` architecture from a file written by llama.cpp's convert_hf_to_gguf.py (0.3.36)."""
+    from upstream_convert import convert_with_llama_cpp
+    ck = ckpts[variant]
+    path = convert_with_llama_cpp(ck.path, tmp_path / "upstream.gguf", "f32",
+                                  pre=None if ck.kind == "spm" else variant)
+    toks = [hf_ids(ck, p) for p in PROMPTS]
+    with Model(path) as m:
+        for p in PROMPTS:
+            assert our_tokens(m, p) == hf_ids(ck, p), p
+    err = rel_err(our_logits(path, toks), hf_logits(ck.model, toks))
+    assert err < 1e-3, err

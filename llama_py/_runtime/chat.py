@@ -22,9 +22,6 @@ import re
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-import jinja2.ext
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
 from .. import llama_cpp as C
 
 log = logging.getLogger("llama_py")
@@ -46,7 +43,10 @@ def _raise_exception(message: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _environment() -> ImmutableSandboxedEnvironment:
+def _environment():
+    # imported here: without jinja2 the built-in formats still work (template_formatter warns)
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
@@ -216,6 +216,11 @@ def template_formatter(template: str, bos_text: str, eos_text: str, eos_id: int 
     try:
         return Jinja2ChatFormatter(template=template, eos_token=eos_text, bos_token=bos_text,
                                    stop_token_ids=[eos_id] if eos_id >= 0 else None)
+    except ImportError:  # a declared dependency, but a broken environment must not fail silently
+        import warnings
+        warnings.warn(f"jinja2 is not installed: the model's {name} is replaced by the closest built-in "
+                      "format, which may not match it (pip install jinja2)")
+        return BuiltinChatFormatter(template)
     except Exception as e:  # a template jinja2 cannot compile: the built-in formats may still know it
         log.warning("%s does not compile (%s: %s); using the built-in format its markers name",
                     name, type(e).__name__, e)

@@ -613,7 +613,7 @@ class _App:
     def _model_card(self, n: str, m: ModelEntry) -> Dict[str, Any]:
         return {"id": n, "object": "model", "created": m.created, "owned_by": "llama_py",
                 "meta": {"n_ctx": m.engine.n_ctx, "n_ctx_slot": m.engine.n_ctx_slot, "slots": m.engine.n_slots,
-                         "n_vocab": m.model.n_vocab, "n_embd": m.model.n_embd, "path": m.model.path}}
+                         "n_vocab": m.model.n_vocab, "n_embd": m.model.n_embd}}  # no path: clients see names
 
     async def models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [self._model_card(n, m) for n, m in self.entries.items()]})

@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import _load_guard
 from .. import llama_cpp as C
 from .._lib import LlamaError
 from .._runtime import text as T
@@ -65,9 +66,13 @@ class Model:
         params = C.llama_model_default_params()
         params.n_gpu_layers = n_gpu_layers
         params.vocab_only = vocab_only
-        self._model = C.llama_model_load_from_file(self.path.encode(), params)
+        with _load_guard.guarded_load(params) as load:  # Ctrl-C cancels the load
+            self._model = C.llama_model_load_from_file(self.path.encode(), params)
+        if load.interrupted:
+            self.close()
+            raise KeyboardInterrupt
         if not self._model:
-            raise LlamaError(f"failed to load model from {self.path}")
+            raise LlamaError(f"failed to load model from {self.path}: {_load_guard.reason()}")
         self.vocab = C.llama_model_get_vocab(self._model)
         self.n_vocab = C.llama_vocab_n_tokens(self.vocab)
         self.n_embd = C.llama_model_n_embd(self._model)
@@ -260,6 +265,9 @@ class Engine:
         if not self._ctx:
             raise LlamaError(f"failed to create a context of {n_ctx} cells and {n_slots} sequences")
         self._mem = C.llama_get_memory(self._ctx)
+        # recurrent state (hybrid models): a sequence's state is copied whole or not at all, so
+        # slots do not share prompt prefixes
+        self._recurrent = bool(C.llama_model_is_hybrid(model.handle) or C.llama_model_is_recurrent(model.handle))
         self.n_ctx = C.llama_n_ctx(self._ctx)
         self.n_batch = C.llama_n_batch(self._ctx)
         self.n_slots = n_slots
@@ -439,7 +447,7 @@ class Engine:
                 continue
             keep_own = min(best_n, len(prompt) - 1)  # decode at least one token: its logits
             keep_shared = min(donor_n, len(prompt) - 1)
-            if donor is not None and keep_shared > keep_own:
+            if donor is not None and keep_shared > keep_own and not self._recurrent:
                 C.llama_memory_seq_rm(self._mem, best.id, -1, -1)
                 C.llama_memory_seq_cp(self._mem, donor.id, best.id, 0, keep_shared)
                 best.tokens = donor.tokens[:keep_shared]
@@ -447,7 +455,10 @@ class Engine:
                 self.metrics.prefix_shared += 1
             else:
                 keep = keep_own
-                C.llama_memory_seq_rm(self._mem, best.id, keep, -1)
+                if not C.llama_memory_seq_rm(self._mem, best.id, keep, -1):
+                    # a recurrent state (hybrid models) is kept whole or not at all
+                    C.llama_memory_seq_rm(self._mem, best.id, -1, -1)
+                    keep = 0
                 best.tokens = best.tokens[:keep]
             self.metrics.prefix_lookup(len(prompt), keep)
             best.req = req

@@ -69,7 +69,9 @@ struct cuda_backend_ctx {
     bool unchanged_next;        // the scheduler's promise for the next graph_compute
     const struct ggml_cgraph * unchanged_graph;
     int sm_count;
-    int cc;                     // compute capability * 10 + minor
+    int cc;
+    int * err_host = nullptr;   // set by kernels that met bad input (mapped host memory), read after each sync
+    int * err_dev = nullptr;    // the same word as kernels address it                     // compute capability * 10 + minor
 };
 
 // Scratch of `size` bytes for this computation (256-byte aligned); NULL (logged) on failure.
@@ -181,4 +183,9 @@ bool cuda_dequant_rows_f16(cuda_backend_ctx * ctx, const struct ggml_tensor * sr
 
 // fattn.cu
 bool cuda_op_flash_attn(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
+// moe.cu: mul_mat_id (an id outside the experts raises ctx->err_dev), argsort and top_k
+bool cuda_supports_mul_mat_id(const struct ggml_tensor * op);
+bool cuda_op_mul_mat_id(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
+bool cuda_supports_sort(const struct ggml_tensor * op);
+bool cuda_op_sort(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_supports_flash_attn(const struct ggml_tensor * dst);

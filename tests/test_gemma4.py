@@ -1,0 +1,195 @@
+"""Gemma 4 (text, dense) beyond what tests/test_arch.py checks for every architecture, on the
+same tiny random Gemma4ForCausalLM (PLE, two KV-shared layers, K = V on the full layers,
+sliding and full layers of different head sizes and KV-head counts):
+
+  - the KV cache holds only the layers that own KV: a sequence's saved state grows per token
+    by those layers' K and V rows, sized per layer from the GGUF's own keys;
+  - several sequences interleaved in one batch each give transformers' logits;
+  - a sequence's state saved after a prompt and restored into a fresh context continues with
+    transformers' logits past the sliding window;
+  - llama.cpp's converter writes the same keys and tensors, and its file gives the same logits;
+  - the 26B-A4B form (experts beside each block's dense MLP) on a tiny model with 4 experts, 2
+    per token: batch, flash attention, token by token, the NumPy reference, llama.cpp's file.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (test-only dependency, see requirements-test.txt)")
+transformers = pytest.importorskip("transformers",
+                                   reason="transformers is not installed (test-only dependency, see requirements-test.txt)")
+gguf = pytest.importorskip("gguf")
+if not hasattr(transformers, "Gemma4ForCausalLM"):
+    pytest.skip("this transformers has no Gemma4ForCausalLM", allow_module_level=True)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import test_arch as T  # noqa: E402
+import test_convert as TC  # noqa: E402
+from llama_ref import rel_err  # noqa: E402
+from model_util import Ctx, Model  # noqa: E402
+
+import llama_py.llama_cpp as L  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def g4(tmp_path_factory, lib_path):
+    root = tmp_path_factory.mktemp("gemma4")
+    return T._build(root, "gemma4", TC._train_spm(root), seed=25)
+
+
+def _kv_row_bytes(path: Path, elt: int = 4):
+    """(bytes of one token's K and V rows in the layers owning KV, the same over all layers)."""
+    r = gguf.GGUFReader(str(path))
+    f = lambda k: r.fields[f"gemma4.{k}"].contents()  # noqa: E731
+    n_layer, shared = f("block_count"), f("attention.shared_kv_layers")
+    swa, n_kv = f("attention.sliding_window_pattern"), f("attention.head_count_kv")
+    hd, hd_swa = f("attention.key_length"), f("attention.key_length_swa")
+    rows = [2 * elt * n_kv[il] * (hd_swa if swa[il] else hd) for il in range(n_layer)]
+    assert 0 < shared < n_layer
+    return sum(rows[:n_layer - shared]), sum(rows)
+
+
+def test_kv_cache_holds_only_owning_layers(g4):
+    own, unshared = _kv_row_bytes(g4.gguf)
+    toks = g4.ids(T.LONG)[:40]
+    with Model(g4.gguf) as m, Ctx(m, n_ctx=64, n_batch=64, type_k=0, type_v=0) as c:
+        assert c.decode_seq(toks[:10]) == 0
+        s1 = L.llama_state_seq_get_size(c.ptr, 0)
+        assert c.decode_seq(toks[10:30], start=10) == 0
+        s2 = L.llama_state_seq_get_size(c.ptr, 0)
+    # per cell: index, position, sequence count and id (4 bytes each), then its K/V rows
+    per_token = (s2 - s1) / 20
+    print(f"\ngemma4 tiny: KV {own} bytes/token (F32) with sharing, {unshared} without", end="")
+    assert per_token == 16 + own, (per_token, own, unshared)
+
+
+def test_sequences_in_one_batch(g4):
+    seqs = [g4.ids(p)[:40] for p in (TC.PROMPTS[0], T.LONG, TC.PROMPTS[2])]
+    assert len(seqs[1]) > 2 * T.WINDOW
+    rows, where = [], []
+    for i in range(max(map(len, seqs))):
+        for s, toks in enumerate(seqs):
+            if i < len(toks):
+                where.append((s, i))
+                rows.append((toks[i], i, [s], True))
+    with Model(g4.gguf) as m, Ctx(m, n_ctx=256, n_batch=256, n_ubatch=256, n_seq_max=3, type_k=0, type_v=0) as c:
+        assert c.decode_rows(rows) == 0
+        got = [np.zeros((len(t), c.model.n_vocab)) for t in seqs]
+        for r, (s, i) in enumerate(where):
+            got[s][i] = c.logits(r)
+    err = max(rel_err(got[s], T.hf_logits(g4.model, seqs[s])) for s in range(3))
+    print(f"\ngemma4 three sequences in one batch: {err:.2e}", end="")
+    assert err < 1e-3, err
+
+
+def test_state_restore_continues(g4):
+    toks = g4.ids(T.LONG)[:40]
+    ref = T.hf_logits(g4.model, toks)
+    n0 = 12
+    with Model(g4.gguf) as m:
+        with Ctx(m, n_ctx=64, n_batch=64, type_k=0, type_v=0) as c:
+            assert c.decode_seq(toks[:n0]) == 0
+            size = L.llama_state_seq_get_size(c.ptr, 0)
+            buf = (ctypes.c_uint8 * size)()
+            assert L.llama_state_seq_get_data(c.ptr, buf, size, 0) == size
+        with Ctx(m, n_ctx=64, n_batch=64, type_k=0, type_v=0) as c:
+            assert L.llama_state_seq_set_data(c.ptr, buf, size, 0) == size
+            rows = []
+            for i in range(n0, len(toks)):
+                assert c.decode_seq([toks[i]], start=i) == 0
+                rows.append(c.logits(0))
+    err = rel_err(np.stack(rows), ref[n0:])
+    print(f"\ngemma4 restored state, then token by token: {err:.2e}", end="")
+    assert err < 1e-3, err
+
+
+def _as_spm(src: Path, dst: Path) -> Path:
+    """A copy of llama.cpp's gemma4 file with tokenizer.ggml.model 'llama' (see below)."""
+    r = gguf.GGUFReader(str(src))
+    w = gguf.GGUFWriter(str(dst), "gemma4")
+    for k, f in r.fields.items():
+        if k.startswith("GGUF.") or k == "general.architecture":
+            continue
+        v = "llama" if k == "tokenizer.ggml.model" else f.contents()
+        if f.types[0] == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(k, v, f.types[0], sub_type=f.types[-1])
+        else:
+            w.add_key_value(k, v, f.types[0])
+    for t in r.tensors:
+        w.add_tensor(t.name, np.ascontiguousarray(np.asarray(t.data).reshape([int(x) for x in reversed(t.shape)])))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
+def test_llama_cpp_converter_file(g4, tmp_path):
+    """llama.cpp's own converter (0.3.36 sdist) writes the same keys and tensors as ours, and its
+    file gives transformers' logits. Its tokenizer.ggml.model is 'gemma4' (the gemma-4 vocabulary
+    work loads that); here the file is rewritten with the SentencePiece name 'llama', which this
+    tiny tokenizer is, so that the model itself is checked."""
+    from upstream_convert import convert_with_llama_cpp
+    up = convert_with_llama_cpp(g4.path, tmp_path / "upstream.gguf", "f32")
+    r_up, r_us = gguf.GGUFReader(str(up)), gguf.GGUFReader(str(g4.gguf))
+    assert {t.name for t in r_up.tensors} == {t.name for t in r_us.tensors}
+    for k, f in r_up.fields.items():
+        if k.startswith("gemma4."):
+            a, b = f.contents(), r_us.fields[k].contents()
+            assert (np.allclose(a, b) if isinstance(a, float) else a == b), (k, a, b)
+    fixed = _as_spm(up, tmp_path / "upstream-spm.gguf")
+    toks = g4.ids(T.LONG)[:60]
+    ref = T.hf_logits(g4.model, toks)
+    err = max(rel_err(T.our_batch(fixed, [toks])[0], ref), rel_err(T.our_stepwise(fixed, toks), ref))
+    print(f"\ngemma4 (llama.cpp's converter): {err:.2e}", end="")
+    assert err < 1e-3, err
+
+
+@pytest.fixture(scope="module")
+def g4moe(tmp_path_factory, lib_path):
+    """The 26B-A4B form: experts beside every block's dense MLP (4 experts, 2 per token)."""
+    root = tmp_path_factory.mktemp("gemma4moe")
+    sp = TC._train_spm(root)
+    orig = T._config
+
+    def config(arch, n_vocab, bos, eos):
+        c = orig(arch, n_vocab, bos, eos)
+        c.enable_moe_block, c.num_experts, c.top_k_experts, c.moe_intermediate_size = True, 4, 2, 32
+        c.hidden_size_per_layer_input = 0   # as the 26B-A4B model: no per-layer embeddings
+        c.num_kv_shared_layers, c.use_double_wide_mlp = 0, False
+        return c
+    T._config = config
+    try:
+        t = T._build(root, "gemma4", sp, seed=26)
+    finally:
+        T._config = orig
+    with torch.no_grad():   # the router's scales are ones at init: make them count
+        for name, p in t.model.named_parameters():
+            if name.endswith(("router.scale", "router.per_expert_scale")):
+                p.uniform_(0.5, 1.5)
+    t.model.save_pretrained(str(t.path))
+    from llama_py import convert as C
+    C.convert(t.path, t.gguf, "f32", progress=None)
+    return t
+
+
+def test_experts_match_transformers(g4moe):
+    from llama_ref import LlamaRef
+    from upstream_convert import convert_with_llama_cpp
+    t = g4moe
+    toks = t.ids(T.LONG)[:60]
+    ref = T.hf_logits(t.model, toks)
+    errs = {"batch": rel_err(T.our_batch(t.gguf, [toks])[0], ref),
+            "flash": rel_err(T.our_batch(t.gguf, [toks], flash_attn_type=1)[0], ref),
+            "token by token": rel_err(T.our_stepwise(t.gguf, toks), ref),
+            "numpy": rel_err(LlamaRef(str(t.gguf)).forward(toks), ref)}
+    up = convert_with_llama_cpp(t.path, t.path / "upstream.gguf", "f32")
+    assert {x.name for x in gguf.GGUFReader(str(up)).tensors} == {x.name for x in gguf.GGUFReader(str(t.gguf)).tensors}
+    errs["llama.cpp's converter"] = rel_err(T.our_batch(_as_spm(up, t.path / "upstream-spm.gguf"), [toks])[0], ref)
+    print("\ngemma4 experts: " + ", ".join(f"{k} {v:.2e}" for k, v in errs.items()), end="")
+    assert max(errs.values()) < 1e-3, errs
