@@ -95,6 +95,29 @@ def test_quantize_with_imatrix_loads_and_matches(setup, tmp_path):
 
 
 def test_codebook_types_need_an_imatrix(setup, tmp_path):
+    """IQ2 / IQ3_XXS mixes refuse to run without an importance matrix, naming it; IQ1 is refused."""
     src, _, im = setup
     with pytest.raises(RuntimeError, match="importance matrix"):
         Q.quantize(str(src), str(tmp_path / "x.gguf"), "IQ2_XXS", show_progress=False)
+    with pytest.raises(RuntimeError, match="IQ1"):
+        Q.quantize(str(src), str(tmp_path / "y.gguf"), "IQ1_S", show_progress=False, imatrix=str(im))
+
+
+@pytest.mark.parametrize("ftype,base", [("IQ3_S", "IQ3_S"), ("IQ3_M", "IQ3_S"), ("IQ3_XS", "IQ3_S"),
+                                        ("IQ3_XXS", "IQ3_XXS"), ("IQ2_M", "IQ2_S"), ("IQ2_S", "IQ2_XS"),
+                                        ("IQ2_XS", "IQ2_XS"), ("IQ2_XXS", "IQ2_XXS")])
+def test_codebook_mixes_load_and_match(setup, tmp_path, ftype, base):
+    """The IQ3 / IQ2 mixes (with the importance matrix) hold their base type, load, and give the
+    NumPy reference's logits of their own weights (the difference: int8 activations)."""
+    src, _, im = setup
+    dst = tmp_path / f"{ftype}.gguf"
+    Q.quantize(str(src), str(dst), ftype, show_progress=False, imatrix=str(im))
+    r = gguf.GGUFReader(str(dst))
+    assert any(t.tensor_type.name == base for t in r.tensors), [t.tensor_type.name for t in r.tensors]
+    ref = LlamaRef(str(dst))
+    prompt = [1, 450, 1996, 1354, 1701, 432, 1704, 975]
+    want = ref.forward(prompt)
+    with Model(dst) as mdl, Ctx(mdl, n_ctx=64, n_batch=64, n_ubatch=64) as c:
+        assert c.decode_seq(prompt) == 0
+        got = c.all_logits(len(prompt))
+    assert rel_err(got, want) < 3e-2, ftype
