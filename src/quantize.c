@@ -9,6 +9,7 @@
 #include "gguf.h"
 
 #include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,36 @@ static uint32_t quantize_arch_u32(const struct gguf_context * g, const char * ar
     return k >= 0 && gguf_get_kv_type(g, k) == GGUF_TYPE_UINT32 ? gguf_get_val_u32(g, k) : def;
 }
 
+// The tensor type overrides (params->tt_overrides, ended by a NULL pattern) compiled as POSIX
+// extended regular expressions, searched in tensor names; false (logged) for a bad pattern.
+#define QUANTIZE_MAX_OVERRIDES 64
+struct quantize_overrides {
+    regex_t re[QUANTIZE_MAX_OVERRIDES];
+    enum ggml_type type[QUANTIZE_MAX_OVERRIDES];
+    int n;
+};
+
+static bool quantize_overrides_init(struct quantize_overrides * o, const struct llama_model_tensor_override * p) {
+    o->n = 0;
+    for (; p && p->pattern; p++) {
+        if (o->n == QUANTIZE_MAX_OVERRIDES) {
+            LLAMA_LOG_ERROR("llama_model_quantize: more than %d tensor type overrides\n", QUANTIZE_MAX_OVERRIDES);
+            return false;
+        }
+        if (ggml_get_type_traits(p->type) == NULL || regcomp(&o->re[o->n], p->pattern, REG_EXTENDED | REG_NOSUB) != 0) {
+            LLAMA_LOG_ERROR("llama_model_quantize: bad tensor type override '%s' (type %d)\n", p->pattern, (int) p->type);
+            return false;
+        }
+        o->type[o->n++] = p->type;
+    }
+    return true;
+}
+
+static void quantize_overrides_free(struct quantize_overrides * o) {
+    for (int i = 0; i < o->n; i++) regfree(&o->re[i]);
+    o->n = 0;
+}
+
 struct quantize_plan {
     enum llama_ftype ftype;
     enum ggml_type base;
@@ -102,6 +133,7 @@ struct quantize_plan {
     bool has_imatrix;
     bool has_output;   // output.weight exists (else token_embd doubles as the output)
     const llama_model_quantize_params * params;
+    const struct quantize_overrides * ov;
 };
 
 static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const char * name, int n_dims,
@@ -200,6 +232,12 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
                 break;
             default:
                 break;
+        }
+    }
+    // user overrides (the first matching pattern) replace the mix's choice for quantized ftypes
+    if (quantized_ftype) {
+        for (int i = 0; i < p->ov->n; i++) {
+            if (regexec(&p->ov->re[i], name, 0, NULL, 0) == 0) { t = p->ov->type[i]; break; }
         }
     }
     // Rows that do not fill whole blocks cannot use the chosen type: fall back.
@@ -330,6 +368,14 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
         LLAMA_LOG_ERROR("llama_model_quantize: file type %d is not supported\n", (int)params->ftype);
         return 1;
     }
+    static struct quantize_overrides ov_none; // n = 0
+    struct quantize_overrides * ov = params->tt_overrides ? GGML_CALLOC(1, sizeof(*ov)) : &ov_none;
+    if (ov == NULL) return 1;
+    if (ov != &ov_none && !quantize_overrides_init(ov, params->tt_overrides)) {
+        quantize_overrides_free(ov);
+        free(ov);
+        return 1;
+    }
     uint32_t rc = 1;
     struct gguf_init_params ip = { true, NULL };
     struct gguf_context * in = gguf_init_from_file(fname_inp, ip);
@@ -344,7 +390,7 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
     }
     const int64_t n_tensors = gguf_get_n_tensors(in);
     struct quantize_plan plan = { params->ftype, base, 0, 1, params->imatrix != NULL,
-                                  gguf_find_tensor(in, "output.weight") >= 0, params };
+                                  gguf_find_tensor(in, "output.weight") >= 0, params, ov };
     {
         const int64_t k = gguf_find_key(in, "general.architecture");
         if (k >= 0 && gguf_get_kv_type(in, k) == GGUF_TYPE_STRING) {
@@ -480,5 +526,9 @@ done:
     gguf_free(out);
     gguf_mmap_close(map);
     gguf_free(in);
+    if (ov != &ov_none) {
+        quantize_overrides_free(ov);
+        free(ov);
+    }
     return rc;
 }
