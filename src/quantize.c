@@ -3,7 +3,7 @@
 // The input is memory-mapped; tensors are converted one at a time (rows split across
 // threads) and streamed to the output, so the memory needed beyond the mapping is about one
 // output tensor. Per-tensor types follow the mixes users know from llama.cpp's ftypes:
-// 1-D tensors stay as they are, output.weight goes to Q6_K for quantized ftypes, and the
+// 1-D tensors and convolution taps (ssm_conv1d) stay as they are, output.weight goes to Q6_K for quantized ftypes, and the
 // _M / _L mixes keep part of attn_v / ffn_down (and attn_output) at a higher type.
 #include "llama-impl.h"
 #include "gguf.h"
@@ -140,6 +140,7 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
                                            enum ggml_type cur, int64_t ne0, int64_t ne2) {
     const llama_model_quantize_params * params = p->params;
     if (params->only_copy || n_dims < 2) return cur;
+    if (name_has(name, "ssm_conv1d.weight")) return cur; // convolution taps, read by an elementwise op: as stored
     if (strcmp(name, "token_embd.weight") != 0 && !name_has(name, ".weight")) return cur;
     // expert routers stay as they are (llama.cpp's rule): a rounded logit may pick another expert
     if (name_has(name, "ffn_gate_inp.weight")) return cur;
