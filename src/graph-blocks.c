@@ -178,7 +178,7 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     if (!graph_qkv(g, il, cur, &q, &k, &v, &gate)) {
         return false;
     }
-    GB(q = llm_graph_rope(g, il, q, res->inp_pos, false));
+    GB(q = llm_graph_rope(g, il, q, g->pos ? g->pos : res->inp_pos, false));
 
     // Write this ubatch's K and V rows into their cells; the views read below are made from
     // the set_rows results so that attention depends on (and runs after) the writes. A layer
@@ -211,7 +211,8 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     if (ggml_is_quantized(kv->type_v)) {
         GB(v_all = ggml_get_rows(c, v_all, res->inp_kv_range));
     }
-    struct ggml_tensor * mask = hp->swa_layers[il] && res->inp_mask_swa ? res->inp_mask_swa : res->inp_mask;
+    struct ggml_tensor * mask = g->mask ? g->mask : res->inp_mask, * mask_swa = g->mask ? g->mask_swa : res->inp_mask_swa;
+    mask = hp->swa_layers[il] && mask_swa ? mask_swa : mask;
     GB(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
     GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
     GB(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]

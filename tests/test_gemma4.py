@@ -193,3 +193,28 @@ def test_experts_match_transformers(g4moe):
     errs["llama.cpp's converter"] = rel_err(T.our_batch(_as_spm(up, t.path / "upstream-spm.gguf"), [toks])[0], ref)
     print("\ngemma4 experts: " + ", ".join(f"{k} {v:.2e}" for k, v in errs.items()), end="")
     assert max(errs.values()) < 1e-3, errs
+
+
+@pytest.mark.parametrize("flash", [0, 1])
+def test_shared_tail_runs_the_output_rows_only(g4, flash):
+    """From the first KV-sharing layer on only the returned rows are computed: a prompt with
+    every third row returned, then one with no row returned (its shared layers are not run)
+    followed by decoding, give transformers' logits."""
+    toks = g4.ids(T.LONG)[:40]
+    ref = T.hf_logits(g4.model, toks)
+    keep = [i for i in range(len(toks)) if i % 3 == 2 or i == len(toks) - 1]
+    with Model(g4.gguf) as m, Ctx(m, n_ctx=64, n_batch=64, n_ubatch=64, type_k=0, type_v=0, flash_attn_type=flash) as c:
+        assert c.decode_rows([(t, i, [0], i in keep) for i, t in enumerate(toks)]) == 0
+        rows = np.stack([c.logits(k) for k in keep])
+        L.llama_memory_clear(c.mem, True)
+        n0 = 25
+        assert c.decode_seq(toks[:n0], all_logits=False) == 0   # the last row only
+        steps = [c.logits(n0 - 1)]
+        L.llama_memory_clear(c.mem, True)
+        assert c.decode_rows([(t, i, [0], False) for i, t in enumerate(toks[:n0])]) == 0   # no row
+        for i in range(n0, len(toks)):
+            assert c.decode_seq([toks[i]], start=i) == 0
+            steps.append(c.logits(0))
+    err = max(rel_err(rows, ref[keep]), rel_err(np.stack(steps), ref[n0 - 1:]))
+    print(f"\ngemma4 output rows only (flash {flash}): {err:.2e}", end="")
+    assert err < 1e-3, err
