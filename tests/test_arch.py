@@ -1,6 +1,6 @@
 """The architectures beside Llama (src/arch.c), each checked on a tiny random-weight model built
 with `transformers` (Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM,
-Gemma2ForCausalLM),
+Gemma2ForCausalLM, Gemma4ForCausalLM; tests/test_gemma4.py checks more of the last),
 converted by our converter (llama_py/convert.py) and run by the engine:
 
   - our F32 logits within 1e-3 relative of transformers', for batch prompts and for
