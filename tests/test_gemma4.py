@@ -218,3 +218,55 @@ def test_shared_tail_runs_the_output_rows_only(g4, flash):
     err = max(rel_err(rows, ref[keep]), rel_err(np.stack(steps), ref[n0 - 1:]))
     print(f"\ngemma4 output rows only (flash {flash}): {err:.2e}", end="")
     assert err < 1e-3, err
+
+
+def _rewrite(src: Path, dst: Path, drop_tensor: str = None, key: str = None, value=None, vtype=None, sub=None):
+    """A copy of src with one tensor dropped or one key replaced (value None: dropped)."""
+    r = gguf.GGUFReader(str(src))
+    w = gguf.GGUFWriter(str(dst), "gemma4")
+    for k, f in r.fields.items():
+        if k.startswith("GGUF.") or k == "general.architecture":
+            continue
+        if k == key:
+            if value is not None:
+                w.add_key_value(k, value, vtype, sub_type=sub)
+            continue
+        if f.types[0] == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(k, f.contents(), f.types[0], sub_type=f.types[-1])
+        else:
+            w.add_key_value(k, f.contents(), f.types[0])
+    for t in r.tensors:
+        if t.name != drop_tensor:
+            w.add_tensor(t.name, np.ascontiguousarray(np.asarray(t.data).reshape([int(x) for x in reversed(t.shape)])))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
+def test_bad_files_are_refused(g4, tmp_path):
+    """Per-layer keys of the wrong length or type, sharing that leaves no owner, a missing
+    K in a layer that owns KV or a missing PLE tensor: refused at load, naming the cause; a
+    shared layer may lack K, V and its K norm."""
+    A = gguf.GGUFValueType.ARRAY
+    U32 = gguf.GGUFValueType.UINT32
+    cases = [
+        (dict(key="gemma4.attention.head_count_kv", value=[2, 2, 1], vtype=A, sub=U32),
+         "must be a (u)int32 array of 6 values"),
+        (dict(key="gemma4.attention.sliding_window_pattern", value=[1, 1, 0, 1, 1, 0], vtype=A, sub=U32),
+         "must be a bool array of 6 values"),
+        (dict(key="gemma4.attention.shared_kv_layers", value=6, vtype=U32), "leaves no layer owning KV"),
+        (dict(key="gemma4.attention.shared_kv_layers", value=4, vtype=U32), "layer 2 shares KV, but no earlier layer"),
+        (dict(drop_tensor="blk.3.attn_k.weight"), "missing tensor 'blk.3.attn_k.weight'"),
+        (dict(drop_tensor="per_layer_model_proj.weight"), "missing tensor 'per_layer_model_proj.weight'"),
+    ]
+    for i, (change, msg) in enumerate(cases):
+        bad = _rewrite(g4.gguf, tmp_path / f"bad{i}.gguf", **change)
+        err = T._load_error(bad)
+        assert msg in err, (change, err)
+    # blk.4 and blk.5 share KV: they have no K / V / K norm, and load
+    r = gguf.GGUFReader(str(g4.gguf))
+    names = {t.name for t in r.tensors}
+    assert "blk.4.attn_k.weight" not in names and "blk.3.attn_k.weight" in names
+    assert "blk.2.attn_v.weight" not in names and "blk.1.attn_v.weight" in names   # K = V on full layers
