@@ -270,3 +270,26 @@ def test_bad_files_are_refused(g4, tmp_path):
     names = {t.name for t in r.tensors}
     assert "blk.4.attn_k.weight" not in names and "blk.3.attn_k.weight" in names
     assert "blk.2.attn_v.weight" not in names and "blk.1.attn_v.weight" in names   # K = V on full layers
+
+
+def test_context_shift_matches_reference_cache(g4):
+    """Drop [4, 8), move [8, end) back by 4 (keys re-rotated per KV-owning layer: sliding layers
+    with their own base, full ones with the proportional rope's factors), continue: as the
+    NumPy reference's cache does."""
+    from llama_ref import LlamaRef
+    ref = LlamaRef(str(g4.gguf))
+    toks = g4.ids(T.LONG)[:24]
+    with Model(g4.gguf) as m, Ctx(m, n_ctx=64, n_batch=64, type_k=0, type_v=0) as c:
+        assert c.decode_seq(toks[:20]) == 0
+        rc = ref.new_cache()
+        ref.step(rc, toks[:20], list(range(20)))
+        assert L.llama_memory_seq_rm(c.mem, 0, 4, 8)
+        L.llama_memory_seq_add(c.mem, 0, 8, -1, -4)
+        rc.rm(4, 8)
+        rc.add(8, -1, -4)
+        assert c.pos_max(0) == 15
+        assert c.decode_seq(toks[20:24], start=16) == 0
+        got = c.all_logits(4)
+    err = rel_err(got, ref.step(rc, toks[20:24], [16, 17, 18, 19]))
+    print(f"\ngemma4 context shift: {err:.2e}", end="")
+    assert err < 1e-4, err
