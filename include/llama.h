@@ -73,7 +73,7 @@ enum llama_vocab_type {
     LLAMA_VOCAB_TYPE_SPM  = 1, // SentencePiece-style BPE with byte fallback
     LLAMA_VOCAB_TYPE_BPE  = 2, // GPT-2 style byte-level BPE
     LLAMA_VOCAB_TYPE_WPM  = 3, // WordPiece (not supported)
-    LLAMA_VOCAB_TYPE_UGM  = 4, // Unigram (not supported)
+    LLAMA_VOCAB_TYPE_UGM  = 4, // Unigram (sentencepiece unigram, T5 / XLM-R)
     LLAMA_VOCAB_TYPE_RWKV = 5, // RWKV greedy (not supported)
 };
 
@@ -125,8 +125,23 @@ enum llama_ftype {
     LLAMA_FTYPE_MOSTLY_Q5_K_S  = 16,
     LLAMA_FTYPE_MOSTLY_Q5_K_M  = 17,
     LLAMA_FTYPE_MOSTLY_Q6_K    = 18,
+    LLAMA_FTYPE_MOSTLY_IQ2_XXS = 19,
+    LLAMA_FTYPE_MOSTLY_IQ2_XS  = 20,
     LLAMA_FTYPE_MOSTLY_Q2_K_S  = 21,
+    LLAMA_FTYPE_MOSTLY_IQ3_XS  = 22,
+    LLAMA_FTYPE_MOSTLY_IQ3_XXS = 23,
+    LLAMA_FTYPE_MOSTLY_IQ1_S   = 24,
+    LLAMA_FTYPE_MOSTLY_IQ4_NL  = 25,
+    LLAMA_FTYPE_MOSTLY_IQ3_S   = 26,
+    LLAMA_FTYPE_MOSTLY_IQ3_M   = 27,
+    LLAMA_FTYPE_MOSTLY_IQ2_S   = 28,
+    LLAMA_FTYPE_MOSTLY_IQ2_M   = 29,
+    LLAMA_FTYPE_MOSTLY_IQ4_XS  = 30,
+    LLAMA_FTYPE_MOSTLY_IQ1_M   = 31,
     LLAMA_FTYPE_MOSTLY_BF16    = 32,
+    LLAMA_FTYPE_MOSTLY_TQ1_0   = 36,
+    LLAMA_FTYPE_MOSTLY_TQ2_0   = 37,
+    LLAMA_FTYPE_MOSTLY_MXFP4_MOE = 38,
     LLAMA_FTYPE_GUESSED        = 1024,
 };
 

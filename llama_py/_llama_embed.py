@@ -8,15 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Union
 
-import numpy as np
-
 from . import llama_cpp as C
 from ._lib import LlamaError
-
-
-def _unit(v: List[float]) -> List[float]:
-    norm = float(np.linalg.norm(np.asarray(v, dtype=np.float64)))
-    return [x / norm for x in v] if norm > 0 else list(v)
+from ._runtime import embed as E
 
 
 class _EmbedMixin:
@@ -31,10 +25,7 @@ class _EmbedMixin:
             raise LlamaError("Llama model must be created with embedding=True to call this method")
         single = isinstance(input, str)
         texts = [input] if single else list(input)
-        n_embd = C.llama_model_n_embd(self._model)
-        pooled = C.llama_pooling_type(self._ctx) != C.LLAMA_POOLING_TYPE_NONE
-        if C.llama_pooling_type(self._ctx) == C.LLAMA_POOLING_TYPE_RANK:
-            n_embd = max(1, C.llama_model_n_cls_out(self._model))
+        n_out = E.output_size(self._ctx, self._model)
         out: List[Any] = []
         total = 0
         batch = C.llama_batch_init(self.n_batch, 0, 1)
@@ -48,28 +39,7 @@ class _EmbedMixin:
                 if len(toks) > self.n_batch:
                     raise ValueError(f"Requested tokens ({len(toks)}) exceed batch size of {self.n_batch}")
                 total += len(toks)
-                C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
-                C.llama_batch_clear(batch)
-                for i, tok in enumerate(toks):
-                    C.llama_batch_add(batch, tok, i, [0], True)
-                rc = C.llama_decode(self._ctx, batch)
-                if rc != 0:
-                    raise LlamaError("llama_decode failed", rc)
-                if pooled:
-                    ptr = C.llama_get_embeddings_seq(self._ctx, 0)
-                    if not ptr:
-                        raise LlamaError("no pooled embedding was produced")
-                    vec = list(ptr[:n_embd])
-                    out.append(_unit(vec) if normalize else vec)
-                else:
-                    rows = []
-                    for i in range(len(toks)):
-                        ptr = C.llama_get_embeddings_ith(self._ctx, i)
-                        if not ptr:
-                            raise LlamaError(f"no embedding for token {i}")
-                        row = list(ptr[:n_embd])
-                        rows.append(_unit(row) if normalize else row)
-                    out.append(rows)
+                out += E.decode_embeddings(self._ctx, batch, [toks], n_out, normalize)
         finally:
             C.llama_batch_free(batch)
             C.llama_memory_clear(C.llama_get_memory(self._ctx), True)

@@ -23,7 +23,6 @@ the same attention scores.
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import math
@@ -270,7 +269,7 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
         rope = {}
     hp = HParams(
         n_vocab=int(need("vocab_size")), n_embd=n_embd, n_layer=int(need("num_hidden_layers")),
-        n_ff=int(need("intermediate_size")), n_head=n_head, n_head_kv=n_head_kv, head_dim=head_dim,
+        n_ff=int(config.get("intermediate_size") or config.get("moe_intermediate_size") or need("intermediate_size")), n_head=n_head, n_head_kv=n_head_kv, head_dim=head_dim,
         n_ctx=int(config.get("max_position_embeddings") or 2048),
         rms_eps=float(config.get("rms_norm_eps") or 1e-6),
         rope_theta=float(theta if theta is not None else 10000.0), rope=rope,
@@ -996,7 +995,8 @@ def _write_rows(f, name: str, job: TensorJob, ck: Checkpoint, enc: _Encoder, chu
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="convert_hf_to_gguf",
+    from ._cli import Parser
+    p = Parser(prog="python -m llama_py convert",
                                 description="convert a Hugging Face Llama checkpoint (safetensors) to GGUF")
     p.add_argument("model_dir", nargs="?", help="directory with config.json, *.safetensors and the tokenizer files")
     p.add_argument("--lora", metavar="PEFT_DIR", default=None,

@@ -17,6 +17,7 @@ from . import convert_gemma4
 # Symbolic sizes resolved from the hyperparameters (see shape()).
 EMBD, FF, FF2, Q, KV, QKV, HEAD = "embd", "ff", "ff2", "q", "kv", "qkv", "head"
 EXP, FF_EXP = "exp", "ff_exp"   # expert count, one expert's feed-forward width
+FF_SHEXP = "ff_shexp"           # the shared expert's width (qwen35moe)
 Q2, ONE = "q2", "one"                                          # gated attention: Q and gate rows
 SSM_CH, SSM_INNER, SSM_HEADS, SSM_STATE, SSM_CONV = "ssm_ch", "ssm_inner", "ssm_heads", "ssm_state", "ssm_conv"
 
@@ -289,6 +290,35 @@ def _qwen35_layer(hp, il: int) -> Dict[str, LayerTensor]:
     return {**_QWEN35_COMMON, **(_QWEN35_ATTN if kind == "full_attention" else _QWEN35_DN)}
 
 
+# qwen35moe: the FFN is routed experts (stacked by expert_tensors) plus a shared expert whose
+# output is scaled by sigmoid(shared_expert_gate · x)
+_QWEN35MOE_FFN = {
+    "mlp.gate.weight": LayerTensor("ffn_gate_inp.weight", (EXP, EMBD)),
+    "mlp.shared_expert.gate_proj.weight": LayerTensor("ffn_gate_shexp.weight", (FF_SHEXP, EMBD)),
+    "mlp.shared_expert.up_proj.weight": LayerTensor("ffn_up_shexp.weight", (FF_SHEXP, EMBD)),
+    "mlp.shared_expert.down_proj.weight": LayerTensor("ffn_down_shexp.weight", (EMBD, FF_SHEXP)),
+    "mlp.shared_expert_gate.weight": LayerTensor("ffn_gate_inp_shexp.weight", (EMBD,), src_shape=(ONE, EMBD),
+                                                 fn=lambda a, hp: a.reshape(-1)),
+}
+
+
+def _qwen35moe_layer(hp, il: int) -> Dict[str, LayerTensor]:
+    dense = ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight")
+    return {**{k: v for k, v in _qwen35_layer(hp, il).items() if k not in dense}, **_QWEN35MOE_FFN}
+
+
+def _qwen35moe_check(config: dict, hp) -> None:
+    _qwen35_check(config, hp)
+    _moe_check(config, hp)
+    if not config.get("shared_expert_intermediate_size"):
+        _err("config.json: qwen35moe needs shared_expert_intermediate_size (the shared expert)")
+
+
+def _qwen35moe_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    return _qwen35_keys(config, hp) + _moe_keys(config, hp) + [
+        ("expert_shared_feed_forward_length", "u32", int(config["shared_expert_intermediate_size"]))]
+
+
 def _qwen35_interval(config: dict, n_layer: int) -> int:
     return int(config.get("full_attention_interval") or 4)
 
@@ -370,6 +400,10 @@ ARCHS["gemma2"] = ArchSpec(
 ARCHS["qwen3_5_text"] = ArchSpec(
     "qwen35", ("Qwen3_5ForCausalLM",), {}, final_norm_add=1.0, write_head_dim=True,
     check=_qwen35_check, keys=_qwen35_keys, layer_for=_qwen35_layer)
+_QWEN35MOE_EXPERTS = _moe("mlp.gate.weight", "mlp.experts", "gate_proj.weight", "up_proj.weight", "down_proj.weight")[1]
+ARCHS["qwen3_5_moe_text"] = ArchSpec(
+    "qwen35moe", ("Qwen3_5MoeForCausalLM",), {}, final_norm_add=1.0, write_head_dim=True,
+    check=_qwen35moe_check, keys=_qwen35moe_keys, layer_for=_qwen35moe_layer, experts=_QWEN35MOE_EXPERTS)
 # "gemma3" is also how a text-only Gemma 3 checkpoint may name itself
 ARCHS["gemma3"] = ARCHS["gemma3_text"]
 
@@ -397,7 +431,8 @@ def shape(sym: Tuple[str, ...], hp) -> Tuple[int, ...]:
     n_q, n_kv = hp.n_head * hp.head_dim, hp.n_head_kv * hp.head_dim
     sizes = {EMBD: hp.n_embd, FF: hp.n_ff, FF2: 2 * hp.n_ff, Q: n_q, KV: n_kv, QKV: n_q + 2 * n_kv,
              HEAD: hp.head_dim, EXP: _n_expert(hp.config),
-             FF_EXP: int(hp.config.get("moe_intermediate_size") or hp.n_ff), Q2: 2 * n_q, ONE: 1}
+             FF_EXP: int(hp.config.get("moe_intermediate_size") or hp.n_ff), Q2: 2 * n_q, ONE: 1,
+             FF_SHEXP: int(hp.config.get("shared_expert_intermediate_size") or 0)}
     c = hp.config
     if c.get("linear_num_value_heads"):
         inner = int(c["linear_value_head_dim"]) * int(c["linear_num_value_heads"])

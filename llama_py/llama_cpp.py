@@ -3,7 +3,7 @@
     import llama_py.llama_cpp as llama_cpp
 
 Every function of llama.h is bound here with the argument order llama-cpp-python uses; the
-sections live in the _llama_*.py modules and are re-exported. Older names that tutorials and
+sections live in the llama_py._capi modules and are re-exported. Older names that tutorials and
 C++ examples use keep working with a DeprecationWarning, and wherever the old API took a model
 where the new one takes a vocab, the model is accepted. The helpers C++ examples take from
 llama.cpp's common library (llama_batch_add, llama_batch_clear, ...) are at the end.
@@ -17,19 +17,19 @@ import ctypes
 import warnings
 from typing import Iterable, Sequence
 
-from . import _abi
+from . import _abi, _load_guard
 from ._lib import LlamaError, LibraryNotFound, ctypes_function, load_library
-from ._llama_common import *  # noqa: F401,F403
-from ._llama_common import (llama_context_p_ctypes, llama_model_p_ctypes, llama_token)
-from ._llama_extra import *  # noqa: F401,F403
-from ._llama_model import *  # noqa: F401,F403
-from ._llama_context import *  # noqa: F401,F403
-from ._llama_vocab import *  # noqa: F401,F403
-from ._llama_sampling import *  # noqa: F401,F403
-from . import _llama_common, _llama_extra, _llama_model, _llama_context, _llama_vocab, _llama_sampling
+from ._capi.common import *  # noqa: F401,F403
+from ._capi.common import (llama_context_p_ctypes, llama_model_p_ctypes, llama_token)
+from ._capi.extra import *  # noqa: F401,F403
+from ._capi.model import *  # noqa: F401,F403
+from ._capi.context import *  # noqa: F401,F403
+from ._capi.vocab import *  # noqa: F401,F403
+from ._capi.sampling import *  # noqa: F401,F403
+from . import _capi
 
 # The C structs and the Python modules that mirror them.
-_STRUCT_MODULES = (_llama_common, _llama_extra, _llama_model, _llama_context, _llama_vocab, _llama_sampling)
+_STRUCT_MODULES = (_capi.common, _capi.extra, _capi.model, _capi.context, _capi.vocab, _capi.sampling)
 
 
 # One exception type for every layout/ABI mismatch (llama_py._abi); the old name stays.
@@ -70,6 +70,7 @@ _last_level = [_logging.INFO]
 
 
 def _route_log(level, text, user_data):
+    _load_guard.note_log(level, text)  # a failed load's reason goes into its exception
     # CONT (5) continues the previous line at its level
     lvl = _last_level[0] if level == 5 else _LOG_LEVELS.get(level, _logging.INFO)
     _last_level[0] = lvl
@@ -91,7 +92,7 @@ else:
 
 
 from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_void_p
-from ._llama_common import gguf_context_p_ctypes, llama_model_set_tensor_data_t
+from ._capi.common import gguf_context_p_ctypes, llama_model_set_tensor_data_t
 
 
 # ---- loaders and entry points whose argument structs live in several sections ----

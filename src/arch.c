@@ -200,36 +200,57 @@ static bool phi3_finish(struct llama_hparams * hp) {
 // ---- qwen35: Qwen3.5 / 3.6 dense, Gated DeltaNet in 3 of 4 layers, gated attention in the 4th ----
 // A layer holds the attention tensors or the DeltaNet ones (hp->recurrent_layers says which;
 // graph-deltanet.c names a missing one). Norm weights are stored as 1 + w by the converters.
+// The token mixers: gated attention or Gated DeltaNet, and the norms around them.
+#define T_QWEN35_MIXERS \
+    B_ATTN_NORM, \
+    B("post_attention_norm.weight", ffn_norm,    REQ | F32, 1, LLM_DIM_EMBD, 0), \
+    B("attn_q.weight",      wq,          0,   2, LLM_DIM_EMBD, LLM_DIM_Q2), \
+    B("attn_k.weight",      wk,          0,   2, LLM_DIM_EMBD, LLM_DIM_K), \
+    B("attn_v.weight",      wv,          0,   2, LLM_DIM_EMBD, LLM_DIM_V), \
+    B("attn_output.weight", wo,          0,   2, LLM_DIM_O, LLM_DIM_EMBD), \
+    B("attn_q_norm.weight", attn_q_norm, F32, 1, LLM_DIM_HEAD_K, 0), \
+    B("attn_k_norm.weight", attn_k_norm, F32, 1, LLM_DIM_HEAD_K, 0), \
+    B("attn_qkv.weight",    wqkv,        0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_CONV_CH), \
+    B("attn_gate.weight",   ssm_gate,    0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_INNER), \
+    B("ssm_beta.weight",    ssm_beta,    0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_HEADS), \
+    B("ssm_alpha.weight",   ssm_alpha,   0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_HEADS), \
+    B("ssm_conv1d.weight",  ssm_conv1d,  F32, 2, LLM_DIM_SSM_CONV_K, LLM_DIM_SSM_CONV_CH), \
+    B("ssm_dt.bias",        ssm_dt,      F32, 1, LLM_DIM_SSM_HEADS, 0), \
+    B("ssm_a",              ssm_a,       F32, 1, LLM_DIM_SSM_HEADS, 0), \
+    B("ssm_norm.weight",    ssm_norm,    F32, 1, LLM_DIM_SSM_STATE, 0), \
+    B("ssm_out.weight",     ssm_out,     0,   2, LLM_DIM_SSM_INNER, LLM_DIM_EMBD)
+
 static const struct llm_tensor_spec QWEN35_TENSORS[] = {
-    T_EMBD, T_OUT_NORM, T_OUTPUT,
-    B_ATTN_NORM, B_GATE, B_UP, B_DOWN,
-    B("post_attention_norm.weight", ffn_norm,    REQ | F32, 1, LLM_DIM_EMBD, 0),
-    B("attn_q.weight",      wq,          0,   2, LLM_DIM_EMBD, LLM_DIM_Q2),
-    B("attn_k.weight",      wk,          0,   2, LLM_DIM_EMBD, LLM_DIM_K),
-    B("attn_v.weight",      wv,          0,   2, LLM_DIM_EMBD, LLM_DIM_V),
-    B("attn_output.weight", wo,          0,   2, LLM_DIM_O, LLM_DIM_EMBD),
-    B("attn_q_norm.weight", attn_q_norm, F32, 1, LLM_DIM_HEAD_K, 0),
-    B("attn_k_norm.weight", attn_k_norm, F32, 1, LLM_DIM_HEAD_K, 0),
-    B("attn_qkv.weight",    wqkv,        0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_CONV_CH),
-    B("attn_gate.weight",   ssm_gate,    0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_INNER),
-    B("ssm_beta.weight",    ssm_beta,    0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_HEADS),
-    B("ssm_alpha.weight",   ssm_alpha,   0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_HEADS),
-    B("ssm_conv1d.weight",  ssm_conv1d,  F32, 2, LLM_DIM_SSM_CONV_K, LLM_DIM_SSM_CONV_CH),
-    B("ssm_dt.bias",        ssm_dt,      F32, 1, LLM_DIM_SSM_HEADS, 0),
-    B("ssm_a",              ssm_a,       F32, 1, LLM_DIM_SSM_HEADS, 0),
-    B("ssm_norm.weight",    ssm_norm,    F32, 1, LLM_DIM_SSM_STATE, 0),
-    B("ssm_out.weight",     ssm_out,     0,   2, LLM_DIM_SSM_INNER, LLM_DIM_EMBD),
+    T_EMBD, T_OUT_NORM, T_OUTPUT, B_GATE, B_UP, B_DOWN, T_QWEN35_MIXERS,
     T_END,
 };
 
+#define K_QWEN35 \
+    { "ssm.conv_kernel",         HP(ssm_d_conv),         LLM_KEY_U32, true,  0 }, \
+    { "ssm.inner_size",          HP(ssm_d_inner),        LLM_KEY_U32, true,  0 }, \
+    { "ssm.state_size",          HP(ssm_d_state),        LLM_KEY_U32, true,  0 }, \
+    { "ssm.time_step_rank",      HP(ssm_dt_rank),        LLM_KEY_U32, true,  0 }, \
+    { "ssm.group_count",         HP(ssm_n_group),        LLM_KEY_U32, true,  0 }, \
+    { "full_attention_interval", HP(full_attn_interval), LLM_KEY_U32, false, 4 }, \
+    { "nextn_predict_layers",    HP(n_nextn),            LLM_KEY_U32, false, 0 }
+
 static const struct llm_key_spec QWEN35_KEYS[] = {
-    { "ssm.conv_kernel",         HP(ssm_d_conv),         LLM_KEY_U32, true,  0 },
-    { "ssm.inner_size",          HP(ssm_d_inner),        LLM_KEY_U32, true,  0 },
-    { "ssm.state_size",          HP(ssm_d_state),        LLM_KEY_U32, true,  0 },
-    { "ssm.time_step_rank",      HP(ssm_dt_rank),        LLM_KEY_U32, true,  0 },
-    { "ssm.group_count",         HP(ssm_n_group),        LLM_KEY_U32, true,  0 },
-    { "full_attention_interval", HP(full_attn_interval), LLM_KEY_U32, false, 4 },
-    { "nextn_predict_layers",    HP(n_nextn),            LLM_KEY_U32, false, 0 },
+    K_QWEN35,
+    { NULL, 0, 0, false, 0 },
+};
+
+// ---- qwen35moe: the same mixers, every FFN routed experts plus a sigmoid-gated shared expert ----
+static const struct llm_tensor_spec QWEN35MOE_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT, T_QWEN35_MIXERS, B_MOE,
+    B("ffn_gate_inp_shexp.weight", ffn_gate_inp_shexp, REQ, 1, LLM_DIM_EMBD, 0),
+    B("ffn_gate_shexp.weight",     ffn_gate_shexp,     REQ, 2, LLM_DIM_EMBD, LLM_DIM_FF_SHEXP),
+    B("ffn_up_shexp.weight",       ffn_up_shexp,       REQ, 2, LLM_DIM_EMBD, LLM_DIM_FF_SHEXP),
+    B("ffn_down_shexp.weight",     ffn_down_shexp,     REQ, 2, LLM_DIM_FF_SHEXP, LLM_DIM_EMBD),
+    T_END,
+};
+
+static const struct llm_key_spec QWEN35MOE_KEYS[] = {
+    K_QWEN35, K_MOE(true),
     { NULL, 0, 0, false, 0 },
 };
 
@@ -258,6 +279,21 @@ static bool qwen35_finish(struct llama_hparams * hp) {
         hp->recurrent_layers[il] = (il + 1) % hp->full_attn_interval != 0;
     }
     return true;
+}
+
+// llama.cpp's converter writes no feed_forward_length for these (no dense FFN): the experts' width.
+static bool qwen35moe_finish(struct llama_hparams * hp) {
+    if (hp->n_expert == 0) {
+        LLAMA_LOG_ERROR("llama_model_load: qwen35moe.expert_count must be > 0\n");
+        return false;
+    }
+    if (hp->n_ff == 0) {
+        hp->n_ff = hp->n_ff_exp;
+        for (uint32_t il = 0; il < hp->n_layer && il < LLAMA_MAX_LAYERS; il++) {
+            hp->n_ff_l[il] = hp->n_ff_exp; // the per-layer widths (model-layers.c) follow
+        }
+    }
+    return qwen35_finish(hp);
 }
 
 // ---- gemma4: gemma3's blocks with per-layer embeddings (PLE), layers sharing earlier layers'
@@ -330,6 +366,7 @@ static const struct llama_arch_info ARCHS[] = {
     { "gemma2", LLM_ROPE_NEOX,   GEMMA2_KEYS, GEMMA2_TENSORS, gemma2_finish, llm_build_gemma3 },
     { "qwen3moe", LLM_ROPE_NEOX, QWEN3MOE_KEYS, QWEN3MOE_TENSORS, qwen3moe_finish, llm_build_llama },
     { "qwen35", LLM_ROPE_NEOX,   QWEN35_KEYS, QWEN35_TENSORS, qwen35_finish, llm_build_llama },
+    { "qwen35moe", LLM_ROPE_NEOX, QWEN35MOE_KEYS, QWEN35MOE_TENSORS, qwen35moe_finish, llm_build_llama },
     { "gemma4", LLM_ROPE_NEOX,   GEMMA4_KEYS, GEMMA4_TENSORS, gemma4_finish, llm_build_gemma4 },
 };
 

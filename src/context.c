@@ -139,6 +139,10 @@ static bool ctx_init_backends(struct llama_context * ctx) {
     }
     backends[n++] = ctx->backend_cpu;
     ctx->sched = ggml_backend_sched_new(backends, NULL, n, ctx->graph_size, false, true);
+    if (ctx->sched != NULL && ctx->params.cb_eval != NULL) {
+        // node-by-node evaluation with the caller looking at results (e.g. an importance matrix)
+        ggml_backend_sched_set_eval_callback(ctx->sched, ctx->params.cb_eval, ctx->params.cb_eval_user_data);
+    }
     return ctx->sched != NULL;
 }
 

@@ -14,8 +14,8 @@
 size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v) {
     size_t total = 0;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
-        if (hp->kv_layer[il] != il) {
-            continue; // attends over an earlier layer's cells: no memory of its own
+        if (hp->kv_layer[il] != il || hp->recurrent_layers[il]) {
+            continue; // attends over an earlier layer's cells, or keeps recurrent state: no cells of its own
         }
         const size_t k_row = ggml_row_size(type_k, llama_hparams_n_embd_k_gqa_l(hp, il));
         const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa_l(hp, il));
@@ -80,7 +80,9 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
         return false;
     }
     for (uint32_t il = 0; il < hp->n_layer; il++) {
-        if (hp->kv_layer[il] == il) {
+        if (hp->recurrent_layers[il]) {
+            kv->slot_of_layer[il] = UINT32_MAX; // its state lives in the recurrent memory (kv->rs)
+        } else if (hp->kv_layer[il] == il) {
             kv->layer_of_slot[kv->n_layer] = il;
             kv->slot_of_layer[il] = kv->n_layer++;
             // the widest layer's width stands for the cache in the state fingerprint
@@ -337,7 +339,7 @@ void llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_
         return;
     }
     if (kv->rs) {
-        llama_memory_recurrent_seq_cp(kv->rs, seq_id_src, seq_id_dst); // a state is copied whole
+        llama_memory_recurrent_seq_cp(kv->rs, seq_id_src, seq_id_dst, p0, p1); // whole, or not at all
     }
     kv_range(&p0, &p1);
     for (uint32_t i = 0; i < kv->size; i++) {

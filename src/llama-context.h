@@ -256,7 +256,8 @@ size_t llama_memory_recurrent_seq_bytes(const struct llama_hparams * hp);
 bool llama_memory_recurrent_seq_rm_ok(const struct llama_memory_recurrent * rs, llama_seq_id seq_id, llama_pos p0, llama_pos p1);
 void llama_memory_recurrent_seq_rm(struct llama_memory_recurrent * rs, llama_seq_id seq_id, llama_pos p0, llama_pos p1);
 void llama_memory_recurrent_clear(struct llama_memory_recurrent * rs, bool data);
-void llama_memory_recurrent_seq_cp(struct llama_memory_recurrent * rs, llama_seq_id src, llama_seq_id dst);
+void llama_memory_recurrent_seq_cp(struct llama_memory_recurrent * rs, llama_seq_id src, llama_seq_id dst, llama_pos p0,
+                                   llama_pos p1);
 void llama_memory_recurrent_seq_keep(struct llama_memory_recurrent * rs, llama_seq_id seq_id);
 // Moves the positions of seq_id's state by delta (d == 0) or divides them by d.
 void llama_memory_recurrent_seq_move(struct llama_memory_recurrent * rs, llama_seq_id seq_id, llama_pos p0, llama_pos p1,

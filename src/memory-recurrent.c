@@ -136,6 +136,8 @@ struct llama_memory_recurrent * llama_memory_recurrent_init(const struct llama_m
             base[b] += GGML_PAD(ggml_nbytes(ts[i]), align);
         }
     }
+    LLAMA_LOG_INFO("llama_memory_recurrent_init: recurrent state %.2f MiB per sequence (any context length), "
+                   "%u sequences\n", llama_memory_recurrent_seq_bytes(hp) / 1048576.0, n_seq_max);
     return rs;
 }
 
@@ -203,8 +205,19 @@ static void rs_copy_row(struct ggml_tensor * t, uint32_t src, uint32_t dst) {
     free(tmp);
 }
 
-void llama_memory_recurrent_seq_cp(struct llama_memory_recurrent * rs, llama_seq_id src, llama_seq_id dst) {
-    if (rs->pos_max[src] >= 0) {
+void llama_memory_recurrent_seq_cp(struct llama_memory_recurrent * rs, llama_seq_id src, llama_seq_id dst, llama_pos p0,
+                                   llama_pos p1) {
+    if (rs_slot_overlap(rs, (uint32_t) src, p0, p1) != 2) {
+        // a state cannot be copied in part: dst has none (its next batch is refused, never wrong)
+        if (rs->pos_max[src] >= 0) {
+            LLAMA_LOG_WARN("llama_memory_seq_cp: positions [%d, %d) are part of sequence %d's recurrent state "
+                           "(%d..%d): sequence %d gets no state and must be decoded again\n",
+                           p0, p1, src, rs->pos_min[src], rs->pos_max[src], dst);
+        }
+        rs->pos_min[dst] = rs->pos_max[dst] = -1;
+        return;
+    }
+    {
         for (uint32_t il = 0; il < rs->n_layer; il++) {
             if (rs->r_l[il] != NULL) {
                 rs_copy_row(rs->r_l[il], (uint32_t) src, (uint32_t) dst);
@@ -293,6 +306,11 @@ int32_t llama_memory_recurrent_batch_plan(struct llama_context * ctx) {
         const llama_seq_id s = p->seq_id[i][0];
         if (rs->seq_len[s] == 0) {
             const llama_pos last = rs->pos_max[s];
+            if (last < 0 && llama_memory_seq_pos_max(&ctx->kv, s) >= 0) {
+                LLAMA_LOG_ERROR("llama_decode: sequence %d has cached positions but no recurrent state (a part of a "
+                                "state cannot be kept or copied): remove it and decode it again\n", s);
+                return -1;
+            }
             if (last >= 0 && p->pos[i] != last + 1) {
                 LLAMA_LOG_ERROR("llama_decode: the recurrent state of sequence %d ends at position %d; the batch "
                                 "continues it at %d (remove the sequence and decode it again)\n", s, last, p->pos[i]);

@@ -281,6 +281,12 @@ static bool model_read_recurrent_layers(const struct gguf_context * g, const cha
     return true;
 }
 
+static bool model_has_arch_key(const struct gguf_context * g, const char * a, const char * suffix) {
+    char key[256];
+    snprintf(key, sizeof(key), "%s.%s", a, suffix);
+    return gguf_find_key(g, key) >= 0;
+}
+
 static bool model_load_hparams(struct llama_model * m, bool strict) {
     const struct gguf_context * g = m->gguf;
     const char * a = m->arch;
@@ -296,7 +302,9 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
         return false;
     }
     // one value, or one per layer (model-layers.c); the shared value is layer 0's
-    if (!llama_model_hp_layers(g, a, "feed_forward_length", hp->n_layer, hp->n_ff_l, &ok) && strict && ok) {
+    // a model made only of experts may have none (qwen35moe): its row's finish hook decides
+    if (!llama_model_hp_layers(g, a, "feed_forward_length", hp->n_layer, hp->n_ff_l, &ok) && strict && ok &&
+        !model_has_arch_key(g, a, "expert_count")) {
         LLAMA_LOG_ERROR("llama_model_load: missing required key '%s.feed_forward_length'\n", a);
         ok = false;
     }
@@ -597,17 +605,31 @@ static struct ggml_tensor * model_fused_tensor(struct llama_model * m, const cha
     return t;
 }
 
+// A [K, M * n_expert] header over the experts tensor e's rows (named as e), for the repacker:
+// mul_mat_id reads the copy of all the experts' rows; NULL when e cannot be repacked so.
+static struct ggml_tensor * model_flat_experts(struct llama_model * m, const struct ggml_tensor * e) {
+    if (e == NULL || !llama_model_tensor_on_host(e) || e->ne[3] != 1 || e->nb[2] != (size_t) e->ne[1]*e->nb[1]) {
+        return NULL;
+    }
+    struct ggml_tensor * t = ggml_new_tensor_2d(m->ctx_fused, e->type, e->ne[0], e->ne[1]*e->ne[2]);
+    if (t == NULL) return NULL;
+    ggml_set_name(t, e->name);
+    t->data = e->data;
+    if (ggml_backend_cpu_repack_size(t) == 0) return NULL; // stays unused in ctx_fused
+    return t;
+}
+
 // Lays the matmul weights out for the CPU kernels (cpu/repack.h), on every core, fusing each
 // layer's Q, K, V and its gate, up weights; with the file mapped (not locked), the stored pages
 // are let go tensor by tensor so that the peak memory stays near one copy of the model. Failure
 // only costs speed.
 static void model_repack_weights(struct llama_model * m, bool release_stored) {
     const uint32_t n_layer = m->hparams.n_layer;
-    const size_t cap = (size_t) n_layer*7 + 1;
+    const size_t cap = (size_t) n_layer*10 + 1;
     m->repack_ts = GGML_CALLOC(cap, sizeof(struct ggml_tensor *));
     struct ggml_backend_cpu_repack_parts * fused = GGML_CALLOC(cap, sizeof(struct ggml_backend_cpu_repack_parts));
     m->ctx_fused = ggml_init((struct ggml_init_params) {
-        .mem_size = (size_t) (2*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
+        .mem_size = (size_t) (5*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
     if (m->repack_ts == NULL || fused == NULL || m->ctx_fused == NULL) {
         free(fused);
         return;
@@ -647,6 +669,11 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
             }
         }
         m->repack_ts[n++] = L->ffn_down;
+        struct ggml_tensor * exps[3] = { L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps };
+        for (int i = 0; i < 3; i++) {
+            struct ggml_tensor * flat = model_flat_experts(m, exps[i]);
+            if (flat != NULL) m->repack_ts[n++] = flat;
+        }
     }
     m->repack_ts[n++] = m->output;
     m->n_repack = n;
@@ -658,9 +685,15 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     m->buf_repack = ggml_backend_cpu_repack_weights(m->repack_ts, n, ggml_cpu_n_physical_cores(), fused,
                                                     release_stored ? model_stored_pages : NULL, m);
     free(fused);
-    // a fused weight is used only if its copy was made
+    // a fused weight is used only if its copy was made; experts read theirs through their own
+    // header (ggml_cpu_repack_panels of a [K, M, n_expert] tensor; both go when the model does)
     for (uint32_t il = 0; il < n_layer; il++) {
         struct llama_layer * L = &m->layers[il];
+        struct ggml_tensor * exps[3] = { L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps };
+        for (int i = 0; i < 3; i++) {
+            struct ggml_tensor * flat = exps[i] != NULL ? ggml_get_tensor(m->ctx_fused, exps[i]->name) : NULL;
+            if (flat != NULL && ggml_backend_cpu_is_repacked(flat)) exps[i]->extra = flat->extra;
+        }
         if (L->wq != NULL && L->wqkv != NULL && !ggml_backend_cpu_is_repacked(L->wqkv)) L->wqkv = NULL;
         if (L->ffn_gate != NULL && L->ffn_gate_up != NULL && !ggml_backend_cpu_is_repacked(L->ffn_gate_up)) {
             L->ffn_gate_up = NULL;
@@ -890,6 +923,18 @@ static enum llama_ftype model_guess_ftype(const struct gguf_context * g) {
         case GGML_TYPE_Q4_K: f = LLAMA_FTYPE_MOSTLY_Q4_K_M; break;
         case GGML_TYPE_Q5_K: f = LLAMA_FTYPE_MOSTLY_Q5_K_M; break;
         case GGML_TYPE_Q6_K: f = LLAMA_FTYPE_MOSTLY_Q6_K; break;
+        case GGML_TYPE_IQ2_XXS: f = LLAMA_FTYPE_MOSTLY_IQ2_XXS; break;
+        case GGML_TYPE_IQ2_XS:  f = LLAMA_FTYPE_MOSTLY_IQ2_XS; break;
+        case GGML_TYPE_IQ2_S:   f = LLAMA_FTYPE_MOSTLY_IQ2_S; break;
+        case GGML_TYPE_IQ3_XXS: f = LLAMA_FTYPE_MOSTLY_IQ3_XXS; break;
+        case GGML_TYPE_IQ3_S:   f = LLAMA_FTYPE_MOSTLY_IQ3_S; break;
+        case GGML_TYPE_IQ1_S:   f = LLAMA_FTYPE_MOSTLY_IQ1_S; break;
+        case GGML_TYPE_IQ1_M:   f = LLAMA_FTYPE_MOSTLY_IQ1_M; break;
+        case GGML_TYPE_IQ4_NL:  f = LLAMA_FTYPE_MOSTLY_IQ4_NL; break;
+        case GGML_TYPE_IQ4_XS:  f = LLAMA_FTYPE_MOSTLY_IQ4_XS; break;
+        case GGML_TYPE_TQ1_0:   f = LLAMA_FTYPE_MOSTLY_TQ1_0; break;
+        case GGML_TYPE_TQ2_0:   f = LLAMA_FTYPE_MOSTLY_TQ2_0; break;
+        case GGML_TYPE_MXFP4:   f = LLAMA_FTYPE_MOSTLY_MXFP4_MOE; break;
         default:             f = LLAMA_FTYPE_ALL_F32; break;
     }
     return (enum llama_ftype) (f | LLAMA_FTYPE_GUESSED);
@@ -968,7 +1013,12 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
         goto fail;
     }
     if (!model_load_hparams(m, !params.vocab_only)) {
-        goto fail;
+        if (!params.vocab_only) {
+            goto fail;
+        }
+        // A vocabulary does not need them (an architecture whose keys this version cannot read).
+        LLAMA_LOG_WARN("llama_model_load: vocab_only: the '%s' hyperparameters were not all read; loading the "
+                       "vocabulary only\n", arch);
     }
     {
         int64_t ft;
@@ -1159,8 +1209,17 @@ int32_t llama_n_head(const struct llama_model * model)      { return llama_model
 bool llama_model_has_encoder(const struct llama_model * model)    { MODEL_OR(false); return false; }
 bool llama_model_has_decoder(const struct llama_model * model)    { MODEL_OR(false); return true; }
 llama_token llama_model_decoder_start_token(const struct llama_model * model) { MODEL_OR(LLAMA_TOKEN_NULL); return LLAMA_TOKEN_NULL; }
-bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return false; }
-bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return false; }
+// True when some layers carry recurrent state: all of them (recurrent) or some (hybrid).
+static bool model_recurrent_layers(const struct llama_model * model, bool all) {
+    const struct llama_hparams * hp = &model->hparams;
+    uint32_t n = 0;
+    for (uint32_t il = 0; il < hp->n_layer && il < LLAMA_MAX_LAYERS; il++) {
+        n += hp->recurrent_layers[il];
+    }
+    return all ? n > 0 && n == hp->n_layer : n > 0 && n < hp->n_layer;
+}
+bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return model_recurrent_layers(model, true); }
+bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return model_recurrent_layers(model, false); }
 bool llama_model_is_diffusion(const struct llama_model * model)   { MODEL_OR(false); return false; }
 
 enum llama_ftype llama_model_ftype(const struct llama_model * model) { MODEL_OR(LLAMA_FTYPE_ALL_F32); return model->ftype; }

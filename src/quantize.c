@@ -34,7 +34,26 @@ static enum ggml_type quantize_base_type(enum llama_ftype ftype) {
         case LLAMA_FTYPE_MOSTLY_Q5_K_S:
         case LLAMA_FTYPE_MOSTLY_Q5_K_M: return GGML_TYPE_Q5_K;
         case LLAMA_FTYPE_MOSTLY_Q6_K:   return GGML_TYPE_Q6_K;
+        case LLAMA_FTYPE_MOSTLY_IQ4_NL: return GGML_TYPE_IQ4_NL;
+        case LLAMA_FTYPE_MOSTLY_IQ4_XS: return GGML_TYPE_IQ4_XS;
+        case LLAMA_FTYPE_MOSTLY_TQ1_0:  return GGML_TYPE_TQ1_0;
+        case LLAMA_FTYPE_MOSTLY_TQ2_0:  return GGML_TYPE_TQ2_0;
+        case LLAMA_FTYPE_MOSTLY_MXFP4_MOE: return GGML_TYPE_MXFP4;
         default:                        return GGML_TYPE_COUNT;
+    }
+}
+
+// The mixes built on the codebook types (IQ3 / IQ2 / IQ1): their grid searches need an
+// importance matrix, which this quantizer does not take yet.
+static bool quantize_needs_imatrix(enum llama_ftype ftype) {
+    switch (ftype) {
+        case LLAMA_FTYPE_MOSTLY_IQ2_XXS: case LLAMA_FTYPE_MOSTLY_IQ2_XS: case LLAMA_FTYPE_MOSTLY_IQ2_S:
+        case LLAMA_FTYPE_MOSTLY_IQ2_M:   case LLAMA_FTYPE_MOSTLY_IQ3_XS: case LLAMA_FTYPE_MOSTLY_IQ3_XXS:
+        case LLAMA_FTYPE_MOSTLY_IQ3_S:   case LLAMA_FTYPE_MOSTLY_IQ3_M:  case LLAMA_FTYPE_MOSTLY_IQ1_S:
+        case LLAMA_FTYPE_MOSTLY_IQ1_M:
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -54,29 +73,50 @@ static bool use_more_bits(int i_layer, int n_layer) {
     return i_layer < n_layer / 8 || i_layer >= 7 * n_layer / 8 || (i_layer - n_layer / 8) % 3 == 2;
 }
 
+// The u32 value of "<arch>.<key>", or def where it is absent or not a u32.
+static uint32_t quantize_arch_u32(const struct gguf_context * g, const char * arch, const char * key, uint32_t def) {
+    char full[160];
+    snprintf(full, sizeof(full), "%s.%s", arch, key);
+    const int64_t k = gguf_find_key(g, full);
+    return k >= 0 && gguf_get_kv_type(g, k) == GGUF_TYPE_UINT32 ? gguf_get_val_u32(g, k) : def;
+}
+
 struct quantize_plan {
     enum llama_ftype ftype;
     enum ggml_type base;
     int n_layer;
+    int n_gqa;         // attention heads per KV head (1 if unknown)
+    bool has_imatrix;
     bool has_output;   // output.weight exists (else token_embd doubles as the output)
     const llama_model_quantize_params * params;
 };
 
 static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const char * name, int n_dims,
-                                           enum ggml_type cur, int64_t ne0) {
+                                           enum ggml_type cur, int64_t ne0, int64_t ne2) {
     const llama_model_quantize_params * params = p->params;
     if (params->only_copy || n_dims < 2) return cur;
     if (strcmp(name, "token_embd.weight") != 0 && !name_has(name, ".weight")) return cur;
+    // expert routers stay as they are (llama.cpp's rule): a rounded logit may pick another expert
+    if (name_has(name, "ffn_gate_inp.weight")) return cur;
     enum ggml_type t = p->base;
     const bool is_output = strcmp(name, "output.weight") == 0 ||
                            (!p->has_output && strcmp(name, "token_embd.weight") == 0);
     const bool quantized_ftype = ggml_is_quantized(p->base);
-    if (is_output) {
+    if (p->ftype == LLAMA_FTYPE_MOSTLY_MXFP4_MOE && !params->pure &&
+        !(is_output && params->output_tensor_type < GGML_TYPE_COUNT) &&
+        !(!is_output && strcmp(name, "token_embd.weight") == 0 && params->token_embedding_type < GGML_TYPE_COUNT)) {
+        // experts (stacked in dim 2) to MXFP4, everything else to Q8_0
+        if (is_output && !params->quantize_output_tensor) return cur;
+        t = ne2 > 1 && !is_output ? GGML_TYPE_MXFP4 : GGML_TYPE_Q8_0;
+    } else if (is_output) {
         if (params->output_tensor_type < GGML_TYPE_COUNT) return params->output_tensor_type;
         if (!params->quantize_output_tensor) return cur;
         if (!params->pure && quantized_ftype && t != GGML_TYPE_Q8_0) t = GGML_TYPE_Q6_K;
     } else if (strcmp(name, "token_embd.weight") == 0) {
         if (params->token_embedding_type < GGML_TYPE_COUNT) return params->token_embedding_type;
+        if (!params->pure && (p->ftype == LLAMA_FTYPE_MOSTLY_TQ1_0 || p->ftype == LLAMA_FTYPE_MOSTLY_TQ2_0)) {
+            t = GGML_TYPE_Q4_K;
+        }
     } else if (!params->pure && quantized_ftype) {
         const int il = quantize_layer_of(name);
         const int nl = p->n_layer > 0 ? p->n_layer : 1;
@@ -108,6 +148,12 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
             case LLAMA_FTYPE_MOSTLY_Q5_K_M:
                 if ((attn_v || ffn_down) && il >= 0 && use_more_bits(il, nl)) t = GGML_TYPE_Q6_K;
                 break;
+            case LLAMA_FTYPE_MOSTLY_IQ4_NL:
+            case LLAMA_FTYPE_MOSTLY_IQ4_XS:
+                // grouped-query attention makes attn_v small and shared: spend bits there
+                if (attn_v && p->n_gqa >= 4) t = GGML_TYPE_Q5_K;
+                else if (ffn_down && il >= 0 && il < nl / 8 && !p->has_imatrix) t = GGML_TYPE_Q5_K;
+                break;
             default:
                 break;
         }
@@ -116,8 +162,10 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
     const int64_t bs = ggml_blck_size(t);
     if (ne0 % bs != 0) {
         if (ggml_is_quantized(t)) {
-            t = ne0 % 32 == 0 ? (t == GGML_TYPE_Q2_K || t == GGML_TYPE_Q3_K ? GGML_TYPE_Q4_0 :
-                                 t == GGML_TYPE_Q4_K ? GGML_TYPE_Q5_0 : GGML_TYPE_Q8_0)
+            t = ne0 % 32 == 0 ? (t == GGML_TYPE_Q2_K || t == GGML_TYPE_Q3_K || t == GGML_TYPE_TQ1_0 ||
+                                 t == GGML_TYPE_TQ2_0 ? GGML_TYPE_Q4_0 :
+                                 t == GGML_TYPE_Q4_K ? GGML_TYPE_Q5_0 :
+                                 t == GGML_TYPE_IQ4_XS ? GGML_TYPE_IQ4_NL : GGML_TYPE_Q8_0)
                               : GGML_TYPE_F16;
         }
     }
@@ -130,7 +178,9 @@ struct quantize_job {
     enum ggml_type src_type;
     void * dst;                // output buffer
     enum ggml_type dst_type;
+    const float * imatrix;     // column weights per matrix (ne0 each), or NULL
     int64_t ne0, nrows;
+    int64_t rows_per_mat;      // rows sharing one ne0-slice of imatrix (a 3-D tensor's matrices)
     int ith, nth;
     bool ok;
 };
@@ -138,7 +188,6 @@ struct quantize_job {
 static void * quantize_worker(void * arg) {
     struct quantize_job * j = arg;
     const struct ggml_type_traits * ts = ggml_get_type_traits(j->src_type);
-    const struct ggml_type_traits * td = ggml_get_type_traits(j->dst_type);
     const size_t src_row = ggml_row_size(j->src_type, j->ne0);
     const size_t dst_row = ggml_row_size(j->dst_type, j->ne0);
     float * row = GGML_MALLOC((size_t)j->ne0 * sizeof(float));
@@ -147,22 +196,23 @@ static void * quantize_worker(void * arg) {
     const int64_t r0 = per * j->ith, r1 = r0 + per < j->nrows ? r0 + per : j->nrows;
     for (int64_t r = r0; r < r1; r++) {
         ts->to_float((const char *)j->src + r * src_row, row, j->ne0);
-        td->from_float_ref(row, (char *)j->dst + r * dst_row, j->ne0);
+        const float * im = j->imatrix ? j->imatrix + (r / j->rows_per_mat) * j->ne0 : NULL;
+        ggml_quantize_chunk(j->dst_type, row, (char *)j->dst + r * dst_row, 0, 1, j->ne0, im);
     }
     free(row);
     j->ok = true;
     return NULL;
 }
 
-static bool quantize_tensor(const void * src, enum ggml_type st, void * dst, enum ggml_type dt,
-                            int64_t ne0, int64_t nrows, int nthread) {
+static bool quantize_tensor(const void * src, enum ggml_type st, void * dst, enum ggml_type dt, const float * imatrix,
+                            int64_t ne0, int64_t nrows, int64_t rows_per_mat, int nthread) {
     if (nthread > 64) nthread = 64;
     if (nrows < nthread) nthread = nrows > 0 ? (int)nrows : 1;
     struct quantize_job jobs[64];
     pthread_t th[64];
     bool started[64] = { false };
     for (int i = 0; i < nthread; i++) {
-        jobs[i] = (struct quantize_job){ src, st, dst, dt, ne0, nrows, i, nthread, false };
+        jobs[i] = (struct quantize_job){ src, st, dst, dt, imatrix, ne0, nrows, rows_per_mat, i, nthread, false };
         if (i > 0) started[i] = pthread_create(&th[i], NULL, quantize_worker, &jobs[i]) == 0;
     }
     quantize_worker(&jobs[0]);
@@ -173,6 +223,29 @@ static bool quantize_tensor(const void * src, enum ggml_type st, void * dst, enu
         ok = ok && jobs[i].ok;
     }
     return ok;
+}
+
+// The importance-matrix entry of tensor name (NULL in *out when there is none); false (logged)
+// when its size is neither ne0 nor ne0 per matrix of the tensor.
+static bool quantize_imatrix_for(const llama_model_quantize_params * params, const char * name, int64_t ne0,
+                                 int64_t n_mat, const float ** out) {
+    *out = NULL;
+    for (const struct llama_model_imatrix_data * e = params->imatrix; e && e->name; e++) {
+        if (strcmp(e->name, name) != 0) continue;
+        if (e->data == NULL || (e->size != (size_t) ne0 && e->size != (size_t) (ne0 * n_mat))) {
+            LLAMA_LOG_ERROR("llama_model_quantize: imatrix entry %s has %zu values, the tensor needs %lld\n",
+                            name, e->size, (long long) (ne0 * n_mat));
+            return false;
+        }
+        if (e->size == (size_t) ne0 && n_mat > 1) {
+            LLAMA_LOG_ERROR("llama_model_quantize: imatrix entry %s has one matrix's values for %lld matrices\n",
+                            name, (long long) n_mat);
+            return false;
+        }
+        *out = e->data;
+        return true;
+    }
+    return true;
 }
 
 static bool write_zeros(FILE * f, size_t n) {
@@ -193,6 +266,16 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
     llama_model_quantize_params defaults = llama_model_quantize_default_params();
     if (!params) params = &defaults;
     const enum ggml_type base = quantize_base_type(params->ftype);
+    if (quantize_needs_imatrix(params->ftype) && !params->only_copy) {
+        if (params->imatrix == NULL) {
+            LLAMA_LOG_ERROR("llama_model_quantize: file type %s needs an importance matrix (imatrix: "
+                            "python -m llama_py imatrix, then quantize --imatrix FILE)\n", llama_ftype_name(params->ftype));
+        } else {
+            LLAMA_LOG_ERROR("llama_model_quantize: file type %s is not supported yet (no codebook quantizer)\n",
+                            llama_ftype_name(params->ftype));
+        }
+        return 1;
+    }
     if (base == GGML_TYPE_COUNT && !params->only_copy) {
         LLAMA_LOG_ERROR("llama_model_quantize: file type %d is not supported\n", (int)params->ftype);
         return 1;
@@ -210,14 +293,16 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
         goto done;
     }
     const int64_t n_tensors = gguf_get_n_tensors(in);
-    struct quantize_plan plan = { params->ftype, base, 0, gguf_find_tensor(in, "output.weight") >= 0, params };
+    struct quantize_plan plan = { params->ftype, base, 0, 1, params->imatrix != NULL,
+                                  gguf_find_tensor(in, "output.weight") >= 0, params };
     {
         const int64_t k = gguf_find_key(in, "general.architecture");
         if (k >= 0 && gguf_get_kv_type(in, k) == GGUF_TYPE_STRING) {
-            char key[128];
-            snprintf(key, sizeof(key), "%s.block_count", gguf_get_val_str(in, k));
-            const int64_t kb = gguf_find_key(in, key);
-            if (kb >= 0 && gguf_get_kv_type(in, kb) == GGUF_TYPE_UINT32) plan.n_layer = (int)gguf_get_val_u32(in, kb);
+            const char * arch = gguf_get_val_str(in, k);
+            plan.n_layer = (int)quantize_arch_u32(in, arch, "block_count", 0);
+            const uint32_t nh = quantize_arch_u32(in, arch, "attention.head_count", 0);
+            const uint32_t nkv = quantize_arch_u32(in, arch, "attention.head_count_kv", nh);
+            if (nh > 0 && nkv > 0) plan.n_gqa = (int)(nh / nkv);
         }
     }
     out = gguf_init_empty();
@@ -241,7 +326,7 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
         const int n_dims = gguf_get_tensor_n_dims(in, i);
         int64_t ne[GGML_MAX_DIMS] = { 1, 1, 1, 1 };
         for (int d = 0; d < n_dims; d++) ne[d] = gguf_get_tensor_ne(in, i, d);
-        enum ggml_type nt = quantize_choose_type(&plan, name, n_dims, cur, ne[0]);
+        enum ggml_type nt = quantize_choose_type(&plan, name, n_dims, cur, ne[0], ne[2]);
         if (nt != cur && ggml_is_quantized(cur) && !params->allow_requantize) {
             LLAMA_LOG_ERROR("llama_model_quantize: %s is already quantized (%s); set allow_requantize\n",
                             name, ggml_type_name(cur));
@@ -309,7 +394,13 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
         if (new_types[i] != cur) {
             const int64_t ne0 = gguf_get_tensor_ne(in, i, 0);
             const int64_t nrows = ne0 > 0 ? (int64_t)(ggml_nelements(ggml_get_tensor(meta, name)) / ne0) : 0;
-            if (!quantize_tensor(src, cur, buf, new_types[i], ne0, nrows, nthread)) {
+            const int64_t ne1 = gguf_get_tensor_n_dims(in, i) > 1 ? gguf_get_tensor_ne(in, i, 1) : 1;
+            const float * im = NULL;
+            if (!quantize_imatrix_for(params, name, ne0, nrows / (ne1 > 0 ? ne1 : 1), &im)) {
+                free(new_types);
+                goto done;
+            }
+            if (!quantize_tensor(src, cur, buf, new_types[i], im, ne0, nrows, ne1 > 0 ? ne1 : 1, nthread)) {
                 LLAMA_LOG_ERROR("llama_model_quantize: out of memory converting %s\n", name);
                 free(new_types);
                 goto done;

@@ -114,6 +114,9 @@ static size_t st_kv_row_max(const struct llama_memory_i * kv, int64_t * ne_max) 
     for (uint32_t il = 0; il < kv->n_layer; il++) {
         for (int kind = 0; kind < 2; kind++) {
             const struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            if (t == NULL) {
+                continue;
+            }
             nb = t->nb[1] > nb ? t->nb[1] : nb;
             if (ne_max != NULL && t->ne[0] > *ne_max) {
                 *ne_max = t->ne[0];
@@ -158,6 +161,9 @@ static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, 
     for (int kind = 0; kind < 2; kind++) {
         for (uint32_t il = 0; il < kv->n_layer; il++) {
             const struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            if (t == NULL) {
+                continue; // a recurrent layer: no K/V rows
+            }
             const bool host = llama_model_tensor_on_host(t);
             if (!host && w->dst != NULL && staged == NULL && (staged = GGML_MALLOC(row_max)) == NULL) {
                 LLAMA_LOG_ERROR("llama_state: out of memory\n");
@@ -252,6 +258,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
     for (int kind = 0; ok && kind < 2; kind++) {
         for (uint32_t il = 0; ok && il < kv->n_layer; il++) {
             struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            if (t == NULL) {
+                continue;
+            }
             const struct ggml_type_traits * tt = ggml_get_type_traits(t->type);
             const bool host = llama_model_tensor_on_host(t);
             for (uint32_t k = 0; k < placed; k++) {
@@ -287,6 +296,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
         for (uint32_t k = 0; k < placed; k++) {
             llama_kv_cache_cell_clear(kv, cells[k]);
             for (uint32_t il = 0; il < kv->n_layer; il++) {
+                if (kv->k_l[il] == NULL) {
+                    continue;
+                }
                 ggml_backend_tensor_memset(kv->k_l[il], 0, (size_t) cells[k] * kv->k_l[il]->nb[1], kv->k_l[il]->nb[1]);
                 ggml_backend_tensor_memset(kv->v_l[il], 0, (size_t) cells[k] * kv->v_l[il]->nb[1], kv->v_l[il]->nb[1]);
             }

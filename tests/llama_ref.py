@@ -31,7 +31,8 @@ gguf.quants), and everything is computed in float64:
 Mixture of experts: p = softmax(m Wrouter^T) (sigmoid with expert_gating_func 2); per token the
 expert_used_count largest p (ties: lower index), their weights divided by their sum unless
 expert_weights_norm is false; the FFN is sum_j w_j (silu(m G_j^T) * (m U_j^T)) D_j^T over the
-chosen experts' matrices (ffn_{gate,up,down}_exps: the experts stacked in the first axis).
+chosen experts' matrices (ffn_{gate,up,down}_exps: the experts stacked in the first axis), the
+weights times expert_weights_scale when set.
 
 RoPE is the GGUF "normal" layout: adjacent pairs (x[2i], x[2i+1]) rotate by
 pos * freq_scale * base^(-2i / n_rot) for i < n_rot / 2; dims past n_rot are left alone.
@@ -109,6 +110,7 @@ class LlamaRef:
         self.n_expert_used = int(g("expert_used_count", 0) or 0)
         self.expert_norm = bool(g("expert_weights_norm", True))
         self.expert_sigmoid = int(g("expert_gating_func", 1) or 1) == 2
+        self.expert_scale = float(g("expert_weights_scale", 0.0) or 0.0) or 1.0
         self.w: Dict[str, np.ndarray] = {}
         # storage float32 halves the memory of big models and loses nothing (dequantized and F16
         # values are float32 numbers); products still run in float64 (NumPy promotes per matmul)
@@ -224,6 +226,7 @@ class LlamaRef:
             wt = probs[t, chosen]
             if self.expert_norm:
                 wt = wt / wt.sum()
+            wt = wt * self.expert_scale
             for e_id, we in zip(chosen, wt):
                 gate = m[t] @ w[p + "ffn_gate_exps.weight"][e_id].T
                 up = m[t] @ w[p + "ffn_up_exps.weight"][e_id].T

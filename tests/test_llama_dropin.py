@@ -285,7 +285,6 @@ def test_chat_format_names(llm):
 
 
 def test_grammar_response_format_and_tools(llm):
-    pytest.importorskip("llama_py.grammar", reason="llama_py.grammar (issue 19) is not in this build")
     import json
     llm.reset()
     # A free-form object may nest on past any budget (a prefix-reused prompt decodes in other

@@ -51,20 +51,24 @@ class Tiny:
         return list(self.tok(text)["input_ids"])[:n]
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory, lib_path) -> Tiny:
-    d = tmp_path_factory.mktemp("qwen35")
+def _build(d: Path, moe: bool) -> Tiny:
     tk, specials = TC._train_bpe("qwen2")
     tok = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, eos_token=specials[0], bos_token=None)
     tok.save_pretrained(str(d))
-    cfg = transformers.Qwen3_5TextConfig(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=8, num_attention_heads=4,
+    common = dict(
+        vocab_size=len(tok), hidden_size=64, num_hidden_layers=8, num_attention_heads=4,
         num_key_value_heads=2, head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,
         linear_key_head_dim=16, linear_value_head_dim=16, linear_conv_kernel_dim=4, max_position_embeddings=512,
         rms_norm_eps=1e-6, eos_token_id=tok.eos_token_id, tie_word_embeddings=False,
         mtp_num_hidden_layers=1)   # as the released checkpoints declare: llama.cpp's converter adds the block count
-    torch.manual_seed(35)
-    model = transformers.Qwen3_5ForCausalLM(cfg).eval()
+    if moe:
+        cfg = transformers.Qwen3_5MoeTextConfig(num_experts=8, num_experts_per_tok=3, moe_intermediate_size=32,
+                                                shared_expert_intermediate_size=48, **common)
+        model = transformers.Qwen3_5MoeForCausalLM(cfg)
+    else:
+        model = transformers.Qwen3_5ForCausalLM(transformers.Qwen3_5TextConfig(intermediate_size=128, **common))
+    torch.manual_seed(36 if moe else 35)
+    model = model.eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "linear_attn.norm" in name:
@@ -79,6 +83,18 @@ def tiny(tmp_path_factory, lib_path) -> Tiny:
                 p.normal_(0.0, 1.0 / np.sqrt(p.shape[-1]))
     model.save_pretrained(str(d))
     return Tiny(d, model, tok)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, lib_path) -> Tiny:
+    return _build(tmp_path_factory.mktemp("qwen35"), moe=False)
+
+
+@pytest.fixture(scope="module")
+def tiny_moe(tmp_path_factory, lib_path) -> Tiny:
+    if not hasattr(transformers, "Qwen3_5MoeForCausalLM"):
+        pytest.skip("this transformers has no Qwen3_5MoeForCausalLM")
+    return _build(tmp_path_factory.mktemp("qwen35moe"), moe=True)
 
 
 def hf_logits(model, toks: List[int]) -> np.ndarray:
@@ -218,3 +234,141 @@ def test_state_save_load_continues_bit_identically(tiny):
             assert c3.decode_seq([toks[0]], start=20, seq=2) == 0
             ref = hf_logits(tiny.model, toks + [toks[0]])[-1]
             assert rel_err(c3.logits(0), ref) < 1e-3
+
+
+def test_partial_seq_cp_leaves_no_state_and_is_refused(tiny):
+    toks = tiny.ids(TC.PROMPTS[0], 12)
+    with Model(tiny.gguf) as m, ctx_for(m) as c:
+        assert c.decode_seq(toks) == 0
+        L.llama_memory_seq_cp(c.mem, 0, 1, 0, 6)          # half a state cannot be copied
+        assert c.decode_seq([toks[6]], start=6, seq=1) != 0  # refused, never continued from nothing
+        assert L.llama_memory_seq_rm(c.mem, 1, -1, -1)
+        assert c.decode_seq(toks[:7], seq=1) == 0
+        assert rel_err(c.logits(6), hf_logits(tiny.model, toks[:7])[-1]) < 1e-3
+
+
+def test_llama_class_prompt_reuse_re_decodes(tiny):
+    """Llama keeps a prompt prefix only where the state exists: on a hybrid model a new prompt
+    sharing a prefix with the last one is decoded afresh, with the same greedy tokens."""
+    from llama_py import Llama
+    a, b = tiny.ids(TC.PROMPTS[1], 14), tiny.ids(TC.PROMPTS[1], 20)
+    b = b[:10] + b[14:20]                               # shares 10 tokens with a, then differs
+
+    def greedy(llm, prompt, n=5):
+        out = []
+        for t in llm.generate(prompt, temp=0.0, top_k=1):
+            out.append(t)
+            if len(out) == n:
+                return out
+
+    fresh = Llama(model_path=str(tiny.gguf), n_ctx=128, verbose=False)
+    want = greedy(fresh, b)
+    fresh.close()
+    llm = Llama(model_path=str(tiny.gguf), n_ctx=128, verbose=False)
+    greedy(llm, a)
+    assert greedy(llm, b) == want
+    llm.close()
+
+
+@pytest.fixture
+def test_device(lib_path):
+    from llama_py import ggml
+    ggml.ggml_backend_test_device_enable(True)
+    try:
+        yield
+    finally:
+        ggml.ggml_backend_test_device_enable(False)
+
+
+def test_offload_to_the_test_device_and_state_across_placements(tiny, test_device):
+    """Recurrent state and KV rows in device memory (the test device faults on host reads): the
+    same logits as on the CPU, and a state saved on one placement continues on another."""
+    toks = tiny.ids(TC.PROMPTS[1], 24)
+    want = batch_logits(tiny.gguf, toks)
+    blobs = {}
+    for ngl in (3, 99):
+        with Model(tiny.gguf, n_gpu_layers=ngl) as m, ctx_for(m) as c:
+            assert c.decode_seq(toks[:16]) == 0
+            n = L.llama_state_get_size(c.ptr)
+            buf = (ctypes.c_uint8 * n)()
+            assert L.llama_state_get_data(c.ptr, buf, n) == n
+            blobs[ngl] = buf
+            assert c.decode_seq(toks[16:], start=16) == 0
+            got = np.concatenate([np.zeros((16, m.n_vocab)), c.all_logits(8)])
+            assert rel_err(got[16:], want[16:]) < 1e-5, ngl
+    with Model(tiny.gguf, n_gpu_layers=0) as m, ctx_for(m) as c:
+        buf = blobs[99]
+        assert L.llama_state_set_data(c.ptr, buf, len(buf)) == len(buf)
+        assert c.decode_seq(toks[16:], start=16) == 0
+        assert rel_err(c.all_logits(8), want[16:]) < 1e-5
+
+
+def test_numpy_reference_matches_transformers(tiny):
+    """The float64 reference (tests/qwen35_ref.py: a DeltaNet layer's recurrence token by token and
+    a gated attention layer, from the GGUF) agrees with transformers (its chunked prompt form)."""
+    from qwen35_ref import Qwen35Ref
+    toks = tiny.ids(TC.PROMPTS[1], 30)
+    ref = Qwen35Ref(str(tiny.gguf)).forward(toks)
+    err = rel_err(ref, hf_logits(tiny.model, toks))
+    ours = rel_err(batch_logits(tiny.gguf, toks), ref)
+    print(f"\nqwen35 float64 reference: against transformers {err:.2e}, ours against it {ours:.2e}", end="")
+    assert err < 1e-4 and ours < 1e-4, (err, ours)
+
+
+def test_server_engine_on_a_hybrid_model(tiny):
+    """The server's slots: a repeated prompt (prefix reuse) and identical prompts at once (no
+    sharing of a state prefix between slots) give the text of a fresh engine."""
+    from llama_py.server.engine import Engine, GenRequest, Model as EModel, SamplingParams
+    greedy = SamplingParams(temperature=0)
+    m = EModel(str(tiny.gguf))
+    try:
+        toks = tiny.ids(TC.PROMPTS[1], 24)
+        with Engine(m, n_slots=1, n_ctx=256) as eng:
+            want, _ = eng.submit(GenRequest(list(toks), max_tokens=6, sampling=greedy)).result(timeout=120)
+        with Engine(m, n_slots=3, n_ctx=768) as eng:
+            again = [eng.submit(GenRequest(list(toks), max_tokens=6, sampling=greedy)).result(timeout=120)[0]
+                     for _ in range(2)]
+            reqs = [eng.submit(GenRequest(list(toks), max_tokens=6, sampling=greedy)) for _ in range(3)]
+            together = [r.result(timeout=120)[0] for r in reqs]
+            assert eng.metrics.prefix_shared == 0
+        assert again == [want] * 2 and together == [want] * 3
+    finally:
+        m.close()
+
+
+def test_moe_matches_transformers_by_both_converters(tiny_moe, tmp_path):
+    """qwen35moe: 8 experts, 3 used, renormalized, plus the sigmoid-gated shared expert."""
+    from upstream_convert import convert_with_llama_cpp
+    t = tiny_moe
+    toks = t.ids(TC.PROMPTS[1])
+    ref = hf_logits(t.model, toks)
+    up = convert_with_llama_cpp(t.path, tmp_path / "upstream.gguf", "f32", pre="qwen2")
+    errs = {}
+    for name, path in (("ours", t.gguf), ("llama.cpp's", up)):
+        errs[name] = (rel_err(batch_logits(path, toks), ref), rel_err(stepwise_logits(path, toks), ref),
+                      rel_err(batch_logits(path, toks, n_ubatch=7), ref))
+    print(f"\nqwen35moe (batch, token by token, ubatches of 7): {errs}", end="")
+    assert max(max(e) for e in errs.values()) < 1e-3, errs
+
+
+@pytest.mark.parametrize("which", ["dense", "moe"])
+def test_gguf_names_follow_gguf_constants(tiny, tiny_moe, which):
+    """Every tensor our converter writes is one gguf-py lists for the architecture, every key one
+    of its Keys (the SSM group included)."""
+    gguf = pytest.importorskip("gguf")
+    from gguf.constants import MODEL_ARCH, MODEL_TENSORS, TENSOR_NAMES, Keys
+    t, arch, a = (tiny, "qwen35", MODEL_ARCH.QWEN35) if which == "dense" else (tiny_moe, "qwen35moe", MODEL_ARCH.QWEN35MOE)
+    r = gguf.GGUFReader(str(t.gguf))
+    allowed = {TENSOR_NAMES[x] for x in MODEL_TENSORS[a]}
+    for tensor in r.tensors:
+        base = tensor.name if tensor.name.endswith(".ssm_a") else tensor.name.rsplit(".", 1)[0]   # no suffix
+        parts = base.split(".")
+        if parts[0] == "blk":
+            base = "blk.{bid}." + ".".join(parts[2:])
+        assert base in allowed, tensor.name
+    known = {v.replace("{arch}", arch) for group in (Keys.General, Keys.LLM, Keys.Attention, Keys.Rope, Keys.SSM,
+                                                     Keys.Tokenizer)
+             for k, v in vars(group).items() if isinstance(v, str) and not k.startswith("_")}
+    for key in r.fields:
+        if not key.startswith("GGUF."):
+            assert key in known or key.startswith("tokenizer.chat_template"), key

@@ -73,14 +73,26 @@ enum ggml_type {
     GGML_TYPE_Q5_K = 13,
     GGML_TYPE_Q6_K = 14,
     GGML_TYPE_Q8_K = 15,
-    // 16..23: IQ types (not supported)
+    GGML_TYPE_IQ2_XXS = 16,
+    GGML_TYPE_IQ2_XS  = 17,
+    GGML_TYPE_IQ3_XXS = 18,
+    GGML_TYPE_IQ1_S   = 19,
+    GGML_TYPE_IQ4_NL  = 20,
+    GGML_TYPE_IQ3_S   = 21,
+    GGML_TYPE_IQ2_S   = 22,
+    GGML_TYPE_IQ4_XS  = 23,
     GGML_TYPE_I8   = 24,
     GGML_TYPE_I16  = 25,
     GGML_TYPE_I32  = 26,
     GGML_TYPE_I64  = 27,
     GGML_TYPE_F64  = 28,
-    // 29: IQ1_M (not supported)
+    GGML_TYPE_IQ1_M = 29,
     GGML_TYPE_BF16 = 30,
+    // 31..33 (Q4_0_4_4, Q4_0_4_8, Q4_0_8_8) were removed from the format
+    GGML_TYPE_TQ1_0 = 34,
+    GGML_TYPE_TQ2_0 = 35,
+    // 36..38 (IQ4_NL_4_4, IQ4_NL_4_8, IQ4_NL_8_8) were removed from the format
+    GGML_TYPE_MXFP4 = 39,
     GGML_TYPE_COUNT = 40,
 };
 
@@ -233,6 +245,14 @@ GGML_API size_t ggml_abi_field_offset(const char * struct_name, const char * fie
 
 // Traits of a type; NULL for an unknown or unsupported id.
 GGML_API const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type type);
+// Quantizes nrows rows of n_per_row floats of src into dst as type, from element start (a row
+// boundary; dst advances by whole rows); imatrix (n_per_row column weights, or NULL) guides the
+// quantizers that use importance (IQ4_NL, IQ4_XS), the others ignore it. Returns the bytes
+// written, 0 (logged) if the type has no quantizer or start is not at a row.
+GGML_API size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start,
+                                    int64_t nrows, int64_t n_per_row, const float * imatrix);
+// True for the types whose quantizers need an importance matrix (the IQ3 / IQ2 / IQ1 codebooks).
+GGML_API bool ggml_quantize_requires_imatrix(enum ggml_type type);
 // "f32", "q4_0", ...; "NONE" for unknown ids.
 GGML_API const char * ggml_type_name(enum ggml_type type);
 // Bytes per block (per element for non-block types).

@@ -617,10 +617,10 @@ extern "C" __attribute__((visibility("default"))) ggml_backend_reg_t ggml_backen
     if (err != cudaSuccess || n <= 0) {
         (void) cudaGetLastError();
         if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice || err == cudaSuccess) {
-            GGML_LOG_INFO("CUDA: backend off: no NVIDIA driver or GPU usable here (%s)",
+            GGML_LOG_INFO("CUDA: backend off: no NVIDIA driver or GPU usable here (%s); running on the CPU",
                           err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device found");
         } else {
-            GGML_LOG_INFO("CUDA: backend off: %s", cudaGetErrorString(err));
+            GGML_LOG_INFO("CUDA: backend off: %s; running on the CPU", cudaGetErrorString(err));
         }
         return nullptr;
     }
