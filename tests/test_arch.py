@@ -466,9 +466,7 @@ def test_model_accessors(tiny, arch):
         assert (tmpl.decode() if tmpl else None) == kv.get("tokenizer.chat_template")
 
 
-@pytest.mark.parametrize("arch", [a if a != "gemma4" else pytest.param(a, marks=pytest.mark.xfail(
-    strict=True, reason="its tokenizer.ggml.model 'gemma4' loads with the gemma-4 vocabulary work (not yet on this "
-    "branch); tests/test_gemma4.py checks the model part of that file")) for a in ARCHS])
+@pytest.mark.parametrize("arch", ARCHS)
 def test_llama_cpp_converter_file_matches_transformers(tiny, arch, tmp_path):
     """A GGUF written by llama.cpp's own convert_hf_to_gguf.py (0.3.36 sdist) loads and gives
     transformers' logits, as ours does: real files come from that converter."""
