@@ -683,7 +683,9 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
 
     experts = convert_arch.expert_tensors(spec, hp, prefix)
     stacked = {src for _, srcs, _ in experts for src in srcs}
-    unknown = [n for n in ck.names() if n not in want and n not in stacked and not _IGNORED.search(n)
+    # "name::tag" keys: one checkpoint tensor giving several GGUF ones (gpt-oss's fused experts)
+    used = {k.split("::", 1)[0] for k in want}
+    unknown = [n for n in ck.names() if n not in used and n not in stacked and not _IGNORED.search(n)
                and not (n == "lm_head.weight" and hp.tied)]
     if unknown:
         more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
@@ -693,21 +695,22 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
         if entry is None:
             continue   # present in some checkpoints, not used (the architecture's tensors hook says so)
         name, shape, perm, add = entry
+        key, src = src, src.split("::", 1)[0]
         if src not in ck:
             if src == "lm_head.weight":
                 continue
             raise ConvertError(f"checkpoint has no tensor '{src}' (needed for {name})")
         got = ck.info(src).shape
-        if tuple(got) != (fns[src][1] if src in fns else shape):
+        if tuple(got) != (fns[key][1] if key in fns else shape):
             raise ConvertError(f"checkpoint tensor '{src}' has shape {list(got)}, expected {list(shape)} from config.json")
-        if len(shape) == 1 or name.endswith("ssm_conv1d.weight"):
+        if len(shape) == 1 or name.endswith(("ssm_conv1d.weight", "_exps.bias")):
             t = GGML_F32   # read by elementwise ops (the convolution taps too)
         elif ftype == GGML_Q8_0 and shape[-1] % 32 != 0:
             print(f"note: {name} has rows of {shape[-1]} (not a multiple of 32); written as f16", file=sys.stderr)
             t = GGML_F16
         else:
             t = ftype
-        jobs.append(TensorJob(name, src, shape, t, perm, add=add, fn=fns[src][0] if src in fns else None))
+        jobs.append(TensorJob(name, src, shape, t, perm, add=add, fn=fns[key][0] if key in fns else None))
     for name, srcs, shape in experts:
         for src in srcs:
             if src not in ck:

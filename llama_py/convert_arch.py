@@ -418,6 +418,53 @@ ARCHS["qwen3_5_moe_text"] = ArchSpec(
 ARCHS["gemma3"] = ARCHS["gemma3_text"]
 
 
+# gpt-oss: Q/K/V/O biases, per-head sinks, a router with a bias, and the experts stored fused:
+# gate_up_proj [n_expert, n_embd, 2 n_ff_exp] with gate and up columns interleaved (gate = [..., ::2],
+# up = [..., 1::2]) and down_proj [n_expert, n_ff_exp, n_embd], both x @ W (transposed for GGUF).
+def _gpt_oss_layer(hp, il: int) -> Dict[str, LayerTensor]:
+    E, F, X = EXP, FF_EXP, EMBD
+
+    def part(k, bias=False):
+        if bias:
+            return lambda a, hp: np.ascontiguousarray(a[:, k::2])
+        return lambda a, hp: np.ascontiguousarray(np.swapaxes(a, 1, 2)[:, k::2, :])
+    m = _attn(perm=False, bias=True)
+    m.update({
+        "self_attn.o_proj.bias": LayerTensor("attn_output.bias", (X,)),
+        "self_attn.sinks": LayerTensor("attn_sinks.weight", ("nhead",)),
+        "post_attention_layernorm.weight": LayerTensor("post_attention_norm.weight", (X,)),
+        "mlp.router.weight": LayerTensor("ffn_gate_inp.weight", (E, X)),
+        "mlp.router.bias": LayerTensor("ffn_gate_inp.bias", (E,)),
+        "mlp.experts.gate_up_proj::gate": LayerTensor("ffn_gate_exps.weight", (E, F, X), fn=part(0), src_shape=(E, X, "ff_exp2")),
+        "mlp.experts.gate_up_proj::up": LayerTensor("ffn_up_exps.weight", (E, F, X), fn=part(1), src_shape=(E, X, "ff_exp2")),
+        "mlp.experts.gate_up_proj_bias::gate": LayerTensor("ffn_gate_exps.bias", (E, F), fn=part(0, True), src_shape=(E, "ff_exp2")),
+        "mlp.experts.gate_up_proj_bias::up": LayerTensor("ffn_up_exps.bias", (E, F), fn=part(1, True), src_shape=(E, "ff_exp2")),
+        "mlp.experts.down_proj": LayerTensor("ffn_down_exps.weight", (E, X, F), fn=lambda a, hp: np.ascontiguousarray(np.swapaxes(a, 1, 2)),
+                                             src_shape=(E, F, X)),
+        "mlp.experts.down_proj_bias": LayerTensor("ffn_down_exps.bias", (E, X)),
+    })
+    return m
+
+
+def _gpt_oss_check(config: dict, hp) -> None:
+    _moe_check(config, hp)
+    lt = config.get("layer_types") or []
+    want = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(hp.n_layer)]
+    if lt and list(lt) != want:
+        _err("config.json: gpt-oss layer_types must alternate sliding (even layers) and full attention")
+
+
+def _gpt_oss_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    return [("expert_count", "u32", _n_expert(config)),
+            ("expert_used_count", "u32", int(config["num_experts_per_tok"])),
+            ("expert_feed_forward_length", "u32", int(config["intermediate_size"])),
+            ("attention.sliding_window", "u32", int(config["sliding_window"]))]
+
+
+ARCHS["gpt_oss"] = ArchSpec("gpt-oss", ("GptOssForCausalLM",), {}, write_head_dim=True,
+                            check=_gpt_oss_check, keys=_gpt_oss_keys, layer_for=_gpt_oss_layer)
+
+
 def find(config: dict) -> Tuple[str, ArchSpec]:
     """(model_type, spec) of a config.json; ConvertError naming the supported ones otherwise."""
     mtype = config.get("model_type")
@@ -442,7 +489,8 @@ def shape(sym: Tuple[str, ...], hp) -> Tuple[int, ...]:
     sizes = {EMBD: hp.n_embd, FF: hp.n_ff, FF2: 2 * hp.n_ff, Q: n_q, KV: n_kv, QKV: n_q + 2 * n_kv,
              HEAD: hp.head_dim, EXP: _n_expert(hp.config),
              FF_EXP: int(hp.config.get("moe_intermediate_size") or hp.n_ff), Q2: 2 * n_q, ONE: 1,
-             FF_SHEXP: int(hp.config.get("shared_expert_intermediate_size") or 0)}
+             FF_SHEXP: int(hp.config.get("shared_expert_intermediate_size") or 0), "nhead": hp.n_head}
+    sizes["ff_exp2"] = 2 * sizes[FF_EXP]
     c = hp.config
     if c.get("linear_num_value_heads"):
         inner = int(c["linear_value_head_dim"]) * int(c["linear_num_value_heads"])

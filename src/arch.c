@@ -130,6 +130,44 @@ static const struct llm_key_spec QWEN2MOE_KEYS[] = {
     { NULL, 0, 0, false, 0 },
 };
 
+// ---- gpt-oss: attention with Q/K/V/O biases and per-head sinks, sliding-window and full layers
+// alternating (even layers slide), every FFN experts with biases: router with a bias, softmax over
+// the chosen top-k logits, the clamped SwiGLU (graph-moe.c). The FFN's norm is stored as
+// post_attention_norm. ----
+static const struct llm_tensor_spec GPT_OSS_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT,
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_MOE,
+    B("attn_q.bias",                bq,              REQ | F32, 1, LLM_DIM_Q, 0),
+    B("attn_k.bias",                bk,              REQ | F32, 1, LLM_DIM_K, 0),
+    B("attn_v.bias",                bv,              REQ | F32, 1, LLM_DIM_V, 0),
+    B("attn_output.bias",           bo,              REQ | F32, 1, LLM_DIM_EMBD, 0),
+    B("attn_sinks.weight",          attn_sinks,      REQ | F32, 1, LLM_DIM_HEAD, 0),
+    B("post_attention_norm.weight", ffn_norm,        REQ | F32, 1, LLM_DIM_EMBD, 0),
+    B("ffn_gate_inp.bias",          ffn_gate_inp_b,  REQ | F32, 1, LLM_DIM_EXPERT, 0),
+    B("ffn_gate_exps.bias",         ffn_gate_exps_b, REQ | F32, 2, LLM_DIM_FF_EXP, LLM_DIM_EXPERT),
+    B("ffn_up_exps.bias",           ffn_up_exps_b,   REQ | F32, 2, LLM_DIM_FF_EXP, LLM_DIM_EXPERT),
+    B("ffn_down_exps.bias",         ffn_down_exps_b, REQ | F32, 2, LLM_DIM_EMBD, LLM_DIM_EXPERT),
+    T_END,
+};
+
+static const struct llm_key_spec GPT_OSS_KEYS[] = {
+    K_MOE(true, 0),
+    { "attention.sliding_window", HP(n_swa), LLM_KEY_U32, true, 0 },
+    { NULL, 0, 0, false, 0 },
+};
+
+// gpt-oss's fixed choices (llama.cpp's graph for the architecture, transformers' GptOss).
+static bool gpt_oss_finish(struct llama_hparams * hp) {
+    if (!moe_finish(hp)) {
+        return false;
+    }
+    hp->swa_period = 2;
+    hp->expert_gating = LLM_EXPERT_GATING_SOFTMAX_WEIGHT;
+    hp->expert_swiglu_limit = 7.0f;
+    hp->expert_swiglu_alpha = 1.702f;
+    return true;
+}
+
 // ---- gemma3: norms before and after attention and FFN, QK-norm, GeGLU, sliding window ----
 static const struct llm_tensor_spec GEMMA3_TENSORS[] = {
     T_EMBD, T_OUT_NORM, T_OUTPUT,
@@ -390,6 +428,7 @@ static const struct llama_arch_info ARCHS[] = {
     { "qwen35", LLM_ROPE_NEOX,   QWEN35_KEYS, QWEN35_TENSORS, qwen35_finish, llm_build_llama },
     { "qwen35moe", LLM_ROPE_NEOX, QWEN35MOE_KEYS, QWEN35MOE_TENSORS, qwen35moe_finish, llm_build_llama },
     { "gemma4", LLM_ROPE_NEOX,   GEMMA4_KEYS, GEMMA4_TENSORS, gemma4_finish, llm_build_gemma4 },
+    { "gpt-oss", LLM_ROPE_NEOX,  GPT_OSS_KEYS, GPT_OSS_TENSORS, gpt_oss_finish, llm_build_llama },
 };
 
 const struct llama_arch_info * llama_arch_find(const char * name) {

@@ -223,7 +223,9 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     GB(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
     GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
     GB(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]
-    if (ctx->flash_attn) {
+    // sinks join the softmax, which flash attention does not expose: such layers take the
+    // softmax path (context.c says so once)
+    if (ctx->flash_attn && L->attn_sinks == NULL) {
         GB(o = ggml_flash_attn_ext(c, Q, K, V, mask, kq_scale, 0.0f, hp->f_attn_softcap)); // [hd_v, n_head, n_tokens]
         GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
     } else {
@@ -236,6 +238,9 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
             GB(kq = ggml_soft_max_ext(c, kq, mask, hp->f_attn_softcap, 0.0f));
         } else {
             GB(kq = ggml_soft_max_ext(c, kq, mask, kq_scale, 0.0f));
+        }
+        if (L->attn_sinks != NULL) {
+            GB(kq = ggml_soft_max_add_sinks(kq, L->attn_sinks));
         }
         GB(vt = ggml_transpose(c, V));
         GB(vt = ggml_cont(c, vt));                             // [n_kv, hd_v, n_head_kv]
@@ -250,6 +255,7 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
         GB(o = ggml_mul(c, o, gate));
     }
     GB(*out = llm_graph_mm(g, L->wo, o));
+    GB(*out = graph_bias(c, *out, L->bo));
     return true;
 }
 

@@ -48,6 +48,7 @@ enum llm_dim {
     LLM_DIM_FF_EXP2,   // 2 * n_ff_exp (an expert's gate and up stored as one)
     LLM_DIM_PLE,       // n_embd_per_layer (per-layer embeddings; 0 without them)
     LLM_DIM_PLE_ALL,   // n_embd_per_layer * n_layer
+    LLM_DIM_HEAD,      // n_head (attention sinks)
 };
 // Per-layer dimensions (FF, Q, K, V, O, QKV, HEAD_K) are the layer's own (model-layers.c).
 
@@ -75,7 +76,8 @@ struct llm_tensor_spec {
 enum llm_key_type { LLM_KEY_U32, LLM_KEY_F32 };
 
 // Expert gating functions (the values of <arch>.expert_gating_func, as llama.cpp writes them).
-enum llm_expert_gating { LLM_EXPERT_GATING_SOFTMAX = 1, LLM_EXPERT_GATING_SIGMOID = 2 };
+// SOFTMAX_WEIGHT (gpt-oss): top-k of the raw logits, then a softmax over the chosen ones.
+enum llm_expert_gating { LLM_EXPERT_GATING_SOFTMAX = 1, LLM_EXPERT_GATING_SIGMOID = 2, LLM_EXPERT_GATING_SOFTMAX_WEIGHT = 3 };
 
 // One architecture-specific hyperparameter: <arch>.<suffix> into a field of llama_hparams.
 // Keys every architecture shares (context_length, embedding_length, ...) are read by model.c.

@@ -57,6 +57,8 @@ struct llama_hparams {
     uint32_t expert_gating;   // expert_gating_func: enum llm_expert_gating (0: softmax)
     uint32_t expert_weights_norm; // expert_weights_norm: the chosen experts' weights are divided by their sum
     float    expert_weights_scale; // expert_weights_scale: the weights are multiplied by it (0: not)
+    float    expert_swiglu_limit;  // > 0: gpt-oss's clamped SwiGLU, (clamp(up) + 1) * g * sigmoid(alpha g), g = min(gate, limit)
+    float    expert_swiglu_alpha;  // its alpha
     bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
     // recurrent layers (state-space / linear attention: ssm.* keys, Gated DeltaNet names)
     uint32_t ssm_d_conv;      // ssm.conv_kernel: taps of the causal convolution
@@ -146,6 +148,13 @@ struct llama_layer {
     struct ggml_tensor * ffn_pre_norm_2;     // [n_embd] norm of the experts' input
     struct ggml_tensor * ffn_post_norm_1;    // [n_embd] norm of the dense MLP's output
     struct ggml_tensor * ffn_post_norm_2;    // [n_embd] norm of the experts' output
+    // gpt-oss (NULL elsewhere): attention output bias and sinks, router and expert biases
+    struct ggml_tensor * bo;                 // [n_embd]
+    struct ggml_tensor * attn_sinks;         // [n_head] a logit per head joining the softmax denominator
+    struct ggml_tensor * ffn_gate_inp_b;     // [n_expert]
+    struct ggml_tensor * ffn_gate_exps_b;    // [n_ff_exp, n_expert]
+    struct ggml_tensor * ffn_up_exps_b;      // [n_ff_exp, n_expert]
+    struct ggml_tensor * ffn_down_exps_b;    // [n_embd, n_expert]
 };
 
 struct llama_model {

@@ -406,8 +406,8 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
         return false;
     }
     if (hp->n_expert > 0 && hp->expert_gating != 0 && hp->expert_gating != LLM_EXPERT_GATING_SOFTMAX &&
-        hp->expert_gating != LLM_EXPERT_GATING_SIGMOID) {
-        LLAMA_LOG_ERROR("llama_model_load: %s.expert_gating_func = %u is not supported (1: softmax, 2: sigmoid)\n",
+        hp->expert_gating != LLM_EXPERT_GATING_SIGMOID && hp->expert_gating != LLM_EXPERT_GATING_SOFTMAX_WEIGHT) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_gating_func = %u is not supported (1: softmax, 2: sigmoid, 3: softmax of the chosen)\n",
                         a, hp->expert_gating);
         return false;
     }
@@ -735,6 +735,7 @@ static int64_t model_dim(const struct llama_hparams * hp, uint32_t il, uint8_t d
         case LLM_DIM_FF_EXP2: return 2 * (int64_t) (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
         case LLM_DIM_PLE:     return hp->n_embd_per_layer;
         case LLM_DIM_PLE_ALL: return (int64_t) hp->n_embd_per_layer * hp->n_layer;
+        case LLM_DIM_HEAD:    return hp->n_head;
         default:              return 1;
     }
 }

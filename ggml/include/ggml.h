@@ -135,6 +135,7 @@ enum ggml_op {
     GGML_OP_L2_NORM,
     GGML_OP_SSM_CONV,
     GGML_OP_GATED_DELTA_NET,
+    GGML_OP_CLAMP,
     GGML_OP_COUNT,
 };
 
@@ -433,6 +434,8 @@ GGML_API struct ggml_tensor * ggml_tanh(struct ggml_context * ctx, struct ggml_t
 GGML_API struct ggml_tensor * ggml_tanh_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 // 1 / (1 + exp(-x)); a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_sigmoid(struct ggml_context * ctx, struct ggml_tensor * a);
+// min(max(a, lo), hi) elementwise (NaN stays NaN); -INFINITY / INFINITY leave a side open.
+GGML_API struct ggml_tensor * ggml_clamp(struct ggml_context * ctx, struct ggml_tensor * a, float lo, float hi);
 GGML_API struct ggml_tensor * ggml_sigmoid_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 // log(1 + exp(x)) (x itself above 20, as torch's softplus); a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_softplus(struct ggml_context * ctx, struct ggml_tensor * a);
@@ -472,6 +475,10 @@ GGML_API struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, s
 // softmax(a*scale + mask) per row, result of a's type (F32/F16/BF16); mask (F32 or F16,
 // [ne0, >=ne1], broadcast over dims 2-3) may be NULL; max_bias > 0 enables ALiBi slopes.
 GGML_API struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * mask, float scale, float max_bias);
+// Attention sinks on a SOFT_MAX node: sinks (F32 [a->ne[2]]) holds one logit per head (dim 2 of a)
+// that joins each row's softmax denominator without an output of its own (gpt-oss); returns
+// soft_max itself, or NULL (logged) when it is not a SOFT_MAX or sinks' shape differs.
+GGML_API struct ggml_tensor * ggml_soft_max_add_sinks(struct ggml_tensor * soft_max, struct ggml_tensor * sinks);
 // Rotary embedding of a [head_dim, n_head, n_tokens, 1] at positions b (I32, n_tokens);
 // c (F32, n_dims/2 frequency divisors) may be NULL; mode GGML_ROPE_TYPE_NORMAL or _NEOX.
 GGML_API struct ggml_tensor * ggml_rope_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c,

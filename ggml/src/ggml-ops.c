@@ -242,6 +242,21 @@ struct ggml_tensor * ggml_sigmoid(struct ggml_context * ctx, struct ggml_tensor 
 struct ggml_tensor * ggml_sigmoid_inplace(struct ggml_context * ctx, struct ggml_tensor * a) {
     return ggml_unary_impl(ctx, GGML_OP_SIGMOID, "ggml_sigmoid_inplace", a, true);
 }
+struct ggml_tensor * ggml_clamp(struct ggml_context * ctx, struct ggml_tensor * a, float lo, float hi) {
+    if (!ggml_check_float("ggml_clamp", a)) {
+        return NULL;
+    }
+    if (isnan(lo) || isnan(hi) || lo > hi) {
+        GGML_LOG_ERROR("ggml_clamp: bounds [%g, %g] must be ordered numbers", (double) lo, (double) hi);
+        return NULL;
+    }
+    struct ggml_tensor * t = ggml_new_node_like(ctx, GGML_OP_CLAMP, a, false);
+    if (t) {
+        ggml_set_op_params_f32(t, 0, lo);
+        ggml_set_op_params_f32(t, 1, hi);
+    }
+    return t;
+}
 struct ggml_tensor * ggml_softplus(struct ggml_context * ctx, struct ggml_tensor * a) {
     return ggml_unary_impl(ctx, GGML_OP_SOFTPLUS, "ggml_softplus", a, false);
 }
@@ -432,6 +447,17 @@ struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggm
 struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * mask,
                                        float scale, float max_bias) {
     return ggml_soft_max_impl(ctx, "ggml_soft_max_ext", a, mask, scale, max_bias, false);
+}
+
+struct ggml_tensor * ggml_soft_max_add_sinks(struct ggml_tensor * soft_max, struct ggml_tensor * sinks) {
+    if (soft_max == NULL || sinks == NULL || soft_max->op != GGML_OP_SOFT_MAX) {
+        return ggml_op_fail("ggml_soft_max_add_sinks", "needs a SOFT_MAX node and sinks", soft_max, sinks);
+    }
+    if (sinks->type != GGML_TYPE_F32 || ggml_nelements(sinks) != soft_max->src[0]->ne[2] || !ggml_is_contiguous(sinks)) {
+        return ggml_op_fail("ggml_soft_max_add_sinks", "sinks must be contiguous F32 [a->ne[2]]", soft_max, sinks);
+    }
+    soft_max->src[2] = sinks;
+    return soft_max;
 }
 
 static struct ggml_tensor * ggml_diag_mask_inf_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_past, bool inplace) {

@@ -47,6 +47,7 @@ bool ggml_cpu_compute_forward(const struct ggml_compute_params * params, struct 
         case GGML_OP_TANH:           ggml_compute_forward_tanh(params, node);           return true;
         case GGML_OP_SIGMOID:        ggml_compute_forward_sigmoid(params, node);        return true;
         case GGML_OP_SOFTPLUS:       ggml_compute_forward_softplus(params, node);       return true;
+        case GGML_OP_CLAMP:          ggml_compute_forward_clamp(params, node);          return true;
         case GGML_OP_L2_NORM:        ggml_compute_forward_l2_norm(params, node);        return true;
         case GGML_OP_SSM_CONV:       ggml_compute_forward_ssm_conv(params, node);       return true;
         case GGML_OP_GATED_DELTA_NET: ggml_compute_forward_gated_delta_net(params, node); return true;
@@ -127,6 +128,7 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
         case GGML_OP_TANH:
         case GGML_OP_SIGMOID:
         case GGML_OP_SOFTPLUS:
+        case GGML_OP_CLAMP:
         case GGML_OP_SWIGLU:
             // flat element ranges across rows (ggml_cpu_ew_split), so one long row splits too;
             // a share under GGML_CPU_EW_MIN_UNIT floats saves less than the barrier costs

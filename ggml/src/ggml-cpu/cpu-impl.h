@@ -79,6 +79,7 @@ void ggml_compute_forward_rms_norm_mul(const struct ggml_compute_params * params
 void ggml_compute_forward_tanh         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_sigmoid      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_softplus     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_clamp        (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_l2_norm      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_ssm_conv     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_gated_delta_net(const struct ggml_compute_params * params, struct ggml_tensor * dst);

@@ -5,6 +5,8 @@
 // slope m0^(h+1) for h < n_head_log2, else m1^(2(h - n_head_log2) + 1), with
 // n_head_log2 the largest power of two <= n_head, m0 = 2^(-max_bias/n_head_log2) and
 // m1 = 2^(-max_bias/2/n_head_log2). A row that is entirely -inf gives zeros, never NaN.
+// Sinks (src[2], F32 [n_head], gpt-oss): head h's sink logit joins the row's max and denominator
+// (exp(sink - max)) but has no output column, so a row's outputs sum to less than 1.
 #include "ops-util.h"
 
 // Scratch: one row of floats per thread, cache-line padded, for rows that cannot be worked
@@ -25,21 +27,24 @@ static float softmax_alibi_slope(float max_bias, int64_t n_head, int64_t h) {
     return h < n_head_log2 ? powf(m0, (float) (h + 1)) : powf(m1, (float) (2*(h - n_head_log2) + 1));
 }
 
-// w[i] = exp(w[i] - max(w)) / sum; an all -inf row (max = -inf) becomes zeros.
-static void softmax_row_inplace(int64_t n, float * restrict w) {
-    const float max = ggml_cpu_vec_max(n, w);
+// w[i] = exp(w[i] - max(w, sink)) / (sum + exp(sink - max)); sink -inf: none. An all -inf row
+// without a sink becomes zeros.
+static void softmax_row_inplace(int64_t n, float * restrict w, float sink) {
+    float max = ggml_cpu_vec_max(n, w);
+    max = sink > max ? sink : max;
     if (max == -INFINITY) {
         memset(w, 0, (size_t) n*sizeof(float));
         return;
     }
     for (int64_t i = 0; i < n; i++) w[i] = ggml_cpu_expf(w[i] - max);
-    const float sum = ggml_cpu_vec_sum(n, w);
+    const float sum = ggml_cpu_vec_sum(n, w) + (sink == -INFINITY ? 0.0f : ggml_cpu_expf(sink - max));
     ggml_cpu_vec_scale(n, w, 1.0f/sum);
 }
 
 void ggml_compute_forward_soft_max(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * src0 = dst->src[0];
     const struct ggml_tensor * mask = dst->src[1];
+    const float * sinks = dst->src[2] ? (const float *) dst->src[2]->data : NULL;
     if (!ggml_cpu_is_float_type(src0->type) || !ggml_cpu_is_float_type(dst->type) ||
         (mask && mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16)) {
         if (params->ith == 0) {
@@ -88,7 +93,7 @@ void ggml_compute_forward_soft_max(const struct ggml_compute_params * params, st
                 for (int64_t i = 0; i < ne0; i++) w[i] += slope*ggml_cpu_load_f(m + i*mask->nb[0], mask->type);
             }
         }
-        softmax_row_inplace(ne0, w);
+        softmax_row_inplace(ne0, w, sinks ? sinks[i2] : -INFINITY);
         if (!dst_direct) {
             for (int64_t i = 0; i < ne0; i++) ggml_cpu_store_f(y + i*dst->nb[0], dst->type, w[i]);
         }

@@ -1,4 +1,4 @@
-// ops-unary.c — elementwise scale, silu, gelu (tanh approximation), tanh, sigmoid, softplus and
+// ops-unary.c — elementwise scale, silu, gelu (tanh approximation), tanh, sigmoid, softplus, clamp and
 // the fused swiglu.
 //
 // The elements, numbered row after row, are split over threads in ranges (ggml_cpu_ew_split),
@@ -11,7 +11,7 @@
 #include "ops-util.h"
 #include "vec.h"
 
-enum unary_op { UN_SCALE, UN_SILU, UN_GELU, UN_TANH, UN_SIGMOID, UN_SOFTPLUS };
+enum unary_op { UN_SCALE, UN_SILU, UN_GELU, UN_TANH, UN_SIGMOID, UN_SOFTPLUS, UN_CLAMP };
 
 // torch's softplus (threshold 20): x itself where exp(x) would add nothing a float can hold.
 static inline float unary_softplus(float x) {
@@ -19,8 +19,9 @@ static inline float unary_softplus(float x) {
 }
 
 // y[i] = f(x[i]); y may equal x (inplace).
-static void unary_vec_f32(enum unary_op op, int64_t n, float * y, const float * x, float s) {
+static void unary_vec_f32(enum unary_op op, int64_t n, float * y, const float * x, float s, float s2) {
     switch (op) {
+        case UN_CLAMP: for (int64_t i = 0; i < n; i++) y[i] = x[i] < s ? s : (x[i] > s2 ? s2 : x[i]); break;
         case UN_SCALE: for (int64_t i = 0; i < n; i++) y[i] = x[i]*s; break;
         case UN_SILU:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_silu(x[i]); break;
         case UN_GELU:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_gelu(x[i]); break;
@@ -30,8 +31,9 @@ static void unary_vec_f32(enum unary_op op, int64_t n, float * y, const float * 
     }
 }
 
-static inline float unary_apply(enum unary_op op, float x, float s) {
+static inline float unary_apply(enum unary_op op, float x, float s, float s2) {
     switch (op) {
+        case UN_CLAMP: return x < s ? s : (x > s2 ? s2 : x);
         case UN_SCALE: return x*s;
         case UN_SILU:  return ggml_cpu_silu(x);
         case UN_GELU:  return ggml_cpu_gelu(x);
@@ -43,6 +45,7 @@ static inline float unary_apply(enum unary_op op, float x, float s) {
 }
 
 static void unary_forward(const struct ggml_compute_params * params, struct ggml_tensor * dst, enum unary_op op, float s) {
+    const float s2 = op == UN_CLAMP ? ggml_get_op_params_f32(dst, 1) : 0.0f;
     const struct ggml_tensor * src0 = dst->src[0];
     if (!ggml_cpu_is_float_type(src0->type) || !ggml_cpu_is_float_type(dst->type)) {
         if (params->ith == 0) {
@@ -64,11 +67,11 @@ static void unary_forward(const struct ggml_compute_params * params, struct ggml
         if (fast && op == UN_SILU) {
             vk->silu_f32(n, (float *) y, (const float *) x);
         } else if (fast) {
-            unary_vec_f32(op, n, (float *) y, (const float *) x, s);
+            unary_vec_f32(op, n, (float *) y, (const float *) x, s, s2);
         } else {
             for (int64_t i = 0; i < n; i++) {
                 const float v = ggml_cpu_load_f(x + i*src0->nb[0], src0->type);
-                ggml_cpu_store_f(y + i*dst->nb[0], dst->type, unary_apply(op, v, s));
+                ggml_cpu_store_f(y + i*dst->nb[0], dst->type, unary_apply(op, v, s, s2));
             }
         }
     }
@@ -136,4 +139,8 @@ void ggml_compute_forward_swiglu(const struct ggml_compute_params * params, stru
             }
         }
     }
+}
+
+void ggml_compute_forward_clamp(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    unary_forward(params, dst, UN_CLAMP, ggml_get_op_params_f32(dst, 0));
 }

@@ -5,7 +5,7 @@
 #include "common.cuh"
 
 enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
-enum { UN_SCALE, UN_SILU, UN_GELU, UN_TANH, UN_SIGMOID, UN_SOFTPLUS };
+enum { UN_SCALE, UN_SILU, UN_GELU, UN_TANH, UN_SIGMOID, UN_SOFTPLUS, UN_CLAMP };
 
 static __global__ void k_binary(cu_tensor a, cu_tensor b, cu_tensor d, int op, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += (int64_t) gridDim.x * blockDim.x) {
@@ -35,7 +35,7 @@ static __device__ __forceinline__ float cu_gelu(float x) {
     return 0.5f * x * (1.0f + tanhf(u));
 }
 
-static __global__ void k_unary(cu_tensor a, cu_tensor d, int op, float s, int64_t n) {
+static __global__ void k_unary(cu_tensor a, cu_tensor d, int op, float s, float s2, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += (int64_t) gridDim.x * blockDim.x) {
         int64_t i0, i1, i2, i3;
         cu_unflatten(d, i, i0, i1, i2, i3);
@@ -43,7 +43,8 @@ static __global__ void k_unary(cu_tensor a, cu_tensor d, int op, float s, int64_
         // tanhf: CUDA's is within 2 ulp, NaN / +-inf / -0 as C's (the tests' tanh tolerances)
         const float r = op == UN_SCALE ? x * s : op == UN_SILU ? cu_silu(x) : op == UN_TANH ? tanhf(x) :
                         op == UN_SIGMOID ? 1.0f / (1.0f + expf(-x)) :
-                        op == UN_SOFTPLUS ? (x > 20.0f ? x : log1pf(expf(x))) : cu_gelu(x);
+                        op == UN_SOFTPLUS ? (x > 20.0f ? x : log1pf(expf(x))) :
+                        op == UN_CLAMP ? (x < s ? s : (x > s2 ? s2 : x)) : cu_gelu(x);
         cu_store_f(cu_ptr(d, i0, i1, i2, i3), d.type, r);
     }
 }
@@ -102,10 +103,11 @@ bool cuda_op_binary(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
 bool cuda_op_unary(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
     const int op = dst->op == GGML_OP_SCALE ? UN_SCALE : dst->op == GGML_OP_SILU ? UN_SILU :
                    dst->op == GGML_OP_TANH ? UN_TANH : dst->op == GGML_OP_SIGMOID ? UN_SIGMOID :
-                   dst->op == GGML_OP_SOFTPLUS ? UN_SOFTPLUS : UN_GELU;
-    const float s = op == UN_SCALE ? ggml_get_op_params_f32(dst, 0) : 0.0f;
+                   dst->op == GGML_OP_SOFTPLUS ? UN_SOFTPLUS : dst->op == GGML_OP_CLAMP ? UN_CLAMP : UN_GELU;
+    const float s = op == UN_SCALE || op == UN_CLAMP ? ggml_get_op_params_f32(dst, 0) : 0.0f;
+    const float s2 = op == UN_CLAMP ? ggml_get_op_params_f32(dst, 1) : 0.0f;
     const int64_t n = ggml_nelements(dst);
-    k_unary<<<ew_grid(n), 256, 0, ctx->stream>>>(cu_desc(dst->src[0]), cu_desc(dst), op, s, n);
+    k_unary<<<ew_grid(n), 256, 0, ctx->stream>>>(cu_desc(dst->src[0]), cu_desc(dst), op, s, s2, n);
     return true;
 }
 

@@ -232,6 +232,7 @@ static bool cuda_compute_node(cuda_backend_ctx * ctx, struct ggml_tensor * n) {
         case GGML_OP_TANH:
         case GGML_OP_SIGMOID:
         case GGML_OP_SOFTPLUS:      return cuda_op_unary(ctx, n);
+        case GGML_OP_CLAMP:         return cuda_op_unary(ctx, n);
         case GGML_OP_L2_NORM:       return cuda_op_norm(ctx, n, 2);
         case GGML_OP_SSM_CONV:      return cuda_op_ssm_conv(ctx, n);
         case GGML_OP_GATED_DELTA_NET: return cuda_op_gated_delta_net(ctx, n);
@@ -525,6 +526,7 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
         case GGML_OP_TANH:
         case GGML_OP_SIGMOID:
         case GGML_OP_SOFTPLUS:
+        case GGML_OP_CLAMP:
         case GGML_OP_L2_NORM:
         case GGML_OP_RMS_NORM:
         case GGML_OP_NORM:
@@ -538,7 +540,8 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
             return cuda_supports_ssm(op);
         case GGML_OP_SOFT_MAX:
             return cuda_float(s0) && cuda_float(op) &&
-                   (!s1 || s1->type == GGML_TYPE_F32 || s1->type == GGML_TYPE_F16);
+                   (!s1 || s1->type == GGML_TYPE_F32 || s1->type == GGML_TYPE_F16) &&
+                   (!op->src[2] || op->src[2]->type == GGML_TYPE_F32);
         case GGML_OP_ROPE: {
             const int n_dims = ggml_get_op_params_i32(op, 1);
             const struct ggml_tensor * ff = op->src[2];

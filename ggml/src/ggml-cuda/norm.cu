@@ -86,7 +86,8 @@ static __device__ float alibi_slope(float max_bias, int64_t n_head, int64_t h) {
 }
 
 // Values of the row are recomputed from x and the mask in each pass (no scratch): three reads.
-static __global__ void k_soft_max(cu_tensor a, cu_tensor m, bool has_mask, cu_tensor d, float scale, float max_bias) {
+// sinks (or nullptr): head i2's logit joins the max and the denominator, without an output column.
+static __global__ void k_soft_max(cu_tensor a, cu_tensor m, bool has_mask, const float * sinks, cu_tensor d, float scale, float max_bias) {
     __shared__ float sh[32];
     const int64_t r = blockIdx.x + (int64_t) gridDim.x * blockIdx.y;
     if (r >= a.ne[1] * a.ne[2] * a.ne[3]) return;
@@ -104,6 +105,8 @@ static __global__ void k_soft_max(cu_tensor a, cu_tensor m, bool has_mask, cu_te
         mx = fmaxf(mx, w);
     }
     mx = block_max(mx, sh);
+    const float sink = sinks ? sinks[i2] : -INFINITY;
+    mx = fmaxf(mx, sink);
     float s = 0.0f;
     if (mx != -INFINITY) {
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
@@ -113,6 +116,7 @@ static __global__ void k_soft_max(cu_tensor a, cu_tensor m, bool has_mask, cu_te
         }
     }
     s = block_sum(s, sh);
+    if (sink != -INFINITY) s += expf(sink - mx);
     const float inv = mx == -INFINITY || s <= 0.0f ? 0.0f : 1.0f / s;
     __syncthreads();   // inplace: all reads of x are done
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
@@ -127,7 +131,8 @@ bool cuda_op_soft_max(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
     const struct ggml_tensor * a = dst->src[0];
     const struct ggml_tensor * m = dst->src[1];
     const cu_tensor dm = m ? cu_desc(m) : cu_desc(a);
-    k_soft_max<<<rows_grid(ggml_nrows(a)), ROW_THREADS, 0, ctx->stream>>>(cu_desc(a), dm, m != nullptr, cu_desc(dst),
+    k_soft_max<<<rows_grid(ggml_nrows(a)), ROW_THREADS, 0, ctx->stream>>>(cu_desc(a), dm, m != nullptr,
+        dst->src[2] ? (const float *) dst->src[2]->data : nullptr, cu_desc(dst),
                                                                          ggml_get_op_params_f32(dst, 0), ggml_get_op_params_f32(dst, 1));
     return true;
 }

