@@ -999,6 +999,12 @@ def ggml_sigmoid_inplace(ctx, a):
     ...
 
 
+# min(max(a, lo), hi) elementwise; -inf / inf leave a side open.
+@_c("ggml_clamp", [_ctx, _t, c_float, c_float], _t)
+def ggml_clamp(ctx, a, lo, hi):
+    ...
+
+
 # silu(a) * b (fused SwiGLU); same shapes.
 @_c("ggml_swiglu_split", [_ctx, _t, _t], _t)
 def ggml_swiglu_split(ctx, a, b):
@@ -1041,6 +1047,12 @@ def ggml_soft_max_inplace(ctx, a):
 # softmax(a*scale + mask) per row; mask may be NULL; max_bias > 0 enables ALiBi slopes.
 @_c("ggml_soft_max_ext", [_ctx, _t, _t, c_float, c_float], _t)
 def ggml_soft_max_ext(ctx, a, mask, scale, max_bias):
+    ...
+
+
+# Attention sinks (F32 [a->ne[2]]) joining a SOFT_MAX node's denominators; returns the node.
+@_c("ggml_soft_max_add_sinks", [_t, _t], _t)
+def ggml_soft_max_add_sinks(soft_max, sinks):
     ...
 
 

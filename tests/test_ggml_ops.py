@@ -22,6 +22,7 @@ threads (it keeps nodes under ~4096 elements of work per thread on one thread).
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import zlib
 from dataclasses import dataclass, field
@@ -195,6 +196,26 @@ def softmax_case(mask_kind: Optional[str], max_bias: float = 0.0, mixed=False):
                 w[0, h] += slopes[h] * mv[h % mv.shape[0], :shape[2], :]
         out = ggml.ggml_soft_max_ext(ctx, a, mask, scale, max_bias)
         return out, np_softmax(w)
+    return build
+
+
+def softmax_sinks_case(build_ext):
+    """softmax_case's result with a sink logit per head (F32 [6]; one -inf: no sink) joining each
+    row's denominator without an output column (gpt-oss)."""
+    def build(ctx, rng, type, layout):
+        out, _ = build_ext(ctx, rng, type, layout)
+        sinks = np.array([0.5, -2.0, 3.0, -np.inf, 6.0, 0.0])
+        st = inp(ctx, sinks, F32, "cont")
+        assert ggml.ggml_soft_max_add_sinks(out, st)
+        # the case's softmax recomputed with the sink column appended, which is then dropped
+        node = ctypes.cast(out, ctypes.POINTER(ggml.ggml_tensor)).contents
+        a, mask = ctypes.addressof(node.src[0].contents), node.src[1]
+        w = val(a) * 0.7
+        if mask:
+            mv = val(ctypes.addressof(mask.contents))
+            w = w + mv[0][np.arange(6) % mv.shape[1], :32, :][None]
+        full = np.concatenate([w, np.broadcast_to(sinks[None, :, None, None], w.shape[:3] + (1,))], axis=-1)
+        return out, np_softmax(full)[..., :-1]
     return build
 
 
@@ -704,6 +725,12 @@ CASES = [
     Case("soft_max_mask_heads_alibi", softmax_case("heads", 8.0), tol=F16_SOFTMAX_TOL, result=same),
     Case("soft_max_causal_alibi", softmax_case("causal", 4.0), tol=F16_SOFTMAX_TOL, result=same),
     Case("soft_max_mask_mixed", softmax_case("heads", 0.0, mixed=True), tol=F16_SOFTMAX_TOL, result=same),
+    Case("soft_max_sinks", softmax_sinks_case(softmax_case(None)), tol=F16_SOFTMAX_TOL, result=same),
+    Case("soft_max_sinks_causal", softmax_sinks_case(softmax_case("causal")), tol=F16_SOFTMAX_TOL, result=same),
+    Case("clamp", unary(lambda c, a: ggml.ggml_clamp(c, a, -1.5, 2.0), lambda x: np.clip(x, -1.5, 2.0)),
+         tol={F32: (0, 0)}, result=same),
+    Case("clamp_open_below", unary(lambda c, a: ggml.ggml_clamp(c, a, -np.inf, 7.0), lambda x: np.minimum(x, 7.0),
+                                   -20, 20), tol={F32: (0, 0)}, result=same),
     Case("diag_mask_inf", diag_mask_case(0), tol={F32: (0, 0), F16: (0, 0)}, result=same),
     Case("diag_mask_inf_inplace", diag_mask_case(9, True), tol={F32: (0, 0), F16: (0, 0)}, result=same),
     Case("rope_normal", rope_case(ggml.GGML_ROPE_TYPE_NORMAL, 64), tol={F32: (2e-5, 1e-5), F16: (2e-3, 2e-3)}),
