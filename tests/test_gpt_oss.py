@@ -110,3 +110,50 @@ def test_bad_expert_count_refused(tiny, tmp_path):
     bad2 = tmp_path / "bad2.gguf"
     TM._rewrite(tiny.gguf, bad2, keys={"gpt-oss.expert_count": (6, gguf.GGUFValueType.UINT32)})
     assert "ffn_gate_inp" in TA._load_error(bad2)
+
+
+def _hf_with_gguf_weights(model, path):
+    """A copy of the transformers model holding the file's weights, dequantized by the gguf
+    package (independent of our kernels): the reference for a quantized file."""
+    import copy
+    from gguf.quants import dequantize
+    m = copy.deepcopy(model)
+    w = {t.name: torch.tensor(dequantize(t.data, t.tensor_type).reshape([int(x) for x in reversed(t.shape)]).copy(),
+                              dtype=torch.float32)
+         for t in gguf.GGUFReader(str(path)).tensors}
+    with torch.no_grad():
+        m.model.embed_tokens.weight.copy_(w["token_embd.weight"])
+        m.lm_head.weight.copy_(w["output.weight"])
+        for il, layer in enumerate(m.model.layers):
+            b, a, x = f"blk.{il}.", layer.self_attn, layer.mlp.experts
+            for n, mod in (("q", a.q_proj), ("k", a.k_proj), ("v", a.v_proj), ("output", a.o_proj)):
+                mod.weight.copy_(w[f"{b}attn_{n}.weight"])
+            gate_up = torch.empty_like(x.gate_up_proj)
+            gate_up[..., ::2] = w[b + "ffn_gate_exps.weight"].transpose(1, 2)
+            gate_up[..., 1::2] = w[b + "ffn_up_exps.weight"].transpose(1, 2)
+            x.gate_up_proj.copy_(gate_up)
+            x.down_proj.copy_(w[b + "ffn_down_exps.weight"].transpose(1, 2))
+            layer.mlp.router.weight.copy_(w[b + "ffn_gate_inp.weight"])
+    return m
+
+
+def test_mxfp4_moe_quantized_matches_dequantized_reference(tiny, tmp_path):
+    """`quantize ... MXFP4_MOE` (llama.cpp's mix): the experts become MXFP4, the rest Q8_0 (the
+    router, biases, sinks and norms as stored). Our logits on that file follow transformers run
+    on the gguf package's dequantization of the very same blocks (Q8_0 activations in the
+    quantized dots: 2e-2); the F32 model's logits are much further away (the rounding is real)."""
+    from llama_py.quantize import quantize
+    out = tmp_path / "mxfp4.gguf"
+    quantize(str(tiny.gguf), str(out), "MXFP4_MOE")
+    types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(out)).tensors}
+    assert types["blk.0.ffn_gate_exps.weight"] == "MXFP4" and types["blk.1.ffn_down_exps.weight"] == "MXFP4"
+    assert types["blk.0.attn_q.weight"] == "Q8_0" and types["blk.0.ffn_gate_inp.weight"] == "F32"
+    assert types["blk.0.attn_sinks.weight"] == "F32" and types["blk.0.ffn_up_exps.bias"] == "F32"
+    toks = _prompts(tiny)[1]
+    ours = TA.our_batch(out, [toks])[0]
+    same = TA.hf_logits(_hf_with_gguf_weights(tiny.model, out), toks)
+    f32 = TA.hf_logits(tiny.model, toks)
+    per = np.array([rel_err(ours[i:i + 1], same[i:i + 1]) for i in range(len(toks))])
+    print(f"\ngpt-oss MXFP4_MOE: median {np.median(per):.2e} vs the dequantized weights, "
+          f"{rel_err(ours, f32):.2e} vs F32", end="")
+    assert np.median(per) < 2e-2 and rel_err(ours, f32) > 5 * np.median(per), per
