@@ -35,6 +35,15 @@ chosen experts' matrices (ffn_{gate,up,down}_exps: the experts stacked in the fi
 weights times expert_weights_scale when set; qwen2moe (weights not renormalised by default) adds a
 shared expert's SwiGLU FFN times sigmoid(m w_shexp_gate).
 
+gpt-oss: Q/K/V/O biases; each head's sink logit s_h joins its softmax denominator
+(a_ij = exp(z_ij) / (sum_j exp(z_ij) + exp(s_h))); a window on even layers; the FFN norm is
+stored as post_attention_norm; router logits l = m Wr^T + br, the top-k of l, w = softmax over
+those k; expert j: g = min(m G_j^T + bg_j, 7), u = clip(m U_j^T + bu_j, -7, 7),
+y_j = ((u + 1) * g * sigmoid(1.702 g)) D_j^T + bd_j. YaRN rope (rope.scaling.type yarn): per pair
+i, the frequency base^(-2i/d) blends with it / factor by a ramp between the correction dims
+floor(d ln(L / (32 2 pi)) / (2 ln base)) and ceil(d ln(L / (2 pi)) / (2 ln base)) (L the original
+context), cos and sin times 0.1 ln(factor) + 1.
+
 RoPE is the GGUF "normal" layout: adjacent pairs (x[2i], x[2i+1]) rotate by
 pos * freq_scale * base^(-2i / n_rot) for i < n_rot / 2; dims past n_rot are left alone.
 """
@@ -47,7 +56,7 @@ import gguf
 from gguf import quants as gguf_quants
 
 
-ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "qwen3moe", "gemma4", "qwen2moe")
+ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "qwen3moe", "gemma4", "qwen2moe", "gpt-oss")
 
 
 def _field(reader: gguf.GGUFReader, key: str, default=None):
@@ -82,7 +91,8 @@ class LlamaRef:
         # sliding window: gemma3 five local layers of six, gemma2 the even ones, phi3 all layers
         # when set
         self.n_swa = int(g("attention.sliding_window", 4096 if arch == "gemma2" else 0) or 0)
-        period = {"gemma3": lambda: int(g("attention.sliding_window_pattern", 6)), "gemma2": lambda: 2}.get(arch, lambda: 0)()
+        period = {"gemma3": lambda: int(g("attention.sliding_window_pattern", 6)), "gemma2": lambda: 2,
+                  "gpt-oss": lambda: 2}.get(arch, lambda: 0)()
         self.swa = [self.n_swa > 0 and (period == 0 or (il + 1) % period != 0) for il in range(self.n_layer)]
         self.rope_base_swa = float(g("rope.freq_base_swa", 10000.0)) if arch in ("gemma3", "gemma4") else None
         # Gemma 2 27B (46 layers) scales queries by (n_embd / n_head)^-1/2, the others by head size
@@ -121,6 +131,17 @@ class LlamaRef:
         self.n_vocab = self.w["token_embd.weight"].shape[0]
         self.freq_factors = self.w.get("rope_freqs.weight")
         self.mscale = 1.0
+        self.yarn_ramp = None
+        if g("rope.scaling.type", None) == "yarn" and factor:
+            orig = int(g("rope.scaling.original_context_length", n_ctx_train))
+            d = self.n_rot
+
+            def corr(beta):
+                return d * np.log(orig / (beta * 2 * np.pi)) / (2 * np.log(self.rope_base))
+            lo, hi = max(0.0, np.floor(corr(32.0))), min(d - 1.0, np.ceil(corr(1.0)))
+            # 1: the pair keeps its own frequency (fast pairs), 0: divided by factor
+            self.yarn_ramp = 1.0 - np.clip((np.arange(d // 2) - lo) / max(hi - lo, 0.001), 0.0, 1.0)
+            self.mscale = 0.1 * np.log(float(factor)) + 1.0
         if "rope_factors_long.weight" in self.w:
             orig = int(g("rope.scaling.original_context_length", n_ctx_train))
             long = (n_ctx if n_ctx is not None else n_ctx_train) > orig
@@ -153,6 +174,9 @@ class LlamaRef:
         inv = base ** (-2.0 * np.arange(half) / n_rot)
         if factors is not None:
             inv = inv / factors
+        if self.yarn_ramp is not None:
+            inv = inv * (self.yarn_ramp + (1.0 - self.yarn_ramp) * fscale)
+            fscale = 1.0
         theta = (pos.astype(np.float64) * fscale)[:, None] * inv[None, :]  # [n, half]
         m = 1.0 if shift else self.mscale
         cos = np.cos(theta)[:, None, :] * m
@@ -260,8 +284,24 @@ class LlamaRef:
                 y[t] += we * ((self._gelu(gu[:ff]) * gu[ff:]) @ down_w[e_id].T)
         return self._rmsnorm(d, w[p + "post_ffw_norm_1.weight"]) + self._rmsnorm(y, w[p + "post_ffw_norm_2.weight"])
 
+    def _gpt_oss_moe(self, p: str, m: np.ndarray) -> np.ndarray:
+        w = self.w
+        logits = m @ w[p + "ffn_gate_inp.weight"].T + w[p + "ffn_gate_inp.bias"]
+        out = np.zeros_like(m)
+        for t in range(m.shape[0]):
+            chosen = np.argsort(-logits[t], kind="stable")[:self.n_expert_used]
+            e = np.exp(logits[t, chosen] - logits[t, chosen].max())
+            for e_id, we in zip(chosen, e / e.sum()):
+                g = np.minimum(m[t] @ w[p + "ffn_gate_exps.weight"][e_id].T + w[p + "ffn_gate_exps.bias"][e_id], 7.0)
+                u = np.clip(m[t] @ w[p + "ffn_up_exps.weight"][e_id].T + w[p + "ffn_up_exps.bias"][e_id], -7.0, 7.0)
+                y = ((u + 1.0) * g / (1.0 + np.exp(-1.702 * g))) @ w[p + "ffn_down_exps.weight"][e_id].T
+                out[t] += we * (y + w[p + "ffn_down_exps.bias"][e_id])
+        return out
+
     def _ffn(self, p: str, m: np.ndarray) -> np.ndarray:
         w = self.w
+        if self.arch == "gpt-oss":
+            return self._gpt_oss_moe(p, m)
         if p + "ffn_gate_inp.weight" in w and self.arch != "gemma4":
             return self._moe(p, m)
         if p + "ffn_gate.weight" in w:
@@ -316,15 +356,17 @@ class LlamaRef:
                 if self.attn_softcap:
                     s = self.attn_softcap * np.tanh(s / self.attn_softcap)
                 s = s + msk
-                s = s - s.max(axis=-1, keepdims=True)
-                a = np.exp(s)
-                a /= a.sum(axis=-1, keepdims=True)
+                sink = w[p + "attn_sinks.weight"][hh] if p + "attn_sinks.weight" in w else -np.inf
+                top = np.maximum(s.max(axis=-1, keepdims=True), sink)
+                a = np.exp(s - top)
+                a /= a.sum(axis=-1, keepdims=True) + np.exp(sink - top)
                 o[:, hh, :] = a @ V[:, kh, :]
-            att = o.reshape(n, nh * hd) @ w[p + "attn_output.weight"].T
-            if p + "post_attention_norm.weight" in w:
+            att = o.reshape(n, nh * hd) @ w[p + "attn_output.weight"].T + w.get(p + "attn_output.bias", 0.0)
+            if p + "post_attention_norm.weight" in w and self.arch != "gpt-oss":
                 att = self._rmsnorm(att, w[p + "post_attention_norm.weight"])
             x = x + att
-            f = self._ffn(p, self._rmsnorm(x, w[p + "ffn_norm.weight"]))
+            ffn_norm = w[p + ("post_attention_norm.weight" if self.arch == "gpt-oss" else "ffn_norm.weight")]
+            f = self._ffn(p, self._rmsnorm(x, ffn_norm))
             if self.arch == "gemma4" and p + "ffn_gate_inp.weight" in w:
                 f = self._gemma4_moe(p, x, f)
             if p + "post_ffw_norm.weight" in w:

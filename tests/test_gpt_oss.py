@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_arch as TA  # noqa: E402
 import test_convert as TC  # noqa: E402
 import test_moe_arch as TM  # noqa: E402
-from llama_ref import rel_err  # noqa: E402
+from llama_ref import LlamaRef, rel_err  # noqa: E402
 
 WINDOW = 8
 
@@ -72,6 +72,13 @@ def test_logits_match_transformers(tiny):
     errs.append(rel_err(TA.our_stepwise(tiny.gguf, toks[1]), ref[1]))
     print(f"\ngpt-oss: batch {errs[0]:.2e} (flash {errs[1]:.2e}), token by token {errs[2]:.2e}", end="")
     assert max(errs) < 1e-3, errs
+
+
+def test_numpy_reference_matches_transformers(tiny):
+    toks = _prompts(tiny)[1]
+    err = rel_err(LlamaRef(str(tiny.gguf)).forward(toks), TA.hf_logits(tiny.model, toks))
+    print(f"\ngpt-oss: numpy float64 vs transformers {err:.2e}", end="")
+    assert err < 1e-4, err
 
 
 def test_sinks_and_window_matter(tiny):
