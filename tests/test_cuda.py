@@ -232,7 +232,8 @@ def test_op_on_cuda(cuda_dev, case, type, layout):
     _check_op_on(cuda_dev, case, type, layout)
 
 
-HARNESS_CASES = ["add_inplace", "rope_yarn_neox", "mul_mat", "flash_attn_mask_view", "cpy_from", "set_rows_i64"]
+HARNESS_CASES = ["add_inplace", "rope_yarn_neox", "mul_mat", "flash_attn_mask_view", "cpy_from", "set_rows_i64",
+                 "soft_max_sinks_causal", "clamp_open_below"]
 
 
 @pytest.mark.parametrize("name", HARNESS_CASES)
