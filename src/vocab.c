@@ -154,6 +154,7 @@ const struct llama_vocab * llama_vocab_resolve(const void * vocab_or_model, cons
 static const char * const VOCAB_EOG_TEXTS[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
     "<|end_of_text|>", "<EOT>", "_<EOT>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+    "<|return|>", "<|call|>",   // o200k_harmony (gpt-oss): the reply's end, a tool call's end
 };
 
 // Integer metadata of any integer type; false if absent (a wrong type is logged).
@@ -816,6 +817,13 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         if (id >= 0) {
             v->eog[id] = 1;
         }
+    }
+    // harmony (gpt-oss): <|end|> closes one channel's message (the analysis) inside a reply that
+    // goes on; the reply ends at <|return|> or <|call|> (llama.cpp's rule: both present, <|end|> is no EOG)
+    const llama_token h_ret = llama_vocab_find(v, "<|return|>", 10), h_call = llama_vocab_find(v, "<|call|>", 8);
+    const llama_token h_end = llama_vocab_find(v, "<|end|>", 7);
+    if (h_ret >= 0 && h_call >= 0 && h_end >= 0) {
+        v->eog[h_end] = 0;
     }
     return v;
 

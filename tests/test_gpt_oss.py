@@ -164,3 +164,33 @@ def test_mxfp4_moe_quantized_matches_dequantized_reference(tiny, tmp_path):
     print(f"\ngpt-oss MXFP4_MOE: median {np.median(per):.2e} vs the dequantized weights, "
           f"{rel_err(ours, f32):.2e} vs F32", end="")
     assert np.median(per) < 2e-2 and rel_err(ours, f32) > 5 * np.median(per), per
+
+
+def test_harmony_end_of_generation(tiny, tmp_path):
+    """o200k_harmony's tokens: a reply ends at <|return|> or <|call|>; <|end|>, which closes the
+    analysis message inside a reply, is then no end of generation (llama.cpp's rule). Three
+    tokens of the tiny vocabulary renamed to them (control tokens)."""
+    from model_util import Model
+    import llama_py.llama_cpp as L
+    r = gguf.GGUFReader(str(tiny.gguf))
+    toks = list(r.fields["tokenizer.ggml.tokens"].contents())
+    types = list(r.fields["tokenizer.ggml.token_type"].contents())
+    ids = {"<|end|>": len(toks) - 3, "<|return|>": len(toks) - 2, "<|call|>": len(toks) - 1}
+    for name, i in ids.items():
+        toks[i], types[i] = name, 3
+    A = gguf.GGUFValueType.ARRAY
+
+    def write(names, path):
+        new = list(toks)
+        for i, name in enumerate(names):
+            new[len(toks) - 3 + i] = name
+        TM._rewrite(tiny.gguf, path, keys={
+            "tokenizer.ggml.tokens": (new, A), "tokenizer.ggml.token_type": (types, A)},
+            drop=("tokenizer.ggml.tokens", "tokenizer.ggml.token_type"))
+        return path
+    with Model(write(list(ids), tmp_path / "harmony.gguf")) as m:
+        eog = {n: bool(L.llama_vocab_is_eog(m.vocab, i)) for n, i in ids.items()}
+    assert eog == {"<|end|>": False, "<|return|>": True, "<|call|>": True}, eog
+    # without the harmony pair <|end|> keeps ending a turn (Phi-3's <|end|>)
+    with Model(write(["<|end|>", "<|x|>", "<|y|>"], tmp_path / "end.gguf")) as m:
+        assert L.llama_vocab_is_eog(m.vocab, ids["<|end|>"])
