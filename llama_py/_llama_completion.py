@@ -240,7 +240,8 @@ class _CompletionMixin:
                 n_gen += 1
                 if lp:
                     lp.add(base + len(gen_bytes.decode("utf-8", errors="ignore")), tok, self._last_raw_logits)
-                piece = self.detokenize([tok], prev_tokens=prompt_tokens)
+                # harmony chats (chat.py) read the channel markers, which are control tokens
+                piece = self.detokenize([tok], prev_tokens=prompt_tokens, special=getattr(self, "_render_special", False))
                 gen_bytes += piece
                 text, stopped = out.push(piece)
                 if text:

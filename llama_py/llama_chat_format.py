@@ -15,6 +15,7 @@ phi-3, qwen, chatml-function-calling, and the C names themselves.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Dict, Iterator, List, Optional, Protocol, Union
 
 from . import llama_types
@@ -24,6 +25,8 @@ from ._runtime.chat import (BuiltinChatFormatter, ChatFormatterResponse, Jinja2C
                             apply_builtin_template, builtin_formatter, format_chat)
 
 _BUILTIN = R.BUILTIN
+
+log = logging.getLogger("llama_py")
 
 
 # ---- formatter and handler protocols ----
@@ -161,7 +164,10 @@ def _completion_logprobs(lp: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any
 
 def _to_chat(completion: Dict[str, Any], tool_mode: Optional[str]) -> Dict[str, Any]:
     choice = completion["choices"][0]
-    msg, finish = R.chat_message(choice["text"], choice["finish_reason"], tool_mode, "call_" + completion["id"])
+    if tool_mode == "harmony":
+        msg, finish = R.harmony_message(choice["text"], choice["finish_reason"], "call_" + completion["id"])
+    else:
+        msg, finish = R.chat_message(choice["text"], choice["finish_reason"], tool_mode, "call_" + completion["id"])
     return {"id": "chat" + completion["id"], "object": "chat.completion", "created": completion["created"],
             "model": completion["model"],
             "choices": [{"index": 0, "message": msg, "logprobs": _completion_logprobs(choice["logprobs"]),
@@ -220,15 +226,25 @@ def chat_formatter_to_chat_completion_handler(chat_formatter: ChatFormatter) -> 
             grammar, tool_mode = R.constraint(response_format, tools, tool_choice, template)
         elif tools and tool_choice in (None, "auto"):  # a caller's grammar: the reply may still hold calls
             tool_mode = R.constraint(None, tools, tool_choice, template)[1]
-        completion = llama.create_completion(
-            prompt=tokens, temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, typical_p=typical_p,
-            logprobs=(top_logprobs or 0) if logprobs else None, stream=stream, stop=stops, seed=seed,
-            max_tokens=max_tokens, presence_penalty=presence_penalty, frequency_penalty=frequency_penalty,
-            repeat_penalty=repeat_penalty, tfs_z=tfs_z, mirostat_mode=mirostat_mode, mirostat_tau=mirostat_tau,
-            mirostat_eta=mirostat_eta, model=model, stopping_criteria=result.stopping_criteria,
-            logits_processor=logits_processor, grammar=grammar, logit_bias=logit_bias)
+        harmony = R.is_harmony(template)
+        if harmony and stream:
+            # channel markers are parsed from whole replies only; a stream carries them as text
+            log.warning("harmony chat format: streamed replies are not split into channels")
+        llama._render_special = harmony and not stream
+        try:
+            completion = llama.create_completion(
+                prompt=tokens, temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, typical_p=typical_p,
+                logprobs=(top_logprobs or 0) if logprobs else None, stream=stream, stop=stops, seed=seed,
+                max_tokens=max_tokens, presence_penalty=presence_penalty, frequency_penalty=frequency_penalty,
+                repeat_penalty=repeat_penalty, tfs_z=tfs_z, mirostat_mode=mirostat_mode, mirostat_tau=mirostat_tau,
+                mirostat_eta=mirostat_eta, model=model, stopping_criteria=result.stopping_criteria,
+                logits_processor=logits_processor, grammar=grammar, logit_bias=logit_bias)
+        finally:
+            llama._render_special = False
         if stream:
             return _to_chat_chunks(completion, tool_mode)
+        if harmony:
+            return _to_chat(completion, "harmony")
         return _to_chat(completion, tool_mode)
 
     chat_completion_handler.chat_formatter = chat_formatter  # type: ignore[attr-defined]

@@ -194,3 +194,51 @@ def test_harmony_end_of_generation(tiny, tmp_path):
     # without the harmony pair <|end|> keeps ending a turn (Phi-3's <|end|>)
     with Model(write(["<|end|>", "<|x|>", "<|y|>"], tmp_path / "end.gguf")) as m:
         assert L.llama_vocab_is_eog(m.vocab, ids["<|end|>"])
+
+
+# harmony replies as OpenAI's harmony format guide spells them (the prompt ends in <|start|>assistant)
+_REASONED = ("<|channel|>analysis<|message|>User asks for 2+2. Simple.<|end|>"
+             "<|start|>assistant<|channel|>final<|message|>2 + 2 = 4.")
+_TOOL = ("<|channel|>analysis<|message|>Need the weather: call the tool.<|end|>"
+         "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+         "<|message|>{\"location\": \"Tokyo\"}")
+
+
+def test_harmony_reply_to_chat_message():
+    from llama_py._runtime import chat as R
+    msg, finish = R.harmony_message(_REASONED, "stop", "call_1")
+    assert msg == {"role": "assistant", "content": "2 + 2 = 4.", "reasoning_content": "User asks for 2+2. Simple."}
+    assert finish == "stop"
+    msg, finish = R.harmony_message(_TOOL, "stop", "call_1")
+    assert finish == "tool_calls" and msg["content"] is None
+    assert msg["reasoning_content"] == "Need the weather: call the tool."
+    assert msg["tool_calls"] == [{"id": "call_1", "type": "function",
+                                  "function": {"name": "get_weather", "arguments": "{\"location\": \"Tokyo\"}"}}]
+    assert R.harmony_message("plain text", "length", "c")[0] == {"role": "assistant", "content": "plain text"}
+
+
+def test_harmony_chat_completion_handler():
+    """create_chat_completion's handler with a harmony template: the reply's control tokens are
+    rendered (the completion sees _render_special set) and split into channels."""
+    from llama_py import llama_chat_format as F
+    template = ("{% for m in messages %}<|start|>{{ m.role }}{% if m.role == 'assistant' %}<|channel|>final{% endif %}"
+                "<|message|>{{ m.content }}<|end|>{% endfor %}"
+                "<|start|>assistant")
+
+    class FakeLlama:
+        _render_special = False
+        seen = []
+
+        def tokenize(self, data, add_bos=True, special=False):
+            return list(data)
+
+        def create_completion(self, **kw):
+            self.seen.append(self._render_special)
+            return {"id": "x", "created": 0, "model": "m", "usage": {},
+                    "choices": [{"text": _REASONED, "finish_reason": "stop", "logprobs": None}]}
+    handler = F.chat_formatter_to_chat_completion_handler(F.Jinja2ChatFormatter(template, eos_token="", bos_token=""))
+    llm = FakeLlama()
+    out = handler(llama=llm, messages=[{"role": "user", "content": "2+2?"}])
+    assert llm.seen == [True] and llm._render_special is False
+    m = out["choices"][0]["message"]
+    assert m["content"] == "2 + 2 = 4." and m["reasoning_content"] == "User asks for 2+2. Simple."
