@@ -188,9 +188,21 @@ def test_harmony_end_of_generation(tiny, tmp_path):
             "tokenizer.ggml.tokens": (new, A), "tokenizer.ggml.token_type": (types, A)},
             drop=("tokenizer.ggml.tokens", "tokenizer.ggml.token_type"))
         return path
-    with Model(write(list(ids), tmp_path / "harmony.gguf")) as m:
+    harmony = write(list(ids), tmp_path / "harmony.gguf")
+    with Model(harmony) as m:
         eog = {n: bool(L.llama_vocab_is_eog(m.vocab, i)) for n, i in ids.items()}
     assert eog == {"<|end|>": False, "<|return|>": True, "<|call|>": True}, eog
+    # the server's engine renders the control tokens of a request that asks (harmony chats)
+    from llama_py.server.engine import Engine, GenRequest, Model as ServerModel, SamplingParams
+    sm = ServerModel(str(harmony))
+    try:
+        with Engine(sm, n_slots=1, n_ctx=128) as eng:
+            sp = SamplingParams(temperature=0.0, logit_bias={ids["<|end|>"]: 100.0})
+            texts = [eng.submit(GenRequest(sm.tokenize("hello"), max_tokens=2, sampling=sp, special=special))
+                     .result(timeout=120)[0] for special in (True, False)]
+    finally:
+        sm.close()
+    assert texts == ["<|end|><|end|>", ""], texts
     # without the harmony pair <|end|> keeps ending a turn (Phi-3's <|end|>)
     with Model(write(["<|end|>", "<|x|>", "<|y|>"], tmp_path / "end.gguf")) as m:
         assert L.llama_vocab_is_eog(m.vocab, ids["<|end|>"])

@@ -356,7 +356,7 @@ class _App:
                             mirostat_tau=gp.mirostat_tau, mirostat_eta=gp.mirostat_eta, seed=seed,
                             logit_bias=gp.logit_bias, grammar=grammar, ignore_eos=gp.ignore_eos)
         req = GenRequest(prompt_tokens=tokens, max_tokens=max(1, max_tokens), sampling=sp, stop=gp.stop,
-                         logprobs=gp.logprobs, sink=run.sink(index),
+                         logprobs=gp.logprobs, special=gp.special, sink=run.sink(index),
                          notify=run.waker.notify if run.waker is not None else None)
         try:
             e.engine.submit(req)
@@ -526,6 +526,9 @@ class _App:
         except ValueError as err:
             raise P.RequestError(400, str(err), param="messages")
         gp.stop = gp.stop + [s for s in fmt_stops if s not in gp.stop]
+        # harmony (gpt-oss): whole replies are read with their channel markers (streams carry text)
+        harmony = R.is_harmony(R.formatter_template(e.model.formatter())) and not gp.stream
+        gp.special = harmony
         toks = await _tokenize(e, prompt, add_special)
         run = self._start(e, [toks], gp, grammar)
         cid, created = P.new_id("chatcmpl"), P.now()
@@ -576,8 +579,11 @@ class _App:
         texts, items, finals = await self._collect(request, run)
         choices = []
         for i in range(len(run.reqs)):
-            message, finish = R.chat_message("".join(texts.get(i, [])), finals[i].finish_reason, tool_mode,
-                                             call_id(i))
+            if harmony:
+                message, finish = R.harmony_message("".join(texts.get(i, [])), finals[i].finish_reason, call_id(i))
+            else:
+                message, finish = R.chat_message("".join(texts.get(i, [])), finals[i].finish_reason, tool_mode,
+                                                 call_id(i))
             lp = R.chat_logprobs(self._lp_items(e, items.get(i, []))) if gp.logprobs is not None else None
             choices.append({"index": i, "message": message, "logprobs": lp, "finish_reason": finish})
         return JSONResponse({"id": cid, "object": "chat.completion", "created": created, "model": e.name,

@@ -78,6 +78,7 @@ class Model:
         self.n_embd = C.llama_model_n_embd(self._model)
         self.n_ctx_train = C.llama_model_n_ctx_train(self._model)
         self._pieces: Dict[int, bytes] = {}
+        self._pieces_special: Dict[int, bytes] = {}
         self._eog: Dict[int, bool] = {}
         self._eog_list: Optional[List[int]] = None
         self._formatter = None
@@ -98,11 +99,12 @@ class Model:
         """Text to token ids (add_special: BOS where the model wants one)."""
         return T.tokenize(self.vocab, text.encode("utf-8"), add_special, parse_special)
 
-    def piece(self, token: int) -> bytes:
-        """The bytes of one token (control tokens render as empty)."""
-        p = self._pieces.get(token)
+    def piece(self, token: int, special: bool = False) -> bytes:
+        """The bytes of one token (control tokens render as empty, or as their text with special)."""
+        cache = self._pieces_special if special else self._pieces
+        p = cache.get(token)
         if p is None:
-            p = self._pieces[token] = T.token_piece(self.vocab, token)
+            p = cache[token] = T.token_piece(self.vocab, token, special)
         return p
 
     def detokenize(self, tokens: Sequence[int]) -> str:
@@ -174,6 +176,7 @@ class GenRequest:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     stop: List[str] = field(default_factory=list)
     logprobs: Optional[int] = None   # top-N alternatives to report per token (0: only the chosen one)
+    special: bool = False            # control tokens rendered in the text (harmony chats)
     sink: Optional[Callable[[Event], None]] = None
     notify: Optional[Callable[[], None]] = None
     id: int = field(default_factory=lambda: next(_ids))
@@ -554,7 +557,7 @@ class Engine:
             return
         s.n_gen += 1
         self.metrics.generated += 1
-        text, stopped = s.stream.push(self.model.piece(tok))
+        text, stopped = s.stream.push(self.model.piece(tok, True) if req.special else self.model.piece(tok))
         self._emit(req, Event("token", text=text, token=tok, logprob=lp, top_logprobs=top))
         if stopped:
             self._finish(s, "stop")

@@ -219,6 +219,7 @@ class GenParams:
     logprobs: Optional[int] = None
     logit_bias: Optional[Dict[int, float]] = None
     ignore_eos: bool = False
+    special: bool = False            # control tokens rendered in the text (harmony chats parse them)
 
 
 def parse_gen_params(body: dict, n_vocab: int, chat: bool) -> GenParams:
