@@ -31,12 +31,27 @@ VOCAB_MEMBER = "vendor/llama.cpp/models/ggml-vocab-{}.gguf"
 
 # name used by the tests -> SHA-256 of ggml-vocab-NAME.gguf in llama-cpp-python 0.3.36's sdist.
 VOCABS: Dict[str, str] = {
+    "bert-bge": "fbcbe22278fb302694d5f4a41bfe48c5f90e8e3554eab1c0435387dff654a854",
     "gpt-2": "cedc56ca6e2e89f63e781696d1fd76b4b1d49e6720dee86463e915f6e90016ac",
     "llama-bpe": "97272e430d53bc7688f52d5e0ad8ea8f163ede9f1bbd1694feaa504797d5d96e",
     "llama-spm": "16c3724582d59aa8bf84711894e833f916ee46a31d80e21312759c48bf8d0e69",
     "phi-3": "967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326",
     "qwen2": "44c2f46b715f585c6ab513970e8a006bfa5badd6108560054921cf598d154d8c",
 }
+
+# llama.cpp's tokenizer test cases beside some of them (ggml-vocab-NAME.gguf.inp / .out), kept
+# as NAME.gguf.inp / NAME.gguf.out: SHA-256 of each.
+VOCAB_CASES: Dict[str, str] = {
+    "bert-bge.gguf.inp": "be0a11f7071f0c67d3053a2d377d8f35f0dbcb77ff11a60300fb57d36b477cf0",
+    "bert-bge.gguf.out": "8f95b1d4e5680634af06ac5a1b19f15ddeb743d3a6240056625e4345a4b06917",
+}
+
+
+def _wanted() -> Dict[str, str]:
+    """Every file kept in the folder -> its SHA-256."""
+    w = {f"{n}.gguf": h for n, h in VOCABS.items()}
+    w.update(VOCAB_CASES)
+    return w
 
 
 def vocab_cache_dir() -> Path:
@@ -50,8 +65,7 @@ def _checkout_shared_dir() -> Path:
 
 
 def _complete(d: Path) -> bool:
-    return d.is_dir() and all((d / f"{n}.gguf").is_file() and (d / f"{n}.gguf").stat().st_size > 0
-                              for n in VOCABS)
+    return d.is_dir() and all((d / f).is_file() and (d / f).stat().st_size > 0 for f in _wanted())
 
 
 def find_vocab_dir() -> Optional[Path]:
@@ -97,32 +111,34 @@ def _stderr_fd():
 
 
 def _extract(sdist: Path, tmp: Path, dest: Path) -> None:
-    """Copies each wanted member of the sdist to dest/NAME.gguf, checking its SHA-256."""
-    wanted = {VOCAB_MEMBER.format(n): n for n in VOCABS}
+    """Copies each wanted member of the sdist to dest (NAME.gguf, NAME.gguf.inp/.out), checking
+    its SHA-256."""
+    wanted = _wanted()
+    prefix = VOCAB_MEMBER.format("")[:-len(".gguf")]   # vendor/llama.cpp/models/ggml-vocab-
     found = set()
     with tarfile.open(sdist, "r:*") as tf:
         for member in tf:
             # members are "<package>-<version>/vendor/...": compare without the first part
             rel = member.name.split("/", 1)[-1]
-            name = wanted.get(rel)
-            if name is None or not member.isfile():
+            name = rel[len(prefix):] if rel.startswith(prefix) else None
+            if name not in wanted or not member.isfile():
                 continue
-            part = tmp / f"{name}.gguf"
+            part = tmp / name
             h = hashlib.sha256()
             src = tf.extractfile(member)
             with src, open(part, "wb") as out:
                 for block in iter(lambda: src.read(1 << 20), b""):
                     h.update(block)
                     out.write(block)
-            if h.hexdigest() != VOCABS[name]:
+            if h.hexdigest() != wanted[name]:
                 raise RuntimeError(f"{member.name} in {sdist.name} has SHA-256 {h.hexdigest()}, "
-                                   f"expected {VOCABS[name]}")
+                                   f"expected {wanted[name]}")
             found.add(name)
-    missing = sorted(set(VOCABS) - found)
+    missing = sorted(set(wanted) - found)
     if missing:
-        raise RuntimeError(f"{sdist.name} lacks " + ", ".join(VOCAB_MEMBER.format(n) for n in missing))
-    for name in VOCABS:  # atomic: a half-written file is never taken for a vocabulary
-        os.replace(tmp / f"{name}.gguf", dest / f"{name}.gguf")
+        raise RuntimeError(f"{sdist.name} lacks " + ", ".join(prefix + n for n in missing))
+    for name in wanted:  # atomic: a half-written file is never taken for a vocabulary
+        os.replace(tmp / name, dest / name)
 
 
 def pull_vocab(quiet: bool = False) -> Path:

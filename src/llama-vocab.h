@@ -39,7 +39,7 @@ const struct llama_vocab * llama_model_vocab_internal(const struct llama_model *
 // llama_vocab_resolve() (declared in llama-impl.h) is defined in vocab.c.
 
 // ---------------------------------------------------------------------------------------------
-// Internals shared by vocab.c, vocab-spm.c and vocab-bpe.c only.
+// Internals shared by vocab.c, vocab-spm.c, vocab-bpe.c and vocab-wpm.c only.
 
 // Pre-tokenizer of a BPE vocab (regex sets of TOKENIZER-FACTS, matched by hand in vocab-bpe.c).
 enum llama_vocab_pre_type {
@@ -76,7 +76,7 @@ struct llama_vocab_trie_node {
 
 struct llama_vocab {
     uint32_t magic;                          // LLAMA_MAGIC_VOCAB; LLAMA_MAGIC_DEAD once freed
-    enum llama_vocab_type type;              // SPM or BPE
+    enum llama_vocab_type type;              // SPM, BPE or WPM
     enum llama_vocab_pre_type pre_type;      // BPE only
     char pre_name[64];                       // tokenizer.ggml.pre as given ("" if absent)
 
@@ -112,6 +112,9 @@ struct llama_vocab {
     bool ignore_merges;     // BPE (llama3): a piece that is a whole token is not merged
     bool clean_spaces;      // detokenize removes the space before . , ! ? 's ... (HF clean_up_tokenization)
     bool spm_words_independent; // SPM: no mergeable token has a ▁ right after another character
+    bool wpm_lowercase;     // WPM: lowercase before matching (tokenizer.ggml.normalizer.lowercase)
+    bool wpm_strip_accents; // WPM: NFD, then drop the marks (tokenizer.ggml.normalizer.strip_accents)
+    uint32_t max_token_len; // longest token text in bytes
 };
 
 // Growable list of token ids; oom is set (and further pushes ignored) if memory runs out.
@@ -142,6 +145,11 @@ bool llama_vocab_spm_words_independent(const char * text, size_t len);
 
 // BPE: appends the tokens of text (no special tokens inside): pre-tokenize, then merge each piece.
 void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
+                              struct llama_vocab_tokens * out);
+
+// WPM: appends the WordPiece tokens of text (no special tokens inside): normalize, split into
+// words, greedy longest match per word (vocab-wpm.c).
+void llama_vocab_wpm_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
                               struct llama_vocab_tokens * out);
 
 // BPE pre-tokenizer: calls emit(user, start, end) for each piece of text[0, len) in order.

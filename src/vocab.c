@@ -512,9 +512,11 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         type = LLAMA_VOCAB_TYPE_SPM;
     } else if (strcmp(model, "gpt2") == 0) {
         type = LLAMA_VOCAB_TYPE_BPE;
+    } else if (strcmp(model, "bert") == 0) {
+        type = LLAMA_VOCAB_TYPE_WPM;
     } else {
         LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.model '%s' is not supported (supported: 'llama' "
-                        "SentencePiece, 'gpt2' byte-level BPE)\n", model);
+                        "SentencePiece, 'gpt2' byte-level BPE, 'bert' WordPiece)\n", model);
         return NULL;
     }
 
@@ -627,6 +629,9 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
             goto fail;
         }
         t->attr = vocab_attr_of_type(t->type);
+        if (len > v->max_token_len) {
+            v->max_token_len = (uint32_t) len;
+        }
         off += len + 1;
         // Insert into the index; a repeated text maps to its last id.
         const uint64_t hash = vocab_hash_bytes(v->text + t->off, len);
@@ -695,6 +700,26 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         v->add_bos = true;
         v->add_space_prefix = true;
         v->clean_spaces = true;
+    } else if (type == LLAMA_VOCAB_TYPE_WPM) {
+        // BERT's [CLS] text [SEP] with its usual ids, unless the file names others
+        v->bos = 101;
+        v->unk = 100;
+        v->sep = 102;
+        v->pad = 0;
+        v->mask = 103;
+        v->add_bos = true;
+        v->add_sep = true;
+        v->clean_spaces = true;
+        v->wpm_lowercase = true;
+        vocab_get_bool(g, "tokenizer.ggml.normalizer.lowercase", &v->wpm_lowercase);
+        v->wpm_strip_accents = v->wpm_lowercase;
+        vocab_get_bool(g, "tokenizer.ggml.normalizer.strip_accents", &v->wpm_strip_accents);
+        llama_token * const ids[] = { &v->bos, &v->unk, &v->sep, &v->pad, &v->mask };
+        for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+            if (*ids[i] >= v->n_tokens) {
+                *ids[i] = LLAMA_TOKEN_NULL; // a small vocabulary without them
+            }
+        }
     } else {
         v->add_bos = pre->add_bos;
         v->ignore_merges = pre->ignore_merges;
@@ -974,6 +999,8 @@ static void vocab_tokenize_text(const struct llama_vocab * v, const char * text,
         if (pos > frag) {
             if (spm) {
                 llama_vocab_spm_tokenize(v, text + frag, pos - frag, v->add_space_prefix && segment_start, out);
+            } else if (v->type == LLAMA_VOCAB_TYPE_WPM) {
+                llama_vocab_wpm_tokenize(v, text + frag, pos - frag, out);
             } else {
                 llama_vocab_bpe_tokenize(v, text + frag, pos - frag, out);
             }
@@ -1043,7 +1070,7 @@ int32_t llama_tokenize(const struct llama_vocab * vocab, const char * text, int3
 static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool special, char * out) {
     const struct llama_vocab_token * t = &v->tokens[id];
     const char * s = v->text + t->off;
-    const bool spm = v->type == LLAMA_VOCAB_TYPE_SPM;
+    const bool spm = v->type == LLAMA_VOCAB_TYPE_SPM || v->type == LLAMA_VOCAB_TYPE_WPM; // ▁ stands for a space
     switch (t->type) {
         case LLAMA_TOKEN_TYPE_CONTROL:
         case LLAMA_TOKEN_TYPE_UNUSED:
@@ -1192,7 +1219,8 @@ int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * t
     }
     // SPM: the space of the ▁ prefix that tokenizing put at the start of the text and after each
     // control (or unknown) token is dropped from the first non-empty piece that follows.
-    const bool spm_prefix = v->type == LLAMA_VOCAB_TYPE_SPM && v->add_space_prefix;
+    // WPM: each word's first token carries the ▁, so the text's first one is dropped the same way.
+    const bool spm_prefix = (v->type == LLAMA_VOCAB_TYPE_SPM && v->add_space_prefix) || v->type == LLAMA_VOCAB_TYPE_WPM;
     bool strip = spm_prefix;
     size_t n = 0;
     for (int32_t i = i0; i < i1; i++) {
