@@ -216,6 +216,7 @@ class HParams:
     model_type: str = "llama"       # config.json model_type (key of convert_arch.ARCHS)
     n_rot: int = 0                  # rotary dimensions (partial_rotary_factor * head_dim)
     config: Dict[str, object] = field(default_factory=dict)
+    model_dir: Optional[Path] = None  # where config.json was read (sentence-transformers modules.json beside it)
 
 
 def _read_json(path: Path) -> Optional[dict]:
@@ -276,7 +277,7 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
         rope_theta=float(theta if theta is not None else 10000.0), rope=rope,
         tied=bool(config.get("tie_word_embeddings", False)),
         name=str(config.get("_name_or_path") or "") or model_dir.resolve().name,
-        arch=spec.gguf, model_type=mtype, n_rot=int(head_dim * partial), config=config,
+        arch=spec.gguf, model_type=mtype, n_rot=int(head_dim * partial), config=config, model_dir=model_dir,
     )
     if hp.n_rot % 2 != 0:
         raise ConvertError(f"config.json: {hp.n_rot} rotary dimensions (partial_rotary_factor) is odd")
@@ -332,6 +333,7 @@ class Vocab:
     add_eos: Optional[bool] = None
     chat_templates: Dict[str, str] = field(default_factory=dict)  # "" is the default template
     source: str = ""
+    flags: Dict[str, bool] = field(default_factory=dict)   # further boolean tokenizer.* keys
 
 
 def _token_content(v) -> Optional[str]:
@@ -567,6 +569,13 @@ def load_vocab(model_dir: os.PathLike, n_vocab: int, config: Optional[dict] = No
     d = Path(model_dir)
     tok_json = _read_json(d / "tokenizer.json")
     tok_cfg = _read_json(d / "tokenizer_config.json")
+    if tok_json is not None and (tok_json.get("model") or {}).get("type") == "WordPiece":
+        from .convert_encoder import load_wpm
+        v = load_wpm(d, n_vocab, tok_json, tok_cfg)
+        if len(v.tokens) != n_vocab:
+            raise ConvertError(f"{v.source}: the tokenizer has {len(v.tokens)} tokens but the model's embedding "
+                               f"has {n_vocab} rows (config.json vocab_size)")
+        return v
     if (d / "tokenizer.model").exists():
         v = _load_spm(d, n_vocab, tok_json, tok_cfg)
     elif tok_json is not None:
@@ -656,28 +665,13 @@ _LAYER_MAP = {
 _IGNORED = re.compile(r"(^|\.)rotary_emb\.inv_freq$|(^|\.)masked_bias$")
 
 
-def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
-    from . import convert_arch
-    spec = convert_arch.ARCHS[hp.model_type]
-    prefix = "model." if "model.embed_tokens.weight" in ck else ""
-    # src -> (gguf name, shape, perm heads, value added)
-    want: Dict[str, Tuple[str, Tuple[int, ...], int, float]] = {}
-    want[prefix + "embed_tokens.weight"] = ("token_embd.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
-    perm_of = {"q": hp.n_head, "k": hp.n_head_kv, "": 0}
-    for il in range(hp.n_layer):
-        for hf, lt in spec.layer.items():
-            want[f"{prefix}layers.{il}.{hf}"] = (f"blk.{il}.{lt.gguf}", convert_arch.shape(lt.shape, hp),
-                                                 perm_of[lt.perm], lt.add)
-    want[prefix + "norm.weight"] = ("output_norm.weight", (hp.n_embd,), 0, spec.final_norm_add)
-    has_head = "lm_head.weight" in ck
-    if has_head and not hp.tied:
-        want["lm_head.weight"] = ("output.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
-
-    unknown = [n for n in ck.names() if n not in want and not _IGNORED.search(n)
-               and not (n == "lm_head.weight" and hp.tied)]
+def jobs_for(want: Dict[str, Tuple[str, Tuple[int, ...], int, float]], unknown: List[str], ck: Checkpoint,
+             ftype: int, arch: str) -> List[TensorJob]:
+    """The jobs of want (checkpoint name -> (GGUF name, shape, perm heads, value added)), each
+    checked against the checkpoint; unknown: checkpoint tensors nothing uses (an error)."""
     if unknown:
         more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
-        raise ConvertError(f"checkpoint tensors not used by the {hp.arch} architecture: {', '.join(unknown[:8])}{more}")
+        raise ConvertError(f"checkpoint tensors not used by the {arch} architecture: {', '.join(unknown[:8])}{more}")
     jobs: List[TensorJob] = []
     for src, (name, shape, perm, add) in want.items():
         if src not in ck:
@@ -695,6 +689,31 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
         else:
             t = ftype
         jobs.append(TensorJob(name, src, shape, t, perm, add=add))
+    return jobs
+
+
+def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
+    from . import convert_arch
+    spec = convert_arch.ARCHS[hp.model_type]
+    if spec.plan is not None:
+        return spec.plan(hp, ck, ftype)
+    prefix = "model." if "model.embed_tokens.weight" in ck else ""
+    # src -> (gguf name, shape, perm heads, value added)
+    want: Dict[str, Tuple[str, Tuple[int, ...], int, float]] = {}
+    want[prefix + "embed_tokens.weight"] = ("token_embd.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
+    perm_of = {"q": hp.n_head, "k": hp.n_head_kv, "": 0}
+    for il in range(hp.n_layer):
+        for hf, lt in spec.layer.items():
+            want[f"{prefix}layers.{il}.{hf}"] = (f"blk.{il}.{lt.gguf}", convert_arch.shape(lt.shape, hp),
+                                                 perm_of[lt.perm], lt.add)
+    want[prefix + "norm.weight"] = ("output_norm.weight", (hp.n_embd,), 0, spec.final_norm_add)
+    has_head = "lm_head.weight" in ck
+    if has_head and not hp.tied:
+        want["lm_head.weight"] = ("output.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
+
+    unknown = [n for n in ck.names() if n not in want and not _IGNORED.search(n)
+               and not (n == "lm_head.weight" and hp.tied)]
+    jobs = jobs_for(want, unknown, ck, ftype, hp.arch)
     if hp.rope.get("rope_type") == "llama3":
         jobs.append(TensorJob("rope_freqs.weight", None, (hp.head_dim // 2,), GGML_F32,
                               data=llama3_rope_factors(hp)))
@@ -818,7 +837,8 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
     arr_num("tokenizer.ggml.token_type", vocab.types, G.GGUF_TYPE_INT32, np.int32)
     if vocab.merges is not None:
         arr_str("tokenizer.ggml.merges", vocab.merges)
-    keys = {"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "pad": "padding_token_id"}
+    keys = {"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "pad": "padding_token_id",
+            "cls": "cls_token_id", "sep": "seperator_token_id", "mask": "mask_token_id"}
     for kind, tid in vocab.special.items():
         u32(f"tokenizer.ggml.{keys[kind]}", tid)
     if vocab.add_bos is not None:
@@ -829,6 +849,10 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
         b("tokenizer.ggml.add_space_prefix", vocab.add_space_prefix)
     if vocab.remove_extra_whitespaces:
         b("tokenizer.ggml.remove_extra_whitespaces", True)
+    for key, val in vocab.flags.items():
+        b(key, val)
+    if spec.meta is not None:
+        spec.meta({"s": s, "u32": u32, "f32": f32, "b": b, "arr_str": arr_str}, hp)
     for tname, text in vocab.chat_templates.items():
         s("tokenizer.chat_template" + (f".{tname}" if tname else ""), text)
 

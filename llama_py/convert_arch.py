@@ -33,6 +33,9 @@ class ArchSpec:
     activations: Tuple[str, ...] = ("silu",)
     check: Optional[Callable[[dict, "object"], None]] = None     # config checks (raise ConvertError)
     keys: Optional[Callable[[dict, "object"], List[Tuple[str, str, object]]]] = None  # (suffix, type, value)
+    # encoders (convert_encoder.py): their own tensor plan and metadata writer
+    plan: Optional[Callable] = None             # (hp, ck, ftype) -> [TensorJob]
+    meta: Optional[Callable] = None             # (writers: dict of s/u32/f32/b/arr_str, hp) -> None
 
 
 def _attn(q="self_attn.q_proj.weight", perm=True, bias=False) -> Dict[str, LayerTensor]:
@@ -177,6 +180,14 @@ ARCHS["gemma2"] = ArchSpec(
     check=_gemma2_check, keys=_gemma2_keys)
 # "gemma3" is also how a text-only Gemma 3 checkpoint may name itself
 ARCHS["gemma3"] = ARCHS["gemma3_text"]
+
+
+def _add_encoders() -> None:
+    from .convert_encoder import ENCODER_ARCHS
+    ARCHS.update(ENCODER_ARCHS)
+
+
+_add_encoders()
 
 
 def find(config: dict) -> Tuple[str, ArchSpec]:

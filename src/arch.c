@@ -149,6 +149,63 @@ static bool phi3_finish(struct llama_hparams * hp) {
     return true;
 }
 
+// ---- bert: learned positions and token types, post-norm LayerNorms, GELU; bidirectional ----
+#define T_ENC_INPUT \
+    { "token_types.weight",     ML(type_embd),  0,         2, { LLM_DIM_EMBD, LLM_DIM_TOKEN_TYPES } }, \
+    { "token_embd_norm.weight", ML(tok_norm),   REQ | F32, 1, { LLM_DIM_EMBD } }, \
+    { "token_embd_norm.bias",   ML(tok_norm_b), REQ | F32, 1, { LLM_DIM_EMBD } }
+#define B_POST_NORMS \
+    B("attn_output_norm.weight",  attn_out_norm,    REQ | F32, 1, LLM_DIM_EMBD, 0), \
+    B("attn_output_norm.bias",    attn_out_norm_b,  REQ | F32, 1, LLM_DIM_EMBD, 0), \
+    B("layer_output_norm.weight", layer_out_norm,   REQ | F32, 1, LLM_DIM_EMBD, 0), \
+    B("layer_output_norm.bias",   layer_out_norm_b, REQ | F32, 1, LLM_DIM_EMBD, 0)
+
+static const struct llm_tensor_spec BERT_TENSORS[] = {
+    T_EMBD, T_ENC_INPUT,
+    { "position_embd.weight", ML(pos_embd),  REQ, 2, { LLM_DIM_EMBD, LLM_DIM_CTX_TRAIN } },
+    // classification head of rerankers (RANK pooling)
+    { "cls.weight",           ML(cls),       0,   2, { LLM_DIM_EMBD, LLM_DIM_EMBD } },
+    { "cls.bias",             ML(cls_b),     F32, 1, { LLM_DIM_EMBD } },
+    { "cls.output.weight",    ML(cls_out),   0,   2, { LLM_DIM_EMBD, LLM_DIM_CLS_OUT } },
+    { "cls.output.bias",      ML(cls_out_b), F32, 1, { LLM_DIM_CLS_OUT } },
+    B_Q, B_K, B_V, B_O,
+    B("attn_q.bias",      bq,         F32, 1, LLM_DIM_Q, 0),
+    B("attn_k.bias",      bk,         F32, 1, LLM_DIM_K, 0),
+    B("attn_v.bias",      bv,         F32, 1, LLM_DIM_V, 0),
+    B("attn_output.bias", bo,         F32, 1, LLM_DIM_EMBD, 0),
+    B_UP, B_DOWN,
+    B("ffn_up.bias",      ffn_up_b,   F32, 1, LLM_DIM_FF, 0),
+    B("ffn_down.bias",    ffn_down_b, F32, 1, LLM_DIM_EMBD, 0),
+    B_POST_NORMS,
+    T_END,
+};
+
+// ---- nomic-bert: bert's post-norm blocks with rotary positions, fused QKV, SwiGLU ----
+static const struct llm_tensor_spec NOMIC_BERT_TENSORS[] = {
+    T_EMBD, T_ENC_INPUT,
+    B("attn_qkv.weight", wqkv, REQ, 2, LLM_DIM_EMBD, LLM_DIM_QKV),
+    B_O, B_GATE, B_UP, B_DOWN,
+    B_POST_NORMS,
+    T_END,
+};
+
+// Encoders keep no cache between calls and attend both ways; LayerNorm needs its epsilon.
+static bool bert_finish(struct llama_hparams * hp) {
+    if (!(hp->f_norm_eps > 0.0f) || !isfinite(hp->f_norm_eps)) {
+        LLAMA_LOG_ERROR("llama_model_load: attention.layer_norm_epsilon must be given and > 0 for an encoder\n");
+        return false;
+    }
+    hp->encoder_only = true;
+    hp->causal_attn = false;
+    return true;
+}
+
+// bert: learned absolute positions, no rotary ones.
+static bool bert_learned_pos_finish(struct llama_hparams * hp) {
+    hp->n_rot = 0;
+    return bert_finish(hp);
+}
+
 static const struct llama_arch_info ARCHS[] = {
     { "llama",  LLM_ROPE_NORMAL, NULL,        LLAMA_TENSORS,  NULL,          llm_build_llama },
     { "qwen2",  LLM_ROPE_NEOX,   NULL,        QWEN2_TENSORS,  NULL,          llm_build_llama },
@@ -156,6 +213,8 @@ static const struct llama_arch_info ARCHS[] = {
     { "gemma3", LLM_ROPE_NEOX,   GEMMA3_KEYS, GEMMA3_TENSORS, gemma3_finish, llm_build_gemma3 },
     { "phi3",   LLM_ROPE_NEOX,   PHI3_KEYS,   PHI3_TENSORS,   phi3_finish,   llm_build_llama },
     { "gemma2", LLM_ROPE_NEOX,   GEMMA2_KEYS, GEMMA2_TENSORS, gemma2_finish, llm_build_gemma3 },
+    { "bert",       LLM_ROPE_NEOX, NULL, BERT_TENSORS,       bert_learned_pos_finish, llm_build_bert },
+    { "nomic-bert", LLM_ROPE_NEOX, NULL, NOMIC_BERT_TENSORS, bert_finish, llm_build_bert },
 };
 
 const struct llama_arch_info * llama_arch_find(const char * name) {

@@ -131,8 +131,10 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     if (!graph_qkv(g, L, cur, &q, &k, &v)) {
         return false;
     }
-    GB(q = llm_graph_rope(g, il, q, res->inp_pos, false));
-    GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+    if (hp->n_rot > 0) { // 0: positions come from elsewhere (bert's learned embeddings)
+        GB(q = llm_graph_rope(g, il, q, res->inp_pos, false));
+        GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+    }
 
     // Write this ubatch's K and V rows into their cells; the views read below are made from
     // the set_rows results so that attention depends on (and runs after) the writes.

@@ -36,6 +36,9 @@ enum llm_dim {
     LLM_DIM_QKV,       // Q + K + V (one fused tensor)
     LLM_DIM_HEAD_K,    // n_embd_head_k (per-head norms)
     LLM_DIM_ROT2,      // n_rot / 2 (rope frequency factors)
+    LLM_DIM_CTX_TRAIN, // n_ctx_train (learned position embeddings)
+    LLM_DIM_TOKEN_TYPES, // n_token_types (token type embeddings)
+    LLM_DIM_CLS_OUT,   // n_cls_out (classifier output rows)
 };
 
 // Where a loaded tensor goes and what may be absent.
@@ -93,6 +96,8 @@ const char * llama_arch_list(char * buf, size_t size);
 bool llm_build_llama(struct llm_graph * g);
 // Norms before and after attention and FFN, GeGLU, scaled embeddings: gemma3, gemma2.
 bool llm_build_gemma3(struct llm_graph * g);
+// Post-norm bidirectional encoders: bert (learned positions, GELU), nomic-bert (rotary, SwiGLU).
+bool llm_build_bert(struct llm_graph * g);
 
 #ifdef __cplusplus
 }

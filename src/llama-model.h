@@ -49,6 +49,13 @@ struct llama_hparams {
     float    f_embd_scale;    // token embeddings multiplied by this (0: not scaled)
     float    f_attn_softcap;  // attn_logit_softcapping: scaled QK^T scores become c*tanh(s/c) (0: none)
     float    f_final_softcap; // final_logit_softcapping: logits become c*tanh(x/c) (0: none)
+    // encoders and embedders (model.c reads these for every architecture, as llama.cpp does)
+    float    f_norm_eps;      // attention.layer_norm_epsilon: LayerNorm's (0: none given)
+    uint32_t pooling_type;    // pooling_type: the enum llama_pooling_type the file asks for (0: none)
+    bool     causal_attn;     // attention.causal (default true)
+    bool     encoder_only;    // no KV cache kept between calls: llama_decode runs llama_encode (set by finish)
+    uint32_t n_token_types;   // tokenizer.ggml.token_type_count: rows of token_types
+    uint32_t n_cls_out;       // classifier.output_labels count: rows of cls.output (default 1)
     bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
 };
 
@@ -79,6 +86,12 @@ struct llama_layer {
     struct ggml_tensor * attn_k_norm;        // [n_embd_head_k] ... of each K head
     struct ggml_tensor * attn_post_norm;     // [n_embd] norm of the attention output (gemma3)
     struct ggml_tensor * ffn_post_norm;      // [n_embd] norm of the FFN output (gemma3)
+    // post-norm encoders (bert, nomic-bert): LayerNorms with biases after each residual add
+    struct ggml_tensor * bo;                 // [n_embd] attention output bias
+    struct ggml_tensor * attn_out_norm, * attn_out_norm_b;   // [n_embd] after attention + residual
+    struct ggml_tensor * layer_out_norm, * layer_out_norm_b; // [n_embd] after FFN + residual
+    struct ggml_tensor * ffn_up_b;           // [n_ff] FFN biases
+    struct ggml_tensor * ffn_down_b;         // [n_embd]
 };
 
 struct llama_model {
@@ -99,6 +112,12 @@ struct llama_model {
     struct ggml_tensor * rope_freqs; // [n_rot/2] frequency divisors, or NULL (rope_freqs.weight)
     struct ggml_tensor * rope_long;  // [n_rot/2] LongRoPE divisors past n_ctx_orig_yarn, or NULL
     struct ggml_tensor * rope_short; // [n_rot/2] LongRoPE divisors within it, or NULL
+    // encoders (NULL when absent): input embeddings beside the tokens' and the classifier head
+    struct ggml_tensor * type_embd;  // [n_embd, n_token_types] token_types (type 0 is added)
+    struct ggml_tensor * pos_embd;   // [n_embd, n_ctx_train] learned absolute positions
+    struct ggml_tensor * tok_norm, * tok_norm_b; // [n_embd] LayerNorm of the summed input embeddings
+    struct ggml_tensor * cls, * cls_b;           // [n_embd, n_embd], [n_embd] RANK pooling: dense + tanh
+    struct ggml_tensor * cls_out, * cls_out_b;   // [n_embd, n_cls_out], [n_cls_out] RANK scores
     struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
     int n_repack;
     ggml_backend_buffer_t buf_host;  // the mapped file as a CPU buffer (owned; the map is not)

@@ -255,6 +255,29 @@ static bool hp_f32(const struct gguf_context * g, const char * arch, const char 
     return true;
 }
 
+// The pooling the file asks for, causal attention, token types and classifier labels (keys of
+// embedding and reranking models; absent in the others).
+static void model_load_embedding_hparams(const struct gguf_context * g, const char * a, struct llama_hparams * hp, bool * ok) {
+    char key[256];
+    hp_u32(g, a, "pooling_type", &hp->pooling_type, false, ok);
+    hp->causal_attn = true;
+    snprintf(key, sizeof(key), "%s.attention.causal", a);
+    const int64_t kc = gguf_find_key(g, key);
+    if (kc >= 0 && gguf_get_kv_type(g, kc) == GGUF_TYPE_BOOL) {
+        hp->causal_attn = gguf_get_val_bool(g, kc);
+    }
+    int64_t v = 0;
+    if (llama_model_gguf_get_int(g, "tokenizer.ggml.token_type_count", &v) && v > 0 && v <= INT32_MAX) {
+        hp->n_token_types = (uint32_t) v;
+    }
+    hp->n_cls_out = 1;
+    snprintf(key, sizeof(key), "%s.classifier.output_labels", a);
+    const int64_t kl = gguf_find_key(g, key);
+    if (kl >= 0 && gguf_get_kv_type(g, kl) == GGUF_TYPE_ARRAY && gguf_get_arr_n(g, kl) > 0) {
+        hp->n_cls_out = (uint32_t) gguf_get_arr_n(g, kl);
+    }
+}
+
 // strict: the model will be run, so every value must be present and consistent.
 static bool model_load_hparams(struct llama_model * m, bool strict) {
     const struct gguf_context * g = m->gguf;
@@ -281,8 +304,11 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     if (!hp_u32(g, a, "rope.dimension_count", &hp->n_rot, false, &ok)) {
         hp->n_rot = hp->n_embd_head_k;
     }
+    // Encoders and embedders: a LayerNorm epsilon stands in for the RMS one.
+    const bool have_ln_eps = hp_f32(g, a, "attention.layer_norm_epsilon", &hp->f_norm_eps, &ok);
+    model_load_embedding_hparams(g, a, hp, &ok);
     hp->f_norm_rms_eps = 1e-5f;
-    if (!hp_f32(g, a, "attention.layer_norm_rms_epsilon", &hp->f_norm_rms_eps, &ok) && strict) {
+    if (!hp_f32(g, a, "attention.layer_norm_rms_epsilon", &hp->f_norm_rms_eps, &ok) && strict && !have_ln_eps) {
         LLAMA_LOG_ERROR("llama_model_load: missing required key '%s.attention.layer_norm_rms_epsilon'\n", a);
         ok = false;
     }
@@ -638,6 +664,9 @@ static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
         case LLM_DIM_QKV:    return n_q + n_k + n_v;
         case LLM_DIM_HEAD_K: return hp->n_embd_head_k;
         case LLM_DIM_ROT2:   return hp->n_rot / 2;
+        case LLM_DIM_CTX_TRAIN:   return hp->n_ctx_train;
+        case LLM_DIM_TOKEN_TYPES: return hp->n_token_types;
+        case LLM_DIM_CLS_OUT:     return hp->n_cls_out;
         default:             return 1;
     }
 }

@@ -1,5 +1,5 @@
 // unsupported.c — llama.h entry points for features this engine does not implement: LoRA
-// adapters, control vectors, encoders, training, backend sampling, models built
+// adapters, control vectors, training, backend sampling, models built
 // from user callbacks or FILE pointers. Each returns the failure value its doc line names
 // and logs why, so callers get an answer instead of a missing symbol.
 #include "llama-impl.h"
@@ -66,12 +66,6 @@ int32_t llama_set_adapter_cvec(struct llama_context * ctx, const float * data, s
     (void)ctx; (void)len; (void)n_embd; (void)il_start; (void)il_end;
     if (data == NULL) return 0;
     LLAMA_NOT_SUPPORTED("control vectors");
-    return -1;
-}
-
-int32_t llama_encode(struct llama_context * ctx, struct llama_batch batch) {
-    (void)ctx; (void)batch;
-    LLAMA_NOT_SUPPORTED("encoder models (llama_encode)");
     return -1;
 }
 

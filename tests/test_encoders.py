@@ -1,0 +1,173 @@
+"""Encoders (bert, nomic-bert) and pooled embeddings against transformers.
+
+Tiny random-weight `BertModel`, `BertForSequenceClassification` and `NomicBertModel` with a
+small WordPiece tokenizer are converted by our `convert` (and BERT also by llama.cpp's
+converter); their embeddings for every pooling type (NONE per token, MEAN, CLS, LAST, RANK)
+for a batch of texts of different lengths in one llama_decode must match transformers'
+last_hidden_state pooled the same way (fp32, 1e-4 relative).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+import pytest
+
+import llama_py.llama_cpp as L
+from model_util import Ctx, Model
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+NONE, MEAN, CLS, LAST, RANK = 0, 1, 2, 3, 4
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "hello", "world", "token", "embedding",
+         "model", "search", "query", "document", "answer", "question", "llama", "python"]
+TEXTS = ["hello world", "the quick brown fox jumps over the lazy dog", "search query",
+         "a document about llamas, embeddings and python!", "question"]
+
+
+def _tokenizer(d: Path):
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + list(",.!?'")
+    vocab = specials + letters + ["##" + c for c in letters[:26]] + WORDS + ["##s", "##ing", "##ed"]
+    vocab = list(dict.fromkeys(vocab))
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.BertProcessing(("[SEP]", 3), ("[CLS]", 2))
+    tok.decoder = decoders.WordPiece()
+    tok.add_special_tokens(specials)
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
+                                                cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    fast.save_pretrained(d)
+    return fast, len(vocab)
+
+
+def _build(root: Path, kind: str, seed: int):
+    d = root / kind
+    d.mkdir()
+    tok, n_vocab = _tokenizer(d)
+    torch.manual_seed(seed)
+    common = dict(vocab_size=n_vocab, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=128, max_position_embeddings=64, type_vocab_size=2)
+    if kind == "nomic":
+        cfg = transformers.NomicBertConfig(**common)
+        model = transformers.NomicBertModel(cfg)
+    elif kind == "rerank":
+        cfg = transformers.BertConfig(**common, num_labels=1)
+        model = transformers.BertForSequenceClassification(cfg)
+    else:
+        cfg = transformers.BertConfig(**common)
+        model = transformers.BertModel(cfg)
+    with torch.no_grad():  # LayerNorms away from 1 / 0 so that their weights matter
+        for n, p in model.named_parameters():
+            if "LayerNorm" in n or "layernorm" in n:
+                p.add_(torch.randn_like(p) * 0.2)
+    model.eval()
+    model.save_pretrained(d)
+    return d, model, tok
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, lib_path) -> Dict[str, tuple]:
+    from llama_py.convert import convert
+    root = tmp_path_factory.mktemp("enc")
+    out = {}
+    for i, kind in enumerate(["bert", "nomic", "rerank"]):
+        d, model, tok = _build(root, kind, 100 + i)
+        gguf_path = root / f"{kind}.gguf"
+        convert(d, gguf_path, outtype="f32", progress=None)
+        out[kind] = (d, model, tok, gguf_path)
+    return out
+
+
+def _hf_hidden(model, ids: List[int]) -> np.ndarray:
+    with torch.no_grad():
+        x = torch.tensor([ids])
+        base = model.bert if hasattr(model, "bert") else model
+        return base(input_ids=x, attention_mask=torch.ones_like(x)).last_hidden_state[0].double().numpy()
+
+
+def _hf_pool(h: np.ndarray, pooling: int) -> np.ndarray:
+    return {NONE: h, MEAN: h.mean(axis=0), CLS: h[0], LAST: h[-1]}[pooling]
+
+
+def _ours(path: Path, token_lists: List[List[int]], pooling: int) -> List[np.ndarray]:
+    with Model(path) as m, Ctx(m, n_ctx=256, n_batch=256, n_ubatch=256, n_seq_max=8, embeddings=True,
+                               pooling_type=pooling) as c:
+        rows = [(t, i, [s], True) for s, toks in enumerate(token_lists) for i, t in enumerate(toks)]
+        assert c.decode_rows(rows) == 0
+        if pooling == NONE:
+            out, k = [], 0
+            for toks in token_lists:
+                out.append(np.stack([c.embedding(k + i) for i in range(len(toks))]))
+                k += len(toks)
+            return out
+        if pooling == RANK:
+            return [np.array([c.embedding_seq(s)[0]]) for s in range(len(token_lists))]
+        return [c.embedding_seq(s) for s in range(len(token_lists))]
+
+
+def _close(a, b, rtol=1e-4):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape
+    err = np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-6)
+    assert err < rtol, f"max relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("kind", ["bert", "nomic"])
+@pytest.mark.parametrize("pooling", [NONE, MEAN, CLS, LAST])
+def test_embeddings_match_transformers(tiny, kind, pooling):
+    d, model, tok, path = tiny[kind]
+    lists = [tok(t)["input_ids"] for t in TEXTS]
+    assert len({len(x) for x in lists}) > 2
+    ours = _ours(path, lists, pooling)
+    for ids, got in zip(lists, ours):
+        _close(got, _hf_pool(_hf_hidden(model, ids), pooling))
+
+
+def test_tokens_equal_hf(tiny):
+    d, model, tok, path = tiny["bert"]
+    with Model(path, vocab_only=True) as m:
+        for text in TEXTS:
+            data = text.encode()
+            buf = (L.llama_token * 256)()
+            n = L.llama_tokenize(m.vocab, data, len(data), buf, 256, True, False)
+            assert list(buf[:n]) == tok(text)["input_ids"], text
+
+
+def test_rerank_score_matches_transformers(tiny):
+    d, model, tok, path = tiny["rerank"]
+    pairs = [("search query", "a document about llamas"), ("question", "the answer"), ("hello", "world!")]
+    lists = [tok(q, p)["input_ids"] for q, p in pairs]
+    with torch.no_grad():
+        want = [model(input_ids=torch.tensor([ids])).logits[0, 0].item() for ids in lists]
+    got = _ours(path, lists, RANK)
+    _close(np.array([g[0] for g in got]), np.array(want))
+
+
+def test_encoder_decode_is_encode_and_leaves_no_cache(tiny):
+    d, model, tok, path = tiny["bert"]
+    ids = tok("hello world")["input_ids"]
+    with Model(path) as m, Ctx(m, n_ctx=64, n_batch=64, embeddings=True, pooling_type=MEAN) as c:
+        rows = [(t, i, [0], True) for i, t in enumerate(ids)]
+        assert c.decode_rows(rows) == 0
+        first = c.embedding_seq(0)
+        assert c.pos_max(0) == -1          # nothing kept between calls
+        assert c.decode_rows(rows) == 0    # the same text again: the same embedding
+        assert np.array_equal(first, c.embedding_seq(0))
+        assert not L.llama_model_has_encoder(m.ptr)   # as llama.cpp: only T5-style models
+        too_far = [(ids[0], 64, [0], True)]
+        assert c.decode_rows(too_far) != 0  # past the learned position table
+
+
+def test_rank_needs_a_head(tiny):
+    d, model, tok, path = tiny["bert"]
+    with Model(path) as m:
+        cp = L.llama_context_default_params()
+        cp.embeddings = True
+        cp.pooling_type = RANK
+        assert not L.llama_init_from_model(m.ptr, cp)
