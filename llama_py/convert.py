@@ -232,6 +232,8 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
     """The hyperparameters of config.json (transformers 4 and 5 spellings)."""
     from . import convert_arch
     mtype, spec = convert_arch.find(config)
+    if spec.normalize is not None:
+        config = spec.normalize(config)
     act = config.get("hidden_act") or config.get("hidden_activation") or spec.activations[0]
     if act not in spec.activations:
         raise ConvertError(f"config.json: hidden_act '{act}' is not supported ({spec.gguf} uses "

@@ -36,6 +36,7 @@ class ArchSpec:
     # encoders (convert_encoder.py): their own tensor plan and metadata writer
     plan: Optional[Callable] = None             # (hp, ck, ftype) -> [TensorJob]
     meta: Optional[Callable] = None             # (writers: dict of s/u32/f32/b/arr_str, hp) -> None
+    normalize: Optional[Callable[[dict], dict]] = None  # config.json in another spelling -> transformers'
 
 
 def _attn(q="self_attn.q_proj.weight", perm=True, bias=False) -> Dict[str, LayerTensor]:

@@ -189,9 +189,31 @@ def load_wpm(model_dir: Path, n_vocab: int, tok_json: dict, tok_cfg: Optional[di
     return v
 
 
+def _nomic_config(config: dict) -> dict:
+    """Nomic's own config.json (the published nomic-embed-text models: n_embd, n_head, ...) in
+    transformers' spelling; a transformers-style one is returned as it is."""
+    if "n_embd" not in config:
+        return config
+    for k, want in (("causal", False), ("prenorm", False), ("qkv_proj_bias", False), ("mlp_fc1_bias", False),
+                    ("mlp_fc2_bias", False), ("rotary_emb_interleaved", False), ("rotary_emb_scale_base", None)):
+        if config.get(k, want) != want:
+            _err(f"config.json: nomic_bert with {k} = {config.get(k)!r} is not supported")
+    if float(config.get("rotary_emb_fraction", 1.0)) != 1.0:
+        _err("config.json: nomic_bert with a partial rotary_emb_fraction is not supported")
+    npos, mtp = int(config["n_positions"]), int(config.get("max_trained_positions", 2048))
+    out = dict(config)
+    out.update(hidden_size=config["n_embd"], num_attention_heads=config["n_head"],
+               num_hidden_layers=config["n_layer"], intermediate_size=config["n_inner"],
+               # trained for max_trained_positions tokens (2048 for v1 / v1.5, as llama.cpp reads them)
+               max_position_embeddings=min(npos, mtp), rope_theta=float(config.get("rotary_emb_base", 10000.0)),
+               layer_norm_eps=float(config.get("layer_norm_epsilon", 1e-12)),
+               hidden_act="silu" if config.get("activation_function") == "swiglu" else config.get("activation_function"))
+    return out
+
+
 ENCODER_ARCHS: Dict[str, ArchSpec] = {
     "bert": ArchSpec("bert", ("BertModel", "BertForSequenceClassification"), {}, activations=("gelu",),
                      plan=lambda hp, ck, ft: _plan(hp, ck, ft, False), meta=_meta),
     "nomic_bert": ArchSpec("nomic-bert", ("NomicBertModel",), {}, activations=("silu", "swiglu"),
-                           plan=lambda hp, ck, ft: _plan(hp, ck, ft, True), meta=_meta),
+                           plan=lambda hp, ck, ft: _plan(hp, ck, ft, True), meta=_meta, normalize=_nomic_config),
 }

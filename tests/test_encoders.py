@@ -171,3 +171,45 @@ def test_rank_needs_a_head(tiny):
         cp.embeddings = True
         cp.pooling_type = RANK
         assert not L.llama_init_from_model(m.ptr, cp)
+
+
+def _nomic_original(d: Path, dst: Path) -> Path:
+    """d with Nomic's own config.json (the published models' spelling), which llama.cpp's
+    converter requires for nomic-bert."""
+    import json
+    import shutil
+    shutil.copytree(d, dst)
+    c = json.loads((d / "config.json").read_text())
+    orig = {"architectures": ["NomicBertModel"], "model_type": "nomic_bert", "n_embd": c["hidden_size"],
+            "n_head": c["num_attention_heads"], "n_layer": c["num_hidden_layers"], "n_inner": c["intermediate_size"],
+            "n_positions": 8192, "max_trained_positions": 2048, "activation_function": "swiglu", "causal": False,
+            "qkv_proj_bias": False, "mlp_fc1_bias": False, "mlp_fc2_bias": False, "prenorm": False,
+            "rotary_emb_fraction": 1.0, "rotary_emb_interleaved": False, "rotary_emb_scale_base": None,
+            "rotary_emb_base": c["rope_parameters"]["rope_theta"], "layer_norm_epsilon": c["layer_norm_eps"],
+            "vocab_size": c["vocab_size"], "type_vocab_size": c["type_vocab_size"]}
+    # transformers 5 reads this model type itself (its defaults would fill in the rest)
+    orig.update({k: c[k] for k in ("hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size",
+                                   "layer_norm_eps", "rope_parameters")})
+    (dst / "config.json").write_text(json.dumps(orig))
+    return dst
+
+
+@pytest.mark.parametrize("kind,converter", [("bert", "llama.cpp"), ("nomic", "ours"), ("nomic", "llama.cpp")])
+def test_converted_files_match_transformers(tiny, kind, converter, tmp_path):
+    """A GGUF written by llama.cpp's own convert_hf_to_gguf.py (0.3.36 sdist) gives transformers'
+    embeddings too (real files come from that converter); nomic-bert from Nomic's own config.json
+    spelling, by both converters."""
+    from upstream_convert import convert_with_llama_cpp
+    from llama_py.convert import convert
+    d, model, tok, _ = tiny[kind]
+    if kind == "nomic":
+        d = _nomic_original(d, tmp_path / "orig")
+    path = tmp_path / "m.gguf"
+    if converter == "ours":
+        convert(d, path, outtype="f32", progress=None)
+    else:
+        convert_with_llama_cpp(d, path, "f32", pre="default")
+    lists = [tok(t)["input_ids"] for t in TEXTS]
+    for pooling in (NONE, MEAN, CLS):
+        for ids, got in zip(lists, _ours(path, lists, pooling)):
+            _close(got, _hf_pool(_hf_hidden(model, ids), pooling))
