@@ -1,8 +1,9 @@
-"""Llama.embed / create_embedding (mixed into Llama; needs Llama(..., embedding=True)).
+"""Llama.embed / create_embedding / rerank (mixed into Llama; needs Llama(..., embedding=True)).
 
-Each text is one decode of up to n_ctx tokens (an embedding context's batch is the whole
-context, so a text is never split across decodes that would each pool separately). Pooling is
-the context's: MEAN, CLS, LAST give one vector per text, NONE one vector per token.
+A text is never split across decodes that would each pool separately (an embedding context's
+batch is the whole context); texts are packed, one sequence each, into as few llama_decode calls
+as the batch and the context's sequences allow. Pooling is the context's (by default the model
+file's): MEAN, CLS, LAST give one vector per text, NONE one vector per token, RANK one score.
 """
 from __future__ import annotations
 
@@ -20,63 +21,125 @@ def _unit(v: List[float]) -> List[float]:
 
 
 class _EmbedMixin:
-    def embed(self, input: Union[str, List[str]], normalize: bool = False, truncate: bool = True,
-              return_count: bool = False):
-        """Embedding(s) of input: a vector per text (pooled contexts) or a list of per-token
-        vectors per text (pooling NONE); unit length when normalize. truncate cuts a text to
-        n_ctx tokens, else a longer one raises ValueError. return_count also returns the number
-        of tokens embedded."""
-        self._check_open()
-        if not self.context_params.embeddings:
-            raise LlamaError("Llama model must be created with embedding=True to call this method")
-        single = isinstance(input, str)
-        texts = [input] if single else list(input)
-        n_embd = C.llama_model_n_embd(self._model)
-        pooled = C.llama_pooling_type(self._ctx) != C.LLAMA_POOLING_TYPE_NONE
-        if C.llama_pooling_type(self._ctx) == C.LLAMA_POOLING_TYPE_RANK:
-            n_embd = max(1, C.llama_model_n_cls_out(self._model))
+    def _embed_tokens(self, token_lists: List[List[int]], n_out: int, pooled: bool) -> List[Any]:
+        """Decodes the token lists, as many per llama_decode as the batch and the context's
+        sequences allow (one sequence each); returns per list its pooled vector (n_out floats)
+        or, unpooled, its per-token vectors."""
+        n_seq = max(1, int(C.llama_n_seq_max(self._ctx)))
         out: List[Any] = []
-        total = 0
         batch = C.llama_batch_init(self.n_batch, 0, 1)
         try:
-            for t in texts:
-                toks = self.tokenize(t.encode("utf-8") if isinstance(t, str) else t, add_bos=True)
-                if truncate:
-                    toks = toks[:self.n_batch]
-                if not toks:
-                    raise ValueError("cannot embed an empty text")
-                if len(toks) > self.n_batch:
-                    raise ValueError(f"Requested tokens ({len(toks)}) exceed batch size of {self.n_batch}")
-                total += len(toks)
+            i = 0
+            while i < len(token_lists):
+                group: List[List[int]] = []
+                total = 0
+                while (i < len(token_lists) and len(group) < n_seq
+                       and total + len(token_lists[i]) <= self.n_batch):
+                    group.append(token_lists[i])
+                    total += len(token_lists[i])
+                    i += 1
                 C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
                 C.llama_batch_clear(batch)
-                for i, tok in enumerate(toks):
-                    C.llama_batch_add(batch, tok, i, [0], True)
+                for s, toks in enumerate(group):
+                    for pos, tok in enumerate(toks):
+                        C.llama_batch_add(batch, tok, pos, [s], True)
                 rc = C.llama_decode(self._ctx, batch)
                 if rc != 0:
                     raise LlamaError("llama_decode failed", rc)
-                if pooled:
-                    ptr = C.llama_get_embeddings_seq(self._ctx, 0)
-                    if not ptr:
-                        raise LlamaError("no pooled embedding was produced")
-                    vec = list(ptr[:n_embd])
-                    out.append(_unit(vec) if normalize else vec)
-                else:
-                    rows = []
-                    for i in range(len(toks)):
-                        ptr = C.llama_get_embeddings_ith(self._ctx, i)
+                row = 0
+                for s, toks in enumerate(group):
+                    if pooled:
+                        ptr = C.llama_get_embeddings_seq(self._ctx, s)
                         if not ptr:
-                            raise LlamaError(f"no embedding for token {i}")
-                        row = list(ptr[:n_embd])
-                        rows.append(_unit(row) if normalize else row)
-                    out.append(rows)
+                            raise LlamaError("no pooled embedding was produced")
+                        out.append(list(ptr[:n_out]))
+                    else:
+                        rows = []
+                        for k in range(len(toks)):
+                            ptr = C.llama_get_embeddings_ith(self._ctx, row + k)
+                            if not ptr:
+                                raise LlamaError(f"no embedding for token {k}")
+                            rows.append(list(ptr[:n_out]))
+                        out.append(rows)
+                    row += len(toks)
         finally:
             C.llama_batch_free(batch)
             C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
             self._tokens = []
             self._logits_live = False
-        result = out[0] if single else out
+        return out
+
+    def _embed_check(self) -> None:
+        self._check_open()
+        if not self.context_params.embeddings:
+            raise LlamaError("Llama model must be created with embedding=True to call this method")
+
+    def embed(self, input: Union[str, List[str]], normalize: bool = False, truncate: bool = True,
+              return_count: bool = False):
+        """Embedding(s) of input: a vector per text (pooled contexts) or a list of per-token
+        vectors per text (pooling NONE); unit length when normalize. truncate cuts a text to
+        n_batch tokens, else a longer one raises ValueError. return_count also returns the number
+        of tokens embedded. Several texts share a llama_decode when they fit."""
+        self._embed_check()
+        single = isinstance(input, str)
+        texts = [input] if single else list(input)
+        n_out = C.llama_model_n_embd(self._model)
+        pt = C.llama_pooling_type(self._ctx)
+        if pt == C.LLAMA_POOLING_TYPE_RANK:
+            n_out = max(1, C.llama_model_n_cls_out(self._model))
+        lists = []
+        for t in texts:
+            toks = self.tokenize(t.encode("utf-8") if isinstance(t, str) else t, add_bos=True)
+            if truncate:
+                toks = toks[:self.n_batch]
+            if not toks:
+                raise ValueError("cannot embed an empty text")
+            if len(toks) > self.n_batch:
+                raise ValueError(f"Requested tokens ({len(toks)}) exceed batch size of {self.n_batch}")
+            lists.append(toks)
+        vecs = self._embed_tokens(lists, n_out, pt != C.LLAMA_POOLING_TYPE_NONE)
+        if normalize:
+            vecs = [_unit(v) if pt != C.LLAMA_POOLING_TYPE_NONE else [_unit(r) for r in v] for v in vecs]
+        result = vecs[0] if single else vecs
+        total = sum(len(x) for x in lists)
         return (result, total) if return_count else result
+
+    def _rerank_tokens(self, query: str, document: str) -> List[int]:
+        """The tokens scoring one (query, document) pair: the model's "rerank" chat template
+        with {query} and {document} filled in (Qwen3-Reranker), else the pair as BERT takes it:
+        [CLS] query [SEP] document [SEP] (BOS / EOS / SEP as the vocabulary adds them)."""
+        tmpl = C.llama_model_chat_template(self._model, b"rerank")
+        if tmpl:
+            text = tmpl.decode("utf-8").replace("{query}", query).replace("{document}", document)
+            return self.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        vocab = C.llama_model_get_vocab(self._model)
+        q = self.tokenize(query.encode("utf-8"), add_bos=False)
+        d = self.tokenize(document.encode("utf-8"), add_bos=False)
+        bos, eos, sep = C.llama_vocab_bos(vocab), C.llama_vocab_eos(vocab), C.llama_vocab_sep(vocab)
+        end = []
+        if C.llama_vocab_get_add_eos(vocab) and eos >= 0:
+            end.append(eos)
+        if C.llama_vocab_get_add_sep(vocab) and sep >= 0:
+            end.append(sep)
+        start = [bos] if C.llama_vocab_get_add_bos(vocab) and bos >= 0 else []
+        return start + q + end + d + end
+
+    def rerank(self, query: str, documents: List[str], truncate: bool = True) -> List[float]:
+        """Relevance scores of documents for query, in document order (needs a reranking model
+        and a context with RANK pooling: Llama(..., embedding=True, pooling_type=LLAMA_POOLING_TYPE_RANK),
+        which a reranker's GGUF selects by itself)."""
+        self._embed_check()
+        if C.llama_pooling_type(self._ctx) != C.LLAMA_POOLING_TYPE_RANK:
+            raise LlamaError("rerank needs RANK pooling (a reranking model, or pooling_type=LLAMA_POOLING_TYPE_RANK)")
+        lists = []
+        for doc in documents:
+            toks = self._rerank_tokens(query, doc)
+            if len(toks) > self.n_batch:
+                if not truncate:
+                    raise ValueError(f"Requested tokens ({len(toks)}) exceed batch size of {self.n_batch}")
+                toks = toks[:self.n_batch]
+            lists.append(toks)
+        return [v[0] for v in self._embed_tokens(lists, 1, True)] if lists else []
 
     def create_embedding(self, input: Union[str, List[str]], model: Optional[str] = None) -> Dict[str, Any]:
         """OpenAI-style embeddings response for one text or a list of texts."""

@@ -1095,12 +1095,18 @@ int32_t llama_model_n_head(const struct llama_model * model)      { MODEL_OR(0);
 int32_t llama_model_n_head_kv(const struct llama_model * model)   { MODEL_OR(0); return (int32_t) model->hparams.n_head_kv; }
 int32_t llama_model_n_swa(const struct llama_model * model)       { MODEL_OR(0); return (int32_t) model->hparams.n_swa; }
 float llama_model_rope_freq_scale_train(const struct llama_model * model) { MODEL_OR(0.0f); return model->hparams.rope_freq_scale_train; }
-uint32_t llama_model_n_cls_out(const struct llama_model * model)  { MODEL_OR(0); return 0; }
+uint32_t llama_model_n_cls_out(const struct llama_model * model)  { MODEL_OR(0); return model->hparams.n_cls_out; }
 
 const char * llama_model_cls_label(const struct llama_model * model, uint32_t i) {
-    (void) i;
     MODEL_OR(NULL);
-    return NULL;
+    char key[256];
+    snprintf(key, sizeof(key), "%s.classifier.output_labels", model->arch);
+    const int64_t k = model->gguf ? gguf_find_key(model->gguf, key) : -1;
+    if (k < 0 || gguf_get_kv_type(model->gguf, k) != GGUF_TYPE_ARRAY || gguf_get_arr_type(model->gguf, k) != GGUF_TYPE_STRING ||
+        i >= gguf_get_arr_n(model->gguf, k)) {
+        return NULL;
+    }
+    return gguf_get_arr_str(model->gguf, k, i);
 }
 
 int32_t llama_n_ctx_train(const struct llama_model * model) { return llama_model_n_ctx_train(model); }

@@ -68,6 +68,12 @@ def _build(root: Path, kind: str, seed: int):
                 p.add_(torch.randn_like(p) * 0.2)
     model.eval()
     model.save_pretrained(d)
+    if kind == "bert":  # a sentence-transformers model: its pooling is mean, as the file will say
+        import json
+        (d / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                                                    {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+        (d / "1_Pooling").mkdir()
+        (d / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 64, "pooling_mode_mean_tokens": True}))
     return d, model, tok
 
 
@@ -213,3 +219,66 @@ def test_converted_files_match_transformers(tiny, kind, converter, tmp_path):
     for pooling in (NONE, MEAN, CLS):
         for ids, got in zip(lists, _ours(path, lists, pooling)):
             _close(got, _hf_pool(_hf_hidden(model, ids), pooling))
+
+
+def test_llama_embed_with_an_encoder(tiny):
+    """Llama(embedding=True) takes the file's pooling (mean here), packs the texts into shared
+    decodes, normalizes as llama-cpp-python's embed(normalize=True) does (unit L2 length)."""
+    from llama_py import Llama
+    d, model, tok, path = tiny["bert"]
+    want = [_hf_hidden(model, tok(t)["input_ids"]).mean(axis=0) for t in TEXTS]
+    with Llama(str(path), embedding=True, n_ctx=64, verbose=False) as llm:
+        assert llm.pooling_type() == MEAN
+        got = llm.embed(TEXTS)
+        for g, w in zip(got, want):
+            _close(g, w)
+        unit = llm.embed(TEXTS[1], normalize=True)
+        _close(unit, want[1] / np.linalg.norm(want[1]))
+        r = llm.create_embedding(TEXTS[:2])
+        assert [x["index"] for x in r["data"]] == [0, 1]
+        _close(r["data"][1]["embedding"], want[1])
+        assert r["usage"]["prompt_tokens"] == sum(len(tok(t)["input_ids"]) for t in TEXTS[:2])
+
+
+def test_llama_rerank(tiny):
+    from llama_py import Llama
+    d, model, tok, path = tiny["rerank"]
+    q = "search query"
+    docs = ["a document about llamas", "the answer", "hello world!", "question"]
+    with torch.no_grad():
+        want = [model(input_ids=torch.tensor([tok(q, x)["input_ids"]])).logits[0, 0].item() for x in docs]
+    with Llama(str(path), embedding=True, n_ctx=64, verbose=False) as llm:
+        assert llm.pooling_type() == RANK
+        _close(np.array(llm.rerank(q, docs)), np.array(want))
+
+
+def test_langchain_embeddings_on_an_encoder(tiny, lib_path):
+    pytest.importorskip("langchain_community", reason="langchain_community is not installed")
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    d, model, tok, path = tiny["bert"]
+    code = textwrap.dedent("""
+        import json, sys, warnings
+        warnings.simplefilter("ignore")
+        import llama_py
+        llama_py.install_as_llama_cpp()
+        from langchain_community.embeddings import LlamaCppEmbeddings
+        emb = LlamaCppEmbeddings(model_path=sys.argv[1], n_ctx=64, verbose=False)
+        print(json.dumps({"query": emb.embed_query(sys.argv[2]), "docs": emb.embed_documents(sys.argv[3:])}))
+    """)
+    env = dict(os.environ, LLAMA_PY_LIB=str(lib_path))
+    p = subprocess.run([sys.executable, "-c", code, str(path), TEXTS[0], *TEXTS[1:3]], capture_output=True,
+                       text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    want = [_hf_hidden(model, tok(t)["input_ids"]).mean(axis=0) for t in TEXTS[:3]]
+    unit = [w / np.linalg.norm(w) for w in want]
+    # LangChain asks for normalized vectors (its default normalize_embeddings) or raw ones, by version
+    q = np.asarray(r["query"])
+    _close(q, unit[0] if abs(np.linalg.norm(q) - 1) < 1e-6 else want[0])
+    assert len(r["docs"]) == 2
+    for g, w, u in zip(r["docs"], want[1:], unit[1:]):
+        _close(g, u if abs(np.linalg.norm(g) - 1) < 1e-6 else w)
