@@ -20,6 +20,29 @@ def _unit(v: List[float]) -> List[float]:
     return [x / norm for x in v] if norm > 0 else list(v)
 
 
+def rerank_tokens(model, tokenize, query: str, document: str) -> List[int]:
+    """The tokens scoring one (query, document) pair: the model's "rerank" chat template with
+    {query} and {document} filled in (Qwen3-Reranker), else the pair as BERT takes it:
+    [CLS] query [SEP] document [SEP] (BOS / EOS / SEP as the vocabulary adds them; llama-server
+    leaves out the last [SEP], which BERT cross-encoders were trained with).
+    tokenize(text_bytes, add_special, parse_special) -> ids."""
+    tmpl = C.llama_model_chat_template(model, b"rerank")
+    if tmpl:
+        text = tmpl.decode("utf-8").replace("{query}", query).replace("{document}", document)
+        return tokenize(text.encode("utf-8"), False, True)
+    vocab = C.llama_model_get_vocab(model)
+    q = tokenize(query.encode("utf-8"), False, False)
+    d = tokenize(document.encode("utf-8"), False, False)
+    bos, eos, sep = C.llama_vocab_bos(vocab), C.llama_vocab_eos(vocab), C.llama_vocab_sep(vocab)
+    end = []
+    if C.llama_vocab_get_add_eos(vocab) and eos >= 0:
+        end.append(eos)
+    if C.llama_vocab_get_add_sep(vocab) and sep >= 0:
+        end.append(sep)
+    start = [bos] if C.llama_vocab_get_add_bos(vocab) and bos >= 0 else []
+    return start + q + end + d + end
+
+
 class _EmbedMixin:
     def _embed_tokens(self, token_lists: List[List[int]], n_out: int, pooled: bool) -> List[Any]:
         """Decodes the token lists, as many per llama_decode as the batch and the context's
@@ -105,24 +128,7 @@ class _EmbedMixin:
         return (result, total) if return_count else result
 
     def _rerank_tokens(self, query: str, document: str) -> List[int]:
-        """The tokens scoring one (query, document) pair: the model's "rerank" chat template
-        with {query} and {document} filled in (Qwen3-Reranker), else the pair as BERT takes it:
-        [CLS] query [SEP] document [SEP] (BOS / EOS / SEP as the vocabulary adds them)."""
-        tmpl = C.llama_model_chat_template(self._model, b"rerank")
-        if tmpl:
-            text = tmpl.decode("utf-8").replace("{query}", query).replace("{document}", document)
-            return self.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-        vocab = C.llama_model_get_vocab(self._model)
-        q = self.tokenize(query.encode("utf-8"), add_bos=False)
-        d = self.tokenize(document.encode("utf-8"), add_bos=False)
-        bos, eos, sep = C.llama_vocab_bos(vocab), C.llama_vocab_eos(vocab), C.llama_vocab_sep(vocab)
-        end = []
-        if C.llama_vocab_get_add_eos(vocab) and eos >= 0:
-            end.append(eos)
-        if C.llama_vocab_get_add_sep(vocab) and sep >= 0:
-            end.append(sep)
-        start = [bos] if C.llama_vocab_get_add_bos(vocab) and bos >= 0 else []
-        return start + q + end + d + end
+        return rerank_tokens(self._model, lambda b, bos, sp: self.tokenize(b, add_bos=bos, special=sp), query, document)
 
     def rerank(self, query: str, documents: List[str], truncate: bool = True) -> List[float]:
         """Relevance scores of documents for query, in document order (needs a reranking model

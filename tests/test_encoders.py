@@ -282,3 +282,52 @@ def test_langchain_embeddings_on_an_encoder(tiny, lib_path):
     assert len(r["docs"]) == 2
     for g, w, u in zip(r["docs"], want[1:], unit[1:]):
         _close(g, u if abs(np.linalg.norm(g) - 1) < 1e-6 else w)
+
+
+def test_server_embeddings_rerank_and_refused_generation(tiny):
+    """/v1/embeddings with an encoder (the openai client, float and base64), /v1/rerank and
+    /rerank in llama-server's shape, and a generation request to the encoder: a clear 400."""
+    from server_util import need_server_packages, running_server
+    need_server_packages()
+    import base64
+    import httpx
+    import openai
+    from llama_py.server.app import ModelEntry
+    _, bert, btok, bpath = tiny["bert"]
+    _, rr, rtok, rpath = tiny["rerank"]
+    e1 = ModelEntry.load("bert", str(bpath), n_slots=1, n_ctx=64)
+    e2 = ModelEntry.load("reranker", str(rpath), n_slots=1, n_ctx=64)
+    with running_server([e1, e2]) as (url, app):
+        client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=120)
+        r = client.embeddings.create(model="bert", input=TEXTS)
+        assert len(r.data) == len(TEXTS)
+        for d, t in zip(r.data, TEXTS):
+            want = _hf_hidden(bert, btok(t)["input_ids"]).mean(axis=0)
+            _close(d.embedding, want / np.linalg.norm(want))
+        raw = httpx.post(url + "/v1/embeddings", json={"model": "bert", "input": [btok(TEXTS[0])["input_ids"]],
+                                                        "encoding_format": "base64"}, timeout=120).json()
+        v = np.frombuffer(base64.b64decode(raw["data"][0]["embedding"]), dtype="<f4")
+        _close(v, r.data[0].embedding)
+
+        q, docs = "search query", ["a document about llamas", "the answer", "hello world!"]
+        with torch.no_grad():
+            want = [rr(input_ids=torch.tensor([rtok(q, x)["input_ids"]])).logits[0, 0].item() for x in docs]
+        for path in ("/v1/rerank", "/rerank"):
+            res = httpx.post(url + path, json={"model": "reranker", "query": q, "documents": docs, "top_n": 2,
+                                               "return_documents": True}, timeout=120)
+            assert res.status_code == 200, res.text
+            body = res.json()
+            order = sorted(range(3), key=lambda i: -want[i])[:2]
+            assert [x["index"] for x in body["results"]] == order
+            _close(np.array([x["relevance_score"] for x in body["results"]]), np.array([want[i] for i in order]))
+            assert body["results"][0]["document"]["text"] == docs[order[0]]
+            assert body["usage"]["prompt_tokens"] > 0
+        bad = httpx.post(url + "/v1/rerank", json={"model": "reranker", "documents": docs}, timeout=60)
+        assert bad.status_code == 400 and "query" in bad.json()["error"]["message"]
+        no_head = httpx.post(url + "/v1/rerank", json={"model": "bert", "query": q, "documents": docs}, timeout=60)
+        assert no_head.status_code == 400 and "rerank" in no_head.json()["error"]["message"]
+        with pytest.raises(openai.BadRequestError) as ei:
+            client.completions.create(model="bert", prompt="hello", max_tokens=4)
+        assert "embedding model" in str(ei.value)
+        with pytest.raises(openai.BadRequestError):
+            client.chat.completions.create(model="bert", messages=[{"role": "user", "content": "hi"}], max_tokens=4)

@@ -1,4 +1,4 @@
-"""Pooled embeddings for /v1/embeddings: a second context (embeddings on, mean pooling) on the
+"""Pooled embeddings for /v1/embeddings: a second context (embeddings on, the file's pooling, else mean) on the
 engine's model, used by one caller at a time; several inputs go into one llama_decode, one
 sequence each."""
 from __future__ import annotations
@@ -22,10 +22,15 @@ class Embedder:
         p.n_batch = p.n_ubatch = n_ctx  # a pooled sequence must be decoded in one piece
         p.n_seq_max = n_seq
         p.embeddings = True
-        p.pooling_type = C.LLAMA_POOLING_TYPE_MEAN
+        p.pooling_type = C.LLAMA_POOLING_TYPE_UNSPECIFIED  # the file's (an embedding model names one)
         if n_threads:
             p.n_threads = p.n_threads_batch = n_threads
         self._ctx = C.llama_init_from_model(model.handle, p)
+        if self._ctx and C.llama_pooling_type(self._ctx) not in (C.LLAMA_POOLING_TYPE_MEAN, C.LLAMA_POOLING_TYPE_CLS,
+                                                                 C.LLAMA_POOLING_TYPE_LAST):
+            C.llama_free(self._ctx)  # none (or a reranker's scores): mean pooling gives a vector
+            p.pooling_type = C.LLAMA_POOLING_TYPE_MEAN
+            self._ctx = C.llama_init_from_model(model.handle, p)
         if not self._ctx:
             raise LlamaError("failed to create the embedding context")
         self.n_ctx = C.llama_n_ctx(self._ctx)
