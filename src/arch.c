@@ -55,8 +55,10 @@ static const struct llm_tensor_spec QWEN2_TENSORS[] = {
 };
 
 // ---- qwen3: RMS norm of each Q and K head before rope, head size from metadata ----
+// (Qwen3-Reranker files add cls.output: the lm head's "yes" and "no" rows, for RANK pooling)
 static const struct llm_tensor_spec QWEN3_TENSORS[] = {
     T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
+    { "cls.output.weight", ML(cls_out), 0, 2, { LLM_DIM_EMBD, LLM_DIM_CLS_OUT } },
     B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN, B_Q_NORM, B_K_NORM,
     T_END,
 };
