@@ -170,8 +170,8 @@ def generative_only(app, fn):
 
         async def receive():
             nonlocal sent
-            if sent:
-                return {"type": "http.disconnect"}
+            if sent:  # the body was read: what follows is the connection's (a disconnect, when it comes)
+                return await request.receive()
             sent = True
             return {"type": "http.request", "body": data, "more_body": False}
         return await fn(Request(request.scope, receive))
