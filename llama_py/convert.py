@@ -716,6 +716,8 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     unknown = [n for n in ck.names() if n not in want and not _IGNORED.search(n)
                and not (n == "lm_head.weight" and hp.tied)]
     jobs = jobs_for(want, unknown, ck, ftype, hp.arch)
+    if spec.extra_jobs is not None:
+        jobs += spec.extra_jobs(hp)
     if hp.rope.get("rope_type") == "llama3":
         jobs.append(TensorJob("rope_freqs.weight", None, (hp.head_dim // 2,), GGML_F32,
                               data=llama3_rope_factors(hp)))

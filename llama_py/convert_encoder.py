@@ -211,9 +211,75 @@ def _nomic_config(config: dict) -> dict:
     return out
 
 
+def _dense_modules(hp) -> List[Tuple[str, int, int, Path]]:
+    """sentence-transformers Dense modules beside the checkpoint: (GGUF name, in, out, file),
+    2_Dense -> dense_2, 3_Dense -> dense_3 (llama.cpp's names)."""
+    out = []
+    d = hp.model_dir
+    mods = d / "modules.json" if d is not None else None
+    if mods is None or not mods.is_file():
+        return out
+    for mod in json.loads(mods.read_text(encoding="utf-8")):
+        if not str(mod.get("type", "")).endswith("Dense"):
+            continue
+        path = d / mod["path"]
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        if str(cfg.get("activation_function", "Identity")).split(".")[-1] != "Identity" or cfg.get("bias"):
+            _err(f"{path}: only bias-free Dense modules with the identity activation are supported")
+        name = {"2_Dense": "dense_2", "3_Dense": "dense_3"}.get(mod["path"])
+        if name is None:
+            _err(f"{mods}: Dense module {mod['path']!r} is not one llama.cpp names (2_Dense, 3_Dense)")
+        out.append((name, int(cfg["in_features"]), int(cfg["out_features"]), path / "model.safetensors"))
+    return out
+
+
+def _dense_jobs(hp):
+    from .convert import TensorJob, GGML_F32
+    from safetensors.numpy import load_file
+    jobs = []
+    for name, n_in, n_out, f in _dense_modules(hp):
+        w = np.asarray(load_file(str(f))["linear.weight"], dtype=np.float32)
+        if w.shape != (n_out, n_in):
+            _err(f"{f}: linear.weight has shape {list(w.shape)}, expected {[n_out, n_in]}")
+        jobs.append(TensorJob(f"{name}.weight", None, w.shape, GGML_F32, data=w))
+    return jobs
+
+
+def _gemma_emb_meta(w, hp) -> None:
+    a = hp.arch
+    w["b"](f"{a}.attention.causal", False)
+    pt = _pooling(hp, hp.model_dir)
+    if pt is not None:
+        w["u32"](f"{a}.pooling_type", pt)
+    for name, n_in, n_out, _ in _dense_modules(hp):
+        w["u32"](f"{a}.{name}_feat_in", n_in)
+        w["u32"](f"{a}.{name}_feat_out", n_out)
+
+
+def _gemma_emb_check(config: dict, hp) -> None:
+    from .convert_arch import _gemma3_check
+    if not config.get("use_bidirectional_attention"):
+        _err("config.json: a Gemma3TextModel is converted as EmbeddingGemma, which attends both ways "
+             "(use_bidirectional_attention)")
+    _gemma3_check(config, hp)
+
+
+def _gemma_embedding() -> ArchSpec:
+    from .convert_arch import ARCHS, _gemma3_keys
+    g = ARCHS["gemma3_text"]
+    return ArchSpec("gemma-embedding", ("Gemma3TextModel",), dict(g.layer), final_norm_add=g.final_norm_add,
+                    write_head_dim=True, activations=g.activations, check=_gemma_emb_check, keys=_gemma3_keys,
+                    meta=_gemma_emb_meta, extra_jobs=_dense_jobs)
+
+
 ENCODER_ARCHS: Dict[str, ArchSpec] = {
     "bert": ArchSpec("bert", ("BertModel", "BertForSequenceClassification"), {}, activations=("gelu",),
                      plan=lambda hp, ck, ft: _plan(hp, ck, ft, False), meta=_meta),
     "nomic_bert": ArchSpec("nomic-bert", ("NomicBertModel",), {}, activations=("silu", "swiglu"),
                            plan=lambda hp, ck, ft: _plan(hp, ck, ft, True), meta=_meta, normalize=_nomic_config),
 }
+
+
+def add_gemma_embedding(archs: Dict[str, ArchSpec]) -> None:
+    """Adds EmbeddingGemma's spec (it reuses gemma3's, so it is made once that one exists)."""
+    archs["gemma_embedding"] = _gemma_embedding()

@@ -120,6 +120,35 @@ static bool gemma2_finish(struct llama_hparams * hp) {
     return true;
 }
 
+// ---- gemma-embedding (EmbeddingGemma): gemma3's blocks attending both ways (sliding layers
+// within the window on either side), then optional dense projections of the pooled vector ----
+static const struct llm_tensor_spec GEMMA_EMB_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT,
+    { "dense_2.weight", ML(dense_2), 0, 2, { LLM_DIM_EMBD, LLM_DIM_DENSE_2_OUT } },
+    { "dense_3.weight", ML(dense_3), 0, 2, { LLM_DIM_DENSE_3_IN, LLM_DIM_EMBD } },
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN, B_Q_NORM, B_K_NORM,
+    B("post_attention_norm.weight", attn_post_norm, REQ | F32, 1, LLM_DIM_EMBD, 0),
+    B("post_ffw_norm.weight",       ffn_post_norm,  REQ | F32, 1, LLM_DIM_EMBD, 0),
+    T_END,
+};
+
+static const struct llm_key_spec GEMMA_EMB_KEYS[] = {
+    { "attention.sliding_window",         HP(n_swa),              LLM_KEY_U32, true,  0 },
+    { "attention.sliding_window_pattern", HP(swa_period),         LLM_KEY_U32, false, 6 },
+    { "rope.freq_base_swa",               HP(rope_freq_base_swa), LLM_KEY_F32, false, 10000.0 },
+    { "dense_2_feat_out",                 HP(n_dense_2_out),      LLM_KEY_U32, false, 0 },
+    { "dense_3_feat_in",                  HP(n_dense_3_in),       LLM_KEY_U32, false, 0 },
+    { NULL, 0, 0, false, 0 },
+};
+
+// Gemma 3's scales; no cache between calls and both-way attention, as llama.cpp runs it.
+static bool gemma_emb_finish(struct llama_hparams * hp) {
+    hp->encoder_only = true;
+    hp->swa_symmetric = true;
+    hp->causal_attn = false;
+    return gemma3_finish(hp);
+}
+
 // ---- phi3: fused QKV and gate/up, LongRoPE factors, sliding window where set ----
 static const struct llm_tensor_spec PHI3_TENSORS[] = {
     T_EMBD, T_OUT_NORM, T_OUTPUT,
@@ -215,6 +244,7 @@ static const struct llama_arch_info ARCHS[] = {
     { "gemma3", LLM_ROPE_NEOX,   GEMMA3_KEYS, GEMMA3_TENSORS, gemma3_finish, llm_build_gemma3 },
     { "phi3",   LLM_ROPE_NEOX,   PHI3_KEYS,   PHI3_TENSORS,   phi3_finish,   llm_build_llama },
     { "gemma2", LLM_ROPE_NEOX,   GEMMA2_KEYS, GEMMA2_TENSORS, gemma2_finish, llm_build_gemma3 },
+    { "gemma-embedding", LLM_ROPE_NEOX, GEMMA_EMB_KEYS, GEMMA_EMB_TENSORS, gemma_emb_finish, llm_build_gemma3 },
     { "bert",       LLM_ROPE_NEOX, NULL, BERT_TENSORS,       bert_learned_pos_finish, llm_build_bert },
     { "nomic-bert", LLM_ROPE_NEOX, NULL, NOMIC_BERT_TENSORS, bert_finish, llm_build_bert },
 };

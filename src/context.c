@@ -438,6 +438,7 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     const uint32_t n_kv = ub->n_kv;
     const size_t mask_bytes = (size_t) n * n_kv * sizeof(float);
     const llama_pos n_swa = (llama_pos) ctx->model->hparams.n_swa;
+    const bool swa_sym = ctx->model->hparams.swa_symmetric; // within n_swa / 2 either way
     float * mask = inp_ready(res->inp_mask) ? ctx_input_begin(ctx, res->inp_mask, mask_bytes, 0) : NULL;
     float * mask_swa = inp_ready(res->inp_mask_swa) ? ctx_input_begin(ctx, res->inp_mask_swa, mask_bytes, 1) : NULL;
     for (int32_t i = 0; (mask || mask_swa) && i < n; i++) {
@@ -449,7 +450,8 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
             const llama_pos pj = kv->pos[j];
             const bool vis = pj >= 0 && llama_kv_cache_seq_has(kv, j, s) && (!ctx->causal_attn || pj <= p);
             if (row) row[j] = vis ? 0.0f : -INFINITY;
-            if (row_swa) row_swa[j] = vis && p - pj < n_swa && pj - p < n_swa ? 0.0f : -INFINITY;
+            const bool in_window = swa_sym ? p - pj <= n_swa / 2 && pj - p <= n_swa / 2 : p - pj < n_swa && pj - p < n_swa;
+            if (row_swa) row_swa[j] = vis && in_window ? 0.0f : -INFINITY;
         }
     }
     if (mask) {

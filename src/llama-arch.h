@@ -39,6 +39,8 @@ enum llm_dim {
     LLM_DIM_CTX_TRAIN, // n_ctx_train (learned position embeddings)
     LLM_DIM_TOKEN_TYPES, // n_token_types (token type embeddings)
     LLM_DIM_CLS_OUT,   // n_cls_out (classifier output rows)
+    LLM_DIM_DENSE_2_OUT, // n_dense_2_out
+    LLM_DIM_DENSE_3_IN,  // n_dense_3_in
 };
 
 // Where a loaded tensor goes and what may be absent.

@@ -54,8 +54,11 @@ struct llama_hparams {
     uint32_t pooling_type;    // pooling_type: the enum llama_pooling_type the file asks for (0: none)
     bool     causal_attn;     // attention.causal (default true)
     bool     encoder_only;    // no KV cache kept between calls: llama_decode runs llama_encode (set by finish)
+    bool     swa_symmetric;   // sliding-window layers see |p - p'| <= n_swa / 2 both ways (gemma-embedding)
     uint32_t n_token_types;   // tokenizer.ggml.token_type_count: rows of token_types
     uint32_t n_cls_out;       // classifier.output_labels count: rows of cls.output (default 1)
+    uint32_t n_dense_2_out;   // dense_2_feat_out: rows of dense_2 (gemma-embedding's projections)
+    uint32_t n_dense_3_in;    // dense_3_feat_in: columns of dense_3
     bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
 };
 
@@ -118,6 +121,7 @@ struct llama_model {
     struct ggml_tensor * tok_norm, * tok_norm_b; // [n_embd] LayerNorm of the summed input embeddings
     struct ggml_tensor * cls, * cls_b;           // [n_embd, n_embd], [n_embd] RANK pooling: dense + tanh
     struct ggml_tensor * cls_out, * cls_out_b;   // [n_embd, n_cls_out], [n_cls_out] RANK scores
+    struct ggml_tensor * dense_2, * dense_3;     // [n_embd, n_dense_2_out], [n_dense_3_in, n_embd] after pooling
     struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
     int n_repack;
     ggml_backend_buffer_t buf_host;  // the mapped file as a CPU buffer (owned; the map is not)

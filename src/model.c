@@ -667,6 +667,8 @@ static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
         case LLM_DIM_CTX_TRAIN:   return hp->n_ctx_train;
         case LLM_DIM_TOKEN_TYPES: return hp->n_token_types;
         case LLM_DIM_CLS_OUT:     return hp->n_cls_out;
+        case LLM_DIM_DENSE_2_OUT: return hp->n_dense_2_out;
+        case LLM_DIM_DENSE_3_IN:  return hp->n_dense_3_in;
         default:             return 1;
     }
 }

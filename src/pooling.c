@@ -4,6 +4,8 @@
 //   MEAN  the average of the sequence's rows
 //   CLS   its first row (BERT's [CLS] token)
 //   LAST  its last row (decoder embedders: Qwen3-Embedding)
+//   then, for MEAN / CLS / LAST, the model's dense projections when it has them (gemma-embedding:
+//         dense_3 · dense_2 · x, the sentence-transformers Dense modules)
 //   RANK  a relevance score: the first row (bidirectional models) or the last (causal ones),
 //         through the classifier head when the model has one:
 //           y = cls_out · tanh(cls · x + cls_b) + cls_out_b        (each part when present)
@@ -92,6 +94,45 @@ bool llama_pool_check(const struct llama_model * model, enum llama_pooling_type 
     return true;
 }
 
+// gemma-embedding: x = dense_3 · (dense_2 · x), each when present (the sentence-transformers
+// Dense modules after the pooling).
+static bool pool_dense(struct llama_context * ctx) {
+    const struct llama_model * model = ctx->model;
+    const size_t n_embd = model->hparams.n_embd;
+    if (model->dense_2 == NULL && model->dense_3 == NULL) {
+        return true;
+    }
+    const size_t n_mid = model->dense_2 ? (size_t) model->dense_2->ne[1] : n_embd;
+    const size_t n_row = n_mid > n_embd ? n_mid : n_embd;
+    size_t raw_size = model->dense_2 ? model->dense_2->nb[1] : 0;
+    if (model->dense_3 != NULL && model->dense_3->nb[1] > raw_size) raw_size = model->dense_3->nb[1];
+    float * tmp = GGML_MALLOC((n_row + n_mid) * sizeof(float) + raw_size);
+    if (tmp == NULL) {
+        LLAMA_LOG_ERROR("llama_decode: out of memory for the dense projections\n");
+        return false;
+    }
+    float * row = tmp, * mid = tmp + n_row;
+    void * raw = tmp + n_row + n_mid;
+    for (uint32_t s = 0; s < ctx->n_seq_max; s++) {
+        if (ctx->embd_seq_n[s] == 0) {
+            continue;
+        }
+        float * x = ctx->embd_seq + (size_t) s * n_embd;
+        if (model->dense_2 != NULL) {
+            pool_matvec(model->dense_2, NULL, x, mid, row, raw);
+        } else {
+            memcpy(mid, x, n_embd * sizeof(float));
+        }
+        if (model->dense_3 != NULL) {
+            pool_matvec(model->dense_3, NULL, mid, x, row, raw);
+        } else {
+            memcpy(x, mid, n_embd * sizeof(float));
+        }
+    }
+    free(tmp);
+    return true;
+}
+
 bool llama_pool_finish(struct llama_context * ctx) {
     const struct llama_model * model = ctx->model;
     const size_t n_embd = model->hparams.n_embd;
@@ -105,10 +146,9 @@ bool llama_pool_finish(struct llama_context * ctx) {
                 }
             }
         }
-        return true;
     }
     if (ctx->pooling != LLAMA_POOLING_TYPE_RANK) {
-        return true;
+        return pool_dense(ctx);
     }
     size_t raw_size = 0;
     if (model->cls != NULL) raw_size = model->cls->nb[1];

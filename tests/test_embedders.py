@@ -89,3 +89,79 @@ def test_qwen3_reranker_from_llama_cpp_converter(qwen3, tmp_path):
             logits = model(input_ids=torch.tensor([ids])).logits[0, -1].double()
         want = torch.softmax(torch.stack([logits[yes], logits[no]]), 0)[0].item()
         assert abs(g - want) < 1e-4, (g, want)
+
+
+@pytest.fixture(scope="module")
+def gemma_emb(tmp_path_factory, lib_path):
+    """A tiny EmbeddingGemma: Gemma3TextModel attending both ways, mean pooling and two Dense
+    projections as sentence-transformers modules (64 -> 128 -> 64)."""
+    import json
+    from safetensors.numpy import save_file
+    root = tmp_path_factory.mktemp("gemb")
+    d = root / "embeddinggemma-tiny"
+    d.mkdir()
+    shutil.copy(TC._train_spm(root), d / "tokenizer.model")
+    tok = transformers.LlamaTokenizer.from_pretrained(str(d))
+    tok.save_pretrained(str(d))
+    base = TA._config("gemma3", len(tok), 1, 2).to_dict()
+    # made with the flag: the constructor turns sliding_window 8 into |distance| < 8 // 2 + 1
+    cfg = transformers.Gemma3TextConfig(**{**base, "use_bidirectional_attention": True})
+    assert cfg.sliding_window == 5
+    torch.manual_seed(11)
+    model = transformers.Gemma3TextModel(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(torch.empty_like(p).uniform_(-0.5, 0.5) if "norm" in name
+                    else torch.randn_like(p) / np.sqrt(p.shape[-1]))
+    model.save_pretrained(str(d))
+    rng = np.random.default_rng(3)
+    dense = {"2_Dense": rng.normal(size=(128, 64)).astype(np.float32) / 8,
+             "3_Dense": rng.normal(size=(64, 128)).astype(np.float32) / 11}
+    mods = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    (d / "1_Pooling").mkdir()
+    (d / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_mean_tokens": True}))
+    for i, (sub, w) in enumerate(dense.items()):
+        (d / sub).mkdir()
+        save_file({"linear.weight": w}, str(d / sub / "model.safetensors"))
+        (d / sub / "config.json").write_text(json.dumps({"in_features": w.shape[1], "out_features": w.shape[0],
+                                                         "bias": False,
+                                                         "activation_function": "torch.nn.modules.linear.Identity"}))
+        mods.append({"idx": 2 + i, "name": str(2 + i), "path": sub, "type": "sentence_transformers.models.Dense"})
+    (d / "modules.json").write_text(json.dumps(mods))
+    return d, model, tok, dense
+
+
+def _gemma_ref(model, ids, dense=None):
+    with torch.no_grad():
+        h = model(input_ids=torch.tensor([ids])).last_hidden_state[0].double().numpy().mean(axis=0)
+    if dense is not None:
+        h = dense["3_Dense"].astype(np.float64) @ (dense["2_Dense"].astype(np.float64) @ h)
+    return h
+
+
+GEMMA_TEXTS = [TC.PROMPTS[1], "hello world", TC.PROMPTS[0] + " " + TC.PROMPTS[1]]
+
+
+@pytest.mark.parametrize("converter", ["ours", "llama.cpp"])
+def test_embeddinggemma(gemma_emb, tmp_path, converter):
+    """Bidirectional attention (both ways within the sliding window of 8 on the sliding layers),
+    mean pooling, then the dense projections (ours; llama.cpp's converter leaves them out unless
+    asked): 3 texts of 20-60 tokens in one call, within 1e-4 of transformers."""
+    from llama_py import Llama
+    from llama_py.convert import convert
+    from upstream_convert import convert_with_llama_cpp
+    d, model, tok, dense = gemma_emb
+    path = tmp_path / "g.gguf"
+    if converter == "ours":
+        convert(d, path, outtype="f32", progress=None)
+    else:
+        convert_with_llama_cpp(d, path, "f32")
+        dense = None
+    with Llama(str(path), embedding=True, n_ctx=256, type_k=0, type_v=0, verbose=False) as llm:
+        assert llm.pooling_type() == 1
+        lists = [llm.tokenize(t.encode(), add_bos=True) for t in GEMMA_TEXTS]
+        assert max(len(x) for x in lists) > 3 * 8
+        got = llm.embed(GEMMA_TEXTS)
+    for ids, g in zip(lists, got):
+        _close(g, _gemma_ref(model, ids, dense))

@@ -25,7 +25,7 @@ from .._llama_embed import rerank_tokens
 from . import protocol as P
 
 # GGUF architectures with no generation head: llama_decode on them only encodes.
-EMBEDDING_ONLY_ARCHS = {"bert", "nomic-bert"}
+EMBEDDING_ONLY_ARCHS = {"bert", "nomic-bert", "gemma-embedding"}
 
 
 def model_arch(model) -> str:
