@@ -215,6 +215,7 @@ class HParams:
     model_type: str = "llama"       # config.json model_type (key of convert_arch.ARCHS)
     n_rot: int = 0                  # rotary dimensions (partial_rotary_factor * head_dim)
     config: Dict[str, object] = field(default_factory=dict)
+    model_dir: Optional[Path] = None  # where config.json was read (sentence-transformers modules.json beside it)
 
 
 def _read_json(path: Path) -> Optional[dict]:
@@ -230,6 +231,8 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
     """The hyperparameters of config.json (transformers 4 and 5 spellings)."""
     from . import convert_arch
     mtype, spec = convert_arch.find(config)
+    if spec.normalize is not None:
+        config = spec.normalize(config)
     act = config.get("hidden_act") or config.get("hidden_activation") or spec.activations[0]
     if act not in spec.activations:
         raise ConvertError(f"config.json: hidden_act '{act}' is not supported ({spec.gguf} uses "
@@ -275,7 +278,7 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
         rope_theta=float(theta if theta is not None else 10000.0), rope=rope,
         tied=bool(config.get("tie_word_embeddings", False)),
         name=str(config.get("_name_or_path") or "") or model_dir.resolve().name,
-        arch=spec.gguf, model_type=mtype, n_rot=int(head_dim * partial), config=config,
+        arch=spec.gguf, model_type=mtype, n_rot=int(head_dim * partial), config=config, model_dir=model_dir,
     )
     if hp.n_rot % 2 != 0:
         raise ConvertError(f"config.json: {hp.n_rot} rotary dimensions (partial_rotary_factor) is odd")
@@ -331,6 +334,7 @@ class Vocab:
     add_eos: Optional[bool] = None
     chat_templates: Dict[str, str] = field(default_factory=dict)  # "" is the default template
     source: str = ""
+    flags: Dict[str, bool] = field(default_factory=dict)   # further boolean tokenizer.* keys
 
 
 def _token_content(v) -> Optional[str]:
@@ -566,6 +570,13 @@ def load_vocab(model_dir: os.PathLike, n_vocab: int, config: Optional[dict] = No
     d = Path(model_dir)
     tok_json = _read_json(d / "tokenizer.json")
     tok_cfg = _read_json(d / "tokenizer_config.json")
+    if tok_json is not None and (tok_json.get("model") or {}).get("type") == "WordPiece":
+        from .convert_encoder import load_wpm
+        v = load_wpm(d, n_vocab, tok_json, tok_cfg)
+        if len(v.tokens) != n_vocab:
+            raise ConvertError(f"{v.source}: the tokenizer has {len(v.tokens)} tokens but the model's embedding "
+                               f"has {n_vocab} rows (config.json vocab_size)")
+        return v
     if (d / "tokenizer.model").exists():
         v = _load_spm(d, n_vocab, tok_json, tok_cfg)
     elif tok_json is not None:
@@ -657,9 +668,44 @@ _LAYER_MAP = {
 _IGNORED = re.compile(r"(^|\.)rotary_emb\.inv_freq$|(^|\.)masked_bias$")
 
 
+def jobs_for(want: Dict[str, Optional[Tuple[str, Tuple[int, ...], int, float]]], unknown: List[str], ck: Checkpoint,
+             ftype: int, arch: str, fns: Optional[Dict[str, Tuple[Callable, Tuple[int, ...]]]] = None) -> List[TensorJob]:
+    """The jobs of want (checkpoint name -> (GGUF name, shape, perm heads, value added), or None
+    for a tensor present but not used), each checked against the checkpoint; fns: checkpoint name
+    -> (transform, checkpoint shape) for tensors written transformed; unknown: checkpoint tensors
+    nothing uses (an error)."""
+    fns = fns or {}
+    if unknown:
+        more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
+        raise ConvertError(f"checkpoint tensors not used by the {arch} architecture: {', '.join(unknown[:8])}{more}")
+    jobs: List[TensorJob] = []
+    for src, entry in want.items():
+        if entry is None:
+            continue   # present in some checkpoints, not used (the architecture's tensors hook says so)
+        name, shape, perm, add = entry
+        if src not in ck:
+            if src == "lm_head.weight":
+                continue
+            raise ConvertError(f"checkpoint has no tensor '{src}' (needed for {name})")
+        got = ck.info(src).shape
+        if tuple(got) != (fns[src][1] if src in fns else shape):
+            raise ConvertError(f"checkpoint tensor '{src}' has shape {list(got)}, expected {list(shape)} from config.json")
+        if len(shape) == 1 or name.endswith("ssm_conv1d.weight"):
+            t = GGML_F32   # read by elementwise ops (the convolution taps too)
+        elif ftype == GGML_Q8_0 and shape[-1] % 32 != 0:
+            print(f"note: {name} has rows of {shape[-1]} (not a multiple of 32); written as f16", file=sys.stderr)
+            t = GGML_F16
+        else:
+            t = ftype
+        jobs.append(TensorJob(name, src, shape, t, perm, add=add, fn=fns[src][0] if src in fns else None))
+    return jobs
+
+
 def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     from . import convert_arch
     spec = convert_arch.ARCHS[hp.model_type]
+    if spec.plan is not None:
+        return spec.plan(hp, ck, ftype)   # encoders (convert_encoder.py)
     prefix = "model." if "model.embed_tokens.weight" in ck else ""
     # src -> (gguf name, shape, perm heads, value added), or None: a tensor not used
     want: Dict[str, Optional[Tuple[str, Tuple[int, ...], int, float]]] = {}
@@ -685,29 +731,7 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     stacked = {src for _, srcs, _ in experts for src in srcs}
     unknown = [n for n in ck.names() if n not in want and n not in stacked and not _IGNORED.search(n)
                and not (n == "lm_head.weight" and hp.tied)]
-    if unknown:
-        more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
-        raise ConvertError(f"checkpoint tensors not used by the {hp.arch} architecture: {', '.join(unknown[:8])}{more}")
-    jobs: List[TensorJob] = []
-    for src, entry in want.items():
-        if entry is None:
-            continue   # present in some checkpoints, not used (the architecture's tensors hook says so)
-        name, shape, perm, add = entry
-        if src not in ck:
-            if src == "lm_head.weight":
-                continue
-            raise ConvertError(f"checkpoint has no tensor '{src}' (needed for {name})")
-        got = ck.info(src).shape
-        if tuple(got) != (fns[src][1] if src in fns else shape):
-            raise ConvertError(f"checkpoint tensor '{src}' has shape {list(got)}, expected {list(shape)} from config.json")
-        if len(shape) == 1 or name.endswith("ssm_conv1d.weight"):
-            t = GGML_F32   # read by elementwise ops (the convolution taps too)
-        elif ftype == GGML_Q8_0 and shape[-1] % 32 != 0:
-            print(f"note: {name} has rows of {shape[-1]} (not a multiple of 32); written as f16", file=sys.stderr)
-            t = GGML_F16
-        else:
-            t = ftype
-        jobs.append(TensorJob(name, src, shape, t, perm, add=add, fn=fns[src][0] if src in fns else None))
+    jobs = jobs_for(want, unknown, ck, ftype, hp.arch, fns)
     for name, srcs, shape in experts:
         for src in srcs:
             if src not in ck:
@@ -719,6 +743,8 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
         jobs.append(TensorJob(name, None, shape, t, srcs=tuple(srcs)))
     for name, data in computed:
         jobs.append(TensorJob(name, None, data.shape, GGML_F32, data=data))
+    if spec.extra_jobs is not None:
+        jobs += spec.extra_jobs(hp)
     if hp.rope.get("rope_type") == "llama3":
         jobs.append(TensorJob("rope_freqs.weight", None, (hp.head_dim // 2,), GGML_F32,
                               data=llama3_rope_factors(hp)))
@@ -847,7 +873,8 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
     arr_num("tokenizer.ggml.token_type", vocab.types, G.GGUF_TYPE_INT32, np.int32)
     if vocab.merges is not None:
         arr_str("tokenizer.ggml.merges", vocab.merges)
-    keys = {"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "pad": "padding_token_id"}
+    keys = {"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "pad": "padding_token_id",
+            "cls": "cls_token_id", "sep": "seperator_token_id", "mask": "mask_token_id"}
     for kind, tid in vocab.special.items():
         u32(f"tokenizer.ggml.{keys[kind]}", tid)
     if vocab.add_bos is not None:
@@ -858,6 +885,10 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
         b("tokenizer.ggml.add_space_prefix", vocab.add_space_prefix)
     if vocab.remove_extra_whitespaces:
         b("tokenizer.ggml.remove_extra_whitespaces", True)
+    for key, val in vocab.flags.items():
+        b(key, val)
+    if spec.meta is not None:
+        spec.meta({"s": s, "u32": u32, "f32": f32, "b": b, "arr_str": arr_str}, hp)
     for tname, text in vocab.chat_templates.items():
         s("tokenizer.chat_template" + (f".{tname}" if tname else ""), text)
 

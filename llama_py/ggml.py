@@ -975,6 +975,12 @@ def ggml_gelu_inplace(ctx, a):
     ...
 
 
+# GELU, exact: x/2 (1 + erf(x/sqrt 2)).
+@_c("ggml_gelu_erf", [_ctx, _t], _t)
+def ggml_gelu_erf(ctx, a):
+    ...
+
+
 # tanh(x) (soft-capping: c * tanh(x / c)).
 @_c("ggml_tanh", [_ctx, _t], _t)
 def ggml_tanh(ctx, a):

@@ -289,8 +289,10 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
             self.close()
             raise ValueError(f"n_ctx must be at most 4294967295, got {n_ctx}")
         if embedding:
-            # a pooled embedding is one decode of the whole text: let a text fill the context
+            # a pooled embedding is one decode of the whole text: let a text fill the context;
+            # several texts share a decode, one sequence each (embed / rerank pack them)
             n_batch = n_ubatch = n_ctx
+            n_seq_max = max(n_seq_max, 16)
         self.n_batch = min(n_ctx, n_batch)
         cparams = C.llama_context_default_params()
         cparams.n_ctx = n_ctx

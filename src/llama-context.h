@@ -284,6 +284,23 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
 struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n,
                                                struct ggml_tensor ** inp_cells, struct ggml_tensor ** inp_delta);
 
+// ---- encode.c ----
+
+// Marks every row of ctx->prep an output and checks it can be encoded (positions, no cached
+// tokens in its sequences); false (logged) if not.
+bool llama_encode_prepare(struct llama_context * ctx);
+
+// ---- pooling.c ----
+
+// Clears the pooled sums before a decode.
+void llama_pool_begin(struct llama_context * ctx);
+// Pools the final hidden states rows [n_tokens, n_embd] of ub into their sequences.
+void llama_pool_rows(struct llama_context * ctx, const struct llama_ubatch * ub, const float * rows);
+// Completes the pooled embeddings (MEAN's averages, RANK's classifier head); false (logged) on failure.
+bool llama_pool_finish(struct llama_context * ctx);
+// Whether model can pool with pt (RANK needs a classifier head); false logged.
+bool llama_pool_check(const struct llama_model * model, enum llama_pooling_type pt);
+
 // ---- batch.c ----
 
 // Validates batch and fills ctx->prep; 0 ok, -1 invalid (logged with the reason).
