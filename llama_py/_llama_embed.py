@@ -15,6 +15,9 @@ from . import llama_cpp as C
 from ._lib import LlamaError
 
 
+_PACK_TOKENS = 512
+
+
 def _unit(v: List[float]) -> List[float]:
     norm = float(np.linalg.norm(np.asarray(v, dtype=np.float64)))
     return [x / norm for x in v] if norm > 0 else list(v)
@@ -49,6 +52,10 @@ class _EmbedMixin:
         sequences allow (one sequence each); returns per list its pooled vector (n_out floats)
         or, unpooled, its per-token vectors."""
         n_seq = max(1, int(C.llama_n_seq_max(self._ctx)))
+        # Every token of a decode attends over all of its cells (masked to its own sequence), so a
+        # decode's attention grows with the square of its tokens: texts are packed up to
+        # _PACK_TOKENS (a longer one goes alone, up to n_batch).
+        budget = min(self.n_batch, _PACK_TOKENS)
         out: List[Any] = []
         batch = C.llama_batch_init(self.n_batch, 0, 1)
         try:
@@ -57,7 +64,7 @@ class _EmbedMixin:
                 group: List[List[int]] = []
                 total = 0
                 while (i < len(token_lists) and len(group) < n_seq
-                       and total + len(token_lists[i]) <= self.n_batch):
+                       and (not group or total + len(token_lists[i]) <= budget)):
                     group.append(token_lists[i])
                     total += len(token_lists[i])
                     i += 1
