@@ -1,5 +1,5 @@
-"""Builds libllama (and, when a CUDA toolkit is found, libggml-cuda) with CMake and places
-them inside the llama_py package.
+"""Builds libllama (and, when an NVIDIA driver and nvcc are found, libggml-cuda: cmake/cuda.cmake)
+with CMake and places them inside the llama_py package. pip shows the build's lines with -v.
 
 Works for `pip install .` (into the wheel) and `pip install -e .` (into the source tree).
 CMake options come from CMAKE_ARGS (llama-cpp-python's convention, e.g.
@@ -55,11 +55,19 @@ class CMakeBuild(build_ext):
         args = ["-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release"]
         for var in ("CMAKE_ARGS", "LLAMA_CMAKE_ARGS"):
             args += shlex.split(os.environ.get(var, ""))
+        print("llama_py: configuring with CMake (CMAKE_ARGS / LLAMA_CMAKE_ARGS add options; "
+              "pip install -v shows each step)", flush=True)
         subprocess.check_call([cmake_executable()] + args)
-        jobs = str(os.cpu_count() or 2)
-        targets = ["llama"] + (["ggml-cuda"] if cuda_enabled(build_dir) else [])
-        for target in targets:
-            subprocess.check_call([cmake_executable(), "--build", build_dir, "--target", target, "-j", jobs])
+        jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 2)
+        targets = ["llama"]
+        if cuda_enabled(build_dir):
+            targets.append("ggml-cuda")
+            print("llama_py: building libllama and the CUDA backend libggml-cuda: nvcc takes minutes per GPU "
+                  "architecture (CMAKE_ARGS=-DLLAMA_CUDA=OFF skips it)", flush=True)
+        else:
+            print("llama_py: building libllama for the CPU (1-2 minutes on 2 cores)", flush=True)
+        # one build call for both targets, so that make prints one running percentage
+        subprocess.check_call([cmake_executable(), "--build", build_dir, "-j", jobs, "--target", *targets])
         libname = {"win32": "llama.dll", "darwin": "libllama.dylib"}.get(sys.platform, "libllama.so")
         built = None
         for dirpath, _, files in os.walk(build_dir):

@@ -1,13 +1,34 @@
-# cmake/cuda.cmake — LLAMA_CUDA: AUTO (default) builds libggml-cuda.so when a CUDA compiler is
-# found, ON requires one, OFF skips it. CMAKE_CUDA_ARCHITECTURES defaults to SASS for sm_80,
-# sm_86, sm_89 and sm_90 plus compute_90 PTX (JIT-compiled by newer GPUs' drivers); CI builds
-# one (e.g. -DCMAKE_CUDA_ARCHITECTURES=80-real, or 80-virtual for PTX only).
+# cmake/cuda.cmake — LLAMA_CUDA: AUTO (default) builds libggml-cuda.so when an NVIDIA driver
+# is installed here and a CUDA compiler is found, ON requires a compiler (driver or not: a build
+# for another machine), OFF skips it. The driver decides AUTO because nvcc alone proves nothing
+# (CI images and containers carry the toolkit without a GPU) and the CUDA build takes 4x to 20x
+# longer than the rest. CMAKE_CUDA_ARCHITECTURES defaults to SASS for sm_80, sm_86, sm_89 and sm_90
+# plus compute_90 PTX (JIT-compiled by newer GPUs' drivers); one architecture (e.g.
+# -DCMAKE_CUDA_ARCHITECTURES=89-real, or native) builds about 4x faster.
 set(LLAMA_CUDA_ENABLED OFF)
 if (DEFINED GGML_CUDA)   # llama.cpp's spelling (CMAKE_ARGS="-DGGML_CUDA=on") means the same
     set(LLAMA_CUDA ${GGML_CUDA})
 endif()
+# Files whose presence means an NVIDIA driver is installed: the kernel module's version file and
+# device node (Linux), WSL's driver library, Windows' driver DLL. A -D value replaces the list
+# (the configure tests point it at a file they make or at nothing).
+if (NOT DEFINED LLAMA_CUDA_DRIVER_PROBES)
+    set(LLAMA_CUDA_DRIVER_PROBES /proc/driver/nvidia/version /dev/nvidiactl /usr/lib/wsl/lib/libcuda.so.1)
+    if (WIN32)
+        list(APPEND LLAMA_CUDA_DRIVER_PROBES "$ENV{SystemRoot}/System32/nvcuda.dll")
+    endif()
+endif()
+set(LLAMA_CUDA_DRIVER "")
+foreach(_probe ${LLAMA_CUDA_DRIVER_PROBES})
+    if (EXISTS "${_probe}" AND LLAMA_CUDA_DRIVER STREQUAL "")
+        set(LLAMA_CUDA_DRIVER "${_probe}")
+    endif()
+endforeach()
 string(TOUPPER "${LLAMA_CUDA}" _llama_cuda)
-if (_llama_cuda STREQUAL "AUTO" OR _llama_cuda STREQUAL "ON" OR _llama_cuda STREQUAL "TRUE" OR _llama_cuda STREQUAL "1")
+if (_llama_cuda STREQUAL "AUTO" AND LLAMA_CUDA_DRIVER STREQUAL "")
+    message(STATUS "CUDA backend: off, no NVIDIA driver here; building for the CPU only "
+                   "(-DLLAMA_CUDA=ON builds it anyway, several minutes more)")
+elseif (_llama_cuda STREQUAL "AUTO" OR _llama_cuda STREQUAL "ON" OR _llama_cuda STREQUAL "TRUE" OR _llama_cuda STREQUAL "1")
     include(CheckLanguage)
     check_language(CUDA)
     if (CMAKE_CUDA_COMPILER)
@@ -15,8 +36,11 @@ if (_llama_cuda STREQUAL "AUTO" OR _llama_cuda STREQUAL "ON" OR _llama_cuda STRE
     elseif (NOT _llama_cuda STREQUAL "AUTO")
         message(FATAL_ERROR "LLAMA_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER or put nvcc on PATH)")
     else()
-        message(STATUS "CUDA backend: no CUDA compiler found; building for the CPU only")
+        message(STATUS "CUDA backend: off, an NVIDIA driver is here (${LLAMA_CUDA_DRIVER}) but no CUDA compiler "
+                       "(put nvcc on PATH to build it); building for the CPU only")
     endif()
+else()
+    message(STATUS "CUDA backend: off (LLAMA_CUDA=${LLAMA_CUDA}); building for the CPU only")
 endif()
 set(LLAMA_CUDA_ENABLED ${LLAMA_CUDA_ENABLED} CACHE INTERNAL "libggml-cuda.so is built")
 

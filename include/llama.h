@@ -73,7 +73,7 @@ enum llama_vocab_type {
     LLAMA_VOCAB_TYPE_SPM  = 1, // SentencePiece-style BPE with byte fallback
     LLAMA_VOCAB_TYPE_BPE  = 2, // GPT-2 style byte-level BPE
     LLAMA_VOCAB_TYPE_WPM  = 3, // WordPiece (not supported)
-    LLAMA_VOCAB_TYPE_UGM  = 4, // Unigram (not supported)
+    LLAMA_VOCAB_TYPE_UGM  = 4, // Unigram (sentencepiece unigram, T5 / XLM-R)
     LLAMA_VOCAB_TYPE_RWKV = 5, // RWKV greedy (not supported)
 };
 
@@ -125,8 +125,23 @@ enum llama_ftype {
     LLAMA_FTYPE_MOSTLY_Q5_K_S  = 16,
     LLAMA_FTYPE_MOSTLY_Q5_K_M  = 17,
     LLAMA_FTYPE_MOSTLY_Q6_K    = 18,
+    LLAMA_FTYPE_MOSTLY_IQ2_XXS = 19,
+    LLAMA_FTYPE_MOSTLY_IQ2_XS  = 20,
     LLAMA_FTYPE_MOSTLY_Q2_K_S  = 21,
+    LLAMA_FTYPE_MOSTLY_IQ3_XS  = 22,
+    LLAMA_FTYPE_MOSTLY_IQ3_XXS = 23,
+    LLAMA_FTYPE_MOSTLY_IQ1_S   = 24,
+    LLAMA_FTYPE_MOSTLY_IQ4_NL  = 25,
+    LLAMA_FTYPE_MOSTLY_IQ3_S   = 26,
+    LLAMA_FTYPE_MOSTLY_IQ3_M   = 27,
+    LLAMA_FTYPE_MOSTLY_IQ2_S   = 28,
+    LLAMA_FTYPE_MOSTLY_IQ2_M   = 29,
+    LLAMA_FTYPE_MOSTLY_IQ4_XS  = 30,
+    LLAMA_FTYPE_MOSTLY_IQ1_M   = 31,
     LLAMA_FTYPE_MOSTLY_BF16    = 32,
+    LLAMA_FTYPE_MOSTLY_TQ1_0   = 36,
+    LLAMA_FTYPE_MOSTLY_TQ2_0   = 37,
+    LLAMA_FTYPE_MOSTLY_MXFP4_MOE = 38,
     LLAMA_FTYPE_GUESSED        = 1024,
 };
 
@@ -264,7 +279,8 @@ struct llama_model_tensor_override {
     enum ggml_type type;
 };
 
-// Importance matrix rows for one tensor (quantization; not used by this engine).
+// Importance matrix of one tensor for llama_model_quantize: size column weights per matrix
+// (mean squared activations; python -m llama_py imatrix), the array ended by a NULL name.
 struct llama_model_imatrix_data {
     const char * name;
     const float * data;
@@ -593,29 +609,34 @@ LLAMA_API bool llama_model_is_diffusion(const struct llama_model * model);
 // Quantizes a GGUF model file; returns 0 on success, non-zero (logged) on failure.
 LLAMA_API uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, const llama_model_quantize_params * params);
 
-// ---- LoRA adapters (not supported: init returns NULL, setters return -1) ----
+// ---- LoRA adapters and control vectors ----
+// A LoRA adapter is a GGUF in llama.cpp's format (general.type "adapter", adapter.type "lora",
+// "<weight>.lora_a" / ".lora_b" pairs; `python -m llama_py convert --lora` writes one from PEFT).
+// With it set on a context at scale s, each adapted product W·x becomes W·x + s·(alpha/r)·B·(A·x).
 
-// Not supported: returns NULL.
+// Loads an adapter for model (checked against its architecture and matrix shapes); NULL (logged) on failure.
 LLAMA_API struct llama_adapter_lora * llama_adapter_lora_init(struct llama_model * model, const char * path_lora);
-// Not supported: returns NULL.
+// As llama_adapter_lora_init, reading the adapter from an open file.
 LLAMA_API struct llama_adapter_lora * llama_adapter_lora_init_from_file_ptr(struct llama_model * model, FILE * file);
-// Not supported: returns -1.
+// The adapter's metadata value of key as a string into buf; its length, or -1 when absent.
 LLAMA_API int32_t llama_adapter_meta_val_str(const struct llama_adapter_lora * adapter, const char * key, char * buf, size_t buf_size);
-// Not supported: returns 0.
+// Number of the adapter's (non-array) metadata keys.
 LLAMA_API int32_t llama_adapter_meta_count(const struct llama_adapter_lora * adapter);
-// Not supported: returns -1.
+// Key i of the adapter's metadata into buf; its length, or -1 out of range.
 LLAMA_API int32_t llama_adapter_meta_key_by_index(const struct llama_adapter_lora * adapter, int32_t i, char * buf, size_t buf_size);
-// Not supported: returns -1.
+// Value i of the adapter's metadata as a string into buf; its length, or -1 out of range.
 LLAMA_API int32_t llama_adapter_meta_val_str_by_index(const struct llama_adapter_lora * adapter, int32_t i, char * buf, size_t buf_size);
-// NULL-safe no-op.
+// Frees an adapter (NULL-safe); adapters not freed are freed with their model. Unset it from contexts first.
 LLAMA_API void llama_adapter_lora_free(struct llama_adapter_lora * adapter);
-// Returns 0.
+// Number of aLoRA invocation tokens (0 for a plain LoRA).
 LLAMA_API uint64_t llama_adapter_get_alora_n_invocation_tokens(const struct llama_adapter_lora * adapter);
-// Returns NULL.
+// The aLoRA invocation tokens, or NULL.
 LLAMA_API const llama_token * llama_adapter_get_alora_invocation_tokens(const struct llama_adapter_lora * adapter);
-// Not supported: returns -1 unless n_adapters == 0 (clearing, returns 0).
+// Sets the context's adapters with their scales (n_adapters 0 clears); 0, or -1 (logged) for a
+// bad or foreign adapter, or an aLoRA (not applied by this engine).
 LLAMA_API int32_t llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
-// Not supported: returns -1 unless data is NULL (clearing, returns 0).
+// Sets a control vector: data holds n_embd floats per layer from layer 1 (len floats in all),
+// added to the output of layers il_start..il_end; data NULL clears. 0, or -1 (logged).
 LLAMA_API int32_t llama_set_adapter_cvec(struct llama_context * ctx, const float * data, size_t len, int32_t n_embd, int32_t il_start, int32_t il_end);
 
 // ---- contexts ----

@@ -33,12 +33,18 @@ _EXPORTS = {
 
 __all__ = ["__version__", *_SUBMODULES, *_EXPORTS]
 
+# The binding modules' names before they moved into llama_py._capi (`from llama_py import
+# _llama_sampling` keeps working).
+_MOVED = {f"_llama_{m}": f"_capi.{m}" for m in ("common", "context", "extra", "model", "sampling", "vocab")}
+
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         module = importlib.import_module(f".{name}", __name__)
         globals()[name] = module
         return module
+    if name in _MOVED:
+        return importlib.import_module(f".{_MOVED[name]}", __name__)
     if name in _EXPORTS:
         module = importlib.import_module(f".{_EXPORTS[name]}", __name__)
         value = getattr(module, name)

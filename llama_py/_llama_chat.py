@@ -2,16 +2,17 @@
 
 The handler is, in order: chat_handler=, the format chat_format= names (a template of the
 model's own, "chat_template.default" / "chat_template.<name>", or a registered format), and
-by default the model's Jinja template rendered in jinja2's sandbox (llama_chat_format). A model
-whose template jinja2 cannot compile, or with jinja2 not installed, falls back to the engine's
-built-in formats recognised from the template's markers; a model with no template uses llama-2.
+by default the model's Jinja template rendered in jinja2's sandbox (llama_py._runtime.chat, as the
+server renders it). A model whose template jinja2 cannot compile falls back to the engine's
+built-in formats recognised from the template's markers; a model with no template uses llama-2
+(llama-cpp-python's default).
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Dict, List, Optional, Union
 
 from . import llama_chat_format as F
+from ._runtime import chat as R
 
 
 class _ChatMixin:
@@ -26,15 +27,7 @@ class _ChatMixin:
         eos_text = self._detokenize_vocab([eos], True).decode("utf-8", "replace") if eos >= 0 else ""
         bos_text = self._detokenize_vocab([bos], True).decode("utf-8", "replace") if bos >= 0 else ""
         for name, template in templates.items():
-            try:
-                fmt = F.Jinja2ChatFormatter(template=template, eos_token=eos_text, bos_token=bos_text,
-                                            stop_token_ids=[eos] if eos >= 0 else None)
-            except ImportError:
-                fmt = F.BuiltinChatFormatter(template)
-            except Exception as e:  # a template jinja2 cannot compile: the built-in formats may still know it
-                if self.verbose:
-                    warnings.warn(f"chat template {name} does not compile ({e}); using the built-in formats")
-                fmt = F.BuiltinChatFormatter(template)
+            fmt = R.template_formatter(template, bos_text, eos_text, eos, name)
             self._chat_formatters[name] = fmt
             self._chat_handlers[name] = F.chat_formatter_to_chat_completion_handler(fmt)
         if self.chat_format is None and self.chat_handler is None:

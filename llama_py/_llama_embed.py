@@ -2,25 +2,22 @@
 
 A text is never split across decodes that would each pool separately (an embedding context's
 batch is the whole context); texts are packed, one sequence each, into as few llama_decode calls
-as the batch and the context's sequences allow. Pooling is the context's (by default the model
-file's): MEAN, CLS, LAST give one vector per text, NONE one vector per token, RANK one score.
+as the batch and the context's sequences allow (_runtime/embed.py decodes each group). Pooling
+is the context's (by default the model file's): MEAN, CLS, LAST give one vector per text, NONE
+one vector per token, RANK one score.
 """
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Union
 
-import numpy as np
-
 from . import llama_cpp as C
 from ._lib import LlamaError
+from ._runtime import embed as E
 
-
+# Every token of a decode attends over all of its cells (masked to its own sequence), so a
+# decode's attention grows with the square of its tokens: texts are packed up to this many
+# tokens a decode (a longer one goes alone, up to n_batch).
 _PACK_TOKENS = 512
-
-
-def _unit(v: List[float]) -> List[float]:
-    norm = float(np.linalg.norm(np.asarray(v, dtype=np.float64)))
-    return [x / norm for x in v] if norm > 0 else list(v)
 
 
 def rerank_tokens(model, tokenize, query: str, document: str) -> List[int]:
@@ -46,52 +43,29 @@ def rerank_tokens(model, tokenize, query: str, document: str) -> List[int]:
     return start + q + end + d + end
 
 
+def pack(token_lists: List[List[int]], n_seq: int, budget: int) -> List[List[List[int]]]:
+    """token_lists in order, grouped: at most n_seq lists and budget tokens a group (a longer
+    list alone)."""
+    groups: List[List[List[int]]] = []
+    total = 0
+    for toks in token_lists:
+        if not groups or len(groups[-1]) >= n_seq or total + len(toks) > budget:
+            groups.append([])
+            total = 0
+        groups[-1].append(toks)
+        total += len(toks)
+    return groups
+
+
 class _EmbedMixin:
-    def _embed_tokens(self, token_lists: List[List[int]], n_out: int, pooled: bool) -> List[Any]:
-        """Decodes the token lists, as many per llama_decode as the batch and the context's
-        sequences allow (one sequence each); returns per list its pooled vector (n_out floats)
-        or, unpooled, its per-token vectors."""
+    def _embed_tokens(self, token_lists: List[List[int]], n_out: int, normalize: bool = False) -> List[Any]:
+        """The embeddings of token lists (each at most n_batch tokens), several per decode."""
         n_seq = max(1, int(C.llama_n_seq_max(self._ctx)))
-        # Every token of a decode attends over all of its cells (masked to its own sequence), so a
-        # decode's attention grows with the square of its tokens: texts are packed up to
-        # _PACK_TOKENS (a longer one goes alone, up to n_batch).
-        budget = min(self.n_batch, _PACK_TOKENS)
         out: List[Any] = []
         batch = C.llama_batch_init(self.n_batch, 0, 1)
         try:
-            i = 0
-            while i < len(token_lists):
-                group: List[List[int]] = []
-                total = 0
-                while (i < len(token_lists) and len(group) < n_seq
-                       and (not group or total + len(token_lists[i]) <= budget)):
-                    group.append(token_lists[i])
-                    total += len(token_lists[i])
-                    i += 1
-                C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
-                C.llama_batch_clear(batch)
-                for s, toks in enumerate(group):
-                    for pos, tok in enumerate(toks):
-                        C.llama_batch_add(batch, tok, pos, [s], True)
-                rc = C.llama_decode(self._ctx, batch)
-                if rc != 0:
-                    raise LlamaError("llama_decode failed", rc)
-                row = 0
-                for s, toks in enumerate(group):
-                    if pooled:
-                        ptr = C.llama_get_embeddings_seq(self._ctx, s)
-                        if not ptr:
-                            raise LlamaError("no pooled embedding was produced")
-                        out.append(list(ptr[:n_out]))
-                    else:
-                        rows = []
-                        for k in range(len(toks)):
-                            ptr = C.llama_get_embeddings_ith(self._ctx, row + k)
-                            if not ptr:
-                                raise LlamaError(f"no embedding for token {k}")
-                            rows.append(list(ptr[:n_out]))
-                        out.append(rows)
-                    row += len(toks)
+            for group in pack(token_lists, n_seq, min(self.n_batch, _PACK_TOKENS)):
+                out += E.decode_embeddings(self._ctx, batch, group, n_out, normalize)
         finally:
             C.llama_batch_free(batch)
             C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
@@ -113,10 +87,6 @@ class _EmbedMixin:
         self._embed_check()
         single = isinstance(input, str)
         texts = [input] if single else list(input)
-        n_out = C.llama_model_n_embd(self._model)
-        pt = C.llama_pooling_type(self._ctx)
-        if pt == C.LLAMA_POOLING_TYPE_RANK:
-            n_out = max(1, C.llama_model_n_cls_out(self._model))
         lists = []
         for t in texts:
             toks = self.tokenize(t.encode("utf-8") if isinstance(t, str) else t, add_bos=True)
@@ -127,10 +97,8 @@ class _EmbedMixin:
             if len(toks) > self.n_batch:
                 raise ValueError(f"Requested tokens ({len(toks)}) exceed batch size of {self.n_batch}")
             lists.append(toks)
-        vecs = self._embed_tokens(lists, n_out, pt != C.LLAMA_POOLING_TYPE_NONE)
-        if normalize:
-            vecs = [_unit(v) if pt != C.LLAMA_POOLING_TYPE_NONE else [_unit(r) for r in v] for v in vecs]
-        result = vecs[0] if single else vecs
+        out = self._embed_tokens(lists, E.output_size(self._ctx, self._model), normalize)
+        result = out[0] if single else out
         total = sum(len(x) for x in lists)
         return (result, total) if return_count else result
 
@@ -152,7 +120,7 @@ class _EmbedMixin:
                     raise ValueError(f"Requested tokens ({len(toks)}) exceed batch size of {self.n_batch}")
                 toks = toks[:self.n_batch]
             lists.append(toks)
-        return [v[0] for v in self._embed_tokens(lists, 1, True)] if lists else []
+        return [v[0] for v in self._embed_tokens(lists, 1)] if lists else []
 
     def create_embedding(self, input: Union[str, List[str]], model: Optional[str] = None) -> Dict[str, Any]:
         """OpenAI-style embeddings response for one text or a list of texts."""

@@ -23,7 +23,6 @@ the same attention scores.
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import math
@@ -273,7 +272,7 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
         rope = {}
     hp = HParams(
         n_vocab=int(need("vocab_size")), n_embd=n_embd, n_layer=int(need("num_hidden_layers")),
-        n_ff=int(need("intermediate_size")), n_head=n_head, n_head_kv=n_head_kv, head_dim=head_dim,
+        n_ff=int(config.get("intermediate_size") or config.get("moe_intermediate_size") or need("intermediate_size")), n_head=n_head, n_head_kv=n_head_kv, head_dim=head_dim,
         n_ctx=int(config.get("max_position_embeddings") or 2048),
         rms_eps=float(config.get("rms_norm_eps") or 1e-6),
         rope_theta=float(theta if theta is not None else 10000.0), rope=rope,
@@ -644,6 +643,8 @@ class TensorJob:
     perm_heads: int = 0             # > 0: permute rows per head for GGUF RoPE (q: n_head, k: n_head_kv)
     data: Optional[np.ndarray] = None
     add: float = 0.0                # added to every value (Gemma's norms: the GGUF holds 1 + w)
+    srcs: Tuple[str, ...] = ()      # experts: these checkpoint tensors stacked along a new first axis
+    fn: Optional[Callable[[np.ndarray], np.ndarray]] = None  # whole f32 tensor -> GGUF values (qwen35)
 
 
 def qk_row_permutation(n_rows: int, n_heads: int) -> np.ndarray:
@@ -667,57 +668,70 @@ _LAYER_MAP = {
 _IGNORED = re.compile(r"(^|\.)rotary_emb\.inv_freq$|(^|\.)masked_bias$")
 
 
-def jobs_for(want: Dict[str, Tuple[str, Tuple[int, ...], int, float]], unknown: List[str], ck: Checkpoint,
-             ftype: int, arch: str) -> List[TensorJob]:
-    """The jobs of want (checkpoint name -> (GGUF name, shape, perm heads, value added)), each
-    checked against the checkpoint; unknown: checkpoint tensors nothing uses (an error)."""
-    if unknown:
-        more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
-        raise ConvertError(f"checkpoint tensors not used by the {arch} architecture: {', '.join(unknown[:8])}{more}")
-    jobs: List[TensorJob] = []
-    for src, (name, shape, perm, add) in want.items():
-        if src not in ck:
-            if src == "lm_head.weight":
-                continue
-            raise ConvertError(f"checkpoint has no tensor '{src}' (needed for {name})")
-        got = ck.info(src).shape
-        if tuple(got) != shape:
-            raise ConvertError(f"checkpoint tensor '{src}' has shape {list(got)}, expected {list(shape)} from config.json")
-        if len(shape) == 1:
-            t = GGML_F32
-        elif ftype == GGML_Q8_0 and shape[-1] % 32 != 0:
-            print(f"note: {name} has rows of {shape[-1]} (not a multiple of 32); written as f16", file=sys.stderr)
-            t = GGML_F16
-        else:
-            t = ftype
-        jobs.append(TensorJob(name, src, shape, t, perm, add=add))
-    return jobs
-
-
 def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     from . import convert_arch
     spec = convert_arch.ARCHS[hp.model_type]
     if spec.plan is not None:
         return spec.plan(hp, ck, ftype)
     prefix = "model." if "model.embed_tokens.weight" in ck else ""
-    # src -> (gguf name, shape, perm heads, value added)
-    want: Dict[str, Tuple[str, Tuple[int, ...], int, float]] = {}
+    # src -> (gguf name, shape, perm heads, value added), or None: a tensor not used
+    want: Dict[str, Optional[Tuple[str, Tuple[int, ...], int, float]]] = {}
+    fns: Dict[str, Tuple[Callable, Tuple[int, ...]]] = {}   # src -> (transform, checkpoint shape)
     want[prefix + "embed_tokens.weight"] = ("token_embd.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
     perm_of = {"q": hp.n_head, "k": hp.n_head_kv, "": 0}
     for il in range(hp.n_layer):
-        for hf, lt in spec.layer.items():
-            want[f"{prefix}layers.{il}.{hf}"] = (f"blk.{il}.{lt.gguf}", convert_arch.shape(lt.shape, hp),
-                                                 perm_of[lt.perm], lt.add)
+        for hf, lt in (spec.layer_for(hp, il) if spec.layer_for else spec.layer).items():
+            src = f"{prefix}layers.{il}.{hf}"
+            want[src] = (f"blk.{il}.{lt.gguf}", convert_arch.shape(lt.shape, hp), perm_of[lt.perm], lt.add)
+            if lt.fn is not None:
+                fns[src] = (lambda a, f=lt.fn: f(a, hp), convert_arch.shape(lt.src_shape or lt.shape, hp))
+    computed = []
+    if spec.tensors is not None:
+        more, computed = spec.tensors(hp, prefix)
+        want.update(more)
     want[prefix + "norm.weight"] = ("output_norm.weight", (hp.n_embd,), 0, spec.final_norm_add)
     has_head = "lm_head.weight" in ck
     if has_head and not hp.tied:
         want["lm_head.weight"] = ("output.weight", (hp.n_vocab, hp.n_embd), 0, 0.0)
 
-    unknown = [n for n in ck.names() if n not in want and not _IGNORED.search(n)
+    experts = convert_arch.expert_tensors(spec, hp, prefix)
+    stacked = {src for _, srcs, _ in experts for src in srcs}
+    unknown = [n for n in ck.names() if n not in want and n not in stacked and not _IGNORED.search(n)
                and not (n == "lm_head.weight" and hp.tied)]
-    jobs = jobs_for(want, unknown, ck, ftype, hp.arch)
-    if spec.extra_jobs is not None:
-        jobs += spec.extra_jobs(hp)
+    if unknown:
+        more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
+        raise ConvertError(f"checkpoint tensors not used by the {arch} architecture: {', '.join(unknown[:8])}{more}")
+    jobs: List[TensorJob] = []
+    for src, entry in want.items():
+        if entry is None:
+            continue   # present in some checkpoints, not used (the architecture's tensors hook says so)
+        name, shape, perm, add = entry
+        if src not in ck:
+            if src == "lm_head.weight":
+                continue
+            raise ConvertError(f"checkpoint has no tensor '{src}' (needed for {name})")
+        got = ck.info(src).shape
+        if tuple(got) != (fns[src][1] if src in fns else shape):
+            raise ConvertError(f"checkpoint tensor '{src}' has shape {list(got)}, expected {list(shape)} from config.json")
+        if len(shape) == 1 or name.endswith("ssm_conv1d.weight"):
+            t = GGML_F32   # read by elementwise ops (the convolution taps too)
+        elif ftype == GGML_Q8_0 and shape[-1] % 32 != 0:
+            print(f"note: {name} has rows of {shape[-1]} (not a multiple of 32); written as f16", file=sys.stderr)
+            t = GGML_F16
+        else:
+            t = ftype
+        jobs.append(TensorJob(name, src, shape, t, perm, add=add, fn=fns[src][0] if src in fns else None))
+    for name, srcs, shape in experts:
+        for src in srcs:
+            if src not in ck:
+                raise ConvertError(f"checkpoint has no tensor '{src}' (needed for {name})")
+            if tuple(ck.info(src).shape) != shape[1:]:
+                raise ConvertError(f"checkpoint tensor '{src}' has shape {list(ck.info(src).shape)}, "
+                                   f"expected {list(shape[1:])} from config.json")
+        t = GGML_F16 if ftype == GGML_Q8_0 and shape[-1] % 32 != 0 else ftype
+        jobs.append(TensorJob(name, None, shape, t, srcs=tuple(srcs)))
+    for name, data in computed:
+        jobs.append(TensorJob(name, None, data.shape, GGML_F32, data=data))
     if hp.rope.get("rope_type") == "llama3":
         jobs.append(TensorJob("rope_freqs.weight", None, (hp.head_dim // 2,), GGML_F32,
                               data=llama3_rope_factors(hp)))
@@ -831,7 +845,12 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
         raise ConvertError(f"config.json: rope scaling type '{rt}' is not supported for {a} (linear, yarn, llama3"
                            f"{', longrope' if a == 'phi3' else ''})")
     for suffix, kind, val in (spec.keys(hp.config, hp) if spec.keys else []):
-        (u32 if kind == "u32" else f32)(f"{a}.{suffix}", val)
+        if kind == "u32[]":
+            arr_num(f"{a}.{suffix}", val, G.GGUF_TYPE_UINT32, np.uint32)
+        elif kind == "bool[]":
+            arr_num(f"{a}.{suffix}", val, G.GGUF_TYPE_BOOL, np.uint8)
+        else:
+            {"u32": u32, "f32": f32, "bool": b}[kind](f"{a}.{suffix}", val)
 
     s("tokenizer.ggml.model", vocab.model)
     s("tokenizer.ggml.pre", vocab.pre)
@@ -951,12 +970,30 @@ def _write_tensor(f, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes:
         data = enc.encode(job.data, job.type)
         f.write(data)
         return data.nbytes
-    src = ck.array(job.src)
-    st_dtype = ck.info(job.src).dtype
+    if job.srcs:
+        # experts stacked in GGUF dim 2: expert after expert, each one's rows in order
+        n = 0
+        for src in job.srcs:
+            n += _write_rows(f, src, job, ck, enc, chunk_bytes)
+            ck.release(src)
+        return n
+    return _write_rows(f, job.src, job, ck, enc, chunk_bytes)
+
+
+def _write_rows(f, name: str, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes: int) -> int:
+    src = ck.array(name)
+    st_dtype = ck.info(name).dtype
+    if job.fn is not None:  # reordered or recomputed as a whole (small DeltaNet tensors, a few MB at most)
+        data = enc.encode(np.ascontiguousarray(job.fn(_as_f32(src, st_dtype)) + np.float32(job.add), dtype=np.float32),
+                          job.type)
+        f.write(data)
+        return data.nbytes
     if src.ndim == 1:
         data = enc.encode(_as_f32(src, st_dtype) + np.float32(job.add), job.type)
         f.write(data)
         return data.nbytes
+    if src.ndim > 2:   # stacked experts stored as one 3-D tensor (gemma4): expert after expert
+        src = src.reshape(-1, src.shape[-1])
     rows, cols = src.shape
     perm = qk_row_permutation(rows, job.perm_heads) if job.perm_heads else None
     step = max(1, chunk_bytes // max(1, cols * 4))
@@ -971,18 +1008,26 @@ def _write_tensor(f, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes:
         f.write(data)
         n += data.nbytes
         if perm is None:  # rows done with: let their pages go (the kernel would keep them resident)
-            ck.release(job.src, r0 * cols * src.itemsize, min(rows, r0 + step) * cols * src.itemsize)
+            ck.release(name, r0 * cols * src.itemsize, min(rows, r0 + step) * cols * src.itemsize)
     return n
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="convert_hf_to_gguf",
+    from ._cli import Parser
+    p = Parser(prog="python -m llama_py convert",
                                 description="convert a Hugging Face Llama checkpoint (safetensors) to GGUF")
-    p.add_argument("model_dir", help="directory with config.json, *.safetensors and the tokenizer files")
+    p.add_argument("model_dir", nargs="?", help="directory with config.json, *.safetensors and the tokenizer files")
+    p.add_argument("--lora", metavar="PEFT_DIR", default=None,
+                   help="convert this PEFT LoRA adapter instead (llama.cpp's LoRA GGUF); needs --base")
+    p.add_argument("--base", metavar="HF_DIR", default=None, help="with --lora: the base model's Hugging Face folder")
     p.add_argument("--outfile", default=None, help="output GGUF (default: MODEL_DIR/<name>-<outtype>.gguf)")
     p.add_argument("--outtype", default="f16", choices=list(OUTTYPES), help="type of 2-D weights (default f16)")
     p.add_argument("-q", "--quiet", action="store_true", help="no per-tensor progress")
     a = p.parse_args(argv)
+    if a.lora is not None:
+        return _main_lora(p, a)
+    if a.model_dir is None:
+        p.error("MODEL_DIR is required (or --lora PEFT_DIR --base HF_DIR)")
     out = a.outfile or str(Path(a.model_dir) / f"{Path(a.model_dir).resolve().name}-{a.outtype}.gguf")
     try:
         r = convert(a.model_dir, out, a.outtype, progress=None if a.quiet else _print_progress)
@@ -991,6 +1036,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     print(f"wrote {out}: {r['tensors']} tensors, {r['bytes'] / 2**20:.1f} MiB, vocab {r['vocab']}/{r['pre']} "
           f"({r['n_vocab']} tokens), {r['seconds']:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _main_lora(p: argparse.ArgumentParser, a) -> int:
+    from .convert_lora import convert_lora
+    if a.base is None:
+        p.error("--lora needs --base HF_DIR (the base model's folder, for its architecture and shapes)")
+    out = a.outfile or str(Path(a.lora) / f"{Path(a.lora).resolve().name}-{a.outtype}.gguf")
+    try:
+        r = convert_lora(a.lora, a.base, out, a.outtype)
+    except ConvertError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {out}: LoRA for {r['arch']}, {r['matrices']} matrices, rank {r['rank']}, alpha {r['alpha']:g}",
+          file=sys.stderr)
     return 0
 
 

@@ -11,8 +11,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
+import numpy as np
+from . import convert_gemma4
+
 # Symbolic sizes resolved from the hyperparameters (see shape()).
 EMBD, FF, FF2, Q, KV, QKV, HEAD = "embd", "ff", "ff2", "q", "kv", "qkv", "head"
+EXP, FF_EXP = "exp", "ff_exp"   # expert count, one expert's feed-forward width
+FF_SHEXP = "ff_shexp"           # the shared expert's width (qwen35moe)
+Q2, ONE = "q2", "one"                                          # gated attention: Q and gate rows
+SSM_CH, SSM_INNER, SSM_HEADS, SSM_STATE, SSM_CONV = "ssm_ch", "ssm_inner", "ssm_heads", "ssm_state", "ssm_conv"
 
 
 @dataclass
@@ -21,6 +28,8 @@ class LayerTensor:
     shape: Tuple[str, ...]          # NumPy order (rows, cols) or (n,)
     perm: str = ""                  # "q" / "k": per-head row permutation for NORMAL rope
     add: float = 0.0                # added to every value (Gemma's norms store w for (1 + w))
+    fn: Optional[Callable[[np.ndarray, "object"], np.ndarray]] = None  # (f32 array, hp) -> GGUF values
+    src_shape: Optional[Tuple[str, ...]] = None  # checkpoint shape when fn reshapes (default: shape)
 
 
 @dataclass
@@ -32,12 +41,20 @@ class ArchSpec:
     write_head_dim: bool = False                # always write attention.key_length / value_length
     activations: Tuple[str, ...] = ("silu",)
     check: Optional[Callable[[dict, "object"], None]] = None     # config checks (raise ConvertError)
-    keys: Optional[Callable[[dict, "object"], List[Tuple[str, str, object]]]] = None  # (suffix, type, value)
+    # (suffix, type, value); type "u32", "f32", "bool", or "u32[]" / "bool[]" for one value per layer
+    keys: Optional[Callable[[dict, "object"], List[Tuple[str, str, object]]]] = None
+    # experts: checkpoint name after "layers.N." with "{e}" for the expert -> GGUF tensor of one
+    # expert's shape; the converter stacks the n_expert of them into [n_expert, rows, cols]
+    experts: Dict[str, LayerTensor] = field(default_factory=dict)
+    layer_for: Optional[Callable[["object", int], Dict[str, LayerTensor]]] = None  # per-layer sets (hybrids)
+    # checkpoint tensors beyond `layer` (per-layer shapes, model-wide extras) as plan_tensors'
+    # entries {src: (gguf name, shape, perm heads, value added)} (None: present, not used), and
+    # tensors computed from the config [(gguf name, float32 array)]; called with (hp, prefix)
+    tensors: Optional[Callable[["object", str], Tuple[Dict[str, tuple], List[Tuple[str, "object"]]]]] = None
     # encoders (convert_encoder.py): their own tensor plan and metadata writer
     plan: Optional[Callable] = None             # (hp, ck, ftype) -> [TensorJob]
     meta: Optional[Callable] = None             # (writers: dict of s/u32/f32/b/arr_str, hp) -> None
     normalize: Optional[Callable[[dict], dict]] = None  # config.json in another spelling -> transformers'
-    extra_jobs: Optional[Callable] = None       # (hp) -> [TensorJob] from beside the checkpoint
 
 
 def _attn(q="self_attn.q_proj.weight", perm=True, bias=False) -> Dict[str, LayerTensor]:
@@ -65,6 +82,72 @@ _QK_NORM = {
     "self_attn.q_norm.weight": LayerTensor("attn_q_norm.weight", (HEAD,)),
     "self_attn.k_norm.weight": LayerTensor("attn_k_norm.weight", (HEAD,)),
 }
+
+
+def _n_expert(config: dict) -> int:
+    return int(config.get("num_local_experts") or config.get("num_experts") or 0)
+
+
+def _moe(router: str, experts: str, gate: str, up: str, down: str):
+    """(layer tensors, expert tensors) of a sparse-MoE block: the router [n_expert, n_embd] and the
+    experts' gate / up [n_ff_exp, n_embd] and down [n_embd, n_ff_exp] (llama.cpp's names)."""
+    layer = {"post_attention_layernorm.weight": LayerTensor("ffn_norm.weight", (EMBD,)),
+             router: LayerTensor("ffn_gate_inp.weight", (EXP, EMBD))}
+    exps = {f"{experts}.{{e}}.{gate}": LayerTensor("ffn_gate_exps.weight", (FF_EXP, EMBD)),
+            f"{experts}.{{e}}.{up}": LayerTensor("ffn_up_exps.weight", (FF_EXP, EMBD)),
+            f"{experts}.{{e}}.{down}": LayerTensor("ffn_down_exps.weight", (EMBD, FF_EXP))}
+    return layer, exps
+
+
+def _moe_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    out = [("expert_count", "u32", _n_expert(config)),
+           ("expert_used_count", "u32", int(config["num_experts_per_tok"]))]
+    if config.get("moe_intermediate_size"):
+        out.append(("expert_feed_forward_length", "u32", int(config["moe_intermediate_size"])))
+    if "norm_topk_prob" in config:
+        out.append(("expert_weights_norm", "bool", bool(config["norm_topk_prob"])))
+    return out
+
+
+def _moe_check(config: dict, hp) -> None:
+    n, k = _n_expert(config), config.get("num_experts_per_tok")
+    if n <= 0 or not isinstance(k, int) or not 0 < k <= n:
+        _err(f"config.json: num_experts_per_tok {k!r} must be in 1..num_experts {n}")
+    if config.get("mlp_only_layers") or int(config.get("decoder_sparse_step") or 1) != 1:
+        _err("config.json: dense layers among the expert ones (mlp_only_layers / decoder_sparse_step) are not "
+             "supported: every layer must be a mixture of experts")
+    if config.get("router_jitter_noise"):
+        _err("config.json: router_jitter_noise is a training-time setting; set it to 0")
+
+
+def _qwen3moe_check(config: dict, hp) -> None:
+    _no_sliding(config, hp)
+    _moe_check(config, hp)
+
+
+def _qwen2moe_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    return _moe_keys(config, hp) + [("expert_shared_feed_forward_length", "u32",
+                                     int(config["shared_expert_intermediate_size"]))]
+
+
+def _mixtral_check(config: dict, hp) -> None:
+    _llama_check(config, hp)
+    _moe_check(config, hp)
+    sw = config.get("sliding_window")
+    if sw is not None and sw < hp.n_ctx:
+        _err(f"config.json: sliding_window {sw} is not supported for mixtral (the llama GGUF architecture "
+             "attends to every position)")
+
+
+def expert_tensors(spec: ArchSpec, hp, prefix: str) -> List[Tuple[str, List[str], Tuple[int, ...]]]:
+    """(GGUF name, checkpoint names in expert order, stacked shape) of every expert tensor."""
+    n = _n_expert(hp.config)
+    out = []
+    for il in range(hp.n_layer if spec.experts else 0):
+        for pat, lt in spec.experts.items():
+            srcs = [f"{prefix}layers.{il}.{pat.format(e=e)}" for e in range(n)]
+            out.append((f"blk.{il}.{lt.gguf}", srcs, (n,) + shape(lt.shape, hp)))
+    return out
 
 
 def _err(msg: str):
@@ -147,6 +230,136 @@ def _phi3_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
     return out
 
 
+# ---- qwen35 (Qwen3.5 / 3.6 dense): Gated DeltaNet layers and gated attention layers ----
+# llama.cpp's converter stores the value heads of a DeltaNet layer tiled over the key heads
+# ([v0 of k0, v0 of k1, ..., v1 of k0, ...]) rather than grouped by key head as the checkpoint
+# has them, so that value head h reads key head h % n_k_heads; the engine's op follows it.
+
+def _v_tiled(a: np.ndarray, hp, axis: int, head: int) -> np.ndarray:
+    c = hp.config
+    nk, nv = int(c["linear_num_key_heads"]), int(c["linear_num_value_heads"])
+    if nk == nv:
+        return a
+    a = np.moveaxis(a, axis, 0)
+    rest = a.shape[1:]
+    a = a.reshape(nk, nv // nk, head, *rest).swapaxes(0, 1).reshape(nv * head, *rest)
+    return np.moveaxis(a, 0, axis)
+
+
+def _dn_head(hp) -> int:
+    return int(hp.config["linear_value_head_dim"])
+
+
+def _qkv_rows(a: np.ndarray, hp) -> np.ndarray:
+    key_dim = int(hp.config["linear_key_head_dim"]) * int(hp.config["linear_num_key_heads"])
+    return np.concatenate([a[:2 * key_dim], _v_tiled(a[2 * key_dim:], hp, 0, _dn_head(hp))])
+
+
+_QWEN35_DN = {
+    "linear_attn.in_proj_qkv.weight": LayerTensor("attn_qkv.weight", (SSM_CH, EMBD), fn=_qkv_rows),
+    "linear_attn.in_proj_z.weight": LayerTensor("attn_gate.weight", (SSM_INNER, EMBD),
+                                                fn=lambda a, hp: _v_tiled(a, hp, 0, _dn_head(hp))),
+    "linear_attn.in_proj_b.weight": LayerTensor("ssm_beta.weight", (SSM_HEADS, EMBD), fn=lambda a, hp: _v_tiled(a, hp, 0, 1)),
+    "linear_attn.in_proj_a.weight": LayerTensor("ssm_alpha.weight", (SSM_HEADS, EMBD), fn=lambda a, hp: _v_tiled(a, hp, 0, 1)),
+    "linear_attn.conv1d.weight": LayerTensor("ssm_conv1d.weight", (SSM_CH, SSM_CONV), src_shape=(SSM_CH, ONE, SSM_CONV),
+                                             fn=lambda a, hp: _qkv_rows(a.reshape(a.shape[0], a.shape[2]), hp)),
+    "linear_attn.dt_bias": LayerTensor("ssm_dt.bias", (SSM_HEADS,), fn=lambda a, hp: _v_tiled(a, hp, 0, 1)),
+    "linear_attn.A_log": LayerTensor("ssm_a", (SSM_HEADS,), fn=lambda a, hp: -np.exp(_v_tiled(a, hp, 0, 1))),
+    "linear_attn.norm.weight": LayerTensor("ssm_norm.weight", (SSM_STATE,)),
+    "linear_attn.out_proj.weight": LayerTensor("ssm_out.weight", (EMBD, SSM_INNER),
+                                               fn=lambda a, hp: _v_tiled(a, hp, 1, _dn_head(hp))),
+}
+# Qwen3.5's RMS norms scale by (1 + w); the GGUF stores 1 + w (the DeltaNet output norm is plain)
+_QWEN35_COMMON = {
+    "input_layernorm.weight": LayerTensor("attn_norm.weight", (EMBD,), add=1.0),
+    "post_attention_layernorm.weight": LayerTensor("post_attention_norm.weight", (EMBD,), add=1.0),
+    "mlp.gate_proj.weight": LayerTensor("ffn_gate.weight", (FF, EMBD)),
+    "mlp.up_proj.weight": LayerTensor("ffn_up.weight", (FF, EMBD)),
+    "mlp.down_proj.weight": LayerTensor("ffn_down.weight", (EMBD, FF)),
+}
+_QWEN35_ATTN = {
+    "self_attn.q_proj.weight": LayerTensor("attn_q.weight", (Q2, EMBD)),
+    "self_attn.k_proj.weight": LayerTensor("attn_k.weight", (KV, EMBD)),
+    "self_attn.v_proj.weight": LayerTensor("attn_v.weight", (KV, EMBD)),
+    "self_attn.o_proj.weight": LayerTensor("attn_output.weight", (EMBD, Q)),
+    **{k: LayerTensor(v.gguf, v.shape, add=1.0) for k, v in _QK_NORM.items()},
+}
+
+
+def _qwen35_layer_types(config: dict, n_layer: int) -> List[str]:
+    lt = config.get("layer_types")
+    if lt is None:
+        every = int(config.get("full_attention_interval") or 4)
+        lt = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(n_layer)]
+    return list(lt)
+
+
+def _qwen35_layer(hp, il: int) -> Dict[str, LayerTensor]:
+    kind = _qwen35_layer_types(hp.config, hp.n_layer)[il]
+    return {**_QWEN35_COMMON, **(_QWEN35_ATTN if kind == "full_attention" else _QWEN35_DN)}
+
+
+# qwen35moe: the FFN is routed experts (stacked by expert_tensors) plus a shared expert whose
+# output is scaled by sigmoid(shared_expert_gate · x)
+_QWEN35MOE_FFN = {
+    "mlp.gate.weight": LayerTensor("ffn_gate_inp.weight", (EXP, EMBD)),
+    "mlp.shared_expert.gate_proj.weight": LayerTensor("ffn_gate_shexp.weight", (FF_SHEXP, EMBD)),
+    "mlp.shared_expert.up_proj.weight": LayerTensor("ffn_up_shexp.weight", (FF_SHEXP, EMBD)),
+    "mlp.shared_expert.down_proj.weight": LayerTensor("ffn_down_shexp.weight", (EMBD, FF_SHEXP)),
+    "mlp.shared_expert_gate.weight": LayerTensor("ffn_gate_inp_shexp.weight", (EMBD,), src_shape=(ONE, EMBD),
+                                                 fn=lambda a, hp: a.reshape(-1)),
+}
+
+
+def _qwen35moe_layer(hp, il: int) -> Dict[str, LayerTensor]:
+    dense = ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight")
+    return {**{k: v for k, v in _qwen35_layer(hp, il).items() if k not in dense}, **_QWEN35MOE_FFN}
+
+
+def _qwen35moe_check(config: dict, hp) -> None:
+    _qwen35_check(config, hp)
+    _moe_check(config, hp)
+    if not config.get("shared_expert_intermediate_size"):
+        _err("config.json: qwen35moe needs shared_expert_intermediate_size (the shared expert)")
+
+
+def _qwen35moe_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    return _qwen35_keys(config, hp) + _moe_keys(config, hp) + [
+        ("expert_shared_feed_forward_length", "u32", int(config["shared_expert_intermediate_size"]))]
+
+
+def _qwen35_interval(config: dict, n_layer: int) -> int:
+    return int(config.get("full_attention_interval") or 4)
+
+
+def _qwen35_check(config: dict, hp) -> None:
+    lt = _qwen35_layer_types(config, hp.n_layer)
+    every = _qwen35_interval(config, hp.n_layer)
+    want = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(hp.n_layer)]
+    if lt != want:
+        _err(f"config.json: qwen35 layer_types must put full attention in every {every}-th layer, linear attention "
+             "in the others")
+    if config.get("attention_bias"):
+        _err("config.json: attention_bias is not supported for qwen35")
+    for k in ("linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads",
+              "linear_num_value_heads"):
+        if not config.get(k):
+            _err(f"config.json: qwen35 needs {k}")
+    if config["linear_key_head_dim"] != config["linear_value_head_dim"]:
+        _err("config.json: linear_key_head_dim must equal linear_value_head_dim (one state size)")
+    if config["linear_num_value_heads"] % config["linear_num_key_heads"] != 0:
+        _err("config.json: linear_num_value_heads must be a multiple of linear_num_key_heads")
+
+
+def _qwen35_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    return [("ssm.conv_kernel", "u32", int(config["linear_conv_kernel_dim"])),
+            ("ssm.state_size", "u32", int(config["linear_key_head_dim"])),
+            ("ssm.group_count", "u32", int(config["linear_num_key_heads"])),
+            ("ssm.time_step_rank", "u32", int(config["linear_num_value_heads"])),
+            ("ssm.inner_size", "u32", int(config["linear_value_head_dim"]) * int(config["linear_num_value_heads"])),
+            ("full_attention_interval", "u32", _qwen35_interval(config, hp.n_layer))]
+
+
 ARCHS: Dict[str, ArchSpec] = {
     "llama": ArchSpec("llama", ("LlamaForCausalLM", "LlamaModel"), {**_attn(), **_FFN}, check=_llama_check),
     "qwen2": ArchSpec("qwen2", ("Qwen2ForCausalLM",), {**_attn(perm=False, bias=True), **_FFN}, check=_no_sliding),
@@ -175,11 +388,36 @@ ARCHS: Dict[str, ArchSpec] = {
          "mlp.down_proj.weight": LayerTensor("ffn_down.weight", (EMBD, FF))},
         keys=_phi3_keys),
 }
+_QWEN3MOE_LAYER, _QWEN3MOE_EXPERTS = _moe("mlp.gate.weight", "mlp.experts", "gate_proj.weight", "up_proj.weight",
+                                          "down_proj.weight")
+ARCHS["qwen3_moe"] = ArchSpec("qwen3moe", ("Qwen3MoeForCausalLM",),
+                              {**_attn(perm=False), **_QK_NORM, **_QWEN3MOE_LAYER}, write_head_dim=True,
+                              check=_qwen3moe_check, keys=_moe_keys, experts=_QWEN3MOE_EXPERTS)
+# Qwen2-MoE (Qwen1.5-MoE, Qwen2-57B-A14B): qwen2 attention, experts and a sigmoid-gated shared expert
+ARCHS["qwen2_moe"] = ArchSpec(
+    "qwen2moe", ("Qwen2MoeForCausalLM",),
+    {**_attn(perm=False, bias=True), **_QWEN3MOE_LAYER, **_QWEN35MOE_FFN},
+    check=_qwen3moe_check, keys=_qwen2moe_keys, experts=_QWEN3MOE_EXPERTS)
+# Mixtral is llama with experts (w1 gate, w3 up, w2 down), softmax over the chosen two
+_MIXTRAL_LAYER, _MIXTRAL_EXPERTS = _moe("block_sparse_moe.gate.weight", "block_sparse_moe.experts", "w1.weight",
+                                        "w3.weight", "w2.weight")
+ARCHS["mixtral"] = ArchSpec("llama", ("MixtralForCausalLM",), {**_attn(), **_MIXTRAL_LAYER},
+                            check=_mixtral_check, keys=_moe_keys, experts=_MIXTRAL_EXPERTS)
+ARCHS["gemma4_text"] = ArchSpec(
+    "gemma4", ("Gemma4ForCausalLM",), {}, write_head_dim=True, activations=("gelu_pytorch_tanh",),
+    check=convert_gemma4.check, keys=convert_gemma4.keys, tensors=convert_gemma4.tensors)
 ARCHS["gemma2"] = ArchSpec(
     "gemma2", ("Gemma2ForCausalLM",),
     {k: v for k, v in ARCHS["gemma3_text"].layer.items() if "_norm." not in k or "layernorm" in k},
     final_norm_add=1.0, write_head_dim=True, activations=("gelu_pytorch_tanh",),
     check=_gemma2_check, keys=_gemma2_keys)
+ARCHS["qwen3_5_text"] = ArchSpec(
+    "qwen35", ("Qwen3_5ForCausalLM",), {}, final_norm_add=1.0, write_head_dim=True,
+    check=_qwen35_check, keys=_qwen35_keys, layer_for=_qwen35_layer)
+_QWEN35MOE_EXPERTS = _moe("mlp.gate.weight", "mlp.experts", "gate_proj.weight", "up_proj.weight", "down_proj.weight")[1]
+ARCHS["qwen3_5_moe_text"] = ArchSpec(
+    "qwen35moe", ("Qwen3_5MoeForCausalLM",), {}, final_norm_add=1.0, write_head_dim=True,
+    check=_qwen35moe_check, keys=_qwen35moe_keys, layer_for=_qwen35moe_layer, experts=_QWEN35MOE_EXPERTS)
 # "gemma3" is also how a text-only Gemma 3 checkpoint may name itself
 ARCHS["gemma3"] = ARCHS["gemma3_text"]
 
@@ -220,5 +458,13 @@ def find(config: dict) -> Tuple[str, ArchSpec]:
 def shape(sym: Tuple[str, ...], hp) -> Tuple[int, ...]:
     n_q, n_kv = hp.n_head * hp.head_dim, hp.n_head_kv * hp.head_dim
     sizes = {EMBD: hp.n_embd, FF: hp.n_ff, FF2: 2 * hp.n_ff, Q: n_q, KV: n_kv, QKV: n_q + 2 * n_kv,
-             HEAD: hp.head_dim}
+             HEAD: hp.head_dim, EXP: _n_expert(hp.config),
+             FF_EXP: int(hp.config.get("moe_intermediate_size") or hp.n_ff), Q2: 2 * n_q, ONE: 1,
+             FF_SHEXP: int(hp.config.get("shared_expert_intermediate_size") or 0)}
+    c = hp.config
+    if c.get("linear_num_value_heads"):
+        inner = int(c["linear_value_head_dim"]) * int(c["linear_num_value_heads"])
+        sizes.update({SSM_INNER: inner, SSM_HEADS: int(c["linear_num_value_heads"]),
+                      SSM_STATE: int(c["linear_key_head_dim"]), SSM_CONV: int(c["linear_conv_kernel_dim"]),
+                      SSM_CH: 2 * int(c["linear_key_head_dim"]) * int(c["linear_num_key_heads"]) + inner})
     return tuple(sizes[s] for s in sym)

@@ -77,7 +77,6 @@ def _is_classifier(hp) -> bool:
 
 
 def _plan(hp, ck, ftype, nomic: bool):
-    from .convert import jobs_for
     pre = _prefix(ck)
     E, F, V = hp.n_embd, hp.n_ff, hp.n_vocab
     dims = {"E": E, "F": F, "Q": 3 * E}
@@ -106,7 +105,25 @@ def _plan(hp, ck, ftype, nomic: bool):
         ignored |= {pre + "pooler.dense.weight", pre + "pooler.dense.bias"}
     unknown = [n for n in ck.names() if n not in want and n not in ignored
                and not n.startswith("cls.predictions") and not n.startswith("cls.seq_relationship")]
-    return jobs_for(want, unknown, ck, ftype, hp.arch)
+    return _jobs(want, unknown, ck, ftype, hp.arch)
+
+
+def _jobs(want, unknown, ck, ftype, arch):
+    """want {src: (GGUF name, shape)} as TensorJobs, each checked against the checkpoint;
+    unknown: checkpoint tensors nothing uses (an error)."""
+    from .convert import GGML_F16, GGML_F32, GGML_Q8_0, TensorJob
+    if unknown:
+        _err(f"checkpoint tensors not used by the {arch} architecture: {', '.join(unknown[:8])}"
+             + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""))
+    jobs = []
+    for src, (name, shape, _, _) in want.items():
+        if src not in ck:
+            _err(f"checkpoint has no tensor '{src}' (needed for {name})")
+        if tuple(ck.info(src).shape) != shape:
+            _err(f"checkpoint tensor '{src}' has shape {list(ck.info(src).shape)}, expected {list(shape)}")
+        t = GGML_F32 if len(shape) == 1 else GGML_F16 if ftype == GGML_Q8_0 and shape[-1] % 32 else ftype
+        jobs.append(TensorJob(name, src, shape, t))
+    return jobs
 
 
 def _pooling(hp, model_dir: Optional[Path]) -> Optional[int]:
@@ -233,16 +250,16 @@ def _dense_modules(hp) -> List[Tuple[str, int, int, Path]]:
     return out
 
 
-def _dense_jobs(hp):
-    from .convert import TensorJob, GGML_F32
+def _dense_tensors(hp, prefix):
+    """plan_tensors' extras: the Dense modules' weights, read from their own files."""
     from safetensors.numpy import load_file
-    jobs = []
+    computed = []
     for name, n_in, n_out, f in _dense_modules(hp):
         w = np.asarray(load_file(str(f))["linear.weight"], dtype=np.float32)
         if w.shape != (n_out, n_in):
             _err(f"{f}: linear.weight has shape {list(w.shape)}, expected {[n_out, n_in]}")
-        jobs.append(TensorJob(f"{name}.weight", None, w.shape, GGML_F32, data=w))
-    return jobs
+        computed.append((f"{name}.weight", w))
+    return {}, computed
 
 
 def _gemma_emb_meta(w, hp) -> None:
@@ -269,7 +286,7 @@ def _gemma_embedding() -> ArchSpec:
     g = ARCHS["gemma3_text"]
     return ArchSpec("gemma-embedding", ("Gemma3TextModel",), dict(g.layer), final_norm_add=g.final_norm_add,
                     write_head_dim=True, activations=g.activations, check=_gemma_emb_check, keys=_gemma3_keys,
-                    meta=_gemma_emb_meta, extra_jobs=_dense_jobs)
+                    meta=_gemma_emb_meta, tensors=_dense_tensors)
 
 
 ENCODER_ARCHS: Dict[str, ArchSpec] = {

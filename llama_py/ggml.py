@@ -51,6 +51,9 @@ GGML_DEFAULT_GRAPH_SIZE = 2048
 
 GGML_ROPE_TYPE_NORMAL = 0
 GGML_ROPE_TYPE_NEOX = 2
+# enum ggml_sort_order
+GGML_SORT_ORDER_ASC = 0
+GGML_SORT_ORDER_DESC = 1
 
 
 # ---- enums ----
@@ -71,12 +74,24 @@ class ggml_type(enum.IntEnum):
     Q5_K = 13
     Q6_K = 14
     Q8_K = 15
+    IQ2_XXS = 16
+    IQ2_XS = 17
+    IQ3_XXS = 18
+    IQ1_S = 19
+    IQ4_NL = 20
+    IQ3_S = 21
+    IQ2_S = 22
+    IQ4_XS = 23
     I8 = 24
     I16 = 25
     I32 = 26
     I64 = 27
     F64 = 28
+    IQ1_M = 29
     BF16 = 30
+    TQ1_0 = 34
+    TQ2_0 = 35
+    MXFP4 = 39
     COUNT = 40
 
 
@@ -111,6 +126,14 @@ class ggml_op(enum.IntEnum):
     TRANSPOSE = enum.auto()
     FLASH_ATTN_EXT = enum.auto()
     TANH = enum.auto()
+    MUL_MAT_ID = enum.auto()
+    ARGSORT = enum.auto()
+    TOP_K = enum.auto()
+    SIGMOID = enum.auto()
+    SOFTPLUS = enum.auto()
+    L2_NORM = enum.auto()
+    SSM_CONV = enum.auto()
+    GATED_DELTA_NET = enum.auto()
     COUNT = enum.auto()
 
 
@@ -970,6 +993,18 @@ def ggml_tanh_inplace(ctx, a):
     ...
 
 
+# 1 / (1 + exp(-x)).
+@_c("ggml_sigmoid", [_ctx, _t], _t)
+def ggml_sigmoid(ctx, a):
+    ...
+
+
+# In-place sigmoid.
+@_c("ggml_sigmoid_inplace", [_ctx, _t], _t)
+def ggml_sigmoid_inplace(ctx, a):
+    ...
+
+
 # silu(a) * b (fused SwiGLU); same shapes.
 @_c("ggml_swiglu_split", [_ctx, _t, _t], _t)
 def ggml_swiglu_split(ctx, a, b):
@@ -1071,6 +1106,67 @@ def ggml_sum_rows(ctx, a):
 # Index of the max of each row of a 2-D F32 tensor -> I32 [ne1].
 @_c("ggml_argmax", [_ctx, _t], _t)
 def ggml_argmax(ctx, a):
+    ...
+
+
+# Indices that sort each row (GGML_SORT_ORDER_ASC / _DESC) -> I32; equal values keep their order.
+@_c("ggml_argsort", [_ctx, _t, c_int], _t)
+def ggml_argsort(ctx, a, order):
+    ...
+
+
+# Indices of the k largest of each row, largest first (a view of a descending argsort).
+@_c("ggml_argsort_top_k", [_ctx, _t, c_int], _t)
+def ggml_argsort_top_k(ctx, a, k):
+    ...
+
+
+# Indices of the k largest of each row -> I32 [k, ...], largest first, ties by lower index.
+@_c("ggml_top_k", [_ctx, _t, c_int], _t)
+def ggml_top_k(ctx, a, k):
+    ...
+
+
+# Mixture-of-experts matmul: as [K, M, n_as], b [K, 1 or n_used, n_t] F32, ids I32 [n_used, n_t]
+# -> [M, n_used, n_t]: column (j, t) = as[:, :, ids[j, t]] . b[:, j % n_b, t].
+@_c("ggml_mul_mat_id", [_ctx, _t, _t, _t], _t)
+def ggml_mul_mat_id(ctx, as_, b, ids):
+    ...
+
+
+# log(1 + exp(x)) (x above 20).
+@_c("ggml_softplus", [_ctx, _t], _t)
+def ggml_softplus(ctx, a):
+    ...
+
+
+# In-place softplus.
+@_c("ggml_softplus_inplace", [_ctx, _t], _t)
+def ggml_softplus_inplace(ctx, a):
+    ...
+
+
+# x / max(sqrt(sum(x^2)), eps) per row.
+@_c("ggml_l2_norm", [_ctx, _t, c_float], _t)
+def ggml_l2_norm(ctx, a, eps):
+    ...
+
+
+# In-place l2_norm.
+@_c("ggml_l2_norm_inplace", [_ctx, _t, c_float], _t)
+def ggml_l2_norm_inplace(ctx, a, eps):
+    ...
+
+
+# Causal depthwise convolution: sx [d_conv-1+n_t, d_inner, n_s], c [d_conv, d_inner] -> [d_inner, n_t, n_s].
+@_c("ggml_ssm_conv", [_ctx, _t, _t], _t)
+def ggml_ssm_conv(ctx, sx, c):
+    ...
+
+
+# Gated delta rule: outputs [S, H, n_t, n_s] then K state snapshots [S, S, H, n_s], in one [S*H, ...] tensor.
+@_c("ggml_gated_delta_net", [_ctx, _t, _t, _t, _t, _t, _t, c_int64], _t)
+def ggml_gated_delta_net(ctx, q, k, v, g, beta, state, K):
     ...
 
 

@@ -10,7 +10,6 @@ read), so a malformed file is refused with the reader's message on stderr and ex
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import struct
@@ -24,7 +23,8 @@ GGML_TYPE_NAMES = {
     0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
     10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS",
     17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS",
-    24: "I8", 25: "I16", 26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16",
+    24: "I8", 25: "I16", 26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0",
+    35: "TQ2_0", 39: "MXFP4",
 }
 
 # Value type names as gguf-dump prints them.
@@ -176,7 +176,8 @@ def to_json(info: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="llama_py gguf-dump", description="print a GGUF file's metadata and tensors")
+    from ._cli import Parser
+    p = Parser(prog="python -m llama_py gguf-dump", description="print a GGUF file's metadata and tensors")
     p.add_argument("file", help="GGUF file")
     p.add_argument("--json", action="store_true", help="print one JSON document (all values in full)")
     a = p.parse_args(argv)

@@ -27,36 +27,20 @@ from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Seq
 
 import numpy as np
 
+from . import _load_guard
 from . import llama_cpp as C
 from ._lib import LlamaError
 from ._llama_chat import _ChatMixin
-from ._llama_completion import _CompletionMixin, _TextStream, _overlap, _utf8_boundary  # noqa: F401
+from ._llama_completion import _CompletionMixin
+from ._runtime import text as T
+from ._runtime.sampling import SamplingParams, build_chain
+from ._runtime.text import TextStream as _TextStream  # noqa: F401 (the old private name)
 from ._llama_embed import _EmbedMixin
 from .llama_cache import BaseLlamaCache, LlamaCache, LlamaDiskCache, LlamaRAMCache  # noqa: F401
 from .llama_speculative import LlamaDraftModel
 from .llama_tokenizer import BaseLlamaTokenizer, LlamaTokenizer
+from .grammar import LlamaGrammar
 from .llama_types import *  # noqa: F401,F403
-
-try:  # the grammar component (its own module); absent in builds without it
-    from .grammar import LlamaGrammar
-except ImportError:  # pragma: no cover - until llama_py.grammar lands
-    class LlamaGrammar:  # type: ignore[no-redef]
-        """Placeholder: this build has no llama_py.grammar; every constructor raises."""
-
-        def __init__(self, *args, **kwargs):
-            raise NotImplementedError("grammar-constrained sampling needs llama_py.grammar, absent from this build")
-
-        @classmethod
-        def from_string(cls, grammar: str, verbose: bool = True):
-            return cls()
-
-        @classmethod
-        def from_file(cls, file, verbose: bool = True):
-            return cls()
-
-        @classmethod
-        def from_json_schema(cls, json_schema: str, verbose: bool = True):
-            return cls()
 
 __all__ = ["Llama", "LlamaState", "LogitsProcessorList", "StoppingCriteriaList", "MinTokensLogitsProcessor",
            "LlamaGrammar", "LlamaTokenizer", "BaseLlamaTokenizer", "LlamaRAMCache", "LlamaDiskCache", "LlamaCache",
@@ -86,6 +70,7 @@ def _install_logger(verbose: bool) -> None:
     cb = _log_callbacks.get(verbose)
     if cb is None:
         def write(level, text, user_data):
+            _load_guard.note_log(level, text)  # a failed load's reason goes into its exception
             if verbose and text:
                 sys.stderr.write(text.decode("utf-8", errors="replace"))
         cb = _log_callbacks[verbose] = C.llama_log_callback(write)
@@ -157,7 +142,7 @@ class LlamaState:
 _HARMLESS = {
     "n_gpu_layers": 0, "split_mode": C.LLAMA_SPLIT_MODE_LAYER, "main_gpu": 0, "tensor_split": None,
     "use_mlock": False, "offload_kqv": True, "op_offload": None, "swa_full": None, "numa": False,
-    "lora_base": None, "lora_scale": 1.0, "draft_model": None, "no_perf": False,
+    "lora_base": None, "no_perf": False,
 }
 # Keywords llama_py adds (accepted through **kwargs so the signature stays llama-cpp-python's).
 _EXTENSIONS = {"n_seq_max"}
@@ -232,12 +217,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         n_seq_max = kwargs.pop("n_seq_max", 1)
         for key in kwargs:
             _warn_once(f"unknown:{key}", f"Llama: unknown keyword {key!r} ignored")
-        if lora_path is not None:
-            raise NotImplementedError(f"Llama(lora_path={lora_path!r}): LoRA adapters are not supported by llama_py; "
-                                      "ignoring it would change the output (merge the adapter into the model first)")
         given = dict(n_gpu_layers=n_gpu_layers, split_mode=split_mode, main_gpu=main_gpu, tensor_split=tensor_split,
                      use_mlock=use_mlock, offload_kqv=offload_kqv, op_offload=op_offload, swa_full=swa_full,
-                     numa=numa, lora_base=lora_base, lora_scale=lora_scale, draft_model=draft_model, no_perf=no_perf)
+                     numa=numa, lora_base=lora_base, no_perf=no_perf)
         for key, default in _HARMLESS.items():
             if given[key] is not None and given[key] != default:
                 _warn_once(f"harmless:{key}", f"Llama({key}=...): not supported by llama_py (CPU only); ignored, "
@@ -267,9 +249,14 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         if kv_overrides:
             self._kv_overrides_array = _kv_override_array(kv_overrides)
             mparams.kv_overrides = self._kv_overrides_array
-        model = C.llama_model_load_from_file(self.model_path.encode(), mparams)
+        with _load_guard.guarded_load(mparams) as load:  # Ctrl-C cancels the load
+            model = C.llama_model_load_from_file(self.model_path.encode(), mparams)
+        if load.interrupted:
+            if model:
+                C.llama_model_free(model)
+            raise KeyboardInterrupt
         if not model:
-            raise LlamaError(f"failed to load model from {self.model_path} (set verbose=True to see why)")
+            raise LlamaError(f"failed to load model from {self.model_path}: {_load_guard.reason()}")
         self._model = model
         self._vocab = C.llama_model_get_vocab(model)
         self._n_vocab = C.llama_vocab_n_tokens(self._vocab)
@@ -282,6 +269,12 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self.lora_base, self.lora_scale, self.lora_path = lora_base, lora_scale, lora_path
         self.spm_infill = spm_infill
         self.draft_model = draft_model
+        if draft_model is not None and hasattr(draft_model, "check_vocab"):
+            try:
+                draft_model.check_vocab(self)   # a draft model must share the vocabulary
+            except Exception:
+                self.close()
+                raise
         self.tensor_split = tensor_split
         self.numa = numa
         self.cache: Optional[BaseLlamaCache] = None
@@ -335,10 +328,11 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self._logits_live = False         # the context's last output row belongs to _tokens[-1]
         self.scores = np.zeros((n_ctx if self._logits_all else 1, self._n_vocab), dtype=np.single)
         if not vocab_only:
+            _load_guard.begin()
             ctx = C.llama_init_from_model(model, cparams)
             if not ctx:
                 self.close()
-                raise LlamaError("failed to create a context (set verbose=True to see why)")
+                raise LlamaError(f"failed to create a context: {_load_guard.reason()}")
             self._ctx = ctx
             self._n_ctx = C.llama_n_ctx(ctx)
             self.n_batch = C.llama_n_batch(ctx)
@@ -347,7 +341,46 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
             self._pooled = bool(embedding) and C.llama_pooling_type(ctx) != C.LLAMA_POOLING_TYPE_NONE
             if self._logits_all:
                 self._batch = C.llama_batch_init(self.n_batch, 0, 1)
+            if lora_path is not None:
+                try:
+                    self.set_lora(lora_path, lora_scale)
+                except Exception:
+                    self.close()
+                    raise
         self._init_chat()
+
+    # ---- LoRA ----
+
+    def set_lora(self, lora_path: Optional[str] = None, lora_scale: float = 1.0) -> None:
+        """Applies the LoRA adapter at lora_path (llama.cpp's LoRA GGUF; `python -m llama_py convert
+        --lora` makes one from PEFT) at lora_scale, replacing the current one, without reloading
+        the model; None removes it. The KV cache is cleared: what it holds was computed without it."""
+        if not self._ctx:
+            raise LlamaError("set_lora needs a context (the model was loaded with vocab_only)")
+        old = getattr(self, "_lora", None)
+        new = None
+        if lora_path is not None:
+            if not os.path.isfile(str(lora_path)):
+                raise ModelPathError(f"LoRA adapter path does not exist: {lora_path}")
+            new = C.llama_adapter_lora_init(self._model, str(lora_path).encode())
+            if not new:
+                raise LlamaError(f"failed to load the LoRA adapter {lora_path} for this model "
+                                 "(set verbose=True to see why)")
+            arr = (C.llama_adapter_lora_p * 1)(new)
+            rc = C.llama_set_adapters_lora(self._ctx, arr, 1, (ctypes.c_float * 1)(float(lora_scale)))
+        else:
+            rc = C.llama_set_adapters_lora(self._ctx, None, 0, None)
+        if rc != 0:
+            if new:
+                C.llama_adapter_lora_free(new)
+            raise LlamaError(f"could not set the LoRA adapter {lora_path} (set verbose=True to see why)")
+        if old:
+            C.llama_adapter_lora_free(old)
+        self._lora = new
+        self.lora_path, self.lora_scale = lora_path, lora_scale
+        C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
+        self._tokens = []
+        self._logits_live = False
 
     # ---- lifetime ----
 
@@ -359,9 +392,15 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         if getattr(self, "_batch", None) is not None:
             C.llama_batch_free(self._batch)
             self._batch = None
+        if getattr(self, "_spec_b", None) is not None:
+            C.llama_batch_free(self._spec_b)
+            self._spec_b = None
         if getattr(self, "_ctx", None):
             C.llama_free(self._ctx)
             self._ctx = None
+        if getattr(self, "_lora", None):
+            C.llama_adapter_lora_free(self._lora)
+            self._lora = None
         if getattr(self, "_model", None):
             C.llama_model_free(self._model)
             self._model = None
@@ -414,8 +453,10 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
     def n_tokens(self, n: int) -> None:
         n = max(0, int(n))
         if n < len(self._tokens):
-            if self._ctx:
-                C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), -1, n, -1)
+            if self._ctx and not C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), -1, n, -1):
+                # hybrid / recurrent models: a state cannot be cut mid-way, so nothing is kept
+                C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), -1, -1, -1)
+                n = 0
             del self._tokens[n:]
             self._logits_live = False
 
@@ -525,38 +566,16 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
 
     def _tokenize_vocab(self, data: bytes, add_bos: bool, special: bool) -> List[int]:
         self._check_open(need_ctx=False)
-        n_max = len(data) + 8
-        buf = (C.llama_token * n_max)()
-        n = C.llama_tokenize(self._vocab, data, len(data), buf, n_max, add_bos, special)
-        if n < 0:
-            n_max = -n
-            buf = (C.llama_token * n_max)()
-            n = C.llama_tokenize(self._vocab, data, len(data), buf, n_max, add_bos, special)
-        if n < 0:
-            raise LlamaError("tokenization failed", n)
-        return list(buf[:n])
+        return T.tokenize(self._vocab, data, add_bos, special)
 
     def _detokenize_vocab(self, tokens: List[int], special: bool) -> bytes:
         self._check_open(need_ctx=False)
-        arr = (C.llama_token * max(1, len(tokens)))(*tokens)
-        cap = max(16, len(tokens) * 8)
-        buf = ctypes.create_string_buffer(cap)
-        n = C.llama_detokenize(self._vocab, arr, len(tokens), buf, cap, False, special)
-        if n < 0:
-            cap = -n
-            buf = ctypes.create_string_buffer(cap)
-            n = C.llama_detokenize(self._vocab, arr, len(tokens), buf, cap, False, special)
-        return buf.raw[:max(n, 0)]
+        return T.detokenize(self._vocab, tokens, special)
 
     def token_to_piece(self, token: int, special: bool = False) -> bytes:
         """The bytes of one token (may be part of a UTF-8 character)."""
         self._check_open(need_ctx=False)
-        buf = ctypes.create_string_buffer(64)
-        n = C.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
-        if n < 0:
-            buf = ctypes.create_string_buffer(-n)
-            n = C.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
-        return buf.raw[:max(n, 0)]
+        return T.token_piece(self._vocab, token, special)
 
     # ---- decoding ----
 
@@ -598,9 +617,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                 self.scores[n_past:n_past + len(chunk)] = rows.reshape(len(chunk), self._n_vocab)
             self._logits_live = True
 
-    def _logits_row(self) -> np.ndarray:
-        """A writable view of the context's last output row (what the sampler reads)."""
-        ptr = C.llama_get_logits_ith(self._ctx, -1)
+    def _logits_row(self, idx: int = -1) -> np.ndarray:
+        """A writable view of the context's output row idx (default the last; what the sampler reads)."""
+        ptr = C.llama_get_logits_ith(self._ctx, idx)
         if not ptr:
             raise LlamaError("no logits to sample from (decode a prompt first)")
         return np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
@@ -610,60 +629,19 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                        presence_penalty: float = 0.0, mirostat_mode: int = 0, mirostat_eta: float = 0.1,
                        mirostat_tau: float = 5.0, grammar: Optional[LlamaGrammar] = None, seed: Optional[int] = None,
                        logit_bias: Optional[Dict[int, float]] = None, history: Sequence[int] = ()):
-        """The chain llama.cpp's samplers form: grammar, logit bias, penalties (primed with the
-        last_n_tokens_size tokens of history), then greedy (temp 0), plain distribution (temp < 0),
-        mirostat, or top-k, typical, top-p, min-p, temperature and a seeded draw."""
-        chain = C.llama_sampler_chain_init(C.llama_sampler_chain_default_params())
-        try:
-            if grammar is not None:
-                from .grammar import sampler_from_grammar
-                C.llama_sampler_chain_add(chain, sampler_from_grammar(self._vocab, grammar))
-            if logit_bias:
-                bias = {int(k): float(v) for k, v in logit_bias.items()}
-                for tok in bias:
-                    if not 0 <= tok < self._n_vocab:
-                        raise ValueError(f"logit_bias: token {tok} is not in the vocabulary (0..{self._n_vocab - 1})")
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_logit_bias(self._n_vocab, None, bias))
-            if (repeat_penalty and repeat_penalty != 1.0) or frequency_penalty or presence_penalty:
-                last_n = self._n_ctx if self.last_n_tokens_size == -1 else self.last_n_tokens_size
-                pen = C.llama_sampler_init_penalties(self._n_vocab, last_n, repeat_penalty or 1.0,
-                                                     frequency_penalty, presence_penalty)
-                for t in list(history)[-last_n:] if last_n > 0 else []:
-                    C.llama_sampler_accept(pen, int(t))   # the penalty window sees the prompt too
-                C.llama_sampler_chain_add(chain, pen)
-            s = self._seed if seed is None else seed
-            s &= 0xFFFFFFFF
-            if temp == 0.0:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_greedy())
-            elif temp < 0.0:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_dist(s))
-            elif mirostat_mode == 1:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_temp(temp))
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_mirostat(self._n_vocab, s, mirostat_tau,
-                                                                               mirostat_eta, 100))
-            elif mirostat_mode == 2:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_temp(temp))
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_mirostat_v2(s, mirostat_tau, mirostat_eta))
-            else:
-                if top_k and top_k > 0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_top_k(top_k))
-                if typical_p is not None and typical_p < 1.0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_typical(typical_p, 1))
-                if top_p is not None and top_p < 1.0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_top_p(top_p, 1))
-                if min_p and min_p > 0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_min_p(min_p, 1))
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_temp(temp))
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_dist(s))
-        except BaseException:
-            C.llama_sampler_free(chain)
-            raise
-        return chain
+        """The runtime's sampler chain (llama_py._runtime.sampling) for these options, the
+        penalty window being last_n_tokens_size tokens of history."""
+        sp = SamplingParams(temperature=temp, top_k=top_k, top_p=top_p, min_p=min_p, typical_p=typical_p,
+                            repeat_penalty=repeat_penalty, frequency_penalty=frequency_penalty,
+                            presence_penalty=presence_penalty, penalty_last_n=self.last_n_tokens_size,
+                            mirostat_mode=mirostat_mode, mirostat_tau=mirostat_tau, mirostat_eta=mirostat_eta,
+                            seed=seed, logit_bias=logit_bias, grammar=grammar)
+        return build_chain(self._vocab, self._n_vocab, sp, history, n_ctx=self._n_ctx, default_seed=self._seed)
 
-    def _sample_with(self, chain, logits_processor=None, new_ids: Sequence[int] = ()) -> int:
-        """Samples from the last output row: keeps a copy of the raw logits (logprobs read them),
-        lets logits_processor rewrite the row in place, then runs the chain."""
-        row = self._logits_row()
+    def _sample_with(self, chain, logits_processor=None, new_ids: Sequence[int] = (), idx: int = -1) -> int:
+        """Samples from output row idx (default the last): keeps a copy of the raw logits (logprobs
+        read them), lets logits_processor rewrite the row in place, then runs the chain."""
+        row = self._logits_row(idx)
         raw = row.copy()
         self._last_raw_logits = raw
         if logits_processor is not None:
@@ -673,7 +651,7 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
             self._logits_live = False  # the row no longer holds the model's logits
         if not self._logits_all:
             self.scores[0] = raw
-        tok = C.llama_sampler_sample(chain, self._ctx, -1)
+        tok = C.llama_sampler_sample(chain, self._ctx, idx)
         if tok < 0:
             raise LlamaError("sampling failed (set verbose=True to see why)")
         return int(tok)
@@ -724,9 +702,6 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self._check_open()
         if self._pooled:
             raise LlamaError("this Llama was made with embedding=True (pooled): it produces no logits to sample")
-        if self.draft_model is not None:
-            _warn_once("draft", "Llama(draft_model=...): speculative decoding is not implemented; tokens are "
-                                "sampled one by one (the output is the same)")
         tokens = [int(t) for t in tokens]
         if not tokens and not (self._tokens and self._logits_live and not reset):
             raise ValueError("generate() needs at least one prompt token")
@@ -742,23 +717,79 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                 if n_keep == len(tokens):
                     n_keep -= 1  # decode at least one token to get logits
                 self.n_tokens = n_keep
-                if n_keep == 0:
+                if not self._tokens:   # nothing kept (a recurrent state is kept whole or not at all)
                     self.reset()
-                tokens = tokens[n_keep:]
+                tokens = tokens[len(self._tokens):]
         self._free_sampler()
         history = self._tokens + tokens
         self._sampler = self._build_sampler(seed=seed, logit_bias=logit_bias, history=history, **sampling)
         chain = self._sampler
-        while True:
-            if tokens:
-                self.eval(tokens)
-            tok = self._sample_with(chain, logits_processor, ())
+        draft = self.draft_model if not self._logits_all else None
+        try:
+            while True:
+                if tokens:
+                    self.eval(tokens)
+                tok = self._sample_with(chain, logits_processor, ())
+                if stopping_criteria is not None:
+                    ids = np.array(self._tokens + [tok], dtype=np.intc)
+                    if stopping_criteria(ids, self._last_raw_logits):
+                        return
+                sent = yield tok
+                tokens = [tok] + [int(t) for t in (sent or [])]
+                while draft is not None and len(tokens) == 1:
+                    # speculation: decode tok and the draft's guesses at once, then sample each row
+                    # in order as if decoded one by one; the first sample that differs from the
+                    # guess ends the round (the cells after it are dropped)
+                    tokens = yield from self._speculate(tokens[0], draft, chain, logits_processor, stopping_criteria)
+                    if tokens is None:
+                        return
+        finally:
+            # the cache holds exactly self._tokens (verified guesses past a stop are dropped)
+            if self._ctx:
+                C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), 0, len(self._tokens), -1)
+
+    def _speculate(self, tok: int, draft, chain, logits_processor, stopping_criteria):
+        """One speculative round after the sampled token tok: yields the accepted tokens; returns the
+        tokens to decode next ([last sampled] + any sent), or None when a stopping criterion held."""
+        n_past = len(self._tokens)
+        room = min(self._n_ctx - n_past, self.n_batch) - 1
+        if room < 0:
+            raise LlamaError(f"context full: {n_past} + 1 tokens > n_ctx {self._n_ctx}")
+        guesses = [] if room == 0 else [int(t) for t in np.asarray(draft(np.array(self._tokens + [tok], dtype=np.intc)))[:room]]
+        batch = self._spec_batch(len(guesses) + 1)
+        C.llama_batch_clear(batch)
+        for i, t in enumerate([tok] + guesses):
+            C.llama_batch_add(batch, t, n_past + i, [0], True)
+        rc = C.llama_decode(self._ctx, batch)
+        if rc != 0:
+            self._logits_live = False
+            raise LlamaError("llama_decode failed" + (" (aborted)" if rc == 2 else ""), rc)
+        self._tokens.append(tok)
+        self._logits_live = True
+        self.n_drafted = getattr(self, "n_drafted", 0) + len(guesses)
+        for i in range(len(guesses) + 1):
+            t = self._sample_with(chain, logits_processor, (), idx=i)
             if stopping_criteria is not None:
-                ids = np.array(self._tokens + [tok], dtype=np.intc)
-                if stopping_criteria(ids, self._last_raw_logits):
-                    return
-            sent = yield tok
-            tokens = [tok] + [int(t) for t in (sent or [])]
+                if stopping_criteria(np.array(self._tokens + [t], dtype=np.intc), self._last_raw_logits):
+                    return None
+            sent = yield t
+            accepted = i < len(guesses) and t == guesses[i]
+            if accepted:
+                self._tokens.append(t)       # already in the cache
+                self.n_accepted = getattr(self, "n_accepted", 0) + 1
+            if sent or not accepted:
+                C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), 0, len(self._tokens), -1)
+                return ([] if accepted else [t]) + [int(x) for x in (sent or [])] or [t]
+        return [t]
+
+    def _spec_batch(self, n: int):
+        """A batch of n rows, kept for the speculative rounds."""
+        b = getattr(self, "_spec_b", None)
+        if b is None or self._spec_b_n < n:
+            if b is not None:
+                C.llama_batch_free(b)
+            self._spec_b, self._spec_b_n = C.llama_batch_init(max(n, 16), 0, 1), max(n, 16)
+        return self._spec_b
 
     def _free_sampler(self) -> None:
         if self._sampler:

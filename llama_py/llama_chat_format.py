@@ -15,66 +15,18 @@ phi-3, qwen, chatml-function-calling, and the C names themselves.
 """
 from __future__ import annotations
 
-import ctypes
-import dataclasses
-import functools
-import json
-from datetime import datetime
-from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Protocol, Union
 
-from . import llama_cpp as C
 from . import llama_types
+from ._runtime import chat as R
+# the rendering and formatters live in the runtime, shared with the server; their public names here
+from ._runtime.chat import (BuiltinChatFormatter, ChatFormatterResponse, Jinja2ChatFormatter,  # noqa: F401
+                            apply_builtin_template, builtin_formatter, format_chat)
 
-# ---- rendering ----
-
-
-def _tojson(x: Any, ensure_ascii: bool = False, indent: Optional[int] = None,
-            separators: Optional[Tuple[str, str]] = None, sort_keys: bool = False) -> str:
-    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-
-
-def _strftime_now(f: str) -> str:
-    return datetime.now().strftime(f)
-
-
-def _raise_exception(message: str):
-    raise ValueError(message)
-
-
-@functools.lru_cache(maxsize=None)
-def _environment():
-    import jinja2.ext
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
-    env.filters["tojson"] = _tojson
-    env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = _strftime_now
-    return env
-
-
-@functools.lru_cache(maxsize=64)
-def _compiled(template: str):
-    return _environment().from_string(template)
-
-
-def format_chat(messages: List[Dict[str, Any]], template: str, bos_token: str = "", eos_token: str = "",
-                add_generation_prompt: bool = True, tools: Optional[List[Dict[str, Any]]] = None, **extra: Any) -> str:
-    """Renders a Jinja chat template in the immutable sandbox (raises jinja2's SecurityError on
-    an escape attempt, ValueError from the template's raise_exception)."""
-    return _compiled(template).render(messages=messages, bos_token=bos_token, eos_token=eos_token,
-                                      add_generation_prompt=add_generation_prompt, tools=tools, **extra)
+_BUILTIN = R.BUILTIN
 
 
 # ---- formatter and handler protocols ----
-
-
-@dataclasses.dataclass
-class ChatFormatterResponse:
-    """A laid-out prompt; added_special: it already holds the leading special tokens (no BOS to add)."""
-    prompt: str
-    stop: Optional[Union[str, List[str]]] = None
-    stopping_criteria: Optional[Any] = None
-    added_special: bool = False
 
 
 class ChatFormatter(Protocol):
@@ -147,118 +99,6 @@ def register_chat_completion_handler(name: str):
     return decorator
 
 
-# ---- the Jinja formatter ----
-
-
-class Jinja2ChatFormatter:
-    """A chat template (Jinja text) as a formatter. A prompt that starts with the BOS text is
-    marked added_special (tokenized without adding another BOS); otherwise the tokenizer adds
-    the BOS token where the model wants one."""
-
-    def __init__(self, template: str, eos_token: str, bos_token: str, add_generation_prompt: bool = True,
-                 stop_token_ids: Optional[List[int]] = None):
-        self.template = template
-        self.eos_token = eos_token
-        self.bos_token = bos_token
-        self.add_generation_prompt = add_generation_prompt
-        self.stop_token_ids = set(stop_token_ids) if stop_token_ids is not None else None
-        self._environment = _compiled(template)  # compile now: a broken template fails at load
-
-    strftime_now = staticmethod(_strftime_now)
-    tojson = staticmethod(_tojson)
-
-    def __call__(self, *, messages: List[llama_types.ChatCompletionRequestMessage],
-                 functions: Optional[List[llama_types.ChatCompletionFunction]] = None,
-                 function_call: Optional[llama_types.ChatCompletionRequestFunctionCall] = None,
-                 tools: Optional[List[llama_types.ChatCompletionTool]] = None,
-                 tool_choice: Optional[llama_types.ChatCompletionToolChoiceOption] = None,
-                 **kwargs: Any) -> ChatFormatterResponse:
-        extra = dict(kwargs)
-        add = extra.pop("add_generation_prompt", self.add_generation_prompt)
-        prompt = format_chat(list(messages), self.template, self.bos_token, self.eos_token, add, tools,
-                             functions=functions, function_call=function_call, tool_choice=tool_choice, **extra)
-        # a template that writes the BOS text has added the special tokens itself: no second BOS
-        added = bool(self.bos_token) and prompt.startswith(self.bos_token)
-        stopping = None
-        if self.stop_token_ids:
-            ids = self.stop_token_ids
-
-            def stop_on_token(tokens, logits) -> bool:
-                return len(tokens) > 0 and int(tokens[-1]) in ids
-            from .llama import StoppingCriteriaList
-            stopping = StoppingCriteriaList([stop_on_token])
-        return ChatFormatterResponse(prompt=prompt, stop=[self.eos_token] if self.eos_token else [],
-                                     stopping_criteria=stopping, added_special=added)
-
-    def to_chat_handler(self) -> LlamaChatCompletionHandler:
-        return chat_formatter_to_chat_completion_handler(self)
-
-
-# ---- named formats through the engine's built-in templates ----
-
-# llama-cpp-python's names (and a few more) -> the engine's template name, and the end-of-turn text
-_BUILTIN = {
-    "chatml": ("chatml", "<|im_end|>"), "qwen": ("chatml", "<|im_end|>"),
-    "chatml-function-calling": ("chatml", "<|im_end|>"),
-    "llama-2": ("llama2", "</s>"), "llama2": ("llama2", "</s>"), "llama2-sys": ("llama2-sys", "</s>"),
-    "llama-3": ("llama3", "<|eot_id|>"), "llama3": ("llama3", "<|eot_id|>"),
-    "mistral-instruct": ("mistral-v1", "</s>"), "mistral-v1": ("mistral-v1", "</s>"),
-    "mistral-v3": ("mistral-v3", "</s>"), "mistral-v7": ("mistral-v7", "</s>"), "mistral": ("mistral-v1", "</s>"),
-    "zephyr": ("zephyr", "</s>"), "gemma": ("gemma", "<end_of_turn>"),
-    "phi-3": ("phi3", "<|end|>"), "phi3": ("phi3", "<|end|>"),
-}
-
-
-def _message_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
-
-
-def apply_builtin_template(template: Union[str, bytes], messages: List[Dict[str, Any]],
-                           add_generation_prompt: bool = True) -> str:
-    """Lays messages out with llama_chat_apply_template: template is a built-in name or a model's
-    template text, recognised among the built-in formats by its markers (never executed)."""
-    tmpl = template.encode("utf-8") if isinstance(template, str) else template
-    arr = (C.llama_chat_message * max(1, len(messages)))()
-    keep = []
-    for i, m in enumerate(messages):
-        role, content = m["role"].encode("utf-8"), _message_text(m.get("content")).encode("utf-8")
-        keep += [role, content]
-        arr[i].role, arr[i].content = role, content
-    n = C.llama_chat_apply_template(tmpl, arr, len(messages), add_generation_prompt, None, 0)
-    if n < 0:
-        raise ValueError("the chat template is not one of the built-in formats "
-                         "(chatml, llama2, llama3, zephyr, mistral, phi3, gemma, ...); pass chat_format=")
-    buf = ctypes.create_string_buffer(n + 1)
-    C.llama_chat_apply_template(tmpl, arr, len(messages), add_generation_prompt, buf, n + 1)
-    return buf.raw[:n].decode("utf-8")
-
-
-class BuiltinChatFormatter:
-    """A named built-in format (or a template recognised by its markers) as a formatter."""
-
-    def __init__(self, template: Union[str, bytes], stop: Optional[str] = None):
-        self.template = template
-        self.stop = stop
-
-    def __call__(self, *, messages, add_generation_prompt: bool = True, **kwargs: Any) -> ChatFormatterResponse:
-        return ChatFormatterResponse(prompt=apply_builtin_template(self.template, list(messages),
-                                                                   add_generation_prompt),
-                                     stop=[self.stop] if self.stop else [], added_special=False)
-
-
-def builtin_formatter(name: str) -> BuiltinChatFormatter:
-    """The formatter of a named format; ValueError naming the known ones otherwise."""
-    if name not in _BUILTIN:
-        raise ValueError(f"chat_format {name!r} is not supported by llama_py; known: {', '.join(sorted(_BUILTIN))} "
-                         "(or pass chat_handler=, or rely on the model's own template)")
-    c_name, stop = _BUILTIN[name]
-    return BuiltinChatFormatter(c_name, stop)
-
-
 def register_chat_format(name: str):
     """Decorator: registers a formatter function (messages=..., **kw) -> ChatFormatterResponse under name."""
     def decorator(f: ChatFormatter):
@@ -313,102 +153,43 @@ def hf_autotokenizer_to_chat_completion_handler(pretrained_model_name_or_path: s
 # ---- from a formatter to a handler: prompt, grammar, completion, chat-shaped result ----
 
 
-def _grammar_module():
-    try:
-        from . import grammar
-    except ImportError as e:
-        raise NotImplementedError("response_format / tool_choice need llama_py.grammar, absent from this build") from e
-    return grammar
-
-
-def _constraint(response_format, tools, tool_choice):
-    """(grammar, tool mode): tool mode None, a tool name, or "required" (any of the tools)."""
-    if response_format and response_format.get("type") in ("json_object", "json_schema"):
-        schema = response_format.get("schema")
-        if schema is None and isinstance(response_format.get("json_schema"), dict):
-            schema = response_format["json_schema"].get("schema")
-        g = _grammar_module()
-        if schema is None:
-            return g.LlamaGrammar.from_string(g.JSON_GBNF, verbose=False), None
-        return g.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False), None
-    if tools and isinstance(tool_choice, dict):
-        name = tool_choice.get("function", {}).get("name")
-        tool = next((t for t in tools if t["function"]["name"] == name), None)
-        if tool is None:
-            raise ValueError(f"Tool choice '{name}' not found in tools.")
-        params = tool["function"].get("parameters") or {"type": "object"}
-        return _grammar_module().LlamaGrammar.from_json_schema(json.dumps(params), verbose=False), name
-    if tools and tool_choice == "required":
-        schema = {"anyOf": [{"type": "object", "properties": {
-            "name": {"const": t["function"]["name"]},
-            "arguments": t["function"].get("parameters") or {"type": "object"}},
-            "required": ["name", "arguments"]} for t in tools]}
-        return _grammar_module().LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False), "required"
-    return None, None
-
-
-def _chat_logprobs(lp: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def _completion_logprobs(lp: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     if not lp or not lp.get("tokens"):
         return None
-    content = []
-    for tok, logprob, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
-        content.append({"token": tok, "logprob": logprob, "bytes": list(tok.encode("utf-8")),
-                        "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode("utf-8"))}
-                                         for t, v in (top or {}).items()]})
-    return {"content": content, "refusal": None}
-
-
-def _tool_call(mode: str, text: str, call_id: str) -> Dict[str, Any]:
-    if mode == "required":
-        obj = json.loads(text)
-        name, args = obj["name"], json.dumps(obj["arguments"], ensure_ascii=False)
-    else:
-        name, args = mode, text
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+    return R.chat_logprobs(list(zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"])))
 
 
 def _to_chat(completion: Dict[str, Any], tool_mode: Optional[str]) -> Dict[str, Any]:
     choice = completion["choices"][0]
-    msg: Dict[str, Any] = {"role": "assistant", "content": choice["text"]}
-    finish = choice["finish_reason"]
-    if tool_mode is not None:
-        call = _tool_call(tool_mode, choice["text"], "call_" + completion["id"])
-        msg = {"role": "assistant", "content": None, "function_call": dict(call["function"]), "tool_calls": [call]}
-        finish = "tool_calls"
+    msg, finish = R.chat_message(choice["text"], choice["finish_reason"], tool_mode, "call_" + completion["id"])
     return {"id": "chat" + completion["id"], "object": "chat.completion", "created": completion["created"],
             "model": completion["model"],
-            "choices": [{"index": 0, "message": msg, "logprobs": _chat_logprobs(choice["logprobs"]),
+            "choices": [{"index": 0, "message": msg, "logprobs": _completion_logprobs(choice["logprobs"]),
                          "finish_reason": finish}],
             "usage": completion["usage"]}
 
 
 def _to_chat_chunks(chunks: Iterator[Dict[str, Any]], tool_mode: Optional[str]) -> Iterator[Dict[str, Any]]:
-    first = True
-    args = ""
+    deltas = None
     for c in chunks:
         choice = c["choices"][0]
         head = {"id": "chat" + c["id"], "model": c["model"], "created": c["created"], "object": "chat.completion.chunk"}
-        if first:
-            first = False
-            yield dict(head, choices=[{"index": 0, "delta": {"role": "assistant"}, "logprobs": None,
-                                       "finish_reason": None}])
+
+        def chunk(delta, logprobs=None, finish=None):
+            return dict(head, choices=[{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}])
+        if deltas is None:
+            deltas = R.ChatDeltas(tool_mode, "call_" + c["id"])
+            yield chunk(deltas.opening())
+        lp = _completion_logprobs(choice["logprobs"])
+        for d in deltas.text(choice["text"]):
+            yield chunk(d, lp)
+            lp = None
         if choice["finish_reason"] is None:
-            if not choice["text"]:
-                continue
-            if tool_mode is not None:
-                args += choice["text"]
-                continue
-            yield dict(head, choices=[{"index": 0, "delta": {"content": choice["text"]},
-                                       "logprobs": _chat_logprobs(choice["logprobs"]), "finish_reason": None}])
             continue
-        finish = choice["finish_reason"]
-        if tool_mode is not None:
-            call = _tool_call(tool_mode, args, "call_" + c["id"])
-            yield dict(head, choices=[{"index": 0, "delta": {"role": None, "content": None, "tool_calls": [
-                dict(call, index=0)]}, "logprobs": None, "finish_reason": None}])
-            finish = "tool_calls"
-        out = dict(head, choices=[{"index": 0, "delta": {}, "logprobs": _chat_logprobs(choice["logprobs"]),
-                                   "finish_reason": finish}])
+        tail, finish = deltas.finish(choice["finish_reason"])
+        for d in tail:
+            yield chunk(d)
+        out = chunk({}, lp, finish)
         if "usage" in c:
             out["usage"] = c["usage"]
         yield out
@@ -426,11 +207,7 @@ def chat_formatter_to_chat_completion_handler(chat_formatter: ChatFormatter) -> 
                                 mirostat_tau: float = 5.0, mirostat_eta: float = 0.1, model: Optional[str] = None,
                                 logits_processor=None, grammar=None, logit_bias=None, logprobs: Optional[bool] = None,
                                 top_logprobs: Optional[int] = None, **kwargs: Any):
-        if functions and not tools:  # the legacy names
-            tools = [{"type": "function", "function": f} for f in functions]
-        if function_call is not None and tool_choice is None:
-            tool_choice = function_call if isinstance(function_call, str) else \
-                {"type": "function", "function": {"name": function_call["name"]}}
+        tools, tool_choice = R.normalize_tools(tools, tool_choice, functions, function_call)
         result = chat_formatter(messages=messages, functions=functions, function_call=function_call, tools=tools,
                                 tool_choice=tool_choice)
         tokens = llama.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
@@ -438,8 +215,11 @@ def chat_formatter_to_chat_completion_handler(chat_formatter: ChatFormatter) -> 
         extra = result.stop if isinstance(result.stop, list) else [result.stop] if result.stop else []
         stops += [s for s in extra if s and s not in stops]
         tool_mode = None
+        template = R.formatter_template(chat_formatter)
         if grammar is None:
-            grammar, tool_mode = _constraint(response_format, tools, tool_choice)
+            grammar, tool_mode = R.constraint(response_format, tools, tool_choice, template)
+        elif tools and tool_choice in (None, "auto"):  # a caller's grammar: the reply may still hold calls
+            tool_mode = R.constraint(None, tools, tool_choice, template)[1]
         completion = llama.create_completion(
             prompt=tokens, temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, typical_p=typical_p,
             logprobs=(top_logprobs or 0) if logprobs else None, stream=stream, stop=stops, seed=seed,
@@ -454,6 +234,23 @@ def chat_formatter_to_chat_completion_handler(chat_formatter: ChatFormatter) -> 
     chat_completion_handler.chat_formatter = chat_formatter  # type: ignore[attr-defined]
     return chat_completion_handler
 
+
+# llama-cpp-python's named formatter functions, for the formats the engine's built-in templates lay
+# out (its other prompt formats, alpaca, baichuan, ..., are not provided)
+def _builtin_format(name: str):
+    def format_fn(messages: List[llama_types.ChatCompletionRequestMessage], **kwargs: Any) -> ChatFormatterResponse:
+        return builtin_formatter(name)(messages=messages, **kwargs)
+    format_fn.__doc__ = f"The {name} layout of messages (the engine's built-in template)."
+    return format_fn
+
+
+format_llama2 = _builtin_format("llama-2")
+format_llama3 = _builtin_format("llama-3")
+format_chatml = _builtin_format("chatml")
+format_qwen = _builtin_format("qwen")
+format_mistral_instruct = _builtin_format("mistral-instruct")
+format_zephyr = _builtin_format("zephyr")
+format_gemma = _builtin_format("gemma")
 
 for _name, (_c_name, _stop) in _BUILTIN.items():
     LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(

@@ -3,7 +3,7 @@
     import llama_py.llama_cpp as llama_cpp
 
 Every function of llama.h is bound here with the argument order llama-cpp-python uses; the
-sections live in the _llama_*.py modules and are re-exported. Older names that tutorials and
+sections live in the llama_py._capi modules and are re-exported. Older names that tutorials and
 C++ examples use keep working with a DeprecationWarning, and wherever the old API took a model
 where the new one takes a vocab, the model is accepted. The helpers C++ examples take from
 llama.cpp's common library (llama_batch_add, llama_batch_clear, ...) are at the end.
@@ -17,19 +17,19 @@ import ctypes
 import warnings
 from typing import Iterable, Sequence
 
-from . import _abi
+from . import _abi, _load_guard
 from ._lib import LlamaError, LibraryNotFound, ctypes_function, load_library
-from ._llama_common import *  # noqa: F401,F403
-from ._llama_common import (llama_context_p_ctypes, llama_model_p_ctypes, llama_token)
-from ._llama_extra import *  # noqa: F401,F403
-from ._llama_model import *  # noqa: F401,F403
-from ._llama_context import *  # noqa: F401,F403
-from ._llama_vocab import *  # noqa: F401,F403
-from ._llama_sampling import *  # noqa: F401,F403
-from . import _llama_common, _llama_extra, _llama_model, _llama_context, _llama_vocab, _llama_sampling
+from ._capi.common import *  # noqa: F401,F403
+from ._capi.common import (llama_context_p_ctypes, llama_model_p_ctypes, llama_token)
+from ._capi.extra import *  # noqa: F401,F403
+from ._capi.model import *  # noqa: F401,F403
+from ._capi.context import *  # noqa: F401,F403
+from ._capi.vocab import *  # noqa: F401,F403
+from ._capi.sampling import *  # noqa: F401,F403
+from . import _capi
 
 # The C structs and the Python modules that mirror them.
-_STRUCT_MODULES = (_llama_common, _llama_extra, _llama_model, _llama_context, _llama_vocab, _llama_sampling)
+_STRUCT_MODULES = (_capi.common, _capi.extra, _capi.model, _capi.context, _capi.vocab, _capi.sampling)
 
 
 # One exception type for every layout/ABI mismatch (llama_py._abi); the old name stays.
@@ -70,6 +70,7 @@ _last_level = [_logging.INFO]
 
 
 def _route_log(level, text, user_data):
+    _load_guard.note_log(level, text)  # a failed load's reason goes into its exception
     # CONT (5) continues the previous line at its level
     lvl = _last_level[0] if level == 5 else _LOG_LEVELS.get(level, _logging.INFO)
     _last_level[0] = lvl
@@ -91,7 +92,7 @@ else:
 
 
 from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_void_p
-from ._llama_common import gguf_context_p_ctypes, llama_model_set_tensor_data_t
+from ._capi.common import gguf_context_p_ctypes, llama_model_set_tensor_data_t
 
 
 # ---- loaders and entry points whose argument structs live in several sections ----
@@ -125,6 +126,11 @@ def llama_encode(ctx, batch, /) -> int:
 
 def _deprecated(old: str, new: str) -> None:
     warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
+
+
+# the ctypes library object, under llama-cpp-python's name (guidance / llguidance read
+# llama_cpp.llama_cpp._lib.llama_tokenize and pass its C pointer on)
+_lib = load_library()
 
 
 # Model handles handed out by the loaders: the vocab functions that older code calls with a
@@ -219,6 +225,18 @@ def llama_n_head(model, /) -> int:
     """Deprecated: llama_model_n_head."""
     _deprecated("llama_n_head", "llama_model_n_head")
     return llama_model_n_head(model)
+
+
+def llama_set_adapter_lora(ctx, adapter, scale: float, /) -> int:
+    """Deprecated: llama_set_adapters_lora with this one adapter (replacing the context's set)."""
+    _deprecated("llama_set_adapter_lora", "llama_set_adapters_lora")
+    return llama_set_adapters_lora(ctx, (ctypes.c_void_p * 1)(adapter), 1, (ctypes.c_float * 1)(scale))
+
+
+def llama_apply_adapter_cvec(ctx, data, len: int, n_embd: int, il_start: int, il_end: int, /) -> int:
+    """Deprecated: llama_set_adapter_cvec."""
+    _deprecated("llama_apply_adapter_cvec", "llama_set_adapter_cvec")
+    return llama_set_adapter_cvec(ctx, data, len, n_embd, il_start, il_end)
 
 
 def llama_n_vocab(vocab_or_model, /) -> int:

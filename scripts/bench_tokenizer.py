@@ -24,11 +24,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from llama_py import _llama_model as M  # noqa: E402
-from llama_py import _llama_vocab as V  # noqa: E402
+from llama_py._capi import model as M  # noqa: E402
+from llama_py._capi import vocab as V  # noqa: E402
 from llama_py.pull import demo_model_path  # noqa: E402
-from llama_py.pull_vocab import pull_vocab  # noqa: E402
+from llama_py.pull_vocab import ALL_VOCABS, CORE_VOCABS, pull_vocab  # noqa: E402
 import test_tokenizer as T  # noqa: E402  (the reference builders)
+import test_vocab_pre as P  # noqa: E402  (the published regexes of the other pre-tokenizer families)
+
+# pre name -> the family whose regexes test_vocab_pre writes out, for names that share them
+SAME_REGEXES = {"command-r": "starcoder", "refact": "starcoder", "mpt": "gpt-2"}
+
+
+def reference_regexes(pre: str):
+    """The regexes HF tokenizers applies for pre (None when the scripts know no reference)."""
+    if pre in T.PRE_REGEXES:
+        return T.PRE_REGEXES[pre]
+    fam = P.FAMILIES.get(SAME_REGEXES.get(pre, pre))
+    return fam[0] if fam and not fam[1] else None
 
 SMOLLM2 = demo_model_path()  # `python -m llama_py pull` puts it there
 
@@ -61,6 +73,7 @@ def ours_tokenize(vocab, data: bytes):
 
 def bench(name: str, path: Path, text: str, repeat: int):
     gv = T.GGUFVocab(path)
+    gv.pre = gv.pre or "default"  # a gpt2 vocab without the key gets the default pre-tokenizer
     p = M.llama_model_default_params()
     p.vocab_only = True
     t = time.perf_counter()
@@ -72,6 +85,7 @@ def bench(name: str, path: Path, text: str, repeat: int):
         ref_fn = lambda: ref.encode(text)  # noqa: E731
         ref_name = "sentencepiece"
     else:
+        T.PRE_REGEXES.setdefault(gv.pre, reference_regexes(gv.pre))
         ref = T.build_hf(gv, gv.pre, False)
         ref_fn = lambda: ref.encode(text, add_special_tokens=False).ids  # noqa: E731
         ref_name = "HF tokenizers"
@@ -94,13 +108,17 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=1.0, help="megabytes of text")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scaling", action="store_true", help="time 1, 2, 4, 8 MB with ours only")
+    ap.add_argument("--all", action="store_true", help="every vocabulary of the sdist, not only the five core ones")
     ap.add_argument("--vocab-dir", help="folder of vocab-only GGUFs (default: llama_py.pull_vocab)")
     args = ap.parse_args()
-    vocab_dir = Path(args.vocab_dir) if args.vocab_dir else pull_vocab()
+    vocab_dir = Path(args.vocab_dir) if args.vocab_dir else pull_vocab(names=ALL_VOCABS if args.all else CORE_VOCABS)
     paths = {p.stem: p for p in sorted(vocab_dir.glob("*.gguf"))}
     if SMOLLM2.exists():
         paths["smollm2"] = SMOLLM2
-    names = args.vocab or list(paths)
+    # default: the vocabularies with a reference here (not WordPiece / unigram / Gemma 4's BPE)
+    names = args.vocab or [n for n, p in paths.items()
+                           if T.GGUFVocab(p).model == "llama"
+                           or (T.GGUFVocab(p).model == "gpt2" and reference_regexes(T.GGUFVocab(p).pre or "default"))]
     if args.scaling:
         for name in names:
             p = M.llama_model_default_params()

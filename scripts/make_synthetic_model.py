@@ -142,13 +142,14 @@ def write_model(out: Path, *, n_layer: int, n_embd: int, n_head: int, n_head_kv:
     return out
 
 
-def quantize(src: Path, dst: Path, qtype: str) -> None:
-    """Converts src to dst with this project's quantizer."""
+def quantize(src: Path, dst: Path, qtype: str, pure: bool = False) -> None:
+    """Converts src to dst with this project's quantizer (pure: every weight to the type's base)."""
     sys.path.insert(0, str(ROOT))
     from llama_py import llama_cpp as L  # noqa: E402  (needs the built library)
     ftype = getattr(L, f"LLAMA_FTYPE_MOSTLY_{qtype.upper()}")
     params = L.llama_model_quantize_default_params()
     params.ftype = ftype
+    params.pure = pure
     rc = L.llama_model_quantize(str(src).encode(), str(dst).encode(), params)
     if rc != 0:
         raise RuntimeError(f"llama_model_quantize failed with {rc}")

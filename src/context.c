@@ -1,6 +1,7 @@
 // context.c — contexts: parameter defaults and resolution, the KV cache and compute resources
 // allocated once at init, llama_decode (validate, split into ubatches, build, allocate, compute,
 // copy the output rows out), logits / embeddings access, settings and performance counters.
+#include "llama-adapter.h"
 #include "llama-context.h"
 
 #include <inttypes.h>
@@ -138,6 +139,10 @@ static bool ctx_init_backends(struct llama_context * ctx) {
     }
     backends[n++] = ctx->backend_cpu;
     ctx->sched = ggml_backend_sched_new(backends, NULL, n, ctx->graph_size, false, true);
+    if (ctx->sched != NULL && ctx->params.cb_eval != NULL) {
+        // node-by-node evaluation with the caller looking at results (e.g. an importance matrix)
+        ggml_backend_sched_set_eval_callback(ctx->sched, ctx->params.cb_eval, ctx->params.cb_eval_user_data);
+    }
     return ctx->sched != NULL;
 }
 
@@ -150,6 +155,7 @@ void llama_free(struct llama_context * ctx) {
         return;
     }
     ctx->magic = LLAMA_MAGIC_DEAD;
+    llama_context_adapters_free(ctx);
     llama_kv_cache_free(&ctx->kv);
     ggml_backend_sched_free(ctx->sched);
     ggml_backend_free(ctx->backend_dev);
@@ -201,6 +207,11 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
         return NULL;
     }
     if (!ctx_kv_type_ok(params.type_k, hp->n_embd_head_k, "type_k") || !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v, "type_v")) {
+        return NULL;
+    }
+    // sliding layers with a head size of their own (gemma4)
+    if ((hp->n_embd_head_k_swa && !ctx_kv_type_ok(params.type_k, hp->n_embd_head_k_swa, "type_k")) ||
+        (hp->n_embd_head_v_swa && !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v_swa, "type_v"))) {
         return NULL;
     }
     const bool flash = params.flash_attn_type != LLAMA_FLASH_ATTN_TYPE_DISABLED;
@@ -467,6 +478,9 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
         }
         ctx_input_done(res->inp_kv_range, r, n_kv * sizeof(int32_t));
     }
+    if (inp_ready(res->inp_s_ids)) {
+        llama_context_set_input(ctx, res->inp_s_ids, ub->seqs, ub->n_seqs * sizeof(int32_t)); // slot s holds sequence s
+    }
     if (inp_ready(res->inp_out_ids)) {
         const size_t bytes = ggml_nbytes(res->inp_out_ids);
         int32_t * o = ctx_input_begin(ctx, res->inp_out_ids, bytes, 0);
@@ -477,6 +491,17 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
             }
         }
         ctx_input_done(res->inp_out_ids, o, bytes);
+    }
+    if (inp_ready(res->inp_pos_out)) {
+        const size_t bytes = ggml_nbytes(res->inp_pos_out);
+        int32_t * o = ctx_input_begin(ctx, res->inp_pos_out, bytes, 0);
+        int32_t k = 0;
+        for (int32_t i = 0; o && i < n; i++) {
+            if (ub->output[i]) {
+                o[k++] = ub->pos[i];
+            }
+        }
+        ctx_input_done(res->inp_pos_out, o, bytes);
     }
 }
 
@@ -499,12 +524,13 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
         .n_tokens = ub->n_tokens,
         .n_outputs = ub->n_outputs,
         .n_kv = ub->n_kv,
+        .n_seqs = ub->n_seqs,
         .embd_input = ub->token == NULL,
         .all_rows = ub->all_rows,
         .embeddings = ctx->embeddings,
     };
     const struct llama_graph_key * k = &ctx->graph_key;
-    if (ctx->graph_reusable && k->n_tokens == key.n_tokens && k->n_outputs == key.n_outputs && k->n_kv == key.n_kv &&
+    if (ctx->graph_reusable && k->n_tokens == key.n_tokens && k->n_outputs == key.n_outputs && k->n_kv == key.n_kv && k->n_seqs == key.n_seqs &&
         k->embd_input == key.embd_input && k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
         *res = ctx->graph_res;
         ctx->n_reused++;
@@ -534,7 +560,10 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     ctx->n_outputs = 0;
     ctx->n_batch_tokens = 0;
 
-    const int32_t r = llama_batch_prepare(ctx, &batch);
+    int32_t r = llama_batch_prepare(ctx, &batch);
+    if (r == 0 && ctx->kv.rs != NULL) {
+        r = llama_memory_recurrent_batch_plan(ctx); // ubatches of equal-length sequences
+    }
     if (r != 0) {
         return r;
     }
@@ -565,26 +594,38 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     int32_t ret = 0;
     int32_t n_assigned = 0;   // cells given out so far (rolled back on failure)
     size_t out_row = 0;
-    const int32_t n_ubatch = encode ? n : (int32_t) ctx->n_ubatch;
-    for (int32_t i0 = 0; i0 < n; i0 += n_ubatch) {
-        const int32_t nu = n - i0 < n_ubatch ? n - i0 : n_ubatch;
-        for (int32_t i = i0; i < i0 + nu; i++) {
-            llama_kv_cache_cell_set(kv, ctx->cells[i], p->pos[i], p->n_seq_id[i], p->seq_id[i]);
+    const int32_t n_ubatch = encode ? n : (int32_t) ctx->n_ubatch; // an encode is one ubatch
+    int32_t nu = 0;
+    for (int32_t i0 = 0; i0 < n; i0 += nu) {
+        struct llama_ubatch ub;
+        if (kv->rs != NULL) {
+            // rows regrouped by sequence: the cells taken are not a prefix (clearing a free one is a no-op)
+            if (!llama_memory_recurrent_next_ubatch(ctx, &ub)) {
+                break;
+            }
+            nu = ub.n_tokens;
+            n_assigned = n;
+            ub.all_rows = pooled;
+        } else {
+            nu = n - i0 < n_ubatch ? n - i0 : n_ubatch;
+            for (int32_t i = i0; i < i0 + nu; i++) {
+                llama_kv_cache_cell_set(kv, ctx->cells[i], p->pos[i], p->n_seq_id[i], p->seq_id[i]);
+            }
+            n_assigned = i0 + nu;
+            ub = (struct llama_ubatch) {
+                .n_tokens = nu,
+                .token = p->token ? p->token + i0 : NULL,
+                .embd = p->embd ? p->embd + (size_t) i0 * n_embd : NULL,
+                .pos = p->pos + i0,
+                .n_seq_id = p->n_seq_id + i0,
+                .seq_id = p->seq_id + i0,
+                .output = p->output + i0,
+                .n_outputs = 0,
+                .all_rows = pooled,
+                .cells = ctx->cells + i0,
+                .n_kv = llama_kv_cache_n_kv(kv),
+            };
         }
-        n_assigned = i0 + nu;
-        struct llama_ubatch ub = {
-            .n_tokens = nu,
-            .token = p->token ? p->token + i0 : NULL,
-            .embd = p->embd ? p->embd + (size_t) i0 * n_embd : NULL,
-            .pos = p->pos + i0,
-            .n_seq_id = p->n_seq_id + i0,
-            .seq_id = p->seq_id + i0,
-            .output = p->output + i0,
-            .n_outputs = 0,
-            .all_rows = pooled,
-            .cells = ctx->cells + i0,
-            .n_kv = llama_kv_cache_n_kv(kv),
-        };
         for (int32_t i = 0; i < nu; i++) {
             ub.n_outputs += ub.output[i] != 0;
         }
@@ -594,6 +635,9 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
             break;
         }
         ctx_set_inputs(ctx, &ub, &res);
+        if (kv->rs != NULL) {
+            llama_memory_recurrent_ubatch_begin(ctx, &ub);
+        }
         // The lm-head writes its rows straight into the logits array (no copy-out of n_vocab
         // floats per row afterwards). The graph's last node has no consumers, so moving its
         // data off the compute buffer changes nothing else; a reused graph gets it set again
@@ -612,6 +656,9 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
             LLAMA_LOG_ERROR("llama_decode: graph computation failed (status %d)\n", (int) st);
             ret = -3;
             break;
+        }
+        if (kv->rs != NULL) {
+            llama_memory_recurrent_ubatch_done(ctx, &ub);
         }
         if (!pooled && ub.n_outputs > 0) {
             if (res.t_logits && !logits_direct) {
@@ -645,9 +692,17 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
         for (int32_t i = 0; i < n_assigned; i++) {
             llama_kv_cache_cell_clear(kv, ctx->cells[i]);
         }
-        if (ret != 0) {
-            return ret;
+    }
+    if (ret != 0) {
+        for (int32_t k = 0; kv->rs != NULL && k < kv->rs->n_seqs_batch; k++) {
+            const llama_seq_id s = kv->rs->seqs[k];
+            if (kv->rs->seq_done[s] > 0) {
+                // its recurrent state moved on and cannot move back: the sequence must be decoded again
+                LLAMA_LOG_WARN("llama_decode: sequence %d is removed (its recurrent state was part-way through the batch)\n", s);
+                llama_memory_seq_rm(kv, s, -1, -1);
+            }
         }
+        return ret;
     }
 
     int32_t k = 0;
@@ -659,6 +714,10 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     ctx->have_logits = !pooled && !ctx->model->hparams.encoder_only; // encoders have no lm head
     ctx->have_embd = ctx->embeddings && !pooled;
     ctx->have_embd_seq = pooled;
+    if (kv->rs != NULL && !pooled && !llama_memory_recurrent_outputs_to_batch_order(ctx)) {
+        ctx->have_logits = ctx->have_embd = false;
+        return -2;
+    }
 
     if (n == 1) {
         ctx->n_eval++;

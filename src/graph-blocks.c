@@ -7,13 +7,15 @@
 //                                        may have their own), LongRoPE factors by context size
 //              K/V rows written into the cache cells, then softmax(scale·QK^T + mask)·V over
 //              the first n_kv cells (mask: causal, or causal within the window), Wo; with
-//              soft-capping (gemma2) the scaled scores s become c·tanh(s/c) before the mask
+//              soft-capping (gemma2) the scaled scores s become c·tanh(s/c) before the mask;
+//              gated (qwen35): Wq also projects a gate per head, output * sigmoid(gate) before Wo
 //   ffn        down( silu(gate·m) * up·m )  or  gelu_tanh(gate·m) * up·m
 //   output     logits = output · rms_norm(x) * output_norm, on the rows marked for output
 //              (final soft-capping, gemma2: c·tanh(logits/c))
 //
 // With flash attention the whole softmax(QK^T)V runs as one op; otherwise as mul_mat +
 // soft_max_ext + mul_mat. Quantized caches are dequantized first (get_rows of [0, n_kv)).
+#include "llama-adapter.h"
 #include "llama-graph.h"
 
 #include <math.h>
@@ -52,15 +54,17 @@ struct ggml_tensor * llm_graph_rope(struct llm_graph * g, uint32_t il, struct gg
     const struct llama_context * ctx = g->ctx;
     const struct llama_hparams * hp = g->hp;
     float base = ctx->rope_freq_base, scale = ctx->rope_freq_scale;
+    struct ggml_tensor * factors = g->rope_factors;
     if (hp->swa_layers[il] && hp->rope_freq_base_swa > 0.0f) {
         base = hp->rope_freq_base_swa; // local layers keep their own, unscaled frequencies
         scale = 1.0f;
+        factors = NULL;
     }
     float attn_factor = ctx->yarn_attn_factor;
     if (!shift && hp->rope_attn_factor > 0.0f) {
         attn_factor *= hp->rope_attn_factor;
     }
-    return ggml_rope_ext(g->c, x, pos, g->rope_factors, (int) hp->n_rot, g->model->arch_info->rope, (int) ctx->n_ctx_orig,
+    return ggml_rope_ext(g->c, x, pos, factors, (int) hp->n_rot_l[il], g->model->arch_info->rope, (int) ctx->n_ctx_orig,
                          base, scale, ctx->yarn_ext_factor, attn_factor, ctx->yarn_beta_fast, ctx->yarn_beta_slow);
 }
 
@@ -69,36 +73,79 @@ static struct ggml_tensor * graph_bias(struct ggml_context * c, struct ggml_tens
     return b ? ggml_add(c, x, b) : x;
 }
 
-// Q, K ([hd, heads, n_tokens]) and V ([n_v, n_tokens]) of layer il from its normed input.
-static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * cur,
-                      struct ggml_tensor ** q, struct ggml_tensor ** k, struct ggml_tensor ** v) {
+// Q, K ([hd, heads, n_tokens]) and V ([n_v, n_tokens]) of layer il from its normed input; with
+// gated attention (hp->attn_gated) each Q head's rows are followed by its gate's, *gate. k and
+// v are NULL for a layer that reads an earlier layer's KV. Without a V projection V is K's
+// projection (before K's norm and rope); with attn_v_norm it is RMS-normed per head.
+static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
+                      struct ggml_tensor ** q, struct ggml_tensor ** k, struct ggml_tensor ** v, struct ggml_tensor ** gate) {
     struct ggml_context * c = g->c;
     const struct llama_hparams * hp = g->hp;
-    const int64_t hd_k = hp->n_embd_head_k, n_head = hp->n_head, n_head_kv = hp->n_head_kv, n = g->n_tokens;
-    const int64_t n_q = hd_k * n_head, n_k = hd_k * n_head_kv, n_v = (int64_t) hp->n_embd_head_v * n_head_kv;
-    if (L->wqkv != NULL) {
+    const struct llama_layer * L = &g->model->layers[il];
+    const int64_t hd_k = hp->n_embd_head_k_l[il], n_head = hp->n_head, n_head_kv = hp->n_head_kv_l[il], n = g->n_tokens;
+    const int64_t n_q = hd_k * n_head, n_k = hd_k * n_head_kv, n_v = (int64_t) hp->n_embd_head_v_l[il] * n_head_kv;
+    *gate = NULL;
+    *k = *v = NULL;
+    if (hp->kv_layer[il] != il) {
+        GB(*q = llm_graph_mm(g, L->wq, cur));
+        GB(*q = graph_bias(c, *q, L->bq));
+        GB(*q = ggml_reshape_3d(c, *q, hd_k, n_head, n));
+        return (*q = L->attn_q_norm ? llm_graph_norm(g, *q, L->attn_q_norm) : *q) != NULL;
+    }
+    if (hp->attn_gated) {
+        // q and gate interleaved per head: views with a doubled head stride
+        struct ggml_tensor * qg = L->wqkv;
+        GB(qg = ggml_mul_mat(c, L->wqkv != NULL ? L->wqkv : L->wq, cur));  // [2 n_q (+ n_k + n_v), n]
+        const size_t es = ggml_type_size(qg->type);
+        GB(*q = ggml_view_3d(c, qg, hd_k, n_head, n, 2*hd_k*es, qg->nb[1], 0));
+        GB(*gate = ggml_view_3d(c, qg, hd_k, n_head, n, 2*hd_k*es, qg->nb[1], (size_t) hd_k*es));
+        if (L->wqkv != NULL) {
+            GB(*k = ggml_view_3d(c, qg, hd_k, n_head_kv, n, hd_k*es, qg->nb[1], (size_t) 2*n_q*es));
+            GB(*v = ggml_view_2d(c, qg, n_v, n, qg->nb[1], (size_t) (2*n_q + n_k)*es));
+        } else {
+            GB(*k = ggml_mul_mat(c, L->wk, cur));
+            GB(*k = ggml_reshape_3d(c, *k, hd_k, n_head_kv, n));
+            GB(*v = ggml_mul_mat(c, L->wv, cur));
+        }
+    } else if (L->wqkv != NULL) {
         // one matmul for Q, K and V (stored fused, or fused by model.c): each is a view of its rows
         struct ggml_tensor * qkv;
-        GB(qkv = ggml_mul_mat(c, L->wqkv, cur));          // [n_q + n_k + n_v, n_tokens]
+        GB(qkv = llm_graph_mm(g, L->wqkv, cur));          // [n_q + n_k + n_v, n_tokens]
         const size_t es = ggml_type_size(qkv->type);
-        if (L->bq != NULL || L->bk != NULL) {
+        // a fused product that model.c made: adapters of wq, wk, wv add to its views
+        const bool adapted = L->wq != NULL && g->ctx->n_loras > 0;
+        const bool k_is_v = L->wq != NULL && L->wv == NULL;     // Q and K fused alone (gemma4)
+        struct ggml_tensor * k2 = NULL;                          // K's rows [n_k, n]
+        if (L->bq != NULL || L->bk != NULL || adapted) {
             GB(*q = ggml_view_2d(c, qkv, n_q, n, qkv->nb[1], 0));
             GB(*k = ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q*es));
+            if (adapted) {
+                GB(*q = llm_graph_lora(g, L->wq, cur, *q));
+                GB(*k = llm_graph_lora(g, L->wk, cur, *k));
+            }
+            k2 = *k;
             // the bias adds write contiguous results, which reshape into heads
-            GB(*q = L->bq ? ggml_add(c, *q, L->bq) : ggml_cont(c, *q));
-            GB(*k = L->bk ? ggml_add(c, *k, L->bk) : ggml_cont(c, *k));
+            GB(*q = L->bq ? ggml_add(c, *q, L->bq) : ggml_is_contiguous(*q) ? *q : ggml_cont(c, *q));
+            GB(*k = L->bk ? ggml_add(c, *k, L->bk) : ggml_is_contiguous(*k) ? *k : ggml_cont(c, *k));
             GB(*q = ggml_reshape_3d(c, *q, hd_k, n_head, n));
             GB(*k = ggml_reshape_3d(c, *k, hd_k, n_head_kv, n));
         } else {
             GB(*q = ggml_view_3d(c, qkv, hd_k, n_head, n, hd_k*es, qkv->nb[1], 0));
             GB(*k = ggml_view_3d(c, qkv, hd_k, n_head_kv, n, hd_k*es, qkv->nb[1], (size_t) n_q*es));
         }
-        GB(*v = ggml_view_2d(c, qkv, n_v, n, qkv->nb[1], (size_t) (n_q + n_k)*es));
-        GB(*v = graph_bias(c, *v, L->bv));
+        if (k_is_v) {
+            GB(*v = k2 != NULL ? k2 : ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q*es));
+        } else {
+            GB(*v = ggml_view_2d(c, qkv, n_v, n, qkv->nb[1], (size_t) (n_q + n_k)*es));
+            if (adapted) {
+                GB(*v = llm_graph_lora(g, L->wv, cur, *v));
+            }
+            GB(*v = graph_bias(c, *v, L->bv));
+        }
     } else {
-        GB(*q = ggml_mul_mat(c, L->wq, cur));
-        GB(*k = ggml_mul_mat(c, L->wk, cur));
-        GB(*v = ggml_mul_mat(c, L->wv, cur));
+        GB(*q = llm_graph_mm(g, L->wq, cur));
+        GB(*k = llm_graph_mm(g, L->wk, cur));
+        GB(*v = L->wv ? llm_graph_mm(g, L->wv, cur) : *k);
         GB(*q = graph_bias(c, *q, L->bq));
         GB(*k = graph_bias(c, *k, L->bk));
         GB(*v = graph_bias(c, *v, L->bv));
@@ -111,6 +158,12 @@ static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct
     if (L->attn_k_norm != NULL) {
         GB(*k = llm_graph_norm(g, *k, L->attn_k_norm));
     }
+    if (hp->attn_v_norm) {
+        GB(*v = ggml_is_contiguous(*v) ? *v : ggml_cont(c, *v));   // a view of a fused QKV product
+        GB(*v = ggml_reshape_3d(c, *v, hp->n_embd_head_v_l[il], n_head_kv, n));
+        GB(*v = llm_graph_norm(g, *v, NULL));
+        GB(*v = ggml_reshape_2d(c, *v, n_v, n));
+    }
     return true;
 }
 
@@ -121,31 +174,45 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     const struct llama_layer * L = &g->model->layers[il];
     const struct llama_memory_i * kv = &ctx->kv;
     struct llama_graph_result * res = g->res;
-    const int64_t hd_k = hp->n_embd_head_k, hd_v = hp->n_embd_head_v;
-    const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv, n_tokens = g->n_tokens, n_kv = g->n_kv;
+    const int64_t hd_k = hp->n_embd_head_k_l[il], hd_v = hp->n_embd_head_v_l[il];
+    const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv_l[il], n_tokens = g->n_tokens, n_kv = g->n_kv;
     const float kq_scale = hp->f_attn_scale > 0.0f ? hp->f_attn_scale : 1.0f / sqrtf((float) hd_k);
     const bool last = il == hp->n_layer - 1;
+    const uint32_t slot = kv->slot_of_layer[il];
     *out = NULL;
 
-    struct ggml_tensor * q, * k, * v;
-    if (!graph_qkv(g, L, cur, &q, &k, &v)) {
+    struct ggml_tensor * q, * k, * v, * gate;
+    if (!graph_qkv(g, il, cur, &q, &k, &v, &gate)) {
         return false;
     }
     if (hp->n_rot > 0) { // 0: positions come from elsewhere (bert's learned embeddings)
-        GB(q = llm_graph_rope(g, il, q, res->inp_pos, false));
-        GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+        GB(q = llm_graph_rope(g, il, q, g->pos ? g->pos : res->inp_pos, false));
     }
 
     // Write this ubatch's K and V rows into their cells; the views read below are made from
-    // the set_rows results so that attention depends on (and runs after) the writes.
+    // the set_rows results so that attention depends on (and runs after) the writes. A layer
+    // sharing an earlier layer's KV reads the cells that layer wrote in this graph.
     struct ggml_tensor * k_all, * v_all;
-    GB(k = ggml_reshape_2d(c, k, hd_k * n_head_kv, n_tokens));
-    GB(k_all = ggml_set_rows(c, kv->k_l[il], k, res->inp_kv_idx));
-    GB(v_all = ggml_set_rows(c, kv->v_l[il], v, res->inp_kv_idx));
-    ggml_build_forward_expand(g->gf, k_all);
-    ggml_build_forward_expand(g->gf, v_all);
-    if (last && g->n_rows == 0) {
-        return true; // nothing leaves the last layer: only its K/V were needed
+    if (k != NULL) {
+        if (hp->n_rot > 0) {
+            GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+        }
+        GB(k = ggml_reshape_2d(c, k, hd_k * n_head_kv, n_tokens));
+        GB(k_all = ggml_set_rows(c, kv->k_l[slot], k, res->inp_kv_idx));
+        GB(v_all = ggml_set_rows(c, kv->v_l[slot], v, res->inp_kv_idx));
+        ggml_build_forward_expand(g->gf, k_all);
+        ggml_build_forward_expand(g->gf, v_all);
+        g->kv_written[slot][0] = k_all;
+        g->kv_written[slot][1] = v_all;
+        if (last && g->n_rows == 0) {
+            return true; // nothing leaves the last layer: only its K/V were needed
+        }
+    } else if (last && g->n_rows == 0) {
+        return true;
+    } else if ((k_all = g->kv_written[slot][0]) == NULL || (v_all = g->kv_written[slot][1]) == NULL) {
+        LLAMA_LOG_ERROR("llama_decode: layer %u reads the KV of layer %u, which this graph did not write\n", il,
+                        kv->layer_of_slot[slot]);
+        return false;
     }
 
     struct ggml_tensor * K, * V, * Q, * o;
@@ -155,7 +222,8 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     if (ggml_is_quantized(kv->type_v)) {
         GB(v_all = ggml_get_rows(c, v_all, res->inp_kv_range));
     }
-    struct ggml_tensor * mask = hp->swa_layers[il] && res->inp_mask_swa ? res->inp_mask_swa : res->inp_mask;
+    struct ggml_tensor * mask = g->mask ? g->mask : res->inp_mask, * mask_swa = g->mask ? g->mask_swa : res->inp_mask_swa;
+    mask = hp->swa_layers[il] && mask_swa ? mask_swa : mask;
     GB(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
     GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
     GB(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]
@@ -180,7 +248,12 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
         GB(o = ggml_cont(c, o));                               // [hd_v, n_head, n_tokens]
         GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
     }
-    GB(*out = ggml_mul_mat(c, L->wo, o));
+    if (gate != NULL) {
+        GB(gate = ggml_sigmoid(c, gate));                      // [hd, n_head, n_tokens]
+        GB(gate = ggml_reshape_2d(c, gate, hd_v * n_head, n_tokens));
+        GB(o = ggml_mul(c, o, gate));
+    }
+    GB(*out = llm_graph_mm(g, L->wo, o));
     return true;
 }
 
@@ -194,12 +267,30 @@ bool llm_graph_out_rows(struct llm_graph * g, uint32_t il, struct ggml_tensor **
 }
 
 struct ggml_tensor * llm_graph_ffn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, enum llm_ffn_kind kind) {
+    if (g->model->layers[il].ffn_gate_inp != NULL) {
+        return llm_graph_moe_ffn(g, il, cur); // experts (SwiGLU)
+    }
+    return llm_graph_ffn_dense(g, il, cur, kind);
+}
+
+struct ggml_tensor * llm_graph_ffn_dense(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, enum llm_ffn_kind kind) {
     struct ggml_context * c = g->c;
     const struct llama_layer * L = &g->model->layers[il];
     struct ggml_tensor * gate, * up;
     if (L->ffn_gate_up != NULL) {
-        G(gate = ggml_mul_mat(c, L->ffn_gate_up, cur));      // [2 n_ff, n_tokens]: gate rows, then up rows
-        if (kind == LLM_FFN_SWIGLU) {
+        G(gate = llm_graph_mm(g, L->ffn_gate_up, cur));      // [2 n_ff, n_tokens]: gate rows, then up rows
+        if (L->ffn_gate != NULL && g->ctx->n_loras > 0) {
+            // fused by model.c: adapters of ffn_gate and ffn_up add to the two halves
+            const int64_t n_ff = gate->ne[0] / 2;
+            G(up = ggml_view_2d(c, gate, n_ff, gate->ne[1], gate->nb[1], (size_t) n_ff * ggml_type_size(gate->type)));
+            G(gate = ggml_view_2d(c, gate, n_ff, gate->ne[1], gate->nb[1], 0));
+            G(gate = llm_graph_lora(g, L->ffn_gate, cur, gate));
+            G(up = llm_graph_lora(g, L->ffn_up, cur, up));
+            if (kind != LLM_FFN_SWIGLU) {
+                G(gate = ggml_gelu(c, gate));
+            }
+            G(cur = kind == LLM_FFN_SWIGLU ? ggml_swiglu_split(c, gate, up) : ggml_mul(c, gate, up));
+        } else if (kind == LLM_FFN_SWIGLU) {
             G(cur = ggml_swiglu(c, gate));
         } else {
             const int64_t n_ff = gate->ne[0] / 2;
@@ -209,8 +300,8 @@ struct ggml_tensor * llm_graph_ffn(struct llm_graph * g, uint32_t il, struct ggm
             G(cur = ggml_mul(c, gate, up));
         }
     } else {
-        G(gate = ggml_mul_mat(c, L->ffn_gate, cur));
-        G(up = ggml_mul_mat(c, L->ffn_up, cur));
+        G(gate = llm_graph_mm(g, L->ffn_gate, cur));
+        G(up = llm_graph_mm(g, L->ffn_up, cur));
         if (kind == LLM_FFN_SWIGLU) {
             G(cur = ggml_swiglu_split(c, gate, up));
         } else {
@@ -218,7 +309,7 @@ struct ggml_tensor * llm_graph_ffn(struct llm_graph * g, uint32_t il, struct ggm
             G(cur = ggml_mul(c, gate, up));
         }
     }
-    return ggml_mul_mat(c, L->ffn_down, cur);
+    return llm_graph_mm(g, L->ffn_down, cur);
 }
 
 bool llm_graph_output(struct llm_graph * g, struct ggml_tensor * x) {
@@ -235,6 +326,7 @@ bool llm_graph_output(struct llm_graph * g, struct ggml_tensor * x) {
         // finer activations where the weights' type allows (ggml.h, Q8_0): rounding them to 8
         // bits lands on the logits unnormalized (alone, 1.5% of Gemma 3 270M's top-1 choices)
         ggml_mul_mat_set_prec(res->t_logits, GGML_PREC_F32);
+        GB(res->t_logits = llm_graph_lora(g, g->model->output, res->t_embd, res->t_logits));
         const float cap = g->hp->f_final_softcap;
         if (cap > 0.0f) {
             GB(res->t_logits = ggml_scale(g->c, res->t_logits, 1.0f / cap));

@@ -12,14 +12,20 @@
 #endif
 
 size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v) {
-    const size_t k_row = ggml_row_size(type_k, llama_hparams_n_embd_k_gqa(hp));
-    const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa(hp));
-    size_t k, v, per_layer, total;
-    // SIZE_MAX stands for "does not fit in the address space"
-    if (!ggml_size_mul_ok(k_row, n_ctx, &k) || !ggml_size_pad_ok(k, GGML_MEM_ALIGN, &k) ||
-        !ggml_size_mul_ok(v_row, n_ctx, &v) || !ggml_size_pad_ok(v, GGML_MEM_ALIGN, &v) ||
-        !ggml_size_add_ok(k, v, &per_layer) || !ggml_size_mul_ok(per_layer, hp->n_layer, &total)) {
-        return SIZE_MAX;
+    size_t total = 0;
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (hp->kv_layer[il] != il || hp->recurrent_layers[il]) {
+            continue; // attends over an earlier layer's cells, or keeps recurrent state: no cells of its own
+        }
+        const size_t k_row = ggml_row_size(type_k, llama_hparams_n_embd_k_gqa_l(hp, il));
+        const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa_l(hp, il));
+        size_t k, v, per_layer;
+        // SIZE_MAX stands for "does not fit in the address space"
+        if (!ggml_size_mul_ok(k_row, n_ctx, &k) || !ggml_size_pad_ok(k, GGML_MEM_ALIGN, &k) ||
+            !ggml_size_mul_ok(v_row, n_ctx, &v) || !ggml_size_pad_ok(v, GGML_MEM_ALIGN, &v) ||
+            !ggml_size_add_ok(k, v, &per_layer) || !ggml_size_add_ok(total, per_layer, &total)) {
+            return SIZE_MAX;
+        }
     }
     return total;
 }
@@ -29,10 +35,14 @@ void llama_kv_cache_free(struct llama_memory_i * kv) {
         return;
     }
     kv->magic = LLAMA_MAGIC_DEAD;
+    llama_memory_recurrent_free(kv->rs);
+    kv->rs = NULL;
     free(kv->pos);
     free(kv->seq);
     free(kv->k_l);
     free(kv->v_l);
+    free(kv->slot_of_layer);
+    free(kv->layer_of_slot);
     ggml_free(kv->ctx);
     for (int i = 0; i < kv->n_bufs; i++) {
         ggml_backend_buffer_free(kv->bufs[i]);
@@ -42,6 +52,7 @@ void llama_kv_cache_free(struct llama_memory_i * kv) {
     kv->pos = NULL;
     kv->seq = NULL;
     kv->k_l = kv->v_l = NULL;
+    kv->slot_of_layer = kv->layer_of_slot = NULL;
     kv->ctx = NULL;
 }
 
@@ -53,21 +64,43 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
     kv->size = n_ctx;
     kv->n_seq_max = n_seq_max;
     kv->n_words = (n_seq_max + 63) / 64;
-    kv->n_layer = hp->n_layer;
     kv->type_k = type_k;
     kv->type_v = type_v;
-    kv->n_embd_k_gqa = llama_hparams_n_embd_k_gqa(hp);
-    kv->n_embd_v_gqa = llama_hparams_n_embd_v_gqa(hp);
     kv->n_embd_head_k = hp->n_embd_head_k;
     kv->n_embd_head_v = hp->n_embd_head_v;
     kv->n_head_kv = hp->n_head_kv;
 
+    // One slot (a K and a V tensor) per layer that owns its KV; a layer sharing an earlier
+    // layer's KV reads that layer's slot.
+    kv->slot_of_layer = GGML_CALLOC(hp->n_layer, sizeof(uint32_t));
+    kv->layer_of_slot = GGML_CALLOC(hp->n_layer, sizeof(uint32_t));
+    if (kv->slot_of_layer == NULL || kv->layer_of_slot == NULL) {
+        LLAMA_LOG_ERROR("llama_kv_cache_init: out of memory\n");
+        llama_kv_cache_free(kv);
+        return false;
+    }
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (hp->recurrent_layers[il]) {
+            kv->slot_of_layer[il] = UINT32_MAX; // its state lives in the recurrent memory (kv->rs)
+        } else if (hp->kv_layer[il] == il) {
+            kv->layer_of_slot[kv->n_layer] = il;
+            kv->slot_of_layer[il] = kv->n_layer++;
+            // the widest layer's width stands for the cache in the state fingerprint
+            const uint32_t wk = llama_hparams_n_embd_k_gqa_l(hp, il), wv = llama_hparams_n_embd_v_gqa_l(hp, il);
+            kv->n_embd_k_gqa = wk > kv->n_embd_k_gqa ? wk : kv->n_embd_k_gqa;
+            kv->n_embd_v_gqa = wv > kv->n_embd_v_gqa ? wv : kv->n_embd_v_gqa;
+        } else {
+            kv->slot_of_layer[il] = kv->slot_of_layer[hp->kv_layer[il]];
+        }
+    }
+    const uint32_t n_slot = kv->n_layer;
+
     kv->pos = GGML_MALLOC(sizeof(llama_pos) * n_ctx);
     kv->seq = GGML_CALLOC((size_t) n_ctx * kv->n_words, sizeof(uint64_t));
-    kv->k_l = GGML_CALLOC(hp->n_layer, sizeof(struct ggml_tensor *));
-    kv->v_l = GGML_CALLOC(hp->n_layer, sizeof(struct ggml_tensor *));
+    kv->k_l = GGML_CALLOC(n_slot, sizeof(struct ggml_tensor *));
+    kv->v_l = GGML_CALLOC(n_slot, sizeof(struct ggml_tensor *));
     kv->ctx = ggml_init((struct ggml_init_params) {
-        .mem_size = (size_t) (2 * hp->n_layer + 2) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
+        .mem_size = (size_t) (2 * n_slot + 2) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
     if (kv->pos == NULL || kv->seq == NULL || kv->k_l == NULL || kv->v_l == NULL || kv->ctx == NULL) {
         LLAMA_LOG_ERROR("llama_kv_cache_init: out of memory\n");
         llama_kv_cache_free(kv);
@@ -76,27 +109,28 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
     for (uint32_t i = 0; i < n_ctx; i++) {
         kv->pos[i] = -1;
     }
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        kv->k_l[il] = ggml_new_tensor_2d(kv->ctx, type_k, kv->n_embd_k_gqa, n_ctx);
-        kv->v_l[il] = ggml_new_tensor_2d(kv->ctx, type_v, kv->n_embd_v_gqa, n_ctx);
-        if (kv->k_l[il] == NULL || kv->v_l[il] == NULL) {
+    for (uint32_t s = 0; s < n_slot; s++) {
+        const uint32_t il = kv->layer_of_slot[s];
+        kv->k_l[s] = ggml_new_tensor_2d(kv->ctx, type_k, llama_hparams_n_embd_k_gqa_l(hp, il), n_ctx);
+        kv->v_l[s] = ggml_new_tensor_2d(kv->ctx, type_v, llama_hparams_n_embd_v_gqa_l(hp, il), n_ctx);
+        if (kv->k_l[s] == NULL || kv->v_l[s] == NULL) {
             LLAMA_LOG_ERROR("llama_kv_cache_init: cannot create the cache tensors of layer %u\n", il);
             llama_kv_cache_free(kv);
             return false;
         }
-        ggml_format_name(kv->k_l[il], "cache_k_l%u", il);
-        ggml_format_name(kv->v_l[il], "cache_v_l%u", il);
+        ggml_format_name(kv->k_l[s], "cache_k_l%u", il);
+        ggml_format_name(kv->v_l[s], "cache_v_l%u", il);
     }
     // One buffer per kind of memory (the CPU's blocks, an offloaded device's), each block's K
     // and V rows starting on an aligned boundary.
     ggml_backend_buffer_type_t bufts[2] = { NULL, NULL };
     size_t sizes[2] = { 0, 0 };
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, il);
+    for (uint32_t s = 0; s < n_slot; s++) {
+        ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, kv->layer_of_slot[s]);
         int b = bufts[0] == NULL || bufts[0] == bt ? 0 : 1;
         bufts[b] = bt;
         const size_t align = ggml_backend_buft_get_alignment(bt);
-        sizes[b] += GGML_PAD(ggml_nbytes(kv->k_l[il]), align) + GGML_PAD(ggml_nbytes(kv->v_l[il]), align);
+        sizes[b] += GGML_PAD(ggml_nbytes(kv->k_l[s]), align) + GGML_PAD(ggml_nbytes(kv->v_l[s]), align);
     }
     char * base[2] = { NULL, NULL };
     for (int b = 0; b < 2 && bufts[b]; b++) {
@@ -112,20 +146,31 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
         ggml_backend_buffer_clear(kv->bufs[b], 0);
         base[b] = ggml_backend_buffer_get_base(kv->bufs[b]);
     }
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, il);
+    for (uint32_t s = 0; s < n_slot; s++) {
+        ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, kv->layer_of_slot[s]);
         const int b = bufts[0] == bt ? 0 : 1;
         const size_t align = ggml_backend_buft_get_alignment(bt);
-        if (ggml_backend_tensor_alloc(kv->bufs[b], kv->k_l[il], base[b]) != GGML_STATUS_SUCCESS) {
+        if (ggml_backend_tensor_alloc(kv->bufs[b], kv->k_l[s], base[b]) != GGML_STATUS_SUCCESS) {
             llama_kv_cache_free(kv);
             return false;
         }
-        base[b] += GGML_PAD(ggml_nbytes(kv->k_l[il]), align);
-        if (ggml_backend_tensor_alloc(kv->bufs[b], kv->v_l[il], base[b]) != GGML_STATUS_SUCCESS) {
+        base[b] += GGML_PAD(ggml_nbytes(kv->k_l[s]), align);
+        if (ggml_backend_tensor_alloc(kv->bufs[b], kv->v_l[s], base[b]) != GGML_STATUS_SUCCESS) {
             llama_kv_cache_free(kv);
             return false;
         }
-        base[b] += GGML_PAD(ggml_nbytes(kv->v_l[il]), align);
+        base[b] += GGML_PAD(ggml_nbytes(kv->v_l[s]), align);
+    }
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (hp->recurrent_layers[il]) {
+            // a hybrid model: its recurrent layers keep their state beside the cache
+            kv->rs = llama_memory_recurrent_init(model, n_seq_max);
+            if (kv->rs == NULL) {
+                llama_kv_cache_free(kv);
+                return false;
+            }
+            break;
+        }
     }
     kv->magic = LLAMA_MAGIC_MEMORY;
     return true;
@@ -245,6 +290,9 @@ void llama_memory_clear(llama_memory_t mem, bool data) {
     }
     memset(kv->seq, 0, (size_t) kv->size * kv->n_words * sizeof(uint64_t));
     kv->n_used = 0;
+    if (kv->rs) {
+        llama_memory_recurrent_clear(kv->rs, data);
+    }
     if (data) {
         for (int b = 0; b < kv->n_bufs; b++) {
             ggml_backend_buffer_clear(kv->bufs[b], 0);
@@ -259,6 +307,13 @@ bool llama_memory_seq_rm(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, 
     }
     if (seq_id >= 0 && !kv_seq_ok(kv, seq_id, __func__)) {
         return false;
+    }
+    if (kv->rs) {
+        // a recurrent state is removed whole or not at all: check before touching anything
+        if (!llama_memory_recurrent_seq_rm_ok(kv->rs, seq_id, p0, p1)) {
+            return false;
+        }
+        llama_memory_recurrent_seq_rm(kv->rs, seq_id, p0, p1);
     }
     kv_range(&p0, &p1);
     for (uint32_t i = 0; i < kv->size; i++) {
@@ -283,6 +338,9 @@ void llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_
     if (!kv || !kv_seq_ok(kv, seq_id_src, __func__) || !kv_seq_ok(kv, seq_id_dst, __func__) || seq_id_src == seq_id_dst) {
         return;
     }
+    if (kv->rs) {
+        llama_memory_recurrent_seq_cp(kv->rs, seq_id_src, seq_id_dst, p0, p1); // whole, or not at all
+    }
     kv_range(&p0, &p1);
     for (uint32_t i = 0; i < kv->size; i++) {
         const llama_pos p = kv->pos[i];
@@ -296,6 +354,9 @@ void llama_memory_seq_keep(llama_memory_t mem, llama_seq_id seq_id) {
     struct llama_memory_i * kv = kv_checked(mem, __func__);
     if (!kv || !kv_seq_ok(kv, seq_id, __func__)) {
         return;
+    }
+    if (kv->rs) {
+        llama_memory_recurrent_seq_keep(kv->rs, seq_id);
     }
     for (uint32_t i = 0; i < kv->size; i++) {
         if (kv->pos[i] < 0) {
@@ -334,6 +395,9 @@ static void kv_rotate_keys(struct llama_memory_i * kv, const int32_t * cells, co
 // new position would be negative are removed.
 static void kv_seq_move(struct llama_memory_i * kv, llama_seq_id seq_id, llama_pos p0, llama_pos p1,
                         llama_pos delta, int d, const char * func) {
+    if (kv->rs) {
+        llama_memory_recurrent_seq_move(kv->rs, seq_id, p0, p1, delta, d);
+    }
     kv_range(&p0, &p1);
     int32_t * cells = GGML_MALLOC(sizeof(int32_t) * kv->size);
     int32_t * dpos = GGML_MALLOC(sizeof(int32_t) * kv->size);

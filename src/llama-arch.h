@@ -36,18 +36,35 @@ enum llm_dim {
     LLM_DIM_QKV,       // Q + K + V (one fused tensor)
     LLM_DIM_HEAD_K,    // n_embd_head_k (per-head norms)
     LLM_DIM_ROT2,      // n_rot / 2 (rope frequency factors)
+    LLM_DIM_EXPERT,    // n_expert (expert_count)
+    LLM_DIM_FF_EXP,    // n_ff_exp: one expert's feed-forward width (default n_ff)
+    LLM_DIM_FF_SHEXP,  // n_ff_shexp: the shared expert's width (default n_ff_exp)
+    LLM_DIM_Q2,        // 2 * n_embd_head_k * n_head (queries and their gates, gated attention)
+    LLM_DIM_SSM_CONV_K,// ssm_d_conv (convolution taps)
+    LLM_DIM_SSM_CONV_CH, // 2 * ssm_d_state * ssm_n_group + ssm_d_inner (convolved q, k, v)
+    LLM_DIM_SSM_INNER, // ssm_d_inner
+    LLM_DIM_SSM_HEADS, // ssm_dt_rank (value heads)
+    LLM_DIM_SSM_STATE, // ssm_d_state
+    LLM_DIM_FF_EXP2,   // 2 * n_ff_exp (an expert's gate and up stored as one)
+    LLM_DIM_PLE,       // n_embd_per_layer (per-layer embeddings; 0 without them)
+    LLM_DIM_PLE_ALL,   // n_embd_per_layer * n_layer
     LLM_DIM_CTX_TRAIN, // n_ctx_train (learned position embeddings)
     LLM_DIM_TOKEN_TYPES, // n_token_types (token type embeddings)
     LLM_DIM_CLS_OUT,   // n_cls_out (classifier output rows)
     LLM_DIM_DENSE_2_OUT, // n_dense_2_out
     LLM_DIM_DENSE_3_IN,  // n_dense_3_in
 };
+// Per-layer dimensions (FF, Q, K, V, O, QKV, HEAD_K) are the layer's own (model-layers.c).
 
 // Where a loaded tensor goes and what may be absent.
 enum llm_tensor_flags {
     LLM_T_REQUIRED = 1,   // absence is an error naming it
     LLM_T_LAYER    = 2,   // one per block: the name has a %u for the block index
     LLM_T_F32      = 4,   // must be stored as f32 (norm weights, biases, rope factors: elementwise ops)
+    LLM_T_DENSE    = 8,   // required when the model has no experts (expert_count 0); not loaded otherwise
+    LLM_T_MOE      = 16,  // required when expert_count > 0; not loaded otherwise
+    LLM_T_KV       = 32,   // required in the layers that own their KV (absent where it is shared)
+    LLM_T_IF_DIM   = 64,  // required when its dimensions are all > 0 (a feature the keys switch on)
 };
 
 // One tensor of a row: GGUF name (printf pattern with %u for LLM_T_LAYER), shape, and the byte
@@ -57,10 +74,13 @@ struct llm_tensor_spec {
     uint16_t offset;
     uint8_t flags;
     uint8_t n_dims;
-    uint8_t ne[2];          // enum llm_dim
+    uint8_t ne[3];          // enum llm_dim
 };
 
 enum llm_key_type { LLM_KEY_U32, LLM_KEY_F32 };
+
+// Expert gating functions (the values of <arch>.expert_gating_func, as llama.cpp writes them).
+enum llm_expert_gating { LLM_EXPERT_GATING_SOFTMAX = 1, LLM_EXPERT_GATING_SIGMOID = 2 };
 
 // One architecture-specific hyperparameter: <arch>.<suffix> into a field of llama_hparams.
 // Keys every architecture shares (context_length, embedding_length, ...) are read by model.c.
@@ -100,6 +120,8 @@ bool llm_build_llama(struct llm_graph * g);
 bool llm_build_gemma3(struct llm_graph * g);
 // Post-norm bidirectional encoders: bert (learned positions, GELU), nomic-bert (rotary, SwiGLU).
 bool llm_build_bert(struct llm_graph * g);
+// gemma3's blocks plus per-layer embeddings and a scale per block: gemma4 (dense).
+bool llm_build_gemma4(struct llm_graph * g);
 
 #ifdef __cplusplus
 }

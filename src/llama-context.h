@@ -21,6 +21,38 @@ extern "C" {
 // Most sequences a context may hold (llama_max_parallel_sequences).
 #define LLAMA_MAX_SEQ 256
 
+// Recurrent state beside the KV cache (memory-recurrent.c), for the layers of a hybrid or
+// state-space model that carry a fixed-size state per sequence instead of K/V rows: slot s holds
+// sequence s (n_seq_max slots).
+struct llama_memory_recurrent {
+    uint32_t n_slots;               // = n_seq_max
+    uint32_t n_layer;
+    llama_pos * pos_min, * pos_max; // [n_slots] positions the state has consumed; -1: empty (zero state)
+    uint32_t n_embd_r, n_embd_s;    // floats per slot: convolution state, recurrence state
+    struct ggml_context * ctx;      // headers of r_l / s_l
+    struct ggml_tensor ** r_l;      // [n_layer] F32 [n_embd_r, n_slots], NULL for attention layers
+    struct ggml_tensor ** s_l;      // [n_layer] F32 [n_embd_s, n_slots], NULL for attention layers
+    ggml_backend_buffer_t bufs[2];  // the CPU's layers, an offloaded device's (owned)
+    int n_bufs;
+    // the split of the current batch into equal-length sequence groups (grown, never shrunk)
+    int32_t * order;                // [n_tokens] batch rows grouped by sequence, batch order within each
+    int32_t * seq_first, * seq_len; // [n_slots] per sequence: its span of order[], tokens left
+    int32_t * seq_done;             // [n_slots] tokens of the span already given out
+    llama_seq_id * seqs;            // [n_slots] sequences of the batch in order of appearance
+    int32_t n_seqs_batch;
+    int32_t * rows;                 // [n_tokens] rows of the ubatches, in processing order
+    int32_t n_rows;                 // rows given out so far
+    llama_token * u_token;          // ubatch gathers [n_ubatch] (embd: [n_ubatch * n_embd])
+    float * u_embd;
+    llama_pos * u_pos;
+    int32_t * u_n_seq_id;
+    llama_seq_id ** u_seq_id;
+    int8_t * u_output;
+    uint32_t * u_cells;
+    llama_seq_id * u_seqs;          // [n_slots] sequences of the ubatch
+    size_t cap_tokens;
+};
+
 // The KV cache: llama_memory_t points at this (embedded in its context).
 struct llama_memory_i {
     uint32_t magic;                 // LLAMA_MAGIC_MEMORY while its context lives
@@ -31,15 +63,18 @@ struct llama_memory_i {
     llama_pos * pos;                // [size] position of each cell, -1 when empty
     uint64_t * seq;                 // [size * n_words] sequence-id bitsets
     uint32_t n_used;                // non-empty cells
-    uint32_t n_layer;
+    uint32_t n_layer;               // slots: the model's layers that own KV (all, without sharing)
     enum ggml_type type_k, type_v;
-    uint32_t n_embd_k_gqa, n_embd_v_gqa;
+    uint32_t n_embd_k_gqa, n_embd_v_gqa; // the widest slot's (layers may differ: llama_hparams_n_embd_k_gqa_l)
     uint32_t n_embd_head_k, n_embd_head_v, n_head_kv;
+    uint32_t * slot_of_layer;       // [model n_layer] slot a model layer writes / reads
+    uint32_t * layer_of_slot;       // [n_layer] model layer owning each slot
     struct ggml_context * ctx;      // headers of k_l / v_l
-    struct ggml_tensor ** k_l;      // [n_layer] each [n_embd_k_gqa, size] of type_k, row per cell
-    struct ggml_tensor ** v_l;      // [n_layer] each [n_embd_v_gqa, size] of type_v, row per cell
+    struct ggml_tensor ** k_l;      // [n_layer] slot s: [n_embd_k_gqa of its layer, size] of type_k, row per cell
+    struct ggml_tensor ** v_l;      // [n_layer] each [n_embd_v_gqa of its layer, size] of type_v, row per cell
     ggml_backend_buffer_t bufs[2];  // the K and V data: the CPU's blocks, an offloaded device's (owned)
     int n_bufs;
+    struct llama_memory_recurrent * rs; // recurrent state of a hybrid model's other layers, or NULL (owned)
 };
 
 // A validated batch: every array filled in (owned by the context, reused between calls).
@@ -69,6 +104,10 @@ struct llama_ubatch {
     bool all_rows;                  // compute the final hidden state of every row (pooling)
     const uint32_t * cells;         // [n_tokens] KV cells the rows are written to
     uint32_t n_kv;                  // cells attended over: [0, n_kv)
+    // recurrent models: the rows are n_seqs sequences of n_seq_tokens tokens each, sequence
+    // after sequence (0: a plain ubatch)
+    uint32_t n_seqs, n_seq_tokens;
+    const llama_seq_id * seqs;      // [n_seqs]
 };
 
 // Tensors of a built graph the context fills before and reads after computing.
@@ -81,7 +120,9 @@ struct llama_graph_result {
     struct ggml_tensor * inp_mask;    // F32 [n_kv, n_tokens]
     struct ggml_tensor * inp_mask_swa;// F32 [n_kv, n_tokens] within the sliding window, or NULL
     struct ggml_tensor * inp_out_ids; // I32 [n_rows] rows kept for the output, or NULL (all)
+    struct ggml_tensor * inp_pos_out; // I32 [n_rows] positions of those rows, or NULL (a builder's)
     struct ggml_tensor * inp_kv_range;// I32 [n_kv] = 0..n_kv-1 (quantized caches), or NULL
+    struct ggml_tensor * inp_s_ids;   // I32 [n_seqs] recurrent state slots of the ubatch's sequences, or NULL
     struct ggml_tensor * t_embd;      // F32 [n_embd, n_rows] final-norm hidden states, or NULL
     struct ggml_tensor * t_logits;    // F32 [n_vocab, n_rows], or NULL
 };
@@ -121,7 +162,7 @@ struct llama_context {
     struct llama_graph_result graph_res;
     struct llama_graph_key {
         int32_t n_tokens, n_outputs;
-        uint32_t n_kv;
+        uint32_t n_kv, n_seqs;
         bool embd_input, all_rows, embeddings;
     } graph_key;
     bool graph_reusable;
@@ -157,6 +198,14 @@ struct llama_context {
     int32_t n_p_eval;
     int32_t n_eval;
     int32_t n_reused;
+
+    // adapters (adapter-lora.c, adapter-cvec.c)
+    struct llama_lora_slot * loras;       // [n_loras] LoRA adapters and scales in use (owned array)
+    int32_t n_loras;
+    struct ggml_context * cvec_ctx;       // header of cvec (owned), or NULL
+    ggml_backend_buffer_t cvec_buf;       // its data (owned), or NULL
+    struct ggml_tensor * cvec;            // [n_embd, n_layer] control vector per layer, or NULL
+    int32_t cvec_il_start, cvec_il_end;   // the layers it applies to (inclusive)
 };
 
 // ctx if it is a live context, else NULL (logged as func's error).
@@ -192,6 +241,40 @@ uint32_t llama_kv_cache_n_kv(const struct llama_memory_i * kv);
 static inline bool llama_kv_cache_seq_has(const struct llama_memory_i * kv, uint32_t cell, llama_seq_id s) {
     return (kv->seq[(size_t) cell * kv->n_words + (uint32_t) s / 64] >> ((uint32_t) s % 64)) & 1u;
 }
+
+// ---- memory-recurrent.c ----
+
+// Creates the recurrent state of the model's recurrent layers (hp->recurrent_layers) for
+// n_seq_max sequences, zeroed; NULL (logged) on failure.
+struct llama_memory_recurrent * llama_memory_recurrent_init(const struct llama_model * model, uint32_t n_seq_max);
+// Frees it (NULL-safe).
+void llama_memory_recurrent_free(struct llama_memory_recurrent * rs);
+// Bytes of state one sequence holds (all layers), whatever the context length.
+size_t llama_memory_recurrent_seq_bytes(const struct llama_hparams * hp);
+// llama_memory_* on the recurrent part: whether seq_rm can remove [p0, p1) of seq_id (-1: all)
+// without cutting a state mid-way, and the removal itself.
+bool llama_memory_recurrent_seq_rm_ok(const struct llama_memory_recurrent * rs, llama_seq_id seq_id, llama_pos p0, llama_pos p1);
+void llama_memory_recurrent_seq_rm(struct llama_memory_recurrent * rs, llama_seq_id seq_id, llama_pos p0, llama_pos p1);
+void llama_memory_recurrent_clear(struct llama_memory_recurrent * rs, bool data);
+void llama_memory_recurrent_seq_cp(struct llama_memory_recurrent * rs, llama_seq_id src, llama_seq_id dst, llama_pos p0,
+                                   llama_pos p1);
+void llama_memory_recurrent_seq_keep(struct llama_memory_recurrent * rs, llama_seq_id seq_id);
+// Moves the positions of seq_id's state by delta (d == 0) or divides them by d.
+void llama_memory_recurrent_seq_move(struct llama_memory_recurrent * rs, llama_seq_id seq_id, llama_pos p0, llama_pos p1,
+                                     llama_pos delta, int d);
+// Checks the prepared batch against the states (one sequence per token, positions continuing
+// each state) and plans its ubatches; 0 ok, -1 invalid (logged).
+int32_t llama_memory_recurrent_batch_plan(struct llama_context * ctx);
+// The next ubatch of the plan (at most n_ubatch tokens): n_seqs sequences of equal length;
+// false when the batch is done. Its KV cells are set.
+bool llama_memory_recurrent_next_ubatch(struct llama_context * ctx, struct llama_ubatch * ub);
+// Before computing ub: zeroes the state of its sequences that start afresh.
+void llama_memory_recurrent_ubatch_begin(struct llama_context * ctx, const struct llama_ubatch * ub);
+// After computing ub: its sequences' states now end at its last positions.
+void llama_memory_recurrent_ubatch_done(struct llama_context * ctx, const struct llama_ubatch * ub);
+// After the whole batch: moves the output rows (logits, embeddings) from processing order to
+// batch order; false (logged) when out of memory.
+bool llama_memory_recurrent_outputs_to_batch_order(struct llama_context * ctx);
 
 // ---- graph.c ----
 

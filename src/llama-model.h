@@ -59,7 +59,37 @@ struct llama_hparams {
     uint32_t n_cls_out;       // classifier.output_labels count: rows of cls.output (default 1)
     uint32_t n_dense_2_out;   // dense_2_feat_out: rows of dense_2 (gemma-embedding's projections)
     uint32_t n_dense_3_in;    // dense_3_feat_in: columns of dense_3
+    // mixture of experts (0 experts: a dense FFN)
+    uint32_t n_expert;        // expert_count
+    uint32_t n_expert_used;   // expert_used_count: experts each token goes through (1..n_expert)
+    uint32_t n_ff_exp;        // expert_feed_forward_length (0: n_ff)
+    uint32_t n_ff_shexp;      // expert_shared_feed_forward_length (0: n_ff_exp)
+    uint32_t expert_gating;   // expert_gating_func: enum llm_expert_gating (0: softmax)
+    uint32_t expert_weights_norm; // expert_weights_norm: the chosen experts' weights are divided by their sum
+    float    expert_weights_scale; // expert_weights_scale: the weights are multiplied by it (0: not)
     bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
+    // recurrent layers (state-space / linear attention: ssm.* keys, Gated DeltaNet names)
+    uint32_t ssm_d_conv;      // ssm.conv_kernel: taps of the causal convolution
+    uint32_t ssm_d_inner;     // ssm.inner_size: value width (value heads x head size)
+    uint32_t ssm_d_state;     // ssm.state_size: head size of the recurrence (keys and values)
+    uint32_t ssm_dt_rank;     // ssm.time_step_rank: value heads
+    uint32_t ssm_n_group;     // ssm.group_count: key heads
+    uint32_t full_attn_interval; // full_attention_interval: every n-th layer attends (default 4)
+    uint32_t n_nextn;         // nextn_predict_layers: multi-token-prediction blocks after the trunk (not run)
+    bool     attn_gated;      // attention output times sigmoid(gate), gate projected with Q (Q rows doubled)
+    bool     recurrent_layers[LLAMA_MAX_LAYERS]; // layer carries recurrent state, no KV (derived at load)
+    // Per-layer shape (model-layers.c): the shared values above, or the keys' per-layer arrays
+    // (head_count_kv, feed_forward_length), or the sliding layers' own head size (key_length_swa).
+    uint32_t n_embd_head_k_swa, n_embd_head_v_swa, n_rot_swa; // attention.key_length_swa, ... (0: as the others)
+    uint32_t n_kv_shared;     // attention.shared_kv_layers: the last ones attend over earlier layers' KV
+    uint32_t n_embd_per_layer;// embedding_length_per_layer_input: per-layer embeddings (gemma4 PLE; 0: none)
+    bool     attn_v_norm;     // V heads are RMS-normed without a weight (gemma4)
+    uint32_t n_head_kv_l[LLAMA_MAX_LAYERS];
+    uint32_t n_embd_head_k_l[LLAMA_MAX_LAYERS];
+    uint32_t n_embd_head_v_l[LLAMA_MAX_LAYERS];
+    uint32_t n_ff_l[LLAMA_MAX_LAYERS];
+    uint32_t n_rot_l[LLAMA_MAX_LAYERS];
+    uint16_t kv_layer[LLAMA_MAX_LAYERS]; // layer whose K/V layer il attends over (il: its own)
 };
 
 // Key/value width of one token in one layer (all KV heads).
@@ -68,6 +98,14 @@ static inline uint32_t llama_hparams_n_embd_k_gqa(const struct llama_hparams * h
 }
 static inline uint32_t llama_hparams_n_embd_v_gqa(const struct llama_hparams * hp) {
     return hp->n_embd_head_v * hp->n_head_kv;
+}
+
+// Per-layer key/value width (all KV heads) of layer il.
+static inline uint32_t llama_hparams_n_embd_k_gqa_l(const struct llama_hparams * hp, uint32_t il) {
+    return hp->n_embd_head_k_l[il] * hp->n_head_kv_l[il];
+}
+static inline uint32_t llama_hparams_n_embd_v_gqa_l(const struct llama_hparams * hp, uint32_t il) {
+    return hp->n_embd_head_v_l[il] * hp->n_head_kv_l[il];
 }
 
 // Weights of one transformer block (views into the model file).
@@ -95,6 +133,35 @@ struct llama_layer {
     struct ggml_tensor * layer_out_norm, * layer_out_norm_b; // [n_embd] after FFN + residual
     struct ggml_tensor * ffn_up_b;           // [n_ff] FFN biases
     struct ggml_tensor * ffn_down_b;         // [n_embd]
+    // mixture of experts (graph-moe.c); NULL in dense layers
+    struct ggml_tensor * ffn_gate_inp;       // [n_embd, n_expert] router
+    struct ggml_tensor * ffn_gate_exps;      // [n_embd, n_ff_exp, n_expert]
+    struct ggml_tensor * ffn_up_exps;        // [n_embd, n_ff_exp, n_expert]
+    struct ggml_tensor * ffn_down_exps;      // [n_ff_exp, n_embd, n_expert]
+    struct ggml_tensor * ffn_gate_inp_shexp; // [n_embd] sigmoid gate of the shared expert, or NULL
+    struct ggml_tensor * ffn_gate_shexp;     // [n_embd, n_ff_shexp] shared expert, or NULL
+    struct ggml_tensor * ffn_up_shexp;       // [n_embd, n_ff_shexp]
+    struct ggml_tensor * ffn_down_shexp;     // [n_ff_shexp, n_embd]
+    // Gated DeltaNet layers (qwen35): in-projections (wqkv: the convolved q, k, v), then
+    struct ggml_tensor * ssm_gate;           // [n_embd, d_inner] z: gate of the output norm
+    struct ggml_tensor * ssm_beta;           // [n_embd, dt_rank] b: write strength (sigmoid)
+    struct ggml_tensor * ssm_alpha;          // [n_embd, dt_rank] a: decay input
+    struct ggml_tensor * ssm_conv1d;         // [d_conv, conv channels] depthwise convolution
+    struct ggml_tensor * ssm_dt;             // [dt_rank] decay bias
+    struct ggml_tensor * ssm_a;              // [dt_rank] -exp(A_log)
+    struct ggml_tensor * ssm_norm;           // [d_state] gated RMS norm of the output
+    struct ggml_tensor * ssm_out;            // [d_inner, n_embd]
+    struct ggml_tensor * ple_gate;           // [n_embd, n_embd_per_layer] per-layer embedding gate (gemma4)
+    struct ggml_tensor * ple_proj;           // [n_embd_per_layer, n_embd] its projection back
+    struct ggml_tensor * ple_post_norm;      // [n_embd] norm of that projection
+    struct ggml_tensor * out_scale;          // [1] the block's output times this (gemma4 layer_scalar)
+    // gemma4's experts beside its dense MLP (models/gemma4.c); NULL elsewhere
+    struct ggml_tensor * ffn_gate_inp_s;     // [n_embd] router input scale
+    struct ggml_tensor * ffn_gate_up_exps;   // [n_embd, 2 n_ff_exp, n_expert] gate rows, then up rows
+    struct ggml_tensor * ffn_down_exps_s;    // [n_expert] per-expert output scale
+    struct ggml_tensor * ffn_pre_norm_2;     // [n_embd] norm of the experts' input
+    struct ggml_tensor * ffn_post_norm_1;    // [n_embd] norm of the dense MLP's output
+    struct ggml_tensor * ffn_post_norm_2;    // [n_embd] norm of the experts' output
 };
 
 struct llama_model {
@@ -122,6 +189,9 @@ struct llama_model {
     struct ggml_tensor * cls, * cls_b;           // [n_embd, n_embd], [n_embd] RANK pooling: dense + tanh
     struct ggml_tensor * cls_out, * cls_out_b;   // [n_embd, n_cls_out], [n_cls_out] RANK scores
     struct ggml_tensor * dense_2, * dense_3;     // [n_embd, n_dense_2_out], [n_dense_3_in, n_embd] after pooling
+    struct ggml_tensor * ple_tok_embd;  // [n_embd_per_layer * n_layer, n_vocab] per-layer token embeddings, or NULL
+    struct ggml_tensor * ple_model_proj;// [n_embd, n_embd_per_layer * n_layer] their hidden-state part
+    struct ggml_tensor * ple_proj_norm; // [n_embd_per_layer] its norm
     struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
     int n_repack;
     ggml_backend_buffer_t buf_host;  // the mapped file as a CPU buffer (owned; the map is not)
@@ -139,7 +209,24 @@ struct llama_model {
     int64_t t_load_us;               // load time
     int64_t t_start_us;              // when loading began
     bool vocab_only;
+    struct llama_adapter_lora ** loras; // adapters loaded for this model and not yet freed (owned)
+    int32_t n_loras;
 };
+
+// ---- model.c ----
+
+// Metadata value id of g as llama.cpp prints it (ints decimal, floats %f, bools true/false,
+// strings as stored; arrays: -1) into buf; returns the length as snprintf does.
+int32_t llama_gguf_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size);
+// ---- model-layers.c ----
+
+// Reads <arch>.<name> as one unsigned value for every layer, or an array of one per layer, into
+// out[0..n_layer); false (logged) on a wrong type, length or range; absent: out untouched, false.
+bool llama_model_hp_layers(const struct gguf_context * g, const char * arch, const char * name, uint32_t n_layer,
+                           uint32_t * out, bool * ok);
+// Fills the rest of the per-layer shape (head sizes, rope dimensions, swa_layers, kv_layer; model.c
+// read n_head_kv_l and n_ff_l) and checks it; false (logged) if it is inconsistent.
+bool llama_model_layers_init(struct llama_hparams * hp, const struct gguf_context * g, const char * arch);
 
 // ---- model-placement.c ----
 

@@ -48,6 +48,28 @@ enum llama_vocab_pre_type {
     LLAMA_VOCAB_PRE_TYPE_QWEN2   = 2, // llama3 with single digits
     LLAMA_VOCAB_PRE_TYPE_GPT2    = 3, // 's|'t|... | ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
     LLAMA_VOCAB_PRE_TYPE_SMOLLM  = 4, // \p{N} (each digit alone), then gpt-2
+    LLAMA_VOCAB_PRE_TYPE_QWEN35  = 5, // qwen2 with marks (\p{M}) joining letters
+    LLAMA_VOCAB_PRE_TYPE_REGEX   = 6, // the vocab's compiled regexes (vocab-pre.c, vocab-regex.c)
+};
+
+// Most regexes one pre-tokenizer applies in sequence.
+#define LLAMA_VOCAB_MAX_PRE_REGEX 8
+
+struct vocab_regex;
+
+// How a BPE vocab cuts text before its pre-tokenizer (tokenizer.ggml.model).
+enum llama_vocab_bpe_session {
+    LLAMA_VOCAB_BPE_PLAIN = 0, // gpt2, gemma4: the whole text
+    LLAMA_VOCAB_BPE_WORDS = 1, // whitespace: words between whitespace (dropped), each on its own
+    LLAMA_VOCAB_BPE_DNA   = 2, // hybriddna: <dna>...</dna> as k-mer tokens (vocab-dna.c), BPE around
+};
+
+// Byte trie of token texts (vocab-trie.c): node 0 is the root; edges hashed by (node, byte).
+struct llama_vocab_trie {
+    uint64_t * edges;       // ((node << 8 | byte) + 1) << 32 | child; 0 empty
+    uint64_t edges_mask;
+    int32_t * node_token;   // token whose text ends at each node, -1 if none
+    uint32_t n_nodes, cap_nodes;
 };
 
 // One vocabulary entry.
@@ -78,6 +100,8 @@ struct llama_vocab {
     uint32_t magic;                          // LLAMA_MAGIC_VOCAB; LLAMA_MAGIC_DEAD once freed
     enum llama_vocab_type type;              // SPM, BPE or WPM
     enum llama_vocab_pre_type pre_type;      // BPE only
+    struct vocab_regex * pre_regex[LLAMA_VOCAB_MAX_PRE_REGEX]; // LLAMA_VOCAB_PRE_TYPE_REGEX: applied in order
+    int n_pre_regex;
     char pre_name[64];                       // tokenizer.ggml.pre as given ("" if absent)
 
     int32_t n_tokens;
@@ -115,6 +139,15 @@ struct llama_vocab {
     bool wpm_lowercase;     // WPM: lowercase before matching (tokenizer.ggml.normalizer.lowercase)
     bool wpm_strip_accents; // WPM: NFD, then drop the marks (tokenizer.ggml.normalizer.strip_accents)
     uint32_t max_token_len; // longest token text in bytes
+    bool escape_whitespaces; // BPE (Gemma 4 style): spaces are ▁ in the tokens
+    bool bpe_raw_utf8;      // BPE over UTF-8 characters with <0xXX> byte fallback (no GPT-2 byte alphabet)
+    bool newline_tokens;    // BPE (Gemma 4): a piece of newlines that is a token is emitted whole
+    bool force_bos;         // add_bos stays on whatever the file says (Gemma 4)
+    bool remove_extra_whitespaces; // UGM: leading / trailing spaces dropped, runs squeezed to one
+    struct llama_vocab_ugm * ugm;  // UGM: charsmap and token trie (vocab-ugm.c)
+    struct llama_vocab_trie rwkv_trie; // RWKV: the unescaped bytes of the normal tokens (vocab-rwkv.c)
+    enum llama_vocab_bpe_session bpe_session;
+    llama_token dna_open, dna_close, dna_oov; // hybriddna: <dna>, </dna>, <oov> (-1: plain BPE)
 };
 
 // Growable list of token ids; oom is set (and further pushes ignored) if memory runs out.
@@ -152,9 +185,69 @@ void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * tex
 void llama_vocab_wpm_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
                               struct llama_vocab_tokens * out);
 
-// BPE pre-tokenizer: calls emit(user, start, end) for each piece of text[0, len) in order.
-void llama_vocab_bpe_pretokenize(enum llama_vocab_pre_type pre, const char * text, size_t len,
+// BPE pre-tokenizer of vocab: calls emit(user, start, end) for each piece of text[0, len) in order;
+// false if memory ran out.
+bool llama_vocab_bpe_pretokenize(const struct llama_vocab * vocab, const char * text, size_t len,
                                  void (*emit)(void * user, size_t start, size_t end), void * user);
+
+// Byte trie: room for max_bytes bytes of token text (the sum of the texts' lengths); false
+// (logged) if that is too many or memory runs out.
+bool llama_vocab_trie_init(struct llama_vocab_trie * t, size_t max_bytes);
+
+// Frees the trie's tables; safe on a zeroed or freed trie.
+void llama_vocab_trie_free(struct llama_vocab_trie * t);
+
+// The child of node by byte b, or 0 when there is none.
+uint32_t llama_vocab_trie_child(const struct llama_vocab_trie * t, uint32_t node, uint8_t b);
+
+// Adds text s[0, n) for token id; false if the trie is full (more bytes than init allowed).
+bool llama_vocab_trie_insert(struct llama_vocab_trie * t, const uint8_t * s, size_t n, int32_t id);
+
+// RWKV (vocab-rwkv.c): builds the trie of the normal tokens' unescaped bytes; false (logged) on
+// a token text that does not unescape or out of memory.
+bool llama_vocab_rwkv_load(struct llama_vocab * v);
+
+// RWKV: appends the tokens of text: at each position the longest token, a byte no token starts
+// with dropped (the world vocabulary has every byte).
+void llama_vocab_rwkv_tokenize(const struct llama_vocab * v, const char * text, size_t len,
+                               struct llama_vocab_tokens * out);
+
+// RWKV: the bytes token text s[0, n) stands for, written to out (room for n bytes); their count.
+size_t llama_vocab_rwkv_unescape(const char * s, size_t n, char * out);
+
+// UGM (vocab-ugm.c): reads the precompiled charsmap and builds the token trie of v (its tokens
+// loaded); false (logged) on a malformed charsmap or out of memory.
+bool llama_vocab_ugm_load(struct llama_vocab * v, const struct gguf_context * g);
+
+// UGM: frees what llama_vocab_ugm_load built; NULL-safe on v->ugm.
+void llama_vocab_ugm_free(struct llama_vocab * v);
+
+// UGM: appends the tokens of text (no special tokens inside): normalize, then Viterbi.
+void llama_vocab_ugm_tokenize(const struct llama_vocab * v, const char * text, size_t len,
+                              struct llama_vocab_tokens * out);
+
+// hybriddna (vocab-dna.c): tokens of text, the stretches outside <dna>...</dna> given to
+// stretch(); plain stretch() when the vocab lacks <dna>, </dna> or <oov>.
+void llama_vocab_dna_tokenize(const struct llama_vocab * v, const char * text, size_t len,
+                              void (*stretch)(const struct llama_vocab *, const char *, size_t, struct llama_vocab_tokens *),
+                              struct llama_vocab_tokens * out);
+
+// hybriddna: the length of token text s[0, n) without its k-mer marker (U+E000) when it has one.
+size_t llama_vocab_dna_text_len(const struct llama_vocab * v, llama_token id, const char * s, size_t n);
+
+// Pre-tokenizer names (vocab-pre.c): true if llama.cpp accepts name as tokenizer.ggml.pre.
+bool llama_vocab_pre_known(const char * name);
+
+// True if a vocab with pre-tokenizer name may lack tokenizer.ggml.merges (Kimi-K2).
+bool llama_vocab_pre_merges_optional(const char * name);
+
+// Sets the pre-tokenizer of BPE vocab v from its name: pre_type, the family's defaults
+// (ignore_merges, clean_spaces, add_bos, add_sep, escape_whitespaces, bpe_raw_utf8, ...) and the
+// compiled regexes; false (logged, naming it) for an unknown name or a regex that does not compile.
+bool llama_vocab_pre_setup(struct llama_vocab * v, const char * name);
+
+// Frees the compiled regexes of v.
+void llama_vocab_pre_free(struct llama_vocab * v);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 // model.c — loading GGUF models of the architectures in the table (arch.c): metadata (with
 // kv_overrides), the vocabulary, hyperparameters, weight tensors viewed in place in the mapped
 // file, validation of every required tensor and shape; and the model accessors and metadata.
+#include "llama-adapter.h"
 #include "llama-model.h"
 #include "llama-vocab.h"
 
@@ -68,6 +69,7 @@ static bool gguf_type_is_int(enum gguf_type t) {
     switch (t) {
         case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16:
         case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_UINT64: case GGUF_TYPE_INT64:
+        case GGUF_TYPE_BOOL: // a flag (expert_weights_norm) reads as 0 / 1
             return true;
         default:
             return false;
@@ -84,6 +86,7 @@ static int64_t gguf_int_at(const struct gguf_context * g, int64_t id) {
         case GGUF_TYPE_INT32:  return gguf_get_val_i32(g, id);
         case GGUF_TYPE_UINT64: return (int64_t) gguf_get_val_u64(g, id);
         case GGUF_TYPE_INT64:  return gguf_get_val_i64(g, id);
+        case GGUF_TYPE_BOOL:   return gguf_get_val_bool(g, id) ? 1 : 0;
         default:               return 0;
     }
 }
@@ -279,6 +282,34 @@ static void model_load_embedding_hparams(const struct gguf_context * g, const ch
 }
 
 // strict: the model will be run, so every value must be present and consistent.
+// <arch>.attention.recurrent_layers (bools or integers per layer), when the file has it, says
+// which layers are recurrent (otherwise the architecture's finish hook derived them).
+static bool model_read_recurrent_layers(const struct gguf_context * g, const char * a, struct llama_hparams * hp) {
+    char key[256];
+    snprintf(key, sizeof(key), "%s.attention.recurrent_layers", a);
+    const int64_t id = gguf_find_key(g, key);
+    if (id < 0) {
+        return true;
+    }
+    const enum gguf_type t = gguf_get_kv_type(g, id) == GGUF_TYPE_ARRAY ? gguf_get_arr_type(g, id) : GGUF_TYPE_COUNT;
+    const size_t n = t != GGUF_TYPE_COUNT ? gguf_get_arr_n(g, id) : 0;
+    if ((t != GGUF_TYPE_BOOL && t != GGUF_TYPE_INT32 && t != GGUF_TYPE_UINT8 && t != GGUF_TYPE_INT8) || n < hp->n_layer) {
+        LLAMA_LOG_ERROR("llama_model_load: '%s' must be an array of bools of at least block_count (%u) entries\n", key, hp->n_layer);
+        return false;
+    }
+    const void * d = gguf_get_arr_data(g, id);
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        hp->recurrent_layers[il] = t == GGUF_TYPE_INT32 ? ((const int32_t *) d)[il] != 0 : ((const uint8_t *) d)[il] != 0;
+    }
+    return true;
+}
+
+static bool model_has_arch_key(const struct gguf_context * g, const char * a, const char * suffix) {
+    char key[256];
+    snprintf(key, sizeof(key), "%s.%s", a, suffix);
+    return gguf_find_key(g, key) >= 0;
+}
+
 static bool model_load_hparams(struct llama_model * m, bool strict) {
     const struct gguf_context * g = m->gguf;
     const char * a = m->arch;
@@ -289,11 +320,25 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     hp_u32(g, a, "context_length",          &hp->n_ctx_train, strict, &ok);
     hp_u32(g, a, "embedding_length",        &hp->n_embd,      strict, &ok);
     hp_u32(g, a, "block_count",             &hp->n_layer,     strict, &ok);
-    hp_u32(g, a, "feed_forward_length",     &hp->n_ff,        strict, &ok);
-    hp_u32(g, a, "attention.head_count",    &hp->n_head,      strict, &ok);
-    if (!hp_u32(g, a, "attention.head_count_kv", &hp->n_head_kv, false, &ok)) {
-        hp->n_head_kv = hp->n_head;
+    if (hp->n_layer > LLAMA_MAX_LAYERS) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.block_count = %u exceeds %d\n", a, hp->n_layer, LLAMA_MAX_LAYERS);
+        return false;
     }
+    // one value, or one per layer (model-layers.c); the shared value is layer 0's
+    // a model made only of experts may have none (qwen35moe): its row's finish hook decides
+    if (!llama_model_hp_layers(g, a, "feed_forward_length", hp->n_layer, hp->n_ff_l, &ok) && strict && ok &&
+        !model_has_arch_key(g, a, "expert_count")) {
+        LLAMA_LOG_ERROR("llama_model_load: missing required key '%s.feed_forward_length'\n", a);
+        ok = false;
+    }
+    hp->n_ff = hp->n_ff_l[0];
+    hp_u32(g, a, "attention.head_count",    &hp->n_head,      strict, &ok);
+    if (!llama_model_hp_layers(g, a, "attention.head_count_kv", hp->n_layer, hp->n_head_kv_l, &ok)) {
+        for (uint32_t il = 0; il < hp->n_layer; il++) {
+            hp->n_head_kv_l[il] = hp->n_head;
+        }
+    }
+    hp->n_head_kv = hp->n_head_kv_l[0];
     const uint32_t head_default = hp->n_head > 0 ? hp->n_embd / hp->n_head : 0;
     if (!hp_u32(g, a, "attention.key_length", &hp->n_embd_head_k, false, &ok)) {
         hp->n_embd_head_k = head_default;
@@ -377,8 +422,19 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
                         "feed_forward_length and attention.head_count must be > 0\n", a);
         return false;
     }
-    if (hp->n_layer > LLAMA_MAX_LAYERS) {
-        LLAMA_LOG_ERROR("llama_model_load: %s.block_count = %u exceeds %d\n", a, hp->n_layer, LLAMA_MAX_LAYERS);
+    if (hp->n_expert > 0 && (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert)) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_used_count = %u must be in 1..%s.expert_count = %u\n",
+                        a, hp->n_expert_used, a, hp->n_expert);
+        return false;
+    }
+    if (hp->n_expert == 0 && hp->n_expert_used > 0) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_used_count = %u without %s.expert_count\n", a, hp->n_expert_used, a);
+        return false;
+    }
+    if (hp->n_expert > 0 && hp->expert_gating != 0 && hp->expert_gating != LLM_EXPERT_GATING_SOFTMAX &&
+        hp->expert_gating != LLM_EXPERT_GATING_SIGMOID) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_gating_func = %u is not supported (1: softmax, 2: sigmoid)\n",
+                        a, hp->expert_gating);
         return false;
     }
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0) {
@@ -414,11 +470,11 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
         LLAMA_LOG_ERROR("llama_model_load: %s.rope.freq_base_swa / rope.scaling.attn_factor must be finite and >= 0\n", a);
         return false;
     }
-    // Sliding-window layers: all of them (period 0), or all but every period-th.
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        hp->swa_layers[il] = hp->n_swa > 0 && (hp->swa_period == 0 || (il + 1) % hp->swa_period != 0);
+    // Sliding-window layers, per-layer heads and widths, KV sharing; recurrent layers.
+    if (!llama_model_layers_init(hp, g, a)) {
+        return false;
     }
-    return true;
+    return model_read_recurrent_layers(g, a, hp);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -455,9 +511,9 @@ static struct ggml_tensor * model_tensor(struct model_loader * ld, const char * 
         same = same && fne[i] == want;
     }
     if (!same) {
-        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has wrong shape; expected [%" PRId64 ", %" PRId64
+        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has wrong shape; expected [%" PRId64 ", %" PRId64 ", %" PRId64
                         "], got [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]\n", name,
-                        ne[0], n_dims > 1 ? ne[1] : 1, fne[0], fne[1], fne[2], fne[3]);
+                        ne[0], n_dims > 1 ? ne[1] : 1, n_dims > 2 ? ne[2] : 1, fne[0], fne[1], fne[2], fne[3]);
         *ok = false;
         return NULL;
     }
@@ -575,17 +631,31 @@ static struct ggml_tensor * model_fused_tensor(struct llama_model * m, const cha
     return t;
 }
 
+// A [K, M * n_expert] header over the experts tensor e's rows (named as e), for the repacker:
+// mul_mat_id reads the copy of all the experts' rows; NULL when e cannot be repacked so.
+static struct ggml_tensor * model_flat_experts(struct llama_model * m, const struct ggml_tensor * e) {
+    if (e == NULL || !llama_model_tensor_on_host(e) || e->ne[3] != 1 || e->nb[2] != (size_t) e->ne[1]*e->nb[1]) {
+        return NULL;
+    }
+    struct ggml_tensor * t = ggml_new_tensor_2d(m->ctx_fused, e->type, e->ne[0], e->ne[1]*e->ne[2]);
+    if (t == NULL) return NULL;
+    ggml_set_name(t, e->name);
+    t->data = e->data;
+    if (ggml_backend_cpu_repack_size(t) == 0) return NULL; // stays unused in ctx_fused
+    return t;
+}
+
 // Lays the matmul weights out for the CPU kernels (cpu/repack.h), on every core, fusing each
 // layer's Q, K, V and its gate, up weights; with the file mapped (not locked), the stored pages
 // are let go tensor by tensor so that the peak memory stays near one copy of the model. Failure
 // only costs speed.
 static void model_repack_weights(struct llama_model * m, bool release_stored) {
     const uint32_t n_layer = m->hparams.n_layer;
-    const size_t cap = (size_t) n_layer*7 + 1;
+    const size_t cap = (size_t) n_layer*10 + 1;
     m->repack_ts = GGML_CALLOC(cap, sizeof(struct ggml_tensor *));
     struct ggml_backend_cpu_repack_parts * fused = GGML_CALLOC(cap, sizeof(struct ggml_backend_cpu_repack_parts));
     m->ctx_fused = ggml_init((struct ggml_init_params) {
-        .mem_size = (size_t) (2*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
+        .mem_size = (size_t) (5*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
     if (m->repack_ts == NULL || fused == NULL || m->ctx_fused == NULL) {
         free(fused);
         return;
@@ -601,9 +671,11 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
             m->repack_ts[n++] = L->wqkv;
         } else {
             snprintf(name, sizeof(name), "blk.%u.attn_qkv.weight", il);
-            L->wqkv = model_fused_tensor(m, name, qkv, 3);
+            // without a V projection (gemma4's K = V layers) Q and K alone are fused
+            const int n_parts = L->wv != NULL ? 3 : 2;
+            L->wqkv = model_fused_tensor(m, name, qkv, n_parts);
             if (L->wqkv != NULL) {
-                fused[n] = (struct ggml_backend_cpu_repack_parts) { { L->wq, L->wk, L->wv, NULL }, 3 };
+                fused[n] = (struct ggml_backend_cpu_repack_parts) { { L->wq, L->wk, L->wv, NULL }, n_parts };
                 m->repack_ts[n++] = L->wqkv;
             } else {
                 for (int i = 0; i < 3; i++) m->repack_ts[n++] = qkv[i];
@@ -623,6 +695,11 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
             }
         }
         m->repack_ts[n++] = L->ffn_down;
+        struct ggml_tensor * exps[3] = { L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps };
+        for (int i = 0; i < 3; i++) {
+            struct ggml_tensor * flat = model_flat_experts(m, exps[i]);
+            if (flat != NULL) m->repack_ts[n++] = flat;
+        }
     }
     m->repack_ts[n++] = m->output;
     m->n_repack = n;
@@ -634,9 +711,15 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     m->buf_repack = ggml_backend_cpu_repack_weights(m->repack_ts, n, ggml_cpu_n_physical_cores(), fused,
                                                     release_stored ? model_stored_pages : NULL, m);
     free(fused);
-    // a fused weight is used only if its copy was made
+    // a fused weight is used only if its copy was made; experts read theirs through their own
+    // header (ggml_cpu_repack_panels of a [K, M, n_expert] tensor; both go when the model does)
     for (uint32_t il = 0; il < n_layer; il++) {
         struct llama_layer * L = &m->layers[il];
+        struct ggml_tensor * exps[3] = { L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps };
+        for (int i = 0; i < 3; i++) {
+            struct ggml_tensor * flat = exps[i] != NULL ? ggml_get_tensor(m->ctx_fused, exps[i]->name) : NULL;
+            if (flat != NULL && ggml_backend_cpu_is_repacked(flat)) exps[i]->extra = flat->extra;
+        }
         if (L->wq != NULL && L->wqkv != NULL && !ggml_backend_cpu_is_repacked(L->wqkv)) L->wqkv = NULL;
         if (L->ffn_gate != NULL && L->ffn_gate_up != NULL && !ggml_backend_cpu_is_repacked(L->ffn_gate_up)) {
             L->ffn_gate_up = NULL;
@@ -648,38 +731,64 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     }
 }
 
-// The size of symbolic dimension d (arch.h) for this model.
-static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
-    const int64_t n_q = (int64_t) hp->n_embd_head_k * hp->n_head;
-    const int64_t n_k = llama_hparams_n_embd_k_gqa(hp), n_v = llama_hparams_n_embd_v_gqa(hp);
+// The size of symbolic dimension d (arch.h) for layer il of this model (il = n_layer: a tensor
+// outside the blocks, which takes layer 0's values).
+static int64_t model_dim(const struct llama_hparams * hp, uint32_t il, uint8_t d) {
+    const uint32_t l = il < hp->n_layer ? il : 0;
+    const int64_t n_q = (int64_t) hp->n_embd_head_k_l[l] * hp->n_head;
+    const int64_t n_k = llama_hparams_n_embd_k_gqa_l(hp, l), n_v = llama_hparams_n_embd_v_gqa_l(hp, l);
     switch ((enum llm_dim) d) {
-        case LLM_DIM_EMBD:   return hp->n_embd;
-        case LLM_DIM_VOCAB:  return hp->n_vocab;
-        case LLM_DIM_FF:     return hp->n_ff;
-        case LLM_DIM_FF2:    return 2 * (int64_t) hp->n_ff;
-        case LLM_DIM_Q:      return n_q;
-        case LLM_DIM_K:      return n_k;
-        case LLM_DIM_V:      return n_v;
-        case LLM_DIM_O:      return (int64_t) hp->n_embd_head_v * hp->n_head;
-        case LLM_DIM_QKV:    return n_q + n_k + n_v;
-        case LLM_DIM_HEAD_K: return hp->n_embd_head_k;
-        case LLM_DIM_ROT2:   return hp->n_rot / 2;
+        case LLM_DIM_EMBD:    return hp->n_embd;
+        case LLM_DIM_VOCAB:   return hp->n_vocab;
+        case LLM_DIM_FF:      return hp->n_ff_l[l];
+        case LLM_DIM_FF2:     return 2 * (int64_t) hp->n_ff_l[l];
+        case LLM_DIM_Q:       return n_q;
+        case LLM_DIM_K:       return n_k;
+        case LLM_DIM_V:       return n_v;
+        case LLM_DIM_O:       return (int64_t) hp->n_embd_head_v_l[l] * hp->n_head;
+        case LLM_DIM_QKV:     return n_q + n_k + n_v;
+        case LLM_DIM_HEAD_K:  return hp->n_embd_head_k_l[l];
+        case LLM_DIM_ROT2:    return hp->n_rot / 2;
+        case LLM_DIM_EXPERT:  return hp->n_expert;
+        case LLM_DIM_FF_EXP:  return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
+        case LLM_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
+        case LLM_DIM_Q2:      return 2 * n_q;
+        case LLM_DIM_SSM_CONV_K:  return hp->ssm_d_conv;
+        case LLM_DIM_SSM_CONV_CH: return 2 * (int64_t) hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
+        case LLM_DIM_SSM_INNER:   return hp->ssm_d_inner;
+        case LLM_DIM_SSM_HEADS:   return hp->ssm_dt_rank;
+        case LLM_DIM_SSM_STATE:   return hp->ssm_d_state;
+        case LLM_DIM_FF_EXP2: return 2 * (int64_t) (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
+        case LLM_DIM_PLE:     return hp->n_embd_per_layer;
+        case LLM_DIM_PLE_ALL: return (int64_t) hp->n_embd_per_layer * hp->n_layer;
         case LLM_DIM_CTX_TRAIN:   return hp->n_ctx_train;
         case LLM_DIM_TOKEN_TYPES: return hp->n_token_types;
         case LLM_DIM_CLS_OUT:     return hp->n_cls_out;
         case LLM_DIM_DENSE_2_OUT: return hp->n_dense_2_out;
         case LLM_DIM_DENSE_3_IN:  return hp->n_dense_3_in;
-        default:             return 1;
+        default:              return 1;
     }
 }
 
-// One tensor of the architecture's list into its field; false (logged) on a missing required
-// one, a wrong shape, or a type the ops cannot take.
-static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_spec * ts, const char * name, void * base) {
+// One tensor of the architecture's list (of layer il, or n_layer) into its field; false (logged)
+// on a missing required one, a wrong shape, or a type the ops cannot take.
+static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_spec * ts, uint32_t il, const char * name,
+                            void * base) {
     const struct llama_hparams * hp = &ld->m->hparams;
-    int64_t ne[2] = { model_dim(hp, ts->ne[0]), model_dim(hp, ts->ne[1]) };
+    int64_t ne[3] = { model_dim(hp, il, ts->ne[0]), model_dim(hp, il, ts->ne[1]), model_dim(hp, il, ts->ne[2]) };
+    // a dense FFN's tensors in a model with experts, or the experts' in a dense one, stay unloaded
+    if (((ts->flags & LLM_T_DENSE) && hp->n_expert > 0) || ((ts->flags & LLM_T_MOE) && hp->n_expert == 0)) {
+        return true;
+    }
+    bool required = (ts->flags & (LLM_T_REQUIRED | LLM_T_DENSE | LLM_T_MOE)) != 0;
+    if ((ts->flags & LLM_T_KV) && il < hp->n_layer && hp->kv_layer[il] == il) {
+        required = true;
+    }
+    if ((ts->flags & LLM_T_IF_DIM) && ne[0] > 0 && (ts->n_dims < 2 || ne[1] > 0)) {
+        required = true;
+    }
     bool ok = true;
-    struct ggml_tensor * t = model_tensor(ld, name, ts->n_dims, ne, (ts->flags & LLM_T_REQUIRED) != 0, &ok);
+    struct ggml_tensor * t = model_tensor(ld, name, ts->n_dims, ne, required, &ok);
     if (ok && t != NULL && (ts->flags & LLM_T_F32) && t->type != GGML_TYPE_F32) {
         LLAMA_LOG_ERROR("llama_model_load: tensor '%s' must be f32, got %s\n", name, ggml_type_name(t->type));
         return false;
@@ -698,7 +807,7 @@ static bool model_load_arch_tensors(struct llama_model * m, struct model_loader 
     bool ok = true;
     for (const struct llm_tensor_spec * ts = specs; ok && ts->name != NULL; ts++) {
         if (!(ts->flags & LLM_T_LAYER)) {
-            ok = model_load_spec(ld, ts, ts->name, m);
+            ok = model_load_spec(ld, ts, hp->n_layer, ts->name, m);
         }
     }
     if (ok && m->output == NULL) {
@@ -708,7 +817,7 @@ static bool model_load_arch_tensors(struct llama_model * m, struct model_loader 
         for (const struct llm_tensor_spec * ts = specs; ok && ts->name != NULL; ts++) {
             if (ts->flags & LLM_T_LAYER) {
                 snprintf(name, sizeof(name), ts->name, il);
-                ok = model_load_spec(ld, ts, name, &m->layers[il]);
+                ok = model_load_spec(ld, ts, il, name, &m->layers[il]);
             }
         }
         if (ok && !model_progress(params, 0.05f + 0.9f * (float) (il + 1) / (float) hp->n_layer)) {
@@ -845,6 +954,18 @@ static enum llama_ftype model_guess_ftype(const struct gguf_context * g) {
         case GGML_TYPE_Q4_K: f = LLAMA_FTYPE_MOSTLY_Q4_K_M; break;
         case GGML_TYPE_Q5_K: f = LLAMA_FTYPE_MOSTLY_Q5_K_M; break;
         case GGML_TYPE_Q6_K: f = LLAMA_FTYPE_MOSTLY_Q6_K; break;
+        case GGML_TYPE_IQ2_XXS: f = LLAMA_FTYPE_MOSTLY_IQ2_XXS; break;
+        case GGML_TYPE_IQ2_XS:  f = LLAMA_FTYPE_MOSTLY_IQ2_XS; break;
+        case GGML_TYPE_IQ2_S:   f = LLAMA_FTYPE_MOSTLY_IQ2_S; break;
+        case GGML_TYPE_IQ3_XXS: f = LLAMA_FTYPE_MOSTLY_IQ3_XXS; break;
+        case GGML_TYPE_IQ3_S:   f = LLAMA_FTYPE_MOSTLY_IQ3_S; break;
+        case GGML_TYPE_IQ1_S:   f = LLAMA_FTYPE_MOSTLY_IQ1_S; break;
+        case GGML_TYPE_IQ1_M:   f = LLAMA_FTYPE_MOSTLY_IQ1_M; break;
+        case GGML_TYPE_IQ4_NL:  f = LLAMA_FTYPE_MOSTLY_IQ4_NL; break;
+        case GGML_TYPE_IQ4_XS:  f = LLAMA_FTYPE_MOSTLY_IQ4_XS; break;
+        case GGML_TYPE_TQ1_0:   f = LLAMA_FTYPE_MOSTLY_TQ1_0; break;
+        case GGML_TYPE_TQ2_0:   f = LLAMA_FTYPE_MOSTLY_TQ2_0; break;
+        case GGML_TYPE_MXFP4:   f = LLAMA_FTYPE_MOSTLY_MXFP4_MOE; break;
         default:             f = LLAMA_FTYPE_ALL_F32; break;
     }
     return (enum llama_ftype) (f | LLAMA_FTYPE_GUESSED);
@@ -859,6 +980,7 @@ void llama_model_free(struct llama_model * model) {
         return;
     }
     model->magic = LLAMA_MAGIC_DEAD;
+    llama_adapter_lora_free_all(model);
     llama_vocab_free(model->vocab);
 #ifndef _WIN32
     if (model->mlocked && model->map != NULL) {
@@ -922,7 +1044,12 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
         goto fail;
     }
     if (!model_load_hparams(m, !params.vocab_only)) {
-        goto fail;
+        if (!params.vocab_only) {
+            goto fail;
+        }
+        // A vocabulary does not need them (an architecture whose keys this version cannot read).
+        LLAMA_LOG_WARN("llama_model_load: vocab_only: the '%s' hyperparameters were not all read; loading the "
+                       "vocabulary only\n", arch);
     }
     {
         int64_t ft;
@@ -1119,8 +1246,17 @@ int32_t llama_n_head(const struct llama_model * model)      { return llama_model
 bool llama_model_has_encoder(const struct llama_model * model)    { MODEL_OR(false); return false; }
 bool llama_model_has_decoder(const struct llama_model * model)    { MODEL_OR(false); return true; }
 llama_token llama_model_decoder_start_token(const struct llama_model * model) { MODEL_OR(LLAMA_TOKEN_NULL); return LLAMA_TOKEN_NULL; }
-bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return false; }
-bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return false; }
+// True when some layers carry recurrent state: all of them (recurrent) or some (hybrid).
+static bool model_recurrent_layers(const struct llama_model * model, bool all) {
+    const struct llama_hparams * hp = &model->hparams;
+    uint32_t n = 0;
+    for (uint32_t il = 0; il < hp->n_layer && il < LLAMA_MAX_LAYERS; il++) {
+        n += hp->recurrent_layers[il];
+    }
+    return all ? n > 0 && n == hp->n_layer : n > 0 && n < hp->n_layer;
+}
+bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return model_recurrent_layers(model, true); }
+bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return model_recurrent_layers(model, false); }
 bool llama_model_is_diffusion(const struct llama_model * model)   { MODEL_OR(false); return false; }
 
 enum llama_ftype llama_model_ftype(const struct llama_model * model) { MODEL_OR(LLAMA_FTYPE_ALL_F32); return model->ftype; }
@@ -1161,7 +1297,7 @@ const char * llama_model_chat_template(const struct llama_model * model, const c
 // metadata as strings (the format llama.cpp uses: ints in decimal, floats with %f, bools
 // true/false, strings as stored; arrays are not listed)
 
-static int32_t model_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size) {
+int32_t llama_gguf_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size) {
     char tmp[64];
     const char * s = tmp;
     switch (gguf_get_kv_type(g, id)) {
@@ -1208,7 +1344,7 @@ int32_t llama_model_meta_val_str(const struct llama_model * model, const char * 
         }
         return -1;
     }
-    return model_kv_to_str(model->gguf, id, buf, buf_size);
+    return llama_gguf_kv_to_str(model->gguf, id, buf, buf_size);
 }
 
 int32_t llama_model_meta_count(const struct llama_model * model) {
@@ -1239,7 +1375,7 @@ int32_t llama_model_meta_val_str_by_index(const struct llama_model * model, int3
         }
         return -1;
     }
-    return model_kv_to_str(model->gguf, model->meta_ids[i], buf, buf_size);
+    return llama_gguf_kv_to_str(model->gguf, model->meta_ids[i], buf, buf_size);
 }
 
 const char * llama_model_meta_key_str(enum llama_model_meta_key key) {

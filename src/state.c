@@ -8,7 +8,9 @@
 //   outputs:     flags (1 logits, 2 embd), n_outputs, n_batch_tokens, output_ids[n_batch_tokens],
 //                logits[n_outputs * n_vocab] f32 (flag 1), embd[n_outputs * n_embd] f32 (flag 2)
 //   kv:          n_cells, then per cell: index, pos, n_seq, seq ids; then per layer the K rows
-//                of those cells, then per layer their V rows (raw bytes of the cache type)
+//                of those cells, then per layer their V rows (raw bytes of the cache type);
+//                with recurrent layers (hybrid models) then: n_states, per state: sequence,
+//                pos_min, pos_max, then per recurrent layer its conv row and its state row (f32)
 //   session file:     u32 LLAMA_SESSION_MAGIC | u32 LLAMA_SESSION_VERSION | u32 n_tokens | tokens | full state
 //   seq session file: u32 LLAMA_STATE_SEQ_MAGIC | u32 LLAMA_STATE_SEQ_VERSION | u32 n_tokens | tokens | seq state
 // A restored cell keeps its cache index when it fits, so a restored context computes exactly
@@ -105,6 +107,25 @@ static bool st_check_fingerprint(struct st_reader * r, const struct llama_contex
     return true;
 }
 
+// Bytes (and elements, when ne_max is set) of the longest K or V row over the cache's slots
+// (layers may differ in width).
+static size_t st_kv_row_max(const struct llama_memory_i * kv, int64_t * ne_max) {
+    size_t nb = 0;
+    for (uint32_t il = 0; il < kv->n_layer; il++) {
+        for (int kind = 0; kind < 2; kind++) {
+            const struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            if (t == NULL) {
+                continue;
+            }
+            nb = t->nb[1] > nb ? t->nb[1] : nb;
+            if (ne_max != NULL && t->ne[0] > *ne_max) {
+                *ne_max = t->ne[0];
+            }
+        }
+    }
+    return nb;
+}
+
 // Writes the cells holding seq (seq < 0: every non-empty cell) and their K/V rows.
 static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, llama_seq_id seq) {
     uint32_t n = 0;
@@ -135,11 +156,14 @@ static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, 
         }
     }
     // rows of a device's cache are read through the backend into a host row first
-    const size_t row_max = kv->k_l[0]->nb[1] > kv->v_l[0]->nb[1] ? kv->k_l[0]->nb[1] : kv->v_l[0]->nb[1];
+    const size_t row_max = st_kv_row_max(kv, NULL);
     uint8_t * staged = NULL;
     for (int kind = 0; kind < 2; kind++) {
         for (uint32_t il = 0; il < kv->n_layer; il++) {
             const struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            if (t == NULL) {
+                continue; // a recurrent layer: no K/V rows
+            }
             const bool host = llama_model_tensor_on_host(t);
             if (!host && w->dst != NULL && staged == NULL && (staged = GGML_MALLOC(row_max)) == NULL) {
                 LLAMA_LOG_ERROR("llama_state: out of memory\n");
@@ -223,9 +247,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
     }
     // Restored keys and values must be finite: a NaN in one sequence's cells would reach the
     // other sequences' attention through masked-out (0 * NaN) products.
-    float * row = ok ? GGML_MALLOC(sizeof(float) * (size_t) (kv->k_l[0]->ne[0] > kv->v_l[0]->ne[0] ?
-                                                              kv->k_l[0]->ne[0] : kv->v_l[0]->ne[0])) : NULL;
-    const size_t row_max = kv->k_l[0]->nb[1] > kv->v_l[0]->nb[1] ? kv->k_l[0]->nb[1] : kv->v_l[0]->nb[1];
+    int64_t ne_max = 0;
+    const size_t row_max = st_kv_row_max(kv, &ne_max);
+    float * row = ok ? GGML_MALLOC(sizeof(float) * (size_t) ne_max) : NULL;
     uint8_t * staged = ok ? GGML_MALLOC(row_max) : NULL;
     if (ok && (row == NULL || staged == NULL)) {
         LLAMA_LOG_ERROR("%s: out of memory\n", func);
@@ -234,6 +258,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
     for (int kind = 0; ok && kind < 2; kind++) {
         for (uint32_t il = 0; ok && il < kv->n_layer; il++) {
             struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            if (t == NULL) {
+                continue;
+            }
             const struct ggml_type_traits * tt = ggml_get_type_traits(t->type);
             const bool host = llama_model_tensor_on_host(t);
             for (uint32_t k = 0; k < placed; k++) {
@@ -269,6 +296,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
         for (uint32_t k = 0; k < placed; k++) {
             llama_kv_cache_cell_clear(kv, cells[k]);
             for (uint32_t il = 0; il < kv->n_layer; il++) {
+                if (kv->k_l[il] == NULL) {
+                    continue;
+                }
                 ggml_backend_tensor_memset(kv->k_l[il], 0, (size_t) cells[k] * kv->k_l[il]->nb[1], kv->k_l[il]->nb[1]);
                 ggml_backend_tensor_memset(kv->v_l[il], 0, (size_t) cells[k] * kv->v_l[il]->nb[1], kv->v_l[il]->nb[1]);
             }
@@ -282,6 +312,84 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
 
 // ---------------------------------------------------------------------------------------------
 // whole state
+
+// The recurrent states (all, or seq's) after the KV section; nothing for a model without them.
+static void st_write_rs(struct st_writer * w, const struct llama_memory_recurrent * rs, llama_seq_id seq) {
+    if (rs == NULL) {
+        return;
+    }
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < rs->n_slots; s++) {
+        n += rs->pos_max[s] >= 0 && (seq < 0 || (uint32_t) seq == s);
+    }
+    st_u32(w, n);
+    const size_t row_max = ((size_t) (rs->n_embd_r > rs->n_embd_s ? rs->n_embd_r : rs->n_embd_s)) * sizeof(float);
+    void * row = w->dst != NULL ? GGML_MALLOC(row_max) : NULL;
+    if (w->dst != NULL && row == NULL) {
+        w->overflow = true;
+        return;
+    }
+    for (uint32_t s = 0; s < rs->n_slots; s++) {
+        if (rs->pos_max[s] < 0 || (seq >= 0 && (uint32_t) seq != s)) {
+            continue;
+        }
+        st_u32(w, s);
+        st_u32(w, (uint32_t) rs->pos_min[s]);
+        st_u32(w, (uint32_t) rs->pos_max[s]);
+        for (uint32_t il = 0; il < rs->n_layer; il++) {
+            const struct ggml_tensor * ts[2] = { rs->r_l[il], rs->s_l[il] };
+            for (int k = 0; k < 2 && ts[0] != NULL; k++) {
+                if (row != NULL) {
+                    ggml_backend_tensor_get(ts[k], row, (size_t) s * ts[k]->nb[1], ts[k]->nb[1]);
+                }
+                st_write(w, row, ts[k]->nb[1]); // counts only when row is NULL (dst NULL)
+            }
+        }
+    }
+    free(row);
+}
+
+// Reads what st_write_rs wrote; dest >= 0 puts the one state into that sequence.
+static bool st_read_rs(struct st_reader * r, struct llama_memory_recurrent * rs, llama_seq_id dest, const char * func) {
+    if (rs == NULL) {
+        return true;
+    }
+    const uint32_t n = st_r32(r);
+    if (r->err || n > rs->n_slots || (dest >= 0 && n > 1)) {
+        LLAMA_LOG_ERROR("%s: malformed recurrent-state section\n", func);
+        return false;
+    }
+    const size_t row_max = ((size_t) (rs->n_embd_r > rs->n_embd_s ? rs->n_embd_r : rs->n_embd_s)) * sizeof(float);
+    void * row = GGML_MALLOC(row_max);
+    bool ok = row != NULL;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        const uint32_t src = st_r32(r);
+        const llama_pos p0 = (llama_pos) st_r32(r), p1 = (llama_pos) st_r32(r);
+        const uint32_t s = dest >= 0 ? (uint32_t) dest : src;
+        if (r->err || s >= rs->n_slots || p0 < 0 || p1 < p0) {
+            LLAMA_LOG_ERROR("%s: malformed recurrent state (sequence %u of %u, positions %d..%d)\n", func, s, rs->n_slots, p0, p1);
+            ok = false;
+            break;
+        }
+        for (uint32_t il = 0; ok && il < rs->n_layer; il++) {
+            struct ggml_tensor * ts[2] = { rs->r_l[il], rs->s_l[il] };
+            for (int k = 0; ok && k < 2 && ts[0] != NULL; k++) {
+                ok = st_read(r, row, ts[k]->nb[1]);
+                if (ok) {
+                    ggml_backend_tensor_set(ts[k], row, (size_t) s * ts[k]->nb[1], ts[k]->nb[1]);
+                }
+            }
+        }
+        if (ok) {
+            rs->pos_min[s] = p0;
+            rs->pos_max[s] = p1;
+        } else {
+            LLAMA_LOG_ERROR("%s: the state is truncated (recurrent state)\n", func);
+        }
+    }
+    free(row);
+    return ok;
+}
 
 static size_t st_write_full(struct llama_context * ctx, uint8_t * dst, size_t cap) {
     struct st_writer w = { .dst = dst, .cap = cap };
@@ -303,6 +411,7 @@ static size_t st_write_full(struct llama_context * ctx, uint8_t * dst, size_t ca
         st_write(&w, ctx->embd, (size_t) n_out * n_embd * sizeof(float));
     }
     st_write_kv(&w, &ctx->kv, -1);
+    st_write_rs(&w, ctx->kv.rs, -1);
     return w.overflow ? 0 : w.n;
 }
 
@@ -404,7 +513,7 @@ size_t llama_state_set_data(struct llama_context * ctx, const uint8_t * src, siz
         LLAMA_LOG_ERROR("%s: the state is truncated\n", func);
         return 0;
     }
-    if (!st_read_kv(&r, kv, -1, func)) {
+    if (!st_read_kv(&r, kv, -1, func) || !st_read_rs(&r, kv->rs, -1, func)) {
         llama_memory_clear(kv, false);
         return 0;
     }
@@ -428,6 +537,7 @@ static size_t st_write_seq(struct llama_context * ctx, uint8_t * dst, size_t cap
     st_u32(&w, STATE_VERSION);
     st_fingerprint(&w, ctx);
     st_write_kv(&w, &ctx->kv, seq);
+    st_write_rs(&w, ctx->kv.rs, seq);
     return w.overflow ? 0 : w.n;
 }
 
@@ -473,7 +583,9 @@ size_t llama_state_seq_set_data(struct llama_context * ctx, const uint8_t * src,
         LLAMA_LOG_ERROR("%s: not a llama_py sequence state (or another version)\n", func);
         return 0;
     }
-    if (!st_check_fingerprint(&r, ctx, func) || !st_read_kv(&r, &ctx->kv, dest_seq_id, func)) {
+    if (!st_check_fingerprint(&r, ctx, func) || !st_read_kv(&r, &ctx->kv, dest_seq_id, func) ||
+        !st_read_rs(&r, ctx->kv.rs, dest_seq_id, func)) {
+        llama_memory_seq_rm(&ctx->kv, dest_seq_id, -1, -1);
         return 0;
     }
     return r.n;

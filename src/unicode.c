@@ -26,10 +26,11 @@ uint8_t unicode_cpt_value(uint32_t cp) {
 #define L_ UNICODE_FLAG_L
 #define N_ UNICODE_FLAG_N
 #define P_ UNICODE_FLAG_P
+#define M_ UNICODE_FLAG_M
 #define GC_FLAGS(ws) \
     0 | ws, 0 | ws, 0 | ws, 0 | ws, 0 | ws,            /* Cn Cc Cf Co Cs */ \
     L_ | ws, L_ | ws, L_ | ws, L_ | ws, L_ | ws,       /* Lu Ll Lt Lm Lo */ \
-    0 | ws, 0 | ws, 0 | ws,                            /* Mn Mc Me */ \
+    M_ | ws, M_ | ws, M_ | ws,                         /* Mn Mc Me */ \
     N_ | ws, N_ | ws, N_ | ws,                         /* Nd Nl No */ \
     P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, /* Pc Pd Ps Pe Pi Pf Po */ \
     0 | ws, 0 | ws, 0 | ws, 0 | ws,                    /* Sm Sc Sk So */ \

@@ -36,6 +36,7 @@ enum unicode_gc {
 #define UNICODE_FLAG_N  0x02u  // \p{N}
 #define UNICODE_FLAG_P  0x04u  // \p{P}
 #define UNICODE_FLAG_WS 0x08u  // \s (White_Space)
+#define UNICODE_FLAG_M  0x10u  // \p{M}
 
 // Generated tables (unicode-data.c).
 extern const uint32_t unicode_direct_limit;

@@ -8,6 +8,7 @@
 // look-ahead never sees past the end of its piece.
 #include "llama-vocab.h"
 #include "unicode.h"
+#include "vocab-regex.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +39,16 @@ static inline uint32_t bpe_at(const struct bpe_text * t, size_t pos, size_t * le
 #define F_N  UNICODE_FLAG_N
 #define F_P  UNICODE_FLAG_P
 #define F_WS UNICODE_FLAG_WS
+#define F_M  UNICODE_FLAG_M
 
 // Neither whitespace, letter nor number: [^\s\p{L}\p{N}] (an invalid byte counts here).
 static inline bool bpe_is_other(uint32_t flags) {
     return (flags & (F_WS | F_L | F_N)) == 0;
+}
+
+// The same, with marks excluded too when the letter class includes them (qwen35).
+static inline bool bpe_is_other_m(uint32_t flags, uint32_t letters) {
+    return (flags & (F_WS | F_N | letters)) == 0;
 }
 
 // End of the run of code points from pos whose flags include any of mask.
@@ -57,17 +64,22 @@ static size_t bpe_scan(const struct bpe_text * t, size_t pos, uint32_t mask) {
     return pos;
 }
 
-// End of the run of "other" code points from pos.
-static size_t bpe_scan_other(const struct bpe_text * t, size_t pos) {
+// End of the run of "other" code points from pos (letters: the flags that count as letters).
+static size_t bpe_scan_other_m(const struct bpe_text * t, size_t pos, uint32_t letters) {
     while (pos < t->end) {
         size_t len; uint32_t fl;
         bpe_at(t, pos, &len, &fl);
-        if (!bpe_is_other(fl)) {
+        if (!bpe_is_other_m(fl, letters)) {
             break;
         }
         pos += len;
     }
     return pos;
+}
+
+// End of the run of "other" code points from pos.
+static size_t bpe_scan_other(const struct bpe_text * t, size_t pos) {
+    return bpe_scan_other_m(t, pos, F_L);
 }
 
 static inline int bpe_lower(uint8_t c) {
@@ -143,10 +155,13 @@ static size_t bpe_match_gpt2(const struct bpe_text * t, size_t pos) {
     return bpe_ws_not_before_nonspace(t, pos);  // c0 is whitespace here
 }
 
-// llama3 / qwen2 (max_digits 3 / 1):
+// llama3 / qwen2 (max_digits 3 / 1, letters F_L):
 //   (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}
 //   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-static size_t bpe_match_llama3(const struct bpe_text * t, size_t pos, int max_digits) {
+// qwen35 (max_digits 1, letters F_L | F_M): \p{L} in the letter run is [\p{L}\p{M}], and the
+// punctuation class is [^\s\p{L}\p{M}\p{N}]. A mark may start the optional prefix too, which
+// gives the same pieces as starting the run with it.
+static size_t bpe_match_llama3(const struct bpe_text * t, size_t pos, int max_digits, uint32_t letters) {
     size_t e = bpe_contraction(t, pos, true);
     if (e) {
         return e;
@@ -154,14 +169,14 @@ static size_t bpe_match_llama3(const struct bpe_text * t, size_t pos, int max_di
     size_t len0; uint32_t f0;
     const uint32_t c0 = bpe_at(t, pos, &len0, &f0);
     // [^\r\n\p{L}\p{N}]?\p{L}+
-    if (f0 & F_L) {
-        return bpe_scan(t, pos, F_L);
+    if (f0 & letters) {
+        return bpe_scan(t, pos, letters);
     }
     if (c0 != '\r' && c0 != '\n' && !(f0 & F_N) && pos + len0 < t->end) {
         size_t len1; uint32_t f1;
         bpe_at(t, pos + len0, &len1, &f1);
-        if (f1 & F_L) {
-            return bpe_scan(t, pos + len0, F_L);
+        if (f1 & letters) {
+            return bpe_scan(t, pos + len0, letters);
         }
     }
     // \p{N}{1,3}
@@ -184,13 +199,13 @@ static size_t bpe_match_llama3(const struct bpe_text * t, size_t pos, int max_di
         if (c0 == ' ' && pos + 1 < t->end) {
             size_t len1; uint32_t f1;
             bpe_at(t, pos + 1, &len1, &f1);
-            if (bpe_is_other(f1)) {
+            if (bpe_is_other_m(f1, letters)) {
                 start = pos + 1;
                 f = f1;
             }
         }
-        if (bpe_is_other(f)) {
-            size_t p = bpe_scan_other(t, start);
+        if (bpe_is_other_m(f, letters)) {
+            size_t p = bpe_scan_other_m(t, start, letters);
             while (p < t->end && (t->s[p] == '\r' || t->s[p] == '\n')) {
                 p++;
             }
@@ -257,14 +272,16 @@ static size_t bpe_match_3digits(const struct bpe_text * t, size_t pos) {
 }
 
 enum bpe_pattern {
-    BPE_PAT_GPT2, BPE_PAT_LLAMA3, BPE_PAT_QWEN2, BPE_PAT_PUNCT, BPE_PAT_N_ALL, BPE_PAT_N_ONE, BPE_PAT_3DIGITS,
+    BPE_PAT_GPT2, BPE_PAT_LLAMA3, BPE_PAT_QWEN2, BPE_PAT_QWEN35, BPE_PAT_PUNCT, BPE_PAT_N_ALL, BPE_PAT_N_ONE,
+    BPE_PAT_3DIGITS,
 };
 
 static size_t bpe_match(enum bpe_pattern pat, const struct bpe_text * t, size_t pos) {
     switch (pat) {
         case BPE_PAT_GPT2:    return bpe_match_gpt2(t, pos);
-        case BPE_PAT_LLAMA3:  return bpe_match_llama3(t, pos, 3);
-        case BPE_PAT_QWEN2:   return bpe_match_llama3(t, pos, 1);
+        case BPE_PAT_LLAMA3:  return bpe_match_llama3(t, pos, 3, F_L);
+        case BPE_PAT_QWEN2:   return bpe_match_llama3(t, pos, 1, F_L);
+        case BPE_PAT_QWEN35:  return bpe_match_llama3(t, pos, 1, F_L | F_M);
         case BPE_PAT_PUNCT:   return bpe_match_punct(t, pos);
         case BPE_PAT_N_ALL:   return bpe_match_digits(t, pos, true);
         case BPE_PAT_N_ONE:   return bpe_match_digits(t, pos, false);
@@ -310,25 +327,105 @@ static void bpe_split_level(const struct bpe_split * sp, int level, size_t start
     }
 }
 
-void llama_vocab_bpe_pretokenize(enum llama_vocab_pre_type pre, const char * text, size_t len,
+// ---- the regex pre-tokenizers ----
+
+struct rx_split {
+    const struct llama_vocab * vocab;
+    struct vocab_regex_text t;
+    const size_t * off;  // byte offset of each code point, [n + 1]
+    struct vocab_regex_scratch scratch;
+    void (*emit)(void * user, size_t start, size_t end);
+    void * user;
+};
+
+// Splits code points [start, end) by regex `level`, handing each piece to the next level. As
+// Hugging Face's Split (an Oniguruma find-iter): matches and the gaps between them are pieces;
+// an empty match splits the text where it is, except right after the previous match.
+static void rx_split_level(struct rx_split * sp, int level, size_t start, size_t end) {
+    if (level == sp->vocab->n_pre_regex) {
+        sp->emit(sp->user, sp->off[start], sp->off[end]);
+        return;
+    }
+    const struct vocab_regex * re = sp->vocab->pre_regex[level];
+    size_t pos = start, gap = start, last_end = SIZE_MAX;
+    while (pos < end) {
+        const int64_t e = vocab_regex_match_at(re, &sp->t, start, end, pos, &sp->scratch);
+        if (e < 0) {
+            pos++;
+            continue;
+        }
+        if ((size_t) e == pos) {
+            if (last_end != pos && gap < pos) {
+                rx_split_level(sp, level + 1, gap, pos);
+                gap = pos;
+            }
+            last_end = pos;
+            pos++;
+            continue;
+        }
+        if (gap < pos) {
+            rx_split_level(sp, level + 1, gap, pos);
+        }
+        rx_split_level(sp, level + 1, pos, (size_t) e);
+        pos = gap = last_end = (size_t) e;
+    }
+    if (gap < end) {
+        rx_split_level(sp, level + 1, gap, end);
+    }
+}
+
+static bool bpe_regex_pretokenize(const struct llama_vocab * vocab, const char * text, size_t len,
+                                  void (*emit)(void * user, size_t start, size_t end), void * user) {
+    uint32_t * cp = GGML_MALLOC(len * sizeof(uint32_t));
+    uint8_t * val = GGML_MALLOC(len);
+    size_t * off = GGML_MALLOC((len + 1) * sizeof(size_t));
+    if (!cp || !val || !off) {
+        free(cp);
+        free(val);
+        free(off);
+        return false;
+    }
+    size_t n = 0;
+    for (size_t pos = 0; pos < len; n++) {
+        size_t clen;
+        cp[n] = unicode_utf8_decode((const uint8_t *) text + pos, len - pos, &clen);
+        val[n] = cp[n] == UNICODE_INVALID ? VOCAB_REGEX_VAL_INVALID : unicode_cpt_value(cp[n]);
+        off[n] = pos;
+        pos += clen;
+    }
+    off[n] = len;
+    struct rx_split sp = { vocab, { cp, val }, off, { NULL, 0 }, emit, user };
+    rx_split_level(&sp, 0, 0, n);
+    vocab_regex_scratch_free(&sp.scratch);
+    free(cp);
+    free(val);
+    free(off);
+    return true;
+}
+
+bool llama_vocab_bpe_pretokenize(const struct llama_vocab * vocab, const char * text, size_t len,
                                  void (*emit)(void * user, size_t start, size_t end), void * user) {
     static const enum bpe_pattern pats_default[] = { BPE_PAT_PUNCT, BPE_PAT_GPT2, BPE_PAT_N_ALL, BPE_PAT_3DIGITS };
     static const enum bpe_pattern pats_llama3[]  = { BPE_PAT_LLAMA3 };
     static const enum bpe_pattern pats_qwen2[]   = { BPE_PAT_QWEN2 };
+    static const enum bpe_pattern pats_qwen35[]  = { BPE_PAT_QWEN35 };
     static const enum bpe_pattern pats_gpt2[]    = { BPE_PAT_GPT2 };
     static const enum bpe_pattern pats_smollm[]  = { BPE_PAT_N_ONE, BPE_PAT_GPT2 };
     if (len == 0) {
-        return;
+        return true;
     }
     struct bpe_split sp = { NULL, 0, (const uint8_t *) text, emit, user };
-    switch (pre) {
+    switch (vocab->pre_type) {
         case LLAMA_VOCAB_PRE_TYPE_DEFAULT: sp.pats = pats_default; sp.n_pats = 4; break;
         case LLAMA_VOCAB_PRE_TYPE_LLAMA3:  sp.pats = pats_llama3;  sp.n_pats = 1; break;
         case LLAMA_VOCAB_PRE_TYPE_QWEN2:   sp.pats = pats_qwen2;   sp.n_pats = 1; break;
+        case LLAMA_VOCAB_PRE_TYPE_QWEN35:  sp.pats = pats_qwen35;  sp.n_pats = 1; break;
         case LLAMA_VOCAB_PRE_TYPE_GPT2:    sp.pats = pats_gpt2;    sp.n_pats = 1; break;
         case LLAMA_VOCAB_PRE_TYPE_SMOLLM:  sp.pats = pats_smollm;  sp.n_pats = 2; break;
+        case LLAMA_VOCAB_PRE_TYPE_REGEX:   return bpe_regex_pretokenize(vocab, text, len, emit, user);
     }
     bpe_split_level(&sp, 0, 0, len);
+    return true;
 }
 
 // ---- merges ----
@@ -425,6 +522,23 @@ static void bpe_try_pair(struct bpe_session * s, int32_t left) {
     }
 }
 
+static void bpe_sym_push(struct bpe_session * s, int32_t * n_sym, llama_token id) {
+    const int32_t i = (*n_sym)++;
+    s->sym_id[i] = id;
+    s->sym_prev[i] = i - 1;
+    s->sym_next[i] = i + 1;
+    s->sym_dead[i] = 0;
+}
+
+static bool bpe_all_newlines(const uint8_t * bytes, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (bytes[i] != '\n') {
+            return false;
+        }
+    }
+    return true;
+}
+
 // Tokens of one pre-tokenized piece (bytes [start, end) of the text).
 static void bpe_piece(void * user, size_t start, size_t end) {
     struct bpe_session * s = user;
@@ -432,7 +546,13 @@ static void bpe_piece(void * user, size_t start, size_t end) {
     const uint8_t * bytes = (const uint8_t *) s->text + start;
     const size_t n = end - start;
 
-    if (v->ignore_merges) {
+    if (v->bpe_raw_utf8 && (v->ignore_merges || (v->newline_tokens && bpe_all_newlines(bytes, n)))) {
+        const llama_token id = llama_vocab_find(v, (const char *) bytes, n);
+        if (id >= 0) {
+            llama_vocab_tokens_push(s->out, id);
+            return;
+        }
+    } else if (v->ignore_merges) {
         // The piece in the byte alphabet is at most 2 bytes per byte.
         if (s->mapped_cap < 2 * n) {
             char * m = GGML_REALLOC(s->mapped, 2 * n);
@@ -461,19 +581,27 @@ static void bpe_piece(void * user, size_t start, size_t end) {
         s->out->oom = true;
         return;
     }
-    // One symbol per byte; a byte whose alphabet character is not in the vocabulary is dropped,
-    // as the reference BPE model without an unknown token does.
+    // One symbol per byte (per character over raw UTF-8, a character that is not a token
+    // falling back to its <0xXX> byte tokens); a byte without a token is dropped, as the
+    // reference BPE model without an unknown token does.
     int32_t n_sym = 0;
-    for (size_t i = 0; i < n; i++) {
-        const llama_token id = v->byte_token[bytes[i]];
-        if (id < 0) {
-            continue;
+    for (size_t i = 0; i < n;) {
+        size_t clen = 1;
+        llama_token id = -1;
+        if (v->bpe_raw_utf8) {
+            unicode_utf8_decode(bytes + i, n - i, &clen);
+            id = llama_vocab_find(v, (const char *) bytes + i, clen);
         }
-        s->sym_id[n_sym] = id;
-        s->sym_prev[n_sym] = n_sym - 1;
-        s->sym_next[n_sym] = n_sym + 1;
-        s->sym_dead[n_sym] = 0;
-        n_sym++;
+        if (id < 0) {
+            for (size_t k = 0; k < clen; k++) {
+                if (v->byte_token[bytes[i + k]] >= 0) {
+                    bpe_sym_push(s, &n_sym, v->byte_token[bytes[i + k]]);
+                }
+            }
+        } else {
+            bpe_sym_push(s, &n_sym, id);
+        }
+        i += clen;
     }
     if (n_sym == 0) {
         return;
@@ -512,18 +640,76 @@ static void bpe_piece(void * user, size_t start, size_t end) {
     }
 }
 
-void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
-                              struct llama_vocab_tokens * out) {
+// The BPE of one stretch of text: escape spaces if the family does, pre-tokenize, merge.
+static void bpe_tokenize_stretch(const struct llama_vocab * vocab, const char * text, size_t len,
+                                 struct llama_vocab_tokens * out) {
     struct bpe_session s;
     memset(&s, 0, sizeof(s));
     s.vocab = vocab;
-    s.text = text;
     s.out = out;
-    llama_vocab_bpe_pretokenize(vocab->pre_type, text, len, bpe_piece, &s);
+    char * escaped = NULL;
+    if (vocab->escape_whitespaces && memchr(text, ' ', len)) {
+        // Spaces become ▁ (3 bytes each) before pre-tokenizing, as the model's normalizer does.
+        size_t n_sp = 0;
+        for (size_t i = 0; i < len; i++) {
+            n_sp += text[i] == ' ';
+        }
+        escaped = GGML_MALLOC(len + 2 * n_sp);
+        if (!escaped) {
+            out->oom = true;
+            return;
+        }
+        size_t m = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (text[i] == ' ') {
+                memcpy(escaped + m, "\xe2\x96\x81", 3);
+                m += 3;
+            } else {
+                escaped[m++] = text[i];
+            }
+        }
+        text = escaped;
+        len = m;
+    }
+    s.text = text;
+    if (!llama_vocab_bpe_pretokenize(vocab, text, len, bpe_piece, &s)) {
+        out->oom = true;
+    }
+    free(escaped);
     free(s.sym_id);
     free(s.sym_next);
     free(s.sym_prev);
     free(s.sym_dead);
     free(s.heap);
     free(s.mapped);
+}
+
+// tokenizer.ggml.model "whitespace": the text is cut at whitespace, which is dropped, and each
+// word is tokenized on its own.
+static void bpe_tokenize_words(const struct llama_vocab * vocab, const char * text, size_t len,
+                               struct llama_vocab_tokens * out) {
+    size_t word = 0, pos = 0;
+    while (pos < len) {
+        size_t clen;
+        const uint32_t cp = unicode_utf8_decode((const uint8_t *) text + pos, len - pos, &clen);
+        if (cp != UNICODE_INVALID && (unicode_cpt_flags(cp) & F_WS)) {
+            if (pos > word) {
+                bpe_tokenize_stretch(vocab, text + word, pos - word, out);
+            }
+            word = pos + clen;
+        }
+        pos += clen;
+    }
+    if (len > word) {
+        bpe_tokenize_stretch(vocab, text + word, len - word, out);
+    }
+}
+
+void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
+                              struct llama_vocab_tokens * out) {
+    switch (vocab->bpe_session) {
+        case LLAMA_VOCAB_BPE_WORDS: bpe_tokenize_words(vocab, text, len, out); break;
+        case LLAMA_VOCAB_BPE_DNA:   llama_vocab_dna_tokenize(vocab, text, len, bpe_tokenize_stretch, out); break;
+        default:                    bpe_tokenize_stretch(vocab, text, len, out); break;
+    }
 }

@@ -444,6 +444,61 @@ def argmax_case(ctx, rng, type, layout):
     return ggml.ggml_argmax(ctx, a), np.argmax(val(a), axis=-1).reshape(1, 1, 1, 25)
 
 
+
+def np_sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def sort_input(rng, shape):
+    """Values with many ties (rounded to 1/8) and a few -inf, so the order of equal values shows."""
+    x = np.round(rng.uniform(-4, 4, shape) * 8) / 8
+    x.reshape(-1)[::37] = -np.inf
+    return x
+
+
+def np_argsort(x, desc):
+    """Stable sort indices: equal values keep their order (lower index first), in either direction."""
+    return np.argsort(-x if desc else x, axis=-1, kind="stable")
+
+
+def argsort_case(desc):
+    """a [130, 25, 3] of the case's type in the layout -> I32 of that shape."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, sort_input(rng, (3, 25, 130)), type, layout)
+        order = ggml.GGML_SORT_ORDER_DESC if desc else ggml.GGML_SORT_ORDER_ASC
+        return ggml.ggml_argsort(ctx, a, order), np_argsort(val(a), desc)
+    return build
+
+
+def top_k_case(k):
+    """a [128, 40, 3] of the case's type in the layout -> I32 [k, 40, 3], largest first."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, sort_input(rng, (3, 40, 128)), type, layout)
+        return ggml.ggml_top_k(ctx, a, k), np_argsort(val(a), True)[..., :k]
+    return build
+
+
+def np_mul_mat_id(av, bv, ids):
+    """av (n_as, M, K), bv (n_t, n_b, K), ids (n_t, n_used) -> (1, n_t, n_used, M)."""
+    n_t, n_used = ids.shape
+    out = np.zeros((1, n_t, n_used, av.shape[1]))
+    for t in range(n_t):
+        for j in range(n_used):
+            out[0, t, j] = av[ids[t, j]] @ bv[t, j % bv.shape[1]]
+    return out
+
+
+def mul_mat_id_case(K, M, n_as, n_used, n_t, n_b):
+    """Experts [K, M, n_as] of the case's type (quantized by gguf.quants), b F32 [K, n_b, n_t]
+    in the layout, ids I32 [n_used, n_t] drawn without repeats per token (some experts unchosen)."""
+    def build(ctx, rng, type, layout):
+        a, av = quantized_input(ctx, rng.uniform(-1, 1, (n_as, M, K)).astype(np.float32), type)
+        b = inp(ctx, rng.uniform(-1, 1, (n_t, n_b, K)), F32, layout)
+        ids = np.stack([rng.permutation(n_as - 1)[:n_used] for _ in range(n_t)])  # expert n_as-1 never
+        out = ggml.ggml_mul_mat_id(ctx, a, b, ids_tensor(ctx, ids))
+        return out, np_mul_mat_id(av, val(b)[0], ids)
+    return build
+
 def quantized_input(ctx, x: np.ndarray, type: int):
     """A contiguous tensor of `type` holding x (3-D float32, NumPy order); quantized types are
     filled with gguf.quants' bytes (an independent quantizer). Returns (tensor, values held)."""
@@ -515,6 +570,68 @@ def flash_attn_case(D, Dv, n_q, n_kv, H, H_kv, mask_kind=None, softcap=0.0, max_
     return build
 
 
+def np_sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def np_softplus(x):
+    return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
+
+
+def np_l2_norm(x, eps):
+    return x / np.maximum(np.sqrt((x * x).sum(axis=-1, keepdims=True)), eps)
+
+
+def ssm_conv_case(d_conv, d_inner, n_t, n_s):
+    """sx [d_conv-1+n_t, d_inner, n_s] in the layout, c [d_conv, d_inner] contiguous; F32 only."""
+    def build(ctx, rng, type, layout):
+        sx = inp(ctx, rng.uniform(-2, 2, (n_s, d_inner, d_conv - 1 + n_t)), F32, layout)
+        c = inp(ctx, rng.uniform(-1, 1, (d_inner, d_conv)), F32, "cont")
+        x, w = val(sx)[0], val(c)[0, 0]
+        ref = np.zeros((n_s, n_t, d_inner))
+        for t in range(n_t):
+            ref[:, t, :] = (x[:, :, t:t + d_conv] * w[None]).sum(axis=-1)
+        return ggml.ggml_ssm_conv(ctx, sx, c), ref
+    return build
+
+
+def np_gated_delta_net(q, k, v, g, beta, state, K):
+    """float64 gated delta rule as the op documents it (q, k [n_s, n_t, H_k, S], v [n_s, n_t, H, S],
+    g [n_s, n_t, H, 1 or S], beta [n_s, n_t, H, 1], state [n_s, H, S(j), S(i)]); the op's 2-D result."""
+    n_s, n_t, H, S = v.shape
+    H_k = q.shape[2]
+    out = np.zeros((n_s, n_t, H, S))
+    snaps = np.zeros((K, n_s, H, S, S))
+    for s in range(n_s):
+        for h in range(H):
+            M = state[s, h].T.copy()                      # M[i][j]: key dim i, value dim j
+            for t in range(n_t):
+                qv, kv = q[s, t, h % H_k], k[s, t, h % H_k]
+                M = M * np.exp(g[s, t, h])[:, None]       # scalar or per key dim
+                M = M + np.outer(kv, beta[s, t, h, 0] * (v[s, t, h] - M.T @ kv))
+                out[s, t, h] = M.T @ qv / math.sqrt(S)
+                if n_t - 1 - t < K:
+                    snaps[n_t - 1 - t, s, h] = M.T
+    return np.concatenate([out.reshape(-1), snaps.reshape(-1)]).reshape(-1, H * S)
+
+
+def gated_delta_net_case(S, H, H_k, n_t, n_s, K=1, g_vec=False):
+    """q, k, v, g, beta in the layout (rows contiguous in all three), state contiguous; F32 only."""
+    def build(ctx, rng, type, layout):
+        def unit(shape):
+            x = rng.normal(size=shape)
+            return x / np.linalg.norm(x, axis=-1, keepdims=True)   # the model feeds L2-normed q, k
+        q = inp(ctx, unit((n_s, n_t, H_k, S)), F32, layout)
+        k = inp(ctx, unit((n_s, n_t, H_k, S)), F32, layout)
+        v = inp(ctx, rng.uniform(-1, 1, (n_s, n_t, H, S)), F32, layout)
+        g = inp(ctx, rng.uniform(-1.5, -0.01, (n_s, n_t, H, S if g_vec else 1)), F32, layout)
+        beta = inp(ctx, rng.uniform(0.05, 0.95, (n_s, n_t, H, 1)), F32, layout)
+        state = inp(ctx, rng.uniform(-0.5, 0.5, (n_s, H, S, S)), F32, "cont")
+        ref = np_gated_delta_net(val(q), val(k), val(v), val(g), val(beta), val(state), K)
+        return ggml.ggml_gated_delta_net(ctx, q, k, v, g, beta, state, K), ref
+    return build
+
+
 F16_SOFTMAX_TOL = {F32: (1e-6, 1e-5), F16: (1e-6, 2e-3)}
 
 CASES = [
@@ -570,6 +687,23 @@ CASES = [
                                    lambda x: np_norm(x, 1e-6, True), -3, 5, inplace=True), result=same),
     Case("norm", unary(lambda c, a: ggml.ggml_norm(c, a, 1e-5), lambda x: np_norm(x, 1e-5, False), -3, 5),
          tol={F32: (2e-5, 2e-5)}, result=same),
+    Case("sigmoid", unary(ggml.ggml_sigmoid, np_sigmoid, -20, 20), tol={F32: (1e-7, 1e-6)}, result=same),
+    Case("sigmoid_inplace", unary(ggml.ggml_sigmoid_inplace, np_sigmoid, inplace=True), tol={F32: (1e-7, 1e-6)},
+         result=same),
+    Case("softplus", unary(ggml.ggml_softplus, np_softplus, -30, 30), tol={F32: (1e-6, 1e-6)}, result=same),
+    Case("softplus_inplace", unary(ggml.ggml_softplus_inplace, np_softplus, inplace=True), tol={F32: (1e-6, 1e-6)},
+         result=same),
+    Case("l2_norm", unary(lambda c, a: ggml.ggml_l2_norm(c, a, 1e-6), lambda x: np_l2_norm(x, 1e-6), -3, 5),
+         result=same),
+    Case("l2_norm_inplace", unary(lambda c, a: ggml.ggml_l2_norm_inplace(c, a, 1e-6), lambda x: np_l2_norm(x, 1e-6),
+                                  -3, 5, inplace=True), result=same),
+    Case("ssm_conv", ssm_conv_case(4, 160, 7, 3), types=(F32,), tol={F32: (1e-5, 1e-5)}),
+    Case("ssm_conv_one_token", ssm_conv_case(4, 1100, 1, 4), types=(F32,), tol={F32: (1e-5, 1e-5)}),
+    Case("gated_delta_net", gated_delta_net_case(16, 4, 4, 5, 2), types=(F32,), tol={F32: (1e-5, 1e-5)}),
+    Case("gated_delta_net_gqa_snapshots", gated_delta_net_case(32, 6, 2, 7, 2, K=3), types=(F32,),
+         tol={F32: (1e-5, 1e-5)}),
+    Case("gated_delta_net_vec_gate", gated_delta_net_case(16, 4, 2, 3, 3, g_vec=True), types=(F32,),
+         tol={F32: (1e-5, 1e-5)}),
     Case("soft_max", soft_max_plain(), tol=F16_SOFTMAX_TOL, result=same),
     Case("soft_max_inplace", soft_max_plain(True), tol=F16_SOFTMAX_TOL, result=same),
     Case("soft_max_mask_rows", softmax_case("rows"), tol=F16_SOFTMAX_TOL, result=same),
@@ -610,6 +744,21 @@ CASES = [
          tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
     Case("mul_mat_gqa", mul_mat_case(128, 33, 9, 2, 6), types=(F32, F16, Q8_0),
          tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2)}),
+    Case("sigmoid", unary(ggml.ggml_sigmoid, np_sigmoid, -20, 20), tol={F32: (1e-7, 1e-6)}, result=same),
+    Case("sigmoid_inplace", unary(ggml.ggml_sigmoid_inplace, np_sigmoid, inplace=True), tol={F32: (1e-7, 1e-6)},
+         result=same),
+    Case("argsort_asc", argsort_case(False), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
+    Case("argsort_desc", argsort_case(True), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
+    Case("top_k", top_k_case(8), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
+    Case("top_k_one", top_k_case(1), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
+    # experts: b rounded to the dot kernel's vec_dot_type as for mul_mat
+    Case("mul_mat_id_vec", mul_mat_id_case(256, 37, 6, 2, 1, 1), types=(F32, F16, Q8_0, Q4_0, Q4_1),
+         tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
+    Case("mul_mat_id", mul_mat_id_case(256, 70, 8, 3, 11, 3), types=(F32, F16, Q8_0, Q4_0, Q4_1),
+         tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
+    # b above the per-thread conversion limit: shared conversion, barrier, dynamic tiles
+    Case("mul_mat_id_shared_b", mul_mat_id_case(256, 48, 5, 2, 40, 1), types=(F32, F16, Q8_0, Q4_1),
+         tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),
     Case("flash_attn_vec", flash_attn_case(64, 64, 1, 200, 6, 2), tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
     Case("flash_attn_mask_view", flash_attn_case(64, 64, 7, 50, 6, 3, "random", kv_view=True),
          tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),

@@ -309,13 +309,16 @@ def f16_256(tmp_path_factory, lib_path, spm_vocab):
     return src
 
 
-@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_K_M"])
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_K_M", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0",
+                                   "MXFP4_MOE", "MXFP4_MOE/pure", "IQ4_XS/pure"])
 def test_quantized_model_matches_numpy(f16_256, tmp_path, qtype):
     """Weights through this project's quantizer; the reference dequantizes them with gguf.quants,
-    so the difference is the int8 quantization of activations in the quantized matmuls."""
+    so the difference is the int8 quantization of activations in the quantized matmuls.
+    /pure: every weight (token embeddings and output too) in the ftype's base type."""
     src = f16_256
-    dst = tmp_path / f"{qtype}.gguf"
-    msm.quantize(src, dst, qtype)
+    name, _, pure = qtype.partition("/")
+    dst = tmp_path / f"{name}.gguf"
+    msm.quantize(src, dst, name, pure=bool(pure))
     ref = LlamaRef(str(dst))
     want = ref.forward(PROMPT)
     with Model(dst) as m, _ctx(m) as c:

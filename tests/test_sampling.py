@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import sampling_ref as R  # noqa: E402
 
-from llama_py import _llama_sampling as S  # noqa: E402
+from llama_py._capi import sampling as S  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 NaN, INF = float("nan"), float("inf")
@@ -620,7 +620,7 @@ def test_seeds():
 _CHILD = r"""
 import sys, numpy as np
 sys.path.insert(0, {tests!r})
-from llama_py import _llama_sampling as S
+from llama_py._capi import sampling as S
 chain = S.llama_sampler_chain_init(S.llama_sampler_chain_default_params())
 for s in (S.llama_sampler_init_top_k(40), S.llama_sampler_init_top_p(0.95, 1), S.llama_sampler_init_temp(0.8),
           S.llama_sampler_init_dist(31337)):

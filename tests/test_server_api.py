@@ -585,7 +585,6 @@ def test_bad_config_names_the_entry(tmp_path):
 
 
 def test_response_format_json_object(client):
-    pytest.importorskip("llama_py.grammar", reason="response_format needs llama_py.grammar (branch grammar)")
     r = client.chat.completions.create(model="smollm2", max_tokens=60, temperature=0,
                                        messages=[{"role": "user", "content": "Give me a JSON object about a cat."}],
                                        response_format={"type": "json_object"})
@@ -594,7 +593,6 @@ def test_response_format_json_object(client):
 
 
 def test_forced_tool_call(client):
-    pytest.importorskip("llama_py.grammar", reason="tools need llama_py.grammar (branch grammar)")
     jsonschema = pytest.importorskip("jsonschema")
     params = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     r = client.chat.completions.create(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from llama_py.server.textstream import TextStream
+from llama_py._runtime.text import TextStream
 
 
 def _stream(data: bytes, cuts, stops):

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from llama_py import _llama_model as M
-from llama_py import _llama_vocab as V
+from llama_py._capi import model as M
+from llama_py._capi import vocab as V
 
 from resources import require_or_skip
 from tokenizer_corpus import CORPUS, HARD, SPECIAL_CORPUS

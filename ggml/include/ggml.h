@@ -73,14 +73,26 @@ enum ggml_type {
     GGML_TYPE_Q5_K = 13,
     GGML_TYPE_Q6_K = 14,
     GGML_TYPE_Q8_K = 15,
-    // 16..23: IQ types (not supported)
+    GGML_TYPE_IQ2_XXS = 16,
+    GGML_TYPE_IQ2_XS  = 17,
+    GGML_TYPE_IQ3_XXS = 18,
+    GGML_TYPE_IQ1_S   = 19,
+    GGML_TYPE_IQ4_NL  = 20,
+    GGML_TYPE_IQ3_S   = 21,
+    GGML_TYPE_IQ2_S   = 22,
+    GGML_TYPE_IQ4_XS  = 23,
     GGML_TYPE_I8   = 24,
     GGML_TYPE_I16  = 25,
     GGML_TYPE_I32  = 26,
     GGML_TYPE_I64  = 27,
     GGML_TYPE_F64  = 28,
-    // 29: IQ1_M (not supported)
+    GGML_TYPE_IQ1_M = 29,
     GGML_TYPE_BF16 = 30,
+    // 31..33 (Q4_0_4_4, Q4_0_4_8, Q4_0_8_8) were removed from the format
+    GGML_TYPE_TQ1_0 = 34,
+    GGML_TYPE_TQ2_0 = 35,
+    // 36..38 (IQ4_NL_4_4, IQ4_NL_4_8, IQ4_NL_8_8) were removed from the format
+    GGML_TYPE_MXFP4 = 39,
     GGML_TYPE_COUNT = 40,
 };
 
@@ -115,6 +127,14 @@ enum ggml_op {
     GGML_OP_TRANSPOSE,
     GGML_OP_FLASH_ATTN_EXT,
     GGML_OP_TANH,
+    GGML_OP_MUL_MAT_ID,
+    GGML_OP_ARGSORT,
+    GGML_OP_TOP_K,
+    GGML_OP_SIGMOID,
+    GGML_OP_SOFTPLUS,
+    GGML_OP_L2_NORM,
+    GGML_OP_SSM_CONV,
+    GGML_OP_GATED_DELTA_NET,
     GGML_OP_COUNT,
 };
 
@@ -225,6 +245,14 @@ GGML_API size_t ggml_abi_field_offset(const char * struct_name, const char * fie
 
 // Traits of a type; NULL for an unknown or unsupported id.
 GGML_API const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type type);
+// Quantizes nrows rows of n_per_row floats of src into dst as type, from element start (a row
+// boundary; dst advances by whole rows); imatrix (n_per_row column weights, or NULL) guides the
+// quantizers that use importance (IQ4_NL, IQ4_XS), the others ignore it. Returns the bytes
+// written, 0 (logged) if the type has no quantizer or start is not at a row.
+GGML_API size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start,
+                                    int64_t nrows, int64_t n_per_row, const float * imatrix);
+// True for the types whose quantizers need an importance matrix (the IQ3 / IQ2 / IQ1 codebooks).
+GGML_API bool ggml_quantize_requires_imatrix(enum ggml_type type);
 // "f32", "q4_0", ...; "NONE" for unknown ids.
 GGML_API const char * ggml_type_name(enum ggml_type type);
 // Bytes per block (per element for non-block types).
@@ -405,6 +433,28 @@ GGML_API struct ggml_tensor * ggml_gelu_erf(struct ggml_context * ctx, struct gg
 // tanh(x) (soft-capping: c * tanh(x / c)); a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_tanh(struct ggml_context * ctx, struct ggml_tensor * a);
 GGML_API struct ggml_tensor * ggml_tanh_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+// 1 / (1 + exp(-x)); a F32/F16/BF16, result of a's type.
+GGML_API struct ggml_tensor * ggml_sigmoid(struct ggml_context * ctx, struct ggml_tensor * a);
+GGML_API struct ggml_tensor * ggml_sigmoid_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+// log(1 + exp(x)) (x itself above 20, as torch's softplus); a F32/F16/BF16, result of a's type.
+GGML_API struct ggml_tensor * ggml_softplus(struct ggml_context * ctx, struct ggml_tensor * a);
+GGML_API struct ggml_tensor * ggml_softplus_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+// x / max(sqrt(sum(x^2)), eps) per row; a F32/F16/BF16, result of a's type.
+GGML_API struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
+GGML_API struct ggml_tensor * ggml_l2_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
+// Causal depthwise convolution: sx [d_conv - 1 + n_t, d_inner, n_s] F32 (each channel's state,
+// the last d_conv - 1 inputs, then its n_t new inputs, along dim 0), c [d_conv, d_inner] F32 ->
+// [d_inner, n_t, n_s] F32: y[ch, t, s] = sum_j c[j, ch] * sx[t + j, ch, s].
+GGML_API struct ggml_tensor * ggml_ssm_conv(struct ggml_context * ctx, struct ggml_tensor * sx, struct ggml_tensor * c);
+// Gated delta rule, token by token per (head, sequence), all F32: q, k [S, H_k, n_t, n_s],
+// v [S, H, n_t, n_s] (H % H_k == 0; value head h reads q/k head h % H_k), g [1 or S, H, n_t, n_s]
+// (log decay), beta [1, H, n_t, n_s], state [S, S, H, n_s] (element (i, j) = M[k-index i][v-index j]
+// stored at j*S + i). Per token: M *= exp(g); M += k (beta (v - M^T k))^T; o = M^T q / sqrt(S).
+// -> [S*H, n_t*n_s + K*S*n_s] F32: the outputs [S, H, n_t, n_s], then K state snapshots
+// [S, S, H, n_s] each, the most recent first (K = 1: the final state).
+GGML_API struct ggml_tensor * ggml_gated_delta_net(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                                   struct ggml_tensor * v, struct ggml_tensor * g, struct ggml_tensor * beta,
+                                                   struct ggml_tensor * state, int64_t K);
 // silu(a) * b (fused SwiGLU); same shapes, F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 // SwiGLU over the two halves of dim 0: silu(a[:n/2]) * a[n/2:]; result of a's type.
@@ -446,6 +496,21 @@ GGML_API struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct gg
 GGML_API struct ggml_tensor * ggml_sum_rows(struct ggml_context * ctx, struct ggml_tensor * a);
 // Index of the max of each row of a 2-D F32/F16/BF16 tensor -> I32 [ne1].
 GGML_API struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor * a);
+// Row sort orders (ggml's values).
+enum ggml_sort_order { GGML_SORT_ORDER_ASC = 0, GGML_SORT_ORDER_DESC = 1 };
+// Indices that sort each row of a (F32/F16/BF16) -> I32 of a's shape; equal values keep their order.
+GGML_API struct ggml_tensor * ggml_argsort(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_sort_order order);
+// Indices of the k largest values of each row of a (F32/F16/BF16) -> I32 [k, ne1, ne2, ne3],
+// largest first, equal values by lower index first (a view of argsort's first k columns).
+GGML_API struct ggml_tensor * ggml_argsort_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
+// Indices of the k largest values of each row -> I32 [k, ne1, ne2, ne3]: largest first, equal
+// values by lower index first (ggml promises no order; this one is argsort_top_k's).
+GGML_API struct ggml_tensor * ggml_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
+// Indirect matmul (mixture of experts): as [K, M, n_as] (experts stacked in dim 2; F32, F16,
+// BF16 or quantized), b [K, n_b, n_t] F32 with n_b 1 or ids->ne[0], ids I32 [n_used, n_t] ->
+// F32 [M, n_used, n_t]: column (j, t) = as[:, :, ids[j, t]] . b[:, j % n_b, t]. An id outside
+// [0, n_as) fails the computation (logged), never reads outside as.
+GGML_API struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tensor * as, struct ggml_tensor * b, struct ggml_tensor * ids);
 // Concatenation of a and b (same non-quantized type) along dim; result of that type.
 GGML_API struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int dim);
 // Attention: q [D, n_q, H, 1] F32, k [D, n_kv, H_kv, 1], v [Dv, n_kv, H_kv, 1] (F32/F16),

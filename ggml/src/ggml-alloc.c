@@ -151,6 +151,7 @@ static bool ggml_op_can_inplace(enum ggml_op op) {
     switch (op) {
         case GGML_OP_ADD: case GGML_OP_SUB: case GGML_OP_MUL: case GGML_OP_DIV:
         case GGML_OP_SCALE: case GGML_OP_RMS_NORM: case GGML_OP_SILU: case GGML_OP_GELU: case GGML_OP_TANH:
+        case GGML_OP_SIGMOID: case GGML_OP_SOFTPLUS: case GGML_OP_L2_NORM:
         case GGML_OP_SOFT_MAX: case GGML_OP_ROPE: case GGML_OP_DIAG_MASK_INF:
             return true;
         default:

@@ -589,8 +589,10 @@ void ggml_backend_load_all_from_path(const char * dir_path) {
         for (size_t r = 0; r < g_n_regs; r++) {
             have |= strcmp(ggml_backend_reg_name(g_regs[r]), "CUDA") == 0;
         }
-        if (!have && ggml_backend_load(path) == NULL) {
-            GGML_LOG_INFO("ggml_backend_load_all: %s is present but cannot be used here (see above); running on the CPU", path);
+        if (!have) {
+            // a library that cannot run here has logged its one line of why (no driver, no
+            // device, a missing dependency); the CPU does the work without a second line
+            (void) ggml_backend_load(path);
         }
     }
 #else

@@ -3,7 +3,9 @@
 //
 // op_params layouts (int32 slots of tensor->op_params; floats stored bit-wise):
 //   SCALE          f32[0] = s
-//   RMS_NORM, NORM f32[0] = eps
+//   RMS_NORM, NORM, L2_NORM f32[0] = eps
+//   SSM_CONV       src[0] = sx [d_conv-1+n_t, d_inner, n_s], src[1] = c [d_conv, d_inner]
+//   GATED_DELTA_NET i32[0] = K (state snapshots); src[0..5] = q, k, v, g, beta, state
 //   SOFT_MAX       f32[0] = scale, f32[1] = max_bias; src[1] = mask or NULL
 //   ROPE           i32[1] = n_dims, i32[2] = mode, i32[4] = n_ctx_orig,
 //                  f32[5] = freq_base, f32[6] = freq_scale, f32[7] = ext_factor,
@@ -18,6 +20,9 @@
 //   CPY            dst is a view of the destination; src[0] = source, src[1] = destination
 //   FLASH_ATTN_EXT f32[0] = scale, f32[1] = max_bias, f32[2] = logit_softcap;
 //                  src[0..3] = q, k, v, mask (or NULL)
+//   ARGSORT        i32[0] = enum ggml_sort_order
+//   TOP_K          i32[0] = k (dst->ne[0])
+//   MUL_MAT_ID     src[0] = experts [K, M, n_as], src[1] = b [K, n_b, n_t], src[2] = ids I32 [n_used, n_t]
 //   inplace ops    dst->view_src == src[0] (dst shares a's data)
 #ifndef GGML_IMPL_H
 #define GGML_IMPL_H

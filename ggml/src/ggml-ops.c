@@ -243,6 +243,91 @@ struct ggml_tensor * ggml_tanh_inplace(struct ggml_context * ctx, struct ggml_te
     return ggml_unary_impl(ctx, GGML_OP_TANH, "ggml_tanh_inplace", a, true);
 }
 
+struct ggml_tensor * ggml_sigmoid(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_unary_impl(ctx, GGML_OP_SIGMOID, "ggml_sigmoid", a, false);
+}
+struct ggml_tensor * ggml_sigmoid_inplace(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_unary_impl(ctx, GGML_OP_SIGMOID, "ggml_sigmoid_inplace", a, true);
+}
+struct ggml_tensor * ggml_softplus(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_unary_impl(ctx, GGML_OP_SOFTPLUS, "ggml_softplus", a, false);
+}
+struct ggml_tensor * ggml_softplus_inplace(struct ggml_context * ctx, struct ggml_tensor * a) {
+    return ggml_unary_impl(ctx, GGML_OP_SOFTPLUS, "ggml_softplus_inplace", a, true);
+}
+struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps) {
+    return ggml_norm_impl(ctx, GGML_OP_L2_NORM, "ggml_l2_norm", a, eps, false);
+}
+struct ggml_tensor * ggml_l2_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps) {
+    return ggml_norm_impl(ctx, GGML_OP_L2_NORM, "ggml_l2_norm_inplace", a, eps, true);
+}
+
+// ---- recurrent (state-space / linear attention) ----
+
+struct ggml_tensor * ggml_ssm_conv(struct ggml_context * ctx, struct ggml_tensor * sx, struct ggml_tensor * c) {
+    if (!sx || !c) {
+        return ggml_op_fail("ggml_ssm_conv", "NULL input", sx, c);
+    }
+    if (sx->type != GGML_TYPE_F32 || c->type != GGML_TYPE_F32) {
+        return ggml_op_fail("ggml_ssm_conv", "sx and c must be F32", sx, c);
+    }
+    const int64_t d_conv = c->ne[0], d_inner = c->ne[1];
+    if (d_conv < 1 || c->ne[2] != 1 || c->ne[3] != 1 || sx->ne[3] != 1 || sx->ne[1] != d_inner || sx->ne[0] < d_conv) {
+        return ggml_op_fail("ggml_ssm_conv", "shapes must be sx [d_conv-1+n_t, d_inner, n_s], c [d_conv, d_inner], n_t >= 1", sx, c);
+    }
+    if (c->nb[0] != sizeof(float)) {
+        return ggml_op_fail("ggml_ssm_conv", "c must have contiguous rows", sx, c);
+    }
+    const int64_t ne[4] = { d_inner, sx->ne[0] - d_conv + 1, sx->ne[2], 1 };
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_SSM_CONV, sx, false, GGML_TYPE_F32, ne);
+    if (t) {
+        t->src[1] = c;
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_gated_delta_net(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                          struct ggml_tensor * v, struct ggml_tensor * g, struct ggml_tensor * beta,
+                                          struct ggml_tensor * state, int64_t K) {
+    const char * name = "ggml_gated_delta_net";
+    if (!q || !k || !v || !g || !beta || !state) {
+        return ggml_op_fail(name, "NULL input", q, v);
+    }
+    const struct ggml_tensor * all[6] = { q, k, v, g, beta, state };
+    for (int i = 0; i < 6; i++) {
+        if (all[i]->type != GGML_TYPE_F32 || all[i]->nb[0] != sizeof(float)) {
+            return ggml_op_fail(name, "all inputs must be F32 with contiguous rows", all[i], NULL);
+        }
+    }
+    const int64_t S = v->ne[0], H = v->ne[1], n_t = v->ne[2], n_s = v->ne[3];
+    if (q->ne[0] != S || !ggml_are_same_shape(q, k) || q->ne[1] < 1 || H % q->ne[1] != 0 || q->ne[2] != n_t || q->ne[3] != n_s) {
+        return ggml_op_fail(name, "q, k must be [S, H_k, n_t, n_s] with H % H_k == 0 (v [S, H, n_t, n_s])", q, v);
+    }
+    if ((g->ne[0] != 1 && g->ne[0] != S) || g->ne[1] != H || g->ne[2] != n_t || g->ne[3] != n_s) {
+        return ggml_op_fail(name, "g must be [1 or S, H, n_t, n_s]", g, v);
+    }
+    if (beta->ne[0] != 1 || beta->ne[1] != H || beta->ne[2] != n_t || beta->ne[3] != n_s) {
+        return ggml_op_fail(name, "beta must be [1, H, n_t, n_s]", beta, v);
+    }
+    if (state->ne[0] != S || state->ne[1] != S || state->ne[2] != H || state->ne[3] != n_s || !ggml_is_contiguous(state)) {
+        return ggml_op_fail(name, "state must be contiguous [S, S, H, n_s]", state, v);
+    }
+    if (K < 1 || K > INT32_MAX / 2) {
+        return ggml_op_fail(name, "K (state snapshots) must be >= 1", state, NULL);
+    }
+    const int64_t ne[4] = { S * H, n_t * n_s + K * S * n_s, 1, 1 };
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_GATED_DELTA_NET, q, false, GGML_TYPE_F32, ne);
+    if (t) {
+        t->src[1] = k;
+        t->src[2] = v;
+        t->src[3] = g;
+        t->src[4] = beta;
+        t->src[5] = state;
+        ggml_set_op_params_i32(t, 0, (int32_t) K);
+    }
+    return t;
+}
+
 struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
     if (!a || !b) {
         return ggml_op_fail("ggml_swiglu_split", "NULL input", a, b);
@@ -617,5 +702,93 @@ struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_
     ggml_set_op_params_f32(t, 0, scale);
     ggml_set_op_params_f32(t, 1, max_bias);
     ggml_set_op_params_f32(t, 2, logit_softcap);
+    return t;
+}
+
+// ---- sorting and experts ----
+
+struct ggml_tensor * ggml_argsort(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_sort_order order) {
+    if (!ggml_check_float("ggml_argsort", a)) {
+        return NULL;
+    }
+    if (order != GGML_SORT_ORDER_ASC && order != GGML_SORT_ORDER_DESC) {
+        GGML_LOG_ERROR("ggml_argsort: order %d is neither GGML_SORT_ORDER_ASC nor GGML_SORT_ORDER_DESC", (int) order);
+        return NULL;
+    }
+    if (a->ne[0] > INT32_MAX) {
+        return ggml_op_fail("ggml_argsort", "rows longer than INT32_MAX do not fit an I32 index", a, NULL);
+    }
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_ARGSORT, a, false, GGML_TYPE_I32, a->ne);
+    if (t) {
+        ggml_set_op_params_i32(t, 0, (int32_t) order);
+    }
+    return t;
+}
+
+// k must be in 1..a->ne[0]; shared by the two top-k constructors.
+static bool ggml_top_k_check(const char * name, const struct ggml_tensor * a, int k) {
+    if (!ggml_check_float(name, a)) {
+        return false;
+    }
+    if (k < 1 || k > a->ne[0]) {
+        char d[GGML_TENSOR_DESC_SIZE];
+        GGML_LOG_ERROR("%s: k = %d must be in 1..ne[0] of a = %s", name, k, DESC(a, d));
+        return false;
+    }
+    return true;
+}
+
+struct ggml_tensor * ggml_argsort_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k) {
+    if (!ggml_top_k_check("ggml_argsort_top_k", a, k)) {
+        return NULL;
+    }
+    struct ggml_tensor * s = ggml_argsort(ctx, a, GGML_SORT_ORDER_DESC);
+    return s ? ggml_view_4d(ctx, s, k, s->ne[1], s->ne[2], s->ne[3], s->nb[1], s->nb[2], s->nb[3], 0) : NULL;
+}
+
+struct ggml_tensor * ggml_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k) {
+    if (!ggml_top_k_check("ggml_top_k", a, k)) {
+        return NULL;
+    }
+    // its own op (not a view of a full sort): routing keeps 8 of 128 and need not sort the rest
+    const int64_t ne[4] = { k, a->ne[1], a->ne[2], a->ne[3] };
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_TOP_K, a, false, GGML_TYPE_I32, ne);
+    if (t) {
+        ggml_set_op_params_i32(t, 0, k);
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tensor * as, struct ggml_tensor * b,
+                                     struct ggml_tensor * ids) {
+    const char * name = "ggml_mul_mat_id";
+    if (!as || !b || !ids) {
+        return ggml_op_fail(name, "NULL input", as, b ? b : ids);
+    }
+    if (b->type != GGML_TYPE_F32) {
+        return ggml_op_fail(name, "b must be F32", as, b);
+    }
+    const struct ggml_type_traits * tt = ggml_get_type_traits(as->type);
+    if (!tt || (!ggml_is_float_type(as->type) && !ggml_is_quantized(as->type))) {
+        return ggml_op_fail(name, "experts must be F32, F16, BF16 or quantized", as, b);
+    }
+    if (as->ne[3] != 1 || as->ne[0] != b->ne[0] || as->nb[0] != ggml_type_size(as->type) || ggml_is_transposed(as)) {
+        return ggml_op_fail(name, "experts must be [K = b->ne[0], M, n_as] with contiguous rows", as, b);
+    }
+    if (ids->type != GGML_TYPE_I32 || ids->ne[2] != 1 || ids->ne[3] != 1) {
+        return ggml_op_fail(name, "ids must be I32 [n_used, n_tokens]", b, ids);
+    }
+    if (b->ne[3] != 1 || b->ne[2] != ids->ne[1] || (b->ne[1] != 1 && b->ne[1] != ids->ne[0])) {
+        return ggml_op_fail(name, "b must be [K, 1 or n_used, n_tokens] for ids [n_used, n_tokens]", b, ids);
+    }
+    if (ids->ne[0] > as->ne[2]) {
+        return ggml_op_fail(name, "more experts used per token (ids->ne[0]) than there are (as->ne[2])", as, ids);
+    }
+    const int64_t ne[4] = { as->ne[1], ids->ne[0], ids->ne[1], 1 };
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_MUL_MAT_ID, as, false, GGML_TYPE_F32, ne);
+    if (t) {
+        t->src[1] = b;
+        t->src[2] = ids;
+    }
     return t;
 }

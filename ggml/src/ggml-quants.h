@@ -10,6 +10,7 @@
 #define GGML_QUANTS_H
 
 #include "ggml-impl.h"
+#include "ggml-quants-iq.h"
 
 #include <assert.h>
 #include <stdint.h>

@@ -233,6 +233,14 @@ static const char * const g_op_names[GGML_OP_COUNT] = {
     [GGML_OP_TRANSPOSE]      = "TRANSPOSE",
     [GGML_OP_FLASH_ATTN_EXT] = "FLASH_ATTN_EXT",
     [GGML_OP_TANH]           = "TANH",
+    [GGML_OP_MUL_MAT_ID]     = "MUL_MAT_ID",
+    [GGML_OP_ARGSORT]        = "ARGSORT",
+    [GGML_OP_TOP_K]          = "TOP_K",
+    [GGML_OP_SIGMOID]        = "SIGMOID",
+    [GGML_OP_SOFTPLUS]       = "SOFTPLUS",
+    [GGML_OP_L2_NORM]        = "L2_NORM",
+    [GGML_OP_SSM_CONV]       = "SSM_CONV",
+    [GGML_OP_GATED_DELTA_NET] = "GATED_DELTA_NET",
 };
 
 const char * ggml_op_name(enum ggml_op op) {

@@ -1,7 +1,7 @@
 """`python -m llama_py serve`: the OpenAI-compatible server under uvicorn.
 
     python -m llama_py serve                                  # the demo model, 127.0.0.1:8000
-    python -m llama_py serve -m model.gguf --parallel 8 --n-ctx 16384 --api-key KEY
+    python -m llama_py serve -m model.gguf --parallel 8 --ctx-size 16384 --api-key KEY
     python -m llama_py serve --config models.json             # several models by name
 
 A config file (JSON) names the models and, optionally, server options:
@@ -12,8 +12,12 @@ A config file (JSON) names the models and, optionally, server options:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
+import signal
+import socket
 import sys
 from typing import Any, Dict, List
 
@@ -22,23 +26,28 @@ _MODEL_KEYS = {"model", "model_alias", "parallel", "n_ctx", "n_batch", "n_thread
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m llama_py serve",
-                                description="OpenAI-compatible HTTP server with continuous batching")
-    p.add_argument("-m", "--model", default=None, help="GGUF file (default: the demo model, pulled if needed)")
-    p.add_argument("--model-alias", default=None, help="name the model is served under (default: the file's stem)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("-np", "--parallel", type=int, default=4, help="slots: requests decoded together (default 4)")
-    p.add_argument("-c", "--n-ctx", type=int, default=None,
-                   help="KV cells of the context, shared equally by the slots (default 2048 per slot)")
-    p.add_argument("-b", "--n-batch", type=int, default=512, help="most tokens per decode step")
-    p.add_argument("-t", "--threads", type=int, default=None, help="default: the physical cores")
-    p.add_argument("--max-queue", type=int, default=64, help="requests waiting for a slot before 429 (default 64)")
+    from .. import _cli
+    p = _cli.Parser(prog="python -m llama_py serve",
+                    description="OpenAI-compatible HTTP server with continuous batching. Ctrl-C stops taking "
+                                "requests and waits for open streams to end; a second Ctrl-C stops at once")
+    _cli.add_model_args(p, ctx_default=None,
+                        ctx_help="KV cells of the context, shared equally by the slots (default: 2048 per slot, "
+                                 "or the model's training context if smaller)")
+    p.add_argument("--n-ctx", dest="ctx_size", type=_cli.int_range(0), help=argparse.SUPPRESS)  # the old spelling
+    p.add_argument("--model-alias", default=None,
+                   help="name the model is served under (default: the file name without .gguf)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=_cli.int_range(0, 65535), default=8000, help="port to listen on (default 8000)")
+    p.add_argument("-np", "--parallel", type=_cli.int_range(1, 64), default=4,
+                   help="slots: requests decoded together (default 4)")
+    p.add_argument("-b", "--n-batch", type=_cli.int_range(1), default=512, help="most tokens per decode step (default 512)")
+    p.add_argument("--max-queue", type=_cli.int_range(0), default=64,
+                   help="requests waiting for a slot before 429 (default 64)")
     p.add_argument("--chat-format", default=None, help="force a built-in chat template by name")
     p.add_argument("--api-key", default=os.environ.get("LLAMA_PY_API_KEY"),
                    help="require Authorization: Bearer KEY (default: $LLAMA_PY_API_KEY, else none)")
     p.add_argument("--config", default=None, help="JSON file serving several models by name")
-    p.add_argument("--log-level", default="warning", help="uvicorn's log level")
+    p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     return p
 
 
@@ -65,22 +74,24 @@ def load_config(path: str) -> Dict[str, Any]:
     return cfg
 
 
-def build_entries(specs: List[Dict[str, Any]], base_dir: str = ".") -> list:
-    """ModelEntry objects for specs (config-file model entries)."""
-    from ..pull import resolve_model
+def build_entries(specs: List[Dict[str, Any]], base_dir: str = ".", show: bool = False) -> list:
+    """ModelEntry objects for specs (config-file model entries); show: a loading line for each."""
+    from .._cli import loading, model_path
     from .app import ModelEntry
     out = []
     try:
         for m in specs:
             path = m.get("model")
-            if path and not os.path.isabs(path) and not os.path.exists(path):
+            if path and not os.path.isabs(path) and not os.path.exists(path) \
+                    and os.path.exists(os.path.join(base_dir, path)):  # relative to the config file
                 path = os.path.join(base_dir, path)
-            path = resolve_model(path, quiet=True)
+            path = model_path(path, quiet=not show)
             name = m.get("model_alias") or os.path.splitext(os.path.basename(path))[0]
-            out.append(ModelEntry.load(name, path, n_slots=m.get("parallel", 4), n_ctx=m.get("n_ctx"),
-                                       n_batch=m.get("n_batch", 512), n_threads=m.get("n_threads"),
-                                       max_queue=m.get("max_queue", 64), chat_format=m.get("chat_format"),
-                                       n_gpu_layers=m.get("n_gpu_layers", 0)))
+            with loading(path) if show else contextlib.nullcontext():
+                out.append(ModelEntry.load(name, path, n_slots=m.get("parallel", 4), n_ctx=m.get("n_ctx"),
+                                           n_batch=m.get("n_batch", 512), n_threads=m.get("n_threads"),
+                                           max_queue=m.get("max_queue", 64), chat_format=m.get("chat_format"),
+                                           n_gpu_layers=m.get("n_gpu_layers", 0)))
     except BaseException:
         for e in out:
             e.close()
@@ -88,35 +99,86 @@ def build_entries(specs: List[Dict[str, Any]], base_dir: str = ".") -> list:
     return out
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port; raises UserError naming the address when it cannot bind."""
+    from .._cli import UserError
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as e:
+        raise UserError(f"cannot listen on {host}:{port}: {e}")
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        raise UserError(f"cannot listen on {host}:{port}: {e.strerror or e} (--port picks another)")
+    sock.set_inheritable(True)
+    return sock
+
+
+def _server_class(uvicorn):
+    class Server(uvicorn.Server):
+        """uvicorn's server, saying on the first Ctrl-C what it waits for and how to stop at once."""
+
+        def handle_exit(self, sig, frame):
+            if not self.should_exit and sig == signal.SIGINT:
+                n = len(getattr(self.server_state, "connections", ()) or ())
+                try:
+                    print(f"stopping: no new requests; waiting for {n} open connection(s) and their streams to "
+                          "finish (Ctrl-C again stops at once)", file=sys.stderr, flush=True)
+                except OSError:  # stderr gone (a closed pipe): stopping matters more than saying so
+                    pass
+            super().handle_exit(sig, frame)
+    return Server
+
+
 def main(argv=None) -> int:
+    from .._cli import UserError
     a = _parser().parse_args(argv)
     try:
         import uvicorn
         from .app import create_app
     except ImportError as e:
-        print(f"error: the server needs the [server] extra: pip install \"llama_py[server]\" ({e})", file=sys.stderr)
-        return 1
+        raise UserError(f"the server needs the [server] extra: pip install \"llama_py[server]\" ({e})")
+    if a.verbose:
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
     host, port, api_key = a.host, a.port, a.api_key
     if a.config:
         try:
             cfg = load_config(a.config)
         except (OSError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+            raise UserError(str(e))
         host = cfg.get("host", host)
         port = cfg.get("port", port)
         api_key = cfg.get("api_key", api_key)
         specs = cfg["models"]
         base = os.path.dirname(os.path.abspath(a.config))
     else:
-        specs = [{"model": a.model, "model_alias": a.model_alias, "parallel": a.parallel, "n_ctx": a.n_ctx,
+        specs = [{"model": a.model, "model_alias": a.model_alias, "parallel": a.parallel, "n_ctx": a.ctx_size,
                   "n_batch": a.n_batch, "n_threads": a.threads, "max_queue": a.max_queue,
-                  "chat_format": a.chat_format}]
+                  "chat_format": a.chat_format, "n_gpu_layers": 999 if a.n_gpu_layers < 0 else a.n_gpu_layers}]
         base = "."
-    entries = build_entries(specs, base)
+    entries = build_entries(specs, base, show=True)
+    try:
+        sock = _listen(host, port)
+    except BaseException:
+        for e in entries:
+            e.close()
+        raise
+    for e in entries:
+        eng = e.engine
+        if eng.n_ctx_slot < 256:
+            print(f"warning: {e.name}: each of the {eng.n_slots} slots holds {eng.n_ctx_slot} tokens "
+                  f"({eng.n_ctx} cells / {eng.n_slots} slots): a longer prompt plus reply is refused; raise "
+                  "-c/--ctx-size or lower -np/--parallel", file=sys.stderr)
     app = create_app(entries, api_key=api_key)
     names = ", ".join(e.name for e in entries)
-    print(f"llama_py server: {names} on http://{host}:{port}/v1 "
-          f"({entries[0].engine.n_slots} slots x {entries[0].engine.n_ctx_slot} tokens)", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=a.log_level)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"llama_py server: {names} on http://{shown}:{sock.getsockname()[1]}/v1 "
+          f"({entries[0].engine.n_slots} slots x {entries[0].engine.n_ctx_slot} tokens); Ctrl-C stops",
+          file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level=a.log_level)
+    _server_class(uvicorn)(config).run(sockets=[sock])
     return 0

@@ -6,10 +6,9 @@ from __future__ import annotations
 import threading
 from typing import List, Sequence
 
-import numpy as np
-
 from .. import llama_cpp as C
 from .._lib import LlamaError
+from .._runtime.embed import decode_embeddings
 
 
 class Embedder:
@@ -35,7 +34,7 @@ class Embedder:
             raise LlamaError("failed to create the embedding context")
         self.n_ctx = C.llama_n_ctx(self._ctx)
         self.n_seq = n_seq
-        self._batch = C.llama_batch_init(self.n_ctx, 0, 1)
+        self._batch = C.llama_batch_init(self.n_ctx, 0, 1)  # one sequence id per token
         self._lock = threading.Lock()
 
     def embed(self, inputs: Sequence[List[int]]) -> List[List[float]]:
@@ -58,26 +57,9 @@ class Embedder:
         return out
 
     def _decode_group(self, toks_list, idx, out) -> None:
-        C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
-        b = self._batch
-        n = 0
-        for seq, toks in enumerate(toks_list):
-            for pos, t in enumerate(toks):
-                b.token[n], b.pos[n], b.n_seq_id[n] = t, pos, 1
-                b.seq_id[n][0] = seq
-                b.logits[n] = 1
-                n += 1
-        b.n_tokens = n
-        rc = C.llama_decode(self._ctx, b)
-        if rc != 0:
-            raise LlamaError(f"llama_decode failed ({rc}) for embeddings", rc)
-        for seq, j in enumerate(idx):
-            ptr = C.llama_get_embeddings_seq(self._ctx, seq)
-            if not ptr:
-                raise LlamaError("no pooled embedding was produced")
-            v = np.ctypeslib.as_array(ptr, shape=(self.model.n_embd,)).astype(np.float64)
-            norm = float(np.linalg.norm(v)) or 1.0
-            out[j] = (v / norm).tolist()
+        vecs = decode_embeddings(self._ctx, self._batch, toks_list, self.model.n_embd, normalize=True)
+        for j, v in zip(idx, vecs):
+            out[j] = v
 
     def close(self) -> None:
         if self._ctx:

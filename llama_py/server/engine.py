@@ -20,9 +20,7 @@ requests never compete for cells: a request that cannot fit its slot is refused 
 from __future__ import annotations
 
 import collections
-import ctypes
 import itertools
-import math
 import queue
 import threading
 import time
@@ -31,12 +29,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import _load_guard
 from .. import llama_cpp as C
 from .._lib import LlamaError
-from .textstream import TextStream
+from .._runtime import text as T
+from .._runtime.logprobs import token_logprob
+from .._runtime.sampling import SamplingParams, build_chain
+from .._runtime.text import TextStream
 from .metrics import EngineMetrics
 
-_PENALTY_LAST_N = 64  # tokens the repeat / frequency / presence penalties look back over
 _SHARE_MIN = 16       # prompt tokens worth waiting a step for, to share them instead of decoding them
 
 
@@ -65,9 +66,13 @@ class Model:
         params = C.llama_model_default_params()
         params.n_gpu_layers = n_gpu_layers
         params.vocab_only = vocab_only
-        self._model = C.llama_model_load_from_file(self.path.encode(), params)
+        with _load_guard.guarded_load(params) as load:  # Ctrl-C cancels the load
+            self._model = C.llama_model_load_from_file(self.path.encode(), params)
+        if load.interrupted:
+            self.close()
+            raise KeyboardInterrupt
         if not self._model:
-            raise LlamaError(f"failed to load model from {self.path}")
+            raise LlamaError(f"failed to load model from {self.path}: {_load_guard.reason()}")
         self.vocab = C.llama_model_get_vocab(self._model)
         self.n_vocab = C.llama_vocab_n_tokens(self.vocab)
         self.n_embd = C.llama_model_n_embd(self._model)
@@ -75,6 +80,7 @@ class Model:
         self._pieces: Dict[int, bytes] = {}
         self._eog: Dict[int, bool] = {}
         self._eog_list: Optional[List[int]] = None
+        self._formatter = None
 
     @property
     def handle(self):
@@ -90,28 +96,13 @@ class Model:
 
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> List[int]:
         """Text to token ids (add_special: BOS where the model wants one)."""
-        data = text.encode("utf-8")
-        n_max = len(data) + 8
-        buf = (C.llama_token * n_max)()
-        n = C.llama_tokenize(self.vocab, data, len(data), buf, n_max, add_special, parse_special)
-        if n < 0:
-            n_max = -n
-            buf = (C.llama_token * n_max)()
-            n = C.llama_tokenize(self.vocab, data, len(data), buf, n_max, add_special, parse_special)
-        if n < 0:
-            raise LlamaError("tokenization failed", n)
-        return list(buf[:n])
+        return T.tokenize(self.vocab, text.encode("utf-8"), add_special, parse_special)
 
     def piece(self, token: int) -> bytes:
         """The bytes of one token (control tokens render as empty)."""
         p = self._pieces.get(token)
         if p is None:
-            buf = ctypes.create_string_buffer(64)
-            n = C.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, False)
-            if n < 0:
-                buf = ctypes.create_string_buffer(-n)
-                n = C.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, False)
-            p = self._pieces[token] = buf.raw[:max(n, 0)]
+            p = self._pieces[token] = T.token_piece(self.vocab, token)
         return p
 
     def detokenize(self, tokens: Sequence[int]) -> str:
@@ -133,31 +124,24 @@ class Model:
     def valid_token(self, token: int) -> bool:
         return 0 <= token < self.n_vocab
 
-    def chat_prompt(self, messages: List[Dict[str, Any]], tools: Optional[list] = None) -> Tuple[str, bool]:
-        """Renders messages with the model's chat template; returns (prompt, add_special) where
-        add_special says whether tokenizing should still add BOS (False when the template wrote it)."""
+    def formatter(self):
+        """The chat formatter of this model (llama_py._runtime.chat), chosen on first use."""
+        if self._formatter is None:
+            from .chat import model_formatter
+            self._formatter = model_formatter(self)
+        return self._formatter
+
+    def chat_prompt(self, messages: List[Dict[str, Any]], tools: Optional[list] = None,
+                    tool_choice: Any = None) -> Tuple[str, bool, List[str]]:
+        """Renders messages with the model's chat template; returns (prompt, add_special, stops)
+        where add_special says whether tokenizing should still add BOS (False when the template
+        wrote it) and stops are the format's end-of-turn strings."""
         from .chat import render_chat
-        return render_chat(self, messages, tools)
+        return render_chat(self, messages, tools, tool_choice)
 
 
 # ---------------------------------------------------------------------------------------------
 # requests and the events they produce
-
-@dataclass
-class SamplingParams:
-    """Per-request sampling; temperature <= 0 is greedy; seed None is a random seed."""
-    temperature: float = 0.8
-    top_k: int = 40
-    top_p: float = 0.95
-    min_p: float = 0.05
-    repeat_penalty: float = 1.0
-    frequency_penalty: float = 0.0
-    presence_penalty: float = 0.0
-    seed: Optional[int] = None
-    logit_bias: Optional[Dict[int, float]] = None
-    grammar: Optional[Any] = None  # llama_py.grammar.LlamaGrammar
-    ignore_eos: bool = False       # never sample an end-of-generation token (benchmarks)
-
 
 @dataclass
 class Event:
@@ -281,6 +265,9 @@ class Engine:
         if not self._ctx:
             raise LlamaError(f"failed to create a context of {n_ctx} cells and {n_slots} sequences")
         self._mem = C.llama_get_memory(self._ctx)
+        # recurrent state (hybrid models): a sequence's state is copied whole or not at all, so
+        # slots do not share prompt prefixes
+        self._recurrent = bool(C.llama_model_is_hybrid(model.handle) or C.llama_model_is_recurrent(model.handle))
         self.n_ctx = C.llama_n_ctx(self._ctx)
         self.n_batch = C.llama_n_batch(self._ctx)
         self.n_slots = n_slots
@@ -394,39 +381,8 @@ class Engine:
     # ---- sampler chains ----
 
     def _make_chain(self, req: GenRequest):
-        sp = req.sampling
-        chain = C.llama_sampler_chain_init(C.llama_sampler_chain_default_params())
-        try:
-            if sp.grammar is not None:
-                from ..grammar import sampler_from_grammar  # raises ValueError on a bad grammar
-                C.llama_sampler_chain_add(chain, sampler_from_grammar(self.model.vocab, sp.grammar))
-            bias = dict(sp.logit_bias or {})
-            if sp.ignore_eos:
-                bias.update({t: float("-inf") for t in self.model.eog_tokens()})
-            if bias:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_logit_bias(self.model.n_vocab, None, bias))
-            if (sp.repeat_penalty and sp.repeat_penalty != 1.0) or sp.frequency_penalty or sp.presence_penalty:
-                pen = C.llama_sampler_init_penalties(self.model.n_vocab, _PENALTY_LAST_N, sp.repeat_penalty or 1.0,
-                                                     sp.frequency_penalty, sp.presence_penalty)
-                for t in req.prompt_tokens[-_PENALTY_LAST_N:]:  # the window sees the prompt, the grammar must not
-                    C.llama_sampler_accept(pen, t)
-                C.llama_sampler_chain_add(chain, pen)
-            if sp.temperature is None or sp.temperature <= 0:
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_greedy())
-            else:
-                if sp.top_k and sp.top_k > 0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_top_k(sp.top_k))
-                if sp.top_p is not None and sp.top_p < 1.0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_top_p(sp.top_p, 1))
-                if sp.min_p and sp.min_p > 0:
-                    C.llama_sampler_chain_add(chain, C.llama_sampler_init_min_p(sp.min_p, 1))
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_temp(sp.temperature))
-                seed = C.LLAMA_DEFAULT_SEED if sp.seed is None else sp.seed & 0xFFFFFFFF
-                C.llama_sampler_chain_add(chain, C.llama_sampler_init_dist(seed))
-        except BaseException:
-            C.llama_sampler_free(chain)
-            raise
-        return chain
+        return build_chain(self.model.vocab, self.model.n_vocab, req.sampling, req.prompt_tokens,
+                           n_ctx=self.n_ctx_slot, eog_tokens=self.model.eog_tokens)
 
     # ---- the scheduler ----
 
@@ -491,7 +447,7 @@ class Engine:
                 continue
             keep_own = min(best_n, len(prompt) - 1)  # decode at least one token: its logits
             keep_shared = min(donor_n, len(prompt) - 1)
-            if donor is not None and keep_shared > keep_own:
+            if donor is not None and keep_shared > keep_own and not self._recurrent:
                 C.llama_memory_seq_rm(self._mem, best.id, -1, -1)
                 C.llama_memory_seq_cp(self._mem, donor.id, best.id, 0, keep_shared)
                 best.tokens = donor.tokens[:keep_shared]
@@ -499,7 +455,10 @@ class Engine:
                 self.metrics.prefix_shared += 1
             else:
                 keep = keep_own
-                C.llama_memory_seq_rm(self._mem, best.id, keep, -1)
+                if not C.llama_memory_seq_rm(self._mem, best.id, keep, -1):
+                    # a recurrent state (hybrid models) is kept whole or not at all
+                    C.llama_memory_seq_rm(self._mem, best.id, -1, -1)
+                    keep = 0
                 best.tokens = best.tokens[:keep]
             self.metrics.prefix_lookup(len(prompt), keep)
             best.req = req
@@ -582,20 +541,14 @@ class Engine:
         lp, top = None, None
         if req.logprobs is not None:
             ptr = C.llama_get_logits_ith(self._ctx, idx)
-            logits = np.ctypeslib.as_array(ptr, shape=(self.model.n_vocab,)).astype(np.float64)
+            logits = np.ctypeslib.as_array(ptr, shape=(self.model.n_vocab,)).copy()
         tok = C.llama_sampler_sample(s.chain, self._ctx, idx)
         if s.t_first is None:
             s.t_first = now
             self.metrics.first_token(now - req.t_submit)
         if req.logprobs is not None:
-            m = logits.max()
-            logz = m + math.log(np.exp(logits - m).sum())
-            lp = float(logits[tok] - logz)
-            if req.logprobs > 0:
-                k = min(req.logprobs, self.model.n_vocab)
-                ids = np.argpartition(-logits, k - 1)[:k]
-                ids = ids[np.argsort(-logits[ids], kind="stable")]
-                top = [(int(i), float(logits[i] - logz)) for i in ids]
+            lp, top = token_logprob(logits, tok, req.logprobs)
+            top = top if req.logprobs > 0 else None
         if self.model.is_eog(tok):
             self._finish(s, "stop")
             return

@@ -203,9 +203,14 @@ class GenParams:
     top_k: int = 40
     top_p: float = 1.0
     min_p: float = 0.05
+    typical_p: float = 1.0
     repeat_penalty: float = 1.0
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
+    penalty_last_n: int = 64
+    mirostat_mode: int = 0
+    mirostat_tau: float = 5.0
+    mirostat_eta: float = 0.1
     seed: Optional[int] = None
     stop: List[str] = field(default_factory=list)
     n: int = 1
@@ -220,12 +225,22 @@ def parse_gen_params(body: dict, n_vocab: int, chat: bool) -> GenParams:
     """The sampling and output fields shared by /v1/completions and /v1/chat/completions."""
     p = GenParams()
     mt_name = "max_completion_tokens" if chat and body.get("max_completion_tokens") is not None else "max_tokens"
-    p.max_tokens = get_int(body, mt_name, None if chat else 16, lo=1)
+    # completions: 0 generates nothing (with echo and logprobs: scores the prompt)
+    p.max_tokens = get_int(body, mt_name, None if chat else 16, lo=1 if chat else 0)
     p.temperature = get_num(body, "temperature", 1.0, 0.0, 2.0)
     p.top_p = get_num(body, "top_p", 1.0, 0.0, 1.0)
     p.top_k = get_int(body, "top_k", 40, lo=0, hi=1 << 20)
     p.min_p = get_num(body, "min_p", 0.05, 0.0, 1.0)
+    p.typical_p = get_num(body, "typical_p", 1.0, 0.0, 1.0)
     p.repeat_penalty = get_num(body, "repeat_penalty", 1.0, 0.0, 10.0, lo_open=True)
+    # llama.cpp's server names the window repeat_last_n; llama-cpp-python's Llama last_n_tokens_size
+    last_n_name = "last_n_tokens_size" if body.get("last_n_tokens_size") is not None else "repeat_last_n"
+    p.penalty_last_n = get_int(body, last_n_name, 64, lo=-1, hi=1 << 24)
+    # mirostat is llama.cpp's server name, mirostat_mode llama-cpp-python's
+    mode_name = "mirostat_mode" if body.get("mirostat_mode") is not None else "mirostat"
+    p.mirostat_mode = get_int(body, mode_name, 0, lo=0, hi=2)
+    p.mirostat_tau = get_num(body, "mirostat_tau", 5.0, 0.0, 100.0)
+    p.mirostat_eta = get_num(body, "mirostat_eta", 0.1, 0.0, 1.0)
     p.frequency_penalty = get_num(body, "frequency_penalty", 0.0, -2.0, 2.0)
     p.presence_penalty = get_num(body, "presence_penalty", 0.0, -2.0, 2.0)
     p.seed = get_int(body, "seed", None, lo=-(1 << 63), hi=(1 << 64) - 1)
@@ -310,13 +325,3 @@ def completion_logprobs(items: List[Tuple[str, float, Optional[list]]], offset0:
         offs.append(off)
         off += len(text)
     return {"tokens": tokens, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offs}
-
-
-def chat_logprobs(items: List[Tuple[str, float, Optional[list]]]) -> Dict[str, Any]:
-    """Chat's logprobs object: {"content": [{token, logprob, bytes, top_logprobs}]}."""
-    content = []
-    for text, lp, top in items:
-        content.append({"token": text, "logprob": lp, "bytes": list(text.encode("utf-8")),
-                        "top_logprobs": [{"token": t, "logprob": l, "bytes": list(t.encode("utf-8"))}
-                                         for t, l in (top or [])]})
-    return {"content": content}

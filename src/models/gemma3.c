@@ -10,6 +10,7 @@
 // The GGUF norm weights already hold Gemma's (1 + w) (the converter adds the one).
 // Gemma 2 (row gemma2) is the same graph: it has no QK-norm tensors, its window is on every
 // other layer, and the blocks soft-cap its attention scores and logits (hparams).
+#include "../llama-adapter.h"
 #include "../llama-graph.h"
 
 bool llm_build_gemma3(struct llm_graph * g) {
@@ -33,7 +34,7 @@ bool llm_build_gemma3(struct llm_graph * g) {
             (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
             (cur = llm_graph_ffn(g, il, cur, LLM_FFN_GEGLU)) == NULL ||
             (cur = llm_graph_norm(g, cur, L->ffn_post_norm)) == NULL ||
-            (x = ggml_add(c, cur, h)) == NULL) {
+            (x = ggml_add(c, cur, h)) == NULL || (x = llm_graph_cvec(g, il, x)) == NULL) {
             return false;
         }
     }

@@ -5,9 +5,10 @@
 //               x = h + Wdown · (silu(Wgate·m) * (Wup·m))             m = rms_norm(h) * ffn_norm
 //   logits = output · (rms_norm(x) * output_norm)
 //
-// Rows llama, qwen2, qwen3 and phi3 (arch.c) share it: their differences (Q/K/V biases, QK-norm,
+// Rows llama, qwen2, qwen3, phi3 and qwen35 (Gated DeltaNet in 3 of 4 layers) (arch.c) share it: their differences (Q/K/V biases, QK-norm,
 // fused QKV and gate/up, NeoX rope, LongRoPE factors, a sliding window) are tensors and
 // hyperparameters the shared blocks (graph-blocks.c) act on when present.
+#include "../llama-adapter.h"
 #include "../llama-graph.h"
 
 bool llm_build_llama(struct llm_graph * g) {
@@ -19,7 +20,11 @@ bool llm_build_llama(struct llm_graph * g) {
     }
     for (uint32_t il = 0; il < g->hp->n_layer; il++) {
         const struct llama_layer * L = &model->layers[il];
-        if ((cur = llm_graph_norm(g, x, L->attn_norm)) == NULL || !llm_graph_attn(g, il, cur, &cur)) {
+        if ((cur = llm_graph_norm(g, x, L->attn_norm)) == NULL) {
+            return false;
+        }
+        // hybrid models (qwen35): a recurrent layer mixes tokens through its state instead
+        if (!(g->hp->recurrent_layers[il] ? llm_graph_delta_net(g, il, cur, &cur) : llm_graph_attn(g, il, cur, &cur))) {
             return false;
         }
         if (cur == NULL) {
@@ -29,7 +34,7 @@ bool llm_build_llama(struct llm_graph * g) {
             (h = ggml_add(c, cur, x)) == NULL ||
             (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
             (cur = llm_graph_ffn(g, il, cur, LLM_FFN_SWIGLU)) == NULL ||
-            (x = ggml_add(c, cur, h)) == NULL) {
+            (x = ggml_add(c, cur, h)) == NULL || (x = llm_graph_cvec(g, il, x)) == NULL) {
             return false;
         }
     }

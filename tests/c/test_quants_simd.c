@@ -34,6 +34,9 @@ static const enum ggml_type dot_types[] = {
     GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
     GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
     GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
+    GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS, GGML_TYPE_MXFP4, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0,
+    GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS, GGML_TYPE_IQ3_S,
+    GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M,
 };
 static const enum ggml_type act_types[] = {
     GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q8_1, GGML_TYPE_Q8_K,
@@ -47,6 +50,27 @@ static double dot_abs_f64(const float * a, const float * b, int n, double * abs_
     }
     *abs_sum = as;
     return s;
+}
+
+// Random blocks of a type without a quantizer (the codebook types): random bytes with a
+// finite fp16 super-block scale about `scale` / 32.
+static void random_blocks(enum ggml_type type, void * q, int nblocks, float scale) {
+    const struct ggml_type_traits * tt = ggml_get_type_traits(type);
+    unsigned char * p = q;
+    for (size_t i = 0; i < (size_t)nblocks * tt->type_size; i++) p[i] = (unsigned char)rng_u32();
+    const ggml_fp16_t h = GGML_FP32_TO_FP16(scale / 32.0f * (0.5f + (float)(rng_u32() & 255) / 256.0f));
+    for (int b = 0; b < nblocks; b++) {
+        unsigned char * blk = p + (size_t)b * tt->type_size;
+        if (type == GGML_TYPE_IQ1_M) {
+            // the scale's four nibbles sit in the top nibbles of the four 16-bit scale words
+            uint16_t sc[4];
+            memcpy(sc, blk + 48, sizeof(sc));
+            for (int k = 0; k < 4; k++) sc[k] = (uint16_t)((sc[k] & 0x0FFF) | (((h >> (4 * k)) & 0xF) << 12));
+            memcpy(blk + 48, sc, sizeof(sc));
+        } else {
+            memcpy(blk, &h, sizeof(h)); // every other codebook type starts with its fp16 d
+        }
+    }
 }
 
 // Checks one (type, row length) case for every available kernel set.
@@ -68,7 +92,8 @@ static void check_dot(enum ggml_type type, int n, float scale_x, float scale_y) 
     void * yq2 = malloc(ybytes);
     for (int i = 0; i < n; i++) { xf[i] = rng_value(scale_x); yf[i] = rng_value(scale_y); }
 
-    tt->from_float_ref(xf, xq, n);
+    if (tt->from_float_ref) tt->from_float_ref(xf, xq, n);
+    else random_blocks(type, xq, (int)(n / tt->blck_size), scale_x);
     vgen->from_float(yf, yq, n);
     tt->to_float(xq, xd, n);
     vtt->to_float(yq, yd, n);

@@ -45,6 +45,11 @@ bool ggml_cpu_compute_forward(const struct ggml_compute_params * params, struct 
         case GGML_OP_SILU:           ggml_compute_forward_silu(params, node);           return true;
         case GGML_OP_GELU:           ggml_compute_forward_gelu(params, node);           return true;
         case GGML_OP_TANH:           ggml_compute_forward_tanh(params, node);           return true;
+        case GGML_OP_SIGMOID:        ggml_compute_forward_sigmoid(params, node);        return true;
+        case GGML_OP_SOFTPLUS:       ggml_compute_forward_softplus(params, node);       return true;
+        case GGML_OP_L2_NORM:        ggml_compute_forward_l2_norm(params, node);        return true;
+        case GGML_OP_SSM_CONV:       ggml_compute_forward_ssm_conv(params, node);       return true;
+        case GGML_OP_GATED_DELTA_NET: ggml_compute_forward_gated_delta_net(params, node); return true;
         case GGML_OP_SWIGLU:         ggml_compute_forward_swiglu(params, node);         return true;
         case GGML_OP_MUL_MAT:        ggml_compute_forward_mul_mat(params, node);        return true;
         case GGML_OP_SOFT_MAX:       ggml_compute_forward_soft_max(params, node);       return true;
@@ -56,6 +61,9 @@ bool ggml_cpu_compute_forward(const struct ggml_compute_params * params, struct 
         case GGML_OP_ARGMAX:         ggml_compute_forward_argmax(params, node);         return true;
         case GGML_OP_CONCAT:         ggml_compute_forward_concat(params, node);         return true;
         case GGML_OP_FLASH_ATTN_EXT: ggml_compute_forward_flash_attn_ext(params, node); return true;
+        case GGML_OP_ARGSORT:        ggml_compute_forward_argsort(params, node);        return true;
+        case GGML_OP_TOP_K:          ggml_compute_forward_top_k(params, node);          return true;
+        case GGML_OP_MUL_MAT_ID:     ggml_compute_forward_mul_mat_id(params, node);     return true;
         case GGML_OP_COUNT:
             break;
     }
@@ -71,6 +79,8 @@ size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads) {
         case GGML_OP_MUL_MAT:        return ggml_cpu_work_size_mul_mat(node, n_threads);
         case GGML_OP_SOFT_MAX:       return ggml_cpu_work_size_soft_max(node, n_threads);
         case GGML_OP_FLASH_ATTN_EXT: return ggml_cpu_work_size_flash_attn_ext(node, n_threads);
+        case GGML_OP_ARGSORT:        return ggml_cpu_work_size_argsort(node, n_threads);
+        case GGML_OP_MUL_MAT_ID:     return ggml_cpu_work_size_mul_mat_id(node, n_threads);
         default:                     return 0;
     }
 }
@@ -88,6 +98,7 @@ size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads) {
 static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
     switch (node->op) {
         case GGML_OP_MUL_MAT:
+        case GGML_OP_MUL_MAT_ID:
         case GGML_OP_DUP:
         case GGML_OP_CONT:
         case GGML_OP_CPY:
@@ -97,9 +108,15 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
         case GGML_OP_SET_ROWS:
         case GGML_OP_SUM_ROWS:
         case GGML_OP_ARGMAX:
+        case GGML_OP_ARGSORT:
+        case GGML_OP_TOP_K:
         case GGML_OP_ROPE:
         case GGML_OP_SOFT_MAX:
             return ggml_nrows(node->src[0]);
+        case GGML_OP_SSM_CONV:
+            return node->ne[0] * node->ne[2];      // channels x sequences
+        case GGML_OP_GATED_DELTA_NET:
+            return node->src[2]->ne[1] * node->src[2]->ne[3]; // heads x sequences
         case GGML_OP_ADD:
         case GGML_OP_SUB:
         case GGML_OP_MUL:
@@ -108,6 +125,8 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
         case GGML_OP_SILU:
         case GGML_OP_GELU:
         case GGML_OP_TANH:
+        case GGML_OP_SIGMOID:
+        case GGML_OP_SOFTPLUS:
         case GGML_OP_SWIGLU:
             // flat element ranges across rows (ggml_cpu_ew_split), so one long row splits too;
             // a share under GGML_CPU_EW_MIN_UNIT floats saves less than the barrier costs
@@ -132,7 +151,8 @@ int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
     }
     int64_t work;
     switch (node->op) {
-        case GGML_OP_MUL_MAT: {
+        case GGML_OP_MUL_MAT:
+        case GGML_OP_MUL_MAT_ID: {
             // Multiply-adds: K * M * N (b's rows times a's rows); int8/SIMD dots do ~8 per element-op.
             const struct ggml_tensor * a = node->src[0];
             work = a->ne[0] * ggml_nelements(node) / 8;
@@ -149,17 +169,30 @@ int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
         case GGML_OP_SILU:
         case GGML_OP_GELU:
         case GGML_OP_TANH:
+        case GGML_OP_SIGMOID:
+        case GGML_OP_SOFTPLUS:
         case GGML_OP_SWIGLU:
             work = 4 * ggml_nelements(node); // an exp or tanh per element
             break;
         case GGML_OP_ROPE:
             work = 2 * ggml_nelements(node);
             break;
+        case GGML_OP_SSM_CONV:
+            work = ggml_nelements(node) * node->src[1]->ne[0];
+            break;
+        case GGML_OP_GATED_DELTA_NET:
+            // per token and value head: four passes over the S x S state
+            work = 4 * ggml_nelements(node->src[2]) * node->src[2]->ne[0];
+            break;
         case GGML_OP_ARGMAX:
+        case GGML_OP_TOP_K:
         case GGML_OP_SUM_ROWS:
         case GGML_OP_CPY:
         case GGML_OP_SET_ROWS:
             work = ggml_nelements(node->src[0]);
+            break;
+        case GGML_OP_ARGSORT:
+            work = 8 * ggml_nelements(node->src[0]); // log2(n) merge passes
             break;
         default:
             work = ggml_nelements(node);

@@ -77,6 +77,11 @@ bool ggml_cpu_rms_norm_mul_fusable(const struct ggml_tensor * norm, const struct
 void ggml_compute_forward_rms_norm_mul(const struct ggml_compute_params * params, struct ggml_tensor * norm,
                                        struct ggml_tensor * mul);
 void ggml_compute_forward_tanh         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_sigmoid      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_softplus     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_l2_norm      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_ssm_conv     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_gated_delta_net(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_silu         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_gelu         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_swiglu       (const struct ggml_compute_params * params, struct ggml_tensor * dst);
@@ -90,11 +95,18 @@ void ggml_compute_forward_sum_rows     (const struct ggml_compute_params * param
 void ggml_compute_forward_argmax       (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_concat       (const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_argsort      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_top_k        (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_mul_mat_id   (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+// Row converter from F32 to a vec_dot_type (NULL for F32: a plain copy), shared by the matmuls.
+ggml_from_float_t ggml_cpu_mm_converter(enum ggml_type vdt);
 
 // Work sizes of ops that need scratch (ops-matmul.c, ops-softmax.c, ops-attention.c).
 size_t ggml_cpu_work_size_mul_mat(const struct ggml_tensor * dst, int n_threads);
 size_t ggml_cpu_work_size_soft_max(const struct ggml_tensor * dst, int n_threads);
 size_t ggml_cpu_work_size_flash_attn_ext(const struct ggml_tensor * dst, int n_threads);
+size_t ggml_cpu_work_size_argsort(const struct ggml_tensor * dst, int n_threads);
+size_t ggml_cpu_work_size_mul_mat_id(const struct ggml_tensor * dst, int n_threads);
 
 // Splits n items over nth threads: [*i0, *i1) for thread ith.
 static inline void ggml_cpu_split(int64_t n, int ith, int nth, int64_t * i0, int64_t * i1) {

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct ggml_type_traits_cpu variant_tables[GGML_CPU_KERNELS_COUNT][GGML_TYPE_COUNT];
+// one entry past the types: the all-zero answer for ids outside the enum (every id below
+// GGML_TYPE_COUNT may be a real type)
+static struct ggml_type_traits_cpu variant_tables[GGML_CPU_KERNELS_COUNT][GGML_TYPE_COUNT + 1];
 static struct ggml_gemm_traits gemm_tables[GGML_CPU_KERNELS_COUNT][GGML_TYPE_COUNT];
 static bool variant_ok[GGML_CPU_KERNELS_COUNT];
 static enum ggml_cpu_kernel_variant variant_selected = GGML_CPU_KERNELS_PORTABLE;
@@ -148,13 +150,13 @@ enum ggml_cpu_kernel_variant ggml_cpu_kernel_variant_selected(void) {
 const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu_variant(enum ggml_type type, enum ggml_cpu_kernel_variant v) {
     pthread_once(&tables_once, tables_init);
     if ((int)v < 0 || v >= GGML_CPU_KERNELS_COUNT || !variant_ok[v]) return NULL;
-    if ((int)type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT - 1; // an all-zero entry
+    if ((int)type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT; // the all-zero entry
     return &variant_tables[v][type];
 }
 
 const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu(enum ggml_type type) {
     pthread_once(&tables_once, tables_init);
-    if ((int)type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT - 1;
+    if ((int)type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT;
     return &variant_tables[variant_selected][type];
 }
 

@@ -336,8 +336,8 @@ size_t ggml_cpu_work_size_mul_mat(const struct ggml_tensor * dst, int n_threads)
 static void mm_to_f16(const float * x, void * y, int64_t n)  { ggml_cpu_row_from_f32(x, y, GGML_TYPE_F16, n); }
 static void mm_to_bf16(const float * x, void * y, int64_t n) { ggml_cpu_row_from_f32(x, y, GGML_TYPE_BF16, n); }
 
-// float -> vec_dot_type row converter (NULL for F32, which is a plain copy).
-static ggml_from_float_t mm_converter(enum ggml_type vdt) {
+// float -> vec_dot_type row converter (NULL for F32, which is a plain copy); declared in cpu-impl.h.
+ggml_from_float_t ggml_cpu_mm_converter(enum ggml_type vdt) {
     if (vdt == GGML_TYPE_F32) return NULL;
     const struct ggml_type_traits_cpu * tc = ggml_get_type_traits_cpu(vdt);
     if (tc && tc->from_float) return tc->from_float;
@@ -396,7 +396,7 @@ void ggml_compute_forward_mul_mat(const struct ggml_compute_params * params, str
     struct mm_plan p;
     const bool planned = mm_plan_make(a, b, &p);
     const int64_t K = a->ne[0];
-    const ggml_from_float_t convert = planned ? mm_converter(p.vdt) : NULL;
+    const ggml_from_float_t convert = planned ? ggml_cpu_mm_converter(p.vdt) : NULL;
     if (!planned || (p.vdt != GGML_TYPE_F32 && !convert) || !ggml_cpu_is_float_type(b->type) ||
         dst->type != GGML_TYPE_F32 || b->ne[0] != K || a->nb[0] != ggml_type_size(a->type) ||
         K % ggml_blck_size(a->type) != 0 || K % ggml_blck_size(p.vdt) != 0 ||

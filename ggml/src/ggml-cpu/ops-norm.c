@@ -1,4 +1,4 @@
-// ops-norm.c — per-row RMS norm and layer norm (no affine part: the graph multiplies by the
+// ops-norm.c — per-row RMS norm, layer norm and L2 norm (no affine part: the graph multiplies by the
 // weight and adds the bias as separate ops). eps comes from op_params f32[0]. The CPU plan
 // (threadpool.c) may run RMS_NORM and the MUL by its weight that follows as one fused kernel.
 #include "ops-util.h"
@@ -19,8 +19,20 @@ static float norm_sum_sq(int64_t n, const float * restrict x, float c) {
     return (float) s;
 }
 
-// Shared driver: rms = true for RMS norm (no centering).
-static void norm_forward(const struct ggml_compute_params * params, struct ggml_tensor * dst, bool rms) {
+enum norm_kind { NORM_LAYER, NORM_RMS, NORM_L2 };
+
+// Row scale from the sum of squares ss of n elements: 1/sqrt(ss/n + eps), or for L2
+// 1/max(sqrt(ss), eps) (eps keeps an all-zero row finite).
+static inline float norm_scale(enum norm_kind kind, double ss, int64_t n, float eps) {
+    if (kind == NORM_L2) {
+        return 1.0f/fmaxf(sqrtf((float) ss), eps);
+    }
+    return 1.0f/sqrtf((float) (ss/(double) n) + eps);
+}
+
+// Shared driver: RMS and L2 norms do not center.
+static void norm_forward(const struct ggml_compute_params * params, struct ggml_tensor * dst, enum norm_kind kind) {
+    const bool rms = kind != NORM_LAYER;
     const struct ggml_tensor * src0 = dst->src[0];
     if (!ggml_cpu_is_float_type(src0->type) || !ggml_cpu_is_float_type(dst->type)) {
         if (params->ith == 0) {
@@ -46,8 +58,8 @@ static void norm_forward(const struct ggml_compute_params * params, struct ggml_
             const float * xf = (const float *) x;
             float *       yf = (float *) y; // may equal xf (inplace)
             const float mean = rms ? 0.0f : ggml_cpu_vec_sum(ne0, xf)/(float) ne0;
-            const float var  = norm_sum_sq(ne0, xf, mean)/(float) ne0;
-            const float s    = 1.0f/sqrtf(var + eps);
+            const float s    = kind == NORM_L2 ? norm_scale(kind, norm_sum_sq(ne0, xf, 0.0f), ne0, eps)
+                                               : 1.0f/sqrtf(norm_sum_sq(ne0, xf, mean)/(float) ne0 + eps);
             for (int64_t i = 0; i < ne0; i++) yf[i] = (xf[i] - mean)*s;
             continue;
         }
@@ -63,7 +75,7 @@ static void norm_forward(const struct ggml_compute_params * params, struct ggml_
             const float d = ggml_cpu_load_f(x + i*nb00, src0->type) - mean;
             sq += (double) d*d;
         }
-        const float s = 1.0f/sqrtf((float) (sq/(double) ne0) + eps);
+        const float s = norm_scale(kind, sq, ne0, eps);
         for (int64_t i = 0; i < ne0; i++) {
             const float v = ggml_cpu_load_f(x + i*nb00, src0->type);
             ggml_cpu_store_f(y + i*nb0, dst->type, (v - mean)*s);
@@ -72,11 +84,15 @@ static void norm_forward(const struct ggml_compute_params * params, struct ggml_
 }
 
 void ggml_compute_forward_rms_norm(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
-    norm_forward(params, dst, true);
+    norm_forward(params, dst, NORM_RMS);
 }
 
 void ggml_compute_forward_norm(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
-    norm_forward(params, dst, false);
+    norm_forward(params, dst, NORM_LAYER);
+}
+
+void ggml_compute_forward_l2_norm(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    norm_forward(params, dst, NORM_L2);
 }
 
 bool ggml_cpu_rms_norm_mul_fusable(const struct ggml_tensor * norm, const struct ggml_tensor * mul) {

@@ -1,4 +1,5 @@
-// ops-unary.c — elementwise scale, silu, gelu (tanh approximation or exact erf), tanh and the fused swiglu.
+// ops-unary.c — elementwise scale, silu, gelu (tanh approximation or exact erf), tanh, sigmoid, softplus and
+// the fused swiglu.
 //
 // The elements, numbered row after row, are split over threads in ranges (ggml_cpu_ew_split),
 // so a single long row (a decoded token's activations) is shared too; each thread walks its
@@ -10,7 +11,12 @@
 #include "ops-util.h"
 #include "vec.h"
 
-enum unary_op { UN_SCALE, UN_SILU, UN_GELU, UN_GELU_ERF, UN_TANH };
+enum unary_op { UN_SCALE, UN_SILU, UN_GELU, UN_GELU_ERF, UN_TANH, UN_SIGMOID, UN_SOFTPLUS };
+
+// torch's softplus (threshold 20): x itself where exp(x) would add nothing a float can hold.
+static inline float unary_softplus(float x) {
+    return x > 20.0f ? x : log1pf(expf(x));
+}
 
 // y[i] = f(x[i]); y may equal x (inplace).
 static void unary_vec_f32(enum unary_op op, int64_t n, float * y, const float * x, float s) {
@@ -20,6 +26,8 @@ static void unary_vec_f32(enum unary_op op, int64_t n, float * y, const float * 
         case UN_GELU:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_gelu(x[i]); break;
         case UN_GELU_ERF: for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_gelu_erf(x[i]); break;
         case UN_TANH:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_tanh(x[i]); break;
+        case UN_SIGMOID:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_sigmoid(x[i]); break;
+        case UN_SOFTPLUS: for (int64_t i = 0; i < n; i++) y[i] = unary_softplus(x[i]); break;
     }
 }
 
@@ -30,6 +38,8 @@ static inline float unary_apply(enum unary_op op, float x, float s) {
         case UN_GELU:  return ggml_cpu_gelu(x);
         case UN_GELU_ERF: return ggml_cpu_gelu_erf(x);
         case UN_TANH:  return ggml_cpu_tanh(x);
+        case UN_SIGMOID:  return ggml_cpu_sigmoid(x);
+        case UN_SOFTPLUS: return unary_softplus(x);
     }
     return 0.0f;
 }
@@ -80,6 +90,14 @@ void ggml_compute_forward_gelu(const struct ggml_compute_params * params, struct
 
 void ggml_compute_forward_tanh(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
     unary_forward(params, dst, UN_TANH, 0.0f);
+}
+
+void ggml_compute_forward_sigmoid(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    unary_forward(params, dst, UN_SIGMOID, 0.0f);
+}
+
+void ggml_compute_forward_softplus(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    unary_forward(params, dst, UN_SOFTPLUS, 0.0f);
 }
 
 // dst = silu(gate) * up, where (gate, up) = (src0, src1), or the two halves of each src0 row

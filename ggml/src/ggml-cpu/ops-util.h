@@ -206,6 +206,11 @@ static inline float ggml_cpu_silu(float x) {
     return ggml_cpu_select(x == -INFINITY, -0.0f, x/(1.0f + ggml_cpu_expf(-x)));
 }
 
+// 1 / (1 + exp(-x)): 0 at -inf (exp overflows to inf), 1 at +inf.
+static inline float ggml_cpu_sigmoid(float x) {
+    return 1.0f/(1.0f + ggml_cpu_expf(-x));
+}
+
 // tanh(x): sign(x) (1 - t) / (1 + t) with t = exp(-2|x|), which saturates at +-1 (t -> 0) and
 // never overflows; below |x| = 1/16, where 1 - t cancels, the odd series to x^9 (relative
 // error under 1e-12 there).

@@ -335,6 +335,15 @@ static void quantize_row_q8_1_avx512(const float * x, void * vy, int64_t k) {
     }
 }
 
+// ---- IQ4_NL, IQ4_XS, MXFP4: table levels by byte shuffle, VNNI dots (signed levels: |l| . (y with
+// l's sign), as q8_0) ----
+
+static inline __m256i level_dot32(__m256i lv, const int8_t * q8) {
+    return dot_u8_i8(_mm256_abs_epi8(lv), _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q8), lv));
+}
+
+#include "quants-iq-lut.h"
+
 void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * t) {
     // f32, f16, q4_K and q5_K stay on the AVX2 kernels: 512-bit versions measured 3-25%
     // slower on this machine's double-pumped AVX-512 (Zen 4; scripts/bench_vec_dot.py).
@@ -352,4 +361,5 @@ void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K;
     t[GGML_TYPE_Q2_K].vec_dot_x4 = vec_dot_x4_q2_K_q8_K;
     t[GGML_TYPE_Q3_K].vec_dot_x4 = vec_dot_x4_q3_K_q8_K;
+    iq_lut_install(t);
 }

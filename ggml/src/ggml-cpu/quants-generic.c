@@ -309,6 +309,8 @@ void ggml_cpu_quants_init_generic(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q5_K].vec_dot = ggml_vec_dot_q5_K_q8_1_generic; t[GGML_TYPE_Q5_K].vec_dot_type = GGML_TYPE_Q8_1;
     t[GGML_TYPE_Q6_K].vec_dot = ggml_vec_dot_q6_K_q8_1_generic; t[GGML_TYPE_Q6_K].vec_dot_type = GGML_TYPE_Q8_1;
 
+    ggml_cpu_quants_init_iq_generic(t);
+
     t[GGML_TYPE_Q8_0].from_float = ggml_quantize_row_q8_0_generic;
     t[GGML_TYPE_Q8_1].from_float = ggml_quantize_row_q8_1_generic;
     t[GGML_TYPE_Q8_K].from_float = ggml_quantize_row_q8_K_generic;

@@ -49,15 +49,31 @@ void ggml_vec_dot_q4_K_q8_1_generic(int n, float * s, const void * x, const void
 void ggml_vec_dot_q5_K_q8_1_generic(int n, float * s, const void * x, const void * y);
 void ggml_vec_dot_q6_K_q8_1_generic(int n, float * s, const void * x, const void * y);
 
+void ggml_vec_dot_iq4_nl_q8_0_generic (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq4_xs_q8_0_generic (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_mxfp4_q8_0_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq2_xxs_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq2_xs_q8_K_generic (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq2_s_q8_K_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq3_xxs_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq3_s_q8_K_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq1_s_q8_K_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq1_m_q8_K_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_tq1_0_q8_K_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_tq2_0_q8_K_generic  (int n, float * s, const void * x, const void * y);
+
 void ggml_quantize_row_q8_0_generic(const float * x, void * y, int64_t k);
 void ggml_quantize_row_q8_1_generic(const float * x, void * y, int64_t k);
 void ggml_quantize_row_q8_K_generic(const float * x, void * y, int64_t k);
 
 // Fills table[GGML_TYPE_COUNT] with the portable traits.
 void ggml_cpu_quants_init_generic(struct ggml_type_traits_cpu * table);
+// The portable IQ / TQ / MXFP4 entries (quants-iq-generic.c; called by the above).
+void ggml_cpu_quants_init_iq_generic(struct ggml_type_traits_cpu * table);
 
 // Overrides table entries with the ISA's kernels (defined only where the file is compiled).
 void ggml_cpu_quants_init_avx2  (struct ggml_type_traits_cpu * table);
+void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * table); // quants-iq-avx2.c, called by the above
 void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * table);
 void ggml_cpu_quants_init_neon  (struct ggml_type_traits_cpu * table);
 

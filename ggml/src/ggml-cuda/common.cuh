@@ -69,7 +69,9 @@ struct cuda_backend_ctx {
     bool unchanged_next;        // the scheduler's promise for the next graph_compute
     const struct ggml_cgraph * unchanged_graph;
     int sm_count;
-    int cc;                     // compute capability * 10 + minor
+    int cc;
+    int * err_host = nullptr;   // set by kernels that met bad input (mapped host memory), read after each sync
+    int * err_dev = nullptr;    // the same word as kernels address it                     // compute capability * 10 + minor
 };
 
 // Scratch of `size` bytes for this computation (256-byte aligned); NULL (logged) on failure.
@@ -148,10 +150,16 @@ bool cuda_supports_cpy(const struct ggml_tensor * src, const struct ggml_tensor 
 bool cuda_convert_to_f16(cuda_backend_ctx * ctx, const cu_tensor & src, __half * hi, __half * lo, int64_t ld);
 
 // norm.cu: rms_norm, norm, soft_max, sum_rows, argmax
-bool cuda_op_norm(cuda_backend_ctx * ctx, struct ggml_tensor * dst, bool rms);
+// mode 0: layer norm, 1: RMS norm, 2: L2 norm (x / max(sqrt(sum x^2), eps))
+bool cuda_op_norm(cuda_backend_ctx * ctx, struct ggml_tensor * dst, int mode);
 bool cuda_op_soft_max(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_op_sum_rows(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_op_argmax(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
+
+// ssm.cu: ssm_conv, gated_delta_net (F32; state size up to 256)
+bool cuda_op_ssm_conv(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
+bool cuda_op_gated_delta_net(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
+bool cuda_supports_ssm(const struct ggml_tensor * op);
 
 // rope.cu
 bool cuda_op_rope(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
@@ -181,4 +189,9 @@ bool cuda_dequant_rows_f16(cuda_backend_ctx * ctx, const struct ggml_tensor * sr
 
 // fattn.cu
 bool cuda_op_flash_attn(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
+// moe.cu: mul_mat_id (an id outside the experts raises ctx->err_dev), argsort and top_k
+bool cuda_supports_mul_mat_id(const struct ggml_tensor * op);
+bool cuda_op_mul_mat_id(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
+bool cuda_supports_sort(const struct ggml_tensor * op);
+bool cuda_op_sort(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_supports_flash_attn(const struct ggml_tensor * dst);

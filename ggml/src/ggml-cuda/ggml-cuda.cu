@@ -229,10 +229,18 @@ static bool cuda_compute_node(cuda_backend_ctx * ctx, struct ggml_tensor * n) {
         case GGML_OP_SCALE:
         case GGML_OP_SILU:
         case GGML_OP_GELU:
-        case GGML_OP_TANH:          return cuda_op_unary(ctx, n);
+        case GGML_OP_TANH:
+        case GGML_OP_SIGMOID:
+        case GGML_OP_SOFTPLUS:      return cuda_op_unary(ctx, n);
+        case GGML_OP_L2_NORM:       return cuda_op_norm(ctx, n, 2);
+        case GGML_OP_SSM_CONV:      return cuda_op_ssm_conv(ctx, n);
+        case GGML_OP_GATED_DELTA_NET: return cuda_op_gated_delta_net(ctx, n);
+        case GGML_OP_MUL_MAT_ID:    return cuda_op_mul_mat_id(ctx, n);
+        case GGML_OP_ARGSORT:
+        case GGML_OP_TOP_K:         return cuda_op_sort(ctx, n);
         case GGML_OP_SWIGLU:        return cuda_op_swiglu(ctx, n);
-        case GGML_OP_RMS_NORM:      return cuda_op_norm(ctx, n, true);
-        case GGML_OP_NORM:          return cuda_op_norm(ctx, n, false);
+        case GGML_OP_RMS_NORM:      return cuda_op_norm(ctx, n, 1);
+        case GGML_OP_NORM:          return cuda_op_norm(ctx, n, 0);
         case GGML_OP_MUL_MAT:       return cuda_op_mul_mat(ctx, n);
         case GGML_OP_SOFT_MAX:      return cuda_op_soft_max(ctx, n);
         case GGML_OP_ROPE:          return cuda_op_rope(ctx, n);
@@ -337,6 +345,7 @@ static enum ggml_status cuda_backend_graph_compute(ggml_backend_t be, struct ggm
     const bool promised = ctx->unchanged_next && ctx->unchanged_graph == gf;
     ctx->unchanged_next = false;
     cuda_pool_reset(ctx);
+    if (ctx->err_host) *ctx->err_host = 0;   // the stream is idle: no kernel writes it now
 
     bool ok = false;
     bool done = false;
@@ -377,6 +386,10 @@ static enum ggml_status cuda_backend_graph_compute(ggml_backend_t be, struct ggm
         (void) cudaGetLastError();
         ok = false;
     }
+    if (ok && ctx->err_host && *(volatile int *) ctx->err_host) {
+        GGML_LOG_ERROR("CUDA: MUL_MAT_ID met an expert id outside [0, n_expert) on %s; the graph's result is invalid", ctx->name);
+        ok = false;
+    }
     cuda_pool_release_retired(ctx);
     if (!ok) cuda_graph_drop(ctx);
     return ok ? GGML_STATUS_SUCCESS : GGML_STATUS_FAILED;
@@ -398,6 +411,7 @@ static void cuda_backend_free(ggml_backend_t be) {
     cudaStreamSynchronize(ctx->stream);
     cuda_graph_drop(ctx);
     cuda_pool_free(ctx);
+    if (ctx->err_host) cudaFreeHost(ctx->err_host);
     cudaStreamDestroy(ctx->stream);
     delete ctx;
     free(be);
@@ -463,6 +477,13 @@ static ggml_backend_t cuda_dev_init(ggml_backend_dev_t d, const char * params) {
         free(be);
         return nullptr;
     }
+    // the error word kernels raise on bad input (mul_mat_id ids); without it those ops refuse to run
+    if (CUDA_TRY(cudaHostAlloc((void **) &ctx->err_host, sizeof(int), cudaHostAllocMapped)) &&
+        !CUDA_TRY(cudaHostGetDevicePointer((void **) &ctx->err_dev, ctx->err_host, 0))) {
+        cudaFreeHost(ctx->err_host);
+        ctx->err_host = nullptr;
+    }
+    if (ctx->err_host) *ctx->err_host = 0;
     ctx->graph.disabled = !ggml_env()->cuda_graphs;
     be->iface = g_cuda_backend_i;
     be->device = d;
@@ -504,6 +525,9 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
         case GGML_OP_SCALE:
         case GGML_OP_SILU:
         case GGML_OP_TANH:
+        case GGML_OP_SIGMOID:
+        case GGML_OP_SOFTPLUS:
+        case GGML_OP_L2_NORM:
         case GGML_OP_RMS_NORM:
         case GGML_OP_NORM:
         case GGML_OP_DIAG_MASK_INF:
@@ -511,6 +535,9 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
             return cuda_float(s0) && cuda_float(op);
         case GGML_OP_SWIGLU:
             return cuda_float(s0) && cuda_float(op) && (!s1 || cuda_float(s1));
+        case GGML_OP_SSM_CONV:
+        case GGML_OP_GATED_DELTA_NET:
+            return cuda_supports_ssm(op);
         case GGML_OP_SOFT_MAX:
             return cuda_float(s0) && cuda_float(op) &&
                    (!s1 || s1->type == GGML_TYPE_F32 || s1->type == GGML_TYPE_F16);
@@ -545,6 +572,11 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
                    s0->ne[0] % ggml_blck_size(s0->type) == 0;
         case GGML_OP_FLASH_ATTN_EXT:
             return cuda_supports_flash_attn(op);
+        case GGML_OP_MUL_MAT_ID:
+            return cuda_supports_mul_mat_id(op);
+        case GGML_OP_ARGSORT:
+        case GGML_OP_TOP_K:
+            return cuda_supports_sort(op);
         default:
             return false;
     }
@@ -596,10 +628,10 @@ extern "C" __attribute__((visibility("default"))) ggml_backend_reg_t ggml_backen
     if (err != cudaSuccess || n <= 0) {
         (void) cudaGetLastError();
         if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice || err == cudaSuccess) {
-            GGML_LOG_INFO("CUDA: backend off: no NVIDIA driver or GPU usable here (%s)",
+            GGML_LOG_INFO("CUDA: backend off: no NVIDIA driver or GPU usable here (%s); running on the CPU",
                           err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device found");
         } else {
-            GGML_LOG_INFO("CUDA: backend off: %s", cudaGetErrorString(err));
+            GGML_LOG_INFO("CUDA: backend off: %s; running on the CPU", cudaGetErrorString(err));
         }
         return nullptr;
     }

@@ -97,6 +97,9 @@ template <> struct cu_vdt<GGML_TYPE_Q4_K> : cu_act_q8_1 {};
 template <> struct cu_vdt<GGML_TYPE_Q5_K> : cu_act_q8_1 {};
 template <> struct cu_vdt<GGML_TYPE_Q6_K> : cu_act_q8_1 {};
 template <> struct cu_vdt<CU_TYPE_Q8_0_A16> : cu_act_a16 {};
+template <> struct cu_vdt<GGML_TYPE_IQ4_NL> : cu_act_q8_0 {};
+template <> struct cu_vdt<GGML_TYPE_IQ4_XS> : cu_act_q8_0 {};
+template <> struct cu_vdt<GGML_TYPE_MXFP4>  : cu_act_q8_0 {};
 
 // ---- integer helpers: 4 int8 products per instruction (dp4a), unaligned-safe word loads ----
 
@@ -320,6 +323,44 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q6_K
     return fmaf(t, y->d, acc);
 }
 
+// Non-linear 4-bit types against Q8_0 (as quants-iq-generic.c): the integer dot of the 32 table
+// levels with the activations, four levels packed per dp4a operand.
+CU_HD int cu_lut_dot32(const uint8_t * qs, const int8_t * lut, const block_q8_0 * y) {
+    int sumi = 0;
+    for (int k = 0; k < 4; k++) {
+        int lo = 0, hi = 0;
+        for (int i = 0; i < 4; i++) {
+            const uint8_t q = qs[4 * k + i];
+            lo |= (int) (uint8_t) lut[q & 0xF] << (8 * i);
+            hi |= (int) (uint8_t) lut[q >> 4] << (8 * i);
+        }
+        sumi = cu_dp4a(lo, cu_ld16x2((const uint8_t *) y->qs + 4 * k), sumi);
+        sumi = cu_dp4a(hi, cu_ld16x2((const uint8_t *) y->qs + 16 + 4 * k), sumi);
+    }
+    return sumi;
+}
+
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_IQ4_NL>(const char * w, const char * a, int64_t u, float acc) {
+    const block_iq4_nl * x = (const block_iq4_nl *) w + u;
+    const block_q8_0 * y = (const block_q8_0 *) a + u;
+    return fmaf((float) cu_lut_dot32(x->qs, CU_KV_IQ4NL, y), cu_h2f(x->d) * cu_h2f(y->d), acc);
+}
+
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_MXFP4>(const char * w, const char * a, int64_t u, float acc) {
+    const block_mxfp4 * x = (const block_mxfp4 *) w + u;
+    const block_q8_0 * y = (const block_q8_0 *) a + u;
+    return fmaf((float) cu_lut_dot32(x->qs, CU_KV_MXFP4, y), cu_e8m0_half(x->e) * cu_h2f(y->d), acc);
+}
+
+// IQ4_XS: unit u is sub-block u % 8 of super-block u / 8, under activation block u.
+template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_IQ4_XS>(const char * w, const char * a, int64_t u, float acc) {
+    const block_iq4_xs * x = (const block_iq4_xs *) w + u / 8;
+    const block_q8_0 * y = (const block_q8_0 *) a + u;
+    const int j = (int) (u % 8);
+    const int sumi = cu_iq4_xs_scale(x, j) * cu_lut_dot32(x->qs + 16 * j, CU_KV_IQ4NL, y);
+    return fmaf((float) sumi, cu_h2f(x->d) * cu_h2f(y->d), acc);
+}
+
 // One activation block of type V from its QK floats x into *y.
 template <int V> CU_HD void cu_quantize_act(const float * x, void * y);
 template <> __host__ __device__ __forceinline__ void cu_quantize_act<GGML_TYPE_Q8_0>(const float * x, void * y) {
@@ -350,6 +391,9 @@ template <typename F> static bool cu_dispatch_qtype(int t, F && f) {
         case GGML_TYPE_Q4_K: f.template operator()<GGML_TYPE_Q4_K>(); return true;
         case GGML_TYPE_Q5_K: f.template operator()<GGML_TYPE_Q5_K>(); return true;
         case GGML_TYPE_Q6_K: f.template operator()<GGML_TYPE_Q6_K>(); return true;
+        case GGML_TYPE_IQ4_NL: f.template operator()<GGML_TYPE_IQ4_NL>(); return true;
+        case GGML_TYPE_IQ4_XS: f.template operator()<GGML_TYPE_IQ4_XS>(); return true;
+        case GGML_TYPE_MXFP4:  f.template operator()<GGML_TYPE_MXFP4>();  return true;
         default: return false;
     }
 }

@@ -38,6 +38,43 @@ template <> struct cu_qtraits<GGML_TYPE_Q3_K> { static constexpr int qk = 256; s
 template <> struct cu_qtraits<GGML_TYPE_Q4_K> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_q4_K); };
 template <> struct cu_qtraits<GGML_TYPE_Q5_K> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_q5_K); };
 template <> struct cu_qtraits<GGML_TYPE_Q6_K> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_q6_K); };
+template <> struct cu_qtraits<GGML_TYPE_IQ4_NL> { static constexpr int qk = 32;  static constexpr int ts = sizeof(block_iq4_nl); };
+template <> struct cu_qtraits<GGML_TYPE_IQ4_XS> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_iq4_xs); };
+template <> struct cu_qtraits<GGML_TYPE_MXFP4>  { static constexpr int qk = 32;  static constexpr int ts = sizeof(block_mxfp4); };
+
+// The 16 levels of IQ4_NL and MXFP4 (the values of ggml-quants-iq.c's tables, which the library
+// does not export): device code reads them from constant memory, host code from plain arrays.
+#define CU_KVALUES_IQ4NL_INIT { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 }
+#define CU_KVALUES_MXFP4_INIT { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 }
+// (declared in both compilation passes: the host pass registers constant-memory variables)
+static __constant__ int8_t cu_kvalues_iq4nl[16] = CU_KVALUES_IQ4NL_INIT;
+static __constant__ int8_t cu_kvalues_mxfp4[16] = CU_KVALUES_MXFP4_INIT;
+#if defined(__CUDA_ARCH__)
+#define CU_KV_IQ4NL cu_kvalues_iq4nl
+#define CU_KV_MXFP4 cu_kvalues_mxfp4
+#else
+static const int8_t cu_host_kvalues_iq4nl[16] = CU_KVALUES_IQ4NL_INIT;
+static const int8_t cu_host_kvalues_mxfp4[16] = CU_KVALUES_MXFP4_INIT;
+#define CU_KV_IQ4NL cu_host_kvalues_iq4nl
+#define CU_KV_MXFP4 cu_host_kvalues_mxfp4
+#endif
+
+// The MXFP4 block scale 2^(e - 128) (as ggml_e8m0_to_fp32_half).
+static __host__ __device__ __forceinline__ float cu_e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t) (e - 1) << 23;
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(bits);
+#else
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+#endif
+}
+
+// The signed 6-bit scale of sub-block ib of an IQ4_XS block.
+static __host__ __device__ __forceinline__ int cu_iq4_xs_scale(const block_iq4_xs * b, int ib) {
+    return (((b->scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b->scales_h >> (2 * ib)) & 3) << 4)) - 32;
+}
 
 template <int T> static __host__ __device__ __forceinline__ void cu_deq8(const char * row, int64_t c, float * v);
 
@@ -197,6 +234,30 @@ template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q6_K>(con
     }
 }
 
+// Non-linear 4-bit blocks: chunk p of 32 values reads nibbles as q4_0 does, through a level table.
+static __host__ __device__ __forceinline__ void cu_deq8_lut(const uint8_t * qs, int p, float d, const int8_t * lut, float * v) {
+    const uint8_t * q = qs + 8 * (p & 1);
+    const int sh = p >= 2 ? 4 : 0;
+    for (int i = 0; i < 8; i++) v[i] = d * (float) lut[(q[i] >> sh) & 0xF];
+}
+
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_IQ4_NL>(const char * row, int64_t c, float * v) {
+    const block_iq4_nl * b = (const block_iq4_nl *) row + c / 4;
+    cu_deq8_lut(b->qs, (int) (c % 4), cu_h2f(b->d), CU_KV_IQ4NL, v);
+}
+
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_MXFP4>(const char * row, int64_t c, float * v) {
+    const block_mxfp4 * b = (const block_mxfp4 *) row + c / 4;
+    cu_deq8_lut(b->qs, (int) (c % 4), cu_e8m0_half(b->e), CU_KV_MXFP4, v);
+}
+
+template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_IQ4_XS>(const char * row, int64_t c, float * v) {
+    const block_iq4_xs * b = (const block_iq4_xs *) row + c / 32;
+    const int e = 8 * (int) (c % 32), ib = e / 32;
+    const float dl = cu_h2f(b->d) * (float) cu_iq4_xs_scale(b, ib);
+    cu_deq8_lut(b->qs + 16 * ib, (e % 32) / 8, dl, CU_KV_IQ4NL, v);
+}
+
 // One Q8_0 block from 32 floats, as quantize_row_q8_0_ref: d = amax / 127, q = round(x / d)
 // (half away from zero), d stored as F16.
 static __host__ __device__ __forceinline__ void cu_quantize_q8_0(const float * x, block_q8_0 * y) {
@@ -224,6 +285,9 @@ template <typename F> static bool cu_dispatch_type(int t, F && f) {
         case GGML_TYPE_Q4_K: f.template operator()<GGML_TYPE_Q4_K>(); return true;
         case GGML_TYPE_Q5_K: f.template operator()<GGML_TYPE_Q5_K>(); return true;
         case GGML_TYPE_Q6_K: f.template operator()<GGML_TYPE_Q6_K>(); return true;
+        case GGML_TYPE_IQ4_NL: f.template operator()<GGML_TYPE_IQ4_NL>(); return true;
+        case GGML_TYPE_IQ4_XS: f.template operator()<GGML_TYPE_IQ4_XS>(); return true;
+        case GGML_TYPE_MXFP4:  f.template operator()<GGML_TYPE_MXFP4>();  return true;
         default: return false;
     }
 }
@@ -234,6 +298,7 @@ static inline bool cu_type_has_deq8(enum ggml_type t) {
         case GGML_TYPE_F32: case GGML_TYPE_F16: case GGML_TYPE_BF16:
         case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1: case GGML_TYPE_Q8_0:
         case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K:
+        case GGML_TYPE_IQ4_NL: case GGML_TYPE_IQ4_XS: case GGML_TYPE_MXFP4:
             return true;
         default:
             return false;

@@ -267,6 +267,7 @@ static bool testdev_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tens
         case GGML_OP_DIAG_MASK_INF:
             return false;
         case GGML_OP_MUL_MAT:
+        case GGML_OP_MUL_MAT_ID:
             return op->src[0]->type != GGML_TYPE_Q2_K && op->src[0]->type != GGML_TYPE_Q3_K;
         default:
             return op->op < GGML_OP_COUNT;

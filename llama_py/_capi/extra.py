@@ -7,8 +7,8 @@ from __future__ import annotations
 import ctypes
 from ctypes import POINTER, Structure, c_bool, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
 
-from ._lib import ctypes_function
-from ._llama_common import (
+from .._lib import ctypes_function
+from .common import (
     gguf_context_p_ctypes, llama_adapter_lora_p_ctypes, llama_context_p_ctypes, llama_model_p_ctypes,
     llama_model_set_tensor_data_t, llama_seq_id, llama_token,
 )

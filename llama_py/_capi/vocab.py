@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 from ctypes import POINTER, c_bool, c_char_p, c_float, c_int, c_int32, c_void_p
 
-from ._lib import ctypes_function
+from .._lib import ctypes_function
 
 llama_token = c_int32
 llama_token_p = POINTER(llama_token)

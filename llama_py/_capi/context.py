@@ -10,11 +10,11 @@ from ctypes import (POINTER, Structure, c_bool, c_char_p, c_double, c_float, c_i
                     c_size_t, c_uint8, c_uint32, c_void_p)
 from typing import Optional
 
-from ._lib import ctypes_function
-from ._llama_common import (ggml_abort_callback, ggml_backend_sched_eval_callback, llama_batch_ext_p_ctypes,
+from .._lib import ctypes_function
+from .common import (ggml_abort_callback, ggml_backend_sched_eval_callback, llama_batch_ext_p_ctypes,
                             llama_context_p_ctypes, llama_memory_t_ctypes, llama_model_p_ctypes, llama_pos,
                             llama_seq_id, llama_state_seq_flags, llama_token)
-from ._llama_extra import llama_embd
+from .extra import llama_embd
 
 
 class llama_sampler_seq_config(Structure):

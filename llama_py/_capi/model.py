@@ -7,9 +7,9 @@ import ctypes
 from ctypes import POINTER, Structure, c_bool, c_char_p, c_float, c_int, c_int32, c_size_t, c_uint32, c_uint64, c_void_p
 from typing import Optional
 
-from ._lib import ctypes_function
-from ._llama_common import (llama_model_p_ctypes, llama_progress_callback, llama_token, llama_vocab_p_ctypes)
-from ._llama_extra import llama_model_kv_override
+from .._lib import ctypes_function
+from .common import (llama_model_p_ctypes, llama_progress_callback, llama_token, llama_vocab_p_ctypes)
+from .extra import llama_model_kv_override
 
 
 class llama_model_params(Structure):

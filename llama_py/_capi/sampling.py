@@ -36,7 +36,7 @@ from ctypes import (POINTER, Structure, c_bool, c_char_p, c_double, c_float, c_i
                     c_size_t, c_uint32, c_void_p)
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from ._lib import ctypes_function
+from .._lib import ctypes_function
 
 __all__ = [
     # structs and types

@@ -1,0 +1,77 @@
+// ops-ssm.c — the recurrent ops of state-space and linear-attention layers: the causal
+// depthwise convolution over a channel's state plus its new inputs (SSM_CONV) and the gated
+// delta rule (GATED_DELTA_NET, Gated DeltaNet: Yang et al., 2024), token by token.
+//
+// SSM_CONV splits (channel, sequence) pairs over threads; GATED_DELTA_NET splits (value head,
+// sequence) pairs: each pair's recurrence is sequential in the tokens, pairs are independent.
+// Every pair is computed by one thread in one fixed order, so results do not depend on the
+// thread count. A state row's two passes per token (decay + prediction, write + read) are the
+// kernel set's scale_dot / axpy_dot (vec.h: FMA on AVX2), so kernel sets differ in rounding.
+#include "ops-util.h"
+#include "vec.h"
+
+void ggml_compute_forward_ssm_conv(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * sx = dst->src[0];
+    const struct ggml_tensor * c = dst->src[1];
+    const int64_t d_conv = c->ne[0], d_inner = dst->ne[0], n_t = dst->ne[1], n_s = dst->ne[2];
+    int64_t r0, r1;
+    ggml_cpu_split(d_inner * n_s, params->ith, params->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t ch = r % d_inner, s = r / d_inner;
+        const float * w = (const float *) ((const char *) c->data + ch*c->nb[1]);
+        const char * x = (const char *) sx->data + ch*sx->nb[1] + s*sx->nb[2];
+        for (int64_t t = 0; t < n_t; t++) {
+            float acc = 0.0f;
+            for (int64_t j = 0; j < d_conv; j++) {
+                acc += w[j] * *(const float *) (x + (t + j)*sx->nb[0]);
+            }
+            *(float *) ggml_cpu_ptr(dst, ch, t, s, 0) = acc;
+        }
+    }
+}
+
+// The state of (head h, sequence s) lives in the output's snapshot slot 0 while the tokens are
+// processed (the final state ends there); slot kk >= 1 gets a copy of the state kk tokens
+// before the last, for as many tokens as there are.
+void ggml_compute_forward_gated_delta_net(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * tq = dst->src[0], * tk = dst->src[1], * tv = dst->src[2];
+    const struct ggml_tensor * tg = dst->src[3], * tb = dst->src[4], * ts = dst->src[5];
+    const int64_t S = tv->ne[0], H = tv->ne[1], n_t = tv->ne[2], n_s = tv->ne[3], H_k = tq->ne[1];
+    const int64_t K = ggml_get_op_params_i32(dst, 0);
+    const bool g_vec = tg->ne[0] == S && S > 1;
+    const float scale = 1.0f/sqrtf((float) S);
+    float * out = (float *) dst->data;
+    float * states = out + S*H*n_t*n_s;
+    const int64_t slot_floats = S*S*H*n_s;
+    const struct ggml_cpu_vec_kernels * vk = ggml_cpu_vec_kernels_selected();
+
+    int64_t r0, r1;
+    ggml_cpu_split(H * n_s, params->ith, params->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t h = r % H, s = r / H, hk = h % H_k;
+        float * m = states + (s*H + h)*S*S;   // m[j*S + i] = M[i][j]: row j holds value dim j
+        memcpy(m, (const char *) ts->data + (s*H + h)*S*S*sizeof(float), (size_t) (S*S)*sizeof(float));
+        for (int64_t t = 0; t < n_t; t++) {
+            const float * q = (const float *) ggml_cpu_ptr(tq, 0, hk, t, s);
+            const float * k = (const float *) ggml_cpu_ptr(tk, 0, hk, t, s);
+            const float * v = (const float *) ggml_cpu_ptr(tv, 0, h, t, s);
+            const float * g = (const float *) ggml_cpu_ptr(tg, 0, h, t, s);
+            const float beta = *(const float *) ggml_cpu_ptr(tb, 0, h, t, s);
+            float * o = out + ((s*n_t + t)*H + h)*S;
+            const float decay = expf(g[0]);
+            for (int64_t j = 0; j < S; j++) {
+                float * row = m + j*S;
+                if (g_vec) {
+                    for (int64_t i = 0; i < S; i++) row[i] *= expf(g[i]);
+                }
+                // delta rule: the value the state predicts for k moves toward v by beta
+                const float d = (v[j] - vk->scale_dot_f32(S, row, g_vec ? 1.0f : decay, k))*beta;
+                o[j] = vk->axpy_dot_f32(S, row, d, k, q)*scale;
+            }
+            const int64_t back = n_t - 1 - t;
+            if (back >= 1 && back < K) {
+                memcpy(m + back*slot_floats, m, (size_t) (S*S)*sizeof(float));
+            }
+        }
+    }
+}

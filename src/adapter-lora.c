@@ -1,0 +1,412 @@
+// adapter-lora.c — LoRA adapters: loading llama.cpp's LoRA GGUF format against a model, the
+// metadata accessors, setting adapters on a context, and the graph term each adapted product
+// gains (llama-adapter.h states the arithmetic).
+//
+// The whole file is read into memory (adapters are small next to their models) and parsed
+// there; A and B go to a CPU buffer in the file's types (F32, F16, BF16 or Q8_0: whatever
+// ggml_mul_mat takes). Every pair is checked against the model's matrix at load, so a bad
+// adapter is refused before it can reach a graph.
+#include "llama-adapter.h"
+#include "llama-context.h"
+#include "llama-graph.h"
+#include "llama-model.h"
+
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "gguf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LLAMA_MAGIC_ADAPTER 0x4c4c4f52u  // "LLOR"
+
+static const struct llama_adapter_lora * adapter_checked(const struct llama_adapter_lora * a, const char * func) {
+    if (a == NULL || a->magic != LLAMA_MAGIC_ADAPTER) {
+        LLAMA_LOG_ERROR("%s: not a live llama_adapter_lora\n", func);
+        return NULL;
+    }
+    return a;
+}
+
+static void adapter_free(struct llama_adapter_lora * a) {
+    if (a == NULL) {
+        return;
+    }
+    a->magic = LLAMA_MAGIC_DEAD;
+    ggml_backend_buffer_free(a->buf);
+    ggml_free(a->ctx);
+    gguf_free(a->gguf);
+    free(a->pairs);
+    free(a->alora_tokens);
+    free(a);
+}
+
+// The string value of key, or NULL when absent or not a string.
+static const char * adapter_str(const struct gguf_context * g, const char * key) {
+    const int64_t id = gguf_find_key(g, key);
+    return id >= 0 && gguf_get_kv_type(g, id) == GGUF_TYPE_STRING ? gguf_get_val_str(g, id) : NULL;
+}
+
+// The model's tensor called name (a weight the file holds), or NULL.
+static const struct ggml_tensor * adapter_model_tensor(const struct llama_model * m, const char * name) {
+    return ggml_get_tensor(m->ctx_w, name);
+}
+
+// Checks the metadata against the model: an adapter of another architecture is refused.
+static bool adapter_check_meta(struct llama_adapter_lora * a, const struct llama_model * m) {
+    const char * type = adapter_str(a->gguf, "general.type");
+    const char * atype = adapter_str(a->gguf, "adapter.type");
+    const char * arch = adapter_str(a->gguf, "general.architecture");
+    if (type == NULL || strcmp(type, "adapter") != 0 || atype == NULL || strcmp(atype, "lora") != 0) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: not a LoRA adapter (general.type '%s', adapter.type '%s'; "
+                        "expected 'adapter' and 'lora')\n", type ? type : "(none)", atype ? atype : "(none)");
+        return false;
+    }
+    if (arch == NULL || strcmp(arch, m->arch) != 0) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: the adapter is for architecture '%s', the model is '%s'\n",
+                        arch ? arch : "(none)", m->arch);
+        return false;
+    }
+    const int64_t ka = gguf_find_key(a->gguf, "adapter.lora.alpha");
+    if (ka >= 0) {
+        const enum gguf_type t = gguf_get_kv_type(a->gguf, ka);
+        a->alpha = t == GGUF_TYPE_FLOAT32 ? gguf_get_val_f32(a->gguf, ka)
+                 : t == GGUF_TYPE_FLOAT64 ? (float) gguf_get_val_f64(a->gguf, ka) : -1.0f;
+        if (!(a->alpha >= 0.0f)) {
+            LLAMA_LOG_ERROR("llama_adapter_lora_init: adapter.lora.alpha must be a non-negative float\n");
+            return false;
+        }
+    }
+    const int64_t kt = gguf_find_key(a->gguf, "adapter.alora.invocation_tokens");
+    if (kt >= 0) {
+        const enum gguf_type et = gguf_get_kv_type(a->gguf, kt) == GGUF_TYPE_ARRAY ? gguf_get_arr_type(a->gguf, kt)
+                                                                                 : GGUF_TYPE_COUNT;
+        if (et != GGUF_TYPE_INT32 && et != GGUF_TYPE_UINT32) {
+            LLAMA_LOG_ERROR("llama_adapter_lora_init: adapter.alora.invocation_tokens must be an int32 array\n");
+            return false;
+        }
+        const size_t n = gguf_get_arr_n(a->gguf, kt);
+        if (n > 0) {
+            if ((a->alora_tokens = GGML_MALLOC(n * sizeof(llama_token))) == NULL) {
+                return false;
+            }
+            memcpy(a->alora_tokens, gguf_get_arr_data(a->gguf, kt), n * sizeof(llama_token));
+            a->n_alora_tokens = n;
+        }
+    }
+    return true;
+}
+
+// Pairs every "<name>.lora_a" with its "<name>.lora_b" and the model's "<name>", checking shapes.
+static bool adapter_pair_tensors(struct llama_adapter_lora * a, const struct llama_model * m) {
+    const int64_t n = gguf_get_n_tensors(a->gguf);
+    if ((a->pairs = GGML_CALLOC((size_t) n / 2 + 1, sizeof(*a->pairs))) == NULL) {
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const char * name = gguf_get_tensor_name(a->gguf, i);
+        const size_t len = strlen(name);
+        const bool is_a = len > 7 && strcmp(name + len - 7, ".lora_a") == 0;
+        const bool is_b = len > 7 && strcmp(name + len - 7, ".lora_b") == 0;
+        if (!is_a && !is_b) {
+            LLAMA_LOG_ERROR("llama_adapter_lora_init: tensor '%s' is neither a .lora_a nor a .lora_b\n", name);
+            return false;
+        }
+        if (is_b) {
+            continue; // found from its .lora_a
+        }
+        char base[GGML_MAX_NAME], bname[GGML_MAX_NAME + 8];
+        snprintf(base, sizeof(base), "%.*s", (int) (len - 7), name);
+        snprintf(bname, sizeof(bname), "%s.lora_b", base);
+        struct ggml_tensor * ta = ggml_get_tensor(a->ctx, name), * tb = ggml_get_tensor(a->ctx, bname);
+        const struct ggml_tensor * w = adapter_model_tensor(m, base);
+        if (tb == NULL) {
+            LLAMA_LOG_ERROR("llama_adapter_lora_init: '%s' has no '%s'\n", name, bname);
+            return false;
+        }
+        if (w == NULL || ggml_n_dims(w) != 2) {
+            LLAMA_LOG_ERROR("llama_adapter_lora_init: '%s' adapts '%s', which the model has no matrix of\n", name, base);
+            return false;
+        }
+        // A [n_in, r], B [r, n_out] against W [n_in, n_out]
+        if (ggml_n_dims(ta) > 2 || ggml_n_dims(tb) > 2 || ta->ne[0] != w->ne[0] || tb->ne[1] != w->ne[1] ||
+            ta->ne[1] != tb->ne[0] || ta->ne[1] < 1) {
+            LLAMA_LOG_ERROR("llama_adapter_lora_init: '%s' is [%lld, %lld] and '%s' [%lld, %lld]; '%s' [%lld, %lld] "
+                            "needs [%lld, r] and [r, %lld]\n", name, (long long) ta->ne[0], (long long) ta->ne[1],
+                            bname, (long long) tb->ne[0], (long long) tb->ne[1], base, (long long) w->ne[0],
+                            (long long) w->ne[1], (long long) w->ne[0], (long long) w->ne[1]);
+            return false;
+        }
+        a->pairs[a->n_pairs++] = (struct llama_adapter_lora_pair) { w, ta, tb };
+    }
+    if (a->n_pairs * 2 != n) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: %lld tensors, but %d .lora_a/.lora_b pairs\n", (long long) n, a->n_pairs);
+        return false;
+    }
+    return true;
+}
+
+// Parses the file's bytes into a; false (logged) if anything is wrong.
+static bool adapter_load(struct llama_adapter_lora * a, struct llama_model * m, const void * data, size_t size) {
+    struct ggml_context * meta = NULL;
+    if ((a->gguf = gguf_init_from_buffer(data, size, (struct gguf_init_params) { .no_alloc = true, .ctx = &meta })) == NULL) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: not a readable GGUF file\n");
+        return false;
+    }
+    a->ctx = meta;
+    if (!adapter_check_meta(a, m) || !adapter_pair_tensors(a, m)) {
+        return false;
+    }
+    if ((a->buf = ggml_backend_alloc_ctx_tensors_from_buft(a->ctx, ggml_backend_cpu_buffer_type())) == NULL && a->n_pairs > 0) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: out of memory for the adapter's tensors\n");
+        return false;
+    }
+    const size_t base = gguf_get_data_offset(a->gguf);
+    for (int64_t i = 0; i < gguf_get_n_tensors(a->gguf); i++) {
+        struct ggml_tensor * t = ggml_get_tensor(a->ctx, gguf_get_tensor_name(a->gguf, i));
+        const size_t off = base + gguf_get_tensor_offset(a->gguf, i), nb = ggml_nbytes(t);
+        if (off > size || nb > size - off) {
+            LLAMA_LOG_ERROR("llama_adapter_lora_init: tensor '%s' lies past the end of the file\n", t->name);
+            return false;
+        }
+        ggml_backend_tensor_set(t, (const char *) data + off, 0, nb);
+    }
+    return true;
+}
+
+// Reads all of f; NULL (logged) on failure. *size receives the length.
+static void * adapter_read_all(FILE * f, size_t * size) {
+    size_t cap = 1u << 20, n = 0;
+    char * buf = GGML_MALLOC(cap);
+    while (buf != NULL) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) {
+            break;
+        }
+        char * more = GGML_REALLOC(buf, cap * 2);
+        if (more == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = more;
+        cap *= 2;
+    }
+    if (buf == NULL || ferror(f)) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: could not read the adapter file\n");
+        free(buf);
+        return NULL;
+    }
+    *size = n;
+    return buf;
+}
+
+static struct llama_adapter_lora * adapter_init(struct llama_model * model, FILE * f, const char * what) {
+    if (llama_model_checked(model, "llama_adapter_lora_init") == NULL) {
+        return NULL;
+    }
+    if (model->vocab_only) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: the model was loaded with vocab_only; it has no weights\n");
+        return NULL;
+    }
+    size_t size = 0;
+    void * data = adapter_read_all(f, &size);
+    struct llama_adapter_lora * a = data ? GGML_CALLOC(1, sizeof(*a)) : NULL;
+    struct llama_adapter_lora ** list = a ? GGML_REALLOC(model->loras, (size_t) (model->n_loras + 1) * sizeof(*list)) : NULL;
+    if (list != NULL) {
+        model->loras = list;
+    }
+    if (list == NULL || !adapter_load(a, model, data, size)) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: %s refused\n", what);
+        adapter_free(a);
+        free(data);
+        return NULL;
+    }
+    free(data);
+    a->magic = LLAMA_MAGIC_ADAPTER;
+    a->model = model;
+    model->loras[model->n_loras++] = a;
+    LLAMA_LOG_INFO("llama_adapter_lora_init: %s: %d matrices adapted, alpha %.3g\n", what, a->n_pairs, (double) a->alpha);
+    return a;
+}
+
+struct llama_adapter_lora * llama_adapter_lora_init(struct llama_model * model, const char * path_lora) {
+    if (path_lora == NULL) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: path is NULL\n");
+        return NULL;
+    }
+    FILE * f = fopen(path_lora, "rb");
+    if (f == NULL) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: cannot open '%s'\n", path_lora);
+        return NULL;
+    }
+    struct llama_adapter_lora * a = adapter_init(model, f, path_lora);
+    fclose(f);
+    return a;
+}
+
+struct llama_adapter_lora * llama_adapter_lora_init_from_file_ptr(struct llama_model * model, FILE * file) {
+    if (file == NULL) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init_from_file_ptr: file is NULL\n");
+        return NULL;
+    }
+    return adapter_init(model, file, "adapter (FILE*)");
+}
+
+void llama_adapter_lora_free(struct llama_adapter_lora * adapter) {
+    if (adapter == NULL || adapter_checked(adapter, "llama_adapter_lora_free") == NULL) {
+        return;
+    }
+    struct llama_model * m = adapter->model;
+    for (int32_t i = 0; i < m->n_loras; i++) {
+        if (m->loras[i] == adapter) {
+            m->loras[i] = m->loras[--m->n_loras];
+            break;
+        }
+    }
+    adapter_free(adapter);
+}
+
+void llama_adapter_lora_free_all(struct llama_model * model) {
+    for (int32_t i = 0; i < model->n_loras; i++) {
+        adapter_free(model->loras[i]);
+    }
+    free(model->loras);
+    model->loras = NULL;
+    model->n_loras = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// metadata: the adapter's non-array keys, formatted as the model's are
+
+static int64_t adapter_meta_id(const struct llama_adapter_lora * a, int32_t i) {
+    for (int64_t id = 0, k = 0; id < gguf_get_n_kv(a->gguf); id++) {
+        if (gguf_get_kv_type(a->gguf, id) != GGUF_TYPE_ARRAY && k++ == i) {
+            return id;
+        }
+    }
+    return -1;
+}
+
+static int32_t adapter_no_value(char * buf, size_t buf_size) {
+    if (buf != NULL && buf_size > 0) {
+        buf[0] = '\0';
+    }
+    return -1;
+}
+
+int32_t llama_adapter_meta_val_str(const struct llama_adapter_lora * adapter, const char * key, char * buf, size_t buf_size) {
+    if (adapter_checked(adapter, __func__) == NULL || key == NULL) {
+        return adapter_no_value(buf, buf_size);
+    }
+    const int64_t id = gguf_find_key(adapter->gguf, key);
+    return id < 0 ? adapter_no_value(buf, buf_size) : llama_gguf_kv_to_str(adapter->gguf, id, buf, buf_size);
+}
+
+int32_t llama_adapter_meta_count(const struct llama_adapter_lora * adapter) {
+    if (adapter_checked(adapter, __func__) == NULL) {
+        return -1;
+    }
+    int32_t n = 0;
+    for (int64_t id = 0; id < gguf_get_n_kv(adapter->gguf); id++) {
+        n += gguf_get_kv_type(adapter->gguf, id) != GGUF_TYPE_ARRAY;
+    }
+    return n;
+}
+
+int32_t llama_adapter_meta_key_by_index(const struct llama_adapter_lora * adapter, int32_t i, char * buf, size_t buf_size) {
+    const int64_t id = adapter_checked(adapter, __func__) ? adapter_meta_id(adapter, i) : -1;
+    if (id < 0) {
+        return adapter_no_value(buf, buf_size);
+    }
+    const char * k = gguf_get_key(adapter->gguf, id);
+    return buf == NULL || buf_size == 0 ? (int32_t) strlen(k) : snprintf(buf, buf_size, "%s", k);
+}
+
+int32_t llama_adapter_meta_val_str_by_index(const struct llama_adapter_lora * adapter, int32_t i, char * buf, size_t buf_size) {
+    const int64_t id = adapter_checked(adapter, __func__) ? adapter_meta_id(adapter, i) : -1;
+    return id < 0 ? adapter_no_value(buf, buf_size) : llama_gguf_kv_to_str(adapter->gguf, id, buf, buf_size);
+}
+
+uint64_t llama_adapter_get_alora_n_invocation_tokens(const struct llama_adapter_lora * adapter) {
+    return adapter_checked(adapter, __func__) ? adapter->n_alora_tokens : 0;
+}
+
+const llama_token * llama_adapter_get_alora_invocation_tokens(const struct llama_adapter_lora * adapter) {
+    return adapter_checked(adapter, __func__) ? adapter->alora_tokens : NULL;
+}
+
+// ---------------------------------------------------------------------------------------------
+// on a context
+
+int32_t llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters,
+                                float * scales) {
+    if (llama_context_checked(ctx, __func__) == NULL) {
+        return -1;
+    }
+    if (n_adapters > 0 && (adapters == NULL || scales == NULL)) {
+        LLAMA_LOG_ERROR("%s: adapters and scales must be given for %zu adapters\n", __func__, n_adapters);
+        return -1;
+    }
+    for (size_t i = 0; i < n_adapters; i++) {
+        if (adapter_checked(adapters[i], __func__) == NULL) {
+            return -1;
+        }
+        if (adapters[i]->model != ctx->model) {
+            LLAMA_LOG_ERROR("%s: adapter %zu was loaded for another model\n", __func__, i);
+            return -1;
+        }
+        if (adapters[i]->n_alora_tokens > 0) {
+            // an aLoRA applies only after its invocation tokens, per sequence: not implemented
+            LLAMA_LOG_ERROR("%s: adapter %zu is an activated LoRA (aLoRA), which this engine does not apply\n",
+                            __func__, i);
+            return -1;
+        }
+    }
+    bool same = (size_t) ctx->n_loras == n_adapters;
+    for (size_t i = 0; same && i < n_adapters; i++) {
+        same = ctx->loras[i].adapter == adapters[i] && ctx->loras[i].scale == scales[i];
+    }
+    if (same) {
+        return 0;
+    }
+    struct llama_lora_slot * slots = NULL;
+    if (n_adapters > 0 && (slots = GGML_MALLOC(n_adapters * sizeof(*slots))) == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < n_adapters; i++) {
+        slots[i] = (struct llama_lora_slot) { adapters[i], scales[i] };
+    }
+    free(ctx->loras);
+    ctx->loras = slots;
+    ctx->n_loras = (int32_t) n_adapters;
+    ctx->graph_reusable = false; // the graph's products change
+    return 0;
+}
+
+struct ggml_tensor * llm_graph_lora(struct llm_graph * g, const struct ggml_tensor * w, struct ggml_tensor * x,
+                                    struct ggml_tensor * y) {
+    const struct llama_context * ctx = g->ctx;
+    for (int32_t i = 0; y != NULL && w != NULL && i < ctx->n_loras; i++) {
+        const struct llama_adapter_lora * a = ctx->loras[i].adapter;
+        for (int32_t j = 0; j < a->n_pairs; j++) {
+            const struct llama_adapter_lora_pair * p = &a->pairs[j];
+            if (p->w != w) {
+                continue;
+            }
+            const float rank = (float) p->a->ne[1];
+            const float scale = ctx->loras[i].scale * (a->alpha > 0.0f ? a->alpha / rank : 1.0f);
+            struct ggml_tensor * d = ggml_mul_mat(g->c, p->a, x);
+            d = d ? ggml_mul_mat(g->c, p->b, d) : NULL;
+            d = d ? ggml_scale(g->c, d, scale) : NULL;
+            y = d ? ggml_add(g->c, y, d) : NULL;
+            break;
+        }
+    }
+    return y;
+}
+
+struct ggml_tensor * llm_graph_mm(struct llm_graph * g, struct ggml_tensor * w, struct ggml_tensor * x) {
+    return llm_graph_lora(g, w, x, ggml_mul_mat(g->c, w, x));
+}

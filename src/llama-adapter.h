@@ -1,0 +1,64 @@
+// llama-adapter.h — LoRA adapters and control vectors (adapter-lora.c, adapter-cvec.c), as the
+// graph builders see them. Not installed.
+//
+// A LoRA adapter is a GGUF (general.type "adapter", adapter.type "lora") holding, for some of
+// the model's matrices W [n_in, n_out], two tensors "<W's name>.lora_a" [n_in, r] and
+// "<W's name>.lora_b" [r, n_out]; with the adapter set on a context at scale s, every product
+// W·x becomes W·x + s·(alpha/r)·B·(A·x) (alpha: adapter.lora.alpha; 0 means alpha = r).
+#ifndef LLAMA_ADAPTER_H
+#define LLAMA_ADAPTER_H
+
+#include "llama-impl.h"
+#include "ggml-backend.h"
+#include "gguf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct llama_context;
+
+// One adapted matrix: w is the model's tensor, a and b live in the adapter's CPU buffer.
+struct llama_adapter_lora_pair {
+    const struct ggml_tensor * w;
+    struct ggml_tensor * a, * b;
+};
+
+struct llama_adapter_lora {
+    uint32_t magic;                     // LLAMA_MAGIC_ADAPTER; dead once freed
+    struct llama_model * model;         // the model it was loaded for (which lists it)
+    struct gguf_context * gguf;         // metadata (owned)
+    struct ggml_context * ctx;          // headers of a and b (owned)
+    ggml_backend_buffer_t buf;          // their data (owned)
+    struct llama_adapter_lora_pair * pairs; // [n_pairs], sorted by nothing (owned)
+    int32_t n_pairs;
+    float alpha;                        // adapter.lora.alpha, 0 when absent
+    llama_token * alora_tokens;         // aLoRA invocation tokens (owned), or NULL
+    uint64_t n_alora_tokens;
+};
+
+// An adapter set on a context with its user scale.
+struct llama_lora_slot {
+    struct llama_adapter_lora * adapter;
+    float scale;
+};
+
+// y + the deltas of every adapter set on g's context that adapts w, for input x (y = w·x);
+// y itself when none does; NULL if an op was refused.
+struct llm_graph;
+struct ggml_tensor * llm_graph_lora(struct llm_graph * g, const struct ggml_tensor * w, struct ggml_tensor * x,
+                                    struct ggml_tensor * y);
+// w·x with the context's adapters applied (llm_graph_lora of ggml_mul_mat).
+struct ggml_tensor * llm_graph_mm(struct llm_graph * g, struct ggml_tensor * w, struct ggml_tensor * x);
+// x plus the context's control vector for layer il (x itself when none applies).
+struct ggml_tensor * llm_graph_cvec(struct llm_graph * g, uint32_t il, struct ggml_tensor * x);
+// Frees every adapter still loaded for model (at llama_model_free).
+void llama_adapter_lora_free_all(struct llama_model * model);
+// Frees the context's adapter list and control vector (at llama_free).
+void llama_context_adapters_free(struct llama_context * ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // LLAMA_ADAPTER_H

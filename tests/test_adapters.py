@@ -1,0 +1,292 @@
+"""LoRA adapters and control vectors against transformers + PEFT.
+
+A tiny random LlamaForCausalLM gets random PEFT LoRA adapters (every projection, and the lm
+head); `convert --lora` writes them in llama.cpp's LoRA GGUF format. References:
+  - PEFT's own forward with the adapter at scale 1;
+  - for other scales and for two adapters at once, transformers on weights merged in NumPy
+    from PEFT's saved A/B (W + s * alpha/r * B A summed over adapters);
+  - for control vectors, transformers with a forward hook adding the vector to the layer's output.
+Bad adapters (another architecture, mismatched shapes, a missing B) are refused at load.
+"""
+from __future__ import annotations
+
+import copy
+import ctypes
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+peft = pytest.importorskip("peft", reason="peft (requirements-test.txt) is needed for the LoRA references")
+
+import test_convert as TC  # noqa: E402
+from model_util import Ctx, Model  # noqa: E402
+
+import llama_py.llama_cpp as L  # noqa: E402
+from llama_py.convert import convert  # noqa: E402
+from llama_py.convert_lora import convert_lora  # noqa: E402
+
+TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"]
+
+
+def _peft_adapter(base, out: Path, seed: int, r: int, alpha: float):
+    """A PEFT LoRA on every projection of base with random A and B; saved to out. Returns the
+    adapter's {module name: (A, B)} as float64 NumPy arrays and the PEFT model."""
+    torch.manual_seed(seed)
+    cfg = peft.LoraConfig(r=r, lora_alpha=alpha, target_modules=TARGETS, init_lora_weights=False)
+    pm = peft.get_peft_model(copy.deepcopy(base), cfg).eval()
+    with torch.no_grad():
+        for name, p in pm.named_parameters():
+            if "lora_" in name:
+                p.normal_(0.0, 0.3)
+    pm.save_pretrained(str(out))
+    ab = {}
+    for name, mod in pm.named_modules():
+        if hasattr(mod, "lora_A") and "default" in getattr(mod, "lora_A", {}):
+            ab[name.replace("base_model.model.", "")] = (mod.lora_A["default"].weight.detach().double().numpy(),
+                                                        mod.lora_B["default"].weight.detach().double().numpy())
+    return ab, pm
+
+
+def _merged(base, adapters):
+    """base with W += scale * alpha/r * B @ A for each (ab, alpha, r, scale) in adapters."""
+    m = copy.deepcopy(base)
+    mods = dict(m.named_modules())
+    with torch.no_grad():
+        for ab, alpha, r, scale in adapters:
+            for name, (a, b) in ab.items():
+                w = mods[name].weight
+                w += torch.tensor(scale * alpha / r * (b @ a), dtype=w.dtype)
+    return m
+
+
+def _hf(model, toks):
+    with torch.no_grad():
+        return model(torch.tensor([toks])).logits[0].double().numpy()
+
+
+def _ours(path: Path, toks, loras=(), cvec=None, **model_params):
+    """Logits of every position with the adapters [(path, scale)] and control vector (data, il_start, il_end)."""
+    with Model(path, **model_params) as m, Ctx(m, n_ctx=256, n_batch=256, n_ubatch=256, type_k=0, type_v=0) as c:
+        handles = []
+        for p, _ in loras:
+            h = L.llama_adapter_lora_init(m.ptr, str(p).encode())
+            assert h, p
+            handles.append(h)
+        if loras:
+            arr = (L.llama_adapter_lora_p * len(handles))(*handles)
+            sc = (ctypes.c_float * len(loras))(*[s for _, s in loras])
+            assert L.llama_set_adapters_lora(c.ptr, arr, len(handles), sc) == 0
+        if cvec is not None:
+            data, il0, il1 = cvec
+            buf = (ctypes.c_float * data.size)(*data.ravel().tolist())
+            assert L.llama_set_adapter_cvec(c.ptr, buf, data.size, data.shape[1], il0, il1) == 0
+        assert c.decode_seq(toks) == 0
+        out = c.all_logits(len(toks))
+        assert L.llama_set_adapters_lora(c.ptr, None, 0, None) == 0
+        for h in handles:
+            L.llama_adapter_lora_free(h)
+        return out
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, lib_path):
+    root = tmp_path_factory.mktemp("lora")
+    ck = TC._spm_checkpoint(root, TC._train_spm(root), "base", tied=False, seed=11)
+    base_f32 = root / "base-f32.gguf"
+    convert(ck.path, base_f32, "f32", progress=None)
+    base_q8 = root / "base-q8_0.gguf"
+    convert(ck.path, base_q8, "q8_0", progress=None)
+    ad = {}
+    for name, seed, r, alpha in (("one", 1, 4, 8.0), ("two", 2, 8, 4.0)):
+        ab, pm = _peft_adapter(ck.model, root / f"peft-{name}", seed, r, alpha)
+        out = root / f"lora-{name}.gguf"
+        convert_lora(root / f"peft-{name}", ck.path, out, "f32")
+        ad[name] = dict(ab=ab, pm=pm, r=r, alpha=alpha, gguf=out)
+    toks = [1] + ck.sp.encode(TC.PROMPTS[0])[:40]
+    return dict(ck=ck, f32=base_f32, q8=base_q8, ad=ad, toks=toks, root=root)
+
+
+def _rel(a, b):
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+def test_lora_matches_peft_forward(setup):
+    s = setup
+    one = s["ad"]["one"]
+    ref = _hf(one["pm"], s["toks"])
+    assert _rel(_hf(s["ck"].model, s["toks"]), ref) > 0.05      # the adapter changes the output
+    err = _rel(_ours(s["f32"], s["toks"], [(one["gguf"], 1.0)]), ref)
+    assert err < 1e-3, err
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.5, 1.0])
+def test_lora_scales(setup, scale):
+    s = setup
+    one = s["ad"]["one"]
+    ref = _hf(_merged(s["ck"].model, [(one["ab"], one["alpha"], one["r"], scale)]), s["toks"])
+    err = _rel(_ours(s["f32"], s["toks"], [(one["gguf"], scale)]), ref)
+    assert err < 1e-3, (scale, err)
+
+
+def test_two_adapters_sum(setup):
+    s = setup
+    a, b = s["ad"]["one"], s["ad"]["two"]
+    ref = _hf(_merged(s["ck"].model, [(a["ab"], a["alpha"], a["r"], 0.7), (b["ab"], b["alpha"], b["r"], 0.4)]), s["toks"])
+    err = _rel(_ours(s["f32"], s["toks"], [(a["gguf"], 0.7), (b["gguf"], 0.4)]), ref)
+    assert err < 1e-3, err
+
+
+def test_lora_on_quantized_fused_base(setup):
+    """Q8_0 base: with repacking on, model.c fuses Q/K/V and gate/up and the adapters add to the
+    fused product's parts; without it each matrix is its own product. The repacked kernels give
+    the stored layout's bits, so the two must agree to float-summation order; and each must
+    differ from the base (the adapters act)."""
+    s = setup
+    one = s["ad"]["one"]
+    lora = [(one["gguf"], 1.0)]
+    fused = _ours(s["q8"], s["toks"], lora)
+    plain = _ours(s["q8"], s["toks"], lora, use_extra_bufts=False)
+    err = _rel(fused, plain)
+    assert err < 1e-4, err
+    assert _rel(_ours(s["q8"], s["toks"]), plain) > 0.05
+
+
+def test_control_vector(setup):
+    s = setup
+    ck = s["ck"]
+    n_layer, n_embd = ck.model.config.num_hidden_layers, ck.model.config.hidden_size
+    rng = np.random.default_rng(5)
+    data = rng.normal(0, 0.5, size=(n_layer, n_embd)).astype(np.float32)   # rows: layers 1..n_layer
+    il0, il1 = 1, n_layer - 1
+    m = copy.deepcopy(ck.model)
+    hooks = []
+    for il in range(il0, il1 + 1):
+        v = torch.tensor(data[il - 1])
+
+        def add(mod, inp, out, v=v):
+            return (out[0] + v,) + tuple(out[1:]) if isinstance(out, tuple) else out + v
+        hooks.append(m.model.layers[il].register_forward_hook(add))
+    ref = _hf(m, s["toks"])
+    err = _rel(_ours(s["f32"], s["toks"], cvec=(data, il0, il1)), ref)
+    assert err < 1e-3, err
+    assert _rel(_hf(ck.model, s["toks"]), ref) > 0.01
+
+
+def test_adapter_metadata(setup):
+    s = setup
+    with Model(s["f32"]) as m:
+        h = L.llama_adapter_lora_init(m.ptr, str(s["ad"]["one"]["gguf"]).encode())
+        assert h
+        buf = ctypes.create_string_buffer(64)
+        assert L.llama_adapter_meta_val_str(h, b"adapter.type", buf, 64) == 4 and buf.value == b"lora"
+        assert L.llama_adapter_meta_val_str(h, b"adapter.lora.alpha", buf, 64) > 0 and float(buf.value) == 8.0
+        n = L.llama_adapter_meta_count(h)
+        keys = set()
+        for i in range(n):
+            assert L.llama_adapter_meta_key_by_index(h, i, buf, 64) > 0
+            keys.add(buf.value)
+        assert {b"general.architecture", b"general.type", b"adapter.type", b"adapter.lora.alpha"} <= keys
+        assert L.llama_adapter_get_alora_n_invocation_tokens(h) == 0
+        L.llama_adapter_lora_free(h)
+
+
+def _rewrite_adapter(src: Path, dst: Path, arch=None, drop=None, reshape=None):
+    """A copy of the adapter GGUF with another architecture, a tensor dropped or one cut short."""
+    import gguf
+    r = gguf.GGUFReader(str(src))
+    w = gguf.GGUFWriter(str(dst), arch or "llama")
+    w.add_string("general.type", "adapter")
+    w.add_string("adapter.type", "lora")
+    w.add_float32("adapter.lora.alpha", 8.0)
+    for t in r.tensors:
+        if t.name == drop:
+            continue
+        a = np.array(t.data, dtype=np.float32).reshape(list(reversed([int(x) for x in t.shape])))
+        if t.name == reshape:
+            a = a[:, :-1].copy()
+        w.add_tensor(t.name, a)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
+@pytest.mark.parametrize("change", ["arch", "drop", "reshape", "not-gguf"])
+def test_bad_adapters_refused(setup, tmp_path, change):
+    s = setup
+    src = s["ad"]["one"]["gguf"]
+    dst = tmp_path / "bad.gguf"
+    if change == "arch":
+        _rewrite_adapter(src, dst, arch="qwen2")
+    elif change == "drop":
+        _rewrite_adapter(src, dst, drop="blk.0.attn_q.weight.lora_b")
+    elif change == "reshape":
+        _rewrite_adapter(src, dst, reshape="blk.1.ffn_down.weight.lora_a")
+    else:
+        dst.write_bytes(b"not a gguf at all")
+    with Model(s["f32"]) as m:
+        assert not L.llama_adapter_lora_init(m.ptr, str(dst).encode())
+        assert not L.llama_adapter_lora_init(m.ptr, str(tmp_path / "missing.gguf").encode())
+
+
+def test_converter_refuses_unknown_module(setup, tmp_path):
+    from llama_py.convert import ConvertError
+    s = setup
+    d = tmp_path / "peft"
+    d.mkdir()
+    src = s["root"] / "peft-one"
+    for f in src.iterdir():
+        (d / f.name).write_bytes(f.read_bytes())
+    cfg = json.loads((d / "adapter_config.json").read_text())
+    cfg["use_dora"] = True
+    (d / "adapter_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ConvertError, match="use_dora"):
+        convert_lora(d, s["ck"].path, tmp_path / "x.gguf")
+
+
+def test_llama_class_lora_path_and_set_lora(setup):
+    """`Llama(lora_path=, lora_scale=)` and `set_lora` swapping adapters without a reload."""
+    from llama_py import Llama
+    s = setup
+    one, two = s["ad"]["one"], s["ad"]["two"]
+    toks = s["toks"]
+
+    def last_row(llm):
+        llm.reset()
+        llm.eval(toks)
+        return np.array(llm.scores[llm.n_tokens - 1], dtype=np.float64)
+
+    want_one = _ours(s["f32"], toks, [(one["gguf"], 0.5)])[-1]
+    want_two = _ours(s["f32"], toks, [(two["gguf"], 1.0)])[-1]
+    want_base = _ours(s["f32"], toks)[-1]
+    with Llama(str(s["f32"]), lora_path=str(one["gguf"]), lora_scale=0.5, n_ctx=256, verbose=False, type_k=0, type_v=0,
+               logits_all=True) as llm:
+        assert _rel(last_row(llm), want_one) < 1e-5
+        llm.set_lora(str(two["gguf"]), 1.0)
+        assert _rel(last_row(llm), want_two) < 1e-5
+        llm.set_lora(None)
+        assert _rel(last_row(llm), want_base) < 1e-5
+        with pytest.raises(Exception, match="LoRA"):
+            llm.set_lora(str(s["f32"]))          # a model, not an adapter
+
+
+def test_convert_lora_command_line(setup, tmp_path):
+    import subprocess
+    import sys
+    s = setup
+    out = tmp_path / "cli.gguf"
+    p = subprocess.run([sys.executable, "-m", "llama_py", "convert", "--lora", str(s["root"] / "peft-one"),
+                        "--base", str(s["ck"].path), "--outfile", str(out), "--outtype", "f32"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "rank 4" in p.stderr
+    want = _ours(s["f32"], s["toks"], [(s["ad"]["one"]["gguf"], 1.0)])
+    assert _rel(_ours(s["f32"], s["toks"], [(out, 1.0)]), want) < 1e-6
+    p = subprocess.run([sys.executable, "-m", "llama_py", "convert", "--lora", str(s["root"] / "peft-one")],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "--base" in p.stderr
