@@ -20,8 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .. import llama_cpp as C
-from .._lib import LlamaError
-from .._llama_embed import rerank_tokens
+from .._llama_embed import pack, rerank_tokens
+from .._runtime.embed import decode_embeddings
 from . import protocol as P
 
 # GGUF architectures with no generation head: llama_decode on them only encodes.
@@ -73,29 +73,8 @@ class Reranker:
     def score(self, lists: List[List[int]]) -> List[float]:
         out: List[float] = []
         with self._lock:
-            i = 0
-            while i < len(lists):
-                group, total = [], 0
-                while i < len(lists) and len(group) < self.n_seq and total + len(lists[i]) <= self.n_ctx:
-                    group.append(lists[i])
-                    total += len(lists[i])
-                    i += 1
-                C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
-                b, n = self._batch, 0
-                for s, toks in enumerate(group):
-                    for pos, t in enumerate(toks):
-                        b.token[n], b.pos[n], b.n_seq_id[n], b.logits[n] = t, pos, 1, 1
-                        b.seq_id[n][0] = s
-                        n += 1
-                b.n_tokens = n
-                rc = C.llama_decode(self._ctx, b)
-                if rc != 0:
-                    raise LlamaError(f"llama_decode failed ({rc}) for reranking", rc)
-                for s in range(len(group)):
-                    ptr = C.llama_get_embeddings_seq(self._ctx, s)
-                    if not ptr:
-                        raise LlamaError("no relevance score was produced")
-                    out.append(float(ptr[0]))
+            for group in pack(lists, self.n_seq, self.n_ctx):
+                out += [v[0] for v in decode_embeddings(self._ctx, self._batch, group, 1)]
         return out
 
     def close(self) -> None:
