@@ -743,8 +743,6 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
         jobs.append(TensorJob(name, None, shape, t, srcs=tuple(srcs)))
     for name, data in computed:
         jobs.append(TensorJob(name, None, data.shape, GGML_F32, data=data))
-    if spec.extra_jobs is not None:
-        jobs += spec.extra_jobs(hp)
     if hp.rope.get("rope_type") == "llama3":
         jobs.append(TensorJob("rope_freqs.weight", None, (hp.head_dim // 2,), GGML_F32,
                               data=llama3_rope_factors(hp)))

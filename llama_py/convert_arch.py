@@ -55,7 +55,6 @@ class ArchSpec:
     plan: Optional[Callable] = None             # (hp, ck, ftype) -> [TensorJob]
     meta: Optional[Callable] = None             # (writers: dict of s/u32/f32/b/arr_str, hp) -> None
     normalize: Optional[Callable[[dict], dict]] = None  # config.json in another spelling -> transformers'
-    extra_jobs: Optional[Callable] = None       # (hp) -> [TensorJob] from beside the checkpoint
 
 
 def _attn(q="self_attn.q_proj.weight", perm=True, bias=False) -> Dict[str, LayerTensor]:

@@ -233,16 +233,16 @@ def _dense_modules(hp) -> List[Tuple[str, int, int, Path]]:
     return out
 
 
-def _dense_jobs(hp):
-    from .convert import TensorJob, GGML_F32
+def _dense_tensors(hp, prefix):
+    """plan_tensors' extras: the Dense modules' weights, read from their own files."""
     from safetensors.numpy import load_file
-    jobs = []
+    computed = []
     for name, n_in, n_out, f in _dense_modules(hp):
         w = np.asarray(load_file(str(f))["linear.weight"], dtype=np.float32)
         if w.shape != (n_out, n_in):
             _err(f"{f}: linear.weight has shape {list(w.shape)}, expected {[n_out, n_in]}")
-        jobs.append(TensorJob(f"{name}.weight", None, w.shape, GGML_F32, data=w))
-    return jobs
+        computed.append((f"{name}.weight", w))
+    return {}, computed
 
 
 def _gemma_emb_meta(w, hp) -> None:
@@ -269,7 +269,7 @@ def _gemma_embedding() -> ArchSpec:
     g = ARCHS["gemma3_text"]
     return ArchSpec("gemma-embedding", ("Gemma3TextModel",), dict(g.layer), final_norm_add=g.final_norm_add,
                     write_head_dim=True, activations=g.activations, check=_gemma_emb_check, keys=_gemma3_keys,
-                    meta=_gemma_emb_meta, extra_jobs=_dense_jobs)
+                    meta=_gemma_emb_meta, tensors=_dense_tensors)
 
 
 ENCODER_ARCHS: Dict[str, ArchSpec] = {

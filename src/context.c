@@ -790,7 +790,7 @@ float * llama_get_logits(struct llama_context * ctx) {
         return NULL;
     }
     if (!ctx->have_logits) {
-        LLAMA_LOG_ERROR("llama_get_logits: no logits (no successful llama_decode yet, the last one failed, or pooled embeddings are on)\n");
+        LLAMA_LOG_ERROR("llama_get_logits: no logits (no successful llama_decode yet, the last one failed, pooled embeddings are on, or the model is an encoder)\n");
         return NULL;
     }
     return ctx->logits;
@@ -801,7 +801,7 @@ float * llama_get_logits_ith(struct llama_context * ctx, int32_t i) {
         return NULL;
     }
     if (!ctx->have_logits) {
-        LLAMA_LOG_ERROR("llama_get_logits_ith: no logits (no successful llama_decode yet, the last one failed, or pooled embeddings are on)\n");
+        LLAMA_LOG_ERROR("llama_get_logits_ith: no logits (no successful llama_decode yet, the last one failed, pooled embeddings are on, or the model is an encoder)\n");
         return NULL;
     }
     const int32_t r = ctx_output_row(ctx, i, __func__);

@@ -498,12 +498,12 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         if (strcmp(model, "gemma4") == 0) {
             pre_name = "gemma4";  // the model name fixes the pre-tokenizer
         }
+    } else if (strcmp(model, "bert") == 0) {
+        type = LLAMA_VOCAB_TYPE_WPM;
     } else if (strcmp(model, "t5") == 0) {
         type = LLAMA_VOCAB_TYPE_UGM;
     } else if (strcmp(model, "rwkv") == 0) {
         type = LLAMA_VOCAB_TYPE_RWKV;
-    } else if (strcmp(model, "bert") == 0) {
-        type = LLAMA_VOCAB_TYPE_WPM;
     } else {
         LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.model '%s' is not supported (supported: 'llama' "
                         "SentencePiece, 'gpt2' byte-level BPE, 'gemma4' SentencePiece-style BPE, 'whitespace' and "

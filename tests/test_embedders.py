@@ -165,3 +165,36 @@ def test_embeddinggemma(gemma_emb, tmp_path, converter):
         got = llm.embed(GEMMA_TEXTS)
     for ids, g in zip(lists, got):
         _close(g, _gemma_ref(model, ids, dense))
+
+
+def test_llama_encode_on_a_decoder(qwen3, tmp_path):
+    """llama_encode on a decoder model: the batch's tokens see their whole sequence and leave
+    the cache as it was; a sequence that already holds decoded tokens is refused (an encode
+    sees only its own batch)."""
+    import llama_py.llama_cpp as L
+    from llama_py.convert import convert
+    from model_util import Ctx, Model
+    d, model, tok = qwen3
+    path = tmp_path / "q.gguf"
+    convert(d, path, outtype="f32", progress=None)
+    ids = tok("hello world again")["input_ids"]
+    with Model(path) as m, Ctx(m, n_ctx=64, n_seq_max=2, embeddings=True, pooling_type=1, type_k=0, type_v=0) as c:
+        def encode(seq):
+            b = L.llama_batch_init(len(ids), 0, 1)
+            try:
+                for i, t in enumerate(ids):
+                    L.llama_batch_add(b, t, i, [seq], True)
+                return L.llama_encode(c.ptr, b)
+            finally:
+                L.llama_batch_free(b)
+        assert encode(0) == 0
+        assert c.pos_max(0) == -1
+        with torch.no_grad():
+            # both ways: transformers' Qwen3 with a full (non-causal) mask
+            h = model.model(input_ids=torch.tensor([ids]),
+                            attention_mask={"full_attention": torch.zeros(1, 1, len(ids), len(ids))}
+                            ).last_hidden_state[0].double().numpy().mean(0)
+        _close(c.embedding_seq(0), h)
+        assert c.decode_rows([(t, i, [1], True) for i, t in enumerate(ids)]) == 0
+        assert encode(1) != 0          # seq 1 holds decoded tokens
+        assert encode(0) == 0          # seq 0 does not

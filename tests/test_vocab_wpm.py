@@ -14,15 +14,12 @@ import unicodedata
 
 import pytest
 
-from resources import vocab_file, require_or_skip
+from resources import vocab_cases, vocab_file
 from test_tokenizer import Ours
 from tokenizer_corpus import CORPUS, HARD
 
 gguf = pytest.importorskip("gguf")
 tokenizers = pytest.importorskip("tokenizers")
-
-SEP = "\n__ggml_vocab_test__\n"
-
 
 @pytest.fixture(scope="module")
 def bge():
@@ -59,15 +56,11 @@ def hf(bge):
 
 
 def test_llama_cpp_cases(bge):
-    path, ours = bge
-    inp, out = path.with_name(path.name + ".inp"), path.with_name(path.name + ".out")
-    if not inp.is_file() or not out.is_file():
-        require_or_skip(f"{inp} / {out} not found")
-    texts = inp.read_text(encoding="utf-8").split(SEP)
-    expected = out.read_text(encoding="utf-8").split("\n")
-    assert len(texts) >= 40
-    for text, exp in zip(texts, expected):
-        assert ours.tokenize(text) == [int(x) for x in exp.split()], repr(text)
+    _, ours = bge
+    cases = vocab_cases("bert-bge")
+    assert len(cases) >= 40
+    for text, ids in cases:
+        assert ours.tokenize(text) == ids, repr(text)
 
 
 def _hf_comparable(text: str) -> bool:

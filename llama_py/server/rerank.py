@@ -20,7 +20,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .. import llama_cpp as C
-from .._lib import LlamaError
 from .._runtime.embed import embed_packed, rerank_tokens
 from . import protocol as P
 
