@@ -193,6 +193,24 @@ def test_seq_rm_cannot_cut_a_recurrent_state(tiny):
     assert rel_err(again, hf_logits(tiny.model, toks)) < 1e-3
 
 
+def test_llama_encode_is_refused_and_changes_nothing(tiny):
+    """llama_encode on a hybrid model returns -1 (a recurrent state cannot be borrowed and given
+    back); the sequence decodes afterwards as if it had not been called."""
+    toks = tiny.ids(TC.PROMPTS[0], 12)
+    with Model(tiny.gguf) as m, ctx_for(m) as c:
+        b = L.llama_batch_init(len(toks), 0, 1)
+        try:
+            for i, t in enumerate(toks):
+                L.llama_batch_add(b, t, i, [0], True)
+            assert L.llama_encode(c.ptr, b) == -1
+        finally:
+            L.llama_batch_free(b)
+        assert c.pos_max(0) == -1
+        assert c.decode_seq(toks) == 0
+        got = c.all_logits(len(toks))
+    assert rel_err(got, hf_logits(tiny.model, toks)) < 1e-3
+
+
 def test_seq_cp_then_diverging_continuations(tiny):
     toks = tiny.ids(TC.PROMPTS[2], 16)
     a, b = toks[:12], [toks[12], toks[13]]
