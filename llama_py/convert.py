@@ -700,7 +700,7 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
                and not (n == "lm_head.weight" and hp.tied)]
     if unknown:
         more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
-        raise ConvertError(f"checkpoint tensors not used by the {arch} architecture: {', '.join(unknown[:8])}{more}")
+        raise ConvertError(f"checkpoint tensors not used by the {hp.arch} architecture: {', '.join(unknown[:8])}{more}")
     jobs: List[TensorJob] = []
     for src, entry in want.items():
         if entry is None:
