@@ -374,3 +374,51 @@ def test_llama_cpp_server_entry_points(smollm2_path):
         for k in [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]:
             del sys.modules[k]
         sys.modules.update(saved)
+
+
+def test_llama_cpp_internals_as_their_tests_use_them(smollm2_path, llm):
+    """llama-cpp-python's tests/test_llama.py low-level flow (LlamaModel, LlamaContext,
+    LlamaBatch, LlamaSampler) through `llama_cpp._internals`; greedy tokens equal Llama's."""
+    import importlib
+    import sys
+    from llama_py import install_as_llama_cpp
+    saved = {k: v for k, v in sys.modules.items() if k == "llama_cpp" or k.startswith("llama_cpp.")}
+    try:
+        for k in saved:
+            del sys.modules[k]
+        install_as_llama_cpp()
+        llama_cpp = importlib.import_module("llama_cpp")
+        internals = importlib.import_module("llama_cpp._internals")
+        importlib.import_module("llama_cpp._logger").set_verbose(False)
+        with importlib.import_module("llama_cpp._utils").suppress_stdout_stderr(disable=False):
+            print("hidden")
+        model = internals.LlamaModel(path_model=str(smollm2_path), params=llama_cpp.llama_model_default_params())
+        cparams = llama_cpp.llama_context_default_params()
+        cparams.n_ctx = cparams.n_batch = cparams.n_ubatch = 64
+        cparams.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        context = internals.LlamaContext(model=model, params=cparams)
+        tokens = model.tokenize(b"The quick brown fox jumps over the", add_bos=True, special=True)
+        assert tokens == llm.tokenize(b"The quick brown fox jumps over the", add_bos=True, special=True)
+        batch = internals.LlamaBatch(n_tokens=len(tokens), embd=0, n_seq_max=1)
+        sampler = internals.LlamaSampler()
+        sampler.add_greedy()
+        result, n_eval, step = list(tokens), 0, tokens
+        for _ in range(4):
+            batch.set_batch(step, n_past=n_eval, logits_all=False)
+            context.decode(batch)
+            n_eval += len(step)
+            step = [sampler.sample(context, -1)]
+            result += step
+        out = result[len(tokens):]
+        ref = llm.create_completion(tokens, max_tokens=4, temperature=0)
+        llm.reset()
+        assert model.detokenize(out).decode() == ref["choices"][0]["text"]
+        assert model.n_vocab() == llm.n_vocab() and "general.architecture" in model.metadata()
+        sampler.close()
+        batch.close()
+        model.close()
+        assert context.ctx is None and model.model is None
+    finally:
+        for k in [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
