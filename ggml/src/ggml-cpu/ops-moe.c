@@ -28,7 +28,7 @@
 // a float row for gathering strided b rows].
 // wdata layout (GEMM): [64 B: item counter][b rows quantized, then the activation groups, once or
 // per thread][per thread: lists (offs, group prefix, active experts, pairs), one panel, a 16 x 8
-// tile, a float row, the gemv column, the compact column].
+// tile, a float row, the gemv column, the compact column, 8 quantized rows side by side].
 #include "ops-util.h"
 #include "gemm.h"
 #include "repack.h"
@@ -163,7 +163,7 @@ static bool mmid_gemm_plan_make(const struct ggml_tensor * dst, int nth, struct 
     p->packed = (const uint8_t *) ggml_cpu_repack_panels(as);
     if (!ggml_gemm_enabled() && !p->packed) return false;
     const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(as->type);
-    if (!gt || !(gt->accelerated || p->packed) || !gt->kernel || !gt->pack || !gt->act) return false;
+    if (!gt || !(gt->accelerated || p->packed) || !gt->kernel || !gt->pack || !gt->act_group) return false;
     const struct ggml_type_traits_cpu * atc = ggml_get_type_traits_cpu(gt->act_type);
     const int64_t K = as->ne[0], M = as->ne[1], n_as = as->ne[2];
     if (!atc || !atc->from_float || K % (gt->qb*gt->sb) != 0 || K % ggml_blck_size(as->type) != 0 ||
@@ -190,7 +190,7 @@ static bool mmid_gemm_plan_make(const struct ggml_tensor * dst, int nth, struct 
     p->gv_bytes = p->gemv ? GGML_PAD(ggml_gemm_gemv_bytes(K), 64) : 0;
     p->compact_bytes = p->compact ? GGML_PAD(ggml_gemm_compact_bytes(gt, K), 64) : 0;
     p->thread_bytes = p->list_bytes + p->panel_bytes + GGML_GEMM_MR*GGML_GEMM_NR*sizeof(float) + p->frow_bytes +
-                      p->gv_bytes + p->compact_bytes;
+                      p->gv_bytes + p->compact_bytes + GGML_GEMM_NR*p->qrow_bytes;
     return true;
 }
 
@@ -221,6 +221,7 @@ static void mmid_gemm_compute(const struct ggml_compute_params * params, struct 
     float * frow = p->frow_bytes ? (float *) ((char *) tile + GGML_GEMM_MR*GGML_GEMM_NR*sizeof(float)) : NULL;
     char * gv = (char *) tile + GGML_GEMM_MR*GGML_GEMM_NR*sizeof(float) + p->frow_bytes;
     char * compact = gv + p->gv_bytes;
+    char * stage = compact + p->compact_bytes; // a group's quantized rows side by side
 
     mmid_group(ids, n_as, offs, pairs);
     int64_t n_active = 0;
@@ -254,10 +255,12 @@ static void mmid_gemm_compute(const struct ggml_compute_params * params, struct 
         const int nc = (int) GGML_MIN(GGML_GEMM_NR, offs[e + 1] - c0);
         char * group = groups + (size_t) gi*p->group_bytes;
         if (nc < GGML_GEMM_NR) memset(group, 0, p->group_bytes);
+        // the pairs' rows are scattered over b: side by side first, for the set's group filler
         for (int c = 0; c < nc; c++) {
             const int64_t pr = pairs[c0 + c], j = pr % n_used, t = pr / n_used;
-            gt->act(gt, qrows + (size_t) (j % n_b + t*n_b)*p->qrow_bytes, K, c, group);
+            memcpy(stage + (size_t) c*p->qrow_bytes, qrows + (size_t) (j % n_b + t*n_b)*p->qrow_bytes, p->qrow_bytes);
         }
+        gt->act_group(gt, stage, p->qrow_bytes, nc, K, group);
     }
 
     // Phase 2: items (a chosen expert, a run of ppi of its panels)
