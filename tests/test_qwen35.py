@@ -388,3 +388,44 @@ def test_quantized_model_keeps_its_convolution_taps(tiny, tmp_path):
     assert types["blk.0.attn_qkv.weight"] == gguf.GGMLQuantizationType.Q8_0
     logits = batch_logits(out, tiny.ids(TC.PROMPTS[1], 24))
     assert np.isfinite(logits).all()
+
+
+def test_server_continues_a_conversation_from_its_checkpoint(tiny):
+    """A follow-up prompt that extends the last prompt (plus some of the answer) restores the
+    recurrent state saved at the end of that prompt and decodes only the rest, with the text of a
+    fresh engine (llama-server's context checkpoints)."""
+    from llama_py.server.engine import Engine, GenRequest, Model as EModel, SamplingParams
+    greedy = SamplingParams(temperature=0)
+    m = EModel(str(tiny.gguf))
+    try:
+        first = tiny.ids(TC.PROMPTS[1], 20)
+        with Engine(m, n_slots=1, n_ctx=256) as eng:
+            eng.submit(GenRequest(list(first), max_tokens=4, sampling=greedy)).result(timeout=120)
+            follow = first + tiny.ids(TC.PROMPTS[2], 10)
+            got, _ = eng.submit(GenRequest(list(follow), max_tokens=6, sampling=greedy)).result(timeout=120)
+            assert eng.metrics.checkpoints_restored == 1
+            assert eng.metrics.prompt_tokens_decoded == len(first) + 10
+        with Engine(m, n_slots=1, n_ctx=256) as eng:
+            want, _ = eng.submit(GenRequest(list(follow), max_tokens=6, sampling=greedy)).result(timeout=120)
+        assert got == want
+    finally:
+        m.close()
+
+
+def test_partial_state_holds_only_the_recurrent_state(tiny):
+    """LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY: the recurrent state alone, restored over a longer
+    sequence so that seq_rm can then cut the KV rows back to it."""
+    toks = tiny.ids(TC.PROMPTS[1], 20)
+    flag = L.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+    with Model(tiny.gguf) as m, ctx_for(m) as c:
+        assert c.decode_seq(toks[:12], all_logits=False) == 0
+        n = L.llama_state_seq_get_size_ext(c.ptr, 0, flag)
+        assert 0 < n < L.llama_state_seq_get_size(c.ptr, 0)
+        buf = (ctypes.c_uint8 * n)()
+        assert L.llama_state_seq_get_data_ext(c.ptr, buf, n, 0, flag) == n
+        assert c.decode_seq(toks[12:], start=12) == 0
+        assert not L.llama_memory_seq_rm(c.mem, 0, 12, -1)
+        assert L.llama_state_seq_set_data_ext(c.ptr, buf, n, 0, flag) == n
+        assert L.llama_memory_seq_rm(c.mem, 0, 12, -1) and c.pos_max(0) == 11
+        assert c.decode_seq(toks[12:], start=12) == 0
+        assert rel_err(c.all_logits(8), hf_logits(tiny.model, toks)[12:]) < 1e-3
