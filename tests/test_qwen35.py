@@ -267,6 +267,15 @@ def test_llama_class_prompt_reuse_re_decodes(tiny):
     llm = Llama(model_path=str(tiny.gguf), n_ctx=128, verbose=False)
     greedy(llm, a)
     assert greedy(llm, b) == want
+    # a follow-up that extends the last prompt continues from the checkpoint at its end
+    c = b + tiny.ids(TC.PROMPTS[2], 6)
+    fresh = Llama(model_path=str(tiny.gguf), n_ctx=128, verbose=False)
+    want_c = greedy(fresh, c)
+    fresh.close()
+    before = L.llama_perf_context(llm.ctx).n_p_eval
+    assert greedy(llm, c) == want_c
+    assert L.llama_perf_context(llm.ctx).n_p_eval - before == len(c) - len(b)   # only the new tokens
+    assert llm._ckpt is not None and llm._ckpt[0] == len(c)
     llm.close()
 
 
