@@ -14,6 +14,7 @@
 // block's outputs are neighbours in dst (one cache line) while each channel reads its own window
 // of sx (contiguous in time): neither side walks a whole row stride per element.
 #define SSM_CONV_BLOCK 16
+#define SSM_CONV_MAX_TAPS 8
 
 void ggml_compute_forward_ssm_conv(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * sx = dst->src[0];
@@ -22,9 +23,29 @@ void ggml_compute_forward_ssm_conv(const struct ggml_compute_params * params, st
     const int64_t n_blk = (d_inner + SSM_CONV_BLOCK - 1) / SSM_CONV_BLOCK;
     int64_t r0, r1;
     ggml_cpu_split(n_blk * n_s, params->ith, params->nth, &r0, &r1);
+    // channels adjacent in sx and dst (the graph's channel-fastest window): the block's taps
+    // transposed once, then each token is d_conv vector multiply-adds over the block
+    const bool rows = sx->nb[1] == sizeof(float) && dst->nb[0] == sizeof(float) && d_conv <= SSM_CONV_MAX_TAPS;
     for (int64_t r = r0; r < r1; r++) {
         const int64_t s = r / n_blk, ch0 = (r % n_blk) * SSM_CONV_BLOCK;
         const int64_t ch1 = ch0 + SSM_CONV_BLOCK < d_inner ? ch0 + SSM_CONV_BLOCK : d_inner;
+        if (rows) {
+            const int64_t nb = ch1 - ch0;
+            float wt[SSM_CONV_MAX_TAPS][SSM_CONV_BLOCK];
+            for (int64_t k = 0; k < nb; k++) {
+                const float * w = (const float *) ((const char *) c->data + (ch0 + k)*c->nb[1]);
+                for (int64_t j = 0; j < d_conv; j++) wt[j][k] = w[j];
+            }
+            for (int64_t t = 0; t < n_t; t++) {
+                float acc[SSM_CONV_BLOCK] = {0};
+                for (int64_t j = 0; j < d_conv; j++) {
+                    const float * x = (const float *) ((const char *) sx->data + (t + j)*sx->nb[0] + s*sx->nb[2]) + ch0;
+                    for (int64_t k = 0; k < nb; k++) acc[k] += wt[j][k]*x[k];
+                }
+                memcpy(ggml_cpu_ptr(dst, ch0, t, s, 0), acc, (size_t) nb*sizeof(float));
+            }
+            continue;
+        }
         for (int64_t t = 0; t < n_t; t++) {
             for (int64_t ch = ch0; ch < ch1; ch++) {
                 const float * w = (const float *) ((const char *) c->data + ch*c->nb[1]);
