@@ -318,7 +318,7 @@ TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED, TO
 
 @dataclass
 class Vocab:
-    model: str                      # "llama" (SentencePiece) or "gpt2" (byte-level BPE)
+    model: str                      # "llama" (SentencePiece BPE), "t5" (SentencePiece unigram) or "gpt2" (byte-level BPE)
     pre: str                        # tokenizer.ggml.pre
     tokens: List[str]
     types: List[int]
@@ -331,6 +331,7 @@ class Vocab:
     add_eos: Optional[bool] = None
     chat_templates: Dict[str, str] = field(default_factory=dict)  # "" is the default template
     source: str = ""
+    charsmap: Optional[bytes] = None  # unigram: the normalizer's precompiled charsmap
 
 
 def _token_content(v) -> Optional[str]:
@@ -373,9 +374,7 @@ def _load_spm(model_dir: Path, n_vocab: int, tok_json, tok_cfg) -> Vocab:
         raise ConvertError(f"{path}: not a SentencePiece model ({e})") from None
     if proto.trainer_spec.model_type not in (pb2.TrainerSpec.BPE, pb2.TrainerSpec.UNIGRAM):
         raise ConvertError(f"{path}: SentencePiece model type {proto.trainer_spec.model_type} is not supported")
-    if proto.trainer_spec.model_type == pb2.TrainerSpec.UNIGRAM:
-        print(f"warning: {path} is a unigram SentencePiece model; it is tokenized with BPE-style merges "
-              f"by score, which can differ from sentencepiece", file=sys.stderr)
+    unigram = proto.trainer_spec.model_type == pb2.TrainerSpec.UNIGRAM
     tokens, scores, types = [], [], []
     for p in proto.pieces:
         tokens.append(p.piece)
@@ -392,12 +391,15 @@ def _load_spm(model_dir: Path, n_vocab: int, tok_json, tok_cfg) -> Vocab:
         tokens.append(content); scores.append(-1000.0)
         types.append(TOKEN_CONTROL if special else TOKEN_USER_DEFINED)
     ns = proto.normalizer_spec
-    if ns.name not in ("identity", "") and ns.precompiled_charsmap:
+    if not unigram and ns.name not in ("identity", "") and ns.precompiled_charsmap:
         print(f"warning: {path} normalizes with '{ns.name}'; the GGUF tokenizer does not normalize",
               file=sys.stderr)
-    return Vocab(model="llama", pre="default", tokens=tokens, scores=scores, types=types,
+    # A unigram model is the "t5" vocabulary type: Viterbi over its scores after its own
+    # normalizer (the precompiled charsmap), as sentencepiece encodes.
+    return Vocab(model="t5" if unigram else "llama", pre="default", tokens=tokens, scores=scores, types=types,
                  add_space_prefix=bool(ns.add_dummy_prefix),
-                 remove_extra_whitespaces=bool(ns.remove_extra_whitespaces), source=str(path))
+                 remove_extra_whitespaces=bool(ns.remove_extra_whitespaces), source=str(path),
+                 charsmap=bytes(ns.precompiled_charsmap) if unigram and ns.precompiled_charsmap else None)
 
 
 # Published pre-tokenizer regexes of tokenizer.json files, by GGUF pre type.
@@ -662,7 +664,7 @@ def load_vocab(model_dir: os.PathLike, n_vocab: int, config: Optional[dict] = No
                 if isinstance(val, int) and 0 <= val < n_vocab:
                     tid = val
                     break
-        if tid is None and kind == "unk" and v.model == "llama":
+        if tid is None and kind == "unk" and v.model in ("llama", "t5"):
             tid = next((i for i, t in enumerate(v.types) if t == TOKEN_UNKNOWN), None)
         if tid is not None:
             v.special[kind] = int(tid)
@@ -909,6 +911,9 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
     if vocab.scores is not None:
         arr_num("tokenizer.ggml.scores", vocab.scores, G.GGUF_TYPE_FLOAT32, np.float32)
     arr_num("tokenizer.ggml.token_type", vocab.types, G.GGUF_TYPE_INT32, np.int32)
+    if vocab.charsmap:
+        arr_num("tokenizer.ggml.precompiled_charsmap", np.frombuffer(vocab.charsmap, np.uint8), G.GGUF_TYPE_UINT8,
+                np.uint8)
     if vocab.merges is not None:
         arr_str("tokenizer.ggml.merges", vocab.merges)
     keys = {"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "pad": "padding_token_id"}
