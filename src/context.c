@@ -484,6 +484,17 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
         }
         ctx_input_done(res->inp_out_ids, o, bytes);
     }
+    if (inp_ready(res->inp_pos_out)) {
+        const size_t bytes = ggml_nbytes(res->inp_pos_out);
+        int32_t * o = ctx_input_begin(ctx, res->inp_pos_out, bytes, 0);
+        int32_t k = 0;
+        for (int32_t i = 0; o && i < n; i++) {
+            if (ub->output[i]) {
+                o[k++] = ub->pos[i];
+            }
+        }
+        ctx_input_done(res->inp_pos_out, o, bytes);
+    }
 }
 
 // Whether t (the logits node) may compute in place in the logits array: a node of its own (not

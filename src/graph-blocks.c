@@ -114,6 +114,8 @@ static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cu
         const size_t es = ggml_type_size(qkv->type);
         // a fused product that model.c made: adapters of wq, wk, wv add to its views
         const bool adapted = L->wq != NULL && g->ctx->n_loras > 0;
+        const bool k_is_v = L->wq != NULL && L->wv == NULL;     // Q and K fused alone (gemma4)
+        struct ggml_tensor * k2 = NULL;                          // K's rows [n_k, n]
         if (L->bq != NULL || L->bk != NULL || adapted) {
             GB(*q = ggml_view_2d(c, qkv, n_q, n, qkv->nb[1], 0));
             GB(*k = ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q*es));
@@ -121,6 +123,7 @@ static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cu
                 GB(*q = llm_graph_lora(g, L->wq, cur, *q));
                 GB(*k = llm_graph_lora(g, L->wk, cur, *k));
             }
+            k2 = *k;
             // the bias adds write contiguous results, which reshape into heads
             GB(*q = L->bq ? ggml_add(c, *q, L->bq) : ggml_is_contiguous(*q) ? *q : ggml_cont(c, *q));
             GB(*k = L->bk ? ggml_add(c, *k, L->bk) : ggml_is_contiguous(*k) ? *k : ggml_cont(c, *k));
@@ -130,11 +133,15 @@ static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cu
             GB(*q = ggml_view_3d(c, qkv, hd_k, n_head, n, hd_k*es, qkv->nb[1], 0));
             GB(*k = ggml_view_3d(c, qkv, hd_k, n_head_kv, n, hd_k*es, qkv->nb[1], (size_t) n_q*es));
         }
-        GB(*v = ggml_view_2d(c, qkv, n_v, n, qkv->nb[1], (size_t) (n_q + n_k)*es));
-        if (adapted) {
-            GB(*v = llm_graph_lora(g, L->wv, cur, *v));
+        if (k_is_v) {
+            GB(*v = k2 != NULL ? k2 : ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q*es));
+        } else {
+            GB(*v = ggml_view_2d(c, qkv, n_v, n, qkv->nb[1], (size_t) (n_q + n_k)*es));
+            if (adapted) {
+                GB(*v = llm_graph_lora(g, L->wv, cur, *v));
+            }
+            GB(*v = graph_bias(c, *v, L->bv));
         }
-        GB(*v = graph_bias(c, *v, L->bv));
     } else {
         GB(*q = llm_graph_mm(g, L->wq, cur));
         GB(*k = llm_graph_mm(g, L->wk, cur));
@@ -178,7 +185,7 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     if (!graph_qkv(g, il, cur, &q, &k, &v, &gate)) {
         return false;
     }
-    GB(q = llm_graph_rope(g, il, q, res->inp_pos, false));
+    GB(q = llm_graph_rope(g, il, q, g->pos ? g->pos : res->inp_pos, false));
 
     // Write this ubatch's K and V rows into their cells; the views read below are made from
     // the set_rows results so that attention depends on (and runs after) the writes. A layer
@@ -211,7 +218,8 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     if (ggml_is_quantized(kv->type_v)) {
         GB(v_all = ggml_get_rows(c, v_all, res->inp_kv_range));
     }
-    struct ggml_tensor * mask = hp->swa_layers[il] && res->inp_mask_swa ? res->inp_mask_swa : res->inp_mask;
+    struct ggml_tensor * mask = g->mask ? g->mask : res->inp_mask, * mask_swa = g->mask ? g->mask_swa : res->inp_mask_swa;
+    mask = hp->swa_layers[il] && mask_swa ? mask_swa : mask;
     GB(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
     GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
     GB(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]

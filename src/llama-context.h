@@ -120,6 +120,7 @@ struct llama_graph_result {
     struct ggml_tensor * inp_mask;    // F32 [n_kv, n_tokens]
     struct ggml_tensor * inp_mask_swa;// F32 [n_kv, n_tokens] within the sliding window, or NULL
     struct ggml_tensor * inp_out_ids; // I32 [n_rows] rows kept for the output, or NULL (all)
+    struct ggml_tensor * inp_pos_out; // I32 [n_rows] positions of those rows, or NULL (a builder's)
     struct ggml_tensor * inp_kv_range;// I32 [n_kv] = 0..n_kv-1 (quantized caches), or NULL
     struct ggml_tensor * inp_s_ids;   // I32 [n_seqs] recurrent state slots of the ubatch's sequences, or NULL
     struct ggml_tensor * t_embd;      // F32 [n_embd, n_rows] final-norm hidden states, or NULL

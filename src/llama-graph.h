@@ -33,6 +33,9 @@ struct llm_graph {
     int64_t n_rows;                  // rows that leave the last layer (0: none)
     struct ggml_tensor * rope_factors; // frequency divisors for this context (or NULL)
     struct ggml_tensor * kv_written[LLAMA_MAX_LAYERS][2]; // per KV slot: its K and V after this graph's writes
+    // once a builder kept only the output rows before the last layer (gemma4's KV-shared tail):
+    // their positions and mask rows for llm_graph_attn (NULL: res->inp_pos, inp_mask, inp_mask_swa)
+    struct ggml_tensor * pos, * mask, * mask_swa;
 };
 
 enum llm_ffn_kind { LLM_FFN_SWIGLU, LLM_FFN_GEGLU };

@@ -645,9 +645,11 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
             m->repack_ts[n++] = L->wqkv;
         } else {
             snprintf(name, sizeof(name), "blk.%u.attn_qkv.weight", il);
-            L->wqkv = model_fused_tensor(m, name, qkv, 3);
+            // without a V projection (gemma4's K = V layers) Q and K alone are fused
+            const int n_parts = L->wv != NULL ? 3 : 2;
+            L->wqkv = model_fused_tensor(m, name, qkv, n_parts);
             if (L->wqkv != NULL) {
-                fused[n] = (struct ggml_backend_cpu_repack_parts) { { L->wq, L->wk, L->wv, NULL }, 3 };
+                fused[n] = (struct ggml_backend_cpu_repack_parts) { { L->wq, L->wk, L->wv, NULL }, n_parts };
                 m->repack_ts[n++] = L->wqkv;
             } else {
                 for (int i = 0; i < 3; i++) m->repack_ts[n++] = qkv[i];

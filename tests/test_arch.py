@@ -1,6 +1,6 @@
 """The architectures beside Llama (src/arch.c), each checked on a tiny random-weight model built
 with `transformers` (Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM,
-Gemma2ForCausalLM),
+Gemma2ForCausalLM, Gemma4ForCausalLM; tests/test_gemma4.py checks more of the last),
 converted by our converter (llama_py/convert.py) and run by the engine:
 
   - our F32 logits within 1e-3 relative of transformers', for batch prompts and for
@@ -466,9 +466,7 @@ def test_model_accessors(tiny, arch):
         assert (tmpl.decode() if tmpl else None) == kv.get("tokenizer.chat_template")
 
 
-@pytest.mark.parametrize("arch", [a if a != "gemma4" else pytest.param(a, marks=pytest.mark.xfail(
-    strict=True, reason="its tokenizer.ggml.model 'gemma4' loads with the gemma-4 vocabulary work (not yet on this "
-    "branch); tests/test_gemma4.py checks the model part of that file")) for a in ARCHS])
+@pytest.mark.parametrize("arch", ARCHS)
 def test_llama_cpp_converter_file_matches_transformers(tiny, arch, tmp_path):
     """A GGUF written by llama.cpp's own convert_hf_to_gguf.py (0.3.36 sdist) loads and gives
     transformers' logits, as ours does: real files come from that converter."""

@@ -7,7 +7,8 @@
 //   - the last layers reading an earlier layer's KV, V = K where a layer has no V projection,
 //     V heads RMS-normed, no query scaling (graph-blocks.c, from the hyperparameters);
 //   - a learned scale on each block's output;
-//   - 26B-A4B: experts beside the dense MLP (gemma4_moe below).
+//   - 26B-A4B: experts beside the dense MLP (gemma4_moe below);
+//   - the KV-sharing tail runs for the output rows only (gemma4_keep_out_rows).
 //
 //   x = token_embd[tokens] * sqrt(n_embd)
 //   ple = (rms_norm(reshape(Wple · x / sqrt(n_embd))) * ple_norm + ple_tok[tokens] * sqrt(n_pl)) / sqrt(2)
@@ -96,6 +97,28 @@ static struct ggml_tensor * gemma4_moe(struct llm_graph * g, const struct llama_
     return ggml_add(c, d, y);
 }
 
+// From the first KV-sharing layer on, no layer writes KV, so only the rows that leave the graph
+// matter (transformers slices there too): x keeps the output rows, and the attention gets their
+// positions and mask rows. A prompt whose last token alone is returned runs the shared tail
+// (20 of E2B's 35 layers) for that token only.
+static bool gemma4_keep_out_rows(struct llm_graph * g, struct ggml_tensor ** x) {
+    struct ggml_context * c = g->c;
+    struct llama_graph_result * res = g->res;
+    struct ggml_tensor * ids = res->inp_out_ids;
+    if ((res->inp_pos_out = ggml_new_tensor_1d(c, GGML_TYPE_I32, g->n_rows)) == NULL) {
+        return false;
+    }
+    ggml_set_name(res->inp_pos_out, "inp_pos_out");
+    ggml_set_input(res->inp_pos_out);
+    g->pos = res->inp_pos_out;
+    if ((*x = ggml_get_rows(c, *x, ids)) == NULL || (g->mask = ggml_get_rows(c, res->inp_mask, ids)) == NULL ||
+        (res->inp_mask_swa != NULL && (g->mask_swa = ggml_get_rows(c, res->inp_mask_swa, ids)) == NULL)) {
+        return false;
+    }
+    g->n_tokens = g->n_rows;
+    return true;
+}
+
 // The PLE tensors a file with embedding_length_per_layer_input > 0 must hold beyond those the
 // loader already requires (the blocks' post-norms have no dimension that says so).
 static bool gemma4_ple_ok(const struct llm_graph * g) {
@@ -123,8 +146,18 @@ bool llm_build_gemma4(struct llm_graph * g) {
     if (hp->n_embd_per_layer > 0 && (!gemma4_ple_ok(g) || (ple = gemma4_ple_inputs(g, x)) == NULL)) {
         return false;
     }
+    bool kept = false; // only the output rows go on (see gemma4_keep_out_rows)
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         const struct llama_layer * L = &model->layers[il];
+        if (hp->n_kv_shared > 0 && il == hp->n_layer - hp->n_kv_shared) {
+            if (g->n_rows == 0) {
+                break; // the remaining layers write no KV and no row leaves the graph
+            }
+            if (g->res->inp_out_ids != NULL && !gemma4_keep_out_rows(g, &x)) {
+                return false;
+            }
+            kept = g->res->inp_out_ids != NULL;
+        }
         if ((cur = llm_graph_norm(g, x, L->attn_norm)) == NULL || !llm_graph_attn(g, il, cur, &cur)) {
             return false;
         }
@@ -132,7 +165,7 @@ bool llm_build_gemma4(struct llm_graph * g) {
             break; // last layer, no rows out
         }
         if ((cur = llm_graph_norm(g, cur, L->attn_post_norm)) == NULL ||
-            !llm_graph_out_rows(g, il, &cur, &x) ||
+            (!kept && !llm_graph_out_rows(g, il, &cur, &x)) ||
             (h = ggml_add(c, cur, x)) == NULL ||
             (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
             (cur = llm_graph_ffn_dense(g, il, cur, LLM_FFN_GEGLU)) == NULL ||
@@ -143,8 +176,8 @@ bool llm_build_gemma4(struct llm_graph * g) {
         }
         if (ple != NULL) {
             struct ggml_tensor * pl = ggml_view_2d(c, ple, ple->ne[0], ple->ne[1], ple->nb[1], (size_t) il * ple->nb[2]);
-            if (pl != NULL && il == hp->n_layer - 1 && g->res->inp_out_ids != NULL) {
-                pl = ggml_get_rows(c, pl, g->res->inp_out_ids); // the rows x kept (llm_graph_out_rows)
+            if (pl != NULL && (kept || il == hp->n_layer - 1) && g->res->inp_out_ids != NULL) {
+                pl = ggml_get_rows(c, pl, g->res->inp_out_ids); // the rows x kept
             }
             if (pl == NULL || (x = gemma4_ple_branch(g, L, x, pl)) == NULL) {
                 return false;
