@@ -65,7 +65,7 @@ class CMakeBuild(build_ext):
             print("llama_py: building libllama and the CUDA backend libggml-cuda: nvcc takes minutes per GPU "
                   "architecture (CMAKE_ARGS=-DLLAMA_CUDA=OFF skips it)", flush=True)
         else:
-            print("llama_py: building libllama for the CPU (about a minute on 2 cores)", flush=True)
+            print("llama_py: building libllama for the CPU (1-2 minutes on 2 cores)", flush=True)
         # one build call for both targets, so that make prints one running percentage
         subprocess.check_call([cmake_executable(), "--build", build_dir, "-j", jobs, "--target", *targets])
         libname = {"win32": "llama.dll", "darwin": "libllama.dylib"}.get(sys.platform, "libllama.so")

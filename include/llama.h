@@ -73,7 +73,7 @@ enum llama_vocab_type {
     LLAMA_VOCAB_TYPE_SPM  = 1, // SentencePiece-style BPE with byte fallback
     LLAMA_VOCAB_TYPE_BPE  = 2, // GPT-2 style byte-level BPE
     LLAMA_VOCAB_TYPE_WPM  = 3, // WordPiece (not supported)
-    LLAMA_VOCAB_TYPE_UGM  = 4, // Unigram (not supported)
+    LLAMA_VOCAB_TYPE_UGM  = 4, // Unigram (sentencepiece unigram, T5 / XLM-R)
     LLAMA_VOCAB_TYPE_RWKV = 5, // RWKV greedy (not supported)
 };
 
@@ -279,7 +279,8 @@ struct llama_model_tensor_override {
     enum ggml_type type;
 };
 
-// Importance matrix rows for one tensor (quantization; not used by this engine).
+// Importance matrix of one tensor for llama_model_quantize: size column weights per matrix
+// (mean squared activations; python -m llama_py imatrix), the array ended by a NULL name.
 struct llama_model_imatrix_data {
     const char * name;
     const float * data;

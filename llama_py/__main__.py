@@ -1,4 +1,4 @@
-"""Command line: python -m llama_py run|chat|serve|bench|quantize|gguf-dump|convert|pull.
+"""Command line: python -m llama_py run|chat|serve|bench|quantize|imatrix|gguf-dump|convert|pull.
 
     python -m llama_py run -p "The capital of France is" -n 32        # the demo model, pulled if needed
     python -m llama_py run -m model.gguf -p "Once upon a time" -n 64 --temp 0.7 --seed 1
@@ -198,6 +198,11 @@ def _cmd_quantize(argv) -> int:
     return main(argv)
 
 
+def _cmd_imatrix(argv) -> int:
+    from .imatrix import main
+    return main(argv)
+
+
 def _cmd_bench(argv) -> int:
     from .bench import main
     return main(argv)
@@ -224,6 +229,7 @@ COMMANDS = {
     "serve": (_cmd_serve, "OpenAI-compatible HTTP server with continuous batching"),
     "bench": (_cmd_bench, "llama-bench-style prompt / generation speed rows"),
     "quantize": (_cmd_quantize, "rewrite a GGUF model in another type"),
+    "imatrix": (_cmd_imatrix, "importance matrix from a text (for quantize --imatrix)"),
     "gguf-dump": (_cmd_gguf_dump, "print a GGUF file's metadata and tensors"),
     "convert": (_cmd_convert, "convert a Hugging Face checkpoint to GGUF"),
     "pull": (_cmd_pull, "download a model by name (default: the demo model, SmolLM2-135M-Instruct); --list"),

@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import llama_cpp as C
+from ._runtime.logprobs import decode_all_logits, token_logprob
 from ._runtime.text import TextStream
 
 
@@ -36,15 +37,12 @@ class _Logprobs:
         if raw_logits is None:
             self.entries.append((offset, text, None, None))
             return
-        lp = self.llm.logits_to_logprobs(raw_logits)
+        lp, best = token_logprob(raw_logits, token, self.n_top)
         top: Dict[str, float] = {}
-        if self.n_top:
-            k = min(self.n_top, len(lp))
-            best = np.argpartition(-lp, k - 1)[:k]
-            for i in best[np.argsort(-lp[best], kind="stable")]:
-                top.setdefault(self.llm.detokenize([int(i)]).decode("utf-8", errors="ignore"), float(lp[i]))
-        top[text] = float(lp[token])
-        self.entries.append((offset, text, float(lp[token]), top))
+        for i, v in best:
+            top.setdefault(self.llm.detokenize([i]).decode("utf-8", errors="ignore"), v)
+        top[text] = lp
+        self.entries.append((offset, text, lp, top))
 
     def take(self, upto_chars: Optional[int]) -> Optional[Dict[str, List[Any]]]:
         """The entries not yet handed out whose text starts before upto_chars (None: all)."""
@@ -159,20 +157,13 @@ class _CompletionMixin:
         rows = np.zeros((len(tokens), self._n_vocab), dtype=np.single)
         batch = C.llama_batch_init(self.n_batch, 0, 1)
         try:
-            for start in range(0, len(tokens), self.n_batch):
-                chunk = tokens[start:start + self.n_batch]
-                C.llama_batch_clear(batch)
-                for i, t in enumerate(chunk):
-                    C.llama_batch_add(batch, t, start + i, [0], True)
-                rc = C.llama_decode(self._ctx, batch)
-                if rc != 0:
-                    self._logits_live = False
-                    raise C.LlamaError("llama_decode failed", rc)
-                self._tokens.extend(chunk)
-                ptr = C.llama_get_logits(self._ctx)
-                rows[start:start + len(chunk)] = np.ctypeslib.as_array(
-                    ptr, shape=(len(chunk) * self._n_vocab,)).reshape(len(chunk), self._n_vocab)
+            for start, chunk_rows in decode_all_logits(self._ctx, batch, tokens, self.n_batch, self._n_vocab):
+                rows[start:start + len(chunk_rows)] = chunk_rows
+                self._tokens.extend(tokens[start:start + len(chunk_rows)])
             self._logits_live = True
+        except C.LlamaError:
+            self._logits_live = False
+            raise
         finally:
             C.llama_batch_free(batch)
         if self._logits_all:

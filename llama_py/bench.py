@@ -10,7 +10,6 @@ warm-up run, with the model's size and parameter count, like llama-bench's markd
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import statistics
@@ -142,26 +141,32 @@ def _int_list(s: str) -> List[int]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m llama_py bench", description="llama-bench-style speed rows")
-    p.add_argument("-m", "--model", default=None, help="GGUF file (default: the demo model)")
+    from . import _cli
+    p = _cli.Parser(prog="python -m llama_py bench", description="llama-bench-style speed rows")
+    p.add_argument("-m", "--model", default=None,
+                   help="GGUF file, or a name `pull` knows (default: the demo model, pulled if needed)")
     p.add_argument("-p", "--n-prompt", type=_int_list, default=[512], help="prompt lengths, comma separated")
     p.add_argument("-n", "--n-gen", type=_int_list, default=[128], help="generation lengths, comma separated")
-    p.add_argument("-r", "--repetitions", type=int, default=5)
+    p.add_argument("-r", "--repetitions", type=_cli.int_range(1), default=5,
+                   help="runs of each test; the row shows their mean and deviation (default 5)")
     p.add_argument("-t", "--threads", type=_int_list, default=None, help="thread counts, comma separated "
                                                                          "(default: the physical cores)")
-    p.add_argument("-b", "--batch-size", type=int, default=2048)
-    p.add_argument("-fa", "--flash-attn", type=int, default=1)
-    p.add_argument("-o", "--output", choices=("md", "json"), default="md")
+    p.add_argument("-b", "--batch-size", type=_cli.int_range(1), default=2048,
+                   help="most prompt tokens per decode call (default 2048)")
+    p.add_argument("-fa", "--flash-attn", type=_cli.int_range(0, 1), default=1,
+                   help="1: flash attention on (default), 0: off")
+    p.add_argument("-o", "--output", choices=("md", "json"), default="md",
+                   help="a Markdown table (default) or JSON lines")
     p.add_argument("-nr", "--no-repack", action="store_true",
                    help="keep the weights as stored (no repacking at load for the CPU kernels)")
-    p.add_argument("-ngl", "--n-gpu-layers", type=int, default=0, help="blocks offloaded to the GPU (999: all)")
+    p.add_argument("-ngl", "--n-gpu-layers", type=_cli.int_range(0), default=0,
+                   help="blocks offloaded to a CUDA GPU (999: all; default 0)")
     a = p.parse_args(argv)
-    from .pull import resolve_model
     try:
-        run_bench(resolve_model(a.model), a.n_prompt, a.n_gen, a.repetitions, a.threads or [None],
+        run_bench(_cli.model_path(a.model), a.n_prompt, a.n_gen, a.repetitions, a.threads or [None],
                   bool(a.flash_attn), a.batch_size, out=lambda s: print(s, flush=True), fmt=a.output,
                   repack=not a.no_repack, n_gpu_layers=a.n_gpu_layers)
-    except RuntimeError as e:
+    except (RuntimeError, _cli.UserError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

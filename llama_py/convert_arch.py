@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
+from . import convert_gemma4
 
 # Symbolic sizes resolved from the hyperparameters (see shape()).
 EMBD, FF, FF2, Q, KV, QKV, HEAD = "embd", "ff", "ff2", "q", "kv", "qkv", "head"
@@ -40,11 +41,16 @@ class ArchSpec:
     write_head_dim: bool = False                # always write attention.key_length / value_length
     activations: Tuple[str, ...] = ("silu",)
     check: Optional[Callable[[dict, "object"], None]] = None     # config checks (raise ConvertError)
-    keys: Optional[Callable[[dict, "object"], List[Tuple[str, str, object]]]] = None  # (suffix, type, value)
+    # (suffix, type, value); type "u32", "f32", "bool", or "u32[]" / "bool[]" for one value per layer
+    keys: Optional[Callable[[dict, "object"], List[Tuple[str, str, object]]]] = None
     # experts: checkpoint name after "layers.N." with "{e}" for the expert -> GGUF tensor of one
     # expert's shape; the converter stacks the n_expert of them into [n_expert, rows, cols]
     experts: Dict[str, LayerTensor] = field(default_factory=dict)
     layer_for: Optional[Callable[["object", int], Dict[str, LayerTensor]]] = None  # per-layer sets (hybrids)
+    # checkpoint tensors beyond `layer` (per-layer shapes, model-wide extras) as plan_tensors'
+    # entries {src: (gguf name, shape, perm heads, value added)} (None: present, not used), and
+    # tensors computed from the config [(gguf name, float32 array)]; called with (hp, prefix)
+    tensors: Optional[Callable[["object", str], Tuple[Dict[str, tuple], List[Tuple[str, "object"]]]]] = None
 
 
 def _attn(q="self_attn.q_proj.weight", perm=True, bias=False) -> Dict[str, LayerTensor]:
@@ -113,6 +119,11 @@ def _moe_check(config: dict, hp) -> None:
 def _qwen3moe_check(config: dict, hp) -> None:
     _no_sliding(config, hp)
     _moe_check(config, hp)
+
+
+def _qwen2moe_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    return _moe_keys(config, hp) + [("expert_shared_feed_forward_length", "u32",
+                                     int(config["shared_expert_intermediate_size"]))]
 
 
 def _mixtral_check(config: dict, hp) -> None:
@@ -378,11 +389,19 @@ _QWEN3MOE_LAYER, _QWEN3MOE_EXPERTS = _moe("mlp.gate.weight", "mlp.experts", "gat
 ARCHS["qwen3_moe"] = ArchSpec("qwen3moe", ("Qwen3MoeForCausalLM",),
                               {**_attn(perm=False), **_QK_NORM, **_QWEN3MOE_LAYER}, write_head_dim=True,
                               check=_qwen3moe_check, keys=_moe_keys, experts=_QWEN3MOE_EXPERTS)
+# Qwen2-MoE (Qwen1.5-MoE, Qwen2-57B-A14B): qwen2 attention, experts and a sigmoid-gated shared expert
+ARCHS["qwen2_moe"] = ArchSpec(
+    "qwen2moe", ("Qwen2MoeForCausalLM",),
+    {**_attn(perm=False, bias=True), **_QWEN3MOE_LAYER, **_QWEN35MOE_FFN},
+    check=_qwen3moe_check, keys=_qwen2moe_keys, experts=_QWEN3MOE_EXPERTS)
 # Mixtral is llama with experts (w1 gate, w3 up, w2 down), softmax over the chosen two
 _MIXTRAL_LAYER, _MIXTRAL_EXPERTS = _moe("block_sparse_moe.gate.weight", "block_sparse_moe.experts", "w1.weight",
                                         "w3.weight", "w2.weight")
 ARCHS["mixtral"] = ArchSpec("llama", ("MixtralForCausalLM",), {**_attn(), **_MIXTRAL_LAYER},
                             check=_mixtral_check, keys=_moe_keys, experts=_MIXTRAL_EXPERTS)
+ARCHS["gemma4_text"] = ArchSpec(
+    "gemma4", ("Gemma4ForCausalLM",), {}, write_head_dim=True, activations=("gelu_pytorch_tanh",),
+    check=convert_gemma4.check, keys=convert_gemma4.keys, tensors=convert_gemma4.tensors)
 ARCHS["gemma2"] = ArchSpec(
     "gemma2", ("Gemma2ForCausalLM",),
     {k: v for k, v in ARCHS["gemma3_text"].layer.items() if "_norm." not in k or "layernorm" in k},

@@ -10,7 +10,6 @@ read), so a malformed file is refused with the reader's message on stderr and ex
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import struct
@@ -177,7 +176,8 @@ def to_json(info: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="llama_py gguf-dump", description="print a GGUF file's metadata and tensors")
+    from ._cli import Parser
+    p = Parser(prog="python -m llama_py gguf-dump", description="print a GGUF file's metadata and tensors")
     p.add_argument("file", help="GGUF file")
     p.add_argument("--json", action="store_true", help="print one JSON document (all values in full)")
     a = p.parse_args(argv)

@@ -4,15 +4,22 @@
     g = LlamaGrammar.from_json_schema('{"type": "object", "properties": {"n": {"type": "integer"}}}')
     smpl = sampler_from_grammar(vocab, g)      # raises ValueError, never returns NULL
 
-Nothing here fails open: a grammar that does not compile raises ValueError naming the line and
-column; a JSON-schema keyword (or format) the converter cannot enforce raises ValueError naming
-it instead of producing a looser grammar. The grammars are compiled and matched by the C engine
+A grammar that does not compile raises ValueError naming the line and column. JSON schemas are
+converted as llama.cpp's converter does where that is sound, so what pydantic emits goes
+through: unknown string formats constrain to a string (email, uri, ipv4, hostname to a real
+pattern, ipv6 to its characters), `discriminator` is an annotation (oneOf constrains), a
+pattern with lengths is honoured, patternProperties / propertyNames constrain the extra keys.
+What the grammar cannot enforce (uniqueItems, multipleOf, min/maxProperties, lengths beside a
+format or a pattern that is not one repeated item) is relaxed and logged on the `llama_py`
+logger; a keyword that would change which documents are valid in a way a grammar cannot
+follow (not, if/then/else, contains, ...) still raises ValueError naming it. The grammars are compiled and matched by the C engine
 (src/grammar*.c); this module only writes GBNF text.
 """
 from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import math
 import re
 from pathlib import Path
@@ -20,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "LlamaGrammar", "json_schema_to_gbnf", "JSON_GBNF", "JSON_ARR_GBNF", "sampler_from_grammar",
-    "tools_to_json_schema", "tool_calls_grammar", "parse_tool_calls", "regex_to_gbnf",
+    "tools_to_json_schema", "tool_calls_grammar", "parse_tool_calls", "regex_to_gbnf", "SchemaConverter",
 ]
 
 # ------------------------------------------------------------------------------------------
@@ -54,6 +61,15 @@ class LlamaGrammar:
     def __init__(self, *args, _grammar: str, _root: str = "root", **kwargs):
         self._grammar = _grammar
         self._root = _root
+        self.triggers: List[str] = []  # lazy: patterns whose match starts the grammar (none: always on)
+
+    def lazy(self, triggers: Sequence[str]) -> "LlamaGrammar":
+        """A copy that constrains only from a trigger on: each trigger is a regex matched against
+        the whole text generated so far; the grammar gets the text from its first capture group
+        on (llama_sampler_init_grammar_lazy_patterns)."""
+        g = LlamaGrammar(_grammar=self._grammar, _root=self._root)
+        g.triggers = list(triggers)
+        return g
 
     @classmethod
     def from_string(cls, grammar: str, verbose: bool = True) -> "LlamaGrammar":
@@ -95,7 +111,13 @@ def sampler_from_grammar(vocab, grammar: LlamaGrammar) -> int:
     """A grammar sampler for vocab (a llama_vocab pointer); raises ValueError if the engine
     refuses the grammar (e.g. a <token> reference that is not one token of this vocabulary)."""
     from . import llama_cpp as C
-    smpl = C.llama_sampler_init_grammar(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+    triggers = getattr(grammar, "triggers", None)
+    if triggers:
+        pats = (ctypes.c_char_p * len(triggers))(*[t.encode("utf-8") for t in triggers])
+        smpl = C.llama_sampler_init_grammar_lazy_patterns(vocab, grammar._grammar.encode("utf-8"),
+                                                          grammar._root.encode("utf-8"), pats, len(triggers), None, 0)
+    else:
+        smpl = C.llama_sampler_init_grammar(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
     if not smpl:
         err = ctypes.create_string_buffer(512)
         _validator()(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"), err, len(err))
@@ -480,24 +502,56 @@ def regex_to_gbnf(pattern: str) -> str:
 
 # ---- the converter ----
 
+log = logging.getLogger("llama_py")
+
 _ANNOTATIONS = {"title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
-                "readOnly", "writeOnly", "$anchor", "contentMediaType"}
+                "readOnly", "writeOnly", "$anchor", "contentMediaType", "contentEncoding", "discriminator"}
 _SUPPORTED = {"type", "properties", "required", "additionalProperties", "enum", "const", "items", "prefixItems",
               "minItems", "maxItems", "$ref", "$defs", "definitions", "anyOf", "oneOf", "allOf", "format",
               "pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-              "nullable"}
+              "nullable", "patternProperties", "propertyNames"}
+# accepted, not enforced by the grammar (logged): the generated document may break them
+_RELAXED = {"uniqueItems", "multipleOf", "minProperties", "maxProperties"}
 
 _FORMATS = {
     "date": "jdate",
     "time": "jtime",
     "date-time": 'jdate "T" jtime',
     "uuid": "hex{8} \"-\" hex{4} \"-\" hex{4} \"-\" hex{4} \"-\" hex{12}",
+    # patterns for the formats pydantic emits (HttpUrl / AnyUrl, EmailStr, IPvAnyAddress):
+    # each a subset of the format's strings, so what is generated is valid
+    "uri": "juri", "email": "jemail", "ipv4": "jipv4", "hostname": "jhost",
 }
+# formats with only a character-level pattern: strings of the format's characters (logged)
+_LOOSE_FORMATS = {"ipv6": "jipv6"}
 
 _FORMAT_RULES = r'''jdate ::= [0-9]{4} "-" ( ("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]) | ("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30") | "02-" ("0" [1-9] | "1" [0-9] | "2" [0-8]) )
 jtime ::= ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])
 hex ::= [0-9a-fA-F]
+jlabel ::= [a-zA-Z0-9] ([a-zA-Z0-9-]* [a-zA-Z0-9])?
+jhost ::= jlabel ("." jlabel)*
+jemail ::= [a-zA-Z0-9_%+-] [a-zA-Z0-9._%+-]* "@" jlabel ("." jlabel)+
+juri ::= [a-zA-Z] [a-zA-Z0-9+.-]* "://" jhost (":" [0-9]{1,5})? ("/" [^"\\\x00-\x20]*)?
+jdec-octet ::= "25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9]
+jipv4 ::= jdec-octet "." jdec-octet "." jdec-octet "." jdec-octet
+jipv6 ::= [0-9a-fA-F:] [0-9a-fA-F:.]{1,44}
 '''
+
+
+# ^ITEM+$ / ^ITEM*$ with ITEM one character, class or escape: lengths apply to its repetition
+_ONE_ITEM_REPEAT = re.compile(r"\^((?:\[(?:\\.|[^\]\\])*\])|\\[dDwWsS]|\.|[^\\\[\](){}|*+?^$])([*+])\$")
+
+
+def _with_lengths(pattern: str, lo: int, hi: Optional[int]) -> Optional[str]:
+    """pattern with minLength lo / maxLength hi folded into its one repetition, or None when
+    the pattern is not an anchored repetition of one item (the lengths cannot be merged)."""
+    m = _ONE_ITEM_REPEAT.fullmatch(pattern)
+    if m is None:
+        return None
+    lo = max(lo, 1 if m.group(2) == "+" else 0)
+    if hi is not None and hi < lo:
+        raise ValueError(f"pattern {pattern!r} with maxLength {hi} allows no string")
+    return f"^{m.group(1)}{{{lo},{'' if hi is None else hi}}}$"
 
 
 class _Converter:
@@ -516,7 +570,8 @@ class _Converter:
         base = re.sub(r"[^a-zA-Z0-9-]+", "-", name).strip("-") or "r"
         n, i = base, 1
         while n in self.rules or n in ("root", "ws", "string", "char", "number", "boolean", "null", "value",
-                                       "object", "array", "jdate", "jtime", "hex", "jchar", "jchar-nonl", "jchar-len"):
+                                       "object", "array", "jdate", "jtime", "hex", "jchar", "jchar-nonl", "jchar-len",
+                                       "jlabel", "jhost", "jemail", "juri", "jdec-octet", "jipv4", "jipv6"):
             i += 1
             n = f"{base}-{i}"
         self.rules[n] = body
@@ -546,7 +601,9 @@ class _Converter:
         if not isinstance(s, dict):
             raise ValueError(f"schema at {path} must be an object or a boolean, not {type(s).__name__}")
         for k in s:
-            if k not in _SUPPORTED and k not in _ANNOTATIONS:
+            if k in _RELAXED:
+                log.warning("JSON schema: %r at %s is not enforced by the grammar (relaxed)", k, path)
+            elif k not in _SUPPORTED and k not in _ANNOTATIONS:
                 raise ValueError(f"unsupported JSON schema keyword {k!r} at {path}")
         if "$ref" in s:
             others = set(s) - {"$ref", "$defs", "definitions"} - _ANNOTATIONS
@@ -590,9 +647,10 @@ class _Converter:
         if s.get("nullable") is True and t is not None:
             return self.add(name, self.visit({**s, "nullable": False}, name, path) + " | null")
         if t is None:
-            if "properties" in s or "additionalProperties" in s or "required" in s:
+            if any(k in s for k in ("properties", "additionalProperties", "required", "patternProperties",
+                                    "propertyNames", "minProperties", "maxProperties")):
                 t = "object"
-            elif "items" in s or "prefixItems" in s or "minItems" in s or "maxItems" in s:
+            elif any(k in s for k in ("items", "prefixItems", "minItems", "maxItems", "uniqueItems")):
                 t = "array"
             elif "pattern" in s or "format" in s or "minLength" in s or "maxLength" in s:
                 t = "string"
@@ -680,16 +738,27 @@ class _Converter:
         lo, hi = s.get("minLength", 0), s.get("maxLength")
         if not isinstance(lo, int) or lo < 0 or (hi is not None and (not isinstance(hi, int) or hi < lo)):
             raise ValueError(f"bad 'minLength'/'maxLength' at {path}")
-        if fmt is not None:
-            if fmt not in _FORMATS:
-                raise ValueError(f"unsupported string 'format' {fmt!r} at {path} (supported: {', '.join(_FORMATS)})")
-            if pat is not None or "minLength" in s or "maxLength" in s:
-                raise ValueError(f"'format' together with 'pattern'/'minLength'/'maxLength' at {path} is not supported")
-            self.used_formats = True
-            return self.add(name, f'"\\"" {_FORMATS[fmt]} "\\""')
+        has_len = "minLength" in s or "maxLength" in s
+        if fmt is not None and pat is None:
+            body = _FORMATS.get(fmt) or _LOOSE_FORMATS.get(fmt)
+            if body is None:
+                log.warning("JSON schema: string format %r at %s is not known: any string (relaxed)", fmt, path)
+            else:
+                if fmt in _LOOSE_FORMATS:
+                    log.warning("JSON schema: format %r at %s constrains the characters only (relaxed)", fmt, path)
+                if has_len:
+                    log.warning("JSON schema: lengths beside format %r at %s are not enforced (relaxed)", fmt, path)
+                self.used_formats = True
+                return self.add(name, f'"\\"" {body} "\\""')
+        elif fmt is not None:
+            log.warning("JSON schema: format %r beside a pattern at %s: the pattern constrains", fmt, path)
         if pat is not None:
-            if "minLength" in s or "maxLength" in s:
-                raise ValueError(f"'pattern' together with 'minLength'/'maxLength' at {path} is not supported")
+            if has_len:
+                exact = _with_lengths(pat, lo, hi)
+                if exact is None:
+                    log.warning("JSON schema: lengths beside pattern %r at %s are not enforced (relaxed)", pat, path)
+                else:
+                    pat = exact
             self.used_regex = True
             return self.add(name, f'"\\"" {regex_to_gbnf(pat)} "\\""')
         if lo == 0 and hi is None:
@@ -771,15 +840,31 @@ class _Converter:
         for r in required:
             if r not in props:
                 props = {**props, r: True}
-        extra = s.get("additionalProperties", None if props else True)
+        pprops = s.get("patternProperties") or {}
+        if not isinstance(pprops, dict):
+            raise ValueError(f"'patternProperties' at {path} must be an object")
+        # with patternProperties, other keys only where additionalProperties says so: a key that
+        # matches a pattern must not get any value through the catch-all
+        extra = s.get("additionalProperties", None if props or pprops else True)
         kvs = []
         for k, sub in props.items():
             v = self.visit(sub, f"{name}-{k}", f"{path}/properties/{k}")
             kvs.append((f'{_json_lit(k)} ws ":" ws {v}', k in required))
-        extra_kv = None
+        names = s.get("propertyNames")
+        key = "string"
+        if names not in (None, True) and names != {}:
+            key = self.visit({"type": "string", **names} if isinstance(names, dict) else names, f"{name}-key",
+                             f"{path}/propertyNames")
+        extra_alts = []
+        for i, (kp, sub) in enumerate(pprops.items()):
+            self.used_regex = True
+            kr = self.add(f"{name}-pkey{i}", f'"\\"" {regex_to_gbnf(kp)} "\\""')
+            v = self.visit(sub, f"{name}-pval{i}", f"{path}/patternProperties/{kp}")
+            extra_alts.append(f'{kr} ws ":" ws {v}')
         if extra not in (None, False):
             ev = "value" if extra is True else self.visit(extra, f"{name}-additional", f"{path}/additionalProperties")
-            extra_kv = self.add(f"{name}-kv", f'string ws ":" ws {ev}')
+            extra_alts.append(f'{key} ws ":" ws {ev}')
+        extra_kv = self.add(f"{name}-kv", " | ".join(extra_alts)) if extra_alts else None
         n = len(kvs)
         # H_i: nothing written yet, at property i; T_i: something written, at property i
         tail_extra = f' ( "," ws {extra_kv} ws )*' if extra_kv else ""
@@ -851,6 +936,31 @@ def json_schema_to_gbnf(schema: Union[str, Dict[str, Any], bool]) -> str:
         except json.JSONDecodeError as e:
             raise ValueError(f"the JSON schema is not valid JSON: {e}") from e
     return _Converter(schema).gbnf(schema)
+
+
+class SchemaConverter:
+    """llama-cpp-python's `llama_grammar.SchemaConverter` interface over json_schema_to_gbnf:
+    visit(schema, name) takes the schema, format_grammar() returns its GBNF. prop_order, dotall
+    and raw_pattern are accepted (properties keep the schema's order); allow_fetch must be
+    False (no remote $ref)."""
+
+    def __init__(self, *, prop_order=None, allow_fetch=False, dotall=False, raw_pattern=False):
+        if allow_fetch:
+            raise ValueError("SchemaConverter(allow_fetch=True): remote $ref are not fetched by llama_py")
+        self._schema: Any = None
+
+    def resolve_refs(self, schema: dict, url: str) -> dict:
+        """The schema itself: only references into the same document are supported (resolved when converted)."""
+        return schema
+
+    def visit(self, schema, name) -> str:
+        """Takes the schema to convert; returns the root rule's name."""
+        self._schema = schema
+        return "root"
+
+    def format_grammar(self) -> str:
+        """The GBNF of the visited schema (ValueError naming what cannot be expressed)."""
+        return json_schema_to_gbnf(self._schema if self._schema is not None else True)
 
 
 # ------------------------------------------------------------------------------------------

@@ -142,7 +142,7 @@ class LlamaState:
 _HARMLESS = {
     "n_gpu_layers": 0, "split_mode": C.LLAMA_SPLIT_MODE_LAYER, "main_gpu": 0, "tensor_split": None,
     "use_mlock": False, "offload_kqv": True, "op_offload": None, "swa_full": None, "numa": False,
-    "lora_base": None, "draft_model": None, "no_perf": False,
+    "lora_base": None, "no_perf": False,
 }
 # Keywords llama_py adds (accepted through **kwargs so the signature stays llama-cpp-python's).
 _EXTENSIONS = {"n_seq_max"}
@@ -219,7 +219,7 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
             _warn_once(f"unknown:{key}", f"Llama: unknown keyword {key!r} ignored")
         given = dict(n_gpu_layers=n_gpu_layers, split_mode=split_mode, main_gpu=main_gpu, tensor_split=tensor_split,
                      use_mlock=use_mlock, offload_kqv=offload_kqv, op_offload=op_offload, swa_full=swa_full,
-                     numa=numa, lora_base=lora_base, draft_model=draft_model, no_perf=no_perf)
+                     numa=numa, lora_base=lora_base, no_perf=no_perf)
         for key, default in _HARMLESS.items():
             if given[key] is not None and given[key] != default:
                 _warn_once(f"harmless:{key}", f"Llama({key}=...): not supported by llama_py (CPU only); ignored, "
@@ -271,6 +271,12 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self.lora_base, self.lora_scale, self.lora_path = lora_base, lora_scale, lora_path
         self.spm_infill = spm_infill
         self.draft_model = draft_model
+        if draft_model is not None and hasattr(draft_model, "check_vocab"):
+            try:
+                draft_model.check_vocab(self)   # a draft model must share the vocabulary
+            except Exception:
+                self.close()
+                raise
         self.tensor_split = tensor_split
         self.numa = numa
         self.cache: Optional[BaseLlamaCache] = None
@@ -387,6 +393,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         if getattr(self, "_batch", None) is not None:
             C.llama_batch_free(self._batch)
             self._batch = None
+        if getattr(self, "_spec_b", None) is not None:
+            C.llama_batch_free(self._spec_b)
+            self._spec_b = None
         if getattr(self, "_ctx", None):
             C.llama_free(self._ctx)
             self._ctx = None
@@ -634,9 +643,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                 self.scores[n_past:n_past + len(chunk)] = rows.reshape(len(chunk), self._n_vocab)
             self._logits_live = True
 
-    def _logits_row(self) -> np.ndarray:
-        """A writable view of the context's last output row (what the sampler reads)."""
-        ptr = C.llama_get_logits_ith(self._ctx, -1)
+    def _logits_row(self, idx: int = -1) -> np.ndarray:
+        """A writable view of the context's output row idx (default the last; what the sampler reads)."""
+        ptr = C.llama_get_logits_ith(self._ctx, idx)
         if not ptr:
             raise LlamaError("no logits to sample from (decode a prompt first)")
         return np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
@@ -655,10 +664,10 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                             seed=seed, logit_bias=logit_bias, grammar=grammar)
         return build_chain(self._vocab, self._n_vocab, sp, history, n_ctx=self._n_ctx, default_seed=self._seed)
 
-    def _sample_with(self, chain, logits_processor=None, new_ids: Sequence[int] = ()) -> int:
-        """Samples from the last output row: keeps a copy of the raw logits (logprobs read them),
-        lets logits_processor rewrite the row in place, then runs the chain."""
-        row = self._logits_row()
+    def _sample_with(self, chain, logits_processor=None, new_ids: Sequence[int] = (), idx: int = -1) -> int:
+        """Samples from output row idx (default the last): keeps a copy of the raw logits (logprobs
+        read them), lets logits_processor rewrite the row in place, then runs the chain."""
+        row = self._logits_row(idx)
         raw = row.copy()
         self._last_raw_logits = raw
         if logits_processor is not None:
@@ -668,7 +677,7 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
             self._logits_live = False  # the row no longer holds the model's logits
         if not self._logits_all:
             self.scores[0] = raw
-        tok = C.llama_sampler_sample(chain, self._ctx, -1)
+        tok = C.llama_sampler_sample(chain, self._ctx, idx)
         if tok < 0:
             raise LlamaError("sampling failed (set verbose=True to see why)")
         return int(tok)
@@ -719,9 +728,6 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self._check_open()
         if self._pooled:
             raise LlamaError("this Llama was made with embedding=True (pooled): it produces no logits to sample")
-        if self.draft_model is not None:
-            _warn_once("draft", "Llama(draft_model=...): speculative decoding is not implemented; tokens are "
-                                "sampled one by one (the output is the same)")
         tokens = [int(t) for t in tokens]
         if not tokens and not (self._tokens and self._logits_live and not reset):
             raise ValueError("generate() needs at least one prompt token")
@@ -744,20 +750,77 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         history = self._tokens + tokens
         self._sampler = self._build_sampler(seed=seed, logit_bias=logit_bias, history=history, **sampling)
         chain = self._sampler
+        # hybrid models: rejected guesses could not be cut from a recurrent state, so no drafts
+        draft = self.draft_model if not self._logits_all and not self._hybrid else None
         prompt = True
-        while True:
-            if tokens:
-                self.eval(tokens)
-                if prompt and self._hybrid:
-                    self._save_checkpoint()
-            prompt = False
-            tok = self._sample_with(chain, logits_processor, ())
+        try:
+            while True:
+                if tokens:
+                    self.eval(tokens)
+                    if prompt and self._hybrid:
+                        self._save_checkpoint()
+                prompt = False
+                tok = self._sample_with(chain, logits_processor, ())
+                if stopping_criteria is not None:
+                    ids = np.array(self._tokens + [tok], dtype=np.intc)
+                    if stopping_criteria(ids, self._last_raw_logits):
+                        return
+                sent = yield tok
+                tokens = [tok] + [int(t) for t in (sent or [])]
+                while draft is not None and len(tokens) == 1:
+                    # speculation: decode tok and the draft's guesses at once, then sample each row
+                    # in order as if decoded one by one; the first sample that differs from the
+                    # guess ends the round (the cells after it are dropped)
+                    tokens = yield from self._speculate(tokens[0], draft, chain, logits_processor, stopping_criteria)
+                    if tokens is None:
+                        return
+        finally:
+            # the cache holds exactly self._tokens (verified guesses past a stop are dropped)
+            if self._ctx:
+                C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), 0, len(self._tokens), -1)
+
+    def _speculate(self, tok: int, draft, chain, logits_processor, stopping_criteria):
+        """One speculative round after the sampled token tok: yields the accepted tokens; returns the
+        tokens to decode next ([last sampled] + any sent), or None when a stopping criterion held."""
+        n_past = len(self._tokens)
+        room = min(self._n_ctx - n_past, self.n_batch) - 1
+        if room < 0:
+            raise LlamaError(f"context full: {n_past} + 1 tokens > n_ctx {self._n_ctx}")
+        guesses = [] if room == 0 else [int(t) for t in np.asarray(draft(np.array(self._tokens + [tok], dtype=np.intc)))[:room]]
+        batch = self._spec_batch(len(guesses) + 1)
+        C.llama_batch_clear(batch)
+        for i, t in enumerate([tok] + guesses):
+            C.llama_batch_add(batch, t, n_past + i, [0], True)
+        rc = C.llama_decode(self._ctx, batch)
+        if rc != 0:
+            self._logits_live = False
+            raise LlamaError("llama_decode failed" + (" (aborted)" if rc == 2 else ""), rc)
+        self._tokens.append(tok)
+        self._logits_live = True
+        self.n_drafted = getattr(self, "n_drafted", 0) + len(guesses)
+        for i in range(len(guesses) + 1):
+            t = self._sample_with(chain, logits_processor, (), idx=i)
             if stopping_criteria is not None:
-                ids = np.array(self._tokens + [tok], dtype=np.intc)
-                if stopping_criteria(ids, self._last_raw_logits):
-                    return
-            sent = yield tok
-            tokens = [tok] + [int(t) for t in (sent or [])]
+                if stopping_criteria(np.array(self._tokens + [t], dtype=np.intc), self._last_raw_logits):
+                    return None
+            sent = yield t
+            accepted = i < len(guesses) and t == guesses[i]
+            if accepted:
+                self._tokens.append(t)       # already in the cache
+                self.n_accepted = getattr(self, "n_accepted", 0) + 1
+            if sent or not accepted:
+                C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), 0, len(self._tokens), -1)
+                return ([] if accepted else [t]) + [int(x) for x in (sent or [])] or [t]
+        return [t]
+
+    def _spec_batch(self, n: int):
+        """A batch of n rows, kept for the speculative rounds."""
+        b = getattr(self, "_spec_b", None)
+        if b is None or self._spec_b_n < n:
+            if b is not None:
+                C.llama_batch_free(b)
+            self._spec_b, self._spec_b_n = C.llama_batch_init(max(n, 16), 0, 1), max(n, 16)
+        return self._spec_b
 
     def _free_sampler(self) -> None:
         if self._sampler:

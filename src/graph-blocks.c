@@ -54,15 +54,17 @@ struct ggml_tensor * llm_graph_rope(struct llm_graph * g, uint32_t il, struct gg
     const struct llama_context * ctx = g->ctx;
     const struct llama_hparams * hp = g->hp;
     float base = ctx->rope_freq_base, scale = ctx->rope_freq_scale;
+    struct ggml_tensor * factors = g->rope_factors;
     if (hp->swa_layers[il] && hp->rope_freq_base_swa > 0.0f) {
         base = hp->rope_freq_base_swa; // local layers keep their own, unscaled frequencies
         scale = 1.0f;
+        factors = NULL;
     }
     float attn_factor = ctx->yarn_attn_factor;
     if (!shift && hp->rope_attn_factor > 0.0f) {
         attn_factor *= hp->rope_attn_factor;
     }
-    return ggml_rope_ext(g->c, x, pos, g->rope_factors, (int) hp->n_rot, g->model->arch_info->rope, (int) ctx->n_ctx_orig,
+    return ggml_rope_ext(g->c, x, pos, factors, (int) hp->n_rot_l[il], g->model->arch_info->rope, (int) ctx->n_ctx_orig,
                          base, scale, ctx->yarn_ext_factor, attn_factor, ctx->yarn_beta_fast, ctx->yarn_beta_slow);
 }
 
@@ -72,14 +74,24 @@ static struct ggml_tensor * graph_bias(struct ggml_context * c, struct ggml_tens
 }
 
 // Q, K ([hd, heads, n_tokens]) and V ([n_v, n_tokens]) of layer il from its normed input; with
-// gated attention (hp->attn_gated) each Q head's rows are followed by its gate's, *gate.
-static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * cur,
+// gated attention (hp->attn_gated) each Q head's rows are followed by its gate's, *gate. k and
+// v are NULL for a layer that reads an earlier layer's KV. Without a V projection V is K's
+// projection (before K's norm and rope); with attn_v_norm it is RMS-normed per head.
+static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
                       struct ggml_tensor ** q, struct ggml_tensor ** k, struct ggml_tensor ** v, struct ggml_tensor ** gate) {
     struct ggml_context * c = g->c;
     const struct llama_hparams * hp = g->hp;
-    const int64_t hd_k = hp->n_embd_head_k, n_head = hp->n_head, n_head_kv = hp->n_head_kv, n = g->n_tokens;
-    const int64_t n_q = hd_k * n_head, n_k = hd_k * n_head_kv, n_v = (int64_t) hp->n_embd_head_v * n_head_kv;
+    const struct llama_layer * L = &g->model->layers[il];
+    const int64_t hd_k = hp->n_embd_head_k_l[il], n_head = hp->n_head, n_head_kv = hp->n_head_kv_l[il], n = g->n_tokens;
+    const int64_t n_q = hd_k * n_head, n_k = hd_k * n_head_kv, n_v = (int64_t) hp->n_embd_head_v_l[il] * n_head_kv;
     *gate = NULL;
+    *k = *v = NULL;
+    if (hp->kv_layer[il] != il) {
+        GB(*q = llm_graph_mm(g, L->wq, cur));
+        GB(*q = graph_bias(c, *q, L->bq));
+        GB(*q = ggml_reshape_3d(c, *q, hd_k, n_head, n));
+        return (*q = L->attn_q_norm ? llm_graph_norm(g, *q, L->attn_q_norm) : *q) != NULL;
+    }
     if (hp->attn_gated) {
         // q and gate interleaved per head: views with a doubled head stride
         struct ggml_tensor * qg = L->wqkv;
@@ -102,6 +114,8 @@ static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct
         const size_t es = ggml_type_size(qkv->type);
         // a fused product that model.c made: adapters of wq, wk, wv add to its views
         const bool adapted = L->wq != NULL && g->ctx->n_loras > 0;
+        const bool k_is_v = L->wq != NULL && L->wv == NULL;     // Q and K fused alone (gemma4)
+        struct ggml_tensor * k2 = NULL;                          // K's rows [n_k, n]
         if (L->bq != NULL || L->bk != NULL || adapted) {
             GB(*q = ggml_view_2d(c, qkv, n_q, n, qkv->nb[1], 0));
             GB(*k = ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q*es));
@@ -109,6 +123,7 @@ static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct
                 GB(*q = llm_graph_lora(g, L->wq, cur, *q));
                 GB(*k = llm_graph_lora(g, L->wk, cur, *k));
             }
+            k2 = *k;
             // the bias adds write contiguous results, which reshape into heads
             GB(*q = L->bq ? ggml_add(c, *q, L->bq) : ggml_is_contiguous(*q) ? *q : ggml_cont(c, *q));
             GB(*k = L->bk ? ggml_add(c, *k, L->bk) : ggml_is_contiguous(*k) ? *k : ggml_cont(c, *k));
@@ -118,15 +133,19 @@ static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct
             GB(*q = ggml_view_3d(c, qkv, hd_k, n_head, n, hd_k*es, qkv->nb[1], 0));
             GB(*k = ggml_view_3d(c, qkv, hd_k, n_head_kv, n, hd_k*es, qkv->nb[1], (size_t) n_q*es));
         }
-        GB(*v = ggml_view_2d(c, qkv, n_v, n, qkv->nb[1], (size_t) (n_q + n_k)*es));
-        if (adapted) {
-            GB(*v = llm_graph_lora(g, L->wv, cur, *v));
+        if (k_is_v) {
+            GB(*v = k2 != NULL ? k2 : ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q*es));
+        } else {
+            GB(*v = ggml_view_2d(c, qkv, n_v, n, qkv->nb[1], (size_t) (n_q + n_k)*es));
+            if (adapted) {
+                GB(*v = llm_graph_lora(g, L->wv, cur, *v));
+            }
+            GB(*v = graph_bias(c, *v, L->bv));
         }
-        GB(*v = graph_bias(c, *v, L->bv));
     } else {
         GB(*q = llm_graph_mm(g, L->wq, cur));
         GB(*k = llm_graph_mm(g, L->wk, cur));
-        GB(*v = llm_graph_mm(g, L->wv, cur));
+        GB(*v = L->wv ? llm_graph_mm(g, L->wv, cur) : *k);
         GB(*q = graph_bias(c, *q, L->bq));
         GB(*k = graph_bias(c, *k, L->bk));
         GB(*v = graph_bias(c, *v, L->bv));
@@ -139,6 +158,12 @@ static bool graph_qkv(struct llm_graph * g, const struct llama_layer * L, struct
     if (L->attn_k_norm != NULL) {
         GB(*k = llm_graph_norm(g, *k, L->attn_k_norm));
     }
+    if (hp->attn_v_norm) {
+        GB(*v = ggml_is_contiguous(*v) ? *v : ggml_cont(c, *v));   // a view of a fused QKV product
+        GB(*v = ggml_reshape_3d(c, *v, hp->n_embd_head_v_l[il], n_head_kv, n));
+        GB(*v = llm_graph_norm(g, *v, NULL));
+        GB(*v = ggml_reshape_2d(c, *v, n_v, n));
+    }
     return true;
 }
 
@@ -149,29 +174,41 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     const struct llama_layer * L = &g->model->layers[il];
     const struct llama_memory_i * kv = &ctx->kv;
     struct llama_graph_result * res = g->res;
-    const int64_t hd_k = hp->n_embd_head_k, hd_v = hp->n_embd_head_v;
-    const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv, n_tokens = g->n_tokens, n_kv = g->n_kv;
+    const int64_t hd_k = hp->n_embd_head_k_l[il], hd_v = hp->n_embd_head_v_l[il];
+    const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv_l[il], n_tokens = g->n_tokens, n_kv = g->n_kv;
     const float kq_scale = hp->f_attn_scale > 0.0f ? hp->f_attn_scale : 1.0f / sqrtf((float) hd_k);
     const bool last = il == hp->n_layer - 1;
+    const uint32_t slot = kv->slot_of_layer[il];
     *out = NULL;
 
     struct ggml_tensor * q, * k, * v, * gate;
-    if (!graph_qkv(g, L, cur, &q, &k, &v, &gate)) {
+    if (!graph_qkv(g, il, cur, &q, &k, &v, &gate)) {
         return false;
     }
-    GB(q = llm_graph_rope(g, il, q, res->inp_pos, false));
-    GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+    GB(q = llm_graph_rope(g, il, q, g->pos ? g->pos : res->inp_pos, false));
 
     // Write this ubatch's K and V rows into their cells; the views read below are made from
-    // the set_rows results so that attention depends on (and runs after) the writes.
+    // the set_rows results so that attention depends on (and runs after) the writes. A layer
+    // sharing an earlier layer's KV reads the cells that layer wrote in this graph.
     struct ggml_tensor * k_all, * v_all;
-    GB(k = ggml_reshape_2d(c, k, hd_k * n_head_kv, n_tokens));
-    GB(k_all = ggml_set_rows(c, kv->k_l[il], k, res->inp_kv_idx));
-    GB(v_all = ggml_set_rows(c, kv->v_l[il], v, res->inp_kv_idx));
-    ggml_build_forward_expand(g->gf, k_all);
-    ggml_build_forward_expand(g->gf, v_all);
-    if (last && g->n_rows == 0) {
-        return true; // nothing leaves the last layer: only its K/V were needed
+    if (k != NULL) {
+        GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+        GB(k = ggml_reshape_2d(c, k, hd_k * n_head_kv, n_tokens));
+        GB(k_all = ggml_set_rows(c, kv->k_l[slot], k, res->inp_kv_idx));
+        GB(v_all = ggml_set_rows(c, kv->v_l[slot], v, res->inp_kv_idx));
+        ggml_build_forward_expand(g->gf, k_all);
+        ggml_build_forward_expand(g->gf, v_all);
+        g->kv_written[slot][0] = k_all;
+        g->kv_written[slot][1] = v_all;
+        if (last && g->n_rows == 0) {
+            return true; // nothing leaves the last layer: only its K/V were needed
+        }
+    } else if (last && g->n_rows == 0) {
+        return true;
+    } else if ((k_all = g->kv_written[slot][0]) == NULL || (v_all = g->kv_written[slot][1]) == NULL) {
+        LLAMA_LOG_ERROR("llama_decode: layer %u reads the KV of layer %u, which this graph did not write\n", il,
+                        kv->layer_of_slot[slot]);
+        return false;
     }
 
     struct ggml_tensor * K, * V, * Q, * o;
@@ -181,7 +218,8 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     if (ggml_is_quantized(kv->type_v)) {
         GB(v_all = ggml_get_rows(c, v_all, res->inp_kv_range));
     }
-    struct ggml_tensor * mask = hp->swa_layers[il] && res->inp_mask_swa ? res->inp_mask_swa : res->inp_mask;
+    struct ggml_tensor * mask = g->mask ? g->mask : res->inp_mask, * mask_swa = g->mask ? g->mask_swa : res->inp_mask_swa;
+    mask = hp->swa_layers[il] && mask_swa ? mask_swa : mask;
     GB(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
     GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
     GB(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]
@@ -225,12 +263,16 @@ bool llm_graph_out_rows(struct llm_graph * g, uint32_t il, struct ggml_tensor **
 }
 
 struct ggml_tensor * llm_graph_ffn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, enum llm_ffn_kind kind) {
+    if (g->model->layers[il].ffn_gate_inp != NULL) {
+        return llm_graph_moe_ffn(g, il, cur); // experts (SwiGLU)
+    }
+    return llm_graph_ffn_dense(g, il, cur, kind);
+}
+
+struct ggml_tensor * llm_graph_ffn_dense(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, enum llm_ffn_kind kind) {
     struct ggml_context * c = g->c;
     const struct llama_layer * L = &g->model->layers[il];
     struct ggml_tensor * gate, * up;
-    if (L->ffn_gate_inp != NULL) {
-        return llm_graph_moe_ffn(g, il, cur); // experts (SwiGLU)
-    }
     if (L->ffn_gate_up != NULL) {
         G(gate = llm_graph_mm(g, L->ffn_gate_up, cur));      // [2 n_ff, n_tokens]: gate rows, then up rows
         if (L->ffn_gate != NULL && g->ctx->n_loras > 0) {

@@ -30,6 +30,22 @@ static struct ggml_tensor * moe_shared_expert(struct llm_graph * g, const struct
     return y;
 }
 
+struct ggml_tensor * llm_graph_moe_sum(struct llm_graph * g, struct ggml_tensor * y) {
+    const int64_t n_embd = y->ne[0], n_used = y->ne[1], n_tokens = y->ne[2];
+    struct ggml_tensor * out = NULL;
+    // the chosen experts' outputs added in their top-k order
+    for (int64_t j = 0; j < n_used; j++) {
+        struct ggml_tensor * yj;
+        G(yj = ggml_view_2d(g->c, y, n_embd, n_tokens, y->nb[2], (size_t) j * y->nb[1]));
+        if (out == NULL) {
+            G(out = n_used == 1 ? ggml_cont(g->c, yj) : yj);
+        } else {
+            G(out = ggml_add(g->c, out, yj));
+        }
+    }
+    return out;
+}
+
 struct ggml_tensor * llm_graph_moe_ffn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur) {
     struct ggml_context * c = g->c;
     const struct llama_hparams * hp = g->hp;
@@ -61,16 +77,7 @@ struct ggml_tensor * llm_graph_moe_ffn(struct llm_graph * g, uint32_t il, struct
     G(y = ggml_mul_mat_id(c, L->ffn_down_exps, y, chosen));   // [n_embd, n_used, n_tokens]
     G(y = ggml_mul(c, y, w));
 
-    // the chosen experts' outputs added in their top-k order
-    for (int64_t j = 0; j < n_used; j++) {
-        struct ggml_tensor * yj;
-        G(yj = ggml_view_2d(c, y, n_embd, n_tokens, y->nb[2], (size_t) j * y->nb[1]));
-        if (out == NULL) {
-            G(out = n_used == 1 ? ggml_cont(c, yj) : yj);
-        } else {
-            G(out = ggml_add(c, out, yj));
-        }
-    }
+    G(out = llm_graph_moe_sum(g, y));
     if (L->ffn_up_shexp != NULL) {
         struct ggml_tensor * s;
         G(s = moe_shared_expert(g, L, cur));

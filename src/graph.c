@@ -107,16 +107,14 @@ struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint3
     G(*inp_delta = ggml_new_tensor_1d(c, GGML_TYPE_I32, n));
     ggml_set_input(*inp_cells);
     ggml_set_input(*inp_delta);
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
+    for (uint32_t s = 0; s < kv->n_layer; s++) {
+        const uint32_t il = kv->layer_of_slot[s]; // layers sharing this slot read the rotated keys
         struct ggml_tensor * rows, * out;
-        if (kv->k_l[il] == NULL) {
-            continue; // a recurrent layer keeps no keys
-        }
-        G(rows = ggml_get_rows(c, kv->k_l[il], *inp_cells));                  // F32 [n_embd_k_gqa, n]
-        G(rows = ggml_reshape_3d(c, rows, hp->n_embd_head_k, hp->n_head_kv, n));
+        G(rows = ggml_get_rows(c, kv->k_l[s], *inp_cells));                   // F32 [n_embd_k_gqa, n]
+        G(rows = ggml_reshape_3d(c, rows, hp->n_embd_head_k_l[il], hp->n_head_kv_l[il], n));
         G(rows = llm_graph_rope(&g, il, rows, *inp_delta, true));
-        G(rows = ggml_reshape_2d(c, rows, (int64_t) hp->n_embd_head_k * hp->n_head_kv, n));
-        G(out = ggml_set_rows(c, kv->k_l[il], rows, *inp_cells));
+        G(rows = ggml_reshape_2d(c, rows, (int64_t) llama_hparams_n_embd_k_gqa_l(hp, il), n));
+        G(out = ggml_set_rows(c, kv->k_l[s], rows, *inp_cells));
         ggml_build_forward_expand(gf, out);
     }
     return gf;

@@ -11,24 +11,21 @@
 #include <malloc.h>
 #endif
 
-// Layers that keep K/V rows: all but the recurrent ones (hybrid models).
-static uint32_t llama_kv_cache_n_attn_layers(const struct llama_hparams * hp) {
-    uint32_t n = 0;
-    for (uint32_t il = 0; il < hp->n_layer && il < LLAMA_MAX_LAYERS; il++) {
-        n += !hp->recurrent_layers[il];
-    }
-    return n;
-}
-
 size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v) {
-    const size_t k_row = ggml_row_size(type_k, llama_hparams_n_embd_k_gqa(hp));
-    const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa(hp));
-    size_t k, v, per_layer, total;
-    // SIZE_MAX stands for "does not fit in the address space"
-    if (!ggml_size_mul_ok(k_row, n_ctx, &k) || !ggml_size_pad_ok(k, GGML_MEM_ALIGN, &k) ||
-        !ggml_size_mul_ok(v_row, n_ctx, &v) || !ggml_size_pad_ok(v, GGML_MEM_ALIGN, &v) ||
-        !ggml_size_add_ok(k, v, &per_layer) || !ggml_size_mul_ok(per_layer, llama_kv_cache_n_attn_layers(hp), &total)) {
-        return SIZE_MAX;
+    size_t total = 0;
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (hp->kv_layer[il] != il || hp->recurrent_layers[il]) {
+            continue; // attends over an earlier layer's cells, or keeps recurrent state: no cells of its own
+        }
+        const size_t k_row = ggml_row_size(type_k, llama_hparams_n_embd_k_gqa_l(hp, il));
+        const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa_l(hp, il));
+        size_t k, v, per_layer;
+        // SIZE_MAX stands for "does not fit in the address space"
+        if (!ggml_size_mul_ok(k_row, n_ctx, &k) || !ggml_size_pad_ok(k, GGML_MEM_ALIGN, &k) ||
+            !ggml_size_mul_ok(v_row, n_ctx, &v) || !ggml_size_pad_ok(v, GGML_MEM_ALIGN, &v) ||
+            !ggml_size_add_ok(k, v, &per_layer) || !ggml_size_add_ok(total, per_layer, &total)) {
+            return SIZE_MAX;
+        }
     }
     return total;
 }
@@ -44,6 +41,8 @@ void llama_kv_cache_free(struct llama_memory_i * kv) {
     free(kv->seq);
     free(kv->k_l);
     free(kv->v_l);
+    free(kv->slot_of_layer);
+    free(kv->layer_of_slot);
     ggml_free(kv->ctx);
     for (int i = 0; i < kv->n_bufs; i++) {
         ggml_backend_buffer_free(kv->bufs[i]);
@@ -53,6 +52,7 @@ void llama_kv_cache_free(struct llama_memory_i * kv) {
     kv->pos = NULL;
     kv->seq = NULL;
     kv->k_l = kv->v_l = NULL;
+    kv->slot_of_layer = kv->layer_of_slot = NULL;
     kv->ctx = NULL;
 }
 
@@ -64,21 +64,43 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
     kv->size = n_ctx;
     kv->n_seq_max = n_seq_max;
     kv->n_words = (n_seq_max + 63) / 64;
-    kv->n_layer = hp->n_layer;
     kv->type_k = type_k;
     kv->type_v = type_v;
-    kv->n_embd_k_gqa = llama_hparams_n_embd_k_gqa(hp);
-    kv->n_embd_v_gqa = llama_hparams_n_embd_v_gqa(hp);
     kv->n_embd_head_k = hp->n_embd_head_k;
     kv->n_embd_head_v = hp->n_embd_head_v;
     kv->n_head_kv = hp->n_head_kv;
 
+    // One slot (a K and a V tensor) per layer that owns its KV; a layer sharing an earlier
+    // layer's KV reads that layer's slot.
+    kv->slot_of_layer = GGML_CALLOC(hp->n_layer, sizeof(uint32_t));
+    kv->layer_of_slot = GGML_CALLOC(hp->n_layer, sizeof(uint32_t));
+    if (kv->slot_of_layer == NULL || kv->layer_of_slot == NULL) {
+        LLAMA_LOG_ERROR("llama_kv_cache_init: out of memory\n");
+        llama_kv_cache_free(kv);
+        return false;
+    }
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (hp->recurrent_layers[il]) {
+            kv->slot_of_layer[il] = UINT32_MAX; // its state lives in the recurrent memory (kv->rs)
+        } else if (hp->kv_layer[il] == il) {
+            kv->layer_of_slot[kv->n_layer] = il;
+            kv->slot_of_layer[il] = kv->n_layer++;
+            // the widest layer's width stands for the cache in the state fingerprint
+            const uint32_t wk = llama_hparams_n_embd_k_gqa_l(hp, il), wv = llama_hparams_n_embd_v_gqa_l(hp, il);
+            kv->n_embd_k_gqa = wk > kv->n_embd_k_gqa ? wk : kv->n_embd_k_gqa;
+            kv->n_embd_v_gqa = wv > kv->n_embd_v_gqa ? wv : kv->n_embd_v_gqa;
+        } else {
+            kv->slot_of_layer[il] = kv->slot_of_layer[hp->kv_layer[il]];
+        }
+    }
+    const uint32_t n_slot = kv->n_layer;
+
     kv->pos = GGML_MALLOC(sizeof(llama_pos) * n_ctx);
     kv->seq = GGML_CALLOC((size_t) n_ctx * kv->n_words, sizeof(uint64_t));
-    kv->k_l = GGML_CALLOC(hp->n_layer, sizeof(struct ggml_tensor *));
-    kv->v_l = GGML_CALLOC(hp->n_layer, sizeof(struct ggml_tensor *));
+    kv->k_l = GGML_CALLOC(n_slot, sizeof(struct ggml_tensor *));
+    kv->v_l = GGML_CALLOC(n_slot, sizeof(struct ggml_tensor *));
     kv->ctx = ggml_init((struct ggml_init_params) {
-        .mem_size = (size_t) (2 * hp->n_layer + 2) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
+        .mem_size = (size_t) (2 * n_slot + 2) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
     if (kv->pos == NULL || kv->seq == NULL || kv->k_l == NULL || kv->v_l == NULL || kv->ctx == NULL) {
         LLAMA_LOG_ERROR("llama_kv_cache_init: out of memory\n");
         llama_kv_cache_free(kv);
@@ -87,33 +109,28 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
     for (uint32_t i = 0; i < n_ctx; i++) {
         kv->pos[i] = -1;
     }
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        if (hp->recurrent_layers[il]) {
-            continue; // its state lives in the recurrent memory (kv->rs), not in cells
-        }
-        kv->k_l[il] = ggml_new_tensor_2d(kv->ctx, type_k, kv->n_embd_k_gqa, n_ctx);
-        kv->v_l[il] = ggml_new_tensor_2d(kv->ctx, type_v, kv->n_embd_v_gqa, n_ctx);
-        if (kv->k_l[il] == NULL || kv->v_l[il] == NULL) {
+    for (uint32_t s = 0; s < n_slot; s++) {
+        const uint32_t il = kv->layer_of_slot[s];
+        kv->k_l[s] = ggml_new_tensor_2d(kv->ctx, type_k, llama_hparams_n_embd_k_gqa_l(hp, il), n_ctx);
+        kv->v_l[s] = ggml_new_tensor_2d(kv->ctx, type_v, llama_hparams_n_embd_v_gqa_l(hp, il), n_ctx);
+        if (kv->k_l[s] == NULL || kv->v_l[s] == NULL) {
             LLAMA_LOG_ERROR("llama_kv_cache_init: cannot create the cache tensors of layer %u\n", il);
             llama_kv_cache_free(kv);
             return false;
         }
-        ggml_format_name(kv->k_l[il], "cache_k_l%u", il);
-        ggml_format_name(kv->v_l[il], "cache_v_l%u", il);
+        ggml_format_name(kv->k_l[s], "cache_k_l%u", il);
+        ggml_format_name(kv->v_l[s], "cache_v_l%u", il);
     }
     // One buffer per kind of memory (the CPU's blocks, an offloaded device's), each block's K
     // and V rows starting on an aligned boundary.
     ggml_backend_buffer_type_t bufts[2] = { NULL, NULL };
     size_t sizes[2] = { 0, 0 };
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        if (kv->k_l[il] == NULL) {
-            continue;
-        }
-        ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, il);
+    for (uint32_t s = 0; s < n_slot; s++) {
+        ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, kv->layer_of_slot[s]);
         int b = bufts[0] == NULL || bufts[0] == bt ? 0 : 1;
         bufts[b] = bt;
         const size_t align = ggml_backend_buft_get_alignment(bt);
-        sizes[b] += GGML_PAD(ggml_nbytes(kv->k_l[il]), align) + GGML_PAD(ggml_nbytes(kv->v_l[il]), align);
+        sizes[b] += GGML_PAD(ggml_nbytes(kv->k_l[s]), align) + GGML_PAD(ggml_nbytes(kv->v_l[s]), align);
     }
     char * base[2] = { NULL, NULL };
     for (int b = 0; b < 2 && bufts[b]; b++) {
@@ -129,23 +146,20 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
         ggml_backend_buffer_clear(kv->bufs[b], 0);
         base[b] = ggml_backend_buffer_get_base(kv->bufs[b]);
     }
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        if (kv->k_l[il] == NULL) {
-            continue;
-        }
-        ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, il);
+    for (uint32_t s = 0; s < n_slot; s++) {
+        ggml_backend_buffer_type_t bt = llama_model_layer_buft(model, kv->layer_of_slot[s]);
         const int b = bufts[0] == bt ? 0 : 1;
         const size_t align = ggml_backend_buft_get_alignment(bt);
-        if (ggml_backend_tensor_alloc(kv->bufs[b], kv->k_l[il], base[b]) != GGML_STATUS_SUCCESS) {
+        if (ggml_backend_tensor_alloc(kv->bufs[b], kv->k_l[s], base[b]) != GGML_STATUS_SUCCESS) {
             llama_kv_cache_free(kv);
             return false;
         }
-        base[b] += GGML_PAD(ggml_nbytes(kv->k_l[il]), align);
-        if (ggml_backend_tensor_alloc(kv->bufs[b], kv->v_l[il], base[b]) != GGML_STATUS_SUCCESS) {
+        base[b] += GGML_PAD(ggml_nbytes(kv->k_l[s]), align);
+        if (ggml_backend_tensor_alloc(kv->bufs[b], kv->v_l[s], base[b]) != GGML_STATUS_SUCCESS) {
             llama_kv_cache_free(kv);
             return false;
         }
-        base[b] += GGML_PAD(ggml_nbytes(kv->v_l[il]), align);
+        base[b] += GGML_PAD(ggml_nbytes(kv->v_l[s]), align);
     }
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         if (hp->recurrent_layers[il]) {

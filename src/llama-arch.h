@@ -45,7 +45,11 @@ enum llm_dim {
     LLM_DIM_SSM_INNER, // ssm_d_inner
     LLM_DIM_SSM_HEADS, // ssm_dt_rank (value heads)
     LLM_DIM_SSM_STATE, // ssm_d_state
+    LLM_DIM_FF_EXP2,   // 2 * n_ff_exp (an expert's gate and up stored as one)
+    LLM_DIM_PLE,       // n_embd_per_layer (per-layer embeddings; 0 without them)
+    LLM_DIM_PLE_ALL,   // n_embd_per_layer * n_layer
 };
+// Per-layer dimensions (FF, Q, K, V, O, QKV, HEAD_K) are the layer's own (model-layers.c).
 
 // Where a loaded tensor goes and what may be absent.
 enum llm_tensor_flags {
@@ -54,6 +58,8 @@ enum llm_tensor_flags {
     LLM_T_F32      = 4,   // must be stored as f32 (norm weights, biases, rope factors: elementwise ops)
     LLM_T_DENSE    = 8,   // required when the model has no experts (expert_count 0); not loaded otherwise
     LLM_T_MOE      = 16,  // required when expert_count > 0; not loaded otherwise
+    LLM_T_KV       = 32,   // required in the layers that own their KV (absent where it is shared)
+    LLM_T_IF_DIM   = 64,  // required when its dimensions are all > 0 (a feature the keys switch on)
 };
 
 // One tensor of a row: GGUF name (printf pattern with %u for LLM_T_LAYER), shape, and the byte
@@ -107,6 +113,8 @@ const char * llama_arch_list(char * buf, size_t size);
 bool llm_build_llama(struct llm_graph * g);
 // Norms before and after attention and FFN, GeGLU, scaled embeddings: gemma3, gemma2.
 bool llm_build_gemma3(struct llm_graph * g);
+// gemma3's blocks plus per-layer embeddings and a scale per block: gemma4 (dense).
+bool llm_build_gemma4(struct llm_graph * g);
 
 #ifdef __cplusplus
 }

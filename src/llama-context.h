@@ -63,13 +63,15 @@ struct llama_memory_i {
     llama_pos * pos;                // [size] position of each cell, -1 when empty
     uint64_t * seq;                 // [size * n_words] sequence-id bitsets
     uint32_t n_used;                // non-empty cells
-    uint32_t n_layer;
+    uint32_t n_layer;               // slots: the model's layers that own KV (all, without sharing)
     enum ggml_type type_k, type_v;
-    uint32_t n_embd_k_gqa, n_embd_v_gqa;
+    uint32_t n_embd_k_gqa, n_embd_v_gqa; // the widest slot's (layers may differ: llama_hparams_n_embd_k_gqa_l)
     uint32_t n_embd_head_k, n_embd_head_v, n_head_kv;
+    uint32_t * slot_of_layer;       // [model n_layer] slot a model layer writes / reads
+    uint32_t * layer_of_slot;       // [n_layer] model layer owning each slot
     struct ggml_context * ctx;      // headers of k_l / v_l
-    struct ggml_tensor ** k_l;      // [n_layer] each [n_embd_k_gqa, size] of type_k, row per cell
-    struct ggml_tensor ** v_l;      // [n_layer] each [n_embd_v_gqa, size] of type_v, row per cell
+    struct ggml_tensor ** k_l;      // [n_layer] slot s: [n_embd_k_gqa of its layer, size] of type_k, row per cell
+    struct ggml_tensor ** v_l;      // [n_layer] each [n_embd_v_gqa of its layer, size] of type_v, row per cell
     ggml_backend_buffer_t bufs[2];  // the K and V data: the CPU's blocks, an offloaded device's (owned)
     int n_bufs;
     struct llama_memory_recurrent * rs; // recurrent state of a hybrid model's other layers, or NULL (owned)
@@ -118,6 +120,7 @@ struct llama_graph_result {
     struct ggml_tensor * inp_mask;    // F32 [n_kv, n_tokens]
     struct ggml_tensor * inp_mask_swa;// F32 [n_kv, n_tokens] within the sliding window, or NULL
     struct ggml_tensor * inp_out_ids; // I32 [n_rows] rows kept for the output, or NULL (all)
+    struct ggml_tensor * inp_pos_out; // I32 [n_rows] positions of those rows, or NULL (a builder's)
     struct ggml_tensor * inp_kv_range;// I32 [n_kv] = 0..n_kv-1 (quantized caches), or NULL
     struct ggml_tensor * inp_s_ids;   // I32 [n_seqs] recurrent state slots of the ubatch's sequences, or NULL
     struct ggml_tensor * t_embd;      // F32 [n_embd, n_rows] final-norm hidden states, or NULL

@@ -32,6 +32,10 @@ struct llm_graph {
     int64_t n_tokens, n_kv;
     int64_t n_rows;                  // rows that leave the last layer (0: none)
     struct ggml_tensor * rope_factors; // frequency divisors for this context (or NULL)
+    struct ggml_tensor * kv_written[LLAMA_MAX_LAYERS][2]; // per KV slot: its K and V after this graph's writes
+    // once a builder kept only the output rows before the last layer (gemma4's KV-shared tail):
+    // their positions and mask rows for llm_graph_attn (NULL: res->inp_pos, inp_mask, inp_mask_swa)
+    struct ggml_tensor * pos, * mask, * mask_swa;
 };
 
 enum llm_ffn_kind { LLM_FFN_SWIGLU, LLM_FFN_GEGLU };
@@ -51,9 +55,13 @@ bool llm_graph_delta_net(struct llm_graph * g, uint32_t il, struct ggml_tensor *
 bool llm_graph_out_rows(struct llm_graph * g, uint32_t il, struct ggml_tensor ** cur, struct ggml_tensor ** x);
 // Feed-forward of layer il: down( act(gate·cur) * (up·cur) ), fused gate/up when present.
 struct ggml_tensor * llm_graph_ffn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, enum llm_ffn_kind kind);
+// The layer's dense feed-forward alone, also in a layer that has experts beside it (gemma4).
+struct ggml_tensor * llm_graph_ffn_dense(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, enum llm_ffn_kind kind);
 // Mixture-of-experts FFN of layer il (graph-moe.c): router, top-k, weighted experts, optional
 // shared expert; llm_graph_ffn takes it for layers that have a router.
 struct ggml_tensor * llm_graph_moe_ffn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur);
+// sum_j y[:, j, :] of the weighted expert outputs y [n_embd, n_used, n_tokens], in top-k order.
+struct ggml_tensor * llm_graph_moe_sum(struct llm_graph * g, struct ggml_tensor * y);
 // Final norm and output projection of the rows that are returned; false if an op was refused.
 bool llm_graph_output(struct llm_graph * g, struct ggml_tensor * x);
 // Rope of layer il on x [head_dim, n_heads, n] at positions pos (I32 [n]); rotation only

@@ -68,6 +68,18 @@ struct llama_hparams {
     uint32_t n_nextn;         // nextn_predict_layers: multi-token-prediction blocks after the trunk (not run)
     bool     attn_gated;      // attention output times sigmoid(gate), gate projected with Q (Q rows doubled)
     bool     recurrent_layers[LLAMA_MAX_LAYERS]; // layer carries recurrent state, no KV (derived at load)
+    // Per-layer shape (model-layers.c): the shared values above, or the keys' per-layer arrays
+    // (head_count_kv, feed_forward_length), or the sliding layers' own head size (key_length_swa).
+    uint32_t n_embd_head_k_swa, n_embd_head_v_swa, n_rot_swa; // attention.key_length_swa, ... (0: as the others)
+    uint32_t n_kv_shared;     // attention.shared_kv_layers: the last ones attend over earlier layers' KV
+    uint32_t n_embd_per_layer;// embedding_length_per_layer_input: per-layer embeddings (gemma4 PLE; 0: none)
+    bool     attn_v_norm;     // V heads are RMS-normed without a weight (gemma4)
+    uint32_t n_head_kv_l[LLAMA_MAX_LAYERS];
+    uint32_t n_embd_head_k_l[LLAMA_MAX_LAYERS];
+    uint32_t n_embd_head_v_l[LLAMA_MAX_LAYERS];
+    uint32_t n_ff_l[LLAMA_MAX_LAYERS];
+    uint32_t n_rot_l[LLAMA_MAX_LAYERS];
+    uint16_t kv_layer[LLAMA_MAX_LAYERS]; // layer whose K/V layer il attends over (il: its own)
 };
 
 // Key/value width of one token in one layer (all KV heads).
@@ -76,6 +88,14 @@ static inline uint32_t llama_hparams_n_embd_k_gqa(const struct llama_hparams * h
 }
 static inline uint32_t llama_hparams_n_embd_v_gqa(const struct llama_hparams * hp) {
     return hp->n_embd_head_v * hp->n_head_kv;
+}
+
+// Per-layer key/value width (all KV heads) of layer il.
+static inline uint32_t llama_hparams_n_embd_k_gqa_l(const struct llama_hparams * hp, uint32_t il) {
+    return hp->n_embd_head_k_l[il] * hp->n_head_kv_l[il];
+}
+static inline uint32_t llama_hparams_n_embd_v_gqa_l(const struct llama_hparams * hp, uint32_t il) {
+    return hp->n_embd_head_v_l[il] * hp->n_head_kv_l[il];
 }
 
 // Weights of one transformer block (views into the model file).
@@ -115,6 +135,17 @@ struct llama_layer {
     struct ggml_tensor * ssm_a;              // [dt_rank] -exp(A_log)
     struct ggml_tensor * ssm_norm;           // [d_state] gated RMS norm of the output
     struct ggml_tensor * ssm_out;            // [d_inner, n_embd]
+    struct ggml_tensor * ple_gate;           // [n_embd, n_embd_per_layer] per-layer embedding gate (gemma4)
+    struct ggml_tensor * ple_proj;           // [n_embd_per_layer, n_embd] its projection back
+    struct ggml_tensor * ple_post_norm;      // [n_embd] norm of that projection
+    struct ggml_tensor * out_scale;          // [1] the block's output times this (gemma4 layer_scalar)
+    // gemma4's experts beside its dense MLP (models/gemma4.c); NULL elsewhere
+    struct ggml_tensor * ffn_gate_inp_s;     // [n_embd] router input scale
+    struct ggml_tensor * ffn_gate_up_exps;   // [n_embd, 2 n_ff_exp, n_expert] gate rows, then up rows
+    struct ggml_tensor * ffn_down_exps_s;    // [n_expert] per-expert output scale
+    struct ggml_tensor * ffn_pre_norm_2;     // [n_embd] norm of the experts' input
+    struct ggml_tensor * ffn_post_norm_1;    // [n_embd] norm of the dense MLP's output
+    struct ggml_tensor * ffn_post_norm_2;    // [n_embd] norm of the experts' output
 };
 
 struct llama_model {
@@ -135,6 +166,9 @@ struct llama_model {
     struct ggml_tensor * rope_freqs; // [n_rot/2] frequency divisors, or NULL (rope_freqs.weight)
     struct ggml_tensor * rope_long;  // [n_rot/2] LongRoPE divisors past n_ctx_orig_yarn, or NULL
     struct ggml_tensor * rope_short; // [n_rot/2] LongRoPE divisors within it, or NULL
+    struct ggml_tensor * ple_tok_embd;  // [n_embd_per_layer * n_layer, n_vocab] per-layer token embeddings, or NULL
+    struct ggml_tensor * ple_model_proj;// [n_embd, n_embd_per_layer * n_layer] their hidden-state part
+    struct ggml_tensor * ple_proj_norm; // [n_embd_per_layer] its norm
     struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
     int n_repack;
     ggml_backend_buffer_t buf_host;  // the mapped file as a CPU buffer (owned; the map is not)
@@ -161,6 +195,15 @@ struct llama_model {
 // Metadata value id of g as llama.cpp prints it (ints decimal, floats %f, bools true/false,
 // strings as stored; arrays: -1) into buf; returns the length as snprintf does.
 int32_t llama_gguf_kv_to_str(const struct gguf_context * g, int64_t id, char * buf, size_t buf_size);
+// ---- model-layers.c ----
+
+// Reads <arch>.<name> as one unsigned value for every layer, or an array of one per layer, into
+// out[0..n_layer); false (logged) on a wrong type, length or range; absent: out untouched, false.
+bool llama_model_hp_layers(const struct gguf_context * g, const char * arch, const char * name, uint32_t n_layer,
+                           uint32_t * out, bool * ok);
+// Fills the rest of the per-layer shape (head sizes, rope dimensions, swa_layers, kv_layer; model.c
+// read n_head_kv_l and n_ff_l) and checks it; false (logged) if it is inconsistent.
+bool llama_model_layers_init(struct llama_hparams * hp, const struct gguf_context * g, const char * arch);
 
 // ---- model-placement.c ----
 

@@ -57,6 +57,21 @@ enum llama_vocab_pre_type {
 
 struct vocab_regex;
 
+// How a BPE vocab cuts text before its pre-tokenizer (tokenizer.ggml.model).
+enum llama_vocab_bpe_session {
+    LLAMA_VOCAB_BPE_PLAIN = 0, // gpt2, gemma4: the whole text
+    LLAMA_VOCAB_BPE_WORDS = 1, // whitespace: words between whitespace (dropped), each on its own
+    LLAMA_VOCAB_BPE_DNA   = 2, // hybriddna: <dna>...</dna> as k-mer tokens (vocab-dna.c), BPE around
+};
+
+// Byte trie of token texts (vocab-trie.c): node 0 is the root; edges hashed by (node, byte).
+struct llama_vocab_trie {
+    uint64_t * edges;       // ((node << 8 | byte) + 1) << 32 | child; 0 empty
+    uint64_t edges_mask;
+    int32_t * node_token;   // token whose text ends at each node, -1 if none
+    uint32_t n_nodes, cap_nodes;
+};
+
 // One vocabulary entry.
 struct llama_vocab_token {
     uint32_t off;    // text offset into vocab->text (NUL-terminated there)
@@ -125,6 +140,11 @@ struct llama_vocab {
     bool bpe_raw_utf8;      // BPE over UTF-8 characters with <0xXX> byte fallback (no GPT-2 byte alphabet)
     bool newline_tokens;    // BPE (Gemma 4): a piece of newlines that is a token is emitted whole
     bool force_bos;         // add_bos stays on whatever the file says (Gemma 4)
+    bool remove_extra_whitespaces; // UGM: leading / trailing spaces dropped, runs squeezed to one
+    struct llama_vocab_ugm * ugm;  // UGM: charsmap and token trie (vocab-ugm.c)
+    struct llama_vocab_trie rwkv_trie; // RWKV: the unescaped bytes of the normal tokens (vocab-rwkv.c)
+    enum llama_vocab_bpe_session bpe_session;
+    llama_token dna_open, dna_close, dna_oov; // hybriddna: <dna>, </dna>, <oov> (-1: plain BPE)
 };
 
 // Growable list of token ids; oom is set (and further pushes ignored) if memory runs out.
@@ -161,6 +181,51 @@ void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * tex
 // false if memory ran out.
 bool llama_vocab_bpe_pretokenize(const struct llama_vocab * vocab, const char * text, size_t len,
                                  void (*emit)(void * user, size_t start, size_t end), void * user);
+
+// Byte trie: room for max_bytes bytes of token text (the sum of the texts' lengths); false
+// (logged) if that is too many or memory runs out.
+bool llama_vocab_trie_init(struct llama_vocab_trie * t, size_t max_bytes);
+
+// Frees the trie's tables; safe on a zeroed or freed trie.
+void llama_vocab_trie_free(struct llama_vocab_trie * t);
+
+// The child of node by byte b, or 0 when there is none.
+uint32_t llama_vocab_trie_child(const struct llama_vocab_trie * t, uint32_t node, uint8_t b);
+
+// Adds text s[0, n) for token id; false if the trie is full (more bytes than init allowed).
+bool llama_vocab_trie_insert(struct llama_vocab_trie * t, const uint8_t * s, size_t n, int32_t id);
+
+// RWKV (vocab-rwkv.c): builds the trie of the normal tokens' unescaped bytes; false (logged) on
+// a token text that does not unescape or out of memory.
+bool llama_vocab_rwkv_load(struct llama_vocab * v);
+
+// RWKV: appends the tokens of text: at each position the longest token, a byte no token starts
+// with dropped (the world vocabulary has every byte).
+void llama_vocab_rwkv_tokenize(const struct llama_vocab * v, const char * text, size_t len,
+                               struct llama_vocab_tokens * out);
+
+// RWKV: the bytes token text s[0, n) stands for, written to out (room for n bytes); their count.
+size_t llama_vocab_rwkv_unescape(const char * s, size_t n, char * out);
+
+// UGM (vocab-ugm.c): reads the precompiled charsmap and builds the token trie of v (its tokens
+// loaded); false (logged) on a malformed charsmap or out of memory.
+bool llama_vocab_ugm_load(struct llama_vocab * v, const struct gguf_context * g);
+
+// UGM: frees what llama_vocab_ugm_load built; NULL-safe on v->ugm.
+void llama_vocab_ugm_free(struct llama_vocab * v);
+
+// UGM: appends the tokens of text (no special tokens inside): normalize, then Viterbi.
+void llama_vocab_ugm_tokenize(const struct llama_vocab * v, const char * text, size_t len,
+                              struct llama_vocab_tokens * out);
+
+// hybriddna (vocab-dna.c): tokens of text, the stretches outside <dna>...</dna> given to
+// stretch(); plain stretch() when the vocab lacks <dna>, </dna> or <oov>.
+void llama_vocab_dna_tokenize(const struct llama_vocab * v, const char * text, size_t len,
+                              void (*stretch)(const struct llama_vocab *, const char *, size_t, struct llama_vocab_tokens *),
+                              struct llama_vocab_tokens * out);
+
+// hybriddna: the length of token text s[0, n) without its k-mer marker (U+E000) when it has one.
+size_t llama_vocab_dna_text_len(const struct llama_vocab * v, llama_token id, const char * s, size_t n);
 
 // Pre-tokenizer names (vocab-pre.c): true if llama.cpp accepts name as tokenizer.ggml.pre.
 bool llama_vocab_pre_known(const char * name);

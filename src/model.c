@@ -297,12 +297,25 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     hp_u32(g, a, "context_length",          &hp->n_ctx_train, strict, &ok);
     hp_u32(g, a, "embedding_length",        &hp->n_embd,      strict, &ok);
     hp_u32(g, a, "block_count",             &hp->n_layer,     strict, &ok);
-    // a model made only of experts may have none (qwen35moe): its row's finish hook decides
-    hp_u32(g, a, "feed_forward_length",     &hp->n_ff,        strict && !model_has_arch_key(g, a, "expert_count"), &ok);
-    hp_u32(g, a, "attention.head_count",    &hp->n_head,      strict, &ok);
-    if (!hp_u32(g, a, "attention.head_count_kv", &hp->n_head_kv, false, &ok)) {
-        hp->n_head_kv = hp->n_head;
+    if (hp->n_layer > LLAMA_MAX_LAYERS) {
+        LLAMA_LOG_ERROR("llama_model_load: %s.block_count = %u exceeds %d\n", a, hp->n_layer, LLAMA_MAX_LAYERS);
+        return false;
     }
+    // one value, or one per layer (model-layers.c); the shared value is layer 0's
+    // a model made only of experts may have none (qwen35moe): its row's finish hook decides
+    if (!llama_model_hp_layers(g, a, "feed_forward_length", hp->n_layer, hp->n_ff_l, &ok) && strict && ok &&
+        !model_has_arch_key(g, a, "expert_count")) {
+        LLAMA_LOG_ERROR("llama_model_load: missing required key '%s.feed_forward_length'\n", a);
+        ok = false;
+    }
+    hp->n_ff = hp->n_ff_l[0];
+    hp_u32(g, a, "attention.head_count",    &hp->n_head,      strict, &ok);
+    if (!llama_model_hp_layers(g, a, "attention.head_count_kv", hp->n_layer, hp->n_head_kv_l, &ok)) {
+        for (uint32_t il = 0; il < hp->n_layer; il++) {
+            hp->n_head_kv_l[il] = hp->n_head;
+        }
+    }
+    hp->n_head_kv = hp->n_head_kv_l[0];
     const uint32_t head_default = hp->n_head > 0 ? hp->n_embd / hp->n_head : 0;
     if (!hp_u32(g, a, "attention.key_length", &hp->n_embd_head_k, false, &ok)) {
         hp->n_embd_head_k = head_default;
@@ -398,10 +411,6 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
                         a, hp->expert_gating);
         return false;
     }
-    if (hp->n_layer > LLAMA_MAX_LAYERS) {
-        LLAMA_LOG_ERROR("llama_model_load: %s.block_count = %u exceeds %d\n", a, hp->n_layer, LLAMA_MAX_LAYERS);
-        return false;
-    }
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0) {
         LLAMA_LOG_ERROR("llama_model_load: %s.attention.head_count = %u is not a multiple of "
                         "%s.attention.head_count_kv = %u\n", a, hp->n_head, a, hp->n_head_kv);
@@ -435,9 +444,9 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
         LLAMA_LOG_ERROR("llama_model_load: %s.rope.freq_base_swa / rope.scaling.attn_factor must be finite and >= 0\n", a);
         return false;
     }
-    // Sliding-window layers: all of them (period 0), or all but every period-th.
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        hp->swa_layers[il] = hp->n_swa > 0 && (hp->swa_period == 0 || (il + 1) % hp->swa_period != 0);
+    // Sliding-window layers, per-layer heads and widths, KV sharing; recurrent layers.
+    if (!llama_model_layers_init(hp, g, a)) {
+        return false;
     }
     return model_read_recurrent_layers(g, a, hp);
 }
@@ -596,17 +605,31 @@ static struct ggml_tensor * model_fused_tensor(struct llama_model * m, const cha
     return t;
 }
 
+// A [K, M * n_expert] header over the experts tensor e's rows (named as e), for the repacker:
+// mul_mat_id reads the copy of all the experts' rows; NULL when e cannot be repacked so.
+static struct ggml_tensor * model_flat_experts(struct llama_model * m, const struct ggml_tensor * e) {
+    if (e == NULL || !llama_model_tensor_on_host(e) || e->ne[3] != 1 || e->nb[2] != (size_t) e->ne[1]*e->nb[1]) {
+        return NULL;
+    }
+    struct ggml_tensor * t = ggml_new_tensor_2d(m->ctx_fused, e->type, e->ne[0], e->ne[1]*e->ne[2]);
+    if (t == NULL) return NULL;
+    ggml_set_name(t, e->name);
+    t->data = e->data;
+    if (ggml_backend_cpu_repack_size(t) == 0) return NULL; // stays unused in ctx_fused
+    return t;
+}
+
 // Lays the matmul weights out for the CPU kernels (cpu/repack.h), on every core, fusing each
 // layer's Q, K, V and its gate, up weights; with the file mapped (not locked), the stored pages
 // are let go tensor by tensor so that the peak memory stays near one copy of the model. Failure
 // only costs speed.
 static void model_repack_weights(struct llama_model * m, bool release_stored) {
     const uint32_t n_layer = m->hparams.n_layer;
-    const size_t cap = (size_t) n_layer*7 + 1;
+    const size_t cap = (size_t) n_layer*10 + 1;
     m->repack_ts = GGML_CALLOC(cap, sizeof(struct ggml_tensor *));
     struct ggml_backend_cpu_repack_parts * fused = GGML_CALLOC(cap, sizeof(struct ggml_backend_cpu_repack_parts));
     m->ctx_fused = ggml_init((struct ggml_init_params) {
-        .mem_size = (size_t) (2*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
+        .mem_size = (size_t) (5*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
     if (m->repack_ts == NULL || fused == NULL || m->ctx_fused == NULL) {
         free(fused);
         return;
@@ -622,9 +645,11 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
             m->repack_ts[n++] = L->wqkv;
         } else {
             snprintf(name, sizeof(name), "blk.%u.attn_qkv.weight", il);
-            L->wqkv = model_fused_tensor(m, name, qkv, 3);
+            // without a V projection (gemma4's K = V layers) Q and K alone are fused
+            const int n_parts = L->wv != NULL ? 3 : 2;
+            L->wqkv = model_fused_tensor(m, name, qkv, n_parts);
             if (L->wqkv != NULL) {
-                fused[n] = (struct ggml_backend_cpu_repack_parts) { { L->wq, L->wk, L->wv, NULL }, 3 };
+                fused[n] = (struct ggml_backend_cpu_repack_parts) { { L->wq, L->wk, L->wv, NULL }, n_parts };
                 m->repack_ts[n++] = L->wqkv;
             } else {
                 for (int i = 0; i < 3; i++) m->repack_ts[n++] = qkv[i];
@@ -644,6 +669,11 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
             }
         }
         m->repack_ts[n++] = L->ffn_down;
+        struct ggml_tensor * exps[3] = { L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps };
+        for (int i = 0; i < 3; i++) {
+            struct ggml_tensor * flat = model_flat_experts(m, exps[i]);
+            if (flat != NULL) m->repack_ts[n++] = flat;
+        }
     }
     m->repack_ts[n++] = m->output;
     m->n_repack = n;
@@ -655,9 +685,15 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     m->buf_repack = ggml_backend_cpu_repack_weights(m->repack_ts, n, ggml_cpu_n_physical_cores(), fused,
                                                     release_stored ? model_stored_pages : NULL, m);
     free(fused);
-    // a fused weight is used only if its copy was made
+    // a fused weight is used only if its copy was made; experts read theirs through their own
+    // header (ggml_cpu_repack_panels of a [K, M, n_expert] tensor; both go when the model does)
     for (uint32_t il = 0; il < n_layer; il++) {
         struct llama_layer * L = &m->layers[il];
+        struct ggml_tensor * exps[3] = { L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps };
+        for (int i = 0; i < 3; i++) {
+            struct ggml_tensor * flat = exps[i] != NULL ? ggml_get_tensor(m->ctx_fused, exps[i]->name) : NULL;
+            if (flat != NULL && ggml_backend_cpu_is_repacked(flat)) exps[i]->extra = flat->extra;
+        }
         if (L->wq != NULL && L->wqkv != NULL && !ggml_backend_cpu_is_repacked(L->wqkv)) L->wqkv = NULL;
         if (L->ffn_gate != NULL && L->ffn_gate_up != NULL && !ggml_backend_cpu_is_repacked(L->ffn_gate_up)) {
             L->ffn_gate_up = NULL;
@@ -669,45 +705,57 @@ static void model_repack_weights(struct llama_model * m, bool release_stored) {
     }
 }
 
-// The size of symbolic dimension d (arch.h) for this model.
-static int64_t model_dim(const struct llama_hparams * hp, uint8_t d) {
-    const int64_t n_q = (int64_t) hp->n_embd_head_k * hp->n_head;
-    const int64_t n_k = llama_hparams_n_embd_k_gqa(hp), n_v = llama_hparams_n_embd_v_gqa(hp);
+// The size of symbolic dimension d (arch.h) for layer il of this model (il = n_layer: a tensor
+// outside the blocks, which takes layer 0's values).
+static int64_t model_dim(const struct llama_hparams * hp, uint32_t il, uint8_t d) {
+    const uint32_t l = il < hp->n_layer ? il : 0;
+    const int64_t n_q = (int64_t) hp->n_embd_head_k_l[l] * hp->n_head;
+    const int64_t n_k = llama_hparams_n_embd_k_gqa_l(hp, l), n_v = llama_hparams_n_embd_v_gqa_l(hp, l);
     switch ((enum llm_dim) d) {
-        case LLM_DIM_EMBD:   return hp->n_embd;
-        case LLM_DIM_VOCAB:  return hp->n_vocab;
-        case LLM_DIM_FF:     return hp->n_ff;
-        case LLM_DIM_FF2:    return 2 * (int64_t) hp->n_ff;
-        case LLM_DIM_Q:      return n_q;
-        case LLM_DIM_K:      return n_k;
-        case LLM_DIM_V:      return n_v;
-        case LLM_DIM_O:      return (int64_t) hp->n_embd_head_v * hp->n_head;
-        case LLM_DIM_QKV:    return n_q + n_k + n_v;
-        case LLM_DIM_HEAD_K: return hp->n_embd_head_k;
-        case LLM_DIM_ROT2:   return hp->n_rot / 2;
-        case LLM_DIM_EXPERT: return hp->n_expert;
-        case LLM_DIM_FF_EXP: return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
+        case LLM_DIM_EMBD:    return hp->n_embd;
+        case LLM_DIM_VOCAB:   return hp->n_vocab;
+        case LLM_DIM_FF:      return hp->n_ff_l[l];
+        case LLM_DIM_FF2:     return 2 * (int64_t) hp->n_ff_l[l];
+        case LLM_DIM_Q:       return n_q;
+        case LLM_DIM_K:       return n_k;
+        case LLM_DIM_V:       return n_v;
+        case LLM_DIM_O:       return (int64_t) hp->n_embd_head_v_l[l] * hp->n_head;
+        case LLM_DIM_QKV:     return n_q + n_k + n_v;
+        case LLM_DIM_HEAD_K:  return hp->n_embd_head_k_l[l];
+        case LLM_DIM_ROT2:    return hp->n_rot / 2;
+        case LLM_DIM_EXPERT:  return hp->n_expert;
+        case LLM_DIM_FF_EXP:  return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
         case LLM_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
-        case LLM_DIM_Q2:     return 2 * n_q;
+        case LLM_DIM_Q2:      return 2 * n_q;
         case LLM_DIM_SSM_CONV_K:  return hp->ssm_d_conv;
         case LLM_DIM_SSM_CONV_CH: return 2 * (int64_t) hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
         case LLM_DIM_SSM_INNER:   return hp->ssm_d_inner;
         case LLM_DIM_SSM_HEADS:   return hp->ssm_dt_rank;
         case LLM_DIM_SSM_STATE:   return hp->ssm_d_state;
-        default:             return 1;
+        case LLM_DIM_FF_EXP2: return 2 * (int64_t) (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
+        case LLM_DIM_PLE:     return hp->n_embd_per_layer;
+        case LLM_DIM_PLE_ALL: return (int64_t) hp->n_embd_per_layer * hp->n_layer;
+        default:              return 1;
     }
 }
 
-// One tensor of the architecture's list into its field; false (logged) on a missing required
-// one, a wrong shape, or a type the ops cannot take.
-static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_spec * ts, const char * name, void * base) {
+// One tensor of the architecture's list (of layer il, or n_layer) into its field; false (logged)
+// on a missing required one, a wrong shape, or a type the ops cannot take.
+static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_spec * ts, uint32_t il, const char * name,
+                            void * base) {
     const struct llama_hparams * hp = &ld->m->hparams;
-    int64_t ne[3] = { model_dim(hp, ts->ne[0]), model_dim(hp, ts->ne[1]), model_dim(hp, ts->ne[2]) };
+    int64_t ne[3] = { model_dim(hp, il, ts->ne[0]), model_dim(hp, il, ts->ne[1]), model_dim(hp, il, ts->ne[2]) };
     // a dense FFN's tensors in a model with experts, or the experts' in a dense one, stay unloaded
     if (((ts->flags & LLM_T_DENSE) && hp->n_expert > 0) || ((ts->flags & LLM_T_MOE) && hp->n_expert == 0)) {
         return true;
     }
-    const bool required = (ts->flags & (LLM_T_REQUIRED | LLM_T_DENSE | LLM_T_MOE)) != 0;
+    bool required = (ts->flags & (LLM_T_REQUIRED | LLM_T_DENSE | LLM_T_MOE)) != 0;
+    if ((ts->flags & LLM_T_KV) && il < hp->n_layer && hp->kv_layer[il] == il) {
+        required = true;
+    }
+    if ((ts->flags & LLM_T_IF_DIM) && ne[0] > 0 && (ts->n_dims < 2 || ne[1] > 0)) {
+        required = true;
+    }
     bool ok = true;
     struct ggml_tensor * t = model_tensor(ld, name, ts->n_dims, ne, required, &ok);
     if (ok && t != NULL && (ts->flags & LLM_T_F32) && t->type != GGML_TYPE_F32) {
@@ -728,7 +776,7 @@ static bool model_load_arch_tensors(struct llama_model * m, struct model_loader 
     bool ok = true;
     for (const struct llm_tensor_spec * ts = specs; ok && ts->name != NULL; ts++) {
         if (!(ts->flags & LLM_T_LAYER)) {
-            ok = model_load_spec(ld, ts, ts->name, m);
+            ok = model_load_spec(ld, ts, hp->n_layer, ts->name, m);
         }
     }
     if (ok && m->output == NULL) {
@@ -738,7 +786,7 @@ static bool model_load_arch_tensors(struct llama_model * m, struct model_loader 
         for (const struct llm_tensor_spec * ts = specs; ok && ts->name != NULL; ts++) {
             if (ts->flags & LLM_T_LAYER) {
                 snprintf(name, sizeof(name), ts->name, il);
-                ok = model_load_spec(ld, ts, name, &m->layers[il]);
+                ok = model_load_spec(ld, ts, il, name, &m->layers[il]);
             }
         }
         if (ok && !model_progress(params, 0.05f + 0.9f * (float) (il + 1) / (float) hp->n_layer)) {

@@ -108,13 +108,26 @@ static bool st_check_fingerprint(struct st_reader * r, const struct llama_contex
     return true;
 }
 
-// Writes the cells holding seq (seq < 0: every non-empty cell) and their K/V rows.
-// Bytes of the longest K or V row of the cache.
-static size_t st_kv_row_max(const struct llama_memory_i * kv) {
-    const size_t k = ggml_row_size(kv->type_k, kv->n_embd_k_gqa), v = ggml_row_size(kv->type_v, kv->n_embd_v_gqa);
-    return k > v ? k : v;
+// Bytes (and elements, when ne_max is set) of the longest K or V row over the cache's slots
+// (layers may differ in width).
+static size_t st_kv_row_max(const struct llama_memory_i * kv, int64_t * ne_max) {
+    size_t nb = 0;
+    for (uint32_t il = 0; il < kv->n_layer; il++) {
+        for (int kind = 0; kind < 2; kind++) {
+            const struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
+            if (t == NULL) {
+                continue;
+            }
+            nb = t->nb[1] > nb ? t->nb[1] : nb;
+            if (ne_max != NULL && t->ne[0] > *ne_max) {
+                *ne_max = t->ne[0];
+            }
+        }
+    }
+    return nb;
 }
 
+// Writes the cells holding seq (seq < 0: every non-empty cell) and their K/V rows.
 static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, llama_seq_id seq) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < kv->size; i++) {
@@ -144,7 +157,7 @@ static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, 
         }
     }
     // rows of a device's cache are read through the backend into a host row first
-    const size_t row_max = st_kv_row_max(kv);
+    const size_t row_max = st_kv_row_max(kv, NULL);
     uint8_t * staged = NULL;
     for (int kind = 0; kind < 2; kind++) {
         for (uint32_t il = 0; il < kv->n_layer; il++) {
@@ -235,9 +248,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
     }
     // Restored keys and values must be finite: a NaN in one sequence's cells would reach the
     // other sequences' attention through masked-out (0 * NaN) products.
-    float * row = ok ? GGML_MALLOC(sizeof(float) * (size_t) (kv->n_embd_k_gqa > kv->n_embd_v_gqa ?
-                                                              kv->n_embd_k_gqa : kv->n_embd_v_gqa)) : NULL;
-    const size_t row_max = st_kv_row_max(kv);
+    int64_t ne_max = 0;
+    const size_t row_max = st_kv_row_max(kv, &ne_max);
+    float * row = ok ? GGML_MALLOC(sizeof(float) * (size_t) ne_max) : NULL;
     uint8_t * staged = ok ? GGML_MALLOC(row_max) : NULL;
     if (ok && (row == NULL || staged == NULL)) {
         LLAMA_LOG_ERROR("%s: out of memory\n", func);

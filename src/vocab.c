@@ -1,6 +1,7 @@
 // vocab.c — the vocabulary: loading from GGUF metadata, the lookups, special-token splitting,
 // llama_tokenize / llama_token_to_piece / llama_detokenize and the getters of llama.h.
-// The algorithms of one text fragment live in vocab-spm.c and vocab-bpe.c.
+// The algorithms of one text fragment live in vocab-spm.c, vocab-bpe.c (with vocab-pre.c and
+// vocab-regex.c for its pre-tokenizers) and vocab-ugm.c.
 #include "llama-vocab.h"
 #include "grammar.h"
 #include "unicode.h"
@@ -277,8 +278,12 @@ static int32_t vocab_attr_of_type(int32_t type) {
 }
 
 // Tokens whose text is matched in the input before tokenizing (always for user-defined ones,
-// with parse_special for control and unknown ones).
-static bool vocab_is_special_text(const struct llama_vocab_token * t) {
+// with parse_special for control and unknown ones). A unigram vocab's user-defined tokens are
+// not: its normalizer keeps them whole inside the text, as sentencepiece does.
+static bool vocab_is_special_text(const struct llama_vocab * v, const struct llama_vocab_token * t) {
+    if (t->type == LLAMA_TOKEN_TYPE_USER_DEFINED && v->type == LLAMA_VOCAB_TYPE_UGM) {
+        return false;
+    }
     return t->len > 0 && (t->type == LLAMA_TOKEN_TYPE_CONTROL || t->type == LLAMA_TOKEN_TYPE_USER_DEFINED ||
                           t->type == LLAMA_TOKEN_TYPE_UNKNOWN);
 }
@@ -287,7 +292,7 @@ static bool vocab_build_trie(struct llama_vocab * v) {
     int32_t n_nodes = 1;
     int64_t total = 1;
     for (int32_t i = 0; i < v->n_tokens; i++) {
-        if (vocab_is_special_text(&v->tokens[i])) {
+        if (vocab_is_special_text(v, &v->tokens[i])) {
             total += v->tokens[i].len;
         }
     }
@@ -305,7 +310,7 @@ static bool vocab_build_trie(struct llama_vocab * v) {
     }
     for (int32_t id = 0; id < v->n_tokens; id++) {
         const struct llama_vocab_token * t = &v->tokens[id];
-        if (!vocab_is_special_text(t)) {
+        if (!vocab_is_special_text(v, t)) {
             continue;
         }
         const uint8_t * s = (const uint8_t *) v->text + t->off;
@@ -487,14 +492,20 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
     const char * pre_name = vocab_get_str(g, "tokenizer.ggml.pre");
     if (strcmp(model, "llama") == 0) {
         type = LLAMA_VOCAB_TYPE_SPM;
-    } else if (strcmp(model, "gpt2") == 0 || strcmp(model, "gemma4") == 0) {
+    } else if (strcmp(model, "gpt2") == 0 || strcmp(model, "gemma4") == 0 || strcmp(model, "whitespace") == 0 ||
+               strcmp(model, "hybriddna") == 0) {
         type = LLAMA_VOCAB_TYPE_BPE;
         if (strcmp(model, "gemma4") == 0) {
             pre_name = "gemma4";  // the model name fixes the pre-tokenizer
         }
+    } else if (strcmp(model, "t5") == 0) {
+        type = LLAMA_VOCAB_TYPE_UGM;
+    } else if (strcmp(model, "rwkv") == 0) {
+        type = LLAMA_VOCAB_TYPE_RWKV;
     } else {
         LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.model '%s' is not supported (supported: 'llama' "
-                        "SentencePiece, 'gpt2' byte-level BPE, 'gemma4' SentencePiece-style BPE)\n", model);
+                        "SentencePiece, 'gpt2' byte-level BPE, 'gemma4' SentencePiece-style BPE, 'whitespace' and "
+                        "'hybriddna' BPE, 't5' unigram, 'rwkv' RWKV world)\n", model);
         return NULL;
     }
     if (type == LLAMA_VOCAB_TYPE_BPE) {
@@ -559,6 +570,17 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
     if (type == LLAMA_VOCAB_TYPE_BPE && !llama_vocab_pre_setup(v, pre_name)) {
         goto fail;
     }
+    if (strcmp(model, "whitespace") == 0) {
+        bool lowercase = false;
+        if (vocab_get_bool(g, "tokenizer.ggml.normalizer.lowercase", &lowercase) && lowercase) {
+            LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.normalizer.lowercase = true is not supported for the "
+                            "'whitespace' tokenizer\n");
+            goto fail;
+        }
+        v->bpe_session = LLAMA_VOCAB_BPE_WORDS;
+    } else if (strcmp(model, "hybriddna") == 0) {
+        v->bpe_session = LLAMA_VOCAB_BPE_DNA;
+    }
     snprintf(v->pre_name, sizeof(v->pre_name), "%s", pre_name ? pre_name : "");
     v->n_tokens = (int32_t) n;
 
@@ -622,6 +644,14 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         LLAMA_LOG_ERROR("llama_vocab_load: out of memory for the merges\n");
         goto fail;
     }
+    if (type == LLAMA_VOCAB_TYPE_RWKV && !llama_vocab_rwkv_load(v)) {
+        LLAMA_LOG_ERROR("llama_vocab_load: the RWKV token trie could not be built\n");
+        goto fail;
+    }
+    if (type == LLAMA_VOCAB_TYPE_UGM && !llama_vocab_ugm_load(v, g)) {
+        LLAMA_LOG_ERROR("llama_vocab_load: the unigram tables could not be built\n");
+        goto fail;
+    }
     if (!vocab_build_trie(v)) {
         LLAMA_LOG_ERROR("llama_vocab_load: out of memory for the special tokens\n");
         goto fail;
@@ -648,7 +678,12 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
     for (int b = 0; b < 256; b++) {
         char buf[8];
         size_t len;
-        if (type == LLAMA_VOCAB_TYPE_SPM || v->bpe_raw_utf8) {
+        if (type == LLAMA_VOCAB_TYPE_RWKV) {
+            const uint32_t node = llama_vocab_trie_child(&v->rwkv_trie, 0, (uint8_t) b);
+            v->byte_token[b] = node ? v->rwkv_trie.node_token[node] : -1;
+            continue;
+        }
+        if (type == LLAMA_VOCAB_TYPE_SPM || type == LLAMA_VOCAB_TYPE_UGM || v->bpe_raw_utf8) {
             len = (size_t) snprintf(buf, sizeof(buf), "<0x%02X>", b);
         } else {
             len = unicode_utf8_encode(unicode_byte_to_cpt((uint8_t) b), buf);
@@ -666,6 +701,11 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         v->add_bos = true;
         v->add_space_prefix = true;
         v->clean_spaces = true;
+    } else if (type == LLAMA_VOCAB_TYPE_UGM) {
+        v->eos = n > 1 ? 1 : LLAMA_TOKEN_NULL;
+        v->unk = n > 2 ? 2 : LLAMA_TOKEN_NULL;
+        v->pad = 0;
+        v->add_eos = true;
     }  // BPE: llama_vocab_pre_setup set the family's defaults
     {
         // Special ids named by the file must be tokens of the vocabulary.
@@ -707,6 +747,10 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
                        "model needs BOS: adding it\n", v->pre_name);
         v->add_bos = true;
     }
+    if (type == LLAMA_VOCAB_TYPE_UGM) {
+        vocab_get_bool(g, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix);
+        vocab_get_bool(g, "tokenizer.ggml.remove_extra_whitespaces", &v->remove_extra_whitespaces);
+    }
     if (type == LLAMA_VOCAB_TYPE_SPM) {
         vocab_get_bool(g, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix);
         bool extra_ws = false;
@@ -715,6 +759,12 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         }
     }
     v->nl = v->byte_token['\n'];
+    v->dna_open = v->dna_close = v->dna_oov = LLAMA_TOKEN_NULL;
+    if (v->bpe_session == LLAMA_VOCAB_BPE_DNA) {
+        v->dna_open = llama_vocab_find(v, "<dna>", 5);
+        v->dna_close = llama_vocab_find(v, "</dna>", 6);
+        v->dna_oov = llama_vocab_find(v, "<oov>", 5);
+    }
     if (v->bpe_raw_utf8) {
         const llama_token nl = llama_vocab_find(v, "\n", 1);
         if (nl >= 0) {
@@ -785,6 +835,8 @@ void llama_vocab_free(struct llama_vocab * vocab) {
     free(vocab->merges);
     free(vocab->trie);
     llama_vocab_pre_free(vocab);
+    llama_vocab_ugm_free(vocab);
+    llama_vocab_trie_free(&vocab->rwkv_trie);
     gr_vocab_forget(vocab); // the grammar engine's cached token trie of this vocab
     vocab->magic = LLAMA_MAGIC_DEAD;
     free(vocab);
@@ -953,6 +1005,10 @@ static void vocab_tokenize_text(const struct llama_vocab * v, const char * text,
         if (pos > frag) {
             if (spm) {
                 llama_vocab_spm_tokenize(v, text + frag, pos - frag, v->add_space_prefix && segment_start, out);
+            } else if (v->type == LLAMA_VOCAB_TYPE_UGM) {
+                llama_vocab_ugm_tokenize(v, text + frag, pos - frag, out);
+            } else if (v->type == LLAMA_VOCAB_TYPE_RWKV) {
+                llama_vocab_rwkv_tokenize(v, text + frag, pos - frag, out);
             } else {
                 llama_vocab_bpe_tokenize(v, text + frag, pos - frag, out);
             }
@@ -1022,7 +1078,7 @@ int32_t llama_tokenize(const struct llama_vocab * vocab, const char * text, int3
 static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool special, char * out) {
     const struct llama_vocab_token * t = &v->tokens[id];
     const char * s = v->text + t->off;
-    const bool spm = v->type == LLAMA_VOCAB_TYPE_SPM;
+    const bool spm = v->type == LLAMA_VOCAB_TYPE_SPM || v->type == LLAMA_VOCAB_TYPE_UGM;
     const bool underscore_spaces = spm || v->escape_whitespaces;
     switch (t->type) {
         case LLAMA_TOKEN_TYPE_CONTROL:
@@ -1072,6 +1128,16 @@ static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool spe
     if (v->bpe_raw_utf8) {
         memcpy(out, s, t->len);
         return t->len;
+    }
+    if (v->bpe_session == LLAMA_VOCAB_BPE_DNA) {
+        const size_t n = llama_vocab_dna_text_len(v, id, s, t->len);
+        if (n < t->len) {  // a k-mer: its bases (ASCII letters, themselves in the byte alphabet)
+            memcpy(out, s, n);
+            return n;
+        }
+    }
+    if (v->type == LLAMA_VOCAB_TYPE_RWKV) {
+        return llama_vocab_rwkv_unescape(s, t->len, out);
     }
     // Byte-level: each character stands for a byte; a token with a character outside the
     // alphabet is shown as its text (as the reference ByteLevel decoder does).
@@ -1176,7 +1242,7 @@ int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * t
     }
     // SPM: the space of the ▁ prefix that tokenizing put at the start of the text and after each
     // control (or unknown) token is dropped from the first non-empty piece that follows.
-    const bool spm_prefix = v->type == LLAMA_VOCAB_TYPE_SPM && v->add_space_prefix;
+    const bool spm_prefix = (v->type == LLAMA_VOCAB_TYPE_SPM || v->type == LLAMA_VOCAB_TYPE_UGM) && v->add_space_prefix;
     bool strip = spm_prefix;
     size_t n = 0;
     for (int32_t i = i0; i < i1; i++) {

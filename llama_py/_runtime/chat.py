@@ -22,9 +22,6 @@ import re
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-import jinja2.ext
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
 from .. import llama_cpp as C
 
 log = logging.getLogger("llama_py")
@@ -46,7 +43,10 @@ def _raise_exception(message: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _environment() -> ImmutableSandboxedEnvironment:
+def _environment():
+    # imported here: without jinja2 the built-in formats still work (template_formatter warns)
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
@@ -259,11 +259,12 @@ def tool_schema(tool: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def constraint(response_format: Optional[Dict[str, Any]], tools: Optional[List[Dict[str, Any]]],
-               tool_choice: Any) -> Tuple[Optional[Any], Optional[str]]:
+               tool_choice: Any, template: str = "") -> Tuple[Optional[Any], Any]:
     """(grammar, tool mode) a request asks for. Tool mode: None (text), a function's name (the
-    output is that function's arguments), or "required" (the output is {"name", "arguments"}
-    for one of several tools). ValueError for a tool choice naming no tool or a schema the
-    converter refuses (the message names the keyword)."""
+    output is that function's arguments), "required" (the output is {"name", "arguments"}
+    for one of several tools), or an AutoTools (tool_choice "auto" with tools: text or calls
+    in the format of the template's family). ValueError for a tool choice naming no tool or a
+    schema the converter refuses (the message names the keyword)."""
     g = None
     if response_format and response_format.get("type") in ("json_object", "json_schema"):
         schema = response_format.get("schema")
@@ -274,6 +275,9 @@ def constraint(response_format: Optional[Dict[str, Any]], tools: Optional[List[D
             g = gm.LlamaGrammar.from_string(gm.JSON_GBNF, verbose=False)
         else:
             g = gm.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+    if tools and tool_choice in (None, "auto") and g is None:
+        auto = AutoTools(tool_family(template), [t["function"]["name"] for t in tools])
+        return auto.grammar(tools), auto
     if not tools or tool_choice in (None, "auto", "none"):
         return g, None
     if g is not None:
@@ -296,6 +300,134 @@ def constraint(response_format: Optional[Dict[str, Any]], tools: Optional[List[D
     return _grammar().LlamaGrammar.from_json_schema(json.dumps(tool_schema(tool)), verbose=False), name
 
 
+# ---- tool_choice "auto": the model's own tool-call format ----
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+
+
+def tool_family(template: str) -> str:
+    """The tool-call format a chat template teaches its model, from its markers: "hermes"
+    (Hermes / Qwen <tool_call>{...}</tool_call>), "mistral" ([TOOL_CALLS][...]), "llama3"
+    (a JSON object {"name", "parameters"}, after <|python_tag|> or alone), else "json" (a JSON
+    object or a fenced ```json block with name and arguments)."""
+    t = template or ""
+    if "<tool_call>" in t:
+        return "hermes"
+    if "[TOOL_CALLS]" in t:
+        return "mistral"
+    if "<|python_tag|>" in t or "ipython" in t or "<|eom_id|>" in t:
+        return "llama3"
+    return "json"
+
+
+def _prefix_tail(text: str, marker: str) -> int:
+    """Length of the longest tail of text that is a proper prefix of marker."""
+    for k in range(min(len(text), len(marker) - 1), 0, -1):
+        if text.endswith(marker[:k]):
+            return k
+    return 0
+
+
+def formatter_template(fmt: Any) -> str:
+    """The template text (or built-in name) behind a formatter, "" when it has none."""
+    t = getattr(fmt, "template", "") or ""
+    return t.decode("utf-8", "replace") if isinstance(t, bytes) else str(t)
+
+
+class AutoTools:
+    """tool_choice "auto": the reply is text, tool calls in the family's format, or both.
+    markers are the texts that open a call; parse() splits a whole reply."""
+
+    _MARKERS = {"hermes": ["<tool_call>"], "mistral": ["[TOOL_CALLS]"], "llama3": ["<|python_tag|>", "{"],
+                "json": ["```", "{"]}
+
+    def __init__(self, family: str, names: List[str]):
+        self.family = family
+        self.names = set(names)
+        self.markers = self._MARKERS[family]
+
+    def grammar(self, tools: List[Dict[str, Any]]):
+        """A lazy grammar that keeps a call, once its opening marker is written, to the family's
+        format with arguments valid for the tool's schema (as llama.cpp's server does); None for
+        the fenced-JSON family, whose marker can open ordinary prose too. ValueError when a
+        tool's schema cannot be converted."""
+        from ..grammar import LlamaGrammar, json_schema_to_gbnf
+        key = "parameters" if self.family == "llama3" else "arguments"
+        alts = [{"type": "object", "properties": {"name": {"const": t["function"]["name"]}, key: tool_schema(t)},
+                 "required": ["name", key]} for t in tools]
+        call = json_schema_to_gbnf(alts[0] if len(alts) == 1 else {"anyOf": alts})
+        call = call.replace("root ::= ", "tool-call ::= ", 1)
+        if self.family == "hermes":
+            root = 'root ::= one-call ( ws one-call )* ws\none-call ::= "<tool_call>" ws tool-call ws "</tool_call>"'
+            trigger = r"[\s\S]*?(<tool_call>)[\s\S]*"
+        elif self.family == "mistral":
+            root = 'root ::= "[TOOL_CALLS]" ws "[" ws tool-call ws ( "," ws tool-call ws )* "]" ws'
+            trigger = r"[\s\S]*?(\[TOOL_CALLS\])[\s\S]*"
+        elif self.family == "llama3":
+            root = 'root ::= ("<|python_tag|>" ws)? tool-call ws'
+            trigger = r"\s*(<\|python_tag\|>|\{)[\s\S]*"
+        else:
+            return None
+        return LlamaGrammar.from_string(root + "\n" + call, verbose=False).lazy([trigger])
+
+    def _call(self, obj: Any) -> Optional[Tuple[str, str]]:
+        if not isinstance(obj, dict) or obj.get("name") not in self.names:
+            return None
+        args = obj.get("arguments", obj.get("parameters", {}))
+        if isinstance(args, str):  # some models write the arguments as a JSON string
+            try:
+                args = json.loads(args)
+            except ValueError:
+                return None
+        return obj["name"], json.dumps(args, ensure_ascii=False)
+
+    def _calls(self, objs: List[Any]) -> Optional[List[Tuple[str, str]]]:
+        calls = [self._call(o) for o in objs]
+        return calls if calls and all(c is not None for c in calls) else None
+
+    @staticmethod
+    def _json_values(text: str) -> Optional[List[Any]]:
+        """The JSON values text holds one after another (separated by whitespace or ';'), or None."""
+        dec, i, out = json.JSONDecoder(), 0, []
+        text = text.strip()
+        while i < len(text):
+            try:
+                v, i = dec.raw_decode(text, i)
+            except ValueError:
+                return None
+            out += v if isinstance(v, list) else [v]
+            while i < len(text) and text[i] in " \t\r\n;,":
+                i += 1
+        return out or None
+
+    def parse(self, text: str) -> Tuple[str, List[Tuple[str, str]]]:
+        """(content before the calls, [(name, arguments JSON)]); no calls: (text, [])."""
+        start = min((i for i in (text.find(m) for m in self.markers) if i >= 0), default=-1)
+        if start < 0 or (self.family in ("llama3", "json") and text[start] == "{" and text[:start].strip()):
+            if self.family == "json" and "```" in text:  # a fenced block after some prose
+                start = text.find("```")
+            else:
+                return text, []
+        head, body = text[:start], text[start:]
+        calls = None
+        if self.family == "hermes":
+            blocks = re.findall(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", body, re.S)
+            objs = [self._json_values(b) for b in blocks]
+            calls = self._calls([o for v in objs if v for o in v]) if all(objs) else None
+        elif self.family == "mistral":
+            vals = self._json_values(body[len("[TOOL_CALLS]"):])
+            calls = self._calls(vals) if vals else None
+        else:
+            if body.startswith("<|python_tag|>"):
+                body = body[len("<|python_tag|>"):]
+            m = _FENCE.match(body.strip()) if body.lstrip().startswith("```") else None
+            vals = self._json_values(m.group(1) if m else body)
+            calls = self._calls(vals) if vals else None
+        if not calls:
+            return text, []
+        return head.strip(), calls
+
+
 # ---- generated text -> chat shapes ----
 
 
@@ -316,6 +448,14 @@ def tool_call(mode: str, text: str, call_id: str) -> Optional[Dict[str, Any]]:
 def chat_message(text: str, finish_reason: Optional[str], tool_mode: Optional[str],
                  call_id: str) -> Tuple[Dict[str, Any], Optional[str]]:
     """(assistant message, finish_reason) for a whole generation."""
+    if isinstance(tool_mode, AutoTools):
+        content, calls = tool_mode.parse(text)
+        if not calls:
+            return {"role": "assistant", "content": text}, finish_reason
+        tc = [{"id": f"{call_id}_{i}" if i else call_id, "type": "function",
+               "function": {"name": n, "arguments": a}} for i, (n, a) in enumerate(calls)]
+        return ({"role": "assistant", "content": content or None, "tool_calls": tc},
+                "tool_calls" if finish_reason == "stop" else finish_reason)
     if tool_mode is not None:
         call = tool_call(tool_mode, text, call_id)
         if call is not None:
@@ -336,13 +476,19 @@ class ChatDeltas:
     With a tool mode the text is a call's arguments: the first delta names the function (with
     an id and empty arguments), then each piece of text is an arguments fragment. In "required"
     mode the name comes from the generated {"name": ..., "arguments": ...}: text is held until
-    the name is complete, and the closing brace of that object is never sent."""
+    the name is complete, and the closing brace of that object is never sent. With tool_choice
+    "auto" (an AutoTools) text is content until the family's opening marker appears (text that
+    could begin one is held back); from there it is held, and at the end sent as the calls it
+    parses into (each a header and its arguments), or as content when it parses into none."""
 
-    def __init__(self, tool_mode: Optional[str], call_id: str):
-        self.mode = tool_mode
+    def __init__(self, tool_mode: Any, call_id: str):
+        self.auto = tool_mode if isinstance(tool_mode, AutoTools) else None
+        self.mode = None if self.auto else tool_mode
         self.call_id = call_id
         self.held = ""
-        self.named = tool_mode is not None and tool_mode != "required"
+        self.named = self.mode is not None and self.mode != "required"
+        self.in_call = False   # auto: a call's opening marker has been seen
+        self.wrote = False     # auto: some content other than white space has been sent
 
     def _header(self, name: str) -> Dict[str, Any]:
         return {"tool_calls": [{"index": 0, "id": self.call_id, "type": "function",
@@ -360,7 +506,29 @@ class ChatDeltas:
             head.update(self._header(self.mode))
         return head
 
+    def _auto_text(self, text: str) -> List[Dict[str, Any]]:
+        self.held += text
+        if self.in_call:
+            return []
+        found = [(i, m) for m, i in ((m, self.held.find(m)) for m in self.auto.markers) if i >= 0]
+        # a bare JSON object opens a call only as the reply's start
+        found = [(i, m) for i, m in found if m != "{" or not (self.wrote or self.held[:i].strip())]
+        if found:
+            i = min(found)[0]
+            out, self.held, self.in_call = self.held[:i], self.held[i:], True
+        else:
+            markers = [m for m in self.auto.markers if m != "{" or not (self.wrote or self.held.strip())]
+            hold = max((_prefix_tail(self.held, m) for m in markers), default=0)
+            out, self.held = self.held[:len(self.held) - hold], self.held[len(self.held) - hold:]
+            if self.auto.family in ("llama3", "json") and not (self.wrote or out.strip()):
+                out, self.held = "", out + self.held  # leading white space: a call may still open
+        if out.strip():
+            self.wrote = True
+        return [{"content": out}] if out else []
+
     def text(self, text: str) -> List[Dict[str, Any]]:
+        if self.auto is not None:
+            return self._auto_text(text)
         if self.mode is None:
             return [{"content": text}] if text else []
         if self.mode != "required":
@@ -381,6 +549,17 @@ class ChatDeltas:
         return out
 
     def finish(self, reason: Optional[str]) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+        if self.auto is not None:
+            content, calls = self.auto.parse(self.held) if self.in_call else (self.held, [])
+            if not calls:
+                return ([{"content": self.held}] if self.held else []), reason
+            out = [{"content": content}] if content else []
+            for i, (name, args) in enumerate(calls):
+                cid = f"{self.call_id}_{i}" if i else self.call_id
+                out.append({"tool_calls": [{"index": i, "id": cid, "type": "function",
+                                            "function": {"name": name, "arguments": ""}}]})
+                out.append({"tool_calls": [{"index": i, "function": {"arguments": args}}]})
+            return out, "tool_calls" if reason == "stop" else reason
         if self.mode is None:
             return [], reason
         out = []

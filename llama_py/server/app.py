@@ -31,6 +31,7 @@ from starlette.routing import Route
 from . import protocol as P
 from .._runtime import chat as R
 from .embed import Embedder
+from .score import Scorer
 from .tools import grammar_for
 from .engine import ContextOverflow, Engine, EngineClosed, Event, GenRequest, Model, QueueFull, SamplingParams
 from .metrics import ServerMetrics, render
@@ -48,6 +49,7 @@ class ModelEntry:
     n_threads: Optional[int] = None
     created: int = field(default_factory=P.now)
     _embedder: Optional[Embedder] = None
+    _scorer: Optional[Scorer] = None
 
     @classmethod
     def load(cls, name: str, path: str, n_slots: int = 4, n_ctx: Optional[int] = None, n_batch: int = 512,
@@ -68,10 +70,16 @@ class ModelEntry:
                                       n_threads=self.n_threads)
         return self._embedder
 
+    def scorer(self) -> Scorer:
+        if self._scorer is None:
+            self._scorer = Scorer(self.model, n_ctx=self.engine.n_ctx_slot, n_threads=self.n_threads)
+        return self._scorer
+
     def close(self) -> None:
         self.engine.close()
-        if self._embedder is not None:
-            self._embedder.close()
+        for helper in (self._embedder, self._scorer):
+            if helper is not None:
+                helper.close()
         self.model.close()
 
 
@@ -423,6 +431,19 @@ class _App:
             out.append((e.model.detokenize([ev.token]), ev.logprob, top))
         return out
 
+    async def _score(self, e: ModelEntry, toks: List[int], n_top: int) -> Dict[str, Any]:
+        """The completions logprobs object of a prompt's own tokens (offsets from 0)."""
+        try:
+            scored = await asyncio.to_thread(e.scorer().score, toks, n_top)
+        except ValueError as err:
+            raise P.RequestError(400, str(err), param="prompt", code="context_length_exceeded")
+        # the alternatives include the token itself, as Llama.create_completion(echo=True) reports them
+        items = [(e.model.detokenize([t]), lp,
+                  [(e.model.detokenize([a]), v) for a, v in top] + [(e.model.detokenize([t]), lp)]
+                  if n_top and lp is not None else None)
+                 for t, (lp, top) in zip(toks, scored)]
+        return P.completion_logprobs(items, 0)
+
     # ---- endpoints ----
 
     async def completions(self, request: Request) -> Response:
@@ -437,27 +458,39 @@ class _App:
         for i, t in enumerate(toks):
             if not t:
                 raise P.bad("prompt", f"prompt {i} is empty")
-        run = self._start(e, toks, gp)
+        grammar = grammar_for({k: body[k] for k in ("grammar", "response_format") if k in body})[0]
         cid, created = P.new_id("cmpl"), P.now()
         echoes = [e.model.detokenize(t) if echo else "" for t in toks]
+        # echo with logprobs: the prompt's tokens scored too (the first has none), as OpenAI's legacy API did
+        prompt_lps = [None] * len(toks)
+        if echo and gp.logprobs is not None:
+            prompt_lps = [await self._score(e, t, gp.logprobs) for t in toks]
 
         def choice(i, text, finish, lp=None):
             return {"text": text, "index": i, "logprobs": lp, "finish_reason": finish}
+
+        if gp.max_tokens == 0:  # scoring only: nothing is generated
+            choices = [choice(i, echoes[i // gp.n], "length", prompt_lps[i // gp.n]) for i in range(len(toks) * gp.n)]
+            n_prompt = sum(len(t) for t in toks) * gp.n
+            return JSONResponse({"id": cid, "object": "text_completion", "created": created, "model": e.name,
+                                 "choices": choices, "usage": {"prompt_tokens": n_prompt, "completion_tokens": 0,
+                                                               "total_tokens": n_prompt}})
+        run = self._start(e, toks, gp, grammar)
 
         if gp.stream:
             async def gen():
                 for i in range(len(run.reqs)):
                     if echo:
                         yield _sse({"id": cid, "object": "text_completion", "created": created, "model": e.name,
-                                    "choices": [choice(i, echoes[i // gp.n], None)]})
+                                    "choices": [choice(i, echoes[i // gp.n], None, prompt_lps[i // gp.n])]})
                 finals = {}
                 offs: Dict[int, int] = {}
 
                 def render(i, ev):
                     lp = None
                     if ev.kind == "token" and ev.logprob is not None:
-                        lp = P.completion_logprobs(self._lp_items(e, [ev]), offs.get(i, 0))
-                    offs[i] = offs.get(i, 0) + len(ev.text)
+                        lp = P.completion_logprobs(self._lp_items(e, [ev]), offs.get(i, len(echoes[i // gp.n])))
+                    offs[i] = offs.get(i, len(echoes[i // gp.n])) + len(ev.text)
                     if not (ev.text or lp is not None or ev.kind == "done"):
                         return []
                     return [_sse({"id": cid, "object": "text_completion", "created": created, "model": e.name,
@@ -476,6 +509,8 @@ class _App:
         for i in range(len(run.reqs)):
             lp = P.completion_logprobs(self._lp_items(e, items.get(i, [])), len(echoes[i // gp.n])) \
                 if gp.logprobs is not None else None
+            if lp is not None and prompt_lps[i // gp.n] is not None:
+                lp = {k: prompt_lps[i // gp.n][k] + lp[k] for k in lp}
             choices.append(choice(i, echoes[i // gp.n] + "".join(texts.get(i, [])), finals[i].finish_reason, lp))
         return JSONResponse({"id": cid, "object": "text_completion", "created": created, "model": e.name,
                              "system_fingerprint": _fingerprint(finals), "choices": choices, "usage": self._usage(finals, [len(t) for t in toks], gp.n)})
@@ -485,7 +520,7 @@ class _App:
         e = self.entry(body)
         gp = P.parse_gen_params(body, e.model.n_vocab, chat=True)
         messages = P.parse_messages(body)
-        grammar, tools, tool_choice, tool_mode = grammar_for(body)
+        grammar, tools, tool_choice, tool_mode = grammar_for(body, R.formatter_template(e.model.formatter()))
         try:
             prompt, add_special, fmt_stops = e.model.chat_prompt(messages, tools, tool_choice)
         except ValueError as err:
@@ -511,8 +546,9 @@ class _App:
             async def gen():
                 for i in range(len(run.reqs)):
                     # content "" as OpenAI's first delta has it (llama-cpp-python's has the role only)
-                    yield chunk(i, deltas[i].opening() if tool_mode is not None else
-                                {"role": "assistant", "content": ""})
+                    opening = deltas[i].opening()
+                    opening.setdefault("content", "")
+                    yield chunk(i, opening)
                 finals = {}
 
                 def render(i, ev):
@@ -523,7 +559,7 @@ class _App:
                         out.append(chunk(i, d, lp))
                         lp = None
                     if lp is not None:  # a token whose text is held back still reports its logprob
-                        out.append(chunk(i, {"content": ""} if tool_mode is None else {}, lp))
+                        out.append(chunk(i, {"content": ""} if deltas[i].mode is None else {}, lp))
                     if ev.kind == "done":
                         tail, finish = deltas[i].finish(ev.finish_reason)
                         out += [chunk(i, d) for d in tail]
@@ -574,12 +610,23 @@ class _App:
         return JSONResponse({"object": "list", "data": data, "model": e.name,
                              "usage": {"prompt_tokens": n, "total_tokens": n}})
 
+    def _model_card(self, n: str, m: ModelEntry) -> Dict[str, Any]:
+        return {"id": n, "object": "model", "created": m.created, "owned_by": "llama_py",
+                "meta": {"n_ctx": m.engine.n_ctx, "n_ctx_slot": m.engine.n_ctx_slot, "slots": m.engine.n_slots,
+                         "n_vocab": m.model.n_vocab, "n_embd": m.model.n_embd}}  # no path: clients see names
+
     async def models(self, request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [
-            {"id": n, "object": "model", "created": m.created, "owned_by": "llama_py",
-             "meta": {"n_ctx": m.engine.n_ctx, "n_ctx_slot": m.engine.n_ctx_slot, "slots": m.engine.n_slots,
-                      "n_vocab": m.model.n_vocab, "n_embd": m.model.n_embd}}  # no path: clients see names
-            for n, m in self.entries.items()]})
+        return JSONResponse({"object": "list", "data": [self._model_card(n, m) for n, m in self.entries.items()]})
+
+    async def model(self, request: Request) -> Response:
+        name = request.path_params["model"]
+        if name not in self.entries:
+            raise P.RequestError(404, f"the model {name!r} does not exist (served: {', '.join(self.entries)})",
+                                 param="model", code="model_not_found")
+        return JSONResponse(self._model_card(name, self.entries[name]))
+
+    async def not_found(self, request: Request) -> Response:
+        raise P.RequestError(404, f"no route {request.method} {request.url.path}", code="not_found")
 
     async def health(self, request: Request) -> Response:
         slots = {n: m.engine.stats() for n, m in self.entries.items()}
@@ -625,6 +672,7 @@ def create_app(entries: List[ModelEntry], api_key: Optional[str] = None, close_o
         Route("/v1/chat/completions", a.handler("/v1/chat/completions", a.chat), methods=["POST"]),
         Route("/v1/embeddings", a.handler("/v1/embeddings", a.embeddings), methods=["POST"]),
         Route("/v1/models", a.handler("/v1/models", a.models), methods=["GET"]),
+        Route("/v1/models/{model:path}", a.handler("/v1/models", a.model), methods=["GET"]),
         Route("/health", a.handler("/health", a.health), methods=["GET"]),
         Route("/metrics", a.handler("/metrics", a.prometheus), methods=["GET"]),
         Route("/extras/tokenize", a.handler("/extras/tokenize", a.tokenize), methods=["POST"]),
@@ -640,6 +688,9 @@ def create_app(entries: List[ModelEntry], api_key: Optional[str] = None, close_o
             for en in entries:
                 en.close()
 
+    # unknown routes and methods answer in the API's JSON error shape, not Starlette's plain text
+    routes.append(Route("/{rest:path}", a.handler("other", a.not_found),
+                        methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]))
     inner = Starlette(routes=routes, lifespan=lifespan)
     inner.state.llama = a
 

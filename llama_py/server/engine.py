@@ -22,7 +22,6 @@ from __future__ import annotations
 import collections
 import ctypes
 import itertools
-import math
 import queue
 import threading
 import time
@@ -35,6 +34,7 @@ from .. import _load_guard
 from .. import llama_cpp as C
 from .._lib import LlamaError
 from .._runtime import text as T
+from .._runtime.logprobs import token_logprob
 from .._runtime.sampling import SamplingParams, build_chain
 from .._runtime.text import TextStream
 from .metrics import EngineMetrics
@@ -572,20 +572,14 @@ class Engine:
         lp, top = None, None
         if req.logprobs is not None:
             ptr = C.llama_get_logits_ith(self._ctx, idx)
-            logits = np.ctypeslib.as_array(ptr, shape=(self.model.n_vocab,)).astype(np.float64)
+            logits = np.ctypeslib.as_array(ptr, shape=(self.model.n_vocab,)).copy()
         tok = C.llama_sampler_sample(s.chain, self._ctx, idx)
         if s.t_first is None:
             s.t_first = now
             self.metrics.first_token(now - req.t_submit)
         if req.logprobs is not None:
-            m = logits.max()
-            logz = m + math.log(np.exp(logits - m).sum())
-            lp = float(logits[tok] - logz)
-            if req.logprobs > 0:
-                k = min(req.logprobs, self.model.n_vocab)
-                ids = np.argpartition(-logits, k - 1)[:k]
-                ids = ids[np.argsort(-logits[ids], kind="stable")]
-                top = [(int(i), float(logits[i] - logz)) for i in ids]
+            lp, top = token_logprob(logits, tok, req.logprobs)
+            top = top if req.logprobs > 0 else None
         if self.model.is_eog(tok):
             self._finish(s, "stop")
             return

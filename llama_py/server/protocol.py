@@ -225,7 +225,8 @@ def parse_gen_params(body: dict, n_vocab: int, chat: bool) -> GenParams:
     """The sampling and output fields shared by /v1/completions and /v1/chat/completions."""
     p = GenParams()
     mt_name = "max_completion_tokens" if chat and body.get("max_completion_tokens") is not None else "max_tokens"
-    p.max_tokens = get_int(body, mt_name, None if chat else 16, lo=1)
+    # completions: 0 generates nothing (with echo and logprobs: scores the prompt)
+    p.max_tokens = get_int(body, mt_name, None if chat else 16, lo=1 if chat else 0)
     p.temperature = get_num(body, "temperature", 1.0, 0.0, 2.0)
     p.top_p = get_num(body, "top_p", 1.0, 0.0, 1.0)
     p.top_k = get_int(body, "top_k", 40, lo=0, hi=1 << 20)

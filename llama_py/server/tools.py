@@ -43,10 +43,14 @@ def _check_tools(tools: Any, param: str) -> List[str]:
     return names
 
 
-def grammar_for(body: Dict[str, Any]) -> Tuple[Optional[Any], Optional[list], Any, Optional[str]]:
+def grammar_for(body: Dict[str, Any], template: str = "") -> Tuple[Optional[Any], Optional[list], Any, Any]:
     """(grammar or None, tools to show the template, tool_choice, tool mode: None, a function's
-    name or "required")."""
+    name, "required", or the runtime's AutoTools for the template's tool-call format).
+    A GBNF `grammar` field (llama.cpp's server has it) constrains plain replies."""
     rf = body.get("response_format")
+    gbnf = body.get("grammar")
+    if gbnf is not None and (not isinstance(gbnf, str) or not gbnf.strip()):
+        raise P.bad("grammar", "must be a GBNF text")
     if rf is not None:
         _check_response_format(rf)
     functions, function_call = body.get("functions"), body.get("function_call")
@@ -62,7 +66,7 @@ def grammar_for(body: Dict[str, Any]) -> Tuple[Optional[Any], Optional[list], An
             grammar, _ = R.constraint(rf, None, None)
         except ValueError as e:
             raise P.bad("response_format.json_schema.schema", f"unsupported JSON schema: {e}")
-        return grammar, None, None, None
+        return _with_gbnf(grammar, gbnf), None, None, None
     names = _check_tools(tools, tools_param)
     choice_param = "tool_choice" if body.get("tool_choice") is not None else "function_call"
     choice = "auto" if choice is None else choice
@@ -75,7 +79,7 @@ def grammar_for(body: Dict[str, Any]) -> Tuple[Optional[Any], Optional[list], An
     if rf is not None and rf.get("type") != "text" and choice not in ("auto", "none"):
         raise P.bad(choice_param, "cannot force a tool call together with response_format")
     try:
-        grammar, mode = R.constraint(rf, tools, choice)
+        grammar, mode = R.constraint(rf, tools, choice, template)
     except ValueError as e:
         if choice in ("auto", "none"):
             param = "response_format.json_schema.schema"
@@ -85,4 +89,22 @@ def grammar_for(body: Dict[str, Any]) -> Tuple[Optional[Any], Optional[list], An
         else:
             param = tools_param
         raise P.bad(param, f"unsupported JSON schema: {e}")
+    if gbnf is not None and grammar is not None and not isinstance(mode, R.AutoTools):
+        raise P.bad("grammar", "cannot be combined with response_format or a forced tool call")
+    if isinstance(mode, R.AutoTools) and gbnf is not None:
+        grammar = _with_gbnf(None, gbnf)  # the caller's grammar replaces the lazy tool-call one
+    elif mode is None:
+        grammar = _with_gbnf(grammar, gbnf)
     return grammar, (tools if choice != "none" else None), choice, mode
+
+
+def _with_gbnf(grammar, gbnf: Optional[str]):
+    if gbnf is None:
+        return grammar
+    if grammar is not None:
+        raise P.bad("grammar", "cannot be combined with response_format")
+    from ..grammar import LlamaGrammar
+    try:
+        return LlamaGrammar.from_string(gbnf, verbose=False)
+    except ValueError as e:
+        raise P.bad("grammar", str(e))

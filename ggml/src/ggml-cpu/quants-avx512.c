@@ -338,8 +338,7 @@ static void quantize_row_q8_1_avx512(const float * x, void * vy, int64_t k) {
 // ---- IQ4_NL, IQ4_XS, MXFP4: table levels by byte shuffle, VNNI dots (signed levels: |l| . (y with
 // l's sign), as q8_0) ----
 
-static inline __m256i lut_dot32(__m256i lut, const uint8_t * qs, const int8_t * q8) {
-    const __m256i lv = _mm256_shuffle_epi8(lut, unpack_nibbles_32(qs));
+static inline __m256i level_dot32(__m256i lv, const int8_t * q8) {
     return dot_u8_i8(_mm256_abs_epi8(lv), _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q8), lv));
 }
 
@@ -362,7 +361,5 @@ void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K;
     t[GGML_TYPE_Q2_K].vec_dot_x4 = vec_dot_x4_q2_K_q8_K;
     t[GGML_TYPE_Q3_K].vec_dot_x4 = vec_dot_x4_q3_K_q8_K;
-    t[GGML_TYPE_IQ4_NL].vec_dot = vec_dot_iq4_nl_q8_0;
-    t[GGML_TYPE_IQ4_XS].vec_dot = vec_dot_iq4_xs_q8_0;
-    t[GGML_TYPE_MXFP4].vec_dot  = vec_dot_mxfp4_q8_0;
+    iq_lut_install(t);
 }

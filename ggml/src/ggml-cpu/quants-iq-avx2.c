@@ -1,5 +1,5 @@
-// quants-iq-avx2.c — AVX2 dot products of IQ4_NL, IQ4_XS, MXFP4 (against Q8_0), the IQ2 / IQ3
-// codebook types and TQ2_0 (against Q8_K). The avxvnni and avx512 sets take these as well
+// quants-iq-avx2.c — AVX2 dot products of IQ4_NL, IQ4_XS, MXFP4 (against Q8_0), the IQ3 / IQ2 /
+// IQ1 codebook types and TQ2_0 (against Q8_K; TQ1_0 stays portable). The avxvnni and avx512 sets take these as well
 // (cpu-traits.c builds them on the avx2 table).
 //
 // Non-linear levels come from one byte shuffle of the 16-entry level table; codebook entries
@@ -11,9 +11,8 @@
 
 // ---- 32-granular types against Q8_0 ----
 
-// Levels of 16 nibble bytes through the table lut (both lanes), dotted with 32 activations.
-static inline __m256i lut_dot32(__m256i lut, const uint8_t * qs, const int8_t * q8) {
-    const __m256i lv = _mm256_shuffle_epi8(lut, unpack_nibbles_32(qs));
+// 32 signed levels dotted with 32 activations.
+static inline __m256i level_dot32(__m256i lv, const int8_t * q8) {
     return dot_i8_32(lv, _mm256_loadu_si256((const __m256i *)q8));
 }
 
@@ -145,6 +144,60 @@ static void vec_dot_iq3_s_q8_K(int n, float * s, const void * x, const void * y)
     *s = sum;
 }
 
+// ---- IQ1_S / IQ1_M: 8 * (grid + delta) = 8 g +- 1 is an int8 level, so one signed dot per 32 ----
+
+// The int8 levels 8 g + delta of four grid entries (delta bytes: +1, or -1 where neg bit k is set).
+static inline __m256i iq1_levels(int i0, int i1, int i2, int i3, int neg) {
+    const __m256i g = _mm256_set_epi64x((long long)ggml_iq1s_grid[i3], (long long)ggml_iq1s_grid[i2],
+                                        (long long)ggml_iq1s_grid[i1], (long long)ggml_iq1s_grid[i0]);
+    const __m256i d = _mm256_set_epi64x(neg & 8 ? -1LL : 0x0101010101010101LL, neg & 4 ? -1LL : 0x0101010101010101LL,
+                                        neg & 2 ? -1LL : 0x0101010101010101LL, neg & 1 ? -1LL : 0x0101010101010101LL);
+    return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), d);
+}
+
+static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_iq1_s * a = (const block_iq1_s *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    float sum = 0.0f;
+    for (int i = 0; i < n / QK_IQ; i++) {
+        __m256i isum = _mm256_setzero_si256();
+        for (int ib = 0; ib < QK_IQ / 32; ib++) {
+            const int qh = a[i].qh[ib];
+            const uint8_t * q = a[i].qs + 4 * ib;
+            const __m256i lv = iq1_levels(q[0] | ((qh << 8) & 0x700), q[1] | ((qh << 5) & 0x700),
+                                          q[2] | ((qh << 2) & 0x700), q[3] | ((qh >> 1) & 0x700), qh & 0x8000 ? 15 : 0);
+            const __m256i p = dot_i8_32(lv, _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * ib)));
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_set1_epi32(2 * ((qh >> 12) & 7) + 1)));
+        }
+        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float)hsum_i32_8(isum);
+    }
+    *s = sum;
+}
+
+static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_iq1_m * a = (const block_iq1_m *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    float sum = 0.0f;
+    for (int i = 0; i < n / QK_IQ; i++) {
+        uint16_t sc[4];
+        memcpy(sc, a[i].scales, sizeof(sc));
+        __m256i isum = _mm256_setzero_si256();
+        for (int ib = 0; ib < QK_IQ / 32; ib++) {
+            const uint8_t * q = a[i].qs + 4 * ib;
+            const int h0 = a[i].qh[2 * ib], h1 = a[i].qh[2 * ib + 1];
+            const int neg = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
+            const __m256i lv = iq1_levels(q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700),
+                                          q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700), neg);
+            const __m256i p = dot_i8_32(lv, _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * ib)));
+            const int s0 = (sc[ib / 2] >> (6 * (ib % 2))) & 7, s1 = (sc[ib / 2] >> (6 * (ib % 2) + 3)) & 7;
+            const __m256i ls = _mm256_set_m128i(_mm_set1_epi32(2 * s1 + 1), _mm_set1_epi32(2 * s0 + 1));
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, ls));
+        }
+        sum += 0.125f * (ggml_iq1_m_scale(&a[i]) * b[i].d) * (float)hsum_i32_8(isum);
+    }
+    *s = sum;
+}
+
 // ---- TQ2_0: four 2-bit planes per 32 bytes; sum((q - 1) y) = sum(q y) - sum(y) ----
 
 static void vec_dot_tq2_0_q8_K(int n, float * s, const void * x, const void * y) {
@@ -169,13 +222,13 @@ static void vec_dot_tq2_0_q8_K(int n, float * s, const void * x, const void * y)
 }
 
 void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
-    t[GGML_TYPE_IQ4_NL].vec_dot  = vec_dot_iq4_nl_q8_0;
-    t[GGML_TYPE_IQ4_XS].vec_dot  = vec_dot_iq4_xs_q8_0;
-    t[GGML_TYPE_MXFP4].vec_dot   = vec_dot_mxfp4_q8_0;
+    iq_lut_install(t);
     t[GGML_TYPE_IQ2_XXS].vec_dot = vec_dot_iq2_xxs_q8_K;
     t[GGML_TYPE_IQ2_XS].vec_dot  = vec_dot_iq2_xs_q8_K;
     t[GGML_TYPE_IQ2_S].vec_dot   = vec_dot_iq2_s_q8_K;
     t[GGML_TYPE_IQ3_XXS].vec_dot = vec_dot_iq3_xxs_q8_K;
     t[GGML_TYPE_IQ3_S].vec_dot   = vec_dot_iq3_s_q8_K;
     t[GGML_TYPE_TQ2_0].vec_dot   = vec_dot_tq2_0_q8_K;
+    t[GGML_TYPE_IQ1_S].vec_dot   = vec_dot_iq1_s_q8_K;
+    t[GGML_TYPE_IQ1_M].vec_dot   = vec_dot_iq1_m_q8_K;
 }

@@ -262,10 +262,22 @@ static bool repack_parts_chunked(struct ggml_tensor * t, struct ggml_tensor * co
 static const struct repack_header * repack_header_of(const struct ggml_tensor * t) {
     if (!t || !t->extra || repack_unit(t->type) == 0) return NULL;
     const struct repack_header * h = (const struct repack_header *) t->extra;
-    if (h->magic != REPACK_MAGIC || h->type != (int32_t) t->type || h->ne0 != t->ne[0] || h->ne1 != t->ne[1]) {
+    // experts stacked in dim 2 (mul_mat_id) were repacked as one matrix of all their rows
+    if (h->magic != REPACK_MAGIC || h->type != (int32_t) t->type || h->ne0 != t->ne[0] || h->ne1 != t->ne[1]*t->ne[2]) {
         return NULL;
     }
     return h;
+}
+
+// t as one matrix of all its rows when its dims 1-2 are (experts stacked in dim 2, each a whole
+// number of panels, rows evenly spaced); false otherwise.
+static bool repack_flat(const struct ggml_tensor * t, struct ggml_tensor * flat) {
+    if (t->ne[3] != 1 || t->nb[2] != (size_t) t->ne[1]*t->nb[1] || t->ne[1] % GGML_GEMM_MR != 0) return false;
+    *flat = *t;
+    flat->ne[1] = t->ne[1]*t->ne[2];
+    flat->ne[2] = 1;
+    flat->nb[2] = flat->nb[3] = (size_t) flat->ne[1]*flat->nb[1];
+    return true;
 }
 
 void ggml_cpu_repack_clear(struct ggml_tensor * t) {
@@ -274,7 +286,8 @@ void ggml_cpu_repack_clear(struct ggml_tensor * t) {
 
 const void * ggml_cpu_repack_panels(const struct ggml_tensor * t) {
     const struct repack_header * h = repack_header_of(t);
-    if (!h || !repack_traits(t)) return NULL;
+    struct ggml_tensor flat;
+    if (!h || (t->ne[2] == 1 ? !repack_traits(t) : !repack_flat(t, &flat) || !repack_traits(&flat))) return NULL;
     return (const uint8_t *) h + REPACK_HEADER;
 }
 

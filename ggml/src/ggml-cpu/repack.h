@@ -54,7 +54,10 @@ bool ggml_cpu_repack(struct ggml_tensor * t, void * buf);
 bool ggml_cpu_repack_parts(struct ggml_tensor * t, struct ggml_tensor * const * parts, int n_parts, void * buf);
 // Detaches the copy from t (t->extra = NULL if it pointed at one).
 void ggml_cpu_repack_clear(struct ggml_tensor * t);
-// The panels of t's repacked copy, or NULL if t has none usable by the selected kernels.
+// The panels of t's repacked copy, or NULL if t has none usable by the selected kernels. Experts
+// stacked in dim 2 (mul_mat_id: [K, M, n_as], M a multiple of 16, contiguous) use the copy of the
+// [K, M * n_as] matrix of all their rows (a header viewing t's data), handed over by setting
+// t->extra to that copy: expert e's panels start at panel e * M / 16.
 const void * ggml_cpu_repack_panels(const struct ggml_tensor * t);
 // Bytes of one 16-row panel of a repacked copy of t (0 if t's type has no repacked layout).
 size_t ggml_cpu_repack_panel_bytes(const struct ggml_tensor * t);
