@@ -279,7 +279,8 @@ struct llama_model_tensor_override {
     enum ggml_type type;
 };
 
-// Importance matrix rows for one tensor (quantization; not used by this engine).
+// Importance matrix of one tensor for llama_model_quantize: size column weights per matrix
+// (mean squared activations; python -m llama_py imatrix), the array ended by a NULL name.
 struct llama_model_imatrix_data {
     const char * name;
     const float * data;

@@ -6,7 +6,8 @@
 
 The package `llama_cpp` becomes a module holding both levels (as llama-cpp-python's package
 re-exports both), and its submodules (llama, llama_cpp, llama_types, llama_chat_format,
-llama_grammar, llama_cache, llama_tokenizer, llama_speculative) are llama_py's.
+llama_grammar, llama_cache, llama_tokenizer, llama_speculative, and with the [server] extra
+server / server.app / server.settings) are llama_py's.
 """
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ def install_as_llama_cpp(force: bool = False) -> types.ModuleType:
     pkg = types.ModuleType("llama_cpp", "llama_py standing in for llama-cpp-python's llama_cpp package")
     pkg.__dict__.update({k: v for k, v in vars(low).items() if not k.startswith("__")})
     pkg.__dict__.update({k: getattr(high, k) for k in high.__all__})
+    # llama-cpp-python's __init__ re-exports llama_types' names too (ChatCompletionRequestUserMessage, ...)
+    types_mod = importlib.import_module("llama_py.llama_types")
+    pkg.__dict__.update({k: v for k, v in vars(types_mod).items() if not k.startswith("_") and k[0].isupper()})
     pkg.__version__ = _VERSION
     pkg.__path__ = []  # a package: `import llama_cpp.x` looks in sys.modules first
     pkg.__llama_py__ = True
@@ -52,4 +56,12 @@ def install_as_llama_cpp(force: bool = False) -> types.ModuleType:
         grammar.LlamaGrammar = high.LlamaGrammar
     sys.modules["llama_cpp.llama_grammar"] = grammar
     pkg.llama_grammar = grammar
+    try:  # the [server] extra: llama_cpp.server, .app and .settings are llama_py.server.lcp
+        server = importlib.import_module("llama_py.server.lcp")
+    except ImportError:
+        server = None
+    if server is not None:
+        for name in ("llama_cpp.server", "llama_cpp.server.app", "llama_cpp.server.settings"):
+            sys.modules[name] = server
+        pkg.server = server
     return pkg

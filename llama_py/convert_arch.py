@@ -121,6 +121,11 @@ def _qwen3moe_check(config: dict, hp) -> None:
     _moe_check(config, hp)
 
 
+def _qwen2moe_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    return _moe_keys(config, hp) + [("expert_shared_feed_forward_length", "u32",
+                                     int(config["shared_expert_intermediate_size"]))]
+
+
 def _mixtral_check(config: dict, hp) -> None:
     _llama_check(config, hp)
     _moe_check(config, hp)
@@ -384,6 +389,11 @@ _QWEN3MOE_LAYER, _QWEN3MOE_EXPERTS = _moe("mlp.gate.weight", "mlp.experts", "gat
 ARCHS["qwen3_moe"] = ArchSpec("qwen3moe", ("Qwen3MoeForCausalLM",),
                               {**_attn(perm=False), **_QK_NORM, **_QWEN3MOE_LAYER}, write_head_dim=True,
                               check=_qwen3moe_check, keys=_moe_keys, experts=_QWEN3MOE_EXPERTS)
+# Qwen2-MoE (Qwen1.5-MoE, Qwen2-57B-A14B): qwen2 attention, experts and a sigmoid-gated shared expert
+ARCHS["qwen2_moe"] = ArchSpec(
+    "qwen2moe", ("Qwen2MoeForCausalLM",),
+    {**_attn(perm=False, bias=True), **_QWEN3MOE_LAYER, **_QWEN35MOE_FFN},
+    check=_qwen3moe_check, keys=_qwen2moe_keys, experts=_QWEN3MOE_EXPERTS)
 # Mixtral is llama with experts (w1 gate, w3 up, w2 down), softmax over the chosen two
 _MIXTRAL_LAYER, _MIXTRAL_EXPERTS = _moe("block_sparse_moe.gate.weight", "block_sparse_moe.experts", "w1.weight",
                                         "w3.weight", "w2.weight")

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "LlamaGrammar", "json_schema_to_gbnf", "JSON_GBNF", "JSON_ARR_GBNF", "sampler_from_grammar",
-    "tools_to_json_schema", "tool_calls_grammar", "parse_tool_calls", "regex_to_gbnf",
+    "tools_to_json_schema", "tool_calls_grammar", "parse_tool_calls", "regex_to_gbnf", "SchemaConverter",
 ]
 
 # ------------------------------------------------------------------------------------------
@@ -61,6 +61,15 @@ class LlamaGrammar:
     def __init__(self, *args, _grammar: str, _root: str = "root", **kwargs):
         self._grammar = _grammar
         self._root = _root
+        self.triggers: List[str] = []  # lazy: patterns whose match starts the grammar (none: always on)
+
+    def lazy(self, triggers: Sequence[str]) -> "LlamaGrammar":
+        """A copy that constrains only from a trigger on: each trigger is a regex matched against
+        the whole text generated so far; the grammar gets the text from its first capture group
+        on (llama_sampler_init_grammar_lazy_patterns)."""
+        g = LlamaGrammar(_grammar=self._grammar, _root=self._root)
+        g.triggers = list(triggers)
+        return g
 
     @classmethod
     def from_string(cls, grammar: str, verbose: bool = True) -> "LlamaGrammar":
@@ -102,7 +111,13 @@ def sampler_from_grammar(vocab, grammar: LlamaGrammar) -> int:
     """A grammar sampler for vocab (a llama_vocab pointer); raises ValueError if the engine
     refuses the grammar (e.g. a <token> reference that is not one token of this vocabulary)."""
     from . import llama_cpp as C
-    smpl = C.llama_sampler_init_grammar(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+    triggers = getattr(grammar, "triggers", None)
+    if triggers:
+        pats = (ctypes.c_char_p * len(triggers))(*[t.encode("utf-8") for t in triggers])
+        smpl = C.llama_sampler_init_grammar_lazy_patterns(vocab, grammar._grammar.encode("utf-8"),
+                                                          grammar._root.encode("utf-8"), pats, len(triggers), None, 0)
+    else:
+        smpl = C.llama_sampler_init_grammar(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
     if not smpl:
         err = ctypes.create_string_buffer(512)
         _validator()(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"), err, len(err))
@@ -921,6 +936,31 @@ def json_schema_to_gbnf(schema: Union[str, Dict[str, Any], bool]) -> str:
         except json.JSONDecodeError as e:
             raise ValueError(f"the JSON schema is not valid JSON: {e}") from e
     return _Converter(schema).gbnf(schema)
+
+
+class SchemaConverter:
+    """llama-cpp-python's `llama_grammar.SchemaConverter` interface over json_schema_to_gbnf:
+    visit(schema, name) takes the schema, format_grammar() returns its GBNF. prop_order, dotall
+    and raw_pattern are accepted (properties keep the schema's order); allow_fetch must be
+    False (no remote $ref)."""
+
+    def __init__(self, *, prop_order=None, allow_fetch=False, dotall=False, raw_pattern=False):
+        if allow_fetch:
+            raise ValueError("SchemaConverter(allow_fetch=True): remote $ref are not fetched by llama_py")
+        self._schema: Any = None
+
+    def resolve_refs(self, schema: dict, url: str) -> dict:
+        """The schema itself: only references into the same document are supported (resolved when converted)."""
+        return schema
+
+    def visit(self, schema, name) -> str:
+        """Takes the schema to convert; returns the root rule's name."""
+        self._schema = schema
+        return "root"
+
+    def format_grammar(self) -> str:
+        """The GBNF of the visited schema (ValueError naming what cannot be expressed)."""
+        return json_schema_to_gbnf(self._schema if self._schema is not None else True)
 
 
 # ------------------------------------------------------------------------------------------

@@ -235,6 +235,23 @@ def chat_formatter_to_chat_completion_handler(chat_formatter: ChatFormatter) -> 
     return chat_completion_handler
 
 
+# llama-cpp-python's named formatter functions, for the formats the engine's built-in templates lay
+# out (its other prompt formats, alpaca, baichuan, ..., are not provided)
+def _builtin_format(name: str):
+    def format_fn(messages: List[llama_types.ChatCompletionRequestMessage], **kwargs: Any) -> ChatFormatterResponse:
+        return builtin_formatter(name)(messages=messages, **kwargs)
+    format_fn.__doc__ = f"The {name} layout of messages (the engine's built-in template)."
+    return format_fn
+
+
+format_llama2 = _builtin_format("llama-2")
+format_llama3 = _builtin_format("llama-3")
+format_chatml = _builtin_format("chatml")
+format_qwen = _builtin_format("qwen")
+format_mistral_instruct = _builtin_format("mistral-instruct")
+format_zephyr = _builtin_format("zephyr")
+format_gemma = _builtin_format("gemma")
+
 for _name, (_c_name, _stop) in _BUILTIN.items():
     LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
         _name, chat_formatter_to_chat_completion_handler(BuiltinChatFormatter(_c_name, _stop)), overwrite=True)

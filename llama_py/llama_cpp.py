@@ -128,6 +128,11 @@ def _deprecated(old: str, new: str) -> None:
     warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
+# the ctypes library object, under llama-cpp-python's name (guidance / llguidance read
+# llama_cpp.llama_cpp._lib.llama_tokenize and pass its C pointer on)
+_lib = load_library()
+
+
 # Model handles handed out by the loaders: the vocab functions that older code calls with a
 # model still work (the library accepts either), and warn that the model form is deprecated.
 _model_handles = set()

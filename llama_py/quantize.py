@@ -57,8 +57,10 @@ def _imatrix_params(path: str):
 
 
 def quantize(inp: str, out: str, ftype: str, nthread: int = 0, pure: bool = False, allow_requantize: bool = False,
-             only_copy: bool = False, show_progress: bool = True, imatrix: str | None = None) -> None:
-    """Quantizes inp into out (imatrix: a GGUF imatrix file); raises RuntimeError naming the failure."""
+             only_copy: bool = False, show_progress: bool = True, imatrix: str | None = None,
+             tensor_types: list | None = None) -> None:
+    """Quantizes inp into out (imatrix: a GGUF imatrix file; tensor_types: (regex, type name) pairs
+    that override the mix for matching tensor names); raises RuntimeError naming the failure."""
     key = ftype.upper()
     if key not in FTYPES:
         raise ValueError(f"unknown type {ftype!r}; one of: {', '.join(sorted(FTYPES))}")
@@ -86,6 +88,15 @@ def quantize(inp: str, out: str, ftype: str, nthread: int = 0, pure: bool = Fals
         if imatrix:
             im, im_keep = _imatrix_params(imatrix)
             p.imatrix = C.ctypes.cast(im, C.ctypes.POINTER(C.llama_model_imatrix_data))
+        if tensor_types:
+            ov = (C.llama_model_tensor_override * (len(tensor_types) + 1))()
+            for i, (pattern, tname) in enumerate(tensor_types):
+                t = getattr(C, f"GGML_TYPE_{tname.upper()}", None)
+                if t is None:
+                    raise ValueError(f"unknown tensor type {tname!r}")
+                ov[i].pattern = pattern.encode()
+                ov[i].type = t
+            p.tt_overrides = C.ctypes.cast(ov, C.ctypes.POINTER(C.llama_model_tensor_override))
         rc = C.llama_model_quantize(inp.encode(), out.encode(), C.ctypes.byref(p))
     finally:
         quiet = C.llama_log_callback(lambda *a: None)
@@ -116,13 +127,22 @@ def main(argv=None) -> int:
                     help="accept an already quantized input (quality suffers; quantize from F16/F32 when you can)")
     ap.add_argument("--only-copy", action="store_true", help="copy the tensors as they are (a rewrite of the file)")
     ap.add_argument("--imatrix", metavar="FILE", help="importance matrix (python -m llama_py imatrix)")
+    ap.add_argument("--tensor-type", action="append", default=[], metavar="REGEX=TYPE",
+                    help="tensors whose name matches REGEX (POSIX extended) get TYPE, e.g. ffn_down=q6_k")
     a = ap.parse_args(argv)
     if not os.path.isfile(a.input):
         print(f"error: {a.input}: no such file", file=sys.stderr)
         return 1
     size_in = os.path.getsize(a.input)
     try:
-        quantize(a.input, a.output, a.type, a.threads, a.pure, a.allow_requantize, a.only_copy, imatrix=a.imatrix)
+        tt = []
+        for spec in a.tensor_type:
+            pattern, sep, tname = spec.rpartition("=")
+            if not sep or not pattern:
+                raise ValueError(f"--tensor-type {spec!r}: expected REGEX=TYPE")
+            tt.append((pattern, tname))
+        quantize(a.input, a.output, a.type, a.threads, a.pure, a.allow_requantize, a.only_copy, imatrix=a.imatrix,
+                 tensor_types=tt)
     except (RuntimeError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

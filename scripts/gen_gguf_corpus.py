@@ -222,8 +222,8 @@ def corpus() -> Dict[str, Tuple[bytes, str]]:
     bad("tensor-ne-product-overflow", tensor_file([tinfo("a", [2**32, 2**32], f32, 0)]), "overflows")
     bad("tensor-ne-bytes-overflow", tensor_file([tinfo("a", [2**62], 28, 0)]), "overflows")
     bad("tensor-ne-huge-past-end", tensor_file([tinfo("a", [2**40], f32, 0)]), "past the end")
-    for t, what in ((4, "removed"), (5, "removed"), (99, "unknown"), (40, "unknown"), (16, "unsupported"),
-                    (29, "unsupported"), (0xFFFFFFFF, "unknown")):
+    for t, what in ((4, "removed"), (5, "removed"), (99, "unknown"), (40, "unsupported"), (41, "unknown"), (31, "removed"),
+                    (36, "removed"), (0xFFFFFFFF, "unknown")):
         bad(f"tensor-type-{t}", tensor_file([tinfo("a", [256], t, 0)], bytes(1024)), what)
     bad("tensor-q8_0-ne0-33", tensor_file([tinfo("a", [33], T_Q8_0[0], 0)], bytes(64)), "not a multiple of the block size 32")
     bad("tensor-q8_0-ne0-16", tensor_file([tinfo("a", [16, 2], T_Q8_0[0], 0)], bytes(64)), "not a multiple of the block size")

@@ -66,7 +66,10 @@ run_ctest() {  # build dir, extra cmake args...
 }
 
 stage "test vocabularies (llama_py.pull_vocab)"
-# The C fuzz replay (ctest) and the fuzzers read them from LLAMA_FUZZ_VOCAB_DIR; pytest finds them itself.
+# The C fuzz replay (ctest) and the fuzzers read the core five from LLAMA_FUZZ_VOCAB_DIR; pytest
+# finds them itself, and all of the sdist's vocabularies with their conformance cases (--all: the
+# same one download).
+"$PY" -m llama_py.pull_vocab --all > /dev/null || echo "the sdist's vocabularies could not be had: their tests will skip" >&2
 if [ -z "${LLAMA_FUZZ_VOCAB_DIR:-}" ]; then
     if vdir="$("$PY" -m llama_py.pull_vocab)"; then
         export LLAMA_FUZZ_VOCAB_DIR="$vdir"

@@ -49,15 +49,15 @@
     B("ffn_gate.weight", ffn_gate, LLM_T_DENSE, 2, LLM_DIM_EMBD, LLM_DIM_FF), \
     B("ffn_up.weight",   ffn_up,   LLM_T_DENSE, 2, LLM_DIM_EMBD, LLM_DIM_FF), \
     B("ffn_down.weight", ffn_down, LLM_T_DENSE, 2, LLM_DIM_FF, LLM_DIM_EMBD)
-// The expert keys (llama.cpp's names); expert_weights_norm defaults to on, as llama.cpp's
-// llama and qwen3moe graphs always renormalize the chosen experts' weights.
-#define K_MOE(count_required) \
+// The expert keys (llama.cpp's names); expert_weights_norm's default is what llama.cpp's graph
+// for the architecture does (llama, qwen3moe: renormalise the chosen experts' weights; qwen2moe: not).
+#define K_MOE(count_required, norm_default) \
     { "expert_count",                       HP(n_expert),             LLM_KEY_U32, count_required, 0 }, \
     { "expert_used_count",                  HP(n_expert_used),        LLM_KEY_U32, count_required, 0 }, \
     { "expert_feed_forward_length",         HP(n_ff_exp),             LLM_KEY_U32, false, 0 }, \
     { "expert_shared_feed_forward_length",  HP(n_ff_shexp),           LLM_KEY_U32, false, 0 }, \
     { "expert_gating_func",                 HP(expert_gating),        LLM_KEY_U32, false, 0 }, \
-    { "expert_weights_norm",                HP(expert_weights_norm),  LLM_KEY_U32, false, 1 }, \
+    { "expert_weights_norm",                HP(expert_weights_norm),  LLM_KEY_U32, false, norm_default }, \
     { "expert_weights_scale",               HP(expert_weights_scale), LLM_KEY_F32, false, 0 }
 
 // ---- llama: TinyLlama, SmolLM, Llama 2/3, Mistral-style; Mixtral with expert_count > 0 ----
@@ -68,7 +68,7 @@ static const struct llm_tensor_spec LLAMA_TENSORS[] = {
 };
 
 static const struct llm_key_spec LLAMA_KEYS[] = {
-    K_MOE(false),
+    K_MOE(false, 1),
     { NULL, 0, 0, false, 0 },
 };
 
@@ -97,17 +97,38 @@ static const struct llm_tensor_spec QWEN3MOE_TENSORS[] = {
 };
 
 static const struct llm_key_spec QWEN3MOE_KEYS[] = {
-    K_MOE(true),
+    K_MOE(true, 1),
     { NULL, 0, 0, false, 0 },
 };
 
-static bool qwen3moe_finish(struct llama_hparams * hp) {
+// Rows whose every layer is a mixture of experts need some.
+static bool moe_finish(struct llama_hparams * hp) {
     if (hp->n_expert == 0) {
-        LLAMA_LOG_ERROR("llama_model_load: qwen3moe.expert_count must be > 0\n");
+        LLAMA_LOG_ERROR("llama_model_load: expert_count must be > 0 for this architecture\n");
         return false;
     }
     return true;
 }
+
+// ---- qwen2moe: qwen2's attention (Q/K/V biases), experts plus a shared expert whose output a
+// sigmoid gate scales; the chosen experts' softmax weights are not renormalised ----
+static const struct llm_tensor_spec QWEN2MOE_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_MOE,
+    B("attn_q.bias", bq, REQ | F32, 1, LLM_DIM_Q, 0),
+    B("attn_k.bias", bk, REQ | F32, 1, LLM_DIM_K, 0),
+    B("attn_v.bias", bv, REQ | F32, 1, LLM_DIM_V, 0),
+    B("ffn_gate_inp_shexp.weight", ffn_gate_inp_shexp, REQ, 1, LLM_DIM_EMBD, 0),
+    B("ffn_gate_shexp.weight", ffn_gate_shexp, REQ, 2, LLM_DIM_EMBD, LLM_DIM_FF_SHEXP),
+    B("ffn_up_shexp.weight",   ffn_up_shexp,   REQ, 2, LLM_DIM_EMBD, LLM_DIM_FF_SHEXP),
+    B("ffn_down_shexp.weight", ffn_down_shexp, REQ, 2, LLM_DIM_FF_SHEXP, LLM_DIM_EMBD),
+    T_END,
+};
+
+static const struct llm_key_spec QWEN2MOE_KEYS[] = {
+    K_MOE(true, 0),
+    { NULL, 0, 0, false, 0 },
+};
 
 // ---- gemma3: norms before and after attention and FFN, QK-norm, GeGLU, sliding window ----
 static const struct llm_tensor_spec GEMMA3_TENSORS[] = {
@@ -250,7 +271,7 @@ static const struct llm_tensor_spec QWEN35MOE_TENSORS[] = {
 };
 
 static const struct llm_key_spec QWEN35MOE_KEYS[] = {
-    K_QWEN35, K_MOE(true),
+    K_QWEN35, K_MOE(true, 1),
     { NULL, 0, 0, false, 0 },
 };
 
@@ -364,7 +385,8 @@ static const struct llama_arch_info ARCHS[] = {
     { "gemma3", LLM_ROPE_NEOX,   GEMMA3_KEYS, GEMMA3_TENSORS, gemma3_finish, llm_build_gemma3 },
     { "phi3",   LLM_ROPE_NEOX,   PHI3_KEYS,   PHI3_TENSORS,   phi3_finish,   llm_build_llama },
     { "gemma2", LLM_ROPE_NEOX,   GEMMA2_KEYS, GEMMA2_TENSORS, gemma2_finish, llm_build_gemma3 },
-    { "qwen3moe", LLM_ROPE_NEOX, QWEN3MOE_KEYS, QWEN3MOE_TENSORS, qwen3moe_finish, llm_build_llama },
+    { "qwen3moe", LLM_ROPE_NEOX, QWEN3MOE_KEYS, QWEN3MOE_TENSORS, moe_finish, llm_build_llama },
+    { "qwen2moe", LLM_ROPE_NEOX, QWEN2MOE_KEYS, QWEN2MOE_TENSORS, moe_finish, llm_build_llama },
     { "qwen35", LLM_ROPE_NEOX,   QWEN35_KEYS, QWEN35_TENSORS, qwen35_finish, llm_build_llama },
     { "qwen35moe", LLM_ROPE_NEOX, QWEN35MOE_KEYS, QWEN35MOE_TENSORS, qwen35moe_finish, llm_build_llama },
     { "gemma4", LLM_ROPE_NEOX,   GEMMA4_KEYS, GEMMA4_TENSORS, gemma4_finish, llm_build_gemma4 },

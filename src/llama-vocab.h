@@ -57,6 +57,13 @@ enum llama_vocab_pre_type {
 
 struct vocab_regex;
 
+// How a BPE vocab cuts text before its pre-tokenizer (tokenizer.ggml.model).
+enum llama_vocab_bpe_session {
+    LLAMA_VOCAB_BPE_PLAIN = 0, // gpt2, gemma4: the whole text
+    LLAMA_VOCAB_BPE_WORDS = 1, // whitespace: words between whitespace (dropped), each on its own
+    LLAMA_VOCAB_BPE_DNA   = 2, // hybriddna: <dna>...</dna> as k-mer tokens (vocab-dna.c), BPE around
+};
+
 // Byte trie of token texts (vocab-trie.c): node 0 is the root; edges hashed by (node, byte).
 struct llama_vocab_trie {
     uint64_t * edges;       // ((node << 8 | byte) + 1) << 32 | child; 0 empty
@@ -136,6 +143,8 @@ struct llama_vocab {
     bool remove_extra_whitespaces; // UGM: leading / trailing spaces dropped, runs squeezed to one
     struct llama_vocab_ugm * ugm;  // UGM: charsmap and token trie (vocab-ugm.c)
     struct llama_vocab_trie rwkv_trie; // RWKV: the unescaped bytes of the normal tokens (vocab-rwkv.c)
+    enum llama_vocab_bpe_session bpe_session;
+    llama_token dna_open, dna_close, dna_oov; // hybriddna: <dna>, </dna>, <oov> (-1: plain BPE)
 };
 
 // Growable list of token ids; oom is set (and further pushes ignored) if memory runs out.
@@ -208,6 +217,15 @@ void llama_vocab_ugm_free(struct llama_vocab * v);
 // UGM: appends the tokens of text (no special tokens inside): normalize, then Viterbi.
 void llama_vocab_ugm_tokenize(const struct llama_vocab * v, const char * text, size_t len,
                               struct llama_vocab_tokens * out);
+
+// hybriddna (vocab-dna.c): tokens of text, the stretches outside <dna>...</dna> given to
+// stretch(); plain stretch() when the vocab lacks <dna>, </dna> or <oov>.
+void llama_vocab_dna_tokenize(const struct llama_vocab * v, const char * text, size_t len,
+                              void (*stretch)(const struct llama_vocab *, const char *, size_t, struct llama_vocab_tokens *),
+                              struct llama_vocab_tokens * out);
+
+// hybriddna: the length of token text s[0, n) without its k-mer marker (U+E000) when it has one.
+size_t llama_vocab_dna_text_len(const struct llama_vocab * v, llama_token id, const char * s, size_t n);
 
 // Pre-tokenizer names (vocab-pre.c): true if llama.cpp accepts name as tokenizer.ggml.pre.
 bool llama_vocab_pre_known(const char * name);

@@ -3,12 +3,13 @@
 // The input is memory-mapped; tensors are converted one at a time (rows split across
 // threads) and streamed to the output, so the memory needed beyond the mapping is about one
 // output tensor. Per-tensor types follow the mixes users know from llama.cpp's ftypes:
-// 1-D tensors stay as they are, output.weight goes to Q6_K for quantized ftypes, and the
+// 1-D tensors and convolution taps (ssm_conv1d) stay as they are, output.weight goes to Q6_K for quantized ftypes, and the
 // _M / _L mixes keep part of attn_v / ffn_down (and attn_output) at a higher type.
 #include "llama-impl.h"
 #include "gguf.h"
 
 #include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,22 +40,35 @@ static enum ggml_type quantize_base_type(enum llama_ftype ftype) {
         case LLAMA_FTYPE_MOSTLY_TQ1_0:  return GGML_TYPE_TQ1_0;
         case LLAMA_FTYPE_MOSTLY_TQ2_0:  return GGML_TYPE_TQ2_0;
         case LLAMA_FTYPE_MOSTLY_MXFP4_MOE: return GGML_TYPE_MXFP4;
+        case LLAMA_FTYPE_MOSTLY_IQ2_XXS: return GGML_TYPE_IQ2_XXS;
+        case LLAMA_FTYPE_MOSTLY_IQ2_XS:
+        case LLAMA_FTYPE_MOSTLY_IQ2_S:  return GGML_TYPE_IQ2_XS;
+        case LLAMA_FTYPE_MOSTLY_IQ2_M:  return GGML_TYPE_IQ2_S;
+        case LLAMA_FTYPE_MOSTLY_IQ3_XXS: return GGML_TYPE_IQ3_XXS;
+        case LLAMA_FTYPE_MOSTLY_IQ3_XS:
+        case LLAMA_FTYPE_MOSTLY_IQ3_S:
+        case LLAMA_FTYPE_MOSTLY_IQ3_M:  return GGML_TYPE_IQ3_S;
         default:                        return GGML_TYPE_COUNT;
     }
 }
 
-// The mixes built on the codebook types (IQ3 / IQ2 / IQ1): their grid searches need an
-// importance matrix, which this quantizer does not take yet.
+// The mixes whose layer weights go to IQ3_XXS / IQ2_* / IQ1_*: those grids are too coarse to
+// quantize well without an importance matrix, so they require one (as llama.cpp does).
 static bool quantize_needs_imatrix(enum llama_ftype ftype) {
     switch (ftype) {
         case LLAMA_FTYPE_MOSTLY_IQ2_XXS: case LLAMA_FTYPE_MOSTLY_IQ2_XS: case LLAMA_FTYPE_MOSTLY_IQ2_S:
-        case LLAMA_FTYPE_MOSTLY_IQ2_M:   case LLAMA_FTYPE_MOSTLY_IQ3_XS: case LLAMA_FTYPE_MOSTLY_IQ3_XXS:
-        case LLAMA_FTYPE_MOSTLY_IQ3_S:   case LLAMA_FTYPE_MOSTLY_IQ3_M:  case LLAMA_FTYPE_MOSTLY_IQ1_S:
+        case LLAMA_FTYPE_MOSTLY_IQ2_M:   case LLAMA_FTYPE_MOSTLY_IQ3_XXS: case LLAMA_FTYPE_MOSTLY_IQ1_S:
         case LLAMA_FTYPE_MOSTLY_IQ1_M:
             return true;
         default:
             return false;
     }
+}
+
+// The IQ2 mixes (the IQ1 ones are not supported yet).
+static bool quantize_is_iq2(enum llama_ftype f) {
+    return f == LLAMA_FTYPE_MOSTLY_IQ2_XXS || f == LLAMA_FTYPE_MOSTLY_IQ2_XS || f == LLAMA_FTYPE_MOSTLY_IQ2_S ||
+           f == LLAMA_FTYPE_MOSTLY_IQ2_M;
 }
 
 static bool name_has(const char * name, const char * part) {
@@ -81,6 +95,36 @@ static uint32_t quantize_arch_u32(const struct gguf_context * g, const char * ar
     return k >= 0 && gguf_get_kv_type(g, k) == GGUF_TYPE_UINT32 ? gguf_get_val_u32(g, k) : def;
 }
 
+// The tensor type overrides (params->tt_overrides, ended by a NULL pattern) compiled as POSIX
+// extended regular expressions, searched in tensor names; false (logged) for a bad pattern.
+#define QUANTIZE_MAX_OVERRIDES 64
+struct quantize_overrides {
+    regex_t re[QUANTIZE_MAX_OVERRIDES];
+    enum ggml_type type[QUANTIZE_MAX_OVERRIDES];
+    int n;
+};
+
+static bool quantize_overrides_init(struct quantize_overrides * o, const struct llama_model_tensor_override * p) {
+    o->n = 0;
+    for (; p && p->pattern; p++) {
+        if (o->n == QUANTIZE_MAX_OVERRIDES) {
+            LLAMA_LOG_ERROR("llama_model_quantize: more than %d tensor type overrides\n", QUANTIZE_MAX_OVERRIDES);
+            return false;
+        }
+        if (ggml_get_type_traits(p->type) == NULL || regcomp(&o->re[o->n], p->pattern, REG_EXTENDED | REG_NOSUB) != 0) {
+            LLAMA_LOG_ERROR("llama_model_quantize: bad tensor type override '%s' (type %d)\n", p->pattern, (int) p->type);
+            return false;
+        }
+        o->type[o->n++] = p->type;
+    }
+    return true;
+}
+
+static void quantize_overrides_free(struct quantize_overrides * o) {
+    for (int i = 0; i < o->n; i++) regfree(&o->re[i]);
+    o->n = 0;
+}
+
 struct quantize_plan {
     enum llama_ftype ftype;
     enum ggml_type base;
@@ -89,12 +133,14 @@ struct quantize_plan {
     bool has_imatrix;
     bool has_output;   // output.weight exists (else token_embd doubles as the output)
     const llama_model_quantize_params * params;
+    const struct quantize_overrides * ov;
 };
 
 static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const char * name, int n_dims,
                                            enum ggml_type cur, int64_t ne0, int64_t ne2) {
     const llama_model_quantize_params * params = p->params;
     if (params->only_copy || n_dims < 2) return cur;
+    if (name_has(name, "ssm_conv1d.weight")) return cur; // convolution taps, read by an elementwise op: as stored
     if (strcmp(name, "token_embd.weight") != 0 && !name_has(name, ".weight")) return cur;
     // expert routers stay as they are (llama.cpp's rule): a rounded logit may pick another expert
     if (name_has(name, "ffn_gate_inp.weight")) return cur;
@@ -111,11 +157,16 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
     } else if (is_output) {
         if (params->output_tensor_type < GGML_TYPE_COUNT) return params->output_tensor_type;
         if (!params->quantize_output_tensor) return cur;
-        if (!params->pure && quantized_ftype && t != GGML_TYPE_Q8_0) t = GGML_TYPE_Q6_K;
+        if (!params->pure && quantized_ftype && t != GGML_TYPE_Q8_0) t = quantize_is_iq2(p->ftype) ? GGML_TYPE_Q5_K : GGML_TYPE_Q6_K;
     } else if (strcmp(name, "token_embd.weight") == 0) {
         if (params->token_embedding_type < GGML_TYPE_COUNT) return params->token_embedding_type;
         if (!params->pure && (p->ftype == LLAMA_FTYPE_MOSTLY_TQ1_0 || p->ftype == LLAMA_FTYPE_MOSTLY_TQ2_0)) {
             t = GGML_TYPE_Q4_K;
+        } else if (!params->pure && (p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_XXS || p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_XS)) {
+            t = GGML_TYPE_Q2_K;
+        } else if (!params->pure && (p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_S || p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_M ||
+                                     p->ftype == LLAMA_FTYPE_MOSTLY_IQ3_XXS)) {
+            t = GGML_TYPE_IQ3_S;
         }
     } else if (!params->pure && quantized_ftype) {
         const int il = quantize_layer_of(name);
@@ -123,7 +174,35 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
         const bool attn_v = name_has(name, "attn_v.weight");
         const bool ffn_down = name_has(name, "ffn_down");
         const bool attn_out = name_has(name, "attn_output.weight");
+        const bool attn_qk = name_has(name, "attn_q.weight") || name_has(name, "attn_k.weight");
+        const bool gate_up = name_has(name, "ffn_gate.weight") || name_has(name, "ffn_up.weight");
+        const bool iq2_big = p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_S || p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_M;
         switch (p->ftype) {
+            case LLAMA_FTYPE_MOSTLY_IQ2_XXS:
+            case LLAMA_FTYPE_MOSTLY_IQ2_XS:
+            case LLAMA_FTYPE_MOSTLY_IQ2_S:
+            case LLAMA_FTYPE_MOSTLY_IQ2_M:
+                if (attn_v) t = p->n_gqa >= 4 ? GGML_TYPE_Q4_K : (iq2_big ? GGML_TYPE_IQ3_S : GGML_TYPE_Q2_K);
+                else if (ffn_down && il >= 0 && il < nl / 8) t = iq2_big ? GGML_TYPE_IQ3_S : GGML_TYPE_Q2_K;
+                else if (attn_out && iq2_big) t = GGML_TYPE_IQ3_S;
+                break;
+            case LLAMA_FTYPE_MOSTLY_IQ3_XXS:
+                if (attn_v) t = p->n_gqa >= 4 ? GGML_TYPE_Q4_K : GGML_TYPE_IQ3_XXS;
+                else if (attn_qk) t = GGML_TYPE_IQ2_S;
+                else if (attn_out) t = GGML_TYPE_IQ3_S;
+                break;
+            case LLAMA_FTYPE_MOSTLY_IQ3_XS:
+                if (attn_v && p->n_gqa >= 4) t = GGML_TYPE_Q4_K;
+                else if (attn_qk) t = GGML_TYPE_IQ3_XXS;
+                else if (gate_up && il >= nl / 8 && il < 7 * nl / 8) t = GGML_TYPE_IQ3_XXS;
+                break;
+            case LLAMA_FTYPE_MOSTLY_IQ3_S:
+                if (attn_v && p->n_gqa >= 4) t = GGML_TYPE_Q4_K;
+                break;
+            case LLAMA_FTYPE_MOSTLY_IQ3_M:
+                if (attn_v || attn_out || name_has(name, "attn_qkv.weight")) t = GGML_TYPE_Q4_K;
+                else if (ffn_down && il >= 0 && il < nl / 8) t = GGML_TYPE_Q4_K;
+                break;
             case LLAMA_FTYPE_MOSTLY_Q2_K:
             case LLAMA_FTYPE_MOSTLY_Q2_K_S:
                 if (attn_v) t = GGML_TYPE_Q4_K;
@@ -158,6 +237,12 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
                 break;
         }
     }
+    // user overrides (the first matching pattern) replace the mix's choice for quantized ftypes
+    if (quantized_ftype) {
+        for (int i = 0; i < p->ov->n; i++) {
+            if (regexec(&p->ov->re[i], name, 0, NULL, 0) == 0) { t = p->ov->type[i]; break; }
+        }
+    }
     // Rows that do not fill whole blocks cannot use the chosen type: fall back.
     const int64_t bs = ggml_blck_size(t);
     if (ne0 % bs != 0) {
@@ -165,7 +250,9 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
             t = ne0 % 32 == 0 ? (t == GGML_TYPE_Q2_K || t == GGML_TYPE_Q3_K || t == GGML_TYPE_TQ1_0 ||
                                  t == GGML_TYPE_TQ2_0 ? GGML_TYPE_Q4_0 :
                                  t == GGML_TYPE_Q4_K ? GGML_TYPE_Q5_0 :
-                                 t == GGML_TYPE_IQ4_XS ? GGML_TYPE_IQ4_NL : GGML_TYPE_Q8_0)
+                                 t == GGML_TYPE_IQ4_XS || t == GGML_TYPE_IQ3_S || t == GGML_TYPE_IQ3_XXS ||
+                                 t == GGML_TYPE_IQ2_S || t == GGML_TYPE_IQ2_XS || t == GGML_TYPE_IQ2_XXS ?
+                                 GGML_TYPE_IQ4_NL : GGML_TYPE_Q8_0)
                               : GGML_TYPE_F16;
         }
     }
@@ -197,7 +284,11 @@ static void * quantize_worker(void * arg) {
     for (int64_t r = r0; r < r1; r++) {
         ts->to_float((const char *)j->src + r * src_row, row, j->ne0);
         const float * im = j->imatrix ? j->imatrix + (r / j->rows_per_mat) * j->ne0 : NULL;
-        ggml_quantize_chunk(j->dst_type, row, (char *)j->dst + r * dst_row, 0, 1, j->ne0, im);
+        if (ggml_quantize_chunk(j->dst_type, row, (char *)j->dst + r * dst_row, 0, 1, j->ne0, im) == 0) {
+            free(row);
+            j->ok = false; // logged by ggml_quantize_chunk
+            return NULL;
+        }
     }
     free(row);
     j->ok = true;
@@ -266,18 +357,26 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
     llama_model_quantize_params defaults = llama_model_quantize_default_params();
     if (!params) params = &defaults;
     const enum ggml_type base = quantize_base_type(params->ftype);
-    if (quantize_needs_imatrix(params->ftype) && !params->only_copy) {
-        if (params->imatrix == NULL) {
-            LLAMA_LOG_ERROR("llama_model_quantize: file type %s needs an importance matrix (imatrix: "
-                            "python -m llama_py imatrix, then quantize --imatrix FILE)\n", llama_ftype_name(params->ftype));
-        } else {
-            LLAMA_LOG_ERROR("llama_model_quantize: file type %s is not supported yet (no codebook quantizer)\n",
-                            llama_ftype_name(params->ftype));
-        }
+    if (quantize_needs_imatrix(params->ftype) && params->imatrix == NULL && !params->only_copy) {
+        LLAMA_LOG_ERROR("llama_model_quantize: file type %s needs an importance matrix (imatrix: "
+                        "python -m llama_py imatrix, then quantize --imatrix FILE)\n", llama_ftype_name(params->ftype));
+        return 1;
+    }
+    if ((params->ftype == LLAMA_FTYPE_MOSTLY_IQ1_S || params->ftype == LLAMA_FTYPE_MOSTLY_IQ1_M) && !params->only_copy) {
+        LLAMA_LOG_ERROR("llama_model_quantize: file type %s is not supported yet (no IQ1 quantizer)\n",
+                        llama_ftype_name(params->ftype));
         return 1;
     }
     if (base == GGML_TYPE_COUNT && !params->only_copy) {
         LLAMA_LOG_ERROR("llama_model_quantize: file type %d is not supported\n", (int)params->ftype);
+        return 1;
+    }
+    static struct quantize_overrides ov_none; // n = 0
+    struct quantize_overrides * ov = params->tt_overrides ? GGML_CALLOC(1, sizeof(*ov)) : &ov_none;
+    if (ov == NULL) return 1;
+    if (ov != &ov_none && !quantize_overrides_init(ov, params->tt_overrides)) {
+        quantize_overrides_free(ov);
+        free(ov);
         return 1;
     }
     uint32_t rc = 1;
@@ -294,7 +393,7 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
     }
     const int64_t n_tensors = gguf_get_n_tensors(in);
     struct quantize_plan plan = { params->ftype, base, 0, 1, params->imatrix != NULL,
-                                  gguf_find_tensor(in, "output.weight") >= 0, params };
+                                  gguf_find_tensor(in, "output.weight") >= 0, params, ov };
     {
         const int64_t k = gguf_find_key(in, "general.architecture");
         if (k >= 0 && gguf_get_kv_type(in, k) == GGUF_TYPE_STRING) {
@@ -335,7 +434,8 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
         }
         const struct ggml_type_traits * tt = ggml_get_type_traits(nt);
         const struct ggml_type_traits * ts = ggml_get_type_traits(cur);
-        if (nt != cur && (!tt || !tt->from_float_ref || !ts || !ts->to_float)) {
+        const bool searchable = ggml_quantize_requires_imatrix(nt) && params->imatrix != NULL; // IQ2_XXS, IQ2_XS
+        if (nt != cur && (!tt || !(tt->from_float_ref || searchable) || !ts || !ts->to_float)) {
             LLAMA_LOG_ERROR("llama_model_quantize: cannot convert %s from %s to %s\n", name,
                             ggml_type_name(cur), ggml_type_name(nt));
             free(new_types);
@@ -401,7 +501,8 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
                 goto done;
             }
             if (!quantize_tensor(src, cur, buf, new_types[i], im, ne0, nrows, ne1 > 0 ? ne1 : 1, nthread)) {
-                LLAMA_LOG_ERROR("llama_model_quantize: out of memory converting %s\n", name);
+                LLAMA_LOG_ERROR("llama_model_quantize: cannot convert %s to %s (out of memory, or no importance "
+                                "matrix entry for a type that needs one)\n", name, ggml_type_name(new_types[i]));
                 free(new_types);
                 goto done;
             }
@@ -428,5 +529,9 @@ done:
     gguf_free(out);
     gguf_mmap_close(map);
     gguf_free(in);
+    if (ov != &ov_none) {
+        quantize_overrides_free(ov);
+        free(ov);
+    }
     return rc;
 }

@@ -640,8 +640,9 @@ static void bpe_piece(void * user, size_t start, size_t end) {
     }
 }
 
-void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
-                              struct llama_vocab_tokens * out) {
+// The BPE of one stretch of text: escape spaces if the family does, pre-tokenize, merge.
+static void bpe_tokenize_stretch(const struct llama_vocab * vocab, const char * text, size_t len,
+                                 struct llama_vocab_tokens * out) {
     struct bpe_session s;
     memset(&s, 0, sizeof(s));
     s.vocab = vocab;
@@ -681,4 +682,34 @@ void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * tex
     free(s.sym_dead);
     free(s.heap);
     free(s.mapped);
+}
+
+// tokenizer.ggml.model "whitespace": the text is cut at whitespace, which is dropped, and each
+// word is tokenized on its own.
+static void bpe_tokenize_words(const struct llama_vocab * vocab, const char * text, size_t len,
+                               struct llama_vocab_tokens * out) {
+    size_t word = 0, pos = 0;
+    while (pos < len) {
+        size_t clen;
+        const uint32_t cp = unicode_utf8_decode((const uint8_t *) text + pos, len - pos, &clen);
+        if (cp != UNICODE_INVALID && (unicode_cpt_flags(cp) & F_WS)) {
+            if (pos > word) {
+                bpe_tokenize_stretch(vocab, text + word, pos - word, out);
+            }
+            word = pos + clen;
+        }
+        pos += clen;
+    }
+    if (len > word) {
+        bpe_tokenize_stretch(vocab, text + word, len - word, out);
+    }
+}
+
+void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
+                              struct llama_vocab_tokens * out) {
+    switch (vocab->bpe_session) {
+        case LLAMA_VOCAB_BPE_WORDS: bpe_tokenize_words(vocab, text, len, out); break;
+        case LLAMA_VOCAB_BPE_DNA:   llama_vocab_dna_tokenize(vocab, text, len, bpe_tokenize_stretch, out); break;
+        default:                    bpe_tokenize_stretch(vocab, text, len, out); break;
+    }
 }

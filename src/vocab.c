@@ -492,7 +492,8 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
     const char * pre_name = vocab_get_str(g, "tokenizer.ggml.pre");
     if (strcmp(model, "llama") == 0) {
         type = LLAMA_VOCAB_TYPE_SPM;
-    } else if (strcmp(model, "gpt2") == 0 || strcmp(model, "gemma4") == 0) {
+    } else if (strcmp(model, "gpt2") == 0 || strcmp(model, "gemma4") == 0 || strcmp(model, "whitespace") == 0 ||
+               strcmp(model, "hybriddna") == 0) {
         type = LLAMA_VOCAB_TYPE_BPE;
         if (strcmp(model, "gemma4") == 0) {
             pre_name = "gemma4";  // the model name fixes the pre-tokenizer
@@ -503,7 +504,8 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         type = LLAMA_VOCAB_TYPE_RWKV;
     } else {
         LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.model '%s' is not supported (supported: 'llama' "
-                        "SentencePiece, 'gpt2' byte-level BPE, 'gemma4' SentencePiece-style BPE, 't5' unigram, 'rwkv' RWKV world)\n", model);
+                        "SentencePiece, 'gpt2' byte-level BPE, 'gemma4' SentencePiece-style BPE, 'whitespace' and "
+                        "'hybriddna' BPE, 't5' unigram, 'rwkv' RWKV world)\n", model);
         return NULL;
     }
     if (type == LLAMA_VOCAB_TYPE_BPE) {
@@ -567,6 +569,17 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
     v->type = type;
     if (type == LLAMA_VOCAB_TYPE_BPE && !llama_vocab_pre_setup(v, pre_name)) {
         goto fail;
+    }
+    if (strcmp(model, "whitespace") == 0) {
+        bool lowercase = false;
+        if (vocab_get_bool(g, "tokenizer.ggml.normalizer.lowercase", &lowercase) && lowercase) {
+            LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.normalizer.lowercase = true is not supported for the "
+                            "'whitespace' tokenizer\n");
+            goto fail;
+        }
+        v->bpe_session = LLAMA_VOCAB_BPE_WORDS;
+    } else if (strcmp(model, "hybriddna") == 0) {
+        v->bpe_session = LLAMA_VOCAB_BPE_DNA;
     }
     snprintf(v->pre_name, sizeof(v->pre_name), "%s", pre_name ? pre_name : "");
     v->n_tokens = (int32_t) n;
@@ -746,6 +759,12 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         }
     }
     v->nl = v->byte_token['\n'];
+    v->dna_open = v->dna_close = v->dna_oov = LLAMA_TOKEN_NULL;
+    if (v->bpe_session == LLAMA_VOCAB_BPE_DNA) {
+        v->dna_open = llama_vocab_find(v, "<dna>", 5);
+        v->dna_close = llama_vocab_find(v, "</dna>", 6);
+        v->dna_oov = llama_vocab_find(v, "<oov>", 5);
+    }
     if (v->bpe_raw_utf8) {
         const llama_token nl = llama_vocab_find(v, "\n", 1);
         if (nl >= 0) {
@@ -1109,6 +1128,13 @@ static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool spe
     if (v->bpe_raw_utf8) {
         memcpy(out, s, t->len);
         return t->len;
+    }
+    if (v->bpe_session == LLAMA_VOCAB_BPE_DNA) {
+        const size_t n = llama_vocab_dna_text_len(v, id, s, t->len);
+        if (n < t->len) {  // a k-mer: its bases (ASCII letters, themselves in the byte alphabet)
+            memcpy(out, s, n);
+            return n;
+        }
     }
     if (v->type == LLAMA_VOCAB_TYPE_RWKV) {
         return llama_vocab_rwkv_unescape(s, t->len, out);

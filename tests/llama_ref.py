@@ -32,7 +32,8 @@ Mixture of experts: p = softmax(m Wrouter^T) (sigmoid with expert_gating_func 2)
 expert_used_count largest p (ties: lower index), their weights divided by their sum unless
 expert_weights_norm is false; the FFN is sum_j w_j (silu(m G_j^T) * (m U_j^T)) D_j^T over the
 chosen experts' matrices (ffn_{gate,up,down}_exps: the experts stacked in the first axis), the
-weights times expert_weights_scale when set.
+weights times expert_weights_scale when set; qwen2moe (weights not renormalised by default) adds a
+shared expert's SwiGLU FFN times sigmoid(m w_shexp_gate).
 
 RoPE is the GGUF "normal" layout: adjacent pairs (x[2i], x[2i+1]) rotate by
 pos * freq_scale * base^(-2i / n_rot) for i < n_rot / 2; dims past n_rot are left alone.
@@ -46,7 +47,7 @@ import gguf
 from gguf import quants as gguf_quants
 
 
-ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "qwen3moe", "gemma4")
+ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "qwen3moe", "gemma4", "qwen2moe")
 
 
 def _field(reader: gguf.GGUFReader, key: str, default=None):
@@ -108,7 +109,7 @@ class LlamaRef:
                 self.kv_src[il] = max(j for j in range(first) if self.swa[j] == self.swa[il])
             self.n_pl = int(g("embedding_length_per_layer_input", 0))
         self.n_expert_used = int(g("expert_used_count", 0) or 0)
-        self.expert_norm = bool(g("expert_weights_norm", True))
+        self.expert_norm = bool(g("expert_weights_norm", arch != "qwen2moe"))
         self.expert_sigmoid = int(g("expert_gating_func", 1) or 1) == 2
         self.expert_scale = float(g("expert_weights_scale", 0.0) or 0.0) or 1.0
         self.w: Dict[str, np.ndarray] = {}
@@ -231,6 +232,11 @@ class LlamaRef:
                 gate = m[t] @ w[p + "ffn_gate_exps.weight"][e_id].T
                 up = m[t] @ w[p + "ffn_up_exps.weight"][e_id].T
                 out[t] += we * (((gate / (1.0 + np.exp(-gate))) * up) @ w[p + "ffn_down_exps.weight"][e_id].T)
+        if p + "ffn_up_shexp.weight" in w:   # the shared expert, scaled by sigmoid(its gate)
+            gate, up = m @ w[p + "ffn_gate_shexp.weight"].T, m @ w[p + "ffn_up_shexp.weight"].T
+            sh = ((gate / (1.0 + np.exp(-gate))) * up) @ w[p + "ffn_down_shexp.weight"].T
+            s = m @ w[p + "ffn_gate_inp_shexp.weight"].reshape(-1)
+            out += sh / (1.0 + np.exp(-s))[:, None]
         return out
 
     def _gemma4_moe(self, p: str, h: np.ndarray, d: np.ndarray) -> np.ndarray:

@@ -38,8 +38,8 @@ class Qwen35Ref:
         self.d_conv = int(key("ssm.conv_kernel"))
         every = int(key("full_attention_interval", 4))
         self.recurrent = [(il + 1) % every != 0 for il in range(self.n_layer)]
-        self.w = {t.name: np.asarray(t.data, dtype=np.float64).reshape([int(n) for n in reversed(t.shape)])
-                  for t in r.tensors}
+        self.w = {t.name: np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float64)
+                  .reshape([int(n) for n in reversed(t.shape)]) for t in r.tensors}
 
     def _rms(self, x, w=None):
         y = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + self.eps)

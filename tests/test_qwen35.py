@@ -372,3 +372,19 @@ def test_gguf_names_follow_gguf_constants(tiny, tiny_moe, which):
     for key in r.fields:
         if not key.startswith("GGUF."):
             assert key in known or key.startswith("tokenizer.chat_template"), key
+
+
+def test_quantized_model_keeps_its_convolution_taps(tiny, tmp_path):
+    """llama_model_quantize leaves ssm_conv1d as stored (F32: the convolution reads it
+    elementwise) and the Q8_0 model runs. (Its logits are not compared: in this tiny random
+    model, rounding the weights to 8 bits alone moves the float64 reference's logits by ~70%.)"""
+    gguf = pytest.importorskip("gguf")
+    out = tmp_path / "q8_0.gguf"
+    p = L.llama_model_quantize_default_params()
+    p.ftype = L.LLAMA_FTYPE_MOSTLY_Q8_0
+    assert L.llama_model_quantize(str(tiny.gguf).encode(), str(out).encode(), ctypes.byref(p)) == 0
+    types = {t.name: t.tensor_type for t in gguf.GGUFReader(str(out)).tensors}
+    assert types["blk.0.ssm_conv1d.weight"] == gguf.GGMLQuantizationType.F32
+    assert types["blk.0.attn_qkv.weight"] == gguf.GGMLQuantizationType.Q8_0
+    logits = batch_logits(out, tiny.ids(TC.PROMPTS[1], 24))
+    assert np.isfinite(logits).all()

@@ -256,3 +256,121 @@ def test_echo_logprobs_max_tokens_0_scores_the_prompt(client, llm):
     g = client.completions.create(model="smollm2", prompt=prompt, echo=True, logprobs=1, max_tokens=3,
                                   temperature=0).choices[0].logprobs
     assert g.tokens[:n] == lp.tokens and len(g.tokens) == n + 3 and g.token_logprobs[0] is None
+
+
+def test_model_by_id_and_unknown_routes_answer_json(served, client):
+    import httpx
+    m = client.models.retrieve("smollm2")
+    assert m.id == "smollm2" and m.object == "model"
+    with pytest.raises(openai.NotFoundError) as e:
+        client.models.retrieve("nope")
+    assert e.value.body["code"] == "model_not_found"
+    for method, path in (("GET", "/v1/nothing"), ("POST", "/v2/completions")):
+        r = httpx.request(method, served + path)
+        assert r.status_code == 404 and r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_llama_cpp_namespace_top_level_names():
+    """llama-cpp-python's package re-exports llama_types' names and its low-level module holds
+    `_lib`; through install_as_llama_cpp() both resolve to llama_py's."""
+    import importlib
+    import sys
+    from llama_py import install_as_llama_cpp
+    saved = {k: v for k, v in sys.modules.items() if k == "llama_cpp" or k.startswith("llama_cpp.")}
+    try:
+        for k in saved:
+            del sys.modules[k]
+        install_as_llama_cpp()
+        lc = importlib.import_module("llama_cpp")
+        from llama_cpp import ChatCompletionRequestUserMessage, CreateCompletionResponse  # noqa: F401
+        assert lc.llama_cpp._lib.llama_tokenize is not None
+        assert lc.GGML_TYPE_IQ4_XS == 23 and lc.LLAMA_VOCAB_PRE_TYPE_SMOLLM == 21
+        from llama_cpp.llama_chat_format import format_chatml, format_llama3
+        msgs = [{"role": "user", "content": "hi"}]
+        assert format_chatml(messages=msgs).prompt.startswith("<|im_start|>user\nhi<|im_end|>")
+        assert "<|start_header_id|>user<|end_header_id|>" in format_llama3(messages=msgs).prompt
+        from llama_cpp.llama_grammar import SchemaConverter
+        conv = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+        schema = conv.resolve_refs({"type": "object", "properties": {"a": {"type": "integer"}}}, "input")
+        conv.visit(schema, "")
+        assert "root ::=" in conv.format_grammar()
+    finally:
+        for k in [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
+@pytest.mark.parametrize("family,prefix,opening", [("hermes", "Let me check. ", "<tool_call>"),
+                                                   ("mistral", "", "[TOOL_CALLS]"),
+                                                   ("llama3", "", "<|python_tag|>")])
+def test_auto_tool_call_lazy_grammar(llm, family, prefix, opening):
+    """tool_choice auto: the grammar changes nothing until the family's opening marker is
+    written; from there only a call valid for the tools' schemas can follow (checked on the
+    candidates of SmolLM2's vocabulary: a token the call cannot continue with is masked)."""
+    import numpy as np
+    from llama_py import llama_cpp as C
+    from llama_py._capi.sampling import TokenDataArray
+    from llama_py._runtime import chat as R
+    from llama_py.grammar import sampler_from_grammar
+    g = R.AutoTools(family, ["get_weather", "get_time"]).grammar(TOOLS)
+    smpl = sampler_from_grammar(llm._vocab, g)
+    n = llm.n_vocab()
+    try:
+        def allowed():
+            cand = TokenDataArray(np.zeros(n, dtype=np.float32)).apply(smpl)
+            return {int(i) for i, v in zip(cand.ids, cand.logits) if v != -np.inf}
+
+        def tok(text):
+            ids = llm.tokenize(text.encode(), add_bos=False, special=False)
+            return ids
+
+        assert len(allowed()) == n  # not triggered: nothing masked
+        for t in tok(prefix + opening):
+            C.llama_sampler_accept(smpl, t)
+        ok = allowed()
+        pieces = {t: llm.detokenize([t]).decode("utf-8", "ignore") for t in ok}
+        assert 0 < len(ok) < n / 10, len(ok)
+        body = '{"name": "get_weather", "arguments": {"city": "Paris"}}' if family != "llama3" else \
+            '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+        if family == "mistral":
+            body = "[" + body
+        assert all(body.startswith(p.strip()) or not p.strip() for p in pieces.values()), sorted(pieces.values())[:20]
+        # a name that is not a tool is refused where it starts to differ
+        for t in tok((" [" if family == "mistral" else " ") + '{"name": "get_'):
+            C.llama_sampler_accept(smpl, t)
+        nxt = {llm.detokenize([t]).decode("utf-8", "ignore") for t in allowed()}
+        assert any(p.startswith("w") or p.startswith("t") for p in nxt) and not any(p.startswith("x") for p in nxt)
+    finally:
+        C.llama_sampler_free(smpl)
+
+
+def test_llama_cpp_server_entry_points(smollm2_path):
+    """llama-cpp-python's `llama_cpp.server.app.create_app` with its settings names, through
+    install_as_llama_cpp(), serves our server (checked with starlette's test client)."""
+    import importlib
+    import sys
+    from starlette.testclient import TestClient
+    from llama_py import install_as_llama_cpp
+    saved = {k: v for k, v in sys.modules.items() if k == "llama_cpp" or k.startswith("llama_cpp.")}
+    try:
+        for k in saved:
+            del sys.modules[k]
+        install_as_llama_cpp()
+        create_app = importlib.import_module("llama_cpp.server.app").create_app
+        settings = importlib.import_module("llama_cpp.server.settings")
+        app = create_app(server_settings=settings.ServerSettings(api_key="k"),
+                         model_settings=[settings.ModelSettings(model=str(smollm2_path), model_alias="smol",
+                                                                n_ctx=512, flash_attn=True)])
+        with TestClient(app) as tc:
+            h = {"Authorization": "Bearer k"}
+            assert [m["id"] for m in tc.get("/v1/models", headers=h).json()["data"]] == ["smol"]
+            assert tc.get("/v1/models").status_code == 401
+            r = tc.post("/v1/completions", headers=h, json={"model": "smol", "prompt": "Hi", "max_tokens": 3,
+                                                            "temperature": 0}).json()
+            assert r["usage"]["completion_tokens"] == 3 and r["model"] == "smol"
+        with pytest.raises(ValueError, match="unknown settings"):
+            settings.ModelSettings(model="x", n_ctxx=1)
+    finally:
+        for k in [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)

@@ -217,3 +217,147 @@ def test_family_random_text_matches_hf(tmp_path, lib_path, pre):
         check()
     finally:
         M.llama_model_free(m)
+
+
+def _write_gguf_model(path: Path, model: str, pre: str, tokens, merges, types):
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_string("tokenizer.ggml.model", model)
+    w.add_string("tokenizer.ggml.pre", pre)
+    w.add_array("tokenizer.ggml.tokens", tokens)
+    w.add_array("tokenizer.ggml.merges", merges)
+    w.add_array("tokenizer.ggml.token_type", types)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+
+
+def test_whitespace_model_matches_hf(tmp_path, lib_path):
+    """tokenizer.ggml.model "whitespace" (pre "whitespace"): words between whitespace, BPE over
+    characters (no byte alphabet); HF: WhitespaceSplit and a character-level BPE."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    texts = _corpus()
+    tok.train_from_iterator(texts, trainer=trainers.BpeTrainer(vocab_size=3000, show_progress=False))
+    model = json.loads(tok.to_str())["model"]
+    vocab = model["vocab"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    path = tmp_path / "ws.gguf"
+    _write_gguf_model(path, "whitespace", "whitespace", tokens, merges, [1] * len(tokens))
+    m = _ours(path)
+    try:
+        v = M.llama_model_get_vocab(m)
+        bad = [t for t in texts if _tokenize(v, t) != tok.encode(t, add_special_tokens=False).ids]
+        assert not bad, f"{len(bad)} differ; first {bad[:2]!r}"
+    finally:
+        M.llama_model_free(m)
+
+
+def test_hybriddna_kmers(tmp_path, lib_path):
+    """tokenizer.ggml.model "hybriddna": text outside <dna>...</dna> is byte-level BPE (as HF
+    tokenizers gives it), the DNA inside is 6-base k-mers (upper-cased, the last padded with A,
+    looked up as the bases followed by U+E000, else <oov>), as the converter's vocabulary lays them
+    out; the k-mers read back as their bases."""
+    import itertools
+    tok, vocab, merges = _train(FAMILIES["gpt-2"][0], False)
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    types = [1] * len(tokens)
+    base = len(tokens)
+    tokens += ["<dna>", "</dna>", "<oov>"]
+    types += [3, 3, 3]
+    kmer_id = {}
+    for k in itertools.product("ACGT", repeat=6):
+        kmer_id["".join(k)] = len(tokens)
+        tokens.append("".join(k) + "\ue000")
+        types.append(1)
+    path = tmp_path / "dna.gguf"
+    _write_gguf_model(path, "hybriddna", "gpt-2", tokens, merges, types)
+
+    def want(text):
+        out = []
+        while text:
+            i = text.find("<dna>")
+            if i < 0:
+                return out + tok.encode(text, add_special_tokens=False).ids
+            out += tok.encode(text[:i], add_special_tokens=False).ids if i else []
+            out.append(base)
+            j = text.find("</dna>", i + 5)
+            body = text[i + 5:] if j < 0 else text[i + 5:j]
+            for s in range(0, len(body), 6):
+                k = body[s:s + 6].upper().ljust(6, "A")
+                out.append(kmer_id.get(k, base + 2))
+            if j < 0:
+                return out
+            out.append(base + 1)
+            text = text[j + 6:]
+        return out
+
+    m = _ours(path)
+    try:
+        v = M.llama_model_get_vocab(m)
+        for text in ["plain text only", "<dna>ACGTACGTAC</dna>", "gene <dna>acgtNNacgtac</dna> tail <dna>GG",
+                     "<dna></dna><dna>A</dna>x", "a</dna>b<dna>CCCCCCCCCCCC</dna>"]:
+            assert _tokenize(v, text) == want(text), text
+        ids = _tokenize(v, "<dna>ACGTACGTAC</dna>")
+        data = (V.llama_token * len(ids))(*ids)
+        import ctypes
+        buf = ctypes.create_string_buffer(64)
+        n = V.llama_detokenize(v, data, len(ids), buf, 64, False, True)
+        assert buf.raw[:n] == b"<dna>ACGTACGTACAA</dna>"
+    finally:
+        M.llama_model_free(m)
+
+
+# Every tokenizer.ggml.pre name llama.cpp 0.3.36's loader accepts (src/llama-vocab.cpp), and
+# whether the name's family turns add_bos on.
+LLAMA_CPP_PRE_NAMES = {
+    "default": False, "minicpm5": False, "llama3": True, "llama-v3": True, "llama-bpe": True, "falcon3": True,
+    "falcon-h1": True, "pixtral": True, "midm-2.0": True, "lfm2": True, "jina-v5-nano": True,
+    "deepseek-llm": False, "deepseek-coder": False, "deepseek-v3": False, "spark2_5": False, "youtu": False,
+    "falcon": False, "mpt": False, "starcoder": False, "gpt-2": False, "phi-2": False, "jina-es": False,
+    "jina-de": False, "gigachat": False, "jina-v2-es": False, "jina-v2-de": False, "a.x-4.0": False,
+    "mellum": False, "modern-bert": False, "jais-2": False, "gemma4": True, "granite-embed-multi-311m": True,
+    "sarvam-moe": False, "jina-v1-en": False, "jina-v2-code": False, "roberta-bpe": False, "whitespace": False,
+    "refact": False, "command-r": False, "qwen2": False, "deepseek-r1-qwen": False, "kormo": False,
+    "f2llmv2": False, "qwen35": False, "stablelm2": False, "olmo": False, "dbrx": False, "smaug-bpe": False,
+    "poro-chat": False, "chatglm-bpe": False, "glm4": False, "glm5": False, "viking": False, "jais": False,
+    "tekken": True, "smollm": False, "codeshell": False, "bloom": False, "gpt3-finnish": False, "exaone": False,
+    "exaone4": False, "exaone-moe": False, "chameleon": True, "minerva-7b": False, "megrez": False,
+    "gpt-4o": False, "llama4": False, "kanana2": False, "talkie": False, "granite-embed-multi-97m": False,
+    "tiny_aya": False, "cohere2moe": False, "superbpe": False, "trillion": False, "granite-docling": False,
+    "bailingmoe": False, "bailingmoe2": False, "llada-moe": False, "seed-coder": False, "hunyuan": False,
+    "hunyuan-dense": False, "hy_v4": False, "joyai-llm": False, "kimi-k2": False, "ufakzeka": False,
+    "grok-2": False, "afmoe": False, "laguna": False, "minimax-m2": False, "solar-open": False, "mellum2": False,
+}
+
+
+@pytest.fixture(scope="module")
+def gpt2_trained():
+    return _train(FAMILIES["gpt-2"][0], False)
+
+
+@pytest.mark.parametrize("pre", sorted(LLAMA_CPP_PRE_NAMES))
+def test_every_llama_cpp_pre_name_loads(tmp_path, lib_path, gpt2_trained, pre):
+    tok, vocab, merges = gpt2_trained
+    path = tmp_path / "v.gguf"
+    _write_gguf(path, pre, vocab, merges)
+    m = _ours(path)
+    try:
+        v = M.llama_model_get_vocab(m)
+        assert V.llama_vocab_get_add_bos(v) == LLAMA_CPP_PRE_NAMES[pre]
+        assert all(0 <= i < len(vocab) for i in _tokenize(v, "Hello, world! 123 中文 \n\n  x"))
+    finally:
+        M.llama_model_free(m)
+
+
+def test_unknown_pre_name_is_logged(tmp_path, lib_path, gpt2_trained):
+    from model_util import LogCapture
+    tok, vocab, merges = gpt2_trained
+    path = tmp_path / "bad.gguf"
+    _write_gguf(path, "qwen99-not-a-name", vocab, merges)
+    p = M.llama_model_default_params()
+    p.vocab_only = True
+    with LogCapture() as log:
+        assert not M.llama_model_load_from_file(str(path).encode(), p)
+    assert "unknown pre-tokenizer" in log.text() and "qwen99-not-a-name" in log.text()

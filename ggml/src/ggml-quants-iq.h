@@ -148,8 +148,9 @@ static inline float ggml_e8m0_to_fp32_half(uint8_t e) {
     return f;
 }
 
-// ---- reference quantizers (x: k floats -> y: k/QK blocks). The codebook types (IQ3 / IQ2 /
-// IQ1) have none: their grid searches need an importance matrix. ----
+// ---- reference quantizers (x: k floats -> y: k/QK blocks). IQ2_XXS, IQ2_XS and the IQ1 types
+// have none: IQ2_XXS / IQ2_XS need an importance matrix (the _imat forms below), IQ1 has no
+// quantizer yet. ----
 
 void quantize_row_iq4_nl_ref(const float * x, block_iq4_nl * y, int64_t k);
 void quantize_row_iq4_xs_ref(const float * x, block_iq4_xs * y, int64_t k);
@@ -160,6 +161,14 @@ void quantize_row_tq2_0_ref (const float * x, block_tq2_0 * y, int64_t k);
 // IQ4_NL / IQ4_XS with per-column importance weights qw (k floats, NULL: weights x^2).
 void quantize_row_iq4_nl_imat(const float * x, block_iq4_nl * y, int64_t k, const float * qw);
 void quantize_row_iq4_xs_imat(const float * x, block_iq4_xs * y, int64_t k, const float * qw);
+
+// The codebook types (ggml-quants-iq-search.c), weights as above; false if the grid tables
+// could not be built (out of memory).
+bool quantize_row_iq3_s_imat  (const float * x, block_iq3_s   * y, int64_t k, const float * qw);
+bool quantize_row_iq3_xxs_imat(const float * x, block_iq3_xxs * y, int64_t k, const float * qw);
+bool quantize_row_iq2_s_imat  (const float * x, block_iq2_s   * y, int64_t k, const float * qw);
+bool quantize_row_iq2_xs_imat (const float * x, block_iq2_xs  * y, int64_t k, const float * qw);
+bool quantize_row_iq2_xxs_imat(const float * x, block_iq2_xxs * y, int64_t k, const float * qw);
 
 // ---- dequantizers (x: k/QK blocks -> y: k floats) ----
 

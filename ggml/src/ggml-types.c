@@ -40,7 +40,20 @@ QUANT_WRAPPERS(mxfp4, block_mxfp4)
 QUANT_WRAPPERS(tq1_0, block_tq1_0)
 QUANT_WRAPPERS(tq2_0, block_tq2_0)
 
-// The codebook types can be read but have no quantizer without an importance matrix.
+// Codebook types whose quantizer works without an importance matrix (weights x^2).
+#define SEARCH_WRAPPERS(t, block)                                                       \
+    static void to_float_##t(const void * x, float * y, int64_t k) {                    \
+        dequantize_row_##t((const block *)x, y, k);                                     \
+    }                                                                                   \
+    static void from_float_ref_##t(const float * x, void * y, int64_t k) {              \
+        if (!quantize_row_##t##_imat(x, (block *)y, k, NULL)) memset(y, 0, (size_t)(k / QK_K) * sizeof(block)); \
+    }
+SEARCH_WRAPPERS(iq3_s, block_iq3_s)
+SEARCH_WRAPPERS(iq3_xxs, block_iq3_xxs)
+SEARCH_WRAPPERS(iq2_s, block_iq2_s)
+
+// The other codebook types can be read; IQ2_XXS / IQ2_XS quantize only with an importance
+// matrix (ggml_quantize_chunk), IQ1_S / IQ1_M not at all yet.
 #define DEQUANT_WRAPPER(t, block)                                                       \
     static void to_float_##t(const void * x, float * y, int64_t k) {                    \
         dequantize_row_##t((const block *)x, y, k);                                     \
@@ -49,9 +62,6 @@ QUANT_WRAPPERS(tq2_0, block_tq2_0)
 
 DEQUANT_WRAPPER(iq2_xxs, block_iq2_xxs)
 DEQUANT_WRAPPER(iq2_xs, block_iq2_xs)
-DEQUANT_WRAPPER(iq2_s, block_iq2_s)
-DEQUANT_WRAPPER(iq3_xxs, block_iq3_xxs)
-DEQUANT_WRAPPER(iq3_s, block_iq3_s)
 DEQUANT_WRAPPER(iq1_s, block_iq1_s)
 DEQUANT_WRAPPER(iq1_m, block_iq1_m)
 
@@ -81,11 +91,11 @@ static const struct ggml_type_traits type_traits[GGML_TYPE_COUNT] = {
     [GGML_TYPE_Q8_K] = TRAITS_QUANT("q8_K", QK_K,  block_q8_K, q8_K),
     [GGML_TYPE_IQ2_XXS] = TRAITS_READONLY("iq2_xxs", QK_K, block_iq2_xxs, iq2_xxs),
     [GGML_TYPE_IQ2_XS]  = TRAITS_READONLY("iq2_xs",  QK_K, block_iq2_xs,  iq2_xs),
-    [GGML_TYPE_IQ3_XXS] = TRAITS_READONLY("iq3_xxs", QK_K, block_iq3_xxs, iq3_xxs),
+    [GGML_TYPE_IQ3_XXS] = TRAITS_QUANT("iq3_xxs",    QK_K, block_iq3_xxs, iq3_xxs),
     [GGML_TYPE_IQ1_S]   = TRAITS_READONLY("iq1_s",   QK_K, block_iq1_s,   iq1_s),
     [GGML_TYPE_IQ4_NL]  = TRAITS_QUANT("iq4_nl",     QK4_NL, block_iq4_nl, iq4_nl),
-    [GGML_TYPE_IQ3_S]   = TRAITS_READONLY("iq3_s",   QK_K, block_iq3_s,   iq3_s),
-    [GGML_TYPE_IQ2_S]   = TRAITS_READONLY("iq2_s",   QK_K, block_iq2_s,   iq2_s),
+    [GGML_TYPE_IQ3_S]   = TRAITS_QUANT("iq3_s",      QK_K, block_iq3_s,   iq3_s),
+    [GGML_TYPE_IQ2_S]   = TRAITS_QUANT("iq2_s",      QK_K, block_iq2_s,   iq2_s),
     [GGML_TYPE_IQ4_XS]  = TRAITS_QUANT("iq4_xs",     QK_K, block_iq4_xs,  iq4_xs),
     [GGML_TYPE_IQ1_M]   = TRAITS_READONLY("iq1_m",   QK_K, block_iq1_m,   iq1_m),
     [GGML_TYPE_TQ1_0]   = TRAITS_QUANT("tq1_0",      QK_K, block_tq1_0,   tq1_0),
@@ -109,8 +119,7 @@ const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type type) {
 
 bool ggml_quantize_requires_imatrix(enum ggml_type type) {
     switch (type) {
-        case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ3_XXS:
-        case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ1_M:
+        case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ1_M:
             return true;
         default:
             return false;
@@ -120,7 +129,12 @@ bool ggml_quantize_requires_imatrix(enum ggml_type type) {
 size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start,
                            int64_t nrows, int64_t n_per_row, const float * imatrix) {
     const struct ggml_type_traits * tt = ggml_get_type_traits(type);
-    if (!tt || !tt->from_float_ref || n_per_row <= 0 || n_per_row % tt->blck_size != 0 || start % n_per_row != 0) {
+    const bool search_only = type == GGML_TYPE_IQ2_XXS || type == GGML_TYPE_IQ2_XS;
+    if (search_only && imatrix == NULL) {
+        GGML_LOG_ERROR("ggml_quantize_chunk: %s needs an importance matrix\n", tt->type_name);
+        return 0;
+    }
+    if (!tt || !(tt->from_float_ref || search_only) || n_per_row <= 0 || n_per_row % tt->blck_size != 0 || start % n_per_row != 0) {
         GGML_LOG_ERROR("ggml_quantize_chunk: cannot quantize to %s (rows of %" PRId64 " from element %" PRId64 ")\n",
                        tt && tt->type_name ? tt->type_name : "an unknown type", n_per_row, start);
         return 0;
@@ -131,12 +145,27 @@ size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, i
     for (int64_t r = 0; r < nrows; r++) {
         const float * x = in + r * n_per_row;
         void * y = out + (size_t)r * row_size;
+        bool ok = true;
         if (imatrix && type == GGML_TYPE_IQ4_NL) {
             quantize_row_iq4_nl_imat(x, (block_iq4_nl *)y, n_per_row, imatrix);
         } else if (imatrix && type == GGML_TYPE_IQ4_XS) {
             quantize_row_iq4_xs_imat(x, (block_iq4_xs *)y, n_per_row, imatrix);
+        } else if (imatrix && type == GGML_TYPE_IQ3_S) {
+            ok = quantize_row_iq3_s_imat(x, (block_iq3_s *)y, n_per_row, imatrix);
+        } else if (imatrix && type == GGML_TYPE_IQ3_XXS) {
+            ok = quantize_row_iq3_xxs_imat(x, (block_iq3_xxs *)y, n_per_row, imatrix);
+        } else if (imatrix && type == GGML_TYPE_IQ2_S) {
+            ok = quantize_row_iq2_s_imat(x, (block_iq2_s *)y, n_per_row, imatrix);
+        } else if (type == GGML_TYPE_IQ2_XS) {
+            ok = quantize_row_iq2_xs_imat(x, (block_iq2_xs *)y, n_per_row, imatrix);
+        } else if (type == GGML_TYPE_IQ2_XXS) {
+            ok = quantize_row_iq2_xxs_imat(x, (block_iq2_xxs *)y, n_per_row, imatrix);
         } else {
             tt->from_float_ref(x, y, n_per_row);
+        }
+        if (!ok) {
+            GGML_LOG_ERROR("ggml_quantize_chunk: out of memory for the %s grid tables\n", tt->type_name);
+            return 0;
         }
     }
     return (size_t)nrows * row_size;

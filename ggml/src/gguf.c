@@ -468,6 +468,12 @@ static bool gguf_read_tensor_info(struct gguf_reader * r, struct gguf_context * 
     if (tr == NULL || tr->blck_size <= 0 || tr->type_size == 0) {
         if (type == 4 || type == 5) {
             gguf_refuse(r, "tensor '%s': type %" PRIu32 " (Q4_%c) was removed from the format", pn, type, type == 4 ? '2' : '3');
+        } else if ((type >= 31 && type <= 33) || (type >= 36 && type <= 38)) {
+            // Q4_0_4_4 / Q4_0_4_8 / Q4_0_8_8 and IQ4_NL_4_4 / _4_8 / _8_8: interleaved layouts
+            // that llama.cpp now makes at load time from Q4_0 / IQ4_NL
+            gguf_refuse(r, "tensor '%s': type %" PRIu32 " (a %s layout) was removed from the format; "
+                        "convert from the %s file", pn, type, type <= 33 ? "repacked Q4_0" : "repacked IQ4_NL",
+                        type <= 33 ? "Q4_0" : "IQ4_NL");
         } else {
             gguf_refuse(r, "tensor '%s': unknown or unsupported tensor type %" PRIu32, pn, type);
         }

@@ -276,7 +276,8 @@ def constraint(response_format: Optional[Dict[str, Any]], tools: Optional[List[D
         else:
             g = gm.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     if tools and tool_choice in (None, "auto") and g is None:
-        return None, AutoTools(tool_family(template), [t["function"]["name"] for t in tools])
+        auto = AutoTools(tool_family(template), [t["function"]["name"] for t in tools])
+        return auto.grammar(tools), auto
     if not tools or tool_choice in (None, "auto", "none"):
         return g, None
     if g is not None:
@@ -344,6 +345,30 @@ class AutoTools:
         self.family = family
         self.names = set(names)
         self.markers = self._MARKERS[family]
+
+    def grammar(self, tools: List[Dict[str, Any]]):
+        """A lazy grammar that keeps a call, once its opening marker is written, to the family's
+        format with arguments valid for the tool's schema (as llama.cpp's server does); None for
+        the fenced-JSON family, whose marker can open ordinary prose too. ValueError when a
+        tool's schema cannot be converted."""
+        from ..grammar import LlamaGrammar, json_schema_to_gbnf
+        key = "parameters" if self.family == "llama3" else "arguments"
+        alts = [{"type": "object", "properties": {"name": {"const": t["function"]["name"]}, key: tool_schema(t)},
+                 "required": ["name", key]} for t in tools]
+        call = json_schema_to_gbnf(alts[0] if len(alts) == 1 else {"anyOf": alts})
+        call = call.replace("root ::= ", "tool-call ::= ", 1)
+        if self.family == "hermes":
+            root = 'root ::= one-call ( ws one-call )* ws\none-call ::= "<tool_call>" ws tool-call ws "</tool_call>"'
+            trigger = r"[\s\S]*?(<tool_call>)[\s\S]*"
+        elif self.family == "mistral":
+            root = 'root ::= "[TOOL_CALLS]" ws "[" ws tool-call ws ( "," ws tool-call ws )* "]" ws'
+            trigger = r"[\s\S]*?(\[TOOL_CALLS\])[\s\S]*"
+        elif self.family == "llama3":
+            root = 'root ::= ("<|python_tag|>" ws)? tool-call ws'
+            trigger = r"\s*(<\|python_tag\|>|\{)[\s\S]*"
+        else:
+            return None
+        return LlamaGrammar.from_string(root + "\n" + call, verbose=False).lazy([trigger])
 
     def _call(self, obj: Any) -> Optional[Tuple[str, str]]:
         if not isinstance(obj, dict) or obj.get("name") not in self.names:

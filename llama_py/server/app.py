@@ -610,12 +610,23 @@ class _App:
         return JSONResponse({"object": "list", "data": data, "model": e.name,
                              "usage": {"prompt_tokens": n, "total_tokens": n}})
 
+    def _model_card(self, n: str, m: ModelEntry) -> Dict[str, Any]:
+        return {"id": n, "object": "model", "created": m.created, "owned_by": "llama_py",
+                "meta": {"n_ctx": m.engine.n_ctx, "n_ctx_slot": m.engine.n_ctx_slot, "slots": m.engine.n_slots,
+                         "n_vocab": m.model.n_vocab, "n_embd": m.model.n_embd}}  # no path: clients see names
+
     async def models(self, request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [
-            {"id": n, "object": "model", "created": m.created, "owned_by": "llama_py",
-             "meta": {"n_ctx": m.engine.n_ctx, "n_ctx_slot": m.engine.n_ctx_slot, "slots": m.engine.n_slots,
-                      "n_vocab": m.model.n_vocab, "n_embd": m.model.n_embd}}  # no path: clients see names
-            for n, m in self.entries.items()]})
+        return JSONResponse({"object": "list", "data": [self._model_card(n, m) for n, m in self.entries.items()]})
+
+    async def model(self, request: Request) -> Response:
+        name = request.path_params["model"]
+        if name not in self.entries:
+            raise P.RequestError(404, f"the model {name!r} does not exist (served: {', '.join(self.entries)})",
+                                 param="model", code="model_not_found")
+        return JSONResponse(self._model_card(name, self.entries[name]))
+
+    async def not_found(self, request: Request) -> Response:
+        raise P.RequestError(404, f"no route {request.method} {request.url.path}", code="not_found")
 
     async def health(self, request: Request) -> Response:
         slots = {n: m.engine.stats() for n, m in self.entries.items()}
@@ -661,6 +672,7 @@ def create_app(entries: List[ModelEntry], api_key: Optional[str] = None, close_o
         Route("/v1/chat/completions", a.handler("/v1/chat/completions", a.chat), methods=["POST"]),
         Route("/v1/embeddings", a.handler("/v1/embeddings", a.embeddings), methods=["POST"]),
         Route("/v1/models", a.handler("/v1/models", a.models), methods=["GET"]),
+        Route("/v1/models/{model:path}", a.handler("/v1/models", a.model), methods=["GET"]),
         Route("/health", a.handler("/health", a.health), methods=["GET"]),
         Route("/metrics", a.handler("/metrics", a.prometheus), methods=["GET"]),
         Route("/extras/tokenize", a.handler("/extras/tokenize", a.tokenize), methods=["POST"]),
@@ -676,6 +688,9 @@ def create_app(entries: List[ModelEntry], api_key: Optional[str] = None, close_o
             for en in entries:
                 en.close()
 
+    # unknown routes and methods answer in the API's JSON error shape, not Starlette's plain text
+    routes.append(Route("/{rest:path}", a.handler("other", a.not_found),
+                        methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]))
     inner = Starlette(routes=routes, lifespan=lifespan)
     inner.state.llama = a
 

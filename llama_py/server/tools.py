@@ -89,9 +89,11 @@ def grammar_for(body: Dict[str, Any], template: str = "") -> Tuple[Optional[Any]
         else:
             param = tools_param
         raise P.bad(param, f"unsupported JSON schema: {e}")
-    if gbnf is not None and grammar is not None:
+    if gbnf is not None and grammar is not None and not isinstance(mode, R.AutoTools):
         raise P.bad("grammar", "cannot be combined with response_format or a forced tool call")
-    if isinstance(mode, R.AutoTools) or mode is None:
+    if isinstance(mode, R.AutoTools) and gbnf is not None:
+        grammar = _with_gbnf(None, gbnf)  # the caller's grammar replaces the lazy tool-call one
+    elif mode is None:
         grammar = _with_gbnf(grammar, gbnf)
     return grammar, (tools if choice != "none" else None), choice, mode
 

@@ -16,7 +16,9 @@
 // generation) goes through the one-column kernels on the compact column (repacked experts) or
 // gemv straight from the rows, which give the bits of the 1-column tile. The experts' rows may be
 // repacked at load (repack.h: one copy of all n_as * M rows). Other types: one vec_dot per output
-// element, b converted to the dot's type. Either way an output does not depend on the batch.
+// element, b converted to the dot's type; F16 / BF16 experts: the row widened to F32 and an F32
+// dot with b as it is (unrounded activations, as mul_mat's float tiles). Either way an output
+// does not depend on the batch.
 //
 // An id outside [0, n_as) fails the node before anything is read (logged by thread 0; every
 // thread checks the ids itself, so all return without meeting at a barrier).
@@ -26,7 +28,7 @@
 // a float row for gathering strided b rows].
 // wdata layout (GEMM): [64 B: item counter][b rows quantized, then the activation groups, once or
 // per thread][per thread: lists (offs, group prefix, active experts, pairs), one panel, a 16 x 8
-// tile, a float row, the gemv column, the compact column].
+// tile, a float row, the gemv column, the compact column, 8 quantized rows side by side].
 #include "ops-util.h"
 #include "gemm.h"
 #include "repack.h"
@@ -48,6 +50,8 @@ struct mmid_plan {
     size_t conv_bytes;  // one copy of the converted rows
     size_t list_bytes;  // one thread's pair lists
     size_t frow_bytes;  // one thread's gather row
+    bool   float_rows;  // F16 / BF16 experts: each row widened to F32 once per tile, F32 dots
+    size_t arow_bytes;  // one thread's widened expert row
 };
 
 // Decides how b reaches the dot kernel; false if the experts' type has no CPU dot product.
@@ -56,7 +60,9 @@ static bool mmid_plan_make(const struct ggml_tensor * dst, struct mmid_plan * p)
     memset(p, 0, sizeof(*p));
     p->tc = ggml_get_type_traits_cpu(as->type);
     if (!p->tc || !p->tc->vec_dot) return false;
-    const enum ggml_type vdt = p->tc->vec_dot_type;
+    // F16 / BF16 experts meet unrounded activations, as mul_mat's float tiles give dense ones
+    p->float_rows = as->type == GGML_TYPE_F16 || as->type == GGML_TYPE_BF16;
+    const enum ggml_type vdt = p->float_rows ? GGML_TYPE_F32 : p->tc->vec_dot_type;
     p->convert = ggml_cpu_mm_converter(vdt);
     if (vdt != GGML_TYPE_F32 && !p->convert) return false;
     const int64_t K = as->ne[0], n_brows = b->ne[1]*b->ne[2];
@@ -70,6 +76,7 @@ static bool mmid_plan_make(const struct ggml_tensor * dst, struct mmid_plan * p)
     }
     const int64_t n_as = as->ne[2], n_pairs = ids->ne[0]*ids->ne[1];
     p->list_bytes = GGML_PAD((size_t) (2*(n_as + 1) + n_pairs)*sizeof(int32_t), 64);
+    p->arow_bytes = p->float_rows ? GGML_PAD((size_t) K*sizeof(float), 64) : 0;
     return true;
 }
 
@@ -156,7 +163,7 @@ static bool mmid_gemm_plan_make(const struct ggml_tensor * dst, int nth, struct 
     p->packed = (const uint8_t *) ggml_cpu_repack_panels(as);
     if (!ggml_gemm_enabled() && !p->packed) return false;
     const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(as->type);
-    if (!gt || !(gt->accelerated || p->packed) || !gt->kernel || !gt->pack || !gt->act) return false;
+    if (!gt || !(gt->accelerated || p->packed) || !gt->kernel || !gt->pack || !gt->act_group) return false;
     const struct ggml_type_traits_cpu * atc = ggml_get_type_traits_cpu(gt->act_type);
     const int64_t K = as->ne[0], M = as->ne[1], n_as = as->ne[2];
     if (!atc || !atc->from_float || K % (gt->qb*gt->sb) != 0 || K % ggml_blck_size(as->type) != 0 ||
@@ -183,7 +190,7 @@ static bool mmid_gemm_plan_make(const struct ggml_tensor * dst, int nth, struct 
     p->gv_bytes = p->gemv ? GGML_PAD(ggml_gemm_gemv_bytes(K), 64) : 0;
     p->compact_bytes = p->compact ? GGML_PAD(ggml_gemm_compact_bytes(gt, K), 64) : 0;
     p->thread_bytes = p->list_bytes + p->panel_bytes + GGML_GEMM_MR*GGML_GEMM_NR*sizeof(float) + p->frow_bytes +
-                      p->gv_bytes + p->compact_bytes;
+                      p->gv_bytes + p->compact_bytes + GGML_GEMM_NR*p->qrow_bytes;
     return true;
 }
 
@@ -214,6 +221,7 @@ static void mmid_gemm_compute(const struct ggml_compute_params * params, struct 
     float * frow = p->frow_bytes ? (float *) ((char *) tile + GGML_GEMM_MR*GGML_GEMM_NR*sizeof(float)) : NULL;
     char * gv = (char *) tile + GGML_GEMM_MR*GGML_GEMM_NR*sizeof(float) + p->frow_bytes;
     char * compact = gv + p->gv_bytes;
+    char * stage = compact + p->compact_bytes; // a group's quantized rows side by side
 
     mmid_group(ids, n_as, offs, pairs);
     int64_t n_active = 0;
@@ -247,10 +255,12 @@ static void mmid_gemm_compute(const struct ggml_compute_params * params, struct 
         const int nc = (int) GGML_MIN(GGML_GEMM_NR, offs[e + 1] - c0);
         char * group = groups + (size_t) gi*p->group_bytes;
         if (nc < GGML_GEMM_NR) memset(group, 0, p->group_bytes);
+        // the pairs' rows are scattered over b: side by side first, for the set's group filler
         for (int c = 0; c < nc; c++) {
             const int64_t pr = pairs[c0 + c], j = pr % n_used, t = pr / n_used;
-            gt->act(gt, qrows + (size_t) (j % n_b + t*n_b)*p->qrow_bytes, K, c, group);
+            memcpy(stage + (size_t) c*p->qrow_bytes, qrows + (size_t) (j % n_b + t*n_b)*p->qrow_bytes, p->qrow_bytes);
         }
+        gt->act_group(gt, stage, p->qrow_bytes, nc, K, group);
     }
 
     // Phase 2: items (a chosen expert, a run of ppi of its panels)
@@ -330,7 +340,8 @@ size_t ggml_cpu_work_size_mul_mat_id(const struct ggml_tensor * dst, int n_threa
     if (mmid_gemm_plan_make(dst, n_threads, &gp)) return mmid_gemm_work_size(&gp, n_threads);
     struct mmid_plan p;
     if (!mmid_plan_make(dst, &p)) return 0;
-    return MMID_HDR + (p.priv ? (size_t) n_threads : 1)*p.conv_bytes + (size_t) n_threads*(p.list_bytes + p.frow_bytes);
+    return MMID_HDR + (p.priv ? (size_t) n_threads : 1)*p.conv_bytes +
+           (size_t) n_threads*(p.list_bytes + p.frow_bytes + p.arow_bytes);
 }
 
 
@@ -376,11 +387,12 @@ void ggml_compute_forward_mul_mat_id(const struct ggml_compute_params * params, 
     atomic_int * counter = (atomic_int *) wbase;
     const size_t n_conv = p.priv ? (size_t) nth : 1;
     char * conv = wbase + MMID_HDR + (p.priv ? (size_t) ith*p.conv_bytes : 0);
-    char * mine = wbase + MMID_HDR + n_conv*p.conv_bytes + (size_t) ith*(p.list_bytes + p.frow_bytes);
+    char * mine = wbase + MMID_HDR + n_conv*p.conv_bytes + (size_t) ith*(p.list_bytes + p.frow_bytes + p.arow_bytes);
     int32_t * offs = (int32_t *) mine;
     int32_t * tpre = offs + (n_as + 1);
     int32_t * pairs = tpre + (n_as + 1);
     float * frow = p.frow_bytes ? (float *) (mine + p.list_bytes) : NULL;
+    float * arow_f32 = p.arow_bytes ? (float *) (mine + p.list_bytes + p.frow_bytes) : NULL;
 
     // every thread groups the pairs itself (a few thousand ints at most): no barrier for it
     mmid_group(ids, n_as, offs, pairs);
@@ -426,13 +438,22 @@ void ggml_compute_forward_mul_mat_id(const struct ggml_compute_params * params, 
         const int32_t * pe = pairs + offs[e] + tn*MMID_BN;
         const int64_t np = GGML_MIN(MMID_BN, offs[e + 1] - offs[e] - tn*MMID_BN);
         const char * abase = (const char *) as->data + e*as->nb[2];
-        for (int64_t q = 0; q < np; q++) {
-            const int64_t j = pe[q] % n_used, tok = pe[q] / n_used;
-            const int64_t br = j % n_b + tok*n_b;
-            const char * bj = p.direct ? ggml_cpu_ptr(b, 0, j % n_b, tok, 0) : conv + (size_t) br*p.wrow;
-            char * out = ggml_cpu_ptr(dst, 0, j, tok, 0);
-            for (int64_t i = m0; i < m1; i++) {
-                vec_dot((int) K, (float *) (out + i*dst->nb[0]), abase + i*as->nb[1], bj);
+        // each expert row is read once per tile, for all of the tile's pairs
+        for (int64_t i = m0; i < m1; i++) {
+            const char * arow = abase + i*as->nb[1];
+            if (arow_f32) {
+                ggml_cpu_row_to_f32(arow, as->type, arow_f32, K);
+            }
+            for (int64_t q = 0; q < np; q++) {
+                const int64_t j = pe[q] % n_used, tok = pe[q] / n_used;
+                const int64_t br = j % n_b + tok*n_b;
+                const char * bj = p.direct ? ggml_cpu_ptr(b, 0, j % n_b, tok, 0) : conv + (size_t) br*p.wrow;
+                float * out = (float *) (ggml_cpu_ptr(dst, 0, j, tok, 0) + i*dst->nb[0]);
+                if (arow_f32) {
+                    *out = ggml_cpu_vec_dot(K, arow_f32, (const float *) bj);
+                } else {
+                    vec_dot((int) K, out, arow, bj);
+                }
             }
         }
         t = dynamic ? atomic_fetch_add_explicit(counter, 1, memory_order_relaxed) : t + 1;

@@ -5,8 +5,10 @@
 // SSM_CONV splits (channel, sequence) pairs over threads; GATED_DELTA_NET splits (value head,
 // sequence) pairs: each pair's recurrence is sequential in the tokens, pairs are independent.
 // Every pair is computed by one thread in one fixed order, so results do not depend on the
-// thread count.
+// thread count. A state row's two passes per token (decay + prediction, write + read) are the
+// kernel set's scale_dot / axpy_dot (vec.h: FMA on AVX2), so kernel sets differ in rounding.
 #include "ops-util.h"
+#include "vec.h"
 
 void ggml_compute_forward_ssm_conv(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * sx = dst->src[0];
@@ -28,21 +30,6 @@ void ggml_compute_forward_ssm_conv(const struct ggml_compute_params * params, st
     }
 }
 
-// Dot of n floats with independent partial sums (vectorizes without -ffast-math).
-static inline float ssm_dot(int64_t n, const float * restrict a, const float * restrict b) {
-    float acc[GGML_CPU_RLANES] = {0};
-    int64_t i = 0;
-    for (; i + GGML_CPU_RLANES <= n; i += GGML_CPU_RLANES) {
-        for (int j = 0; j < GGML_CPU_RLANES; j++) {
-            acc[j] += a[i + j]*b[i + j];
-        }
-    }
-    float s = 0.0f;
-    for (int j = 0; j < GGML_CPU_RLANES; j++) s += acc[j];
-    for (; i < n; i++) s += a[i]*b[i];
-    return s;
-}
-
 // The state of (head h, sequence s) lives in the output's snapshot slot 0 while the tokens are
 // processed (the final state ends there); slot kk >= 1 gets a copy of the state kk tokens
 // before the last, for as many tokens as there are.
@@ -56,6 +43,7 @@ void ggml_compute_forward_gated_delta_net(const struct ggml_compute_params * par
     float * out = (float *) dst->data;
     float * states = out + S*H*n_t*n_s;
     const int64_t slot_floats = S*S*H*n_s;
+    const struct ggml_cpu_vec_kernels * vk = ggml_cpu_vec_kernels_selected();
 
     int64_t r0, r1;
     ggml_cpu_split(H * n_s, params->ith, params->nth, &r0, &r1);
@@ -75,13 +63,10 @@ void ggml_compute_forward_gated_delta_net(const struct ggml_compute_params * par
                 float * row = m + j*S;
                 if (g_vec) {
                     for (int64_t i = 0; i < S; i++) row[i] *= expf(g[i]);
-                } else {
-                    for (int64_t i = 0; i < S; i++) row[i] *= decay;
                 }
                 // delta rule: the value the state predicts for k moves toward v by beta
-                const float d = (v[j] - ssm_dot(S, row, k))*beta;
-                for (int64_t i = 0; i < S; i++) row[i] += k[i]*d;
-                o[j] = ssm_dot(S, row, q)*scale;
+                const float d = (v[j] - vk->scale_dot_f32(S, row, g_vec ? 1.0f : decay, k))*beta;
+                o[j] = vk->axpy_dot_f32(S, row, d, k, q)*scale;
             }
             const int64_t back = n_t - 1 - t;
             if (back >= 1 && back < K) {

@@ -1,4 +1,5 @@
-// vec-avx2.c — silu and swiglu rows with AVX2 + FMA: 8 lanes, exp by Cody-Waite reduction and
+// vec-avx2.c — silu and swiglu rows, and the delta rule's scale_dot / axpy_dot rows (FMA, two
+// accumulators), with AVX2 + FMA: 8 lanes, exp by Cody-Waite reduction and
 // the degree-6 polynomial of ggml_cpu_expf (ops-util.h), 2^n built in the exponent bits; the
 // row tail goes through vmaskmovps, so every element sees the same instructions.
 #include "vec.h"
@@ -45,7 +46,57 @@ static void swiglu_f32_avx2(int64_t n, float * y, const float * g, const float *
     }
 }
 
+static inline float vec_hsum8(__m256 v) {
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+// Two accumulators of 8 lanes; the tail through masked loads (masked-off lanes add 0).
+static float scale_dot_f32_avx2(int64_t n, float * x, float s, const float * y) {
+    const __m256 vs = _mm256_set1_ps(s);
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 x0 = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs), x1 = _mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vs);
+        _mm256_storeu_ps(x + i, x0);
+        _mm256_storeu_ps(x + i + 8, x1);
+        a0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(y + i), a0);
+        a1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(y + i + 8), a1);
+    }
+    for (; i < n; i += 8) {
+        const __m256i m = vec_lanes8(n - i < 8 ? n - i : 8);
+        const __m256 x0 = _mm256_mul_ps(_mm256_maskload_ps(x + i, m), vs);
+        _mm256_maskstore_ps(x + i, m, x0);
+        a0 = _mm256_fmadd_ps(x0, _mm256_maskload_ps(y + i, m), a0);
+    }
+    return vec_hsum8(_mm256_add_ps(a0, a1));
+}
+
+static float axpy_dot_f32_avx2(int64_t n, float * x, float a, const float * y, const float * z) {
+    const __m256 va = _mm256_set1_ps(a);
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 x0 = _mm256_fmadd_ps(va, _mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i));
+        const __m256 x1 = _mm256_fmadd_ps(va, _mm256_loadu_ps(y + i + 8), _mm256_loadu_ps(x + i + 8));
+        _mm256_storeu_ps(x + i, x0);
+        _mm256_storeu_ps(x + i + 8, x1);
+        a0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(z + i), a0);
+        a1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(z + i + 8), a1);
+    }
+    for (; i < n; i += 8) {
+        const __m256i m = vec_lanes8(n - i < 8 ? n - i : 8);
+        const __m256 x0 = _mm256_fmadd_ps(va, _mm256_maskload_ps(y + i, m), _mm256_maskload_ps(x + i, m));
+        _mm256_maskstore_ps(x + i, m, x0);
+        a0 = _mm256_fmadd_ps(x0, _mm256_maskload_ps(z + i, m), a0);
+    }
+    return vec_hsum8(_mm256_add_ps(a0, a1));
+}
+
 void ggml_cpu_vec_init_avx2(struct ggml_cpu_vec_kernels * k) {
     k->silu_f32   = silu_f32_avx2;
     k->swiglu_f32 = swiglu_f32_avx2;
+    k->scale_dot_f32 = scale_dot_f32_avx2;
+    k->axpy_dot_f32  = axpy_dot_f32_avx2;
 }

@@ -12,9 +12,34 @@ static void swiglu_f32_generic(int64_t n, float * y, const float * g, const floa
     for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_silu(g[i])*u[i];
 }
 
+// Sum of x[i] * y[i] with GGML_CPU_RLANES independent partial sums (vectorizes without -ffast-math).
+static float dot_f32_lanes(int64_t n, const float * restrict x, const float * restrict y) {
+    float acc[GGML_CPU_RLANES] = {0};
+    int64_t i = 0;
+    for (; i + GGML_CPU_RLANES <= n; i += GGML_CPU_RLANES) {
+        for (int j = 0; j < GGML_CPU_RLANES; j++) acc[j] += x[i + j]*y[i + j];
+    }
+    float s = 0.0f;
+    for (int j = 0; j < GGML_CPU_RLANES; j++) s += acc[j];
+    for (; i < n; i++) s += x[i]*y[i];
+    return s;
+}
+
+static float scale_dot_f32_generic(int64_t n, float * x, float s, const float * y) {
+    for (int64_t i = 0; i < n; i++) x[i] *= s;
+    return dot_f32_lanes(n, x, y);
+}
+
+static float axpy_dot_f32_generic(int64_t n, float * x, float a, const float * y, const float * z) {
+    for (int64_t i = 0; i < n; i++) x[i] += a*y[i];
+    return dot_f32_lanes(n, x, z);
+}
+
 void ggml_cpu_vec_init_generic(struct ggml_cpu_vec_kernels * k) {
     k->silu_f32   = silu_f32_generic;
     k->swiglu_f32 = swiglu_f32_generic;
+    k->scale_dot_f32 = scale_dot_f32_generic;
+    k->axpy_dot_f32  = axpy_dot_f32_generic;
 }
 
 static struct ggml_cpu_vec_kernels vec_tables[GGML_CPU_KERNELS_COUNT];

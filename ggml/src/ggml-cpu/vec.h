@@ -1,4 +1,5 @@
-// vec.h — SIMD row kernels of the elementwise activations (silu, swiglu) by kernel set, and the
+// vec.h — SIMD row kernels of the elementwise activations (silu, swiglu) and of the delta rule's
+// state rows (scale_dot, axpy_dot: ops-ssm.c) by kernel set, and the
 // rule that splits an elementwise op's flat element range over threads.
 //
 // vec-generic.c holds the portable kernels (the scalar math of ops-util.h, which the compiler
@@ -27,6 +28,10 @@ struct ggml_cpu_vec_kernels {
     void (*silu_f32)(int64_t n, float * y, const float * x);
     // y[i] = silu(g[i]) * u[i] for i < n; y may equal g or u.
     void (*swiglu_f32)(int64_t n, float * y, const float * g, const float * u);
+    // x[i] *= s for i < n, then returns sum x[i] * y[i] (the delta rule's decay and prediction).
+    float (*scale_dot_f32)(int64_t n, float * x, float s, const float * y);
+    // x[i] += a * y[i] for i < n, then returns sum x[i] * z[i] (the delta rule's write and read).
+    float (*axpy_dot_f32)(int64_t n, float * x, float a, const float * y, const float * z);
 };
 
 // The kernels of kernel set v (the portable ones where v has none or the CPU cannot run it).

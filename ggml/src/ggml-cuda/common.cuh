@@ -150,10 +150,16 @@ bool cuda_supports_cpy(const struct ggml_tensor * src, const struct ggml_tensor 
 bool cuda_convert_to_f16(cuda_backend_ctx * ctx, const cu_tensor & src, __half * hi, __half * lo, int64_t ld);
 
 // norm.cu: rms_norm, norm, soft_max, sum_rows, argmax
-bool cuda_op_norm(cuda_backend_ctx * ctx, struct ggml_tensor * dst, bool rms);
+// mode 0: layer norm, 1: RMS norm, 2: L2 norm (x / max(sqrt(sum x^2), eps))
+bool cuda_op_norm(cuda_backend_ctx * ctx, struct ggml_tensor * dst, int mode);
 bool cuda_op_soft_max(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_op_sum_rows(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
 bool cuda_op_argmax(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
+
+// ssm.cu: ssm_conv, gated_delta_net (F32; state size up to 256)
+bool cuda_op_ssm_conv(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
+bool cuda_op_gated_delta_net(cuda_backend_ctx * ctx, struct ggml_tensor * dst);
+bool cuda_supports_ssm(const struct ggml_tensor * op);
 
 // rope.cu
 bool cuda_op_rope(cuda_backend_ctx * ctx, struct ggml_tensor * dst);

@@ -1,11 +1,11 @@
 // elementwise.cu — one thread per destination element, any strides and float types:
-// add/sub/mul/div (src1 repeated over src0: index modulo its sizes), scale, silu, gelu, tanh,
+// add/sub/mul/div (src1 repeated over src0: index modulo its sizes), scale, silu, gelu, tanh, sigmoid, softplus,
 // swiglu (split or halves of one row), diag_mask_inf and concat. Each element is read before
 // it is written at the same place, so inplace nodes (dst viewing src0) are safe.
 #include "common.cuh"
 
 enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
-enum { UN_SCALE, UN_SILU, UN_GELU, UN_TANH, UN_SIGMOID };
+enum { UN_SCALE, UN_SILU, UN_GELU, UN_TANH, UN_SIGMOID, UN_SOFTPLUS };
 
 static __global__ void k_binary(cu_tensor a, cu_tensor b, cu_tensor d, int op, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += (int64_t) gridDim.x * blockDim.x) {
@@ -42,7 +42,8 @@ static __global__ void k_unary(cu_tensor a, cu_tensor d, int op, float s, int64_
         const float x = cu_load_f(cu_ptr(a, i0, i1, i2, i3), a.type);
         // tanhf: CUDA's is within 2 ulp, NaN / +-inf / -0 as C's (the tests' tanh tolerances)
         const float r = op == UN_SCALE ? x * s : op == UN_SILU ? cu_silu(x) : op == UN_TANH ? tanhf(x) :
-                        op == UN_SIGMOID ? 1.0f / (1.0f + expf(-x)) : cu_gelu(x);
+                        op == UN_SIGMOID ? 1.0f / (1.0f + expf(-x)) :
+                        op == UN_SOFTPLUS ? (x > 20.0f ? x : log1pf(expf(x))) : cu_gelu(x);
         cu_store_f(cu_ptr(d, i0, i1, i2, i3), d.type, r);
     }
 }
@@ -100,7 +101,8 @@ bool cuda_op_binary(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
 
 bool cuda_op_unary(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
     const int op = dst->op == GGML_OP_SCALE ? UN_SCALE : dst->op == GGML_OP_SILU ? UN_SILU :
-                   dst->op == GGML_OP_TANH ? UN_TANH : dst->op == GGML_OP_SIGMOID ? UN_SIGMOID : UN_GELU;
+                   dst->op == GGML_OP_TANH ? UN_TANH : dst->op == GGML_OP_SIGMOID ? UN_SIGMOID :
+                   dst->op == GGML_OP_SOFTPLUS ? UN_SOFTPLUS : UN_GELU;
     const float s = op == UN_SCALE ? ggml_get_op_params_f32(dst, 0) : 0.0f;
     const int64_t n = ggml_nelements(dst);
     k_unary<<<ew_grid(n), 256, 0, ctx->stream>>>(cu_desc(dst->src[0]), cu_desc(dst), op, s, n);

@@ -230,13 +230,17 @@ static bool cuda_compute_node(cuda_backend_ctx * ctx, struct ggml_tensor * n) {
         case GGML_OP_SILU:
         case GGML_OP_GELU:
         case GGML_OP_TANH:
-        case GGML_OP_SIGMOID:       return cuda_op_unary(ctx, n);
+        case GGML_OP_SIGMOID:
+        case GGML_OP_SOFTPLUS:      return cuda_op_unary(ctx, n);
+        case GGML_OP_L2_NORM:       return cuda_op_norm(ctx, n, 2);
+        case GGML_OP_SSM_CONV:      return cuda_op_ssm_conv(ctx, n);
+        case GGML_OP_GATED_DELTA_NET: return cuda_op_gated_delta_net(ctx, n);
         case GGML_OP_MUL_MAT_ID:    return cuda_op_mul_mat_id(ctx, n);
         case GGML_OP_ARGSORT:
         case GGML_OP_TOP_K:         return cuda_op_sort(ctx, n);
         case GGML_OP_SWIGLU:        return cuda_op_swiglu(ctx, n);
-        case GGML_OP_RMS_NORM:      return cuda_op_norm(ctx, n, true);
-        case GGML_OP_NORM:          return cuda_op_norm(ctx, n, false);
+        case GGML_OP_RMS_NORM:      return cuda_op_norm(ctx, n, 1);
+        case GGML_OP_NORM:          return cuda_op_norm(ctx, n, 0);
         case GGML_OP_MUL_MAT:       return cuda_op_mul_mat(ctx, n);
         case GGML_OP_SOFT_MAX:      return cuda_op_soft_max(ctx, n);
         case GGML_OP_ROPE:          return cuda_op_rope(ctx, n);
@@ -520,6 +524,8 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
         case GGML_OP_GELU:
         case GGML_OP_TANH:
         case GGML_OP_SIGMOID:
+        case GGML_OP_SOFTPLUS:
+        case GGML_OP_L2_NORM:
         case GGML_OP_RMS_NORM:
         case GGML_OP_NORM:
         case GGML_OP_DIAG_MASK_INF:
@@ -527,6 +533,9 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
             return cuda_float(s0) && cuda_float(op);
         case GGML_OP_SWIGLU:
             return cuda_float(s0) && cuda_float(op) && (!s1 || cuda_float(s1));
+        case GGML_OP_SSM_CONV:
+        case GGML_OP_GATED_DELTA_NET:
+            return cuda_supports_ssm(op);
         case GGML_OP_SOFT_MAX:
             return cuda_float(s0) && cuda_float(op) &&
                    (!s1 || s1->type == GGML_TYPE_F32 || s1->type == GGML_TYPE_F16);

@@ -1,5 +1,5 @@
 // norm.cu — per-row reductions, one block of 256 threads per row (any strides, float types):
-// rms_norm and norm (x - mean) / sqrt(mean((x - mean)^2) + eps), softmax(x * scale +
+// rms_norm and norm (x - mean) / sqrt(mean((x - mean)^2) + eps), l2_norm x / max(|x|, eps), softmax(x * scale +
 // slope * mask) with ALiBi slopes and all -inf rows giving zeros (as ops-softmax.c), sum_rows,
 // and argmax (first index of the maximum; NaN never wins; an all-NaN row gives 0).
 #include "common.cuh"
@@ -34,7 +34,8 @@ static __device__ __forceinline__ void row_of(const cu_tensor & t, int64_t r, in
     i3 = r / (t.ne[1] * t.ne[2]);
 }
 
-static __global__ void k_norm(cu_tensor a, cu_tensor d, float eps, bool rms) {
+static __global__ void k_norm(cu_tensor a, cu_tensor d, float eps, int mode) {
+    const bool rms = mode != 0;
     __shared__ float sh[32];
     const int64_t r = blockIdx.x + (int64_t) gridDim.x * blockIdx.y;
     if (r >= a.ne[1] * a.ne[2] * a.ne[3]) return;
@@ -54,7 +55,8 @@ static __global__ void k_norm(cu_tensor a, cu_tensor d, float eps, bool rms) {
         const float v = cu_load_f(x + i * a.nb[0], a.type) - mean;
         q += v * v;
     }
-    const float scale = rsqrtf(block_sum(q, sh) / (float) n + eps);
+    const float ss = block_sum(q, sh);
+    const float scale = mode == 2 ? 1.0f / fmaxf(sqrtf(ss), eps) : rsqrtf(ss / (float) n + eps);
     __syncthreads();   // inplace: every thread has read its elements
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         const float v = cu_load_f(x + i * a.nb[0], a.type);
@@ -67,9 +69,9 @@ static dim3 rows_grid(int64_t n_rows) {
     return dim3((unsigned) gx, (unsigned) ((n_rows + gx - 1) / gx));
 }
 
-bool cuda_op_norm(cuda_backend_ctx * ctx, struct ggml_tensor * dst, bool rms) {
+bool cuda_op_norm(cuda_backend_ctx * ctx, struct ggml_tensor * dst, int mode) {
     const struct ggml_tensor * a = dst->src[0];
-    k_norm<<<rows_grid(ggml_nrows(a)), ROW_THREADS, 0, ctx->stream>>>(cu_desc(a), cu_desc(dst), ggml_get_op_params_f32(dst, 0), rms);
+    k_norm<<<rows_grid(ggml_nrows(a)), ROW_THREADS, 0, ctx->stream>>>(cu_desc(a), cu_desc(dst), ggml_get_op_params_f32(dst, 0), mode);
     return true;
 }
 

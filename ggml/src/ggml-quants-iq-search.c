@@ -1,0 +1,313 @@
+// ggml-quants-iq-search.c — quantizers of the codebook types IQ3_S, IQ3_XXS, IQ2_S, IQ2_XS and
+// IQ2_XXS: a weighted search for each group's grid entry and each sub-block's scale.
+//
+// Every group of 4 (IQ3) or 8 (IQ2) magnitudes is coded as one grid entry times the sub-block
+// scale, with its signs stored apart (IQ3_XXS, IQ2_XXS and IQ2_XS keep 7 sign bits per 8 values:
+// the eighth makes the count of minus signs even, so a group with an odd count gives the sign of
+// its least important value up and codes that value as small as the grid allows). For a
+// candidate scale each magnitude is rounded to its nearest level; the resulting point is looked
+// up in the grid, and if the grid does not hold it the nearest few grid points (precomputed per
+// point, once) are scored with the importance weights. Sixteen candidate scales per sub-block
+// (and one per level, for flat blocks);
+// the one with the smallest weighted error, sum(w q x)^2 / sum(w q^2) largest, gives the
+// least-squares scale. The super-block's fp16 d then makes each sub-block scale a 4-bit
+// multiple (2 s + 1), and the groups are coded once more under the stored scales. Weights: the
+// importance matrix (or 1) times sqrt(sigma^2 + x^2).
+#include "ggml-quants.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IQS_NB 8      // grid neighbours kept per off-grid point
+#define IQS_NTRY 16   // candidate scales per sub-block
+
+struct iq_book {
+    int dim, nlev, n;            // values per entry, levels per value, entries
+    uint8_t lev[8];              // magnitudes, ascending
+    int16_t * map;               // point key -> grid index, -1 off the grid
+    uint16_t * nbr;              // point key -> IQS_NB nearest grid indices
+    uint8_t * gl;                // grid index -> dim level indices
+    bool ok;
+};
+
+enum { IQB_3XXS, IQB_3S, IQB_2XXS, IQB_2XS, IQB_2S, IQB_COUNT };
+static struct iq_book books[IQB_COUNT];
+static pthread_once_t books_once = PTHREAD_ONCE_INIT;
+
+static int iq_key(const uint8_t * l, int dim, int nlev) {
+    int k = 0;
+    for (int j = dim - 1; j >= 0; j--) k = k * nlev + l[j];
+    return k;
+}
+
+static void book_build(struct iq_book * b, int dim, const uint8_t * lev, int nlev, const void * grid, int n) {
+    b->dim = dim; b->nlev = nlev; b->n = n;
+    memcpy(b->lev, lev, (size_t)nlev);
+    int nkeys = 1;
+    for (int j = 0; j < dim; j++) nkeys *= nlev;
+    b->map = malloc(sizeof(int16_t) * (size_t)nkeys);
+    b->nbr = malloc(sizeof(uint16_t) * (size_t)nkeys * IQS_NB);
+    b->gl = malloc((size_t)n * (size_t)dim);
+    if (!b->map || !b->nbr || !b->gl) return;
+    for (int k = 0; k < nkeys; k++) b->map[k] = -1;
+    for (int i = 0; i < n; i++) {
+        const uint8_t * e = (const uint8_t *)grid + (size_t)i * (size_t)dim;
+        for (int j = 0; j < dim; j++) {
+            int li = 0;
+            while (li < nlev && lev[li] != e[j]) li++;
+            b->gl[i * dim + j] = (uint8_t)li;
+        }
+        b->map[iq_key(b->gl + i * dim, dim, nlev)] = (int16_t)i;
+    }
+    uint8_t l[8];
+    for (int k = 0; k < nkeys; k++) {
+        int kk = k;
+        for (int j = 0; j < dim; j++) { l[j] = (uint8_t)(kk % nlev); kk /= nlev; }
+        float bd[IQS_NB];
+        for (int t = 0; t < IQS_NB; t++) { bd[t] = INFINITY; b->nbr[k * IQS_NB + t] = 0; }
+        for (int i = 0; i < n; i++) {
+            float dist = 0.0f;
+            for (int j = 0; j < dim; j++) {
+                const float df = (float)lev[l[j]] - (float)lev[b->gl[i * dim + j]];
+                dist += df * df;
+            }
+            if (dist >= bd[IQS_NB - 1]) continue;
+            int t = IQS_NB - 1;
+            while (t > 0 && bd[t - 1] > dist) { bd[t] = bd[t - 1]; b->nbr[k * IQS_NB + t] = b->nbr[k * IQS_NB + t - 1]; t--; }
+            bd[t] = dist;
+            b->nbr[k * IQS_NB + t] = (uint16_t)i;
+        }
+    }
+    b->ok = true;
+}
+
+static void books_init(void) {
+    static const uint8_t lev3xxs[8] = { 4, 12, 20, 28, 36, 44, 52, 62 };
+    static const uint8_t lev3s[8] = { 1, 3, 5, 7, 9, 11, 13, 15 };
+    static const uint8_t lev2[3] = { 8, 25, 43 };
+    book_build(&books[IQB_3XXS], 4, lev3xxs, 8, ggml_iq3xxs_grid, 256);
+    book_build(&books[IQB_3S], 4, lev3s, 8, ggml_iq3s_grid, 512);
+    book_build(&books[IQB_2XXS], 8, lev2, 3, ggml_iq2xxs_grid, 256);
+    book_build(&books[IQB_2XS], 8, lev2, 3, ggml_iq2xs_grid, 512);
+    book_build(&books[IQB_2S], 8, lev2, 3, ggml_iq2s_grid, 1024);
+}
+
+// Best grid entry for magnitudes a (times id) under weights w; adds to sum(w q a), sum(w q^2).
+static int iq_code(const struct iq_book * b, const float * a, const float * w, float id, float * sqx, float * sq2) {
+    uint8_t l[8];
+    for (int j = 0; j < b->dim; j++) {
+        const float v = a[j] * id;
+        int li = 0;
+        while (li + 1 < b->nlev && fabsf(v - b->lev[li + 1]) < fabsf(v - b->lev[li])) li++;
+        l[j] = (uint8_t)li;
+    }
+    const int key = iq_key(l, b->dim, b->nlev);
+    int best = b->map[key];
+    if (best < 0) {
+        float be = INFINITY;
+        for (int t = 0; t < IQS_NB; t++) {
+            const int i = b->nbr[key * IQS_NB + t];
+            float e = 0.0f;
+            for (int j = 0; j < b->dim; j++) {
+                const float df = a[j] * id - (float)b->lev[b->gl[i * b->dim + j]];
+                e += w[j] * df * df;
+            }
+            if (e < be) { be = e; best = i; }
+        }
+    }
+    for (int j = 0; j < b->dim; j++) {
+        const float q = b->lev[b->gl[best * b->dim + j]];
+        *sqx += w[j] * q * a[j];
+        *sq2 += w[j] * q * q;
+    }
+    return best;
+}
+
+// Least-squares scale of one sub-block of n magnitudes (groups of b->dim), 0 for all zeros.
+static float iq_sub_scale(const struct iq_book * b, const float * a, const float * w, int n) {
+    float amax = 0.0f;
+    for (int j = 0; j < n; j++) amax = fmaxf(amax, a[j]);
+    if (amax < 1e-30f) return 0.0f;
+    const float top = b->lev[b->nlev - 1];
+    float best = -1.0f, scale = amax / top;
+    // stretches of the top level over amax, then amax on each level (flat blocks)
+    for (int t = 0; t < IQS_NTRY + b->nlev; t++) {
+        const float id = t < IQS_NTRY ? top * (0.6f + 0.04f * (float)t) / amax : (float)b->lev[t - IQS_NTRY] / amax;
+        float sqx = 0.0f, sq2 = 0.0f;
+        for (int g = 0; g < n; g += b->dim) iq_code(b, a + g, w + g, id, &sqx, &sq2);
+        if (sq2 > 0.0f && sqx * sqx > best * sq2) {
+            best = sqx * sqx / sq2;
+            scale = sqx / sq2;
+        }
+    }
+    return scale;
+}
+
+// Column weights of one super-block: qw * sqrt(sigma2 + x^2), qw = 1 without an importance
+// matrix (x^2 alone favours the largest values too much for grids this coarse).
+static void iq_weights(const float * x, const float * qw, float * w) {
+    float s = 0.0f;
+    for (int j = 0; j < QK_IQ; j++) s += x[j] * x[j];
+    const float sigma2 = 2.0f * s / QK_IQ;
+    for (int j = 0; j < QK_IQ; j++) w[j] = (qw ? qw[j] : 1.0f) * sqrtf(sigma2 + x[j] * x[j]);
+    // all-zero weights (zero activations in the imatrix) would leave the search blind
+    for (int j = 0; j < QK_IQ; j++) if (!(w[j] > 0.0f)) w[j] = 1e-12f;
+}
+
+// Magnitudes and sign bits of a super-block; with parity, each 8 values get an even number of
+// minus signs (the least important value gives its sign up and is coded toward zero).
+static void iq_signs(const float * x, const float * w, bool parity, float * a, uint8_t * neg) {
+    for (int g = 0; g < QK_IQ / 8; g++) {
+        uint8_t m = 0;
+        int low = 0;
+        for (int j = 0; j < 8; j++) {
+            const float v = x[8 * g + j];
+            a[8 * g + j] = fabsf(v);
+            if (v < 0.0f) m |= (uint8_t)(1u << j);
+            if (w[8 * g + j] * v * v < w[8 * g + low] * x[8 * g + low] * x[8 * g + low]) low = j;
+        }
+        if (parity && (__builtin_popcount(m) & 1)) {
+            m ^= (uint8_t)(1u << low);
+            a[8 * g + low] = 0.0f;
+        }
+        neg[g] = m;
+    }
+}
+
+// Codes one super-block: sub-block scales as d * (2 s + 1) * unit (s 4-bit), the grid index of
+// every group in idx. Returns d (fp16-rounded).
+static float iq_block(const struct iq_book * b, const float * a, const float * w, int sub, float unit,
+                      uint8_t * s4, uint16_t * idx) {
+    float sc[QK_IQ / 16], smax = 0.0f;
+    const int nsub = QK_IQ / sub;
+    for (int ib = 0; ib < nsub; ib++) {
+        sc[ib] = iq_sub_scale(b, a + ib * sub, w + ib * sub, sub);
+        smax = fmaxf(smax, sc[ib]);
+    }
+    const float d = GGML_FP16_TO_FP32(GGML_FP32_TO_FP16(smax / (31.0f * unit)));
+    for (int ib = 0; ib < nsub; ib++) {
+        int s = d > 0.0f ? (int)lrintf((sc[ib] / (d * unit) - 1.0f) * 0.5f) : 0;
+        s = s < 0 ? 0 : (s > 15 ? 15 : s);
+        s4[ib] = (uint8_t)s;
+        const float db = d * unit * (float)(2 * s + 1);
+        const float id = db > 0.0f ? 1.0f / db : 0.0f;
+        float sqx = 0.0f, sq2 = 0.0f;
+        for (int g = 0; g < sub; g += b->dim) {
+            idx[(ib * sub + g) / b->dim] = (uint16_t)iq_code(b, a + ib * sub + g, w + ib * sub + g, id, &sqx, &sq2);
+        }
+    }
+    return d;
+}
+
+static const struct iq_book * iq_book_get(int which) {
+    pthread_once(&books_once, books_init);
+    return books[which].ok ? &books[which] : NULL;
+}
+
+bool quantize_row_iq3_s_imat(const float * x, block_iq3_s * y, int64_t k, const float * qw) {
+    const struct iq_book * b = iq_book_get(IQB_3S);
+    if (!b) return false;
+    for (int64_t i = 0; i < k / QK_IQ; i++) {
+        const float * xb = x + i * QK_IQ;
+        float w[QK_IQ], a[QK_IQ];
+        uint8_t neg[QK_IQ / 8], s4[8];
+        uint16_t idx[QK_IQ / 4];
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_signs(xb, w, false, a, neg);
+        memset(&y[i], 0, sizeof(y[i]));
+        y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 32, 1.0f, s4, idx));
+        for (int l = 0; l < QK_IQ / 4; l++) {
+            y[i].qs[l] = (uint8_t)(idx[l] & 255);
+            y[i].qh[l / 8] |= (uint8_t)((idx[l] >> 8) << (l % 8));
+        }
+        memcpy(y[i].signs, neg, sizeof(neg));
+        for (int ib = 0; ib < 8; ib++) y[i].scales[ib / 2] |= (uint8_t)(s4[ib] << (4 * (ib % 2)));
+    }
+    return true;
+}
+
+bool quantize_row_iq3_xxs_imat(const float * x, block_iq3_xxs * y, int64_t k, const float * qw) {
+    const struct iq_book * b = iq_book_get(IQB_3XXS);
+    if (!b) return false;
+    for (int64_t i = 0; i < k / QK_IQ; i++) {
+        const float * xb = x + i * QK_IQ;
+        float w[QK_IQ], a[QK_IQ];
+        uint8_t neg[QK_IQ / 8], s4[8];
+        uint16_t idx[QK_IQ / 4];
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_signs(xb, w, true, a, neg);
+        y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 32, 0.25f, s4, idx));
+        for (int l = 0; l < QK_IQ / 4; l++) y[i].qs[l] = (uint8_t)idx[l];
+        for (int ib = 0; ib < 8; ib++) {
+            uint32_t word = (uint32_t)s4[ib] << 28;
+            for (int g = 0; g < 4; g++) word |= (uint32_t)(neg[4 * ib + g] & 127) << (7 * g);
+            memcpy(y[i].qs + QK_IQ / 4 + 4 * ib, &word, sizeof(word));
+        }
+    }
+    return true;
+}
+
+bool quantize_row_iq2_xxs_imat(const float * x, block_iq2_xxs * y, int64_t k, const float * qw) {
+    const struct iq_book * b = iq_book_get(IQB_2XXS);
+    if (!b) return false;
+    for (int64_t i = 0; i < k / QK_IQ; i++) {
+        const float * xb = x + i * QK_IQ;
+        float w[QK_IQ], a[QK_IQ];
+        uint8_t neg[QK_IQ / 8], s4[8];
+        uint16_t idx[QK_IQ / 8];
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_signs(xb, w, true, a, neg);
+        y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 32, 0.125f, s4, idx));
+        for (int ib = 0; ib < 8; ib++) {
+            uint32_t wd[2] = { 0, (uint32_t)s4[ib] << 28 };
+            for (int g = 0; g < 4; g++) {
+                wd[0] |= (uint32_t)idx[4 * ib + g] << (8 * g);
+                wd[1] |= (uint32_t)(neg[4 * ib + g] & 127) << (7 * g);
+            }
+            memcpy(y[i].qs + 4 * ib, wd, sizeof(wd));
+        }
+    }
+    return true;
+}
+
+bool quantize_row_iq2_xs_imat(const float * x, block_iq2_xs * y, int64_t k, const float * qw) {
+    const struct iq_book * b = iq_book_get(IQB_2XS);
+    if (!b) return false;
+    for (int64_t i = 0; i < k / QK_IQ; i++) {
+        const float * xb = x + i * QK_IQ;
+        float w[QK_IQ], a[QK_IQ];
+        uint8_t neg[QK_IQ / 8], s4[16];
+        uint16_t idx[QK_IQ / 8];
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_signs(xb, w, true, a, neg);
+        y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 16, 0.125f, s4, idx));
+        memset(y[i].scales, 0, sizeof(y[i].scales));
+        for (int l = 0; l < QK_IQ / 8; l++) y[i].qs[l] = (uint16_t)(idx[l] | ((neg[l] & 127) << 9));
+        for (int ib = 0; ib < 16; ib++) y[i].scales[ib / 2] |= (uint8_t)(s4[ib] << (4 * (ib % 2)));
+    }
+    return true;
+}
+
+bool quantize_row_iq2_s_imat(const float * x, block_iq2_s * y, int64_t k, const float * qw) {
+    const struct iq_book * b = iq_book_get(IQB_2S);
+    if (!b) return false;
+    for (int64_t i = 0; i < k / QK_IQ; i++) {
+        const float * xb = x + i * QK_IQ;
+        float w[QK_IQ], a[QK_IQ];
+        uint8_t neg[QK_IQ / 8], s4[16];
+        uint16_t idx[QK_IQ / 8];
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_signs(xb, w, false, a, neg);
+        memset(&y[i], 0, sizeof(y[i]));
+        y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 16, 0.125f, s4, idx));
+        for (int l = 0; l < QK_IQ / 8; l++) {
+            y[i].qs[l] = (uint8_t)(idx[l] & 255);
+            y[i].qh[l / 4] |= (uint8_t)((idx[l] >> 8) << (2 * (l % 4)));
+            y[i].qs[QK_IQ / 8 + l] = neg[l];
+        }
+        for (int ib = 0; ib < 16; ib++) y[i].scales[ib / 2] |= (uint8_t)(s4[ib] << (4 * (ib % 2)));
+    }
+    return true;
+}
