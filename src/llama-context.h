@@ -30,7 +30,7 @@ struct llama_memory_recurrent {
     llama_pos * pos_min, * pos_max; // [n_slots] positions the state has consumed; -1: empty (zero state)
     uint32_t n_embd_r, n_embd_s;    // floats per slot: convolution state, recurrence state
     struct ggml_context * ctx;      // headers of r_l / s_l
-    struct ggml_tensor ** r_l;      // [n_layer] F32 [n_embd_r, n_slots], NULL for attention layers
+    struct ggml_tensor ** r_l;      // [n_layer] F32 [n_embd_r, n_slots] (a slot: [channels, d_conv - 1]), NULL for attention layers
     struct ggml_tensor ** s_l;      // [n_layer] F32 [n_embd_s, n_slots], NULL for attention layers
     ggml_backend_buffer_t bufs[2];  // the CPU's layers, an offloaded device's (owned)
     int n_bufs;
