@@ -20,6 +20,7 @@ _SUBMODULES = {
     "llama": "llama_py.llama", "llama_cpp": "llama_py.llama_cpp", "llama_types": "llama_py.llama_types",
     "llama_chat_format": "llama_py.llama_chat_format", "llama_cache": "llama_py.llama_cache",
     "llama_tokenizer": "llama_py.llama_tokenizer", "llama_speculative": "llama_py.llama_speculative",
+    "_internals": "llama_py._internals", "_logger": "llama_py._logger", "_utils": "llama_py._utils",
 }
 _VERSION = "0.3.36"  # the llama-cpp-python release whose API this mirrors
 

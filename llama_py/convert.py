@@ -215,6 +215,7 @@ class HParams:
     model_type: str = "llama"       # config.json model_type (key of convert_arch.ARCHS)
     n_rot: int = 0                  # rotary dimensions (partial_rotary_factor * head_dim)
     config: Dict[str, object] = field(default_factory=dict)
+    model_dir: Optional[Path] = None  # where config.json was read (sentence-transformers modules.json beside it)
 
 
 def _read_json(path: Path) -> Optional[dict]:
@@ -230,6 +231,8 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
     """The hyperparameters of config.json (transformers 4 and 5 spellings)."""
     from . import convert_arch
     mtype, spec = convert_arch.find(config)
+    if spec.normalize is not None:
+        config = spec.normalize(config)
     act = config.get("hidden_act") or config.get("hidden_activation") or spec.activations[0]
     if act not in spec.activations:
         raise ConvertError(f"config.json: hidden_act '{act}' is not supported ({spec.gguf} uses "
@@ -275,7 +278,7 @@ def read_hparams(config: dict, model_dir: Path) -> HParams:
         rope_theta=float(theta if theta is not None else 10000.0), rope=rope,
         tied=bool(config.get("tie_word_embeddings", False)),
         name=str(config.get("_name_or_path") or "") or model_dir.resolve().name,
-        arch=spec.gguf, model_type=mtype, n_rot=int(head_dim * partial), config=config,
+        arch=spec.gguf, model_type=mtype, n_rot=int(head_dim * partial), config=config, model_dir=model_dir,
     )
     if hp.n_rot % 2 != 0:
         raise ConvertError(f"config.json: {hp.n_rot} rotary dimensions (partial_rotary_factor) is odd")
@@ -318,7 +321,7 @@ TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED, TO
 
 @dataclass
 class Vocab:
-    model: str                      # "llama" (SentencePiece) or "gpt2" (byte-level BPE)
+    model: str                      # "llama" (SentencePiece BPE), "t5" (SentencePiece unigram) or "gpt2" (byte-level BPE)
     pre: str                        # tokenizer.ggml.pre
     tokens: List[str]
     types: List[int]
@@ -331,6 +334,8 @@ class Vocab:
     add_eos: Optional[bool] = None
     chat_templates: Dict[str, str] = field(default_factory=dict)  # "" is the default template
     source: str = ""
+    flags: Dict[str, bool] = field(default_factory=dict)   # further boolean tokenizer.* keys
+    charsmap: Optional[bytes] = None  # unigram: the normalizer's precompiled charsmap
 
 
 def _token_content(v) -> Optional[str]:
@@ -373,9 +378,7 @@ def _load_spm(model_dir: Path, n_vocab: int, tok_json, tok_cfg) -> Vocab:
         raise ConvertError(f"{path}: not a SentencePiece model ({e})") from None
     if proto.trainer_spec.model_type not in (pb2.TrainerSpec.BPE, pb2.TrainerSpec.UNIGRAM):
         raise ConvertError(f"{path}: SentencePiece model type {proto.trainer_spec.model_type} is not supported")
-    if proto.trainer_spec.model_type == pb2.TrainerSpec.UNIGRAM:
-        print(f"warning: {path} is a unigram SentencePiece model; it is tokenized with BPE-style merges "
-              f"by score, which can differ from sentencepiece", file=sys.stderr)
+    unigram = proto.trainer_spec.model_type == pb2.TrainerSpec.UNIGRAM
     tokens, scores, types = [], [], []
     for p in proto.pieces:
         tokens.append(p.piece)
@@ -392,12 +395,15 @@ def _load_spm(model_dir: Path, n_vocab: int, tok_json, tok_cfg) -> Vocab:
         tokens.append(content); scores.append(-1000.0)
         types.append(TOKEN_CONTROL if special else TOKEN_USER_DEFINED)
     ns = proto.normalizer_spec
-    if ns.name not in ("identity", "") and ns.precompiled_charsmap:
+    if not unigram and ns.name not in ("identity", "") and ns.precompiled_charsmap:
         print(f"warning: {path} normalizes with '{ns.name}'; the GGUF tokenizer does not normalize",
               file=sys.stderr)
-    return Vocab(model="llama", pre="default", tokens=tokens, scores=scores, types=types,
+    # A unigram model is the "t5" vocabulary type: Viterbi over its scores after its own
+    # normalizer (the precompiled charsmap), as sentencepiece encodes.
+    return Vocab(model="t5" if unigram else "llama", pre="default", tokens=tokens, scores=scores, types=types,
                  add_space_prefix=bool(ns.add_dummy_prefix),
-                 remove_extra_whitespaces=bool(ns.remove_extra_whitespaces), source=str(path))
+                 remove_extra_whitespaces=bool(ns.remove_extra_whitespaces), source=str(path),
+                 charsmap=bytes(ns.precompiled_charsmap) if unigram and ns.precompiled_charsmap else None)
 
 
 # Published pre-tokenizer regexes of tokenizer.json files, by GGUF pre type.
@@ -407,7 +413,68 @@ _QWEN2_RE = [r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\
              r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"]
 _GPT2_RE = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
 
-SUPPORTED_PRE = ("gpt-2", "llama-bpe", "qwen2", "smollm")
+SUPPORTED_PRE = ("gpt-2", "llama-bpe", "qwen2", "smollm", "qwen35", "deepseek-v3", "deepseek-llm",
+                 "deepseek-coder", "gpt-4o", "tekken", "kimi-k2", "seed-coder", "bailingmoe", "exaone-moe",
+                 "jais-2", "superbpe", "minicpm5", "laguna", "youtu", "tiny_aya", "bloom")
+
+def _canon_regex(rx: Optional[str]) -> Optional[str]:
+    """A regex with its tab, CR and LF characters written as escapes (tokenizer.json files carry
+    both spellings of the same pattern)."""
+    return rx.replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n") if rx is not None else None
+
+
+_C = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+_UP, _LO = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"
+_CASE_WORDS = (r"[^\r\n\p{L}\p{N}]?" + _UP + "*" + _LO + "+" + _C + r"?|[^\r\n\p{L}\p{N}]?" + _UP + "+" + _LO + "*"
+               + _C + r"?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_DS3_WORDS = (r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+"
+              r"| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_CJK = "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+"
+# The Split regexes (behavior "isolated", in order, then ByteLevel without its own regex) that
+# published tokenizer.json files carry, by the GGUF pre name llama.cpp gives them.
+_SPLIT_PRE_LIST: Dict[Tuple[str, ...], str] = {
+    (_C + r"|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",):
+        "qwen35",
+    (r"\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+", _DS3_WORDS): "deepseek-v3",
+    ("[\r\n]", "\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af"
+     "\u0370-\u0373\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5"
+     "\u03f7-\u0481\u048a-\u052f\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba"
+     "\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45"
+     "\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d\u1f5f-\u1f7d\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe"
+     "\u1fc2-\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4\u1ff6-\u1ffc"
+     "\u2102\u2107\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134\u2139"
+     "\u213c-\u213f\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee\u2cf2\u2cf3"
+     "\ua640-\ua66d\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06"
+     "\ufb13-\ufb17\uff21-\uff3a\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3\U000104d8-\U000104fb"
+     "\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+",
+     "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+", r"\s+$", _CJK, r"\p{N}+"):
+        "deepseek-llm",
+    ("[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", _CJK, r"\p{N}"): "deepseek-coder",
+    (_CASE_WORDS,): "gpt-4o",
+    (r"[^\r\n\p{L}\p{N}]?" + _UP + "*" + _LO + r"+|[^\r\n\p{L}\p{N}]?" + _UP + "+" + _LO
+     + r"*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",): "tekken",
+    (r"[\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+"
+     + _C + r"?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*"
+     + _C + r"?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",): "kimi-k2",
+    (_C + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+",): "seed-coder",
+    (r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+",):
+        "bailingmoe",
+    (_C + r"|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]"
+     r"|\s+(?!\S)|\s+",): "exaone-moe",
+    (_C + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)"
+     r"|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1}",):
+        "jais-2",
+    (r"\p{N}+", r"(?=(\d{3})+(?!\d))"): "superbpe",
+    (r"\p{N}{1,3}", _C + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"):
+        "minicpm5",
+    ("[^\\n]+|[\\n]+", _QWEN2_RE[0]): "laguna",
+    ("[\uac00-\ud7a3\u3131-\u318e]+|[\uff01\u2026\u201c\u201d\u2018\u2019\u2014\uff1a\uff1b\uff0c\u3001-\u303f"
+     "\ufe30-\ufe4f]+|[\u3105-\u312f]+|[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+     _CASE_WORDS.replace(r"\p{N}{1,3}", r"\p{N}")): "youtu",
+    (r"\d{1,3}(?=(?:\d{3})*\b)", _CASE_WORDS): "tiny_aya",
+    (" ?[^(\\s|.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c)]+",): "bloom",
+}
+_SPLIT_PRE = {tuple(_canon_regex(r) for r in k): v for k, v in _SPLIT_PRE_LIST.items()}
 
 
 def _flatten_pre(pre) -> List[dict]:
@@ -445,6 +512,9 @@ def detect_bpe_pre(tok_json: dict) -> str:
     elif (len(steps) == 2 and steps[0].get("type") == "Digits" and steps[0].get("individual_digits")
           and _byte_level(steps[1], True)):
         pre = "smollm"
+    elif (len(steps) >= 2 and _byte_level(steps[-1], False)
+          and tuple(_canon_regex(_split_regex(s)) for s in steps[:-1]) in _SPLIT_PRE):
+        pre = _SPLIT_PRE[tuple(_canon_regex(_split_regex(s)) for s in steps[:-1])]
     elif len(steps) == 2 and _byte_level(steps[1], False):
         rx = _split_regex(steps[0])
         if rx in _LLAMA3_RE:
@@ -464,7 +534,7 @@ def detect_bpe_pre(tok_json: dict) -> str:
                            f"(ByteLevel without a prefix space, optionally after a Llama-3 / Qwen2 Split regex "
                            f"or single-digit Digits)")
     norm = tok_json.get("normalizer")
-    if norm is not None and not (pre == "qwen2" and norm.get("type") == "NFC"):
+    if norm is not None and not (pre in ("qwen2", "qwen35") and norm.get("type") == "NFC"):
         raise ConvertError(f"tokenizer.json: normalizer {json.dumps(norm)} is not supported for a byte-level BPE "
                            f"vocabulary (the GGUF tokenizer does not normalize)")
     return pre
@@ -566,6 +636,13 @@ def load_vocab(model_dir: os.PathLike, n_vocab: int, config: Optional[dict] = No
     d = Path(model_dir)
     tok_json = _read_json(d / "tokenizer.json")
     tok_cfg = _read_json(d / "tokenizer_config.json")
+    if tok_json is not None and (tok_json.get("model") or {}).get("type") == "WordPiece":
+        from .convert_encoder import load_wpm
+        v = load_wpm(d, n_vocab, tok_json, tok_cfg)
+        if len(v.tokens) != n_vocab:
+            raise ConvertError(f"{v.source}: the tokenizer has {len(v.tokens)} tokens but the model's embedding "
+                               f"has {n_vocab} rows (config.json vocab_size)")
+        return v
     if (d / "tokenizer.model").exists():
         v = _load_spm(d, n_vocab, tok_json, tok_cfg)
     elif tok_json is not None:
@@ -598,7 +675,7 @@ def load_vocab(model_dir: os.PathLike, n_vocab: int, config: Optional[dict] = No
                 if isinstance(val, int) and 0 <= val < n_vocab:
                     tid = val
                     break
-        if tid is None and kind == "unk" and v.model == "llama":
+        if tid is None and kind == "unk" and v.model in ("llama", "t5"):
             tid = next((i for i, t in enumerate(v.types) if t == TOKEN_UNKNOWN), None)
         if tid is not None:
             v.special[kind] = int(tid)
@@ -657,9 +734,46 @@ _LAYER_MAP = {
 _IGNORED = re.compile(r"(^|\.)rotary_emb\.inv_freq$|(^|\.)masked_bias$")
 
 
+def jobs_for(want: Dict[str, Optional[Tuple[str, Tuple[int, ...], int, float]]], unknown: List[str], ck: Checkpoint,
+             ftype: int, arch: str, fns: Optional[Dict[str, Tuple[Callable, Tuple[int, ...]]]] = None) -> List[TensorJob]:
+    """The jobs of want (checkpoint name -> (GGUF name, shape, perm heads, value added), or None
+    for a tensor present but not used), each checked against the checkpoint; fns: checkpoint name
+    -> (transform, checkpoint shape) for tensors written transformed; unknown: checkpoint tensors
+    nothing uses (an error). A key "name::tag" is checkpoint tensor name giving one of several
+    GGUF tensors (gpt-oss's fused experts)."""
+    fns = fns or {}
+    if unknown:
+        more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
+        raise ConvertError(f"checkpoint tensors not used by the {arch} architecture: {', '.join(unknown[:8])}{more}")
+    jobs: List[TensorJob] = []
+    for src, entry in want.items():
+        if entry is None:
+            continue   # present in some checkpoints, not used (the architecture's tensors hook says so)
+        name, shape, perm, add = entry
+        key, src = src, src.split("::", 1)[0]
+        if src not in ck:
+            if src == "lm_head.weight":
+                continue
+            raise ConvertError(f"checkpoint has no tensor '{src}' (needed for {name})")
+        got = ck.info(src).shape
+        if tuple(got) != (fns[key][1] if key in fns else shape):
+            raise ConvertError(f"checkpoint tensor '{src}' has shape {list(got)}, expected {list(shape)} from config.json")
+        if len(shape) == 1 or name.endswith(("ssm_conv1d.weight", "_exps.bias")):
+            t = GGML_F32   # read by elementwise ops (the convolution taps, expert biases too)
+        elif ftype == GGML_Q8_0 and shape[-1] % 32 != 0:
+            print(f"note: {name} has rows of {shape[-1]} (not a multiple of 32); written as f16", file=sys.stderr)
+            t = GGML_F16
+        else:
+            t = ftype
+        jobs.append(TensorJob(name, src, shape, t, perm, add=add, fn=fns[key][0] if key in fns else None))
+    return jobs
+
+
 def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     from . import convert_arch
     spec = convert_arch.ARCHS[hp.model_type]
+    if spec.plan is not None:
+        return spec.plan(hp, ck, ftype)   # encoders (convert_encoder.py)
     prefix = "model." if "model.embed_tokens.weight" in ck else ""
     # src -> (gguf name, shape, perm heads, value added), or None: a tensor not used
     want: Dict[str, Optional[Tuple[str, Tuple[int, ...], int, float]]] = {}
@@ -687,30 +801,7 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     used = {k.split("::", 1)[0] for k in want}
     unknown = [n for n in ck.names() if n not in used and n not in stacked and not _IGNORED.search(n)
                and not (n == "lm_head.weight" and hp.tied)]
-    if unknown:
-        more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
-        raise ConvertError(f"checkpoint tensors not used by the {hp.arch} architecture: {', '.join(unknown[:8])}{more}")
-    jobs: List[TensorJob] = []
-    for src, entry in want.items():
-        if entry is None:
-            continue   # present in some checkpoints, not used (the architecture's tensors hook says so)
-        name, shape, perm, add = entry
-        key, src = src, src.split("::", 1)[0]
-        if src not in ck:
-            if src == "lm_head.weight":
-                continue
-            raise ConvertError(f"checkpoint has no tensor '{src}' (needed for {name})")
-        got = ck.info(src).shape
-        if tuple(got) != (fns[key][1] if key in fns else shape):
-            raise ConvertError(f"checkpoint tensor '{src}' has shape {list(got)}, expected {list(shape)} from config.json")
-        if len(shape) == 1 or name.endswith(("ssm_conv1d.weight", "_exps.bias")):
-            t = GGML_F32   # read by elementwise ops (the convolution taps too)
-        elif ftype == GGML_Q8_0 and shape[-1] % 32 != 0:
-            print(f"note: {name} has rows of {shape[-1]} (not a multiple of 32); written as f16", file=sys.stderr)
-            t = GGML_F16
-        else:
-            t = ftype
-        jobs.append(TensorJob(name, src, shape, t, perm, add=add, fn=fns[key][0] if key in fns else None))
+    jobs = jobs_for(want, unknown, ck, ftype, hp.arch, fns)
     for name, srcs, shape in experts:
         for src in srcs:
             if src not in ck:
@@ -848,9 +939,13 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
     if vocab.scores is not None:
         arr_num("tokenizer.ggml.scores", vocab.scores, G.GGUF_TYPE_FLOAT32, np.float32)
     arr_num("tokenizer.ggml.token_type", vocab.types, G.GGUF_TYPE_INT32, np.int32)
+    if vocab.charsmap:
+        arr_num("tokenizer.ggml.precompiled_charsmap", np.frombuffer(vocab.charsmap, np.uint8), G.GGUF_TYPE_UINT8,
+                np.uint8)
     if vocab.merges is not None:
         arr_str("tokenizer.ggml.merges", vocab.merges)
-    keys = {"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "pad": "padding_token_id"}
+    keys = {"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "pad": "padding_token_id",
+            "cls": "cls_token_id", "sep": "seperator_token_id", "mask": "mask_token_id"}
     for kind, tid in vocab.special.items():
         u32(f"tokenizer.ggml.{keys[kind]}", tid)
     if vocab.add_bos is not None:
@@ -861,6 +956,10 @@ def _set_metadata(G, g, hp: HParams, vocab: Vocab, file_type: int, name: str) ->
         b("tokenizer.ggml.add_space_prefix", vocab.add_space_prefix)
     if vocab.remove_extra_whitespaces:
         b("tokenizer.ggml.remove_extra_whitespaces", True)
+    for key, val in vocab.flags.items():
+        b(key, val)
+    if spec.meta is not None:
+        spec.meta({"s": s, "u32": u32, "f32": f32, "b": b, "arr_str": arr_str}, hp)
     for tname, text in vocab.chat_templates.items():
         s("tokenizer.chat_template" + (f".{tname}" if tname else ""), text)
 

@@ -51,6 +51,10 @@ class ArchSpec:
     # entries {src: (gguf name, shape, perm heads, value added)} (None: present, not used), and
     # tensors computed from the config [(gguf name, float32 array)]; called with (hp, prefix)
     tensors: Optional[Callable[["object", str], Tuple[Dict[str, tuple], List[Tuple[str, "object"]]]]] = None
+    # encoders (convert_encoder.py): their own tensor plan and metadata writer
+    plan: Optional[Callable] = None             # (hp, ck, ftype) -> [TensorJob]
+    meta: Optional[Callable] = None             # (writers: dict of s/u32/f32/b/arr_str, hp) -> None
+    normalize: Optional[Callable[[dict], dict]] = None  # config.json in another spelling -> transformers'
 
 
 def _attn(q="self_attn.q_proj.weight", perm=True, bias=False) -> Dict[str, LayerTensor]:
@@ -465,6 +469,15 @@ ARCHS["gpt_oss"] = ArchSpec("gpt-oss", ("GptOssForCausalLM",), {}, write_head_di
                             check=_gpt_oss_check, keys=_gpt_oss_keys, layer_for=_gpt_oss_layer)
 
 
+def _add_encoders() -> None:
+    from .convert_encoder import ENCODER_ARCHS, add_gemma_embedding
+    ARCHS.update(ENCODER_ARCHS)
+    add_gemma_embedding(ARCHS)
+
+
+_add_encoders()
+
+
 def find(config: dict) -> Tuple[str, ArchSpec]:
     """(model_type, spec) of a config.json; ConvertError naming the supported ones otherwise."""
     mtype = config.get("model_type")
@@ -474,6 +487,11 @@ def find(config: dict) -> Tuple[str, ArchSpec]:
     if mtype is None:
         mtype = "llama"
     spec = ARCHS.get(mtype)
+    # a model class its model_type's spec does not take may have a spec of its own
+    # (Gemma3TextModel, EmbeddingGemma, beside Gemma3ForCausalLM)
+    own = next((s for s in ARCHS.values() if any(a in s.hf_archs for a in archs)), None)
+    if spec is not None and own is not None and not any(a in spec.hf_archs for a in archs):
+        return next(k for k, s in ARCHS.items() if s is own), own
     if spec is None:
         for k, s in ARCHS.items():
             if any(a in s.hf_archs for a in archs):

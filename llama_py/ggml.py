@@ -478,6 +478,19 @@ def ggml_row_size(type, ne) -> int:
     ...
 
 
+# Quantizes nrows rows of n_per_row floats from src into dst as type (start: first element, a
+# row boundary); imatrix (n_per_row column weights, or None) guides IQ4_NL / IQ4_XS; -> bytes written, 0 on error.
+@_c("ggml_quantize_chunk", [_type, c_void_p, c_void_p, c_int64, c_int64, c_int64, c_void_p], c_size_t)
+def ggml_quantize_chunk(type, src, dst, start, nrows, n_per_row, imatrix) -> int:
+    ...
+
+
+# True for the types whose quantizers need an importance matrix (IQ3 / IQ2 / IQ1 codebooks).
+@_c("ggml_quantize_requires_imatrix", [_type], c_bool)
+def ggml_quantize_requires_imatrix(type) -> bool:
+    ...
+
+
 # True for block-quantized types.
 @_c("ggml_is_quantized", [_type], c_bool)
 def ggml_is_quantized(type) -> bool:
@@ -972,6 +985,12 @@ def ggml_gelu(ctx, a):
 # In-place gelu.
 @_c("ggml_gelu_inplace", [_ctx, _t], _t)
 def ggml_gelu_inplace(ctx, a):
+    ...
+
+
+# GELU, exact: x/2 (1 + erf(x/sqrt 2)).
+@_c("ggml_gelu_erf", [_ctx, _t], _t)
+def ggml_gelu_erf(ctx, a):
     ...
 
 

@@ -260,6 +260,8 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self._model = model
         self._vocab = C.llama_model_get_vocab(model)
         self._n_vocab = C.llama_vocab_n_tokens(self._vocab)
+        # recurrent state (hybrid models): prefixes are kept whole or back to a checkpoint
+        self._hybrid = bool(C.llama_model_is_hybrid(model) or C.llama_model_is_recurrent(model))
         self.tokenizer_ = tokenizer or LlamaTokenizer(self)
         cores = _physical_cores()
         self.n_threads = min(n_threads, cores) if n_threads and n_threads > 0 else cores
@@ -289,8 +291,10 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
             self.close()
             raise ValueError(f"n_ctx must be at most 4294967295, got {n_ctx}")
         if embedding:
-            # a pooled embedding is one decode of the whole text: let a text fill the context
+            # a pooled embedding is one decode of the whole text: let a text fill the context;
+            # several texts share a decode, one sequence each (embed / rerank pack them)
             n_batch = n_ubatch = n_ctx
+            n_seq_max = max(n_seq_max, 16)
         self.n_batch = min(n_ctx, n_batch)
         cparams = C.llama_context_default_params()
         cparams.n_ctx = n_ctx
@@ -324,6 +328,7 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self.chat_handler = chat_handler
         self._tokens: List[int] = []      # what the KV cache holds for sequence 0
         self._logits_live = False         # the context's last output row belongs to _tokens[-1]
+        self._ckpt = None                 # hybrid models: (n, bytes) recurrent state after _tokens[:n]
         self.scores = np.zeros((n_ctx if self._logits_all else 1, self._n_vocab), dtype=np.single)
         if not vocab_only:
             _load_guard.begin()
@@ -452,11 +457,35 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         n = max(0, int(n))
         if n < len(self._tokens):
             if self._ctx and not C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), -1, n, -1):
-                # hybrid / recurrent models: a state cannot be cut mid-way, so nothing is kept
-                C.llama_memory_seq_rm(C.llama_get_memory(self._ctx), -1, -1, -1)
-                n = 0
+                # hybrid / recurrent models: a state cannot be cut mid-way: back to the checkpoint
+                # at the end of the last prompt when it is within n, else nothing is kept
+                n = self._restore_checkpoint(n)
             del self._tokens[n:]
+            if self._ckpt is not None and self._ckpt[0] > n:
+                self._ckpt = None
             self._logits_live = False
+
+    _PARTIAL = C.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+
+    def _save_checkpoint(self) -> None:
+        """Keeps the recurrent state of a hybrid model after the prompt just decoded."""
+        n = C.llama_state_seq_get_size_ext(self._ctx, 0, self._PARTIAL)
+        buf = (ctypes.c_uint8 * max(n, 1))()
+        ok = n > 0 and C.llama_state_seq_get_data_ext(self._ctx, buf, n, 0, self._PARTIAL) == n
+        self._ckpt = (len(self._tokens), bytes(buf)) if ok else None
+
+    def _restore_checkpoint(self, n: int) -> int:
+        """Cuts the context back to the checkpoint if it is within n tokens (else empties it);
+        returns the tokens kept."""
+        mem, ck = C.llama_get_memory(self._ctx), self._ckpt
+        if ck is not None and ck[0] <= n:
+            buf = (ctypes.c_uint8 * len(ck[1])).from_buffer_copy(ck[1])
+            if C.llama_state_seq_set_data_ext(self._ctx, buf, len(ck[1]), 0, self._PARTIAL) == len(ck[1]) and \
+                    C.llama_memory_seq_rm(mem, -1, ck[0], -1):
+                return ck[0]
+        C.llama_memory_seq_rm(mem, -1, -1, -1)
+        self._ckpt = None
+        return 0
 
     @property
     def input_ids(self) -> np.ndarray:
@@ -581,6 +610,7 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         """Empties the context."""
         self._check_open()
         C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
+        self._ckpt = None
         self._tokens = []
         self._logits_live = False
 
@@ -722,11 +752,16 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         history = self._tokens + tokens
         self._sampler = self._build_sampler(seed=seed, logit_bias=logit_bias, history=history, **sampling)
         chain = self._sampler
-        draft = self.draft_model if not self._logits_all else None
+        # hybrid models: rejected guesses could not be cut from a recurrent state, so no drafts
+        draft = self.draft_model if not self._logits_all and not self._hybrid else None
+        prompt = True
         try:
             while True:
                 if tokens:
                     self.eval(tokens)
+                    if prompt and self._hybrid:
+                        self._save_checkpoint()
+                prompt = False
                 tok = self._sample_with(chain, logits_processor, ())
                 if stopping_criteria is not None:
                     ids = np.array(self._tokens + [tok], dtype=np.intc)

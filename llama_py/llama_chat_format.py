@@ -123,12 +123,23 @@ def guess_chat_format_from_gguf_metadata(metadata: Dict[str, str]) -> Optional[s
 
 def hf_tokenizer_config_to_chat_formatter(tokenizer_config: Dict[str, Any],
                                           add_generation_prompt: bool = True) -> ChatFormatter:
-    """A Hugging Face tokenizer_config.json (as a dict) as a formatter."""
+    """A Hugging Face tokenizer_config.json (as a dict) as a formatter, as llama-cpp-python makes
+    it: add_generation_prompt appends a blank assistant message (rendered by the template itself)
+    and the prompt counts as holding its special tokens."""
     def text(tok):
         return tok.get("content", "") if isinstance(tok, dict) else (tok or "")
-    return Jinja2ChatFormatter(tokenizer_config["chat_template"], eos_token=text(tokenizer_config.get("eos_token")),
-                               bos_token=text(tokenizer_config.get("bos_token")),
-                               add_generation_prompt=add_generation_prompt)
+    template = tokenizer_config["chat_template"]
+    eos, bos = text(tokenizer_config.get("eos_token")), text(tokenizer_config.get("bos_token"))
+    R.compiled(template)  # a broken template fails here, not at the first chat
+
+    def format_tokenizer_config(messages: List[llama_types.ChatCompletionRequestMessage],
+                                **kwargs: Any) -> ChatFormatterResponse:
+        msgs = list(messages) + ([{"role": "assistant", "content": ""}] if add_generation_prompt else [])
+        kwargs.pop("add_generation_prompt", None)
+        tools = kwargs.pop("tools", None)
+        prompt = format_chat(msgs, template, bos, eos, False, tools, **kwargs)
+        return ChatFormatterResponse(prompt=prompt, stop=[eos, bos], added_special=True)
+    return format_tokenizer_config
 
 
 def hf_tokenizer_config_to_chat_completion_handler(tokenizer_config: Dict[str, Any],

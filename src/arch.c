@@ -83,8 +83,10 @@ static const struct llm_tensor_spec QWEN2_TENSORS[] = {
 };
 
 // ---- qwen3: RMS norm of each Q and K head before rope, head size from metadata ----
+// (Qwen3-Reranker files add cls.output: the lm head's "yes" and "no" rows, for RANK pooling)
 static const struct llm_tensor_spec QWEN3_TENSORS[] = {
     T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
+    { "cls.output.weight", ML(cls_out), 0, 2, { LLM_DIM_EMBD, LLM_DIM_CLS_OUT } },
     B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN, B_Q_NORM, B_K_NORM,
     T_END,
 };
@@ -223,6 +225,35 @@ static bool gemma2_finish(struct llama_hparams * hp) {
     const float qs = hp->n_layer == 46 && hp->n_head > 0 ? (float) hp->n_embd / (float) hp->n_head : (float) hp->n_embd_head_k;
     hp->f_attn_scale = 1.0f / sqrtf(qs);
     return true;
+}
+
+// ---- gemma-embedding (EmbeddingGemma): gemma3's blocks attending both ways (sliding layers
+// within the window on either side), then optional dense projections of the pooled vector ----
+static const struct llm_tensor_spec GEMMA_EMB_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT,
+    { "dense_2.weight", ML(dense_2), 0, 2, { LLM_DIM_EMBD, LLM_DIM_DENSE_2_OUT } },
+    { "dense_3.weight", ML(dense_3), 0, 2, { LLM_DIM_DENSE_3_IN, LLM_DIM_EMBD } },
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_GATE, B_UP, B_DOWN, B_Q_NORM, B_K_NORM,
+    B("post_attention_norm.weight", attn_post_norm, REQ | F32, 1, LLM_DIM_EMBD, 0),
+    B("post_ffw_norm.weight",       ffn_post_norm,  REQ | F32, 1, LLM_DIM_EMBD, 0),
+    T_END,
+};
+
+static const struct llm_key_spec GEMMA_EMB_KEYS[] = {
+    { "attention.sliding_window",         HP(n_swa),              LLM_KEY_U32, true,  0 },
+    { "attention.sliding_window_pattern", HP(swa_period),         LLM_KEY_U32, false, 6 },
+    { "rope.freq_base_swa",               HP(rope_freq_base_swa), LLM_KEY_F32, false, 10000.0 },
+    { "dense_2_feat_out",                 HP(n_dense_2_out),      LLM_KEY_U32, false, 0 },
+    { "dense_3_feat_in",                  HP(n_dense_3_in),       LLM_KEY_U32, false, 0 },
+    { NULL, 0, 0, false, 0 },
+};
+
+// Gemma 3's scales; no cache between calls and both-way attention, as llama.cpp runs it.
+static bool gemma_emb_finish(struct llama_hparams * hp) {
+    hp->encoder_only = true;
+    hp->swa_symmetric = true;
+    hp->causal_attn = false;
+    return gemma3_finish(hp);
 }
 
 // ---- phi3: fused QKV and gate/up, LongRoPE factors, sliding window where set ----
@@ -416,6 +447,63 @@ static bool gemma4_finish(struct llama_hparams * hp) {
     return true;
 }
 
+// ---- bert: learned positions and token types, post-norm LayerNorms, GELU; bidirectional ----
+#define T_ENC_INPUT \
+    { "token_types.weight",     ML(type_embd),  0,         2, { LLM_DIM_EMBD, LLM_DIM_TOKEN_TYPES } }, \
+    { "token_embd_norm.weight", ML(tok_norm),   REQ | F32, 1, { LLM_DIM_EMBD } }, \
+    { "token_embd_norm.bias",   ML(tok_norm_b), REQ | F32, 1, { LLM_DIM_EMBD } }
+#define B_POST_NORMS \
+    B("attn_output_norm.weight",  attn_out_norm,    REQ | F32, 1, LLM_DIM_EMBD, 0), \
+    B("attn_output_norm.bias",    attn_out_norm_b,  REQ | F32, 1, LLM_DIM_EMBD, 0), \
+    B("layer_output_norm.weight", layer_out_norm,   REQ | F32, 1, LLM_DIM_EMBD, 0), \
+    B("layer_output_norm.bias",   layer_out_norm_b, REQ | F32, 1, LLM_DIM_EMBD, 0)
+
+static const struct llm_tensor_spec BERT_TENSORS[] = {
+    T_EMBD, T_ENC_INPUT,
+    { "position_embd.weight", ML(pos_embd),  REQ, 2, { LLM_DIM_EMBD, LLM_DIM_CTX_TRAIN } },
+    // classification head of rerankers (RANK pooling)
+    { "cls.weight",           ML(cls),       0,   2, { LLM_DIM_EMBD, LLM_DIM_EMBD } },
+    { "cls.bias",             ML(cls_b),     F32, 1, { LLM_DIM_EMBD } },
+    { "cls.output.weight",    ML(cls_out),   0,   2, { LLM_DIM_EMBD, LLM_DIM_CLS_OUT } },
+    { "cls.output.bias",      ML(cls_out_b), F32, 1, { LLM_DIM_CLS_OUT } },
+    B_Q, B_K, B_V, B_O,
+    B("attn_q.bias",      bq,         F32, 1, LLM_DIM_Q, 0),
+    B("attn_k.bias",      bk,         F32, 1, LLM_DIM_K, 0),
+    B("attn_v.bias",      bv,         F32, 1, LLM_DIM_V, 0),
+    B("attn_output.bias", bo,         F32, 1, LLM_DIM_EMBD, 0),
+    B_UP, B_DOWN,
+    B("ffn_up.bias",      ffn_up_b,   F32, 1, LLM_DIM_FF, 0),
+    B("ffn_down.bias",    ffn_down_b, F32, 1, LLM_DIM_EMBD, 0),
+    B_POST_NORMS,
+    T_END,
+};
+
+// ---- nomic-bert: bert's post-norm blocks with rotary positions, fused QKV, SwiGLU ----
+static const struct llm_tensor_spec NOMIC_BERT_TENSORS[] = {
+    T_EMBD, T_ENC_INPUT,
+    B("attn_qkv.weight", wqkv, REQ, 2, LLM_DIM_EMBD, LLM_DIM_QKV),
+    B_O, B_GATE, B_UP, B_DOWN,
+    B_POST_NORMS,
+    T_END,
+};
+
+// Encoders keep no cache between calls and attend both ways; LayerNorm needs its epsilon.
+static bool bert_finish(struct llama_hparams * hp) {
+    if (!(hp->f_norm_eps > 0.0f) || !isfinite(hp->f_norm_eps)) {
+        LLAMA_LOG_ERROR("llama_model_load: attention.layer_norm_epsilon must be given and > 0 for an encoder\n");
+        return false;
+    }
+    hp->encoder_only = true;
+    hp->causal_attn = false;
+    return true;
+}
+
+// bert: learned absolute positions, no rotary ones.
+static bool bert_learned_pos_finish(struct llama_hparams * hp) {
+    hp->n_rot = 0;
+    return bert_finish(hp);
+}
+
 static const struct llama_arch_info ARCHS[] = {
     { "llama",  LLM_ROPE_NORMAL, LLAMA_KEYS,  LLAMA_TENSORS,  NULL,          llm_build_llama },
     { "qwen2",  LLM_ROPE_NEOX,   NULL,        QWEN2_TENSORS,  NULL,          llm_build_llama },
@@ -428,6 +516,9 @@ static const struct llama_arch_info ARCHS[] = {
     { "qwen35", LLM_ROPE_NEOX,   QWEN35_KEYS, QWEN35_TENSORS, qwen35_finish, llm_build_llama },
     { "qwen35moe", LLM_ROPE_NEOX, QWEN35MOE_KEYS, QWEN35MOE_TENSORS, qwen35moe_finish, llm_build_llama },
     { "gemma4", LLM_ROPE_NEOX,   GEMMA4_KEYS, GEMMA4_TENSORS, gemma4_finish, llm_build_gemma4 },
+    { "gemma-embedding", LLM_ROPE_NEOX, GEMMA_EMB_KEYS, GEMMA_EMB_TENSORS, gemma_emb_finish, llm_build_gemma3 },
+    { "bert",       LLM_ROPE_NEOX, NULL, BERT_TENSORS,       bert_learned_pos_finish, llm_build_bert },
+    { "nomic-bert", LLM_ROPE_NEOX, NULL, NOMIC_BERT_TENSORS, bert_finish, llm_build_bert },
     { "gpt-oss", LLM_ROPE_NEOX,  GPT_OSS_KEYS, GPT_OSS_TENSORS, gpt_oss_finish, llm_build_llama },
 };
 

@@ -196,9 +196,14 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
         LLAMA_LOG_ERROR("llama_init_from_model: n_seq_max = %u must be in [1, %d]\n", params.n_seq_max, LLAMA_MAX_SEQ);
         return NULL;
     }
-    if (params.pooling_type == LLAMA_POOLING_TYPE_RANK || params.pooling_type < LLAMA_POOLING_TYPE_UNSPECIFIED ||
-        params.pooling_type > LLAMA_POOLING_TYPE_RANK) {
+    if (params.pooling_type == LLAMA_POOLING_TYPE_UNSPECIFIED) {
+        params.pooling_type = (enum llama_pooling_type) hp->pooling_type; // the file's (0: none)
+    }
+    if (params.pooling_type < LLAMA_POOLING_TYPE_NONE || params.pooling_type > LLAMA_POOLING_TYPE_RANK) {
         LLAMA_LOG_ERROR("llama_init_from_model: pooling_type %d is not supported\n", (int) params.pooling_type);
+        return NULL;
+    }
+    if (!llama_pool_check(model, params.pooling_type)) {
         return NULL;
     }
     if (!ctx_kv_type_ok(params.type_k, hp->n_embd_head_k, "type_k") || !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v, "type_v")) {
@@ -255,7 +260,8 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
     ctx->params = params;
     ctx->n_ctx = n_ctx;
     ctx->n_seq_max = params.n_seq_max;
-    ctx->causal_attn = params.attention_type != LLAMA_ATTENTION_TYPE_NON_CAUSAL;
+    ctx->causal_attn = params.attention_type == LLAMA_ATTENTION_TYPE_UNSPECIFIED ? hp->causal_attn
+                       : params.attention_type != LLAMA_ATTENTION_TYPE_NON_CAUSAL;
     uint32_t n_batch = params.n_batch == 0 ? n_ctx : params.n_batch;
     if (ctx->causal_attn && n_batch > n_ctx) {
         n_batch = n_ctx; // a causal batch can never hold more tokens than the cache
@@ -446,6 +452,7 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     const uint32_t n_kv = ub->n_kv;
     const size_t mask_bytes = (size_t) n * n_kv * sizeof(float);
     const llama_pos n_swa = (llama_pos) ctx->model->hparams.n_swa;
+    const bool swa_sym = ctx->model->hparams.swa_symmetric; // within n_swa / 2 either way
     float * mask = inp_ready(res->inp_mask) ? ctx_input_begin(ctx, res->inp_mask, mask_bytes, 0) : NULL;
     float * mask_swa = inp_ready(res->inp_mask_swa) ? ctx_input_begin(ctx, res->inp_mask_swa, mask_bytes, 1) : NULL;
     for (int32_t i = 0; (mask || mask_swa) && i < n; i++) {
@@ -457,7 +464,8 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
             const llama_pos pj = kv->pos[j];
             const bool vis = pj >= 0 && llama_kv_cache_seq_has(kv, j, s) && (!ctx->causal_attn || pj <= p);
             if (row) row[j] = vis ? 0.0f : -INFINITY;
-            if (row_swa) row_swa[j] = vis && p - pj < n_swa && pj - p < n_swa ? 0.0f : -INFINITY;
+            const bool in_window = swa_sym ? p - pj <= n_swa / 2 && pj - p <= n_swa / 2 : p - pj < n_swa && pj - p < n_swa;
+            if (row_swa) row_swa[j] = vis && in_window ? 0.0f : -INFINITY;
         }
     }
     if (mask) {
@@ -547,10 +555,9 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
     return true;
 }
 
-int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
-    if (!llama_context_checked(ctx, __func__)) {
-        return -1;
-    }
+// One decode (encode: the whole batch in one ubatch, every row an output, non-causal, its cells
+// emptied afterwards; see encode.c).
+static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, bool encode) {
     const int64_t t0 = llama_time_us();
     ctx->have_logits = ctx->have_embd = ctx->have_embd_seq = false;
     ctx->n_outputs = 0;
@@ -562,6 +569,9 @@ int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
     }
     if (r != 0) {
         return r;
+    }
+    if (encode && !llama_encode_prepare(ctx)) {
+        return -1;
     }
     const struct llama_batch_prep * p = &ctx->prep;
     struct llama_memory_i * kv = &ctx->kv;
@@ -581,13 +591,14 @@ int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
         return -2;
     }
     if (pooled) {
-        memset(ctx->embd_seq, 0, (size_t) ctx->n_seq_max * n_embd * sizeof(float));
-        memset(ctx->embd_seq_n, 0, ctx->n_seq_max * sizeof(int32_t));
+        llama_pool_begin(ctx);
     }
 
     int32_t ret = 0;
     int32_t n_assigned = 0;   // cells given out so far (rolled back on failure)
     size_t out_row = 0;
+    // An encode runs the whole batch as one ubatch (every token sees its whole sequence).
+    const int32_t n_ubatch = encode ? n : (int32_t) ctx->n_ubatch;
     int32_t nu = 0;
     for (int32_t i0 = 0; i0 < n; i0 += nu) {
         struct llama_ubatch ub;
@@ -600,7 +611,7 @@ int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
             n_assigned = n;
             ub.all_rows = pooled;
         } else {
-            nu = n - i0 < (int32_t) ctx->n_ubatch ? n - i0 : (int32_t) ctx->n_ubatch;
+            nu = n - i0 < n_ubatch ? n - i0 : n_ubatch;
             for (int32_t i = i0; i < i0 + nu; i++) {
                 llama_kv_cache_cell_set(kv, ctx->cells[i], p->pos[i], p->n_seq_id[i], p->seq_id[i]);
             }
@@ -673,57 +684,38 @@ int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
                 ggml_backend_tensor_get(res.t_embd, staged, 0, ggml_nbytes(res.t_embd));
                 rows = staged;
             }
-            for (int32_t i = 0; i < nu; i++) {
-                const float * row = rows + (size_t) i * n_embd;
-                for (int32_t j = 0; j < ub.n_seq_id[i]; j++) {
-                    const llama_seq_id s = ub.seq_id[i][j];
-                    float * dst = ctx->embd_seq + (size_t) s * n_embd;
-                    if (ctx->pooling == LLAMA_POOLING_TYPE_MEAN) {
-                        for (size_t e = 0; e < n_embd; e++) {
-                            dst[e] += row[e];
-                        }
-                    } else if (ctx->pooling == LLAMA_POOLING_TYPE_LAST || ctx->embd_seq_n[s] == 0) {
-                        memcpy(dst, row, n_embd * sizeof(float)); // LAST: every time; CLS: the first
-                    }
-                    ctx->embd_seq_n[s]++;
-                }
-            }
+            llama_pool_rows(ctx, &ub, rows);
         }
     }
-    if (ret != 0) {
-        // The cache is left as it was: undo the cells this batch took.
+    if (ret == 0 && pooled && !llama_pool_finish(ctx)) {
+        ret = -3;
+    }
+    if (ret != 0 || encode) {
+        // The cache is left as it was: undo the cells this batch took (an encode only borrowed
+        // them for its K and V).
         for (int32_t i = 0; i < n_assigned; i++) {
             llama_kv_cache_cell_clear(kv, ctx->cells[i]);
         }
-        for (int32_t k = 0; kv->rs != NULL && k < kv->rs->n_seqs_batch; k++) {
-            const llama_seq_id s = kv->rs->seqs[k];
-            if (kv->rs->seq_done[s] > 0) {
-                // its recurrent state moved on and cannot move back: the sequence must be decoded again
-                LLAMA_LOG_WARN("llama_decode: sequence %d is removed (its recurrent state was part-way through the batch)\n", s);
-                llama_memory_seq_rm(kv, s, -1, -1);
+        if (ret != 0) {
+            for (int32_t k = 0; kv->rs != NULL && k < kv->rs->n_seqs_batch; k++) {
+                const llama_seq_id s = kv->rs->seqs[k];
+                if (kv->rs->seq_done[s] > 0) {
+                    // its recurrent state moved on and cannot move back: the sequence must be decoded again
+                    LLAMA_LOG_WARN("llama_decode: sequence %d is removed (its recurrent state was part-way through the batch)\n", s);
+                    llama_memory_seq_rm(kv, s, -1, -1);
+                }
             }
+            return ret;
         }
-        return ret;
     }
 
     int32_t k = 0;
     for (int32_t i = 0; i < n; i++) {
         ctx->output_ids[i] = (!pooled && p->output[i]) ? k++ : -1;
     }
-    if (pooled && ctx->pooling == LLAMA_POOLING_TYPE_MEAN) {
-        for (uint32_t s = 0; s < ctx->n_seq_max; s++) {
-            if (ctx->embd_seq_n[s] > 0) {
-                float * dst = ctx->embd_seq + (size_t) s * n_embd;
-                const float inv = 1.0f / (float) ctx->embd_seq_n[s];
-                for (size_t e = 0; e < n_embd; e++) {
-                    dst[e] *= inv;
-                }
-            }
-        }
-    }
     ctx->n_outputs = (int32_t) n_out;
     ctx->n_batch_tokens = n;
-    ctx->have_logits = !pooled;
+    ctx->have_logits = !pooled && !ctx->model->hparams.encoder_only; // encoders have no lm head
     ctx->have_embd = ctx->embeddings && !pooled;
     ctx->have_embd_seq = pooled;
     if (kv->rs != NULL && !pooled && !llama_memory_recurrent_outputs_to_batch_order(ctx)) {
@@ -744,6 +736,32 @@ int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
         ctx->t_p_eval_us += dt;
     }
     return 0;
+}
+
+int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {
+    if (!llama_context_checked(ctx, __func__)) {
+        return -1;
+    }
+    if (ctx->model->hparams.encoder_only) {
+        return llama_encode(ctx, batch); // no cache to decode into, as llama.cpp does
+    }
+    return ctx_decode(ctx, batch, false);
+}
+
+int32_t llama_encode(struct llama_context * ctx, struct llama_batch batch) {
+    if (!llama_context_checked(ctx, __func__)) {
+        return -1;
+    }
+    if (ctx->kv.rs != NULL) {
+        // a recurrent layer's state only moves forward: there is nothing to borrow and give back
+        LLAMA_LOG_ERROR("llama_encode: not supported for a model with recurrent layers (use llama_decode)\n");
+        return -1;
+    }
+    const bool causal = ctx->causal_attn;
+    ctx->causal_attn = false; // an encoder's tokens see their whole sequence
+    const int32_t r = ctx_decode(ctx, batch, true);
+    ctx->causal_attn = causal;
+    return r;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -775,7 +793,7 @@ float * llama_get_logits(struct llama_context * ctx) {
         return NULL;
     }
     if (!ctx->have_logits) {
-        LLAMA_LOG_ERROR("llama_get_logits: no logits (no successful llama_decode yet, the last one failed, or pooled embeddings are on)\n");
+        LLAMA_LOG_ERROR("llama_get_logits: no logits (no successful llama_decode yet, the last one failed, pooled embeddings are on, or the model is an encoder)\n");
         return NULL;
     }
     return ctx->logits;
@@ -786,7 +804,7 @@ float * llama_get_logits_ith(struct llama_context * ctx, int32_t i) {
         return NULL;
     }
     if (!ctx->have_logits) {
-        LLAMA_LOG_ERROR("llama_get_logits_ith: no logits (no successful llama_decode yet, the last one failed, or pooled embeddings are on)\n");
+        LLAMA_LOG_ERROR("llama_get_logits_ith: no logits (no successful llama_decode yet, the last one failed, pooled embeddings are on, or the model is an encoder)\n");
         return NULL;
     }
     const int32_t r = ctx_output_row(ctx, i, __func__);

@@ -185,14 +185,19 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     if (!graph_qkv(g, il, cur, &q, &k, &v, &gate)) {
         return false;
     }
-    GB(q = llm_graph_rope(g, il, q, g->pos ? g->pos : res->inp_pos, false));
+    const bool rope = hp->n_rot_l[il] > 0; // 0: positions come from elsewhere (bert's learned embeddings)
+    if (rope) {
+        GB(q = llm_graph_rope(g, il, q, g->pos ? g->pos : res->inp_pos, false));
+    }
 
     // Write this ubatch's K and V rows into their cells; the views read below are made from
     // the set_rows results so that attention depends on (and runs after) the writes. A layer
     // sharing an earlier layer's KV reads the cells that layer wrote in this graph.
     struct ggml_tensor * k_all, * v_all;
     if (k != NULL) {
-        GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+        if (rope) {
+            GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+        }
         GB(k = ggml_reshape_2d(c, k, hd_k * n_head_kv, n_tokens));
         GB(k_all = ggml_set_rows(c, kv->k_l[slot], k, res->inp_kv_idx));
         GB(v_all = ggml_set_rows(c, kv->v_l[slot], v, res->inp_kv_idx));

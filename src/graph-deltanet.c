@@ -3,7 +3,7 @@
 //
 //   qkv = Wqkv·x   z = Wz·x   b = Wb·x   a = Wa·x
 //   qkv = silu(causal depthwise conv over [conv state | qkv])      (the state keeps the last
-//                                                                    d_conv - 1 inputs)
+//                                                                    d_conv - 1 inputs, channel-fastest)
 //   q, k, v = split(qkv); q, k = l2_norm per head
 //   beta = sigmoid(b);  g = ssm_a * softplus(a + dt_bias)          (ssm_a = -exp(A_log): log decay)
 //   o, state = gated_delta_net(q, k, v, g, beta, state)           (ggml.h: o = M^T q / sqrt(S))
@@ -61,18 +61,20 @@ bool llm_graph_delta_net(struct llm_graph * g, uint32_t il, struct ggml_tensor *
     GB(gl = ggml_mul(c, gl, L->ssm_a));
     GB(gl = ggml_reshape_4d(c, gl, 1, H, n_t, n_s));
 
-    // convolution over each sequence's last d_conv - 1 inputs followed by its new ones
+    // convolution over each sequence's last d_conv - 1 inputs followed by its new ones; the
+    // window is built channel-fastest (the state is kept so: both concat inputs contiguous) and
+    // handed to ssm_conv as a transposed view, [d_conv - 1 + n_t, ch, n_s] with a strided time axis
     struct ggml_tensor * conv_state, * sx, * x;
     GB(conv_state = ggml_get_rows(c, rs->r_l[il], res->inp_s_ids));                // [n_embd_r, n_s]
-    GB(conv_state = ggml_reshape_3d(c, conv_state, d_conv - 1, ch, n_s));
+    GB(conv_state = ggml_reshape_3d(c, conv_state, ch, d_conv - 1, n_s));
     GB(x = ggml_reshape_3d(c, qkv, ch, n_t, n_s));
-    GB(x = ggml_permute(c, x, 1, 0, 2, 3));                                        // [n_t, ch, n_s]
-    GB(sx = ggml_concat(c, conv_state, x, 0));                                     // [d_conv - 1 + n_t, ch, n_s]
-    GB(t = ggml_view_3d(c, sx, d_conv - 1, ch, n_s, sx->nb[1], sx->nb[2], (size_t) n_t * sx->nb[0]));
+    GB(sx = ggml_concat(c, conv_state, x, 1));                                     // [ch, d_conv - 1 + n_t, n_s]
+    GB(t = ggml_view_3d(c, sx, ch, d_conv - 1, n_s, sx->nb[1], sx->nb[2], (size_t) n_t * sx->nb[1]));
     GB(t = ggml_cont(c, t));
     GB(t = ggml_reshape_2d(c, t, (d_conv - 1) * ch, n_s));
     GB(t = ggml_set_rows(c, rs->r_l[il], t, res->inp_s_ids));
     ggml_build_forward_expand(g->gf, t);
+    GB(sx = ggml_permute(c, sx, 1, 0, 2, 3));
     GB(x = ggml_ssm_conv(c, sx, L->ssm_conv1d));                                  // [ch, n_t, n_s]
     GB(x = ggml_silu(c, x));
 

@@ -94,6 +94,10 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
         }
     }
     const uint32_t n_slot = kv->n_layer;
+    if (hp->n_kv_shared > 0) {
+        LLAMA_LOG_INFO("llama_kv_cache_init: %u of %u layers hold KV; the last %u read earlier layers' cells\n", n_slot,
+                       hp->n_layer, hp->n_kv_shared);
+    }
 
     kv->pos = GGML_MALLOC(sizeof(llama_pos) * n_ctx);
     kv->seq = GGML_CALLOC((size_t) n_ctx * kv->n_words, sizeof(uint64_t));

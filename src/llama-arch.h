@@ -48,6 +48,11 @@ enum llm_dim {
     LLM_DIM_FF_EXP2,   // 2 * n_ff_exp (an expert's gate and up stored as one)
     LLM_DIM_PLE,       // n_embd_per_layer (per-layer embeddings; 0 without them)
     LLM_DIM_PLE_ALL,   // n_embd_per_layer * n_layer
+    LLM_DIM_CTX_TRAIN, // n_ctx_train (learned position embeddings)
+    LLM_DIM_TOKEN_TYPES, // n_token_types (token type embeddings)
+    LLM_DIM_CLS_OUT,   // n_cls_out (classifier output rows)
+    LLM_DIM_DENSE_2_OUT, // n_dense_2_out
+    LLM_DIM_DENSE_3_IN,  // n_dense_3_in
     LLM_DIM_HEAD,      // n_head (attention sinks)
 };
 // Per-layer dimensions (FF, Q, K, V, O, QKV, HEAD_K) are the layer's own (model-layers.c).
@@ -117,6 +122,8 @@ bool llm_build_llama(struct llm_graph * g);
 bool llm_build_gemma3(struct llm_graph * g);
 // gemma3's blocks plus per-layer embeddings and a scale per block: gemma4 (dense).
 bool llm_build_gemma4(struct llm_graph * g);
+// Post-norm bidirectional encoders: bert (learned positions, GELU), nomic-bert (rotary, SwiGLU).
+bool llm_build_bert(struct llm_graph * g);
 
 #ifdef __cplusplus
 }

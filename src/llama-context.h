@@ -30,7 +30,7 @@ struct llama_memory_recurrent {
     llama_pos * pos_min, * pos_max; // [n_slots] positions the state has consumed; -1: empty (zero state)
     uint32_t n_embd_r, n_embd_s;    // floats per slot: convolution state, recurrence state
     struct ggml_context * ctx;      // headers of r_l / s_l
-    struct ggml_tensor ** r_l;      // [n_layer] F32 [n_embd_r, n_slots], NULL for attention layers
+    struct ggml_tensor ** r_l;      // [n_layer] F32 [n_embd_r, n_slots] (a slot: [channels, d_conv - 1]), NULL for attention layers
     struct ggml_tensor ** s_l;      // [n_layer] F32 [n_embd_s, n_slots], NULL for attention layers
     ggml_backend_buffer_t bufs[2];  // the CPU's layers, an offloaded device's (owned)
     int n_bufs;
@@ -284,6 +284,23 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
 // *inp_cells (I32 [n]) and *inp_delta (I32 [n]) are filled by the caller after allocation.
 struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n,
                                                struct ggml_tensor ** inp_cells, struct ggml_tensor ** inp_delta);
+
+// ---- encode.c ----
+
+// Marks every row of ctx->prep an output and checks it can be encoded (positions, no cached
+// tokens in its sequences); false (logged) if not.
+bool llama_encode_prepare(struct llama_context * ctx);
+
+// ---- pooling.c ----
+
+// Clears the pooled sums before a decode.
+void llama_pool_begin(struct llama_context * ctx);
+// Pools the final hidden states rows [n_tokens, n_embd] of ub into their sequences.
+void llama_pool_rows(struct llama_context * ctx, const struct llama_ubatch * ub, const float * rows);
+// Completes the pooled embeddings (MEAN's averages, RANK's classifier head); false (logged) on failure.
+bool llama_pool_finish(struct llama_context * ctx);
+// Whether model can pool with pt (RANK needs a classifier head); false logged.
+bool llama_pool_check(const struct llama_model * model, enum llama_pooling_type pt);
 
 // ---- batch.c ----
 

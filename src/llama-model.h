@@ -57,6 +57,16 @@ struct llama_hparams {
     uint32_t expert_gating;   // expert_gating_func: enum llm_expert_gating (0: softmax)
     uint32_t expert_weights_norm; // expert_weights_norm: the chosen experts' weights are divided by their sum
     float    expert_weights_scale; // expert_weights_scale: the weights are multiplied by it (0: not)
+    // encoders and embedders (model.c reads these for every architecture, as llama.cpp does)
+    float    f_norm_eps;      // attention.layer_norm_epsilon: LayerNorm's (0: none given)
+    uint32_t pooling_type;    // pooling_type: the enum llama_pooling_type the file asks for (0: none)
+    bool     causal_attn;     // attention.causal (default true)
+    bool     encoder_only;    // no KV cache kept between calls: llama_decode runs llama_encode (set by finish)
+    bool     swa_symmetric;   // sliding-window layers see |p - p'| <= n_swa / 2 both ways (gemma-embedding)
+    uint32_t n_token_types;   // tokenizer.ggml.token_type_count: rows of token_types
+    uint32_t n_cls_out;       // classifier.output_labels count: rows of cls.output (default 1)
+    uint32_t n_dense_2_out;   // dense_2_feat_out: rows of dense_2 (gemma-embedding's projections)
+    uint32_t n_dense_3_in;    // dense_3_feat_in: columns of dense_3
     float    expert_swiglu_limit;  // > 0: gpt-oss's clamped SwiGLU, (clamp(up) + 1) * g * sigmoid(alpha g), g = min(gate, limit)
     float    expert_swiglu_alpha;  // its alpha
     bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
@@ -148,8 +158,13 @@ struct llama_layer {
     struct ggml_tensor * ffn_pre_norm_2;     // [n_embd] norm of the experts' input
     struct ggml_tensor * ffn_post_norm_1;    // [n_embd] norm of the dense MLP's output
     struct ggml_tensor * ffn_post_norm_2;    // [n_embd] norm of the experts' output
-    // gpt-oss (NULL elsewhere): attention output bias and sinks, router and expert biases
-    struct ggml_tensor * bo;                 // [n_embd]
+    // post-norm encoders (bert, nomic-bert): LayerNorms with biases after each residual add
+    struct ggml_tensor * bo;                 // [n_embd] attention output bias
+    struct ggml_tensor * attn_out_norm, * attn_out_norm_b;   // [n_embd] after attention + residual
+    struct ggml_tensor * layer_out_norm, * layer_out_norm_b; // [n_embd] after FFN + residual
+    struct ggml_tensor * ffn_up_b;           // [n_ff] FFN biases
+    struct ggml_tensor * ffn_down_b;         // [n_embd]
+    // gpt-oss (NULL elsewhere; bo above too): attention sinks, router and expert biases
     struct ggml_tensor * attn_sinks;         // [n_head] a logit per head joining the softmax denominator
     struct ggml_tensor * ffn_gate_inp_b;     // [n_expert]
     struct ggml_tensor * ffn_gate_exps_b;    // [n_ff_exp, n_expert]
@@ -178,6 +193,13 @@ struct llama_model {
     struct ggml_tensor * ple_tok_embd;  // [n_embd_per_layer * n_layer, n_vocab] per-layer token embeddings, or NULL
     struct ggml_tensor * ple_model_proj;// [n_embd, n_embd_per_layer * n_layer] their hidden-state part
     struct ggml_tensor * ple_proj_norm; // [n_embd_per_layer] its norm
+    // encoders (NULL when absent): input embeddings beside the tokens' and the classifier head
+    struct ggml_tensor * type_embd;  // [n_embd, n_token_types] token_types (type 0 is added)
+    struct ggml_tensor * pos_embd;   // [n_embd, n_ctx_train] learned absolute positions
+    struct ggml_tensor * tok_norm, * tok_norm_b; // [n_embd] LayerNorm of the summed input embeddings
+    struct ggml_tensor * cls, * cls_b;           // [n_embd, n_embd], [n_embd] RANK pooling: dense + tanh
+    struct ggml_tensor * cls_out, * cls_out_b;   // [n_embd, n_cls_out], [n_cls_out] RANK scores
+    struct ggml_tensor * dense_2, * dense_3;     // [n_embd, n_dense_2_out], [n_dense_3_in, n_embd] after pooling
     struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
     int n_repack;
     ggml_backend_buffer_t buf_host;  // the mapped file as a CPU buffer (owned; the map is not)

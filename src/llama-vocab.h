@@ -39,7 +39,7 @@ const struct llama_vocab * llama_model_vocab_internal(const struct llama_model *
 // llama_vocab_resolve() (declared in llama-impl.h) is defined in vocab.c.
 
 // ---------------------------------------------------------------------------------------------
-// Internals shared by vocab.c, vocab-spm.c and vocab-bpe.c only.
+// Internals shared by vocab.c, vocab-spm.c, vocab-bpe.c and vocab-wpm.c only.
 
 // Pre-tokenizer of a BPE vocab (regex sets of TOKENIZER-FACTS, matched by hand in vocab-bpe.c).
 enum llama_vocab_pre_type {
@@ -98,7 +98,7 @@ struct llama_vocab_trie_node {
 
 struct llama_vocab {
     uint32_t magic;                          // LLAMA_MAGIC_VOCAB; LLAMA_MAGIC_DEAD once freed
-    enum llama_vocab_type type;              // SPM or BPE
+    enum llama_vocab_type type;              // SPM, BPE or WPM
     enum llama_vocab_pre_type pre_type;      // BPE only
     struct vocab_regex * pre_regex[LLAMA_VOCAB_MAX_PRE_REGEX]; // LLAMA_VOCAB_PRE_TYPE_REGEX: applied in order
     int n_pre_regex;
@@ -145,6 +145,9 @@ struct llama_vocab {
     struct llama_vocab_trie rwkv_trie; // RWKV: the unescaped bytes of the normal tokens (vocab-rwkv.c)
     enum llama_vocab_bpe_session bpe_session;
     llama_token dna_open, dna_close, dna_oov; // hybriddna: <dna>, </dna>, <oov> (-1: plain BPE)
+    bool wpm_lowercase;     // WPM: lowercase before matching (tokenizer.ggml.normalizer.lowercase)
+    bool wpm_strip_accents; // WPM: NFD, then drop the marks (tokenizer.ggml.normalizer.strip_accents)
+    uint32_t max_token_len; // longest token text in bytes
 };
 
 // Growable list of token ids; oom is set (and further pushes ignored) if memory runs out.
@@ -175,6 +178,11 @@ bool llama_vocab_spm_words_independent(const char * text, size_t len);
 
 // BPE: appends the tokens of text (no special tokens inside): pre-tokenize, then merge each piece.
 void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
+                              struct llama_vocab_tokens * out);
+
+// WPM: appends the WordPiece tokens of text (no special tokens inside): normalize, split into
+// words, greedy longest match per word (vocab-wpm.c).
+void llama_vocab_wpm_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
                               struct llama_vocab_tokens * out);
 
 // BPE pre-tokenizer of vocab: calls emit(user, start, end) for each piece of text[0, len) in order;

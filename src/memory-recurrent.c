@@ -416,17 +416,39 @@ void llama_memory_recurrent_ubatch_done(struct llama_context * ctx, const struct
     }
 }
 
-// Rows [0, n_out) of a (width floats each), in processing order, into batch order.
+// Rows [0, n_out) of a (width floats each) moved so that row k lands at dest[k], cycle by cycle
+// through one spare row (a batch's logits can be hundreds of MB: no second copy of them).
 static bool rs_reorder_rows(float * a, size_t width, const int32_t * dest, int32_t n_out) {
-    float * tmp = GGML_MALLOC(sizeof(float) * width * (size_t) n_out);
-    if (tmp == NULL) {
+    float * spare = GGML_MALLOC(sizeof(float) * width);
+    uint8_t * done = GGML_CALLOC((size_t) n_out + 1, 1);
+    if (spare == NULL || done == NULL) {
+        free(spare);
+        free(done);
         return false;
     }
-    memcpy(tmp, a, sizeof(float) * width * (size_t) n_out);
-    for (int32_t k = 0; k < n_out; k++) {
-        memcpy(a + (size_t) dest[k] * width, tmp + (size_t) k * width, sizeof(float) * width);
+    const size_t row = sizeof(float) * width;
+    for (int32_t k0 = 0; k0 < n_out; k0++) {
+        if (done[k0] || dest[k0] == k0) {
+            continue;
+        }
+        // carry row k0 along its cycle: each step puts the carried row at its place and picks up
+        // the row that was there
+        memcpy(spare, a + (size_t) k0 * width, row);
+        int32_t k = k0;
+        do {
+            const int32_t to = dest[k];
+            float * slot = a + (size_t) to * width;
+            for (size_t i = 0; i < width; i++) {
+                const float t = slot[i];
+                slot[i] = spare[i];
+                spare[i] = t;
+            }
+            done[k] = 1;
+            k = to;
+        } while (k != k0);
     }
-    free(tmp);
+    free(spare);
+    free(done);
     return true;
 }
 

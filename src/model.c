@@ -258,6 +258,29 @@ static bool hp_f32(const struct gguf_context * g, const char * arch, const char 
     return true;
 }
 
+// The pooling the file asks for, causal attention, token types and classifier labels (keys of
+// embedding and reranking models; absent in the others).
+static void model_load_embedding_hparams(const struct gguf_context * g, const char * a, struct llama_hparams * hp, bool * ok) {
+    char key[256];
+    hp_u32(g, a, "pooling_type", &hp->pooling_type, false, ok);
+    hp->causal_attn = true;
+    snprintf(key, sizeof(key), "%s.attention.causal", a);
+    const int64_t kc = gguf_find_key(g, key);
+    if (kc >= 0 && gguf_get_kv_type(g, kc) == GGUF_TYPE_BOOL) {
+        hp->causal_attn = gguf_get_val_bool(g, kc);
+    }
+    int64_t v = 0;
+    if (llama_model_gguf_get_int(g, "tokenizer.ggml.token_type_count", &v) && v > 0 && v <= INT32_MAX) {
+        hp->n_token_types = (uint32_t) v;
+    }
+    hp->n_cls_out = 1;
+    snprintf(key, sizeof(key), "%s.classifier.output_labels", a);
+    const int64_t kl = gguf_find_key(g, key);
+    if (kl >= 0 && gguf_get_kv_type(g, kl) == GGUF_TYPE_ARRAY && gguf_get_arr_n(g, kl) > 0) {
+        hp->n_cls_out = (uint32_t) gguf_get_arr_n(g, kl);
+    }
+}
+
 // strict: the model will be run, so every value must be present and consistent.
 // <arch>.attention.recurrent_layers (bools or integers per layer), when the file has it, says
 // which layers are recurrent (otherwise the architecture's finish hook derived them).
@@ -326,8 +349,11 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     if (!hp_u32(g, a, "rope.dimension_count", &hp->n_rot, false, &ok)) {
         hp->n_rot = hp->n_embd_head_k;
     }
+    // Encoders and embedders: a LayerNorm epsilon stands in for the RMS one.
+    const bool have_ln_eps = hp_f32(g, a, "attention.layer_norm_epsilon", &hp->f_norm_eps, &ok);
+    model_load_embedding_hparams(g, a, hp, &ok);
     hp->f_norm_rms_eps = 1e-5f;
-    if (!hp_f32(g, a, "attention.layer_norm_rms_epsilon", &hp->f_norm_rms_eps, &ok) && strict) {
+    if (!hp_f32(g, a, "attention.layer_norm_rms_epsilon", &hp->f_norm_rms_eps, &ok) && strict && !have_ln_eps) {
         LLAMA_LOG_ERROR("llama_model_load: missing required key '%s.attention.layer_norm_rms_epsilon'\n", a);
         ok = false;
     }
@@ -735,6 +761,11 @@ static int64_t model_dim(const struct llama_hparams * hp, uint32_t il, uint8_t d
         case LLM_DIM_FF_EXP2: return 2 * (int64_t) (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
         case LLM_DIM_PLE:     return hp->n_embd_per_layer;
         case LLM_DIM_PLE_ALL: return (int64_t) hp->n_embd_per_layer * hp->n_layer;
+        case LLM_DIM_CTX_TRAIN:   return hp->n_ctx_train;
+        case LLM_DIM_TOKEN_TYPES: return hp->n_token_types;
+        case LLM_DIM_CLS_OUT:     return hp->n_cls_out;
+        case LLM_DIM_DENSE_2_OUT: return hp->n_dense_2_out;
+        case LLM_DIM_DENSE_3_IN:  return hp->n_dense_3_in;
         case LLM_DIM_HEAD:    return hp->n_head;
         default:              return 1;
     }
@@ -1194,12 +1225,18 @@ int32_t llama_model_n_head(const struct llama_model * model)      { MODEL_OR(0);
 int32_t llama_model_n_head_kv(const struct llama_model * model)   { MODEL_OR(0); return (int32_t) model->hparams.n_head_kv; }
 int32_t llama_model_n_swa(const struct llama_model * model)       { MODEL_OR(0); return (int32_t) model->hparams.n_swa; }
 float llama_model_rope_freq_scale_train(const struct llama_model * model) { MODEL_OR(0.0f); return model->hparams.rope_freq_scale_train; }
-uint32_t llama_model_n_cls_out(const struct llama_model * model)  { MODEL_OR(0); return 0; }
+uint32_t llama_model_n_cls_out(const struct llama_model * model)  { MODEL_OR(0); return model->hparams.n_cls_out; }
 
 const char * llama_model_cls_label(const struct llama_model * model, uint32_t i) {
-    (void) i;
     MODEL_OR(NULL);
-    return NULL;
+    char key[256];
+    snprintf(key, sizeof(key), "%s.classifier.output_labels", model->arch);
+    const int64_t k = model->gguf ? gguf_find_key(model->gguf, key) : -1;
+    if (k < 0 || gguf_get_kv_type(model->gguf, k) != GGUF_TYPE_ARRAY || gguf_get_arr_type(model->gguf, k) != GGUF_TYPE_STRING ||
+        i >= gguf_get_arr_n(model->gguf, k)) {
+        return NULL;
+    }
+    return gguf_get_arr_str(model->gguf, k, i);
 }
 
 int32_t llama_n_ctx_train(const struct llama_model * model) { return llama_model_n_ctx_train(model); }

@@ -48,6 +48,8 @@ static enum ggml_type quantize_base_type(enum llama_ftype ftype) {
         case LLAMA_FTYPE_MOSTLY_IQ3_XS:
         case LLAMA_FTYPE_MOSTLY_IQ3_S:
         case LLAMA_FTYPE_MOSTLY_IQ3_M:  return GGML_TYPE_IQ3_S;
+        case LLAMA_FTYPE_MOSTLY_IQ1_S:  return GGML_TYPE_IQ1_S;
+        case LLAMA_FTYPE_MOSTLY_IQ1_M:  return GGML_TYPE_IQ1_M;
         default:                        return GGML_TYPE_COUNT;
     }
 }
@@ -65,10 +67,10 @@ static bool quantize_needs_imatrix(enum llama_ftype ftype) {
     }
 }
 
-// The IQ2 mixes (the IQ1 ones are not supported yet).
+// The IQ2 and IQ1 mixes (they share llama.cpp's rules for the sensitive tensors).
 static bool quantize_is_iq2(enum llama_ftype f) {
     return f == LLAMA_FTYPE_MOSTLY_IQ2_XXS || f == LLAMA_FTYPE_MOSTLY_IQ2_XS || f == LLAMA_FTYPE_MOSTLY_IQ2_S ||
-           f == LLAMA_FTYPE_MOSTLY_IQ2_M;
+           f == LLAMA_FTYPE_MOSTLY_IQ2_M || f == LLAMA_FTYPE_MOSTLY_IQ1_S || f == LLAMA_FTYPE_MOSTLY_IQ1_M;
 }
 
 static bool name_has(const char * name, const char * part) {
@@ -162,7 +164,8 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
         if (params->token_embedding_type < GGML_TYPE_COUNT) return params->token_embedding_type;
         if (!params->pure && (p->ftype == LLAMA_FTYPE_MOSTLY_TQ1_0 || p->ftype == LLAMA_FTYPE_MOSTLY_TQ2_0)) {
             t = GGML_TYPE_Q4_K;
-        } else if (!params->pure && (p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_XXS || p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_XS)) {
+        } else if (!params->pure && (p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_XXS || p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_XS ||
+                                     p->ftype == LLAMA_FTYPE_MOSTLY_IQ1_S || p->ftype == LLAMA_FTYPE_MOSTLY_IQ1_M)) {
             t = GGML_TYPE_Q2_K;
         } else if (!params->pure && (p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_S || p->ftype == LLAMA_FTYPE_MOSTLY_IQ2_M ||
                                      p->ftype == LLAMA_FTYPE_MOSTLY_IQ3_XXS)) {
@@ -182,9 +185,14 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
             case LLAMA_FTYPE_MOSTLY_IQ2_XS:
             case LLAMA_FTYPE_MOSTLY_IQ2_S:
             case LLAMA_FTYPE_MOSTLY_IQ2_M:
+            case LLAMA_FTYPE_MOSTLY_IQ1_S:
+            case LLAMA_FTYPE_MOSTLY_IQ1_M:
                 if (attn_v) t = p->n_gqa >= 4 ? GGML_TYPE_Q4_K : (iq2_big ? GGML_TYPE_IQ3_S : GGML_TYPE_Q2_K);
                 else if (ffn_down && il >= 0 && il < nl / 8) t = iq2_big ? GGML_TYPE_IQ3_S : GGML_TYPE_Q2_K;
                 else if (attn_out && iq2_big) t = GGML_TYPE_IQ3_S;
+                else if (attn_out && (p->ftype == LLAMA_FTYPE_MOSTLY_IQ1_S || p->ftype == LLAMA_FTYPE_MOSTLY_IQ1_M)) {
+                    t = GGML_TYPE_IQ2_XXS;
+                }
                 break;
             case LLAMA_FTYPE_MOSTLY_IQ3_XXS:
                 if (attn_v) t = p->n_gqa >= 4 ? GGML_TYPE_Q4_K : GGML_TYPE_IQ3_XXS;
@@ -251,7 +259,8 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
                                  t == GGML_TYPE_TQ2_0 ? GGML_TYPE_Q4_0 :
                                  t == GGML_TYPE_Q4_K ? GGML_TYPE_Q5_0 :
                                  t == GGML_TYPE_IQ4_XS || t == GGML_TYPE_IQ3_S || t == GGML_TYPE_IQ3_XXS ||
-                                 t == GGML_TYPE_IQ2_S || t == GGML_TYPE_IQ2_XS || t == GGML_TYPE_IQ2_XXS ?
+                                 t == GGML_TYPE_IQ2_S || t == GGML_TYPE_IQ2_XS || t == GGML_TYPE_IQ2_XXS ||
+                                 t == GGML_TYPE_IQ1_S || t == GGML_TYPE_IQ1_M ?
                                  GGML_TYPE_IQ4_NL : GGML_TYPE_Q8_0)
                               : GGML_TYPE_F16;
         }
@@ -362,11 +371,6 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
                         "python -m llama_py imatrix, then quantize --imatrix FILE)\n", llama_ftype_name(params->ftype));
         return 1;
     }
-    if ((params->ftype == LLAMA_FTYPE_MOSTLY_IQ1_S || params->ftype == LLAMA_FTYPE_MOSTLY_IQ1_M) && !params->only_copy) {
-        LLAMA_LOG_ERROR("llama_model_quantize: file type %s is not supported yet (no IQ1 quantizer)\n",
-                        llama_ftype_name(params->ftype));
-        return 1;
-    }
     if (base == GGML_TYPE_COUNT && !params->only_copy) {
         LLAMA_LOG_ERROR("llama_model_quantize: file type %d is not supported\n", (int)params->ftype);
         return 1;
@@ -434,7 +438,7 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
         }
         const struct ggml_type_traits * tt = ggml_get_type_traits(nt);
         const struct ggml_type_traits * ts = ggml_get_type_traits(cur);
-        const bool searchable = ggml_quantize_requires_imatrix(nt) && params->imatrix != NULL; // IQ2_XXS, IQ2_XS
+        const bool searchable = ggml_quantize_requires_imatrix(nt) && params->imatrix != NULL; // IQ2_XXS/XS, IQ1
         if (nt != cur && (!tt || !(tt->from_float_ref || searchable) || !ts || !ts->to_float)) {
             LLAMA_LOG_ERROR("llama_model_quantize: cannot convert %s from %s to %s\n", name,
                             ggml_type_name(cur), ggml_type_name(nt));

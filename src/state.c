@@ -24,6 +24,7 @@
 
 #define STATE_TAG_FULL 0x4454534cu // "LSTD"
 #define STATE_TAG_SEQ  0x5153534cu // "LSSQ"
+#define STATE_TAG_PART 0x5053534cu // "LSSP": a sequence's partial state (recurrent only)
 #define STATE_VERSION  1u
 
 struct st_writer {
@@ -591,21 +592,75 @@ size_t llama_state_seq_set_data(struct llama_context * ctx, const uint8_t * src,
     return r.n;
 }
 
+// LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY: only what cannot be cut back (a hybrid model's recurrent
+// state of the sequence), as llama-server's context checkpoints keep it: restored over a
+// sequence whose KV rows go further, it lets seq_rm then drop the rows after it.
+static size_t st_write_partial(struct llama_context * ctx, uint8_t * dst, size_t cap, llama_seq_id seq) {
+    struct st_writer w = { .dst = dst, .cap = cap };
+    st_u32(&w, STATE_TAG_PART);
+    st_u32(&w, STATE_VERSION);
+    st_fingerprint(&w, ctx);
+    st_write_rs(&w, ctx->kv.rs, seq);
+    return w.overflow ? 0 : w.n;
+}
+
 size_t llama_state_seq_get_size_ext(struct llama_context * ctx, llama_seq_id seq_id, llama_state_seq_flags flags) {
-    (void) flags;
-    return llama_state_seq_get_size(ctx, seq_id);
+    if (!(flags & LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY)) {
+        return llama_state_seq_get_size(ctx, seq_id);
+    }
+    if (!llama_context_checked(ctx, __func__) || !st_seq_ok(ctx, seq_id, __func__)) {
+        return 0;
+    }
+    return st_write_partial(ctx, NULL, 0, seq_id);
 }
 
 size_t llama_state_seq_get_data_ext(struct llama_context * ctx, uint8_t * dst, size_t size, llama_seq_id seq_id,
                                     llama_state_seq_flags flags) {
-    (void) flags;
-    return llama_state_seq_get_data(ctx, dst, size, seq_id);
+    if (!(flags & LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY)) {
+        return llama_state_seq_get_data(ctx, dst, size, seq_id);
+    }
+    if (!llama_context_checked(ctx, __func__) || !st_seq_ok(ctx, seq_id, __func__)) {
+        return 0;
+    }
+    if (dst == NULL) {
+        LLAMA_LOG_ERROR("llama_state_seq_get_data_ext: dst is NULL\n");
+        return 0;
+    }
+    const size_t n = st_write_partial(ctx, dst, size, seq_id);
+    if (n == 0) {
+        LLAMA_LOG_ERROR("llama_state_seq_get_data_ext: %zu bytes are not enough\n", size);
+    }
+    return n;
 }
 
 size_t llama_state_seq_set_data_ext(struct llama_context * ctx, const uint8_t * src, size_t size, llama_seq_id dest_seq_id,
                                     llama_state_seq_flags flags) {
-    (void) flags;
-    return llama_state_seq_set_data(ctx, src, size, dest_seq_id);
+    if (!(flags & LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY)) {
+        return llama_state_seq_set_data(ctx, src, size, dest_seq_id);
+    }
+    if (!llama_context_checked(ctx, __func__) || !st_seq_ok(ctx, dest_seq_id, __func__)) {
+        return 0;
+    }
+    const char * func = "llama_state_seq_set_data_ext";
+    struct st_reader r = { .src = src, .size = src ? size : 0 };
+    if (st_r32(&r) != STATE_TAG_PART || st_r32(&r) != STATE_VERSION) {
+        LLAMA_LOG_ERROR("%s: not a llama_py partial sequence state (or another version)\n", func);
+        return 0;
+    }
+    if (!st_check_fingerprint(&r, ctx, func)) {
+        return 0;
+    }
+    struct llama_memory_recurrent * rs = ctx->kv.rs;
+    if (rs != NULL) {
+        rs->pos_min[dest_seq_id] = rs->pos_max[dest_seq_id] = -1; // replaced by the saved state, or none
+    }
+    if (!st_read_rs(&r, rs, dest_seq_id, func)) {
+        if (rs != NULL) {
+            rs->pos_min[dest_seq_id] = rs->pos_max[dest_seq_id] = -1;
+        }
+        return 0;
+    }
+    return r.n;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -140,3 +140,49 @@ int unicode_cpt_to_byte(uint32_t cp) {
     }
     return 0xAD;
 }
+
+// Index of cp in the ascending table from[n], or -1.
+static int64_t unicode_find_sorted(const uint32_t * from, uint32_t n, uint32_t cp) {
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (from[mid] < cp) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < n && from[lo] == cp ? (int64_t) lo : -1;
+}
+
+uint32_t unicode_tolower(uint32_t cp) {
+    if (cp < 0x80) {
+        return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+    }
+    const int64_t i = unicode_find_sorted(unicode_lower_from, unicode_n_lower, cp);
+    return i < 0 ? cp : unicode_lower_to[i];
+}
+
+size_t unicode_nfd(uint32_t cp, uint32_t out[UNICODE_NFD_MAX]) {
+    // Hangul syllables: L V (T), by the arithmetic of Unicode's chapter 3.12.
+    if (cp >= 0xAC00 && cp <= 0xD7A3) {
+        const uint32_t s = cp - 0xAC00, t = s % 28;
+        out[0] = 0x1100 + s / (21 * 28);
+        out[1] = 0x1161 + (s % (21 * 28)) / 28;
+        if (t == 0) {
+            return 2;
+        }
+        out[2] = 0x11A7 + t;
+        return 3;
+    }
+    const int64_t i = cp < 0xC0 ? -1 : unicode_find_sorted(unicode_nfd_from, unicode_n_nfd, cp);
+    if (i < 0) {
+        out[0] = cp;
+        return 1;
+    }
+    const uint32_t at = unicode_nfd_at[i], n = at & 0xFF;
+    for (uint32_t k = 0; k < n && k < UNICODE_NFD_MAX; k++) {
+        out[k] = unicode_nfd_seq[(at >> 8) + k];
+    }
+    return n < UNICODE_NFD_MAX ? n : UNICODE_NFD_MAX;
+}

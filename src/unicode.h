@@ -67,6 +67,25 @@ uint32_t unicode_utf8_decode(const uint8_t * s, size_t n, size_t * len);
 // Writes cp as UTF-8 into out; returns the length (1..4).
 size_t unicode_utf8_encode(uint32_t cp, char out[4]);
 
+// Generated tables of unicode-case-data.c (scripts/gen_unicode_case_tables.py).
+extern const uint32_t unicode_n_lower;
+extern const uint32_t unicode_lower_from[];
+extern const uint32_t unicode_lower_to[];
+extern const uint32_t unicode_n_nfd;
+extern const uint32_t unicode_nfd_from[];
+extern const uint32_t unicode_nfd_at[];
+extern const uint32_t unicode_nfd_seq[];
+
+// Most code points one code point decomposes into (NFD).
+#define UNICODE_NFD_MAX 4
+
+// The simple lowercase form of cp (cp itself when it has none of one code point).
+uint32_t unicode_tolower(uint32_t cp);
+
+// Writes the canonical decomposition (NFD) of cp into out; returns its length (1 when cp
+// does not decompose: out[0] = cp). Marks are not reordered.
+size_t unicode_nfd(uint32_t cp, uint32_t out[UNICODE_NFD_MAX]);
+
 // GPT-2 byte-level alphabet: the code point that stands for byte b.
 uint32_t unicode_byte_to_cpt(uint8_t b);
 

@@ -1,16 +1,10 @@
-// unsupported.c — llama.h entry points for features this engine does not implement: encoders,
+// unsupported.c — llama.h entry points for features this engine does not implement:
 // training, backend sampling, models built
 // from user callbacks or FILE pointers. Each returns the failure value its doc line names
 // and logs why, so callers get an answer instead of a missing symbol.
 #include "llama-impl.h"
 
 #define LLAMA_NOT_SUPPORTED(what) LLAMA_LOG_ERROR("%s: %s is not supported by this engine\n", __func__, what)
-
-int32_t llama_encode(struct llama_context * ctx, struct llama_batch batch) {
-    (void)ctx; (void)batch;
-    LLAMA_NOT_SUPPORTED("encoder models (llama_encode)");
-    return -1;
-}
 
 bool llama_set_sampler(struct llama_context * ctx, llama_seq_id seq_id, struct llama_sampler * smpl) {
     (void)ctx; (void)seq_id; (void)smpl;

@@ -27,10 +27,11 @@ enum {
 
 #define CONTRACTIONS "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
 #define RX_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
-#define RX_CASE_WORDS(M, digits) \
+#define RX_CASE_WORDS_TAIL(M, digits, punct_tail) \
     "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}" M "]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}" M "]+" CONTRACTIONS "?" \
     "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}" M "]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}" M "]*" CONTRACTIONS "?" \
-    "|\\p{N}" digits "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+    "|\\p{N}" digits "| ?[^\\s\\p{L}\\p{N}]+" punct_tail "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define RX_CASE_WORDS(M, digits) RX_CASE_WORDS_TAIL(M, digits, "[\\r\\n/]*")
 #define RX_DEEPSEEK3_WORDS(tail) \
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+" \
     "| ?[\\p{P}\\p{S}]+" tail "|\\s+(?!\\S)|\\s+"
@@ -114,7 +115,7 @@ static const struct vocab_pre_family FAMILIES[] = {
     [FAM_TINY_AYA] = { LLAMA_VOCAB_PRE_TYPE_REGEX, {
         "\\d{1,3}(?=(?:\\d{3})*\\b)", RX_CASE_WORDS("", "{1,3}") } },
     [FAM_KIMI_K2] = { LLAMA_VOCAB_PRE_TYPE_REGEX, {
-        "[\\p{Han}]+|" RX_CASE_WORDS("&&[^\\p{Han}]", "{1,3}") } },
+        "[\\p{Han}]+|" RX_CASE_WORDS_TAIL("&&[^\\p{Han}]", "{1,3}", "[\\r\\n]*") } },
     [FAM_SUPERBPE] = { LLAMA_VOCAB_PRE_TYPE_REGEX, { "\\p{N}+", "(?=(\\d{3})+(?!\\d))" } },
     [FAM_BAILINGMOE] = { LLAMA_VOCAB_PRE_TYPE_REGEX, {
         "'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"

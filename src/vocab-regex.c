@@ -125,15 +125,12 @@ static void rx_class_add_range(struct rx_parser * p, int32_t c, uint32_t lo, uin
     re->cls[c].n_ranges++;
 }
 
-// Bits of val_mask for the table values whose general category is in gcs (a bit per enum unicode_gc).
+// Bits of val_mask for the table values whose general category is in gcs (a bit per enum
+// unicode_gc): a value is the category, plus 32 with the White_Space bit.
+#define RX_GC_MASK(gcs) ((uint64_t) (gcs) | (uint64_t) (gcs) << 32)
+
 static uint64_t rx_gc_mask(uint32_t gcs) {
-    uint64_t m = 0;
-    for (int v = 0; v < 64; v++) {
-        if ((v & 31) < UNICODE_GC_COUNT && (gcs >> (v & 31) & 1)) {
-            m |= 1ull << v;
-        }
-    }
-    return m;
+    return RX_GC_MASK(gcs);
 }
 
 #define GC(x) (1u << UNICODE_GC_##x)
@@ -766,12 +763,9 @@ static inline bool rx_at(const struct vocab_regex * re, int32_t cls, const struc
     return rx_class_match(re, &re->cls[cls], t->cp[i], t->val[i]);
 }
 
+// \w: letters, marks, decimal digits, connector punctuation.
 static bool rx_is_word(const struct vocab_regex_text * t, size_t i) {
-    static uint64_t mask = 0;
-    if (!mask) {
-        mask = rx_gc_mask(GCS_L | GCS_M | GC(ND) | GC(PC));
-    }
-    return (mask >> t->val[i]) & 1;
+    return (RX_GC_MASK(GCS_L | GCS_M | GC(ND) | GC(PC)) >> t->val[i]) & 1;
 }
 
 // A backtrack entry: resume at (pc, pos); a RUN entry (lo != SIZE_MAX) retries its

@@ -499,6 +499,8 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         if (strcmp(model, "gemma4") == 0) {
             pre_name = "gemma4";  // the model name fixes the pre-tokenizer
         }
+    } else if (strcmp(model, "bert") == 0) {
+        type = LLAMA_VOCAB_TYPE_WPM;
     } else if (strcmp(model, "t5") == 0) {
         type = LLAMA_VOCAB_TYPE_UGM;
     } else if (strcmp(model, "rwkv") == 0) {
@@ -506,7 +508,7 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
     } else {
         LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.model '%s' is not supported (supported: 'llama' "
                         "SentencePiece, 'gpt2' byte-level BPE, 'gemma4' SentencePiece-style BPE, 'whitespace' and "
-                        "'hybriddna' BPE, 't5' unigram, 'rwkv' RWKV world)\n", model);
+                        "'hybriddna' BPE, 't5' unigram, 'rwkv' RWKV world, 'bert' WordPiece)\n", model);
         return NULL;
     }
     if (type == LLAMA_VOCAB_TYPE_BPE) {
@@ -621,6 +623,9 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
             goto fail;
         }
         t->attr = vocab_attr_of_type(t->type);
+        if (len > v->max_token_len) {
+            v->max_token_len = (uint32_t) len;
+        }
         off += len + 1;
         // Insert into the index; a repeated text maps to its last id.
         const uint64_t hash = vocab_hash_bytes(v->text + t->off, len);
@@ -707,6 +712,26 @@ struct llama_vocab * llama_vocab_load(const struct gguf_context * g) {
         v->unk = n > 2 ? 2 : LLAMA_TOKEN_NULL;
         v->pad = 0;
         v->add_eos = true;
+    } else if (type == LLAMA_VOCAB_TYPE_WPM) {
+        // BERT's [CLS] text [SEP] with its usual ids, unless the file names others
+        v->bos = 101;
+        v->unk = 100;
+        v->sep = 102;
+        v->pad = 0;
+        v->mask = 103;
+        v->add_bos = true;
+        v->add_sep = true;
+        v->clean_spaces = true;
+        v->wpm_lowercase = true;
+        vocab_get_bool(g, "tokenizer.ggml.normalizer.lowercase", &v->wpm_lowercase);
+        v->wpm_strip_accents = v->wpm_lowercase;
+        vocab_get_bool(g, "tokenizer.ggml.normalizer.strip_accents", &v->wpm_strip_accents);
+        llama_token * const ids[] = { &v->bos, &v->unk, &v->sep, &v->pad, &v->mask };
+        for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+            if (*ids[i] >= v->n_tokens) {
+                *ids[i] = LLAMA_TOKEN_NULL; // a small vocabulary without them
+            }
+        }
     }  // BPE: llama_vocab_pre_setup set the family's defaults
     {
         // Special ids named by the file must be tokens of the vocabulary.
@@ -1017,6 +1042,8 @@ static void vocab_tokenize_text(const struct llama_vocab * v, const char * text,
                 llama_vocab_ugm_tokenize(v, text + frag, pos - frag, out);
             } else if (v->type == LLAMA_VOCAB_TYPE_RWKV) {
                 llama_vocab_rwkv_tokenize(v, text + frag, pos - frag, out);
+            } else if (v->type == LLAMA_VOCAB_TYPE_WPM) {
+                llama_vocab_wpm_tokenize(v, text + frag, pos - frag, out);
             } else {
                 llama_vocab_bpe_tokenize(v, text + frag, pos - frag, out);
             }
@@ -1086,7 +1113,8 @@ int32_t llama_tokenize(const struct llama_vocab * vocab, const char * text, int3
 static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool special, char * out) {
     const struct llama_vocab_token * t = &v->tokens[id];
     const char * s = v->text + t->off;
-    const bool spm = v->type == LLAMA_VOCAB_TYPE_SPM || v->type == LLAMA_VOCAB_TYPE_UGM;
+    // SPM, UGM and WPM: user-defined tokens are text like the others; ▁ stands for a space
+    const bool spm = v->type == LLAMA_VOCAB_TYPE_SPM || v->type == LLAMA_VOCAB_TYPE_UGM || v->type == LLAMA_VOCAB_TYPE_WPM;
     const bool underscore_spaces = spm || v->escape_whitespaces;
     switch (t->type) {
         case LLAMA_TOKEN_TYPE_CONTROL:
@@ -1250,7 +1278,9 @@ int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * t
     }
     // SPM: the space of the ▁ prefix that tokenizing put at the start of the text and after each
     // control (or unknown) token is dropped from the first non-empty piece that follows.
-    const bool spm_prefix = (v->type == LLAMA_VOCAB_TYPE_SPM || v->type == LLAMA_VOCAB_TYPE_UGM) && v->add_space_prefix;
+    // WPM: each word's first token carries the ▁, so the text's first one is dropped the same way.
+    const bool spm_prefix = ((v->type == LLAMA_VOCAB_TYPE_SPM || v->type == LLAMA_VOCAB_TYPE_UGM) && v->add_space_prefix) ||
+                            v->type == LLAMA_VOCAB_TYPE_WPM;
     bool strip = spm_prefix;
     size_t n = 0;
     for (int32_t i = i0; i < i1; i++) {

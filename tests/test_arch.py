@@ -405,6 +405,7 @@ def test_strict_loading(tiny, tmp_path):
     w.close()
     err = _load_error(bad)
     assert "unsupported architecture 'mamba9' (supported: llama, qwen2, qwen3, gemma3, phi3, gemma2" in err, err
+    assert all(f" {a}" in err for a in ("bert", "nomic-bert", "gemma-embedding")), err
 
 
 def test_vocabulary_validation(tiny, tmp_path):

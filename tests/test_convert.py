@@ -701,3 +701,23 @@ def test_llama_cpp_converter_file_matches_hf(ckpts, variant, tmp_path):
             assert our_tokens(m, p) == hf_ids(ck, p), p
     err = rel_err(our_logits(path, toks), hf_logits(ck.model, toks))
     assert err < 1e-3, err
+
+
+def test_unigram_sentencepiece_converts_to_t5_vocab(tmp_path, lib_path):
+    """A unigram tokenizer.model (nmt_nfkc normalizer, extra whitespace removed) converts to a
+    "t5" vocabulary with its precompiled charsmap, tokenized as sentencepiece encodes."""
+    prefix = tmp_path / "uni"
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(_corpus_lines()), model_prefix=str(prefix), vocab_size=400, model_type="unigram",
+        character_coverage=1.0, normalization_rule_name="nmt_nfkc", remove_extra_whitespaces=True,
+        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, add_dummy_prefix=True, minloglevel=2, num_threads=1)
+    sp_model = prefix.with_suffix(".model")
+    ck = _spm_checkpoint(tmp_path, sp_model, "uni", tied=False, seed=9)
+    out = tmp_path / "uni.gguf"
+    C.convert(ck.path, out, "f32", progress=None)
+    kv = {k: f.contents() for k, f in gguf.GGUFReader(str(out)).fields.items()}
+    assert kv["tokenizer.ggml.model"] == "t5"
+    assert len(kv["tokenizer.ggml.precompiled_charsmap"]) > 1000
+    with Model(out) as m:
+        for p in PROMPTS + LEADING_SPACE_PROMPTS + ["ｆｕｌｌ　ｗｉｄｔｈ ①", "  many   spaces  ", "e\u0301"]:
+            assert our_tokens(m, p, parse_special=False)[1:] == ck.sp.encode(p), p

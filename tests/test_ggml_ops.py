@@ -139,6 +139,11 @@ def np_silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+def np_gelu_erf(x):
+    from math import erf
+    return 0.5 * x * (1.0 + np.vectorize(erf)(x / np.sqrt(2.0)))
+
+
 def np_gelu(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
@@ -673,6 +678,7 @@ CASES = [
     Case("silu_inplace", unary(ggml.ggml_silu_inplace, np_silu, inplace=True), tol={F32: (1e-6, 1e-5)}, result=same),
     Case("gelu", unary(ggml.ggml_gelu, np_gelu), tol={F32: (1e-6, 1e-5)}, result=same),
     Case("gelu_inplace", unary(ggml.ggml_gelu_inplace, np_gelu, inplace=True), tol={F32: (1e-6, 1e-5)}, result=same),
+    Case("gelu_erf", unary(ggml.ggml_gelu_erf, np_gelu_erf), tol={F32: (1e-6, 1e-5)}, result=same),
     Case("tanh", unary(ggml.ggml_tanh, np.tanh), tol={F32: (1e-7, 1e-6)}, result=same),
     # around the switch from the series to the exp form (|x| = 1/16), where 1 - exp(-2|x|) cancels
     Case("tanh_small", unary(ggml.ggml_tanh, np.tanh, -0.2, 0.2), tol={F32: (1e-9, 1e-6)}, result=same),

@@ -95,17 +95,18 @@ def test_quantize_with_imatrix_loads_and_matches(setup, tmp_path):
 
 
 def test_codebook_types_need_an_imatrix(setup, tmp_path):
-    """IQ2 / IQ3_XXS mixes refuse to run without an importance matrix, naming it; IQ1 is refused."""
+    """IQ1 / IQ2 / IQ3_XXS mixes refuse to run without an importance matrix, naming it."""
     src, _, im = setup
     with pytest.raises(RuntimeError, match="importance matrix"):
         Q.quantize(str(src), str(tmp_path / "x.gguf"), "IQ2_XXS", show_progress=False)
-    with pytest.raises(RuntimeError, match="IQ1"):
-        Q.quantize(str(src), str(tmp_path / "y.gguf"), "IQ1_S", show_progress=False, imatrix=str(im))
+    with pytest.raises(RuntimeError, match="importance matrix"):
+        Q.quantize(str(src), str(tmp_path / "y.gguf"), "IQ1_S", show_progress=False)
 
 
 @pytest.mark.parametrize("ftype,base", [("IQ3_S", "IQ3_S"), ("IQ3_M", "IQ3_S"), ("IQ3_XS", "IQ3_S"),
                                         ("IQ3_XXS", "IQ3_XXS"), ("IQ2_M", "IQ2_S"), ("IQ2_S", "IQ2_XS"),
-                                        ("IQ2_XS", "IQ2_XS"), ("IQ2_XXS", "IQ2_XXS")])
+                                        ("IQ2_XS", "IQ2_XS"), ("IQ2_XXS", "IQ2_XXS"), ("IQ1_M", "IQ1_M"),
+                                        ("IQ1_S", "IQ1_S")])
 def test_codebook_mixes_load_and_match(setup, tmp_path, ftype, base):
     """The IQ3 / IQ2 mixes (with the importance matrix) hold their base type, load, and give the
     NumPy reference's logits of their own weights (the difference: int8 activations)."""

@@ -24,11 +24,12 @@ def _weight_types():
 PLACES = [
     ("ggml/include/ggml.h", r"GGML_TYPE_{T}\s*="),
     ("ggml/src/ggml-quants*.h", r"\}} block_{t};"),
-    ("ggml/src/ggml-quants*.h", r"void quantize_row_{t}_ref\s*\("),
+    # a type whose quantizer needs an importance matrix (IQ3 / IQ2 / IQ1 codebooks) has _imat instead of _ref
+    ("ggml/src/ggml-quants*.h", r"\w+ quantize_row_{t}_(ref|imat)\s*\("),
     ("ggml/src/ggml-quants*.h", r"void dequantize_row_{t}\s*\("),
-    ("ggml/src/ggml-quants*.c", r"void quantize_row_{t}_ref\s*\([^;]*\{{"),
+    ("ggml/src/ggml-quants*.c", r"\w+ quantize_row_{t}_(ref|imat)\s*\([^;]*\{{"),
     ("ggml/src/ggml-quants*.c", r"void dequantize_row_{t}\s*\([^;]*\{{"),
-    ("ggml/src/ggml-types.c", r"QUANT_WRAPPERS\({t},"),
+    ("ggml/src/ggml-types.c", r"(QUANT|SEARCH)_WRAPPERS\({t},"),
     ("ggml/src/ggml-cpu/quants-*.[ch]", r"t\[GGML_TYPE_{T}\]\.vec_dot\s*=|\{{ GGML_TYPE_{T},\s*\w*vec_dot"),
     ("include/llama.h", r"LLAMA_FTYPE_MOSTLY_{T}(_[SML]|_MOE)?\s*="),
     ("src/quantize.c", r"GGML_TYPE_{T}\b"),

@@ -46,8 +46,8 @@ QUANT_TYPES = {
     20: "IQ4_NL", 23: "IQ4_XS", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4", 18: "IQ3_XXS", 21: "IQ3_S",
     22: "IQ2_S",
 }
-# codebook types without a reference quantizer: IQ2_XXS / IQ2_XS quantize only with an importance
-# matrix (ggml_quantize_chunk), IQ1_S / IQ1_M are read only
+# codebook types without a reference quantizer: they quantize only with an importance matrix
+# (ggml_quantize_chunk; tests/test_quants_iq.py, test_imatrix.py)
 READ_ONLY_TYPES = {16: "IQ2_XXS", 17: "IQ2_XS", 19: "IQ1_S", 29: "IQ1_M"}
 IQ_TYPES = [20, 23, 39, 16, 17, 18, 19, 21, 22, 29, 34, 35]
 GGUF_DEQUANT = [2, 3, 6, 7, 8, 10, 11, 12, 13, 14, 1, 30] + IQ_TYPES     # + F16, BF16

@@ -144,3 +144,22 @@ def test_get_rows_equals_gguf_dequantize(lib, t):
 
     got = graph_run(lib, build).reshape(len(ids), k)
     T.assert_bits_equal(got, w[ids], f"get_rows {QT(t).name}")
+
+
+@pytest.mark.parametrize("t", [16, 17, 19, 29], ids=lambda t: QT(t).name)
+def test_imatrix_only_types_quantize_through_chunk(lib, t):
+    """IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M: ggml_quantize_chunk needs the importance matrix (0 without),
+    and with it writes blocks that gguf.quants reads back within the type's error."""
+    qc = T._bind(lib, "ggml_quantize_chunk", [c_int, c_void_p, c_void_p, c_int64, c_int64, c_int64, c_void_p],
+                 ctypes.c_size_t)
+    rng = np.random.default_rng(t)
+    rows, k = 4, 1024
+    x = rng.normal(0, 1, rows * k).astype(np.float32)
+    ts = T.EXPECTED_SIZES[t][1]
+    out = np.zeros(rows * k // 256 * ts, dtype=np.uint8)
+    assert qc(t, x.ctypes.data, out.ctypes.data, 0, rows, k, None) == 0
+    im = rng.uniform(0.5, 2.0, k).astype(np.float32)
+    assert qc(t, x.ctypes.data, out.ctypes.data, 0, rows, k, im.ctypes.data) == out.nbytes
+    y = gq.dequantize(out, QT(t))
+    rel = float(np.sqrt(np.mean((y - x) ** 2) / np.mean(x ** 2)))
+    assert rel < {16: 0.36, 17: 0.31, 19: 0.5, 29: 0.46}[t], f"{QT(t).name} relative rmse {rel:.3f}"

@@ -164,8 +164,8 @@ def test_sequences_in_one_batch_keep_their_own_state(tiny):
         # the whole logits array is in batch order too
         allp = L.llama_get_logits(c.ptr)
         flat = np.ctypeslib.as_array(allp, shape=(len(rows), m.n_vocab))
-        s, i = where[5]
-        np.testing.assert_array_equal(flat[5], got[s][i])
+        for j, (s, i) in enumerate(where):
+            np.testing.assert_array_equal(flat[j], got[s][i])
         # then one token each, the three sequences in one batch
         nxt = [int(np.argmax(g[-1])) for g in got]
         assert c.decode_rows([(nxt[s], len(prompts[s]), [s], True) for s in range(3)]) == 0
@@ -191,6 +191,24 @@ def test_seq_rm_cannot_cut_a_recurrent_state(tiny):
         assert c.decode_seq(toks) == 0
         again = c.all_logits(len(toks))
     assert rel_err(again, hf_logits(tiny.model, toks)) < 1e-3
+
+
+def test_llama_encode_is_refused_and_changes_nothing(tiny):
+    """llama_encode on a hybrid model returns -1 (a recurrent state cannot be borrowed and given
+    back); the sequence decodes afterwards as if it had not been called."""
+    toks = tiny.ids(TC.PROMPTS[0], 12)
+    with Model(tiny.gguf) as m, ctx_for(m) as c:
+        b = L.llama_batch_init(len(toks), 0, 1)
+        try:
+            for i, t in enumerate(toks):
+                L.llama_batch_add(b, t, i, [0], True)
+            assert L.llama_encode(c.ptr, b) == -1
+        finally:
+            L.llama_batch_free(b)
+        assert c.pos_max(0) == -1
+        assert c.decode_seq(toks) == 0
+        got = c.all_logits(len(toks))
+    assert rel_err(got, hf_logits(tiny.model, toks)) < 1e-3
 
 
 def test_seq_cp_then_diverging_continuations(tiny):
@@ -267,6 +285,15 @@ def test_llama_class_prompt_reuse_re_decodes(tiny):
     llm = Llama(model_path=str(tiny.gguf), n_ctx=128, verbose=False)
     greedy(llm, a)
     assert greedy(llm, b) == want
+    # a follow-up that extends the last prompt continues from the checkpoint at its end
+    c = b + tiny.ids(TC.PROMPTS[2], 6)
+    fresh = Llama(model_path=str(tiny.gguf), n_ctx=128, verbose=False)
+    want_c = greedy(fresh, c)
+    fresh.close()
+    before = L.llama_perf_context(llm.ctx).n_p_eval
+    assert greedy(llm, c) == want_c
+    assert L.llama_perf_context(llm.ctx).n_p_eval - before == len(c) - len(b)   # only the new tokens
+    assert llm._ckpt is not None and llm._ckpt[0] == len(c)
     llm.close()
 
 
@@ -388,3 +415,44 @@ def test_quantized_model_keeps_its_convolution_taps(tiny, tmp_path):
     assert types["blk.0.attn_qkv.weight"] == gguf.GGMLQuantizationType.Q8_0
     logits = batch_logits(out, tiny.ids(TC.PROMPTS[1], 24))
     assert np.isfinite(logits).all()
+
+
+def test_server_continues_a_conversation_from_its_checkpoint(tiny):
+    """A follow-up prompt that extends the last prompt (plus some of the answer) restores the
+    recurrent state saved at the end of that prompt and decodes only the rest, with the text of a
+    fresh engine (llama-server's context checkpoints)."""
+    from llama_py.server.engine import Engine, GenRequest, Model as EModel, SamplingParams
+    greedy = SamplingParams(temperature=0)
+    m = EModel(str(tiny.gguf))
+    try:
+        first = tiny.ids(TC.PROMPTS[1], 20)
+        with Engine(m, n_slots=1, n_ctx=256) as eng:
+            eng.submit(GenRequest(list(first), max_tokens=4, sampling=greedy)).result(timeout=120)
+            follow = first + tiny.ids(TC.PROMPTS[2], 10)
+            got, _ = eng.submit(GenRequest(list(follow), max_tokens=6, sampling=greedy)).result(timeout=120)
+            assert eng.metrics.checkpoints_restored == 1
+            assert eng.metrics.prompt_tokens_decoded == len(first) + 10
+        with Engine(m, n_slots=1, n_ctx=256) as eng:
+            want, _ = eng.submit(GenRequest(list(follow), max_tokens=6, sampling=greedy)).result(timeout=120)
+        assert got == want
+    finally:
+        m.close()
+
+
+def test_partial_state_holds_only_the_recurrent_state(tiny):
+    """LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY: the recurrent state alone, restored over a longer
+    sequence so that seq_rm can then cut the KV rows back to it."""
+    toks = tiny.ids(TC.PROMPTS[1], 20)
+    flag = L.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+    with Model(tiny.gguf) as m, ctx_for(m) as c:
+        assert c.decode_seq(toks[:12], all_logits=False) == 0
+        n = L.llama_state_seq_get_size_ext(c.ptr, 0, flag)
+        assert 0 < n < L.llama_state_seq_get_size(c.ptr, 0)
+        buf = (ctypes.c_uint8 * n)()
+        assert L.llama_state_seq_get_data_ext(c.ptr, buf, n, 0, flag) == n
+        assert c.decode_seq(toks[12:], start=12) == 0
+        assert not L.llama_memory_seq_rm(c.mem, 0, 12, -1)
+        assert L.llama_state_seq_set_data_ext(c.ptr, buf, n, 0, flag) == n
+        assert L.llama_memory_seq_rm(c.mem, 0, 12, -1) and c.pos_max(0) == 11
+        assert c.decode_seq(toks[12:], start=12) == 0
+        assert rel_err(c.all_logits(8), hf_logits(tiny.model, toks)[12:]) < 1e-3

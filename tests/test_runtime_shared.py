@@ -270,34 +270,42 @@ def test_model_by_id_and_unknown_routes_answer_json(served, client):
         assert r.status_code == 404 and r.json()["error"]["type"] == "invalid_request_error"
 
 
-def test_llama_cpp_namespace_top_level_names():
-    """llama-cpp-python's package re-exports llama_types' names and its low-level module holds
-    `_lib`; through install_as_llama_cpp() both resolve to llama_py's."""
+@pytest.fixture()
+def lcp():
+    """`import llama_cpp` resolved to llama_py (install_as_llama_cpp) for one test; the modules
+    it replaced come back afterwards."""
     import importlib
     import sys
     from llama_py import install_as_llama_cpp
-    saved = {k: v for k, v in sys.modules.items() if k == "llama_cpp" or k.startswith("llama_cpp.")}
+
+    def ours():
+        return [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]
+    saved = {k: sys.modules.pop(k) for k in ours()}
     try:
-        for k in saved:
-            del sys.modules[k]
         install_as_llama_cpp()
-        lc = importlib.import_module("llama_cpp")
-        from llama_cpp import ChatCompletionRequestUserMessage, CreateCompletionResponse  # noqa: F401
-        assert lc.llama_cpp._lib.llama_tokenize is not None
-        assert lc.GGML_TYPE_IQ4_XS == 23 and lc.LLAMA_VOCAB_PRE_TYPE_SMOLLM == 21
-        from llama_cpp.llama_chat_format import format_chatml, format_llama3
-        msgs = [{"role": "user", "content": "hi"}]
-        assert format_chatml(messages=msgs).prompt.startswith("<|im_start|>user\nhi<|im_end|>")
-        assert "<|start_header_id|>user<|end_header_id|>" in format_llama3(messages=msgs).prompt
-        from llama_cpp.llama_grammar import SchemaConverter
-        conv = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
-        schema = conv.resolve_refs({"type": "object", "properties": {"a": {"type": "integer"}}}, "input")
-        conv.visit(schema, "")
-        assert "root ::=" in conv.format_grammar()
+        yield importlib.import_module("llama_cpp")
     finally:
-        for k in [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]:
+        for k in ours():
             del sys.modules[k]
         sys.modules.update(saved)
+
+
+def test_llama_cpp_namespace_top_level_names(lcp):
+    """llama-cpp-python's package re-exports llama_types' names and its low-level module holds
+    `_lib`; through install_as_llama_cpp() both resolve to llama_py's."""
+    lc = lcp
+    from llama_cpp import ChatCompletionRequestUserMessage, CreateCompletionResponse  # noqa: F401
+    assert lc.llama_cpp._lib.llama_tokenize is not None
+    assert lc.GGML_TYPE_IQ4_XS == 23 and lc.LLAMA_VOCAB_PRE_TYPE_SMOLLM == 21
+    from llama_cpp.llama_chat_format import format_chatml, format_llama3
+    msgs = [{"role": "user", "content": "hi"}]
+    assert format_chatml(messages=msgs).prompt.startswith("<|im_start|>user\nhi<|im_end|>")
+    assert "<|start_header_id|>user<|end_header_id|>" in format_llama3(messages=msgs).prompt
+    from llama_cpp.llama_grammar import SchemaConverter
+    conv = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    schema = conv.resolve_refs({"type": "object", "properties": {"a": {"type": "integer"}}}, "input")
+    conv.visit(schema, "")
+    assert "root ::=" in conv.format_grammar()
 
 
 @pytest.mark.parametrize("family,prefix,opening", [("hermes", "Let me check. ", "<tool_call>"),
@@ -344,33 +352,59 @@ def test_auto_tool_call_lazy_grammar(llm, family, prefix, opening):
         C.llama_sampler_free(smpl)
 
 
-def test_llama_cpp_server_entry_points(smollm2_path):
+def test_llama_cpp_server_entry_points(smollm2_path, lcp):
     """llama-cpp-python's `llama_cpp.server.app.create_app` with its settings names, through
     install_as_llama_cpp(), serves our server (checked with starlette's test client)."""
     import importlib
-    import sys
     from starlette.testclient import TestClient
-    from llama_py import install_as_llama_cpp
-    saved = {k: v for k, v in sys.modules.items() if k == "llama_cpp" or k.startswith("llama_cpp.")}
-    try:
-        for k in saved:
-            del sys.modules[k]
-        install_as_llama_cpp()
-        create_app = importlib.import_module("llama_cpp.server.app").create_app
-        settings = importlib.import_module("llama_cpp.server.settings")
-        app = create_app(server_settings=settings.ServerSettings(api_key="k"),
-                         model_settings=[settings.ModelSettings(model=str(smollm2_path), model_alias="smol",
-                                                                n_ctx=512, flash_attn=True)])
-        with TestClient(app) as tc:
-            h = {"Authorization": "Bearer k"}
-            assert [m["id"] for m in tc.get("/v1/models", headers=h).json()["data"]] == ["smol"]
-            assert tc.get("/v1/models").status_code == 401
-            r = tc.post("/v1/completions", headers=h, json={"model": "smol", "prompt": "Hi", "max_tokens": 3,
-                                                            "temperature": 0}).json()
-            assert r["usage"]["completion_tokens"] == 3 and r["model"] == "smol"
-        with pytest.raises(ValueError, match="unknown settings"):
-            settings.ModelSettings(model="x", n_ctxx=1)
-    finally:
-        for k in [k for k in sys.modules if k == "llama_cpp" or k.startswith("llama_cpp.")]:
-            del sys.modules[k]
-        sys.modules.update(saved)
+    create_app = importlib.import_module("llama_cpp.server.app").create_app
+    settings = importlib.import_module("llama_cpp.server.settings")
+    app = create_app(server_settings=settings.ServerSettings(api_key="k"),
+                     model_settings=[settings.ModelSettings(model=str(smollm2_path), model_alias="smol",
+                                                            n_ctx=512, flash_attn=True)])
+    with TestClient(app) as tc:
+        h = {"Authorization": "Bearer k"}
+        assert [m["id"] for m in tc.get("/v1/models", headers=h).json()["data"]] == ["smol"]
+        assert tc.get("/v1/models").status_code == 401
+        r = tc.post("/v1/completions", headers=h, json={"model": "smol", "prompt": "Hi", "max_tokens": 3,
+                                                        "temperature": 0}).json()
+        assert r["usage"]["completion_tokens"] == 3 and r["model"] == "smol"
+    with pytest.raises(ValueError, match="unknown settings"):
+        settings.ModelSettings(model="x", n_ctxx=1)
+
+
+def test_llama_cpp_internals_as_their_tests_use_them(smollm2_path, llm, lcp):
+    """llama-cpp-python's tests/test_llama.py low-level flow (LlamaModel, LlamaContext,
+    LlamaBatch, LlamaSampler) through `llama_cpp._internals`; greedy tokens equal Llama's."""
+    import importlib
+    llama_cpp = lcp
+    internals = importlib.import_module("llama_cpp._internals")
+    importlib.import_module("llama_cpp._logger").set_verbose(False)
+    with importlib.import_module("llama_cpp._utils").suppress_stdout_stderr(disable=False):
+        print("hidden")
+    model = internals.LlamaModel(path_model=str(smollm2_path), params=llama_cpp.llama_model_default_params())
+    cparams = llama_cpp.llama_context_default_params()
+    cparams.n_ctx = cparams.n_batch = cparams.n_ubatch = 64
+    cparams.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+    context = internals.LlamaContext(model=model, params=cparams)
+    tokens = model.tokenize(b"The quick brown fox jumps over the", add_bos=True, special=True)
+    assert tokens == llm.tokenize(b"The quick brown fox jumps over the", add_bos=True, special=True)
+    batch = internals.LlamaBatch(n_tokens=len(tokens), embd=0, n_seq_max=1)
+    sampler = internals.LlamaSampler()
+    sampler.add_greedy()
+    result, n_eval, step = list(tokens), 0, tokens
+    for _ in range(4):
+        batch.set_batch(step, n_past=n_eval, logits_all=False)
+        context.decode(batch)
+        n_eval += len(step)
+        step = [sampler.sample(context, -1)]
+        result += step
+    out = result[len(tokens):]
+    ref = llm.create_completion(tokens, max_tokens=4, temperature=0)
+    llm.reset()
+    assert model.detokenize(out).decode() == ref["choices"][0]["text"]
+    assert model.n_vocab() == llm.n_vocab() and "general.architecture" in model.metadata()
+    sampler.close()
+    batch.close()
+    model.close()
+    assert context.ctx is None and model.model is None

@@ -681,7 +681,7 @@ def test_crafted_vocab_loading(tmp_path, lib_path, case):
     if case == "unknown_pre":
         kw["pre"] = "no-such-pre"
     elif case == "unknown_model":
-        kw["model"] = "bert"
+        kw["model"] = "plamo2"  # llama.cpp's PLaMo-2 tokenizer: not supported here
     elif case == "no_tokens":
         kw["tokens"] = None
     elif case == "no_merges":

@@ -30,11 +30,11 @@ LLAMA3 = C + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s
 QWEN2 = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")
 
 
-def case_words(m="", digits=""):
+def case_words(m="", digits="", punct_tail=r"[\r\n/]*"):
     up = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}" + m + "]"
     lo = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}" + m + "]"
     return (r"[^\r\n\p{L}\p{N}]?" + up + "*" + lo + "+" + C + "?|[^\\r\\n\\p{L}\\p{N}]?" + up + "+" + lo + "*" + C
-            + r"?|\p{N}" + digits + r"| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+            + r"?|\p{N}" + digits + r"| ?[^\s\p{L}\p{N}]+" + punct_tail + r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
 DS3_WORDS = (r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+"
@@ -71,7 +71,7 @@ FAMILIES = {
                                  + r"?|[^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))+((?=[\p{L}\p{M}])([^A-Z]))*" + C
                                  + r"?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"], True),
     "tiny_aya": ([r"\d{1,3}(?=(?:\d{3})*\b)", case_words(digits="{1,3}")], False),
-    "kimi-k2": ([r"[\p{Han}]+|" + case_words(m="&&[^\\p{Han}]", digits="{1,3}")], False),
+    "kimi-k2": ([r"[\p{Han}]+|" + case_words(m="&&[^\\p{Han}]", digits="{1,3}", punct_tail=r"[\r\n]*")], False),
     "superbpe": ([r"\p{N}+", r"(?=(\d{3})+(?!\d))"], False),
     "bailingmoe": ([r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]"
                     r"|\s+(?!\S)|\s+"], False),
@@ -361,3 +361,44 @@ def test_unknown_pre_name_is_logged(tmp_path, lib_path, gpt2_trained):
     with LogCapture() as log:
         assert not M.llama_model_load_from_file(str(path).encode(), p)
     assert "unknown pre-tokenizer" in log.text() and "qwen99-not-a-name" in log.text()
+
+
+# Families whose published tokenizer.json (Split steps, then ByteLevel) the converter maps to a
+# GGUF pre name: family key -> the name it writes.
+CONVERT_NAMES = {"llama3": "llama-bpe", "smaug-bpe": "llama-bpe", "qwen2": "qwen2", "gpt-2": "gpt-2",
+                 "qwen35": "qwen35", "deepseek-v3": "deepseek-v3", "deepseek-coder": "deepseek-coder",
+                 "gpt-4o": "gpt-4o", "tekken": "tekken", "kimi-k2": "kimi-k2", "seed-coder": "seed-coder",
+                 "bailingmoe": "bailingmoe", "exaone-moe": "exaone-moe", "jais-2": "jais-2", "superbpe": "superbpe",
+                 "minicpm5": "minicpm5", "laguna": "laguna", "youtu": "youtu", "tiny_aya": "tiny_aya", "bloom": "bloom"}
+
+
+@pytest.mark.parametrize("family", sorted(CONVERT_NAMES))
+def test_converter_names_the_pre_tokenizer(family):
+    """llama_py.convert reads the pre-tokenizer of a tokenizer.json that HF tokenizers wrote with
+    the family's published regexes."""
+    from llama_py import convert as C
+    tok, _, _ = _train(*FAMILIES[family])
+    assert C.detect_bpe_pre(json.loads(tok.to_str())) == CONVERT_NAMES[family]
+
+
+def test_converter_deepseek_llm_pre():
+    """deepseek-llm's regexes as tokenizer.json writes them (llama.cpp lists the same ones)."""
+    from llama_py import convert as C
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+    letters = ("\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af"
+               "\u0370-\u0373\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5"
+               "\u03f7-\u0481\u048a-\u052f\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba"
+               "\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45"
+               "\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d\u1f5f-\u1f7d\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe"
+               "\u1fc2-\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4\u1ff6-\u1ffc"
+               "\u2102\u2107\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134\u2139"
+               "\u213c-\u213f\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee\u2cf2\u2cf3"
+               "\ua640-\ua66d\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06"
+               "\ufb13-\ufb17\uff21-\uff3a\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3\U000104d8-\U000104fb"
+               "\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+")
+    regexes = ["[\\r\\n]", letters, "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+", "\\s+$",
+               "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", "\\p{N}+"]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r), behavior="isolated") for r in regexes]
+                                                + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    assert C.detect_bpe_pre(json.loads(tok.to_str())) == "deepseek-llm"

@@ -172,3 +172,26 @@ def test_bad_charsmap_is_refused(tmp_path, lib_path):
     p = M.llama_model_default_params()
     p.vocab_only = True
     assert not M.llama_model_load_from_file(str(path).encode(), p)
+
+
+def test_unigram_parse_special_segments(lib_path):
+    """With parse_special, control tokens split the text and each stretch between them is
+    encoded as sentencepiece encodes a text of its own."""
+    import re
+    kv = _kv()
+    ref = _reference(kv)
+    toks, types = kv["tokenizer.ggml.tokens"], kv["tokenizer.ggml.token_type"]
+    controls = {toks[i]: i for i, t in enumerate(types) if t in (TT_CONTROL, TT_UNKNOWN) and toks[i]}
+    rx = re.compile("|".join(re.escape(c) for c in sorted(controls, key=len, reverse=True)))
+    ours = Ours(vocab_file("nomic-bert-moe"))
+    try:
+        for text in ["<s>hello</s>", "a <mask> b", "</s></s>x  y<pad>", "<unk> z", "plain text", "<s> leading space"]:
+            want, pos = [], 0
+            for m in rx.finditer(text):
+                want += ref.encode(text[pos:m.start()]) if m.start() > pos else []
+                want.append(controls[m.group()])
+                pos = m.end()
+            want += ref.encode(text[pos:]) if pos < len(text) else []
+            assert ours.tokenize(text, parse_special=True) == want, text
+    finally:
+        ours.close()

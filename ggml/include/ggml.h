@@ -429,6 +429,8 @@ GGML_API struct ggml_tensor * ggml_silu_inplace(struct ggml_context * ctx, struc
 // GELU, tanh approximation; a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_gelu(struct ggml_context * ctx, struct ggml_tensor * a);
 GGML_API struct ggml_tensor * ggml_gelu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+// GELU, exact: x/2 (1 + erf(x/sqrt 2)) (BERT's); a F32/F16/BF16, result of a's type.
+GGML_API struct ggml_tensor * ggml_gelu_erf(struct ggml_context * ctx, struct ggml_tensor * a);
 // tanh(x) (soft-capping: c * tanh(x / c)); a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_tanh(struct ggml_context * ctx, struct ggml_tensor * a);
 GGML_API struct ggml_tensor * ggml_tanh_inplace(struct ggml_context * ctx, struct ggml_tensor * a);

@@ -11,6 +11,7 @@
 //                  f32[5] = freq_base, f32[6] = freq_scale, f32[7] = ext_factor,
 //                  f32[8] = attn_factor, f32[9] = beta_fast, f32[10] = beta_slow;
 //                  src[1] = positions (I32), src[2] = freq factors or NULL
+//   GELU           i32[0] = 0: tanh approximation, 1: exact (x/2 (1 + erf(x/sqrt 2)), ggml_gelu_erf)
 //   DIAG_MASK_INF  i32[0] = n_past
 //   CONCAT         i32[0] = dim
 //   SWIGLU         src[0] = gate, src[1] = up or NULL (NULL: halves of src[0])

@@ -228,6 +228,13 @@ struct ggml_tensor * ggml_gelu(struct ggml_context * ctx, struct ggml_tensor * a
 struct ggml_tensor * ggml_gelu_inplace(struct ggml_context * ctx, struct ggml_tensor * a) {
     return ggml_unary_impl(ctx, GGML_OP_GELU, "ggml_gelu_inplace", a, true);
 }
+struct ggml_tensor * ggml_gelu_erf(struct ggml_context * ctx, struct ggml_tensor * a) {
+    struct ggml_tensor * t = ggml_unary_impl(ctx, GGML_OP_GELU, "ggml_gelu_erf", a, false);
+    if (t != NULL) {
+        ggml_set_op_params_i32(t, 0, 1);
+    }
+    return t;
+}
 
 struct ggml_tensor * ggml_tanh(struct ggml_context * ctx, struct ggml_tensor * a) {
     return ggml_unary_impl(ctx, GGML_OP_TANH, "ggml_tanh", a, false);

@@ -20,16 +20,28 @@ const int8_t ggml_kvalues_mxfp4[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, 
 #define IQ4_NTRY 7
 #define IQ4_GROUP_EPS 1e-15f
 
-// Index of the level of the ascending table v[16] nearest to a (the lower one on a tie).
+// floor_index[f + 128]: the last IQ4_NL level <= f, for integers f in [-128, 127] (the levels
+// are integers, so it is also the last level <= any a in [f, f + 1)).
+static const uint8_t * iq4_floor_index(void) {
+    static uint8_t t[256];
+    static int ready; // benign race: every thread writes the same bytes
+    if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
+        for (int f = -128; f < 128; f++) {
+            int lo = 0;
+            while (lo < 15 && ggml_kvalues_iq4nl[lo + 1] <= f) lo++;
+            t[f + 128] = (uint8_t)lo;
+        }
+        __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    }
+    return t;
+}
+
+// Index of the IQ4_NL level nearest to a (the lower one on a tie).
 static inline int iq4_nearest(const int8_t * v, float a) {
     if (a <= v[0]) return 0;
     if (a >= v[15]) return 15;
-    int lo = 0, hi = 15;
-    while (hi - lo > 1) {
-        const int mid = (lo + hi) / 2;
-        if (a < v[mid]) hi = mid; else lo = mid;
-    }
-    return a - v[lo] <= v[hi] - a ? lo : hi;
+    const int lo = iq4_floor_index()[(int)floorf(a) + 128];
+    return a - v[lo] <= v[lo + 1] - a ? lo : lo + 1;
 }
 
 // Weighted sums of the levels chosen for x * id: sum(w q x) and sum(w q^2).

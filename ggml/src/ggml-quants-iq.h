@@ -148,9 +148,8 @@ static inline float ggml_e8m0_to_fp32_half(uint8_t e) {
     return f;
 }
 
-// ---- reference quantizers (x: k floats -> y: k/QK blocks). IQ2_XXS, IQ2_XS and the IQ1 types
-// have none: IQ2_XXS / IQ2_XS need an importance matrix (the _imat forms below), IQ1 has no
-// quantizer yet. ----
+// ---- reference quantizers (x: k floats -> y: k/QK blocks). IQ2_XXS, IQ2_XS, IQ1_S and IQ1_M
+// have none: they need an importance matrix (the _imat forms below). ----
 
 void quantize_row_iq4_nl_ref(const float * x, block_iq4_nl * y, int64_t k);
 void quantize_row_iq4_xs_ref(const float * x, block_iq4_xs * y, int64_t k);
@@ -169,6 +168,8 @@ bool quantize_row_iq3_xxs_imat(const float * x, block_iq3_xxs * y, int64_t k, co
 bool quantize_row_iq2_s_imat  (const float * x, block_iq2_s   * y, int64_t k, const float * qw);
 bool quantize_row_iq2_xs_imat (const float * x, block_iq2_xs  * y, int64_t k, const float * qw);
 bool quantize_row_iq2_xxs_imat(const float * x, block_iq2_xxs * y, int64_t k, const float * qw);
+bool quantize_row_iq1_s_imat  (const float * x, block_iq1_s   * y, int64_t k, const float * qw);
+bool quantize_row_iq1_m_imat  (const float * x, block_iq1_m   * y, int64_t k, const float * qw);
 
 // ---- dequantizers (x: k/QK blocks -> y: k floats) ----
 

@@ -52,8 +52,8 @@ SEARCH_WRAPPERS(iq3_s, block_iq3_s)
 SEARCH_WRAPPERS(iq3_xxs, block_iq3_xxs)
 SEARCH_WRAPPERS(iq2_s, block_iq2_s)
 
-// The other codebook types can be read; IQ2_XXS / IQ2_XS quantize only with an importance
-// matrix (ggml_quantize_chunk), IQ1_S / IQ1_M not at all yet.
+// The other codebook types (IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M) quantize only with an importance
+// matrix (ggml_quantize_chunk).
 #define DEQUANT_WRAPPER(t, block)                                                       \
     static void to_float_##t(const void * x, float * y, int64_t k) {                    \
         dequantize_row_##t((const block *)x, y, k);                                     \
@@ -129,7 +129,7 @@ bool ggml_quantize_requires_imatrix(enum ggml_type type) {
 size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start,
                            int64_t nrows, int64_t n_per_row, const float * imatrix) {
     const struct ggml_type_traits * tt = ggml_get_type_traits(type);
-    const bool search_only = type == GGML_TYPE_IQ2_XXS || type == GGML_TYPE_IQ2_XS;
+    const bool search_only = ggml_quantize_requires_imatrix(type); // IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M
     if (search_only && imatrix == NULL) {
         GGML_LOG_ERROR("ggml_quantize_chunk: %s needs an importance matrix\n", tt->type_name);
         return 0;
@@ -160,6 +160,10 @@ size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, i
             ok = quantize_row_iq2_xs_imat(x, (block_iq2_xs *)y, n_per_row, imatrix);
         } else if (type == GGML_TYPE_IQ2_XXS) {
             ok = quantize_row_iq2_xxs_imat(x, (block_iq2_xxs *)y, n_per_row, imatrix);
+        } else if (type == GGML_TYPE_IQ1_S) {
+            ok = quantize_row_iq1_s_imat(x, (block_iq1_s *)y, n_per_row, imatrix);
+        } else if (type == GGML_TYPE_IQ1_M) {
+            ok = quantize_row_iq1_m_imat(x, (block_iq1_m *)y, n_per_row, imatrix);
         } else {
             tt->from_float_ref(x, y, n_per_row);
         }

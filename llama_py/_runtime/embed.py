@@ -2,7 +2,9 @@
 
 Every list is one sequence of ONE llama_decode (an embedding context decodes a pooled sequence
 whole: split across decodes, each part would pool separately), so the batch must hold the sum
-of their lengths and the context at least as many sequences as lists.
+of their lengths and the context at least as many sequences as lists; embed_packed packs many
+lists into as few such decodes as the batch and the context's sequences allow. rerank_tokens
+builds the token list that scores a (query, document) pair.
 """
 from __future__ import annotations
 
@@ -14,11 +16,55 @@ from .. import llama_cpp as C
 from .._lib import LlamaError
 
 
+# Every token of a decode attends over all of its cells (masked to its own sequence), so a
+# decode's attention grows with the square of its tokens: lists are packed up to this many
+# tokens a decode (a longer one goes alone, up to the batch); softmax was 27% of a 640-token
+# nomic-bert decode, 11% at 256.
+PACK_TOKENS = 512
+
+
 def unit(v: Sequence[float]) -> List[float]:
     """v scaled to length 1 (a zero vector is returned as it is)."""
     a = np.asarray(v, dtype=np.float64)
     norm = float(np.linalg.norm(a))
     return (a / norm).tolist() if norm > 0 else a.tolist()
+
+
+def rerank_tokens(model, tokenize, query: str, document: str) -> List[int]:
+    """The tokens scoring one (query, document) pair: the model's "rerank" chat template with
+    {query} and {document} filled in (Qwen3-Reranker), else the pair as BERT takes it:
+    [CLS] query [SEP] document [SEP] (BOS / EOS / SEP as the vocabulary adds them; llama-server
+    leaves out the last [SEP], which BERT cross-encoders were trained with).
+    tokenize(text_bytes, add_special, parse_special) -> ids."""
+    tmpl = C.llama_model_chat_template(model, b"rerank")
+    if tmpl:
+        text = tmpl.decode("utf-8").replace("{query}", query).replace("{document}", document)
+        return tokenize(text.encode("utf-8"), False, True)
+    vocab = C.llama_model_get_vocab(model)
+    q = tokenize(query.encode("utf-8"), False, False)
+    d = tokenize(document.encode("utf-8"), False, False)
+    bos, eos, sep = C.llama_vocab_bos(vocab), C.llama_vocab_eos(vocab), C.llama_vocab_sep(vocab)
+    end = []
+    if C.llama_vocab_get_add_eos(vocab) and eos >= 0:
+        end.append(eos)
+    if C.llama_vocab_get_add_sep(vocab) and sep >= 0:
+        end.append(sep)
+    start = [bos] if C.llama_vocab_get_add_bos(vocab) and bos >= 0 else []
+    return start + q + end + d + end
+
+
+def pack(lengths: Sequence[int], n_tokens: int, n_seq: int) -> List[List[int]]:
+    """Indices of lengths in order, grouped so that a group holds at most n_seq lists and
+    n_tokens tokens (a longer list is alone in its group)."""
+    groups: List[List[int]] = []
+    total = 0
+    for i, n in enumerate(lengths):
+        if not groups or len(groups[-1]) >= max(1, n_seq) or total + n > n_tokens:
+            groups.append([])
+            total = 0
+        groups[-1].append(i)
+        total += n
+    return groups
 
 
 def output_size(ctx, model) -> int:
@@ -64,4 +110,15 @@ def decode_embeddings(ctx, batch, token_lists: Sequence[Sequence[int]], n_out: i
             rows.append(vec(ptr))
             row += 1
         out.append(rows)
+    return out
+
+
+def embed_packed(ctx, batch, token_lists: Sequence[Sequence[int]], n_out: int, n_tokens: int,
+                 normalize: bool = False) -> List[Any]:
+    """decode_embeddings' results for every list, in order, from as few decodes as the context's
+    sequences and PACK_TOKENS allow; each list must fit the batch (n_tokens rows)."""
+    n_seq = max(1, int(C.llama_n_seq_max(ctx)))
+    out: List[Any] = []
+    for group in pack([len(t) for t in token_lists], min(n_tokens, PACK_TOKENS), n_seq):
+        out += decode_embeddings(ctx, batch, [token_lists[i] for i in group], n_out, normalize)
     return out

@@ -673,9 +673,12 @@ def create_app(entries: List[ModelEntry], api_key: Optional[str] = None, close_o
     routes behind an API-key check. close_on_shutdown closes the entries when the server stops.
     `.llama` is the object holding the entries and the HTTP metrics."""
     a = _App(entries, api_key)
+    from .rerank import generative_only, rerank_route
+    rerank = a.handler("/v1/rerank", rerank_route(a))
     routes = [
-        Route("/v1/completions", a.handler("/v1/completions", a.completions), methods=["POST"]),
-        Route("/v1/chat/completions", a.handler("/v1/chat/completions", a.chat), methods=["POST"]),
+        Route("/v1/completions", a.handler("/v1/completions", generative_only(a, a.completions)), methods=["POST"]),
+        Route("/v1/chat/completions", a.handler("/v1/chat/completions", generative_only(a, a.chat)), methods=["POST"]),
+        *[Route(p, rerank, methods=["POST"]) for p in ("/v1/rerank", "/rerank", "/v1/reranking", "/reranking")],
         Route("/v1/embeddings", a.handler("/v1/embeddings", a.embeddings), methods=["POST"]),
         Route("/v1/models", a.handler("/v1/models", a.models), methods=["GET"]),
         Route("/v1/models/{model:path}", a.handler("/v1/models", a.model), methods=["GET"]),

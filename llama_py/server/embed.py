@@ -1,4 +1,4 @@
-"""Pooled embeddings for /v1/embeddings: a second context (embeddings on, mean pooling) on the
+"""Pooled embeddings for /v1/embeddings: a second context (embeddings on, the file's pooling, else mean) on the
 engine's model, used by one caller at a time; several inputs go into one llama_decode, one
 sequence each."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import List, Sequence
 
 from .. import llama_cpp as C
 from .._lib import LlamaError
-from .._runtime.embed import decode_embeddings
+from .._runtime.embed import embed_packed
 
 
 class Embedder:
@@ -21,10 +21,15 @@ class Embedder:
         p.n_batch = p.n_ubatch = n_ctx  # a pooled sequence must be decoded in one piece
         p.n_seq_max = n_seq
         p.embeddings = True
-        p.pooling_type = C.LLAMA_POOLING_TYPE_MEAN
+        p.pooling_type = C.LLAMA_POOLING_TYPE_UNSPECIFIED  # the file's (an embedding model names one)
         if n_threads:
             p.n_threads = p.n_threads_batch = n_threads
         self._ctx = C.llama_init_from_model(model.handle, p)
+        if self._ctx and C.llama_pooling_type(self._ctx) not in (C.LLAMA_POOLING_TYPE_MEAN, C.LLAMA_POOLING_TYPE_CLS,
+                                                                 C.LLAMA_POOLING_TYPE_LAST):
+            C.llama_free(self._ctx)  # none (or a reranker's scores): mean pooling gives a vector
+            p.pooling_type = C.LLAMA_POOLING_TYPE_MEAN
+            self._ctx = C.llama_init_from_model(model.handle, p)
         if not self._ctx:
             raise LlamaError("failed to create the embedding context")
         self.n_ctx = C.llama_n_ctx(self._ctx)
@@ -39,22 +44,8 @@ class Embedder:
                 raise ValueError(f"input[{i}] is empty")
             if len(toks) > self.n_ctx:
                 raise ValueError(f"input[{i}] has {len(toks)} tokens; embeddings take at most {self.n_ctx}")
-        out: List[List[float]] = [None] * len(inputs)
         with self._lock:
-            i = 0
-            while i < len(inputs):
-                group, total = [], 0
-                while i < len(inputs) and len(group) < self.n_seq and total + len(inputs[i]) <= self.n_ctx:
-                    group.append(i)
-                    total += len(inputs[i])
-                    i += 1
-                self._decode_group([inputs[j] for j in group], group, out)
-        return out
-
-    def _decode_group(self, toks_list, idx, out) -> None:
-        vecs = decode_embeddings(self._ctx, self._batch, toks_list, self.model.n_embd, normalize=True)
-        for j, v in zip(idx, vecs):
-            out[j] = v
+            return embed_packed(self._ctx, self._batch, inputs, self.model.n_embd, self.n_ctx, normalize=True)
 
     def close(self) -> None:
         if self._ctx:

@@ -20,6 +20,7 @@ requests never compete for cells: a request that cannot fit its slot is refused 
 from __future__ import annotations
 
 import collections
+import ctypes
 import itertools
 import queue
 import threading
@@ -231,6 +232,9 @@ class _Slot:
         self.t_first: Optional[float] = None
         self.last_used = 0.0
         self.admitted = 0
+        # hybrid models: (n, bytes) the recurrent state after the first n tokens (the end of the
+        # last prompt), a checkpoint to cut back to (a state cannot be cut mid-way)
+        self.ckpt: Optional[Tuple[int, bytes]] = None
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -345,7 +349,7 @@ class Engine:
             for s in self._slots:
                 if s.req is None:
                     C.llama_memory_seq_rm(self._mem, s.id, -1, -1)
-                    s.tokens = []
+                    s.tokens, s.ckpt = [], None
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """True once no request is queued or running."""
@@ -406,7 +410,7 @@ class Engine:
                     if s.req is not None:
                         # what the cache holds for it is uncertain now: drop it
                         C.llama_memory_seq_rm(self._mem, s.id, -1, -1)
-                        s.tokens = []
+                        s.tokens, s.ckpt = [], None
                         self._finish(s, None, error=f"internal error: {type(e).__name__}: {e}")
         for s in self._slots:
             if s.req is not None:
@@ -459,10 +463,12 @@ class Engine:
             else:
                 keep = keep_own
                 if not C.llama_memory_seq_rm(self._mem, best.id, keep, -1):
-                    # a recurrent state (hybrid models) is kept whole or not at all
-                    C.llama_memory_seq_rm(self._mem, best.id, -1, -1)
-                    keep = 0
+                    # a recurrent state (hybrid models) is kept whole or not at all: back to the
+                    # checkpoint at the end of the last prompt when it is a prefix, else nothing
+                    keep = self._restore_checkpoint(best, keep)
                 best.tokens = best.tokens[:keep]
+                if best.ckpt is not None and best.ckpt[0] > keep:
+                    best.ckpt = None
             self.metrics.prefix_lookup(len(prompt), keep)
             best.req = req
             best.todo = list(prompt[keep:])
@@ -518,7 +524,7 @@ class Engine:
         if rc != 0:
             for s in active:
                 C.llama_memory_seq_rm(self._mem, s.id, -1, -1)
-                s.tokens = []
+                s.tokens, s.ckpt = [], None
                 self._finish(s, None, error=f"llama_decode failed ({rc})")
             return
         self.metrics.step(n, n_gen, dt)
@@ -527,9 +533,34 @@ class Engine:
             s.tokens.extend(s.pending)
             if s.todo:
                 del s.todo[:len(s.pending)]
+                if not s.todo and self._recurrent:
+                    self._save_checkpoint(s)
             s.pending = []
             if s.out_idx >= 0:
                 self._sample(s, s.out_idx, now)
+
+    def _save_checkpoint(self, s: _Slot) -> None:
+        """Keeps the slot's recurrent state at the end of its prompt (llama-server's context checkpoint)."""
+        flag = C.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+        n = C.llama_state_seq_get_size_ext(self._ctx, s.id, flag)
+        buf = (ctypes.c_uint8 * max(n, 1))()
+        ok = n > 0 and C.llama_state_seq_get_data_ext(self._ctx, buf, n, s.id, flag) == n
+        s.ckpt = (len(s.tokens), bytes(buf)) if ok else None
+
+    def _restore_checkpoint(self, s: _Slot, keep: int) -> int:
+        """Cuts s back to its checkpoint when that is within the keep tokens wanted; else empties
+        it. Returns how many tokens s keeps."""
+        ck = s.ckpt
+        if ck is not None and ck[0] <= keep:
+            buf = (ctypes.c_uint8 * len(ck[1])).from_buffer_copy(ck[1])
+            flag = C.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+            if C.llama_state_seq_set_data_ext(self._ctx, buf, len(ck[1]), s.id, flag) == len(ck[1]) and \
+                    C.llama_memory_seq_rm(self._mem, s.id, ck[0], -1):
+                self.metrics.checkpoints_restored += 1
+                return ck[0]
+        C.llama_memory_seq_rm(self._mem, s.id, -1, -1)
+        s.ckpt = None
+        return 0
 
     @staticmethod
     def _add(batch, i: int, token: int, pos: int, seq: int, out: bool) -> None:

@@ -55,6 +55,7 @@ class EngineMetrics:
         self.prefix_hits = 0
         self.prefix_tokens_reused = 0
         self.prefix_shared = 0          # hits served from a running request's cells
+        self.checkpoints_restored = 0   # hybrid models: prefixes cut back to a recurrent-state checkpoint
         self.finish: Dict[str, int] = collections.Counter()
         self.latency = Histogram()
         self.ttft = Histogram()

@@ -196,13 +196,14 @@ static void test_binary(void) {
 
 static double ref_silu(double x) { return x/(1.0 + exp(-x)); }
 static double ref_gelu(double x) { return 0.5*x*(1.0 + tanh(sqrt(2.0/M_PI)*(x + 0.044715*x*x*x))); }
+static double ref_gelu_erf(double x) { return 0.5*x*(1.0 + erf(x/sqrt(2.0))); }
 
 static void test_unary(void) {
     const int64_t ne[4] = { 61, 67, 3, 1 }; // 12261
     const enum ggml_type types[3] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
-    for (int op = 0; op < 3; op++) for (int ti = 0; ti < 3; ti++) for (int l = 0; l < 3; l++)
+    for (int op = 0; op < 4; op++) for (int ti = 0; ti < 3; ti++) for (int l = 0; l < 3; l++)
     for (int inplace = 0; inplace < 2; inplace++) for (int nth = 1; nth <= 3; nth++) {
-        if (inplace && l != L_CONT) continue;
+        if (inplace && (l != L_CONT || op == 3)) continue; // gelu_erf has no inplace form
         struct ggml_context * ctx = new_ctx();
         struct ggml_tensor * a = new_input(ctx, types[ti], ne, (enum layout) l);
         fill(a, -12, 12);
@@ -213,17 +214,18 @@ static void test_unary(void) {
         float * av = snapshot(a);
         struct ggml_tensor * out = op == 0 ? (inplace ? ggml_scale_inplace : ggml_scale)(ctx, a, 0.37f)
                                  : op == 1 ? (inplace ? ggml_silu_inplace : ggml_silu)(ctx, a)
-                                           : (inplace ? ggml_gelu_inplace : ggml_gelu)(ctx, a);
+                                 : op == 2 ? (inplace ? ggml_gelu_inplace : ggml_gelu)(ctx, a)
+                                           : ggml_gelu_erf(ctx, a);
         EXPECT(out != NULL && out->type == a->type, "unary constructor (result of a's type)");
         if (!out) { free(av); ggml_free(ctx); continue; }
         double * ref = malloc((size_t) ggml_nelements(a)*sizeof(double));
         for (int64_t k = 0; k < ggml_nelements(a); k++) {
             const double x = av[k];
             ref[k] = op == 0 ? x*0.37f : op == 1 ? (isinf(x) ? (x > 0 ? x : -0.0) : ref_silu(x))
-                             : (isinf(x) ? (x > 0 ? x : -0.0) : ref_gelu(x));
+                             : (isinf(x) ? (x > 0 ? x : -0.0) : op == 2 ? ref_gelu(x) : ref_gelu_erf(x));
         }
         EXPECT(run(ctx, out, nth), "unary compute");
-        const char * names[3] = { "scale", "silu", "gelu" };
+        const char * names[4] = { "scale", "silu", "gelu", "gelu_erf" };
         char what[64];
         snprintf(what, sizeof(what), "%s %s %s%s", names[op], ggml_type_name(types[ti]), layout_name[l], inplace ? " inplace" : "");
         compare(what, nth, out, ref, type_tol(types[ti]), 2*type_tol(types[ti]));

@@ -34,9 +34,30 @@ static float frand(unsigned & s) {
     return ((s >> 8) / 16777216.0f) * 2.0f - 1.0f;
 }
 
+// Random blocks of a type without a quantizer (IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M): random bytes with
+// a finite fp16 super-block scale (at offset 0; IQ1_M's in the top nibbles of its scale words).
+static void random_blocks(enum ggml_type t, std::vector<char> & q, unsigned & seed) {
+    const size_t ts = ggml_type_size(t);
+    for (size_t i = 0; i < q.size(); i++) { seed = seed * 1664525u + 1013904223u; q[i] = (char) (seed >> 24); }
+    for (size_t b = 0; b < q.size() / ts; b++) {
+        const uint16_t h = 0x2E66; // about 0.1
+        char * blk = q.data() + b * ts;
+        if (t == GGML_TYPE_IQ1_M) {
+            for (int k = 0; k < 4; k++) {
+                uint16_t s;
+                memcpy(&s, blk + 48 + 2 * k, 2);
+                s = (uint16_t) ((s & 0x0FFF) | (((h >> (4 * k)) & 0xF) << 12));
+                memcpy(blk + 48 + 2 * k, &s, 2);
+            }
+        } else {
+            memcpy(blk, &h, 2);
+        }
+    }
+}
+
 static void check_type(enum ggml_type t) {
     const struct ggml_type_traits * tr = ggml_get_type_traits(t);
-    if (!tr || !tr->to_float || !tr->from_float_ref) {
+    if (!tr || !tr->to_float) {
         printf("SKIP %s: no reference converters\n", ggml_type_name(t));
         return;
     }
@@ -45,7 +66,8 @@ static void check_type(enum ggml_type t) {
     unsigned seed = 1234u + (unsigned) t;
     for (int64_t i = 0; i < n; i++) x[i] = frand(seed) * (1.0f + (float) (i % 37) / 9.0f);
     std::vector<char> q(ggml_row_size(t, n));
-    tr->from_float_ref(x.data(), q.data(), n);
+    if (tr->from_float_ref) tr->from_float_ref(x.data(), q.data(), n);
+    else random_blocks(t, q, seed);
     tr->to_float(q.data(), ref.data(), n);
     deq_host h{ q.data(), n / 8, got.data() };
     if (!cu_dispatch_type(t, h)) {
@@ -151,7 +173,9 @@ int main(void) {
     const enum ggml_type types[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,
                                      GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
                                      GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_NL,
-                                     GGML_TYPE_IQ4_XS, GGML_TYPE_MXFP4 };
+                                     GGML_TYPE_IQ4_XS, GGML_TYPE_MXFP4, GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS,
+                                     GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS, GGML_TYPE_IQ3_S, GGML_TYPE_IQ1_S,
+                                     GGML_TYPE_IQ1_M, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0 };
     for (enum ggml_type t : types) check_type(t);
     check_q8_0_quantizer();
     check_act_quantizers();

@@ -115,7 +115,7 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
         case GGML_OP_SOFT_MAX:
             return ggml_nrows(node->src[0]);
         case GGML_OP_SSM_CONV:
-            return node->ne[0] * node->ne[2];      // channels x sequences
+            return (node->ne[0] + 15) / 16 * node->ne[2];  // blocks of 16 channels x sequences
         case GGML_OP_GATED_DELTA_NET:
             return node->src[2]->ne[1] * node->src[2]->ne[3]; // heads x sequences
         case GGML_OP_ADD:

@@ -10,22 +10,52 @@
 #include "ops-util.h"
 #include "vec.h"
 
+// Channels go to threads in blocks of SSM_CONV_BLOCK; within a block, token after token, the
+// block's outputs are neighbours in dst (one cache line) while each channel reads its own window
+// of sx (contiguous in time): neither side walks a whole row stride per element.
+#define SSM_CONV_BLOCK 16
+#define SSM_CONV_MAX_TAPS 8
+
 void ggml_compute_forward_ssm_conv(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * sx = dst->src[0];
     const struct ggml_tensor * c = dst->src[1];
     const int64_t d_conv = c->ne[0], d_inner = dst->ne[0], n_t = dst->ne[1], n_s = dst->ne[2];
+    const int64_t n_blk = (d_inner + SSM_CONV_BLOCK - 1) / SSM_CONV_BLOCK;
     int64_t r0, r1;
-    ggml_cpu_split(d_inner * n_s, params->ith, params->nth, &r0, &r1);
+    ggml_cpu_split(n_blk * n_s, params->ith, params->nth, &r0, &r1);
+    // channels adjacent in sx and dst (the graph's channel-fastest window): the block's taps
+    // transposed once, then each token is d_conv vector multiply-adds over the block
+    const bool rows = sx->nb[1] == sizeof(float) && dst->nb[0] == sizeof(float) && d_conv <= SSM_CONV_MAX_TAPS;
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t ch = r % d_inner, s = r / d_inner;
-        const float * w = (const float *) ((const char *) c->data + ch*c->nb[1]);
-        const char * x = (const char *) sx->data + ch*sx->nb[1] + s*sx->nb[2];
-        for (int64_t t = 0; t < n_t; t++) {
-            float acc = 0.0f;
-            for (int64_t j = 0; j < d_conv; j++) {
-                acc += w[j] * *(const float *) (x + (t + j)*sx->nb[0]);
+        const int64_t s = r / n_blk, ch0 = (r % n_blk) * SSM_CONV_BLOCK;
+        const int64_t ch1 = ch0 + SSM_CONV_BLOCK < d_inner ? ch0 + SSM_CONV_BLOCK : d_inner;
+        if (rows) {
+            const int64_t nb = ch1 - ch0;
+            float wt[SSM_CONV_MAX_TAPS][SSM_CONV_BLOCK];
+            for (int64_t k = 0; k < nb; k++) {
+                const float * w = (const float *) ((const char *) c->data + (ch0 + k)*c->nb[1]);
+                for (int64_t j = 0; j < d_conv; j++) wt[j][k] = w[j];
             }
-            *(float *) ggml_cpu_ptr(dst, ch, t, s, 0) = acc;
+            for (int64_t t = 0; t < n_t; t++) {
+                float acc[SSM_CONV_BLOCK] = {0};
+                for (int64_t j = 0; j < d_conv; j++) {
+                    const float * x = (const float *) ((const char *) sx->data + (t + j)*sx->nb[0] + s*sx->nb[2]) + ch0;
+                    for (int64_t k = 0; k < nb; k++) acc[k] += wt[j][k]*x[k];
+                }
+                memcpy(ggml_cpu_ptr(dst, ch0, t, s, 0), acc, (size_t) nb*sizeof(float));
+            }
+            continue;
+        }
+        for (int64_t t = 0; t < n_t; t++) {
+            for (int64_t ch = ch0; ch < ch1; ch++) {
+                const float * w = (const float *) ((const char *) c->data + ch*c->nb[1]);
+                const char * x = (const char *) sx->data + ch*sx->nb[1] + s*sx->nb[2] + t*sx->nb[0];
+                float acc = 0.0f;
+                for (int64_t j = 0; j < d_conv; j++) {
+                    acc += w[j] * *(const float *) (x + j*sx->nb[0]);
+                }
+                *(float *) ggml_cpu_ptr(dst, ch, t, s, 0) = acc;
+            }
         }
     }
 }

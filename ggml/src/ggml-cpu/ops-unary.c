@@ -1,5 +1,5 @@
-// ops-unary.c — elementwise scale, silu, gelu (tanh approximation), tanh, sigmoid, softplus, clamp and
-// the fused swiglu.
+// ops-unary.c — elementwise scale, silu, gelu (tanh approximation or exact erf), tanh, sigmoid,
+// softplus, clamp and the fused swiglu.
 //
 // The elements, numbered row after row, are split over threads in ranges (ggml_cpu_ew_split),
 // so a single long row (a decoded token's activations) is shared too; each thread walks its
@@ -11,7 +11,7 @@
 #include "ops-util.h"
 #include "vec.h"
 
-enum unary_op { UN_SCALE, UN_SILU, UN_GELU, UN_TANH, UN_SIGMOID, UN_SOFTPLUS, UN_CLAMP };
+enum unary_op { UN_SCALE, UN_SILU, UN_GELU, UN_GELU_ERF, UN_TANH, UN_SIGMOID, UN_SOFTPLUS, UN_CLAMP };
 
 // torch's softplus (threshold 20): x itself where exp(x) would add nothing a float can hold.
 static inline float unary_softplus(float x) {
@@ -25,6 +25,7 @@ static void unary_vec_f32(enum unary_op op, int64_t n, float * y, const float * 
         case UN_SCALE: for (int64_t i = 0; i < n; i++) y[i] = x[i]*s; break;
         case UN_SILU:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_silu(x[i]); break;
         case UN_GELU:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_gelu(x[i]); break;
+        case UN_GELU_ERF: for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_gelu_erf(x[i]); break;
         case UN_TANH:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_tanh(x[i]); break;
         case UN_SIGMOID:  for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_sigmoid(x[i]); break;
         case UN_SOFTPLUS: for (int64_t i = 0; i < n; i++) y[i] = unary_softplus(x[i]); break;
@@ -37,6 +38,7 @@ static inline float unary_apply(enum unary_op op, float x, float s, float s2) {
         case UN_SCALE: return x*s;
         case UN_SILU:  return ggml_cpu_silu(x);
         case UN_GELU:  return ggml_cpu_gelu(x);
+        case UN_GELU_ERF: return ggml_cpu_gelu_erf(x);
         case UN_TANH:  return ggml_cpu_tanh(x);
         case UN_SIGMOID:  return ggml_cpu_sigmoid(x);
         case UN_SOFTPLUS: return unary_softplus(x);
@@ -86,7 +88,7 @@ void ggml_compute_forward_silu(const struct ggml_compute_params * params, struct
 }
 
 void ggml_compute_forward_gelu(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
-    unary_forward(params, dst, UN_GELU, 0.0f);
+    unary_forward(params, dst, ggml_get_op_params_i32(dst, 0) == 1 ? UN_GELU_ERF : UN_GELU, 0.0f);
 }
 
 void ggml_compute_forward_tanh(const struct ggml_compute_params * params, struct ggml_tensor * dst) {

@@ -225,6 +225,11 @@ static inline float ggml_cpu_tanh(float x) {
 }
 
 // GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// Exact GELU, x/2 (1 + erf(x/sqrt 2)), with the C library's erff.
+static inline float ggml_cpu_gelu_erf(float x) {
+    return ggml_cpu_select(x == -INFINITY, -0.0f, 0.5f*x*(1.0f + erff(x*0.70710678118654752440f))); // -inf * 0 would be NaN
+}
+
 static inline float ggml_cpu_gelu(float x) {
     const float k = 0.79788456080286535588f; // sqrt(2/pi)
     const float u = k*x*(1.0f + 0.044715f*x*x);

@@ -1,5 +1,5 @@
 // quants-iq-avx2.c — AVX2 dot products of IQ4_NL, IQ4_XS, MXFP4 (against Q8_0), the IQ3 / IQ2 /
-// IQ1 codebook types and TQ2_0 (against Q8_K; TQ1_0 stays portable). The avxvnni and avx512 sets take these as well
+// IQ1 codebook types and TQ1_0 / TQ2_0 (against Q8_K). The avxvnni and avx512 sets take these as well
 // (cpu-traits.c builds them on the avx2 table).
 //
 // Non-linear levels come from one byte shuffle of the 16-entry level table; codebook entries
@@ -221,6 +221,44 @@ static void vec_dot_tq2_0_q8_K(int n, float * s, const void * x, const void * y)
     *s = sum;
 }
 
+// ---- TQ1_0: trit n of a byte is ((byte * 3^n) mod 256 * 3) >> 8, worked out in 16-bit lanes ----
+
+// The trits (0..2) of the 32 bytes q for multiplier m = 3^n.
+static inline __m256i tq1_trits32(__m256i q, int m) {
+    const __m256i mul = _mm256_set1_epi16((short)m), lo8 = _mm256_set1_epi16(0xFF), three = _mm256_set1_epi16(3);
+    const __m256i lo = _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(q, lo8), mul), lo8);
+    const __m256i hi = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(q, 8), mul), lo8);
+    const __m256i tlo = _mm256_srli_epi16(_mm256_mullo_epi16(lo, three), 8);
+    const __m256i thi = _mm256_srli_epi16(_mm256_mullo_epi16(hi, three), 8);
+    return _mm256_or_si256(tlo, _mm256_slli_epi16(thi, 8));
+}
+
+static void vec_dot_tq1_0_q8_K(int n, float * s, const void * x, const void * y) {
+    const block_tq1_0 * a = (const block_tq1_0 *)x;
+    const block_q8_K * b = (const block_q8_K *)y;
+    static const int pow3[5] = { 1, 3, 9, 27, 81 };
+    float sum = 0.0f;
+    for (int i = 0; i < n / QK_IQ; i++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)a[i].qs);
+        __m256i isum = _mm256_setzero_si256();
+        for (int t = 0; t < 5; t++) {
+            isum = _mm256_add_epi32(isum, dot_u8_i8_32(tq1_trits32(q, pow3[t]),
+                                                       _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * t))));
+        }
+        int rest = 0; // the 16-byte and 4-byte groups (80 + 16 values)
+        for (int t = 0; t < 5; t++) {
+            for (int j = 0; j < 16; j++) rest += ggml_tq1_trit(a[i].qs[32 + j], t) * b[i].qs[160 + 16 * t + j];
+        }
+        for (int t = 0; t < 4; t++) {
+            for (int j = 0; j < 4; j++) rest += ggml_tq1_trit(a[i].qh[j], t) * b[i].qs[240 + 4 * t + j];
+        }
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const int ysum = hsum_i32_8(_mm256_madd_epi16(bs, _mm256_set1_epi16(1)));
+        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float)(hsum_i32_8(isum) + rest - ysum);
+    }
+    *s = sum;
+}
+
 void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
     iq_lut_install(t);
     t[GGML_TYPE_IQ2_XXS].vec_dot = vec_dot_iq2_xxs_q8_K;
@@ -229,6 +267,7 @@ void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_IQ3_XXS].vec_dot = vec_dot_iq3_xxs_q8_K;
     t[GGML_TYPE_IQ3_S].vec_dot   = vec_dot_iq3_s_q8_K;
     t[GGML_TYPE_TQ2_0].vec_dot   = vec_dot_tq2_0_q8_K;
+    t[GGML_TYPE_TQ1_0].vec_dot   = vec_dot_tq1_0_q8_K;
     t[GGML_TYPE_IQ1_S].vec_dot   = vec_dot_iq1_s_q8_K;
     t[GGML_TYPE_IQ1_M].vec_dot   = vec_dot_iq1_m_q8_K;
 }

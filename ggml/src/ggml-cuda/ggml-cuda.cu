@@ -520,9 +520,11 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
         case GGML_OP_MUL:
         case GGML_OP_DIV:
             return cuda_float(s0) && cuda_float(s1) && cuda_float(op) && ggml_can_repeat(s1, s0);
+        case GGML_OP_GELU:
+            // the exact (erf) flavour has no kernel here: it stays on the CPU
+            return op->op_params[0] == 0 && cuda_float(s0) && cuda_float(op);
         case GGML_OP_SCALE:
         case GGML_OP_SILU:
-        case GGML_OP_GELU:
         case GGML_OP_TANH:
         case GGML_OP_SIGMOID:
         case GGML_OP_SOFTPLUS:

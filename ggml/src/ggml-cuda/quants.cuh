@@ -258,6 +258,8 @@ template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_IQ4_XS>(c
     cu_deq8_lut(b->qs + 16 * ib, (e % 32) / 8, dl, CU_KV_IQ4NL, v);
 }
 
+#include "quants-iq.cuh"
+
 // One Q8_0 block from 32 floats, as quantize_row_q8_0_ref: d = amax / 127, q = round(x / d)
 // (half away from zero), d stored as F16.
 static __host__ __device__ __forceinline__ void cu_quantize_q8_0(const float * x, block_q8_0 * y) {
@@ -288,6 +290,15 @@ template <typename F> static bool cu_dispatch_type(int t, F && f) {
         case GGML_TYPE_IQ4_NL: f.template operator()<GGML_TYPE_IQ4_NL>(); return true;
         case GGML_TYPE_IQ4_XS: f.template operator()<GGML_TYPE_IQ4_XS>(); return true;
         case GGML_TYPE_MXFP4:  f.template operator()<GGML_TYPE_MXFP4>();  return true;
+        case GGML_TYPE_IQ2_XXS: f.template operator()<GGML_TYPE_IQ2_XXS>(); return true;
+        case GGML_TYPE_IQ2_XS:  f.template operator()<GGML_TYPE_IQ2_XS>();  return true;
+        case GGML_TYPE_IQ2_S:   f.template operator()<GGML_TYPE_IQ2_S>();   return true;
+        case GGML_TYPE_IQ3_XXS: f.template operator()<GGML_TYPE_IQ3_XXS>(); return true;
+        case GGML_TYPE_IQ3_S:   f.template operator()<GGML_TYPE_IQ3_S>();   return true;
+        case GGML_TYPE_IQ1_S:   f.template operator()<GGML_TYPE_IQ1_S>();   return true;
+        case GGML_TYPE_IQ1_M:   f.template operator()<GGML_TYPE_IQ1_M>();   return true;
+        case GGML_TYPE_TQ1_0:   f.template operator()<GGML_TYPE_TQ1_0>();   return true;
+        case GGML_TYPE_TQ2_0:   f.template operator()<GGML_TYPE_TQ2_0>();   return true;
         default: return false;
     }
 }
@@ -299,6 +310,8 @@ static inline bool cu_type_has_deq8(enum ggml_type t) {
         case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1: case GGML_TYPE_Q8_0:
         case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K:
         case GGML_TYPE_IQ4_NL: case GGML_TYPE_IQ4_XS: case GGML_TYPE_MXFP4:
+        case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ3_XXS:
+        case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ1_M: case GGML_TYPE_TQ1_0: case GGML_TYPE_TQ2_0:
             return true;
         default:
             return false;
