@@ -134,6 +134,7 @@ class ggml_op(enum.IntEnum):
     L2_NORM = enum.auto()
     SSM_CONV = enum.auto()
     GATED_DELTA_NET = enum.auto()
+    CLAMP = enum.auto()
     COUNT = enum.auto()
 
 
