@@ -464,8 +464,10 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
             const llama_pos pj = kv->pos[j];
             const bool vis = pj >= 0 && llama_kv_cache_seq_has(kv, j, s) && (!ctx->causal_attn || pj <= p);
             if (row) row[j] = vis ? 0.0f : -INFINITY;
-            const bool in_window = swa_sym ? p - pj <= n_swa / 2 && pj - p <= n_swa / 2 : p - pj < n_swa && pj - p < n_swa;
-            if (row_swa) row_swa[j] = vis && in_window ? 0.0f : -INFINITY;
+            // in 64 bits: positions may reach INT32_MAX and an empty cell holds -1
+            const int64_t d = (int64_t) p - pj;
+            const bool in_window = vis && (swa_sym ? d <= n_swa / 2 && -d <= n_swa / 2 : d < n_swa && -d < n_swa);
+            if (row_swa) row_swa[j] = in_window ? 0.0f : -INFINITY;
         }
     }
     if (mask) {
