@@ -52,8 +52,8 @@ def _open_model(a, quiet: bool = False, **kwargs):
     # flash attention on, as llama.cpp's own tools have it on the CPU (the Llama class keeps
     # llama-cpp-python's default, off): fewer nodes per token, and the same cache bytes
     if a.n_gpu_layers:
-        print("warning: -ngl is ignored here: run and chat (the Llama class) run on the CPU; serve and bench "
-              "offload", file=sys.stderr)
+        # a device request that cannot be honoured is an error, not a CPU run under a warning
+        raise _cli.UserError("-ngl: run and chat (the Llama class) run on the CPU; serve and bench offload")
     with _cli.loading(path, verbose=a.verbose):
         return Llama(path, n_ctx=a.ctx_size, n_threads=a.threads, verbose=a.verbose, flash_attn=True,
                      seed=a.seed if a.seed is not None else 0xFFFFFFFF, **kwargs)

@@ -271,6 +271,12 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self.lora_base, self.lora_scale, self.lora_path = lora_base, lora_scale, lora_path
         self.spm_infill = spm_infill
         self.draft_model = draft_model
+        if draft_model is not None and (self._hybrid or logits_all):
+            # a speculative round decodes guesses that may be rejected: a recurrent state cannot
+            # drop them, and logits_all's scores would hold the rejected rows
+            self.close()
+            raise ValueError("Llama(draft_model=...): speculative decoding is not supported "
+                             + ("for hybrid / recurrent models" if self._hybrid else "with logits_all=True"))
         if draft_model is not None and hasattr(draft_model, "check_vocab"):
             try:
                 draft_model.check_vocab(self)   # a draft model must share the vocabulary
@@ -753,7 +759,7 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self._sampler = self._build_sampler(seed=seed, logit_bias=logit_bias, history=history, **sampling)
         chain = self._sampler
         # hybrid models: rejected guesses could not be cut from a recurrent state, so no drafts
-        draft = self.draft_model if not self._logits_all and not self._hybrid else None
+        draft = self.draft_model   # refused at construction where it cannot be honoured
         prompt = True
         try:
             while True:

@@ -194,6 +194,7 @@ def test_user_errors_are_one_line(env, smollm2_path, tmp_path, bad_file):
         (["run", "-m", m, "-t", "0"], "-t/--threads: must be in [1, 4096], got 0"),
         (["run", "-m", m, "-n", "-2"], "-n/--n-predict: must be >= 0 or -1, got -2"),
         (["chat", "-m", m, "-ngl", "-5"], "-ngl/--n-gpu-layers: must be >= 0 or -1, got -5"),
+        (["run", "-m", m, "-ngl", "5", "-p", "hi"], "-ngl: run and chat (the Llama class) run on the CPU"),
         (["serve", "-m", m, "-np", "0"], "-np/--parallel: must be in [1, 64], got 0"),
         (["serve", "-m", m, "-c", "-1"], "-c/--ctx-size: must be >= 0, got -1"),
         (["run", "-m", str(tmp_path / "nope.gguf")], "no such file, nor a name `pull` knows"),

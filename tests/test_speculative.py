@@ -65,3 +65,10 @@ def test_stop_inside_a_verified_round(smollm2_path, reference):
         assert reference["greedy"].startswith(short)
         assert len(llm.tokenize(PROMPT.encode())) + 5 >= llm.n_tokens
         assert _complete(llm, temperature=0.0) == reference["greedy"]
+
+
+def test_draft_refused_where_it_cannot_be_honoured(smollm2_path):
+    """logits_all keeps every decoded row: rejected guesses would stay in it, so a draft is an error."""
+    with pytest.raises(ValueError, match="logits_all"):
+        Llama(str(smollm2_path), n_ctx=256, verbose=False, logits_all=True,
+              draft_model=LlamaPromptLookupDecoding())
