@@ -582,7 +582,7 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     const size_t n_embd = ctx->model->hparams.n_embd;
     const bool pooled = ctx->embeddings && ctx->pooling != LLAMA_POOLING_TYPE_NONE;
 
-    if (!llama_kv_cache_find_slot(kv, (uint32_t) n, ctx->cells)) {
+    if (!llama_kv_cache_find_slot(kv, (uint32_t) n, p->seq_id, ctx->cells)) {
         LLAMA_LOG_WARN("llama_decode: no KV cache slot for %d tokens (%u of %u cells free)\n",
                        n, llama_kv_cache_n_free(kv), kv->size);
         return 1;
