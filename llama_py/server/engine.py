@@ -9,7 +9,9 @@
 
 A scheduler thread owns the context. Each step it puts every generating slot's next token and
 chunks of the prompts being read into ONE llama_decode, then samples each slot's output row
-with that request's own sampler chain. A slot is freed the moment its request finishes or is
+with that request's own sampler chain. While slots generate, prompts get at most prefill_chunk
+tokens per step, so a long prompt arriving delays the running streams' tokens by a small step
+each time instead of stalling them for a whole n_batch chunk. A slot is freed the moment its request finishes or is
 cancelled; it keeps its KV cells, and a later request whose prompt shares a prefix with a free
 slot's cached tokens reuses them (only the rest of the prompt is decoded); a prefix that a
 running request has decoded is shared into the new request's sequence (llama_memory_seq_cp).
@@ -251,9 +253,12 @@ class Engine:
     calls_notify = True  # honours GenRequest.notify (an engine without this attribute may not)
 
     def __init__(self, model: Model, n_slots: int = 4, n_ctx: Optional[int] = None, n_batch: int = 512,
-                 n_threads: Optional[int] = None, max_queue: int = 64, name: str = "model"):
+                 n_threads: Optional[int] = None, max_queue: int = 64, name: str = "model",
+                 prefill_chunk: int = 64):
         if not isinstance(n_slots, int) or not 1 <= n_slots <= 64:
             raise ValueError(f"n_slots must be an integer in [1, 64], got {n_slots!r}")
+        if not isinstance(prefill_chunk, int) or prefill_chunk < 1:
+            raise ValueError(f"prefill_chunk must be a positive integer, got {prefill_chunk!r}")
         if n_ctx is None:
             n_ctx = min(2048, model.n_ctx_train or 2048) * n_slots
         if not isinstance(n_ctx, int) or n_ctx < 16 * n_slots:
@@ -278,6 +283,10 @@ class Engine:
         self.n_ctx = C.llama_n_ctx(self._ctx)
         self.n_batch = C.llama_n_batch(self._ctx)
         self.n_slots = n_slots
+        # prompt tokens per step while other slots generate: a step costs about its tokens, so a
+        # long prompt read n_batch tokens at a time would hold every running stream's next token
+        # for that long; in chunks of this size it rides along (a slot alone gets n_batch)
+        self.prefill_chunk = prefill_chunk
         self.n_ctx_slot = self.n_ctx // n_slots
         self._batch = C.llama_batch_init(self.n_batch, 0, 1)
         self._slots = [_Slot(i) for i in range(n_slots)]
@@ -502,7 +511,7 @@ class Engine:
                 s.out_idx = n
                 n += 1
         n_gen = n
-        budget = self.n_batch - n
+        budget = self.n_batch - n if n_gen == 0 else min(self.n_batch - n, self.prefill_chunk)
         for s in sorted((s for s in active if s.todo), key=lambda s: s.admitted):
             if budget <= 0:
                 break
