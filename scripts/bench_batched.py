@@ -10,7 +10,9 @@ Each N runs in a child process (so GGML_CPU_VARIANT / GGML_PROFILE apply per run
 with n_seq_max = N, every sequence first gets a prompt of --prompt tokens (its own cells, as a
 server's slots have; all in one batch, which --profile's per-compute averages include: keep the
 prompt short there), then --steps steps each decode one token of every sequence in one batch.
-Printed per N: best and median step time, its ratio to N = 1's median, and aggregate tokens/s.
+Printed per N: best and median step time, its ratio to N = 1's median, aggregate tokens/s, and
+the median process CPU time per step (with one thread, less disturbed by a busy machine than
+the wall time; with more, spinning threads add to it).
 Timing on a shared machine is noisy: compare runs made one after the other (note `uptime`).
 """
 from __future__ import annotations
@@ -51,14 +53,15 @@ def fill(items):
     assert C.llama_decode(ctx, batch) == 0
 # every sequence's prompt (distinct tokens, the last one's logits only) in one batch
 fill([(1 + (s*131 + p*17) % (nv - 1), p, s, p == P - 1) for s in range(N) for p in range(P)])
-steps = []
+steps, cpu = [], []
 for k in range(S):
     items = [(1 + (s*7 + k*13) % (nv - 1), P + k, s, True) for s in range(N)]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     fill(items)
     steps.append(time.perf_counter() - t0)
-steps.sort()
-print("RESULT " + json.dumps({{"n": N, "best": steps[0], "median": steps[len(steps)//2]}}), flush=True)
+    cpu.append(time.process_time() - c0)
+steps.sort(); cpu.sort()
+print("RESULT " + json.dumps({{"n": N, "best": steps[0], "median": steps[len(steps)//2], "cpu": cpu[len(cpu)//2]}}), flush=True)
 C.llama_batch_free(batch)
 C.llama_free(ctx)
 C.llama_model_free(model)
@@ -99,15 +102,18 @@ def main() -> int:
     variant = env.get("GGML_CPU_VARIANT", "best")
     print(f"# {os.path.basename(a.model)}, {a.threads} threads, kernels {variant}, prompt {a.prompt}, "
           f"{a.steps} steps, load {os.getloadavg()[0]:.2f}")
-    print(f"{'N':>3} {'best ms':>9} {'median ms':>10} {'x N=1':>7} {'tok/s':>8}")
-    base, out = None, []
+    print(f"{'N':>3} {'best ms':>9} {'median ms':>10} {'x N=1':>7} {'tok/s':>8} {'cpu ms':>8} {'x N=1':>7}")
+    base, cbase, out = None, None, []
     for n in [int(x) for x in a.n_seq.split(",")]:
         r = run_one(a, root, n, env)
         base = base or (r["median"] if n == 1 else None)
+        cbase = cbase or (r["cpu"] if n == 1 else None)
         ratio = r["median"]/base if base else float("nan")
-        r["ratio"] = ratio
+        cratio = r["cpu"]/cbase if cbase else float("nan")
+        r["ratio"], r["cpu_ratio"] = ratio, cratio
         out.append(r)
-        print(f"{n:>3} {r['best']*1e3:>9.2f} {r['median']*1e3:>10.2f} {ratio:>7.2f} {n/r['median']:>8.1f}", flush=True)
+        print(f"{n:>3} {r['best']*1e3:>9.2f} {r['median']*1e3:>10.2f} {ratio:>7.2f} {n/r['median']:>8.1f} "
+              f"{r['cpu']*1e3:>8.2f} {cratio:>7.2f}", flush=True)
     if a.json:
         print(json.dumps(out))
     return 0

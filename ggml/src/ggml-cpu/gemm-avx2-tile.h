@@ -122,10 +122,12 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
             #pragma GCC unroll 2
             for (int jr = 0; jr < SA; jr++) {
                 const int j = ja*SA + jr;
-                if (GNR == 1) {
+                if (GNR == 1 || PK) {
                     // token generation streams the weights from DRAM once: the lines 2 KiB ahead
                     // are asked for now (the hardware prefetcher alone left the 1-column kernel at
-                    // 0.85x of what it reaches with them, single thread, weights beyond L3)
+                    // 0.85x of what it reaches with them, single thread, weights beyond L3); so
+                    // does a batched decode step's tile on repacked panels (a prompt's tiles meet
+                    // the lines in cache: load-port slots only, which these tiles have to spare)
                     for (size_t o = 0; o < pbb; o += 64) _mm_prefetch((const char *) pb + 2048 + o, _MM_HINT_T0);
                 }
                 __m256i ia[2][8], s16[2][8];
