@@ -82,31 +82,33 @@ struct repack_fusion {
     size_t parts[3];            // the fields it is made of, stacked by rows in this order
     int n_parts;
     bool last_optional;         // without the last part the others are fused alone
+    size_t then;                // the weight offered next as it is (the one the graph reads next)
 };
 
 static const struct repack_fusion repack_fusions[] = {
     // without a V projection (gemma4's K = V layers) Q and K alone are fused
     { "blk.%u.attn_qkv.weight", offsetof(struct llama_layer, wqkv),
-      { offsetof(struct llama_layer, wq), offsetof(struct llama_layer, wk), offsetof(struct llama_layer, wv) }, 3, true },
+      { offsetof(struct llama_layer, wq), offsetof(struct llama_layer, wk), offsetof(struct llama_layer, wv) }, 3, true,
+      offsetof(struct llama_layer, wo) },
     { "blk.%u.ffn_gate_up.weight", offsetof(struct llama_layer, ffn_gate_up),
-      { offsetof(struct llama_layer, ffn_gate), offsetof(struct llama_layer, ffn_up) }, 2, false },
+      { offsetof(struct llama_layer, ffn_gate), offsetof(struct llama_layer, ffn_up) }, 2, false,
+      offsetof(struct llama_layer, ffn_down) },
 };
-
-// The weights each layer offers as they are, after its fusions.
-static const size_t repack_plain[] = { offsetof(struct llama_layer, wo), offsetof(struct llama_layer, ffn_down) };
 
 static struct ggml_tensor ** layer_field(struct llama_layer * L, size_t off) {
     return (struct ggml_tensor **) ((char *) L + off);
 }
 
 // Offers fusion f of layer il to the repacker: the stored fused weight when the file has one
-// (its first part absent), else a fused header over the parts, else the parts one by one.
+// (its first part absent), else a fused header over the parts, else the parts one by one; then
+// f->then. The copies are laid out in this order, the order the graph reads the weights in.
 static int repack_offer_fusion(struct llama_model * m, uint32_t il, const struct repack_fusion * f,
                                struct ggml_backend_cpu_repack_parts * fused, int n) {
     struct llama_layer * L = &m->layers[il];
     struct ggml_tensor ** dst = layer_field(L, f->fused);
     if (*layer_field(L, f->parts[0]) == NULL) {
         m->repack_ts[n++] = *dst;
+        m->repack_ts[n++] = *layer_field(L, f->then);
         return n;
     }
     struct ggml_tensor * parts[4] = { NULL, NULL, NULL, NULL };
@@ -121,6 +123,7 @@ static int repack_offer_fusion(struct llama_model * m, uint32_t il, const struct
     } else {
         for (int i = 0; i < f->n_parts; i++) m->repack_ts[n++] = parts[i];
     }
+    m->repack_ts[n++] = *layer_field(L, f->then);
     return n;
 }
 
@@ -158,9 +161,6 @@ void llama_model_repack_weights(struct llama_model * m, bool release_stored) {
         struct llama_layer * L = &m->layers[il];
         for (size_t k = 0; k < sizeof(repack_fusions) / sizeof(repack_fusions[0]); k++) {
             n = repack_offer_fusion(m, il, &repack_fusions[k], fused, n);
-        }
-        for (size_t k = 0; k < sizeof(repack_plain) / sizeof(repack_plain[0]); k++) {
-            m->repack_ts[n++] = *layer_field(L, repack_plain[k]);
         }
         struct ggml_tensor * exps[3] = { L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps };
         for (int i = 0; i < 3; i++) {
