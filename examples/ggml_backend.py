@@ -6,7 +6,6 @@ compares each result with NumPy. Exits non-zero on a mismatch.
 
     python examples/ggml_backend.py
 """
-import ctypes
 import sys
 
 import numpy as np

@@ -27,7 +27,7 @@ import struct
 from ctypes import (POINTER, Structure, c_bool, c_char_p, c_double, c_float, c_int, c_int8,
                     c_int16, c_int32, c_int64, c_size_t, c_uint8, c_uint16, c_uint32, c_uint64,
                     c_void_p)
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from . import _abi
 from ._lib import LlamaError, ctypes_function

@@ -6,7 +6,7 @@ tests written against that module. Prefer `Llama` or `llama_py.llama_cpp` in new
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Sequence
 
 from . import llama_cpp as C
 from ._runtime import text as T

@@ -23,6 +23,7 @@ the same attention scores.
 """
 from __future__ import annotations
 
+import argparse
 import ctypes
 import json
 import math
@@ -391,8 +392,11 @@ def _load_spm(model_dir: Path, n_vocab: int, tok_json, tok_cfg) -> Vocab:
                 types[i] = TOKEN_CONTROL if special else TOKEN_USER_DEFINED
             continue
         while len(tokens) < i:
-            tokens.append(f"[PAD{len(tokens)}]"); scores.append(-1000.0); types.append(TOKEN_UNUSED)
-        tokens.append(content); scores.append(-1000.0)
+            tokens.append(f"[PAD{len(tokens)}]")
+            scores.append(-1000.0)
+            types.append(TOKEN_UNUSED)
+        tokens.append(content)
+        scores.append(-1000.0)
         types.append(TOKEN_CONTROL if special else TOKEN_USER_DEFINED)
     ns = proto.normalizer_spec
     if not unigram and ns.name not in ("identity", "") and ns.precompiled_charsmap:

@@ -23,7 +23,7 @@ import glob
 import os
 import sys
 import warnings
-from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Union
 
 import numpy as np
 

@@ -15,7 +15,6 @@ user cache, or fetched once from llama-cpp-python's sdist); SmolLM2 from the use
 from __future__ import annotations
 
 import argparse
-import ctypes
 import sys
 import time
 from pathlib import Path

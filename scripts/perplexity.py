@@ -17,7 +17,6 @@ The default text is the opening chapter of Lewis Carroll's "Alice's Adventures i
 from __future__ import annotations
 
 import argparse
-import ctypes
 import math
 import sys
 import time

@@ -3,7 +3,7 @@
 #
 #   bash scripts/test.sh
 #
-# Stages: install test requirements -> `pip install -e .` (builds libllama with CMake) ->
+# Stages: install test requirements -> style (scripts/lint.sh) -> `pip install -e .` (builds libllama with CMake) ->
 # C unit tests (ctest) -> on x86-64 with AVX2, the AVX-VNNI set built with emulated vpdpbusd
 # (test_gemm) -> Python tests (pytest) -> C unit tests again under ASan+UBSan.
 # With nvcc on PATH, the CUDA backend is compiled first for one architecture
@@ -38,6 +38,9 @@ fi
 PATH="$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
 export PATH
 echo "cmake: $(command -v cmake) ($(cmake --version | head -n1))"
+
+stage "style (scripts/lint.sh: clang-format, ruff; scripts/format.sh fixes)"
+bash scripts/lint.sh
 
 if command -v nvcc >/dev/null 2>&1 && [ "${LLAMA_PY_SKIP_CUDA:-0}" != "1" ]; then
     stage "CUDA backend: nvcc compile of libggml-cuda.so ($(nvcc --version | tail -n1))"

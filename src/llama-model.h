@@ -121,7 +121,7 @@ struct llama_layer {
     struct ggml_tensor * ffn_gate;   // [n_embd, n_ff]
     struct ggml_tensor * ffn_up;     // [n_embd, n_ff]
     struct ggml_tensor * ffn_down;   // [n_ff, n_embd]
-    struct ggml_tensor * wqkv;       // wq, wk, wv fused: stored so (phi3) or repacked (model.c), or NULL
+    struct ggml_tensor * wqkv;       // wq, wk, wv fused: stored so (phi3) or repacked (model-repack.c), or NULL
     struct ggml_tensor * ffn_gate_up;// ffn_gate, ffn_up fused ([n_embd, 2 n_ff], gate first), or NULL
     // optional, by architecture (NULL when absent)
     struct ggml_tensor * bq, * bk, * bv;     // Q/K/V biases (qwen2)
@@ -247,6 +247,14 @@ bool llama_model_tensor_on_host(const struct ggml_tensor * t);
 ggml_backend_buffer_type_t llama_model_layer_buft(const struct llama_model * m, uint32_t il);
 // Frees the weight buffers (before the mapping is closed).
 void llama_model_free_buffers(struct llama_model * m);
+
+// ---- model-repack.c ----
+
+// Lays the host's matmul weights out for the CPU kernels on every core (into m->buf_repack),
+// fusing each layer's Q, K, V and gate, up where they are stored apart; with release_stored
+// (the file mapped, not locked) their stored pages are let go tensor by tensor, so that the
+// peak memory stays near one copy of the model. Failure only costs speed.
+void llama_model_repack_weights(struct llama_model * m, bool release_stored);
 
 // model if it is a live llama_model, else NULL (logged as func's error).
 const struct llama_model * llama_model_checked(const struct llama_model * model, const char * func);

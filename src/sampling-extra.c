@@ -124,22 +124,7 @@ static void smpl_mirostat_reset(struct llama_sampler * smpl) {
     smpl_rng_seed(&c->rng, c->seed_cur);
 }
 
-static struct llama_sampler * smpl_mirostat_clone(const struct llama_sampler * smpl) {
-    struct smpl_mirostat * c = GGML_MALLOC(sizeof(*c));
-    if (c) {
-        *c = *(const struct smpl_mirostat *) smpl->ctx;
-        c->scratch.data = NULL;
-        c->scratch.cap = 0;
-    }
-    return smpl_new(smpl->iface, c, smpl_mirostat_free_ctx);
-}
-
-static void smpl_mirostat_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) {
-    struct smpl_mirostat * d = dst->ctx;
-    struct smpl_buf keep = d->scratch;
-    *d = *(const struct smpl_mirostat *) src->ctx;
-    d->scratch = keep;
-}
+SMPL_CLONE_COPY_SCRATCH(smpl_mirostat, struct smpl_mirostat, smpl_mirostat_free_ctx)
 
 static void smpl_mirostat_update(struct smpl_mirostat * c, const llama_token_data_array * cur_p) {
     if (cur_p->selected < 0) {
@@ -368,18 +353,7 @@ static bool smpl_penalties_copy_into(struct smpl_penalties * d, const struct smp
     return true;
 }
 
-static struct llama_sampler * smpl_penalties_clone(const struct llama_sampler * smpl) {
-    struct smpl_penalties * c = GGML_CALLOC(1, sizeof(*c));
-    if (c && !smpl_penalties_copy_into(c, smpl->ctx)) {
-        smpl_penalties_free_ctx(c);
-        return NULL;
-    }
-    return smpl_new(smpl->iface, c, smpl_penalties_free_ctx);
-}
-
-static void smpl_penalties_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) {
-    smpl_penalties_copy_into(dst->ctx, src->ctx);
-}
+SMPL_CLONE_COPY_DEEP(smpl_penalties, struct smpl_penalties, smpl_penalties_copy_into, smpl_penalties_free_ctx)
 
 static const struct llama_sampler_i smpl_penalties_i = {
     .name = smpl_penalties_name, .accept = smpl_penalties_accept, .apply = smpl_penalties_apply,
@@ -598,18 +572,7 @@ static bool smpl_dry_copy_into(struct smpl_dry * d, const struct smpl_dry * s) {
     return true;
 }
 
-static struct llama_sampler * smpl_dry_clone(const struct llama_sampler * smpl) {
-    struct smpl_dry * c = GGML_CALLOC(1, sizeof(*c));
-    if (c && !smpl_dry_copy_into(c, smpl->ctx)) {
-        smpl_dry_free_ctx(c);
-        return NULL;
-    }
-    return smpl_new(smpl->iface, c, smpl_dry_free_ctx);
-}
-
-static void smpl_dry_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) {
-    smpl_dry_copy_into(dst->ctx, src->ctx);
-}
+SMPL_CLONE_COPY_DEEP(smpl_dry, struct smpl_dry, smpl_dry_copy_into, smpl_dry_free_ctx)
 
 static const struct llama_sampler_i smpl_dry_i = {
     .name = smpl_dry_name, .accept = smpl_dry_accept, .apply = smpl_dry_apply,
@@ -935,22 +898,7 @@ static void smpl_adaptive_p_reset(struct llama_sampler * smpl) {
     smpl_rng_seed(&c->rng, c->seed_cur);
 }
 
-static struct llama_sampler * smpl_adaptive_p_clone(const struct llama_sampler * smpl) {
-    struct smpl_adaptive_p * c = GGML_MALLOC(sizeof(*c));
-    if (c) {
-        *c = *(const struct smpl_adaptive_p *) smpl->ctx;
-        c->scratch.data = NULL;
-        c->scratch.cap = 0;
-    }
-    return smpl_new(smpl->iface, c, smpl_adaptive_p_free_ctx);
-}
-
-static void smpl_adaptive_p_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) {
-    struct smpl_adaptive_p * d = dst->ctx;
-    struct smpl_buf keep = d->scratch;
-    *d = *(const struct smpl_adaptive_p *) src->ctx;
-    d->scratch = keep;
-}
+SMPL_CLONE_COPY_SCRATCH(smpl_adaptive_p, struct smpl_adaptive_p, smpl_adaptive_p_free_ctx)
 
 static const struct llama_sampler_i smpl_adaptive_p_i = {
     .name = smpl_adaptive_p_name, .apply = smpl_adaptive_p_apply, .reset = smpl_adaptive_p_reset,

@@ -510,11 +510,7 @@ static void smpl_dist_reset(struct llama_sampler * smpl) {
     smpl_rng_seed(&c->rng, c->seed_cur);
 }
 
-static struct llama_sampler * smpl_dist_clone(const struct llama_sampler * smpl);
-
-static void smpl_dist_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) {
-    *(struct smpl_dist *) dst->ctx = *(const struct smpl_dist *) src->ctx;
-}
+SMPL_CLONE_COPY_PLAIN(smpl_dist, struct smpl_dist, free)
 
 static void smpl_dist_free(struct llama_sampler * smpl) { free(smpl->ctx); }
 
@@ -533,14 +529,6 @@ struct llama_sampler * llama_sampler_init_dist(uint32_t seed) {
         c->seed = seed;
         c->seed_cur = smpl_seed_resolve(seed);
         smpl_rng_seed(&c->rng, c->seed_cur);
-    }
-    return smpl_new(&smpl_dist_i, c, free);
-}
-
-static struct llama_sampler * smpl_dist_clone(const struct llama_sampler * smpl) {
-    struct smpl_dist * c = GGML_MALLOC(sizeof(*c));
-    if (c) {
-        *c = *(const struct smpl_dist *) smpl->ctx;
     }
     return smpl_new(&smpl_dist_i, c, free);
 }
@@ -567,12 +555,7 @@ static void smpl_param_free_ctx(void * p) {
 
 static void smpl_param_free(struct llama_sampler * smpl) { smpl_param_free_ctx(smpl->ctx); }
 
-static void smpl_param_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) {
-    struct smpl_param * d = dst->ctx;
-    struct smpl_buf keep = d->scratch;
-    *d = *(const struct smpl_param *) src->ctx;
-    d->scratch = keep;
-}
+SMPL_CLONE_COPY_SCRATCH(smpl_param, struct smpl_param, smpl_param_free_ctx)
 
 static struct llama_sampler * smpl_param_new(const struct llama_sampler_i * iface, float p, float t, size_t min_keep, uint32_t seed) {
     struct smpl_param * c = GGML_CALLOC(1, sizeof(*c));
@@ -585,16 +568,6 @@ static struct llama_sampler * smpl_param_new(const struct llama_sampler_i * ifac
         smpl_rng_seed(&c->rng, c->seed_cur);
     }
     return smpl_new(iface, c, smpl_param_free_ctx);
-}
-
-static struct llama_sampler * smpl_param_clone(const struct llama_sampler * smpl) {
-    struct smpl_param * c = GGML_CALLOC(1, sizeof(*c));
-    if (c) {
-        *c = *(const struct smpl_param *) smpl->ctx;
-        c->scratch.data = NULL;
-        c->scratch.cap = 0;
-    }
-    return smpl_new(smpl->iface, c, smpl_param_free_ctx);
 }
 
 // ---- top-k: keeps the k highest logits, sorted; k <= 0 or k >= size: no change ----
@@ -1001,17 +974,7 @@ static void smpl_temp_apply(struct llama_sampler * smpl, llama_token_data_array 
     smpl_temp_impl(cur_p, ((const struct smpl_temp *) smpl->ctx)->t);
 }
 
-static struct llama_sampler * smpl_temp_clone(const struct llama_sampler * smpl) {
-    struct smpl_temp * c = GGML_MALLOC(sizeof(*c));
-    if (c) {
-        *c = *(const struct smpl_temp *) smpl->ctx;
-    }
-    return smpl_new(smpl->iface, c, free);
-}
-
-static void smpl_temp_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) {
-    *(struct smpl_temp *) dst->ctx = *(const struct smpl_temp *) src->ctx;
-}
+SMPL_CLONE_COPY_PLAIN(smpl_temp, struct smpl_temp, free)
 
 static void smpl_temp_free(struct llama_sampler * smpl) { free(smpl->ctx); }
 

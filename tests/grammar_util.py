@@ -366,7 +366,7 @@ def partial_utf8_ok(ear: Earley, sets, tail: bytes) -> bool:
         if not cps:
             return False
         lo = min(cps)
-        hi = hi_b_cp = None
+        hi = None
         for x in range(0xBF, 0x7F, -1):
             try:
                 hi = ord((tail + bytes([x]) + b"\xbf" * (need - len(tail) - 1)).decode("utf-8"))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ctypes
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 

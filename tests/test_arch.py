@@ -319,7 +319,7 @@ def test_tokens_equal_hf(tiny, arch):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_gguf_names_follow_gguf_constants(tiny, arch):
     """Every tensor we write is one gguf-py lists for the architecture, every key one of its Keys."""
-    from gguf.constants import MODEL_ARCH, MODEL_ARCH_NAMES, MODEL_TENSORS, TENSOR_NAMES, Keys
+    from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSORS, TENSOR_NAMES, Keys
     r = gguf.GGUFReader(str(tiny[arch].gguf))
     a = {v: k for k, v in MODEL_ARCH_NAMES.items()}[arch]
     allowed = {TENSOR_NAMES[x] for x in MODEL_TENSORS[a]}

@@ -101,7 +101,7 @@ def _train_spm(out_dir: Path) -> Path:
 
 
 def _train_bpe(pre: str):
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
     tk = Tokenizer(models.BPE(ignore_merges=(pre == "llama-bpe")))
     if pre == "gpt-2":
         tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -591,10 +591,6 @@ def flash_attn_case(D, Dv, n_q, n_kv, H, H_kv, mask_kind=None, softcap=0.0, max_
     return build
 
 
-def np_sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def np_softplus(x):
     return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
 

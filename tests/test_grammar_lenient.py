@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import List, Literal, Set, Union
+from typing import Literal, Set, Union
 
 import pytest
 

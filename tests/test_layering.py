@@ -7,7 +7,6 @@ import ctypes
 import re
 from pathlib import Path
 
-import pytest
 
 from llama_py import ggml
 import llama_py.llama_cpp as L

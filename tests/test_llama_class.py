@@ -357,7 +357,7 @@ MESSAGES = [{"role": "system", "content": "You are a helpful assistant."},
 
 
 def test_apply_chat_template_matches_models_jinja(llm):
-    jinja2 = pytest.importorskip("jinja2")
+    pytest.importorskip("jinja2")
     from jinja2.sandbox import ImmutableSandboxedEnvironment
     tmpl = llm.metadata["tokenizer.chat_template"]
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
@@ -510,7 +510,7 @@ _PAYLOADS = [
 
 @pytest.mark.parametrize("payload", _PAYLOADS)
 def test_chat_template_sandbox_blocks_cve_2024_34359(tmp_path, lib_path, payload):
-    jinja2 = pytest.importorskip("jinja2")
+    pytest.importorskip("jinja2")
     marker = tmp_path / "pwned"
     payload = payload.replace("MARK", str(marker))
     probe = subprocess.run([sys.executable, "-c", "import jinja2,sys; jinja2.Template(sys.argv[1]).render()", payload],

@@ -248,7 +248,7 @@ ASK = [{"role": "user", "content": "Name the capital of France."}]
 
 
 def test_chat_logprobs_and_openai_v1(llm):
-    openai = pytest.importorskip("openai", reason="the openai package is not installed")
+    pytest.importorskip("openai", reason="the openai package is not installed")
     llm.reset()
     out = llm.create_chat_completion(ASK, max_tokens=8, temperature=0, logprobs=True, top_logprobs=2)
     content = out["choices"][0]["logprobs"]["content"]

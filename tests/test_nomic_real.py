@@ -96,7 +96,7 @@ def test_nomic_matches_numpy_and_retrieves(nomic_path):
 
 
 def test_nomic_tokens_equal_hf(nomic_path):
-    tokenizers = pytest.importorskip("tokenizers")
+    pytest.importorskip("tokenizers")
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
     from llama_py import Llama
     r = gguf.GGUFReader(str(nomic_path))

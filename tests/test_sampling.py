@@ -111,7 +111,10 @@ def adversarial_sets():
 
 ALL_SETS = random_sets() + adversarial_sets()
 SMALL_SETS = random_sets()[:5] + adversarial_sets()
-F32 = lambda x: float(np.float32(x))  # what the C side receives for a float parameter
+
+
+def F32(x):  # what the C side receives for a float parameter
+    return float(np.float32(x))
 
 
 # ---- empty arrays and NULLs: never a crash ----

@@ -63,7 +63,7 @@ def test_notify_once_per_step_before_the_decode(model):
     log = []  # ("ev", kind) and ("notify",) in the order the scheduler thread made them
     shared = lambda: log.append(("notify",))  # noqa: E731
     with Engine(model, n_slots=2, n_ctx=1024) as eng:
-        reqs = [eng.submit(GenRequest(model.tokenize(p), max_tokens=6, sampling=GREEDY,
+        _ = [eng.submit(GenRequest(model.tokenize(p), max_tokens=6, sampling=GREEDY,
                                       sink=lambda ev: log.append(("ev", ev.kind)), notify=shared))
                 for p in PROMPTS[:2]]
         assert eng.wait_idle(60)

@@ -196,7 +196,7 @@ def test_unknown_pre_is_refused_by_name(tmp_path, lib_path):
 def test_family_random_text_matches_hf(tmp_path, lib_path, pre):
     """Random text over all of Unicode (no surrogates) and over a small alphabet of the
     characters the regexes treat specially."""
-    hypothesis = pytest.importorskip("hypothesis")
+    pytest.importorskip("hypothesis")
     from hypothesis import HealthCheck, given, settings, strategies as st
     regexes, ignore_merges = FAMILIES[pre]
     tok, vocab, merges = _train(regexes, ignore_merges)

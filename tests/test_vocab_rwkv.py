@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
-from pathlib import Path
 
 import pytest
 

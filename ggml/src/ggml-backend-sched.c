@@ -2,9 +2,11 @@
 //
 // Allocation of a graph: (1) every node gets a backend: a pinned one; else where its own data
 // already lives (a write into the KV cache); a view goes with its source; else the backend of a
-// weight it reads (if that backend supports the op); else that of its first source; else the
-// CPU (the last backend, which supports everything). Graph inputs without data go where their
-// first consumer runs. (2) Consecutive nodes of one backend form a split; a source that the
+// weight it reads (if that backend supports the op); else that of its first source that
+// supports the op; else the CPU (the last backend, which supports everything). A node whose
+// chosen backend cannot compute it runs on the CPU instead (an error if its own data lives on
+// the device): each such op, get_rows on a device among them, costs two splits and their copies.
+// Graph inputs without data go where their first consumer runs. (2) Consecutive nodes of one backend form a split; a source that the
 // split's backend cannot read gets a copy in that backend's memory (once per graph for
 // tensors written once, per split for pre-allocated ones such as the KV cache), and the node
 // reads the copy. (3) Each backend's nodes and copies are allocated by its own graph allocator;

@@ -276,37 +276,6 @@ static inline __m256i block_dot_q5_1(const block_q5_1 * a, const int8_t * q8) {
     return dot_u8_i8_32(qa, _mm256_loadu_si256((const __m256i *)q8));
 }
 
-// Types with a minimum against q8_1: sum_i (d_a d_b dot_i + m_a s_b), four blocks per step.
-#define VEC_DOT_MIN(name, block_t, block_dot)                                                  \
-static void name(int n, float * s, const void * x, const void * y) {                           \
-    const block_t * a = (const block_t *)x;                                                    \
-    const block_q8_1 * b = (const block_q8_1 *)y;                                              \
-    const int nb = n / QK8_1;                                                                  \
-    __m256 acc = _mm256_setzero_ps();                                                          \
-    __m128 accm = _mm_setzero_ps();                                                            \
-    float summ = 0.0f;                                                                         \
-    int i = 0;                                                                                 \
-    for (; i + 4 <= nb; i += 4) {                                                              \
-        const __m256 sums = fold4_i32(block_dot(&a[i], b[i].qs), block_dot(&a[i + 1], b[i + 1].qs), \
-                                      block_dot(&a[i + 2], b[i + 2].qs), block_dot(&a[i + 3], b[i + 3].qs)); \
-        const __m128 da = fp16x4_to_f32(a[i].d, a[i + 1].d, a[i + 2].d, a[i + 3].d);           \
-        const __m128 ma = fp16x4_to_f32(a[i].m, a[i + 1].m, a[i + 2].m, a[i + 3].m);           \
-        const __m128 db = _mm_setr_ps(b[i].d, b[i + 1].d, b[i + 2].d, b[i + 3].d);             \
-        const __m128 sb = _mm_setr_ps(b[i].s, b[i + 1].s, b[i + 2].s, b[i + 3].s);             \
-        const __m128 dd = _mm_mul_ps(da, db);                                                  \
-        acc = _mm256_fmadd_ps(_mm256_set_m128(dd, dd), sums, acc);                             \
-        accm = _mm_fmadd_ps(ma, sb, accm);                                                     \
-    }                                                                                          \
-    for (; i < nb; i++) {                                                                      \
-        const __m256 d0 = _mm256_set1_ps(FP16_TO_FP32(a[i].d) * b[i].d);                       \
-        acc = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(block_dot(&a[i], b[i].qs)), acc);         \
-        summ += FP16_TO_FP32(a[i].m) * b[i].s;                                                 \
-    }                                                                                          \
-    __m128 m = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));                                    \
-    m = _mm_add_ss(m, _mm_movehdup_ps(m));                                                     \
-    *s = hsum_f32_8(acc) + _mm_cvtss_f32(m) + summ;                                            \
-}
-
 VEC_DOT_SYM(vec_dot_q8_0_q8_0, block_q8_0, block_dot_q8_0)
 VEC_DOT_SYM(vec_dot_q4_0_q8_0, block_q4_0, block_dot_q4_0)
 VEC_DOT_SYM(vec_dot_q5_0_q8_0, block_q5_0, block_dot_q5_0)

@@ -4,31 +4,15 @@
 //
 // VNNI's vpdpbusd multiplies unsigned by signed bytes and sums each 4 into an int32 lane in
 // one instruction (AVX2 needs maddubs + madd); the integer dots below are built around it.
-#include "quants.h"
+#include "quants-x86.h"
 
 #include <immintrin.h>
 #include <string.h>
 
-#define FP16_TO_FP32(x) _cvtsh_ss(x)
-
 // ---- helpers ----
-
-static inline float hsum_f32_8(__m256 x) {
-    __m128 r = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
 
 static inline float hsum_f32_16(__m512 x) {
     return hsum_f32_8(_mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1)));
-}
-
-// 32 nibbles of 16 bytes as bytes: low nibbles (elements 0..15) then high (16..31).
-static inline __m256i unpack_nibbles_32(const uint8_t * p) {
-    const __m128i tmp = _mm_loadu_si128((const __m128i *)p);
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(tmp, 4), tmp);
-    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
 // 0x10 in byte j where bit j of the little-endian 32-bit word at p is set (bit 4 of a q5 level).
@@ -36,17 +20,6 @@ static inline __m256i q5_high_bits(const uint8_t * p) {
     uint32_t w;
     memcpy(&w, p, sizeof(w));
     return _mm256_maskz_mov_epi8(_cvtu32_mask32(w), _mm256_set1_epi8(0x10));
-}
-
-static inline __m128 fp16x4_to_f32(ggml_fp16_t h0, ggml_fp16_t h1, ggml_fp16_t h2, ggml_fp16_t h3) {
-    const uint64_t v = (uint64_t)h0 | ((uint64_t)h1 << 16) | ((uint64_t)h2 << 32) | ((uint64_t)h3 << 48);
-    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)v));
-}
-
-// Four blocks' 8-lane dots -> [b0..b3 | b0..b3] partial sums, as floats.
-static inline __m256 fold4_i32(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
-    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
-    return _mm256_cvtepi32_ps(h);
 }
 
 // sum(u * y) for unsigned u < 128 and signed y, as 8 int32 lanes.
@@ -101,58 +74,6 @@ static inline __m256i block_dot_q5_0(const block_q5_0 * a, const int8_t * q8) {
 static inline __m256i block_dot_q5_1(const block_q5_1 * a, const int8_t * q8) {
     const __m256i u = _mm256_or_si256(unpack_nibbles_32(a->qs), q5_high_bits(a->qh));
     return dot_u8_i8(u, _mm256_loadu_si256((const __m256i *)q8));
-}
-
-#define VEC_DOT_SYM(name, block_t, block_dot)                                                  \
-static void name(int n, float * s, const void * x, const void * y) {                           \
-    const block_t * a = (const block_t *)x;                                                    \
-    const block_q8_0 * b = (const block_q8_0 *)y;                                              \
-    const int nb = n / QK8_0;                                                                  \
-    __m256 acc = _mm256_setzero_ps();                                                          \
-    int i = 0;                                                                                 \
-    for (; i + 4 <= nb; i += 4) {                                                              \
-        const __m256 sums = fold4_i32(block_dot(&a[i], b[i].qs), block_dot(&a[i + 1], b[i + 1].qs), \
-                                      block_dot(&a[i + 2], b[i + 2].qs), block_dot(&a[i + 3], b[i + 3].qs)); \
-        const __m128 da = fp16x4_to_f32(a[i].d, a[i + 1].d, a[i + 2].d, a[i + 3].d);           \
-        const __m128 db = fp16x4_to_f32(b[i].d, b[i + 1].d, b[i + 2].d, b[i + 3].d);           \
-        const __m128 dd = _mm_mul_ps(da, db);                                                  \
-        acc = _mm256_fmadd_ps(_mm256_set_m128(dd, dd), sums, acc);                             \
-    }                                                                                          \
-    for (; i < nb; i++) {                                                                      \
-        const __m256 d0 = _mm256_set1_ps(FP16_TO_FP32(a[i].d) * FP16_TO_FP32(b[i].d));         \
-        acc = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(block_dot(&a[i], b[i].qs)), acc);         \
-    }                                                                                          \
-    *s = hsum_f32_8(acc);                                                                      \
-}
-
-#define VEC_DOT_MIN(name, block_t, block_dot)                                                  \
-static void name(int n, float * s, const void * x, const void * y) {                           \
-    const block_t * a = (const block_t *)x;                                                    \
-    const block_q8_1 * b = (const block_q8_1 *)y;                                              \
-    const int nb = n / QK8_1;                                                                  \
-    __m256 acc = _mm256_setzero_ps();                                                          \
-    __m128 accm = _mm_setzero_ps();                                                            \
-    float summ = 0.0f;                                                                         \
-    int i = 0;                                                                                 \
-    for (; i + 4 <= nb; i += 4) {                                                              \
-        const __m256 sums = fold4_i32(block_dot(&a[i], b[i].qs), block_dot(&a[i + 1], b[i + 1].qs), \
-                                      block_dot(&a[i + 2], b[i + 2].qs), block_dot(&a[i + 3], b[i + 3].qs)); \
-        const __m128 da = fp16x4_to_f32(a[i].d, a[i + 1].d, a[i + 2].d, a[i + 3].d);           \
-        const __m128 ma = fp16x4_to_f32(a[i].m, a[i + 1].m, a[i + 2].m, a[i + 3].m);           \
-        const __m128 db = _mm_setr_ps(b[i].d, b[i + 1].d, b[i + 2].d, b[i + 3].d);             \
-        const __m128 sb = _mm_setr_ps(b[i].s, b[i + 1].s, b[i + 2].s, b[i + 3].s);             \
-        const __m128 dd = _mm_mul_ps(da, db);                                                  \
-        acc = _mm256_fmadd_ps(_mm256_set_m128(dd, dd), sums, acc);                             \
-        accm = _mm_fmadd_ps(ma, sb, accm);                                                     \
-    }                                                                                          \
-    for (; i < nb; i++) {                                                                      \
-        const __m256 d0 = _mm256_set1_ps(FP16_TO_FP32(a[i].d) * b[i].d);                       \
-        acc = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(block_dot(&a[i], b[i].qs)), acc);         \
-        summ += FP16_TO_FP32(a[i].m) * b[i].s;                                                 \
-    }                                                                                          \
-    __m128 m = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));                                    \
-    m = _mm_add_ss(m, _mm_movehdup_ps(m));                                                     \
-    *s = hsum_f32_8(acc) + _mm_cvtss_f32(m) + summ;                                            \
 }
 
 VEC_DOT_SYM(vec_dot_q8_0_q8_0, block_q8_0, block_dot_q8_0)

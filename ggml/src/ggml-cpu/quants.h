@@ -4,6 +4,24 @@
 // (quants-avx2.c, quants-avx512.c, quants-neon.c) overrides the entries it accelerates in a
 // table that starts as a copy of the generic one. cpu-traits.c picks the table by cpuid
 // (GGML_CPU_VARIANT=portable|avx2|avx512 forces a lower one).
+//
+// The bit contract between kernel sets (what a new kernel must keep; the tests that hold it):
+//   - Within a set, a column's result never depends on the batch it came in: every path of
+//     mul_mat (GEMM tiles of any width, gemv, repacked or stored weights, the vec_dot path and
+//     its 4-column dot) gives the same bits (ops-matmul.c, gemm.h; test_gemm, test_matmul_prec.py).
+//   - The 4-column dot vec_dot_x4 (q2_K, q3_K on AVX2 and AVX-512) is one always-inline body
+//     with the 1-column vec_dot (GGML_VEC_DOT_COLS below), so each of its columns runs the
+//     1-column instructions: the same bits as 4 vec_dot calls
+//     (test_matmul_prec.py::test_q2_K_q3_K_four_column_kernels_keep_the_bits).
+//   - Across sets, the GEMM tiles follow one float order per column (gemm.h), so quantized
+//     matmuls on that path give the same bits on portable, avx2, avxvnni and avx512 (test_gemm).
+//   - AVX-VNNI is AVX2 bit for bit for whole models (its vec_dot, attention and vector kernels
+//     are AVX2's; tests/test_avxvnni_emulated.py on SmolLM2, Qwen2.5, Gemma 3).
+//   - Not promised: flash attention and the vec_dot kernels across AVX-512, AVX2 and portable.
+//     Their float sums run in other orders: a vec_dot agrees with the portable one within 1e-4
+//     relative (test_quants.py::test_cpu_variant_env_lowers_and_kernels_agree), and whole-model
+//     logits of avx512 and avx2 differ at rounding level (up to 0.76 on SmolLM2's prompt after
+//     its first 16 positions, where flash attention's sums start to differ), top-1 alike.
 #ifndef GGML_CPU_QUANTS_H
 #define GGML_CPU_QUANTS_H
 

@@ -2,6 +2,18 @@
 // the tensor descriptor kernels take by value, element loads/stores, the scratch pool and
 // the entry points of each op family (one .cu file each). Not installed.
 //
+// The arithmetic contract with the CPU backend: offloaded layers give the CPU's results up to
+// the order of float sums (not its bits), so a model's placement changes its logits only at
+// rounding level. Quantized weights (mmq.cu, qdot.cuh) meet activations quantized exactly as the
+// CPU quantizes them: the same type (Q8_1 per 32 elements for q4_K / q5_K / q6_K, as the CPU's
+// GEMM since per-32 scales; Q8_K for q2_K / q3_K; the CPU's 16-bit activations for a Q8_0
+// product asked for F32 precision, the lm head) and the same bytes, then integer dots per
+// 32-element unit and the CPU GEMM's float operations per block. Float weights use unrounded
+// F32 activations as the CPU's float tiles do: directly (mmv.cu, the F32 tiles), or on tensor
+// cores split into F16 high and low parts (gemm.cu: about 22 bits; an activation above 65504
+// overflows there). tests/test_cuda.py compares every placement with the CPU within twice the
+// CPU's own spread between two float orders (GEMM on / off).
+//
 // Errors never abort: every CUDA call goes through cuda_ok(), which logs the failing call
 // and its reason and returns false; the op launchers return false, and graph_compute turns
 // that into GGML_STATUS_FAILED.

@@ -4,7 +4,8 @@
 // are dequantized (cu_deq8) into F16 rows padded with zeros to a multiple of 32, the
 // activations split likewise into F16 high parts and F16 remainders (b = hi + lo to about 22
 // bits: the CPU multiplies F16 weights by unrounded F32 activations, and F16 rounding of b alone
-// would differ from it by ~1e-3 relative), and a tensor-core (WMMA 16x16x16, F32 accumulation)
+// would differ from it by ~1e-3 relative; an activation beyond F16's range, 65504, overflows
+// the high part), and a tensor-core (WMMA 16x16x16, F32 accumulation)
 // kernel multiplies 64x64 output tiles, four warps of 32x32 each, A times both parts, staging
 // 64x32 slices of the operands in shared memory. Rows past M or N are read as zeros and never
 // written.
