@@ -172,22 +172,73 @@ def test_auto_tool_calls_parse_whole_and_streamed(family, reply, content, calls)
     assert m.content == content
     assert [(c.function.name, json.loads(c.function.arguments)) for c in m.tool_calls or []] == calls
     assert finish == ("tool_calls" if calls else "stop")
-    # streamed in 3-character pieces: the same content and calls, in OpenAI's chunk shape
-    d = R.ChatDeltas(mode, "call_1")
-    deltas = [d.opening()] + [x for i in range(0, len(reply), 3) for x in d.text(reply[i:i + 3])]
-    tail, sfinish = d.finish("stop")
-    chunks = [ChatCompletionChunk(id="x", object="chat.completion.chunk", created=0, model="m",
-                                  choices=[{"index": 0, "delta": x, "finish_reason": None}]) for x in deltas + tail]
-    text = "".join(c.choices[0].delta.content or "" for c in chunks)
-    assert text.strip() == (content or "")
-    got, args = [], {}
-    for c in chunks:
-        for tc in c.choices[0].delta.tool_calls or []:
-            if tc.function.name:
-                got.append(tc.function.name)
-            args[tc.index] = args.get(tc.index, "") + (tc.function.arguments or "")
-    assert [(n, json.loads(args[i])) for i, n in enumerate(got)] == calls
-    assert sfinish == finish
+    # streamed in pieces of 1, 3 and 7 characters: the same content and calls, in OpenAI's chunk shape
+    for step in (1, 3, 7):
+        d = R.ChatDeltas(mode, "call_1")
+        deltas = [d.opening()] + [x for i in range(0, len(reply), step) for x in d.text(reply[i:i + step])]
+        tail, sfinish = d.finish("stop")
+        chunks = [ChatCompletionChunk(id="x", object="chat.completion.chunk", created=0, model="m",
+                                      choices=[{"index": 0, "delta": x, "finish_reason": None}]) for x in deltas + tail]
+        text = "".join(c.choices[0].delta.content or "" for c in chunks)
+        assert text.strip() == (content or ""), step
+        got, args = [], {}
+        for c in chunks:
+            for tc in c.choices[0].delta.tool_calls or []:
+                if tc.function.name:
+                    got.append(tc.function.name)
+                args[tc.index] = args.get(tc.index, "") + (tc.function.arguments or "")
+        assert [(n, json.loads(args[i])) for i, n in enumerate(got)] == calls, step
+        assert sfinish == finish
+
+
+MORE_AUTO_CASES = [  # replies the streamed parser must take apart too
+    ("hermes", '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```', None,
+     [("get_weather", {"city": "Paris"})]),                       # Qwen 2.5 0.5B's habit
+    ("hermes", '{"name": "get_time", "arguments": {"zone": "UTC"}}', None, [("get_time", {"zone": "UTC"})]),
+    ("hermes", 'See {this} and ```code```', 'See {this} and ```code```', []),
+    ("hermes", '```python\nprint(1)\n```', '```python\nprint(1)\n```', []),
+    ("hermes", '<tool_call>{"arguments": {"city": "Rome"}, "name": "get_weather"}</tool_call>', None,
+     [("get_weather", {"city": "Rome"})]),                        # keys in the other order: parsed whole
+    ("hermes", '<tool_call>{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}</tool_call>', None,
+     [("get_weather", {"city": "Rome"})]),                        # arguments as a JSON string
+    ("mistral", '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "A"}}, '
+                '{"name": "get_time", "arguments": {"zone": "B"}}]', None,
+     [("get_weather", {"city": "A"}), ("get_time", {"zone": "B"})]),
+    ("llama3", '<|python_tag|>{"name": "get_time", "parameters": {"zone": "X"}}; '
+               '{"name": "get_weather", "parameters": {"city": "Y"}}', None,
+     [("get_time", {"zone": "X"}), ("get_weather", {"city": "Y"})]),
+]
+
+
+@pytest.mark.parametrize("family,reply,content,calls", MORE_AUTO_CASES)
+def test_auto_tool_calls_more_formats(family, reply, content, calls):
+    test_auto_tool_calls_parse_whole_and_streamed(family, reply, content, calls)
+
+
+def test_auto_tool_call_streams_piece_by_piece():
+    """The name is sent as soon as it is complete, before the arguments are; the arguments go
+    out in the pieces the model writes them; text before the call is content as it comes."""
+    from llama_py._runtime import chat as R
+    d = R.ChatDeltas(R.AutoTools("hermes", ["get_weather"]), "call_1")
+    pieces = ["Let me", " check.", "\n<tool", "_call>\n", '{"name": "get_', 'weather"', ', "arguments": ',
+              '{"city"', ': "Par', 'is"}', "}\n</tool_call>"]
+    got = [d.text(p) for p in pieces]
+    assert got[0] == [{"content": "Let me"}] and got[1] == [{"content": " check."}]
+    assert got[2] == [{"content": "\n"}] and got[3] == [] and got[4] == []     # a marker's prefix is held
+    # the header as soon as the name's closing quote arrives
+    assert got[5] == [{"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                       "function": {"name": "get_weather", "arguments": ""}}]}]
+    assert got[6] == []
+    frags = [tc["function"]["arguments"] for g in got[5:] for x in g for tc in x.get("tool_calls", [])]
+    assert frags[1:] == ['{"city"', ': "Par', 'is"}'], frags
+    tail, finish = d.finish("stop")
+    assert tail == [] and finish == "tool_calls"
+    # cut by max_tokens inside the arguments: the call as far as it went, finish_reason length
+    d = R.ChatDeltas(R.AutoTools("hermes", ["get_weather"]), "c")
+    out = d.text('<tool_call>{"name": "get_weather", "arguments": {"city": "Pa')
+    assert [x["tool_calls"][0]["function"] for x in out] == [{"name": "get_weather", "arguments": ""},
+                                                              {"arguments": '{"city": "Pa'}]
+    assert d.finish("length") == ([], "length")
 
 
 def test_auto_tool_call_in_process_and_server(client, llm):
