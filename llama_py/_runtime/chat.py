@@ -425,40 +425,7 @@ class AutoTools:
 
 # ---- generated text -> chat shapes ----
 
-_HARMONY_MSG = re.compile(r"(?:<\|start\|>[^<]*)?(?:<\|channel\|>)?(.*?)<\|message\|>(.*?)(?:<\|end\|>|<\|call\|>|<\|return\|>|$)",
-                          re.S)
-
-
-def is_harmony(template: str) -> bool:
-    """A chat template in OpenAI's harmony format (gpt-oss): channels and messages as control tokens."""
-    return "<|channel|>" in template and "<|message|>" in template
-
-
-def harmony_message(text: str, finish_reason: Optional[str], call_id: str) -> Tuple[Dict[str, Any], Optional[str]]:
-    """(assistant message, finish_reason) of a harmony reply rendered with its control tokens:
-    the analysis channel's messages -> reasoning_content, the final channel's -> content, a
-    commentary message addressed `to=functions.NAME` -> an OpenAI tool call (its body the
-    arguments), other commentary -> content. Text without any <|message|> is content as it is."""
-    if "<|message|>" not in text:
-        return {"role": "assistant", "content": text}, finish_reason
-    reasoning, content, calls = [], [], []
-    for header, body in _HARMONY_MSG.findall(text):
-        channel = header.split("<|", 1)[0].split()[0] if header.strip() else ""
-        to = re.search(r"to=functions\.([^\s<]+)", header)
-        if to:
-            calls.append({"id": f"{call_id}_{len(calls)}" if calls else call_id, "type": "function",
-                          "function": {"name": to.group(1), "arguments": body.strip()}})
-        elif channel == "analysis":
-            reasoning.append(body)
-        else:
-            content.append(body)
-    msg: Dict[str, Any] = {"role": "assistant", "content": "".join(content) if content or not calls else None}
-    if reasoning:
-        msg["reasoning_content"] = "".join(reasoning)
-    if calls:
-        msg["tool_calls"] = calls
-        return msg, "tool_calls" if finish_reason == "stop" else finish_reason
-    return msg, finish_reason
+from .harmony import HarmonyDeltas, harmony_message, is_harmony  # noqa: E402,F401  (gpt-oss replies)
 
 
 def tool_call(mode: str, text: str, call_id: str) -> Optional[Dict[str, Any]]:
