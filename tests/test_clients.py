@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from typing import List, Literal, Optional, Union
+from typing import Literal, Optional, Union
 
 import pytest
 

@@ -459,3 +459,74 @@ def test_llama_cpp_internals_as_their_tests_use_them(smollm2_path, llm, lcp):
     batch.close()
     model.close()
     assert context.ctx is None and model.model is None
+
+
+def _serve_llama_cpp_module(args, env_extra, tmp_path):
+    """`python -m llama_cpp.server ARGS` with llama_py's compat folder on PYTHONPATH; yields the
+    base URL once /health answers."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import httpx
+    import llama_py
+    from llama_py.compat import PATH
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(llama_py.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PATH, root, os.environ.get("PYTHONPATH", "")]),
+               PORT=str(port), **env_extra)
+    log = open(tmp_path / "server.log", "w+b")
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", *args], stdout=log, stderr=subprocess.STDOUT,
+                            env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                raise AssertionError("python -m llama_cpp.server did not come up:\n" + log.read().decode()[-3000:])
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def test_python_m_llama_cpp_server(smollm2_path, tmp_path, llm):
+    """llama-cpp-python's command line on llama_py's server: --model/--model_alias/--n_ctx/
+    bool and ignored options, a setting from its environment variable (N_CTX), PORT; then a
+    --config_file with a models list; a bad value exits 1 naming it."""
+    import subprocess
+    import sys
+    args = ["--model", str(smollm2_path), "--model_alias", "smol", "--host", "127.0.0.1", "--flash_attn", "true",
+            "--n_threads", "2", "--use_mlock", "false", "--tensor_split", "0.5", "0.5"]
+    for url in _serve_llama_cpp_module(args, {"N_CTX": "640"}, tmp_path):
+        c = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+        m = c.models.list().data
+        assert [x.id for x in m] == ["smol"] and m[0].model_extra["meta"]["n_ctx_slot"] == 640
+        r = c.completions.create(model="smol", prompt=PROMPT, max_tokens=6, temperature=0)
+        ref = llm.create_completion(PROMPT, max_tokens=6, temperature=0)["choices"][0]["text"]
+        llm.reset()
+        assert r.choices[0].text == ref
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"host": "127.0.0.1", "api_key": "k", "models": [
+        {"model": str(smollm2_path), "model_alias": "a", "n_ctx": 512}]}))
+    for url in _serve_llama_cpp_module(["--config_file", str(cfg)], {}, tmp_path):
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=url + "/v1", api_key="wrong", max_retries=0).models.list()
+        assert [x.id for x in openai.OpenAI(base_url=url + "/v1", api_key="k").models.list().data] == ["a"]
+    import os
+    from llama_py.compat import PATH
+    bad = subprocess.run([sys.executable, "-m", "llama_cpp.server", "--model", "m.gguf", "--n_ctx", "many"],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([PATH, os.environ.get("PYTHONPATH", "")])))
+    assert bad.returncode != 0 and "--n_ctx" in bad.stderr
