@@ -252,10 +252,10 @@ def test_langchain_bind_tools_stream_auto(qwen_served):
 
 def test_litellm_completion_and_stream_chunk_builder(served, client):
     litellm = need("litellm")
-    kw = dict(model="openai/smollm2", api_base=served + "/v1", api_key="unused", temperature=0, max_tokens=24)
+    kw = dict(model="openai/smollm2", api_base=served + "/v1", api_key="unused", temperature=0, max_tokens=16)
     msgs = [{"role": "user", "content": WEATHER}]
     r = litellm.completion(messages=msgs, **kw)
-    ref = client.chat.completions.create(model="smollm2", messages=msgs, temperature=0, max_tokens=24).choices[0]
+    ref = client.chat.completions.create(model="smollm2", messages=msgs, temperature=0, max_tokens=16).choices[0]
     assert r.choices[0].message.content == ref.message.content
     b = litellm.stream_chunk_builder(list(litellm.completion(messages=msgs, stream=True, **kw)), messages=msgs)
     assert b.choices[0].message.content == ref.message.content
@@ -273,7 +273,7 @@ def test_litellm_completion_and_stream_chunk_builder(served, client):
     assert "city" in json.loads(call.function.arguments)
     # the legacy completions route
     t = litellm.text_completion(prompt="The capital of France is", **kw)
-    ref = client.completions.create(model="smollm2", prompt="The capital of France is", temperature=0, max_tokens=24)
+    ref = client.completions.create(model="smollm2", prompt="The capital of France is", temperature=0, max_tokens=16)
     assert t.choices[0].text == ref.choices[0].text
 
 

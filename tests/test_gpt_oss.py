@@ -229,27 +229,39 @@ def test_harmony_reply_to_chat_message():
     assert R.harmony_message("plain text", "length", "c")[0] == {"role": "assistant", "content": "plain text"}
 
 
+_HANDLER_TEMPLATE = ("{% for m in messages %}<|start|>{{ m.role }}{% if m.role == 'assistant' %}<|channel|>final"
+                     "{% endif %}<|message|>{{ m.content }}<|end|>{% endfor %}<|start|>assistant")
+
+
+class _FakeHarmonyLlama:
+    """What the chat handler needs of a Llama: its completion is _REASONED (whole, or streamed
+    in 4-character chunks); seen records _render_special at each step of the completion."""
+    _render_special = False
+
+    def __init__(self):
+        self.seen = []
+
+    def tokenize(self, data, add_bos=True, special=False):
+        return list(data)
+
+    def create_completion(self, **kw):
+        def chunk(text, finish):
+            self.seen.append(self._render_special)
+            return {"id": "x", "created": 0, "model": "m", "usage": {},
+                    "choices": [{"text": text, "finish_reason": finish, "logprobs": None}]}
+        if not kw.get("stream"):
+            return chunk(_REASONED, "stop")
+        return (chunk(_REASONED[i:i + 4], None) if i < len(_REASONED) else chunk("", "stop")
+                for i in range(0, len(_REASONED) + 4, 4))
+
+
 def test_harmony_chat_completion_handler():
     """create_chat_completion's handler with a harmony template: the reply's control tokens are
     rendered (the completion sees _render_special set) and split into channels."""
     from llama_py import llama_chat_format as F
-    template = ("{% for m in messages %}<|start|>{{ m.role }}{% if m.role == 'assistant' %}<|channel|>final{% endif %}"
-                "<|message|>{{ m.content }}<|end|>{% endfor %}"
-                "<|start|>assistant")
-
-    class FakeLlama:
-        _render_special = False
-        seen = []
-
-        def tokenize(self, data, add_bos=True, special=False):
-            return list(data)
-
-        def create_completion(self, **kw):
-            self.seen.append(self._render_special)
-            return {"id": "x", "created": 0, "model": "m", "usage": {},
-                    "choices": [{"text": _REASONED, "finish_reason": "stop", "logprobs": None}]}
-    handler = F.chat_formatter_to_chat_completion_handler(F.Jinja2ChatFormatter(template, eos_token="", bos_token=""))
-    llm = FakeLlama()
+    handler = F.chat_formatter_to_chat_completion_handler(F.Jinja2ChatFormatter(_HANDLER_TEMPLATE, eos_token="",
+                                                                                 bos_token=""))
+    llm = _FakeHarmonyLlama()
     out = handler(llama=llm, messages=[{"role": "user", "content": "2+2?"}])
     assert llm.seen == [True] and llm._render_special is False
     m = out["choices"][0]["message"]
@@ -303,29 +315,9 @@ def test_harmony_chat_completion_handler_streams_channels():
     """create_chat_completion(stream=True) with a harmony template: the completion runs with its
     control tokens rendered (only while it runs) and its chunks come out split into channels."""
     from llama_py import llama_chat_format as F
-    template = ("{% for m in messages %}<|start|>{{ m.role }}{% if m.role == 'assistant' %}<|channel|>final{% endif %}"
-                "<|message|>{{ m.content }}<|end|>{% endfor %}<|start|>assistant")
-
-    class FakeLlama:
-        _render_special = False
-        seen = []
-
-        def tokenize(self, data, add_bos=True, special=False):
-            return list(data)
-
-        def create_completion(self, **kw):
-            assert kw["stream"]
-
-            def gen():
-                for i in range(0, len(_REASONED), 4):
-                    self.seen.append(self._render_special)
-                    yield {"id": "x", "created": 0, "model": "m",
-                           "choices": [{"text": _REASONED[i:i + 4], "finish_reason": None, "logprobs": None}]}
-                yield {"id": "x", "created": 0, "model": "m", "choices": [{"text": "", "finish_reason": "stop",
-                                                                            "logprobs": None}]}
-            return gen()
-    handler = F.chat_formatter_to_chat_completion_handler(F.Jinja2ChatFormatter(template, eos_token="", bos_token=""))
-    llm = FakeLlama()
+    handler = F.chat_formatter_to_chat_completion_handler(F.Jinja2ChatFormatter(_HANDLER_TEMPLATE, eos_token="",
+                                                                                 bos_token=""))
+    llm = _FakeHarmonyLlama()
     chunks = list(handler(llama=llm, messages=[{"role": "user", "content": "2+2?"}], stream=True))
     assert llm.seen and all(llm.seen) and llm._render_special is False
     deltas = [c["choices"][0]["delta"] for c in chunks]

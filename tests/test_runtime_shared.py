@@ -465,35 +465,24 @@ def _serve_llama_cpp_module(args, env_extra, tmp_path):
     """`python -m llama_cpp.server ARGS` with llama_py's compat folder on PYTHONPATH; yields the
     base URL once /health answers."""
     import os
-    import socket
     import subprocess
     import sys
-    import time
-    import httpx
     import llama_py
     from llama_py.compat import PATH
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    from server_util import free_port, wait_healthy
+    port = free_port()
     root = os.path.dirname(os.path.dirname(os.path.abspath(llama_py.__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([PATH, root, os.environ.get("PYTHONPATH", "")]),
                PORT=str(port), **env_extra)
     log = open(tmp_path / "server.log", "w+b")
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", *args], stdout=log, stderr=subprocess.STDOUT,
                             env=env, cwd=tmp_path)
+
+    def text():
+        log.seek(0)
+        return log.read().decode()[-3000:]
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                raise AssertionError("python -m llama_cpp.server did not come up:\n" + log.read().decode()[-3000:])
-            time.sleep(0.2)
+        wait_healthy(proc, port, "python -m llama_cpp.server", text)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
@@ -530,3 +519,13 @@ def test_python_m_llama_cpp_server(smollm2_path, tmp_path, llm):
                          capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([PATH, os.environ.get("PYTHONPATH", "")])))
     assert bad.returncode != 0 and "--n_ctx" in bad.stderr
+
+
+def test_text_parts_reach_a_string_template_as_text():
+    """Content as a list of text parts (what guidance and others send) through a template that
+    adds strings: the parts' text joined, as the same message with a string gives."""
+    from llama_py._runtime.chat import format_chat
+    tmpl = "{% for m in messages %}{{ '<' + m.role + '>' + m.content + '</>' }}{% endfor %}"
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Name the "}, {"type": "text", "text": "capital."}]}]
+    assert format_chat(parts, tmpl) == format_chat([{"role": "user", "content": "Name the capital."}], tmpl) \
+        == "<user>Name the capital.</>"

@@ -96,8 +96,19 @@ def format_chat(messages: List[Dict[str, Any]], template: str, bos_token: str = 
                 add_generation_prompt: bool = True, tools: Optional[List[Dict[str, Any]]] = None, **extra: Any) -> str:
     """Renders a Jinja chat template in the immutable sandbox (raises jinja2's SecurityError on
     an escape attempt, ValueError from the template's raise_exception)."""
-    return compiled(template).render(messages=template_messages(messages), bos_token=bos_token, eos_token=eos_token,
-                                     add_generation_prompt=add_generation_prompt, tools=tools, **extra)
+    kw = dict(bos_token=bos_token, eos_token=eos_token, add_generation_prompt=add_generation_prompt, tools=tools,
+              **extra)
+    msgs = template_messages(messages)
+    try:
+        return compiled(template).render(messages=msgs, **kw)
+    except TypeError:
+        # a template that adds strings (message['content'] + ...) given content as a list of text
+        # parts (guidance and other clients send those): the same messages with the text joined
+        flat = [dict(m, content=message_text(m["content"])) if isinstance(m, dict) and isinstance(m.get("content"), list)
+                and all(isinstance(p, dict) and p.get("type") == "text" for p in m["content"]) else m for m in msgs]
+        if flat == msgs:
+            raise
+        return compiled(template).render(messages=flat, **kw)
 
 
 @dataclasses.dataclass
