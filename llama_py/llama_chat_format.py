@@ -186,6 +186,23 @@ def _to_chat(completion: Dict[str, Any], tool_mode: Optional[str]) -> Dict[str, 
             "usage": completion["usage"]}
 
 
+def _rendering_special(llama: Any, chunks: Iterator[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:
+    """A streamed completion whose tokens are detokenized with their control tokens while it runs
+    (harmony's channel markers; the generator reads the flag at each token)."""
+    try:
+        while True:
+            llama._render_special = True
+            try:
+                c = next(chunks)
+            except StopIteration:
+                return
+            finally:
+                llama._render_special = False
+            yield c
+    finally:
+        llama._render_special = False
+
+
 def _to_chat_chunks(chunks: Iterator[Dict[str, Any]], tool_mode: Optional[str]) -> Iterator[Dict[str, Any]]:
     deltas = None
     for c in chunks:
@@ -195,7 +212,8 @@ def _to_chat_chunks(chunks: Iterator[Dict[str, Any]], tool_mode: Optional[str]) 
         def chunk(delta, logprobs=None, finish=None):
             return dict(head, choices=[{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}])
         if deltas is None:
-            deltas = R.ChatDeltas(tool_mode, "call_" + c["id"])
+            deltas = R.HarmonyDeltas("call_" + c["id"]) if tool_mode == "harmony" else \
+                R.ChatDeltas(tool_mode, "call_" + c["id"])
             yield chunk(deltas.opening())
         lp = _completion_logprobs(choice["logprobs"])
         for d in deltas.text(choice["text"]):
@@ -238,10 +256,7 @@ def chat_formatter_to_chat_completion_handler(chat_formatter: ChatFormatter) -> 
         elif tools and tool_choice in (None, "auto"):  # a caller's grammar: the reply may still hold calls
             tool_mode = R.constraint(None, tools, tool_choice, template)[1]
         harmony = R.is_harmony(template)
-        if harmony and stream:
-            # channel markers are parsed from whole replies only; a stream carries them as text
-            log.warning("harmony chat format: streamed replies are not split into channels")
-        llama._render_special = harmony and not stream
+        llama._render_special = harmony
         try:
             completion = llama.create_completion(
                 prompt=tokens, temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, typical_p=typical_p,
@@ -253,7 +268,8 @@ def chat_formatter_to_chat_completion_handler(chat_formatter: ChatFormatter) -> 
         finally:
             llama._render_special = False
         if stream:
-            return _to_chat_chunks(completion, tool_mode)
+            return _to_chat_chunks(_rendering_special(llama, completion) if harmony else completion,
+                                   "harmony" if harmony else tool_mode)
         if harmony:
             return _to_chat(completion, "harmony")
         return _to_chat(completion, tool_mode)

@@ -40,3 +40,28 @@ def running_server(entries, api_key=None):
         server.should_exit = True
         th.join(timeout=30)
         sock.close()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_healthy(proc, port: int, what: str, log=lambda: "", timeout: float = 60):
+    """Waits until a server process answers /health on port; fails naming what, with log()'s
+    text, when the process ends or the time runs out."""
+    import httpx
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not come up:\n{log()}")
+        time.sleep(0.2)

@@ -1,6 +1,7 @@
 """Frameworks written for llama-cpp-python, run unchanged on llama_py through
-`llama_py.install_as_llama_cpp()`: LangChain (LlamaCpp, ChatLlamaCpp, LlamaCppEmbeddings),
-LlamaIndex (LlamaCPP) and outlines (from_llamacpp). Optional group: each test skips naming
+`llama_py.install_as_llama_cpp()`: LangChain (LlamaCpp, ChatLlamaCpp with tools and
+structured output, LlamaCppEmbeddings), LlamaIndex (LlamaCPP), outlines (from_llamacpp) and
+guidance (models.LlamaCpp: gen, select, regex, json). Optional group: each test skips naming
 the package when it is not installed (requirements-frameworks.txt installs them).
 
 Oracles: the same request made directly on llama_py.Llama (greedy, from an empty context) must
@@ -153,3 +154,83 @@ def test_outlines_llamacpp(smollm2_path, lib_path, direct):
     assert r["text"] == direct["chat_prompt_msg"]   # outlines sends a text prompt as a user message
     assert "".join(r["stream"]) == r["text"]
     assert r["choice"] in ("yes", "no")              # the logits processor constrained every token
+
+
+def test_langchain_chatllamacpp_tools_and_structured_output(smollm2_path, lib_path):
+    """ChatLlamaCpp's bind_tools (invoke and stream) and with_structured_output: the forced call
+    llama_py's own create_chat_completion makes for the same tools."""
+    code = """
+        from langchain_community.chat_models import ChatLlamaCpp
+        from langchain_core.tools import tool
+        from pydantic import BaseModel
+        from llama_py import Llama
+
+        class User(BaseModel):
+            '''A person.'''
+            name: str
+            age: int
+
+        @tool
+        def get_weather(city: str) -> str:
+            '''Current weather in a city.'''
+            return "sunny"
+
+        chat = ChatLlamaCpp(model_path=M, n_ctx=1024, temperature=0, max_tokens=60, verbose=False, rope_freq_base=0.0)
+        out["user"] = chat.with_structured_output(User).invoke("Extract: John is 30 years old.").model_dump()
+        choice = {"type": "function", "function": {"name": "get_weather"}}
+        b = chat.bind_tools([get_weather], tool_choice=choice)
+        out["invoke"] = [(c["name"], c["args"]) for c in b.invoke("What is the weather in Paris?").tool_calls]
+        chunks = list(b.stream("What is the weather in Paris?"))
+        full = chunks[0]
+        for c in chunks[1:]:
+            full = full + c
+        out["stream"] = [(c["name"], c["args"]) for c in full.tool_calls]
+        out["n_chunks"] = len(chunks)
+        llm = Llama(M, n_ctx=1024, verbose=False)
+        tools = [{"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city.",
+                  "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+        r = llm.create_chat_completion([{"role": "user", "content": "What is the weather in Paris?"}], tools=tools,
+                                       tool_choice=choice, max_tokens=60, temperature=0, repeat_penalty=1.1)
+        out["direct"] = json.loads(r["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])
+    """
+    r = _run(code, smollm2_path, lib_path, "langchain_community", "langchain_core")
+    assert r["user"]["name"] == "John" and r["user"]["age"] == 30
+    assert r["invoke"] == [["get_weather", r["direct"]]] and "city" in r["direct"]
+    assert r["stream"] == r["invoke"] and r["n_chunks"] > 3
+
+
+def test_guidance_llamacpp(smollm2_path, lib_path):
+    """guidance's models.LlamaCpp on llama_py (llguidance reads llama_cpp.llama_cpp._lib's
+    llama_tokenize): gen equals llama_py's greedy text, select picks a choice, a regex and a
+    pydantic schema constrain what comes out."""
+    code = f"""
+        import re
+        from guidance import models, gen, select, json as gjson
+        from pydantic import BaseModel
+        from llama_py import Llama
+
+        class P(BaseModel):
+            name: str
+            age: int
+
+        lm = models.LlamaCpp(M, n_ctx=512, echo=False)
+        out["gen"] = (lm + {PROMPT!r} + gen("c", max_tokens=6, temperature=0))["c"]
+        out["select"] = (lm + "Is Paris in France? Answer: " + select(["yes", "no"], name="a"))["a"]
+        out["regex"] = (lm + "A year: " + gen("y", regex=r"[0-9]{{4}}"))["y"]
+        out["json"] = (lm + "A person as JSON: " + gjson("p", schema=P, max_tokens=40))["p"]
+        llm = Llama(M, n_ctx=512, verbose=False)
+        out["direct"] = llm.create_completion({PROMPT!r}, max_tokens=6, temperature=0)["choices"][0]["text"]
+    """
+    r = _run(code, smollm2_path, lib_path, "guidance", "llguidance")
+    import re
+    from pydantic import BaseModel
+
+    class P(BaseModel):
+        name: str
+        age: int
+    # guidance re-tokenizes the text it has so far at each step (token healing), so tokens may
+    # split differently from llama_py's one greedy run after a while: the first line agrees
+    assert r["gen"].split("\n")[0] == r["direct"].split("\n")[0] and "Paris" in r["gen"]
+    assert r["select"] in ("yes", "no")
+    assert re.fullmatch(r"[0-9]{4}", r["regex"])
+    P.model_validate_json(r["json"])

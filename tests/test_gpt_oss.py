@@ -229,28 +229,174 @@ def test_harmony_reply_to_chat_message():
     assert R.harmony_message("plain text", "length", "c")[0] == {"role": "assistant", "content": "plain text"}
 
 
+_HANDLER_TEMPLATE = ("{% for m in messages %}<|start|>{{ m.role }}{% if m.role == 'assistant' %}<|channel|>final"
+                     "{% endif %}<|message|>{{ m.content }}<|end|>{% endfor %}<|start|>assistant")
+
+
+class _FakeHarmonyLlama:
+    """What the chat handler needs of a Llama: its completion is _REASONED (whole, or streamed
+    in 4-character chunks); seen records _render_special at each step of the completion."""
+    _render_special = False
+
+    def __init__(self):
+        self.seen = []
+
+    def tokenize(self, data, add_bos=True, special=False):
+        return list(data)
+
+    def create_completion(self, **kw):
+        def chunk(text, finish):
+            self.seen.append(self._render_special)
+            return {"id": "x", "created": 0, "model": "m", "usage": {},
+                    "choices": [{"text": text, "finish_reason": finish, "logprobs": None}]}
+        if not kw.get("stream"):
+            return chunk(_REASONED, "stop")
+        return (chunk(_REASONED[i:i + 4], None) if i < len(_REASONED) else chunk("", "stop")
+                for i in range(0, len(_REASONED) + 4, 4))
+
+
 def test_harmony_chat_completion_handler():
     """create_chat_completion's handler with a harmony template: the reply's control tokens are
     rendered (the completion sees _render_special set) and split into channels."""
     from llama_py import llama_chat_format as F
-    template = ("{% for m in messages %}<|start|>{{ m.role }}{% if m.role == 'assistant' %}<|channel|>final{% endif %}"
-                "<|message|>{{ m.content }}<|end|>{% endfor %}"
-                "<|start|>assistant")
-
-    class FakeLlama:
-        _render_special = False
-        seen = []
-
-        def tokenize(self, data, add_bos=True, special=False):
-            return list(data)
-
-        def create_completion(self, **kw):
-            self.seen.append(self._render_special)
-            return {"id": "x", "created": 0, "model": "m", "usage": {},
-                    "choices": [{"text": _REASONED, "finish_reason": "stop", "logprobs": None}]}
-    handler = F.chat_formatter_to_chat_completion_handler(F.Jinja2ChatFormatter(template, eos_token="", bos_token=""))
-    llm = FakeLlama()
+    handler = F.chat_formatter_to_chat_completion_handler(F.Jinja2ChatFormatter(_HANDLER_TEMPLATE, eos_token="",
+                                                                                 bos_token=""))
+    llm = _FakeHarmonyLlama()
     out = handler(llama=llm, messages=[{"role": "user", "content": "2+2?"}])
     assert llm.seen == [True] and llm._render_special is False
     m = out["choices"][0]["message"]
     assert m["content"] == "2 + 2 = 4." and m["reasoning_content"] == "User asks for 2+2. Simple."
+
+
+_TWO_CALLS = ("<|channel|>analysis<|message|>Two lookups.<|end|>"
+              "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+              "<|message|> {\"location\": \"Oslo\"} <|call|>"
+              "<|start|>assistant to=functions.get_time<|channel|>commentary json<|message|>{\"zone\": \"CET\"}")
+
+
+@pytest.mark.parametrize("reply", [_REASONED, _TOOL, _TWO_CALLS, "plain text, no channels"])
+def test_harmony_streamed_deltas(reply):
+    """Streamed in pieces of 1, 2, 5 and 11 characters: the analysis channel arrives as
+    reasoning_content deltas, the final channel as content deltas, a to=functions.X message as a
+    tool call header and argument fragments; put together they equal the whole reply's message."""
+    from openai.types.chat import ChatCompletionChunk
+    from llama_py._runtime import chat as R
+    whole, wfinish = R.harmony_message(reply, "stop", "call_1")
+    for step in (1, 2, 5, 11):
+        d = R.HarmonyDeltas("call_1")
+        deltas = [d.opening()] + [x for i in range(0, len(reply), step) for x in d.text(reply[i:i + step])]
+        tail, finish = d.finish("stop")
+        deltas += tail
+        for x in deltas:  # each is a valid OpenAI chunk delta
+            ChatCompletionChunk(id="x", object="chat.completion.chunk", created=0, model="m",
+                                choices=[{"index": 0, "delta": x, "finish_reason": None}])
+        assert finish == wfinish
+        assert "".join(x.get("reasoning_content", "") for x in deltas) == whole.get("reasoning_content", "")
+        assert "".join(x.get("content") or "" for x in deltas) == (whole["content"] or "")
+        assert not any("<|" in (x.get("content") or "") + x.get("reasoning_content", "") for x in deltas) \
+            or "<|" in reply and "<|message|>" not in reply
+        calls = {}
+        for x in deltas:
+            for tc in x.get("tool_calls", []):
+                c = calls.setdefault(tc["index"], ["", ""])
+                c[0] += tc["function"].get("name") or ""
+                c[1] += tc["function"]["arguments"]
+        assert [tuple(c) for _, c in sorted(calls.items())] == \
+            [(c["function"]["name"], c["function"]["arguments"]) for c in whole.get("tool_calls", [])]
+        if step == 1 and reply is _REASONED:  # the text goes out as it comes, not at the end
+            assert len([x for x in deltas if x.get("reasoning_content")]) > 10
+    if reply is _TWO_CALLS:
+        assert [c["function"]["name"] for c in whole["tool_calls"]] == ["get_weather", "get_time"]
+        assert whole["tool_calls"][0]["function"]["arguments"] == '{"location": "Oslo"}'
+        assert [c["id"] for c in whole["tool_calls"]] == ["call_1", "call_1_1"]
+
+
+def test_harmony_chat_completion_handler_streams_channels():
+    """create_chat_completion(stream=True) with a harmony template: the completion runs with its
+    control tokens rendered (only while it runs) and its chunks come out split into channels."""
+    from llama_py import llama_chat_format as F
+    handler = F.chat_formatter_to_chat_completion_handler(F.Jinja2ChatFormatter(_HANDLER_TEMPLATE, eos_token="",
+                                                                                 bos_token=""))
+    llm = _FakeHarmonyLlama()
+    chunks = list(handler(llama=llm, messages=[{"role": "user", "content": "2+2?"}], stream=True))
+    assert llm.seen and all(llm.seen) and llm._render_special is False
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == "User asks for 2+2. Simple."
+    assert "".join(d.get("content") or "" for d in deltas) == "2 + 2 = 4."
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+_HARMONY_TOKENS = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>", "<|return|>", "<|call|>"]
+_HARMONY_TEMPLATE = ("{% for m in messages %}<|start|>{{ m.role }}{% if m.role == 'assistant' %}<|channel|>final"
+                     "{% endif %}<|message|>{{ m.content }}<|end|>{% endfor %}"
+                     "{% if add_generation_prompt %}<|start|>assistant{% endif %}")
+# what the replies are made to be (a GBNF grammar with token references picks every token)
+_G_REASONED = ('root ::= <|channel|> "analysis" <|message|> "Think a bit." <|end|> <|start|> "assistant" '
+               '<|channel|> "final" <|message|> "Yes it is." <|return|>')
+_G_CALL = ('root ::= <|channel|> "analysis" <|message|> "Call it." <|end|> <|start|> "assistant" <|channel|> '
+           '"commentary to=functions.get_weather " <|constrain|> "json" <|message|> "{\\"city\\": \\"Oslo\\"}" <|call|>')
+
+
+@pytest.fixture(scope="module")
+def harmony_gguf(tiny, tmp_path_factory):
+    """The tiny model with its last tokens renamed to harmony's control tokens and a harmony
+    chat template."""
+    r = gguf.GGUFReader(str(tiny.gguf))
+    toks = list(r.fields["tokenizer.ggml.tokens"].contents())
+    types = list(r.fields["tokenizer.ggml.token_type"].contents())
+    for k, name in enumerate(_HARMONY_TOKENS):
+        i = len(toks) - len(_HARMONY_TOKENS) + k
+        toks[i], types[i] = name, 3
+    A = gguf.GGUFValueType.ARRAY
+    out = tmp_path_factory.mktemp("harmony") / "harmony.gguf"
+    TM._rewrite(tiny.gguf, out, keys={"tokenizer.ggml.tokens": (toks, A), "tokenizer.ggml.token_type": (types, A),
+                                      "tokenizer.chat_template": (_HARMONY_TEMPLATE, gguf.GGUFValueType.STRING)},
+                drop=("tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.chat_template"))
+    return out
+
+
+def _joined(deltas):
+    calls = {}
+    for d in deltas:
+        for tc in d.get("tool_calls") or []:
+            c = calls.setdefault(tc["index"], ["", ""])
+            c[0] += (tc.get("function") or {}).get("name") or ""
+            c[1] += (tc.get("function") or {}).get("arguments") or ""
+    return ("".join(d.get("reasoning_content") or "" for d in deltas), "".join(d.get("content") or "" for d in deltas),
+            [tuple(c) for _, c in sorted(calls.items())])
+
+
+@pytest.mark.parametrize("gbnf,want", [
+    (_G_REASONED, ("Think a bit.", "Yes it is.", [], "stop")),
+    (_G_CALL, ("Call it.", "", [("get_weather", '{"city": "Oslo"}')], "tool_calls"))], ids=["final", "call"])
+def test_harmony_streamed_in_llama_and_server(harmony_gguf, gbnf, want):
+    """A harmony reply streamed by create_chat_completion and by the server: reasoning_content
+    deltas for the analysis channel, content deltas for the final one, a tool call for a
+    to=functions message, as many deltas as the reply has tokens; the same as the whole reply."""
+    from server_util import need_server_packages, running_server
+    from llama_py import Llama, LlamaGrammar
+    msgs = [{"role": "user", "content": "hi"}]
+    with Llama(str(harmony_gguf), n_ctx=256, verbose=False) as llm:
+        kw = dict(max_tokens=80, temperature=0)
+        whole = llm.create_chat_completion(msgs, grammar=LlamaGrammar.from_string(gbnf, verbose=False), **kw)
+        chunks = list(llm.create_chat_completion(msgs, grammar=LlamaGrammar.from_string(gbnf, verbose=False),
+                                                 stream=True, **kw))
+    m = whole["choices"][0]["message"]
+    calls = [(c["function"]["name"], c["function"]["arguments"]) for c in m.get("tool_calls") or []]
+    assert (m.get("reasoning_content"), m["content"] or "", calls, whole["choices"][0]["finish_reason"]) == want
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    assert _joined(deltas) == want[:3] and chunks[-1]["choices"][0]["finish_reason"] == want[3]
+    assert len([d for d in deltas if d.get("reasoning_content")]) >= 4  # piece by piece
+    need_server_packages()
+    import openai
+    from llama_py.server.app import ModelEntry
+    with running_server([ModelEntry.load("h", str(harmony_gguf), n_slots=1, n_ctx=256)]) as (url, app):
+        c = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+        skw = dict(model="h", messages=msgs, max_tokens=80, temperature=0, extra_body={"grammar": gbnf})
+        r = c.chat.completions.create(**skw).choices[0]
+        got = [(t.function.name, t.function.arguments) for t in r.message.tool_calls or []]
+        assert (r.message.reasoning_content, r.message.content or "", got, r.finish_reason) == want
+        schunks = list(c.chat.completions.create(stream=True, **skw))
+    sdeltas = [ch.choices[0].delta.model_dump(exclude_none=True) for ch in schunks if ch.choices]
+    assert _joined(sdeltas) == want[:3] and schunks[-1].choices[0].finish_reason == want[3]
+    assert len([d for d in sdeltas if d.get("reasoning_content")]) >= 4

@@ -172,22 +172,73 @@ def test_auto_tool_calls_parse_whole_and_streamed(family, reply, content, calls)
     assert m.content == content
     assert [(c.function.name, json.loads(c.function.arguments)) for c in m.tool_calls or []] == calls
     assert finish == ("tool_calls" if calls else "stop")
-    # streamed in 3-character pieces: the same content and calls, in OpenAI's chunk shape
-    d = R.ChatDeltas(mode, "call_1")
-    deltas = [d.opening()] + [x for i in range(0, len(reply), 3) for x in d.text(reply[i:i + 3])]
-    tail, sfinish = d.finish("stop")
-    chunks = [ChatCompletionChunk(id="x", object="chat.completion.chunk", created=0, model="m",
-                                  choices=[{"index": 0, "delta": x, "finish_reason": None}]) for x in deltas + tail]
-    text = "".join(c.choices[0].delta.content or "" for c in chunks)
-    assert text.strip() == (content or "")
-    got, args = [], {}
-    for c in chunks:
-        for tc in c.choices[0].delta.tool_calls or []:
-            if tc.function.name:
-                got.append(tc.function.name)
-            args[tc.index] = args.get(tc.index, "") + (tc.function.arguments or "")
-    assert [(n, json.loads(args[i])) for i, n in enumerate(got)] == calls
-    assert sfinish == finish
+    # streamed in pieces of 1, 3 and 7 characters: the same content and calls, in OpenAI's chunk shape
+    for step in (1, 3, 7):
+        d = R.ChatDeltas(mode, "call_1")
+        deltas = [d.opening()] + [x for i in range(0, len(reply), step) for x in d.text(reply[i:i + step])]
+        tail, sfinish = d.finish("stop")
+        chunks = [ChatCompletionChunk(id="x", object="chat.completion.chunk", created=0, model="m",
+                                      choices=[{"index": 0, "delta": x, "finish_reason": None}]) for x in deltas + tail]
+        text = "".join(c.choices[0].delta.content or "" for c in chunks)
+        assert text.strip() == (content or ""), step
+        got, args = [], {}
+        for c in chunks:
+            for tc in c.choices[0].delta.tool_calls or []:
+                if tc.function.name:
+                    got.append(tc.function.name)
+                args[tc.index] = args.get(tc.index, "") + (tc.function.arguments or "")
+        assert [(n, json.loads(args[i])) for i, n in enumerate(got)] == calls, step
+        assert sfinish == finish
+
+
+MORE_AUTO_CASES = [  # replies the streamed parser must take apart too
+    ("hermes", '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```', None,
+     [("get_weather", {"city": "Paris"})]),                       # Qwen 2.5 0.5B's habit
+    ("hermes", '{"name": "get_time", "arguments": {"zone": "UTC"}}', None, [("get_time", {"zone": "UTC"})]),
+    ("hermes", 'See {this} and ```code```', 'See {this} and ```code```', []),
+    ("hermes", '```python\nprint(1)\n```', '```python\nprint(1)\n```', []),
+    ("hermes", '<tool_call>{"arguments": {"city": "Rome"}, "name": "get_weather"}</tool_call>', None,
+     [("get_weather", {"city": "Rome"})]),                        # keys in the other order: parsed whole
+    ("hermes", '<tool_call>{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}</tool_call>', None,
+     [("get_weather", {"city": "Rome"})]),                        # arguments as a JSON string
+    ("mistral", '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "A"}}, '
+                '{"name": "get_time", "arguments": {"zone": "B"}}]', None,
+     [("get_weather", {"city": "A"}), ("get_time", {"zone": "B"})]),
+    ("llama3", '<|python_tag|>{"name": "get_time", "parameters": {"zone": "X"}}; '
+               '{"name": "get_weather", "parameters": {"city": "Y"}}', None,
+     [("get_time", {"zone": "X"}), ("get_weather", {"city": "Y"})]),
+]
+
+
+@pytest.mark.parametrize("family,reply,content,calls", MORE_AUTO_CASES)
+def test_auto_tool_calls_more_formats(family, reply, content, calls):
+    test_auto_tool_calls_parse_whole_and_streamed(family, reply, content, calls)
+
+
+def test_auto_tool_call_streams_piece_by_piece():
+    """The name is sent as soon as it is complete, before the arguments are; the arguments go
+    out in the pieces the model writes them; text before the call is content as it comes."""
+    from llama_py._runtime import chat as R
+    d = R.ChatDeltas(R.AutoTools("hermes", ["get_weather"]), "call_1")
+    pieces = ["Let me", " check.", "\n<tool", "_call>\n", '{"name": "get_', 'weather"', ', "arguments": ',
+              '{"city"', ': "Par', 'is"}', "}\n</tool_call>"]
+    got = [d.text(p) for p in pieces]
+    assert got[0] == [{"content": "Let me"}] and got[1] == [{"content": " check."}]
+    assert got[2] == [{"content": "\n"}] and got[3] == [] and got[4] == []     # a marker's prefix is held
+    # the header as soon as the name's closing quote arrives
+    assert got[5] == [{"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                       "function": {"name": "get_weather", "arguments": ""}}]}]
+    assert got[6] == []
+    frags = [tc["function"]["arguments"] for g in got[5:] for x in g for tc in x.get("tool_calls", [])]
+    assert frags[1:] == ['{"city"', ': "Par', 'is"}'], frags
+    tail, finish = d.finish("stop")
+    assert tail == [] and finish == "tool_calls"
+    # cut by max_tokens inside the arguments: the call as far as it went, finish_reason length
+    d = R.ChatDeltas(R.AutoTools("hermes", ["get_weather"]), "c")
+    out = d.text('<tool_call>{"name": "get_weather", "arguments": {"city": "Pa')
+    assert [x["tool_calls"][0]["function"] for x in out] == [{"name": "get_weather", "arguments": ""},
+                                                              {"arguments": '{"city": "Pa'}]
+    assert d.finish("length") == ([], "length")
 
 
 def test_auto_tool_call_in_process_and_server(client, llm):
@@ -408,3 +459,73 @@ def test_llama_cpp_internals_as_their_tests_use_them(smollm2_path, llm, lcp):
     batch.close()
     model.close()
     assert context.ctx is None and model.model is None
+
+
+def _serve_llama_cpp_module(args, env_extra, tmp_path):
+    """`python -m llama_cpp.server ARGS` with llama_py's compat folder on PYTHONPATH; yields the
+    base URL once /health answers."""
+    import os
+    import subprocess
+    import sys
+    import llama_py
+    from llama_py.compat import PATH
+    from server_util import free_port, wait_healthy
+    port = free_port()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(llama_py.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PATH, root, os.environ.get("PYTHONPATH", "")]),
+               PORT=str(port), **env_extra)
+    log = open(tmp_path / "server.log", "w+b")
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", *args], stdout=log, stderr=subprocess.STDOUT,
+                            env=env, cwd=tmp_path)
+
+    def text():
+        log.seek(0)
+        return log.read().decode()[-3000:]
+    try:
+        wait_healthy(proc, port, "python -m llama_cpp.server", text)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def test_python_m_llama_cpp_server(smollm2_path, tmp_path, llm):
+    """llama-cpp-python's command line on llama_py's server: --model/--model_alias/--n_ctx/
+    bool and ignored options, a setting from its environment variable (N_CTX), PORT; then a
+    --config_file with a models list; a bad value exits 1 naming it."""
+    import subprocess
+    import sys
+    args = ["--model", str(smollm2_path), "--model_alias", "smol", "--host", "127.0.0.1", "--flash_attn", "true",
+            "--n_threads", "2", "--use_mlock", "false", "--tensor_split", "0.5", "0.5"]
+    for url in _serve_llama_cpp_module(args, {"N_CTX": "640"}, tmp_path):
+        c = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+        m = c.models.list().data
+        assert [x.id for x in m] == ["smol"] and m[0].model_extra["meta"]["n_ctx_slot"] == 640
+        r = c.completions.create(model="smol", prompt=PROMPT, max_tokens=6, temperature=0)
+        ref = llm.create_completion(PROMPT, max_tokens=6, temperature=0)["choices"][0]["text"]
+        llm.reset()
+        assert r.choices[0].text == ref
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"host": "127.0.0.1", "api_key": "k", "models": [
+        {"model": str(smollm2_path), "model_alias": "a", "n_ctx": 512}]}))
+    for url in _serve_llama_cpp_module(["--config_file", str(cfg)], {}, tmp_path):
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=url + "/v1", api_key="wrong", max_retries=0).models.list()
+        assert [x.id for x in openai.OpenAI(base_url=url + "/v1", api_key="k").models.list().data] == ["a"]
+    import os
+    from llama_py.compat import PATH
+    bad = subprocess.run([sys.executable, "-m", "llama_cpp.server", "--model", "m.gguf", "--n_ctx", "many"],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([PATH, os.environ.get("PYTHONPATH", "")])))
+    assert bad.returncode != 0 and "--n_ctx" in bad.stderr
+
+
+def test_text_parts_reach_a_string_template_as_text():
+    """Content as a list of text parts (what guidance and others send) through a template that
+    adds strings: the parts' text joined, as the same message with a string gives."""
+    from llama_py._runtime.chat import format_chat
+    tmpl = "{% for m in messages %}{{ '<' + m.role + '>' + m.content + '</>' }}{% endfor %}"
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Name the "}, {"type": "text", "text": "capital."}]}]
+    assert format_chat(parts, tmpl) == format_chat([{"role": "user", "content": "Name the capital."}], tmpl) \
+        == "<user>Name the capital.</>"

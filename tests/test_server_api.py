@@ -607,25 +607,14 @@ def test_forced_tool_call(client):
 
 def test_cli_serve_thin_path(smollm2_path):
     """`python -m llama_py serve` in a subprocess, one /v1/completions request through openai."""
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    from server_util import free_port, wait_healthy
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "llama_py", "serve", "-m", str(smollm2_path), "--port", str(port),
                              "--parallel", "2", "--n-ctx", "1024"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "server did not come up"
-            time.sleep(0.2)
+        wait_healthy(proc, port, "python -m llama_py serve",
+                     lambda: proc.stderr.read().decode() if proc.poll() is not None else "")
         c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
         r = c.completions.create(model="anything", prompt="The capital of France is", max_tokens=4, temperature=0)
         assert r.choices[0].text and r.usage.completion_tokens == 4

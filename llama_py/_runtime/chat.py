@@ -96,8 +96,19 @@ def format_chat(messages: List[Dict[str, Any]], template: str, bos_token: str = 
                 add_generation_prompt: bool = True, tools: Optional[List[Dict[str, Any]]] = None, **extra: Any) -> str:
     """Renders a Jinja chat template in the immutable sandbox (raises jinja2's SecurityError on
     an escape attempt, ValueError from the template's raise_exception)."""
-    return compiled(template).render(messages=template_messages(messages), bos_token=bos_token, eos_token=eos_token,
-                                     add_generation_prompt=add_generation_prompt, tools=tools, **extra)
+    kw = dict(bos_token=bos_token, eos_token=eos_token, add_generation_prompt=add_generation_prompt, tools=tools,
+              **extra)
+    msgs = template_messages(messages)
+    try:
+        return compiled(template).render(messages=msgs, **kw)
+    except TypeError:
+        # a template that adds strings (message['content'] + ...) given content as a list of text
+        # parts (guidance and other clients send those): the same messages with the text joined
+        flat = [dict(m, content=message_text(m["content"])) if isinstance(m, dict) and isinstance(m.get("content"), list)
+                and all(isinstance(p, dict) and p.get("type") == "text" for p in m["content"]) else m for m in msgs]
+        if flat == msgs:
+            raise
+        return compiled(template).render(messages=flat, **kw)
 
 
 @dataclasses.dataclass
@@ -320,14 +331,6 @@ def tool_family(template: str) -> str:
     return "json"
 
 
-def _prefix_tail(text: str, marker: str) -> int:
-    """Length of the longest tail of text that is a proper prefix of marker."""
-    for k in range(min(len(text), len(marker) - 1), 0, -1):
-        if text.endswith(marker[:k]):
-            return k
-    return 0
-
-
 def formatter_template(fmt: Any) -> str:
     """The template text (or built-in name) behind a formatter, "" when it has none."""
     t = getattr(fmt, "template", "") or ""
@@ -338,13 +341,17 @@ class AutoTools:
     """tool_choice "auto": the reply is text, tool calls in the family's format, or both.
     markers are the texts that open a call; parse() splits a whole reply."""
 
-    _MARKERS = {"hermes": ["<tool_call>"], "mistral": ["[TOOL_CALLS]"], "llama3": ["<|python_tag|>", "{"],
-                "json": ["```", "{"]}
+    # Hermes models (Qwen 2.5's small ones among them) also write a call as a fenced or bare JSON
+    # object at the reply's start, which llama.cpp's Hermes parser accepts too
+    _MARKERS = {"hermes": ["<tool_call>", "```", "{"], "mistral": ["[TOOL_CALLS]"],
+                "llama3": ["<|python_tag|>", "{"], "json": ["```", "{"]}
 
     def __init__(self, family: str, names: List[str]):
         self.family = family
         self.names = set(names)
         self.markers = self._MARKERS[family]
+        # markers that open a call after some text too (a bare "{" or a fence only at the start)
+        self.anywhere = {"<tool_call>", "[TOOL_CALLS]", "<|python_tag|>"} | ({"```"} if family == "json" else set())
 
     def grammar(self, tools: List[Dict[str, Any]]):
         """A lazy grammar that keeps a call, once its opening marker is written, to the family's
@@ -402,15 +409,14 @@ class AutoTools:
 
     def parse(self, text: str) -> Tuple[str, List[Tuple[str, str]]]:
         """(content before the calls, [(name, arguments JSON)]); no calls: (text, [])."""
-        start = min((i for i in (text.find(m) for m in self.markers) if i >= 0), default=-1)
-        if start < 0 or (self.family in ("llama3", "json") and text[start] == "{" and text[:start].strip()):
-            if self.family == "json" and "```" in text:  # a fenced block after some prose
-                start = text.find("```")
-            else:
-                return text, []
+        found = [i for i in (text.find(m) for m in self.markers)
+                 if i >= 0 and (text.startswith(tuple(self.anywhere), i) or not text[:i].strip())]
+        if not found:
+            return text, []
+        start = min(found)
         head, body = text[:start], text[start:]
         calls = None
-        if self.family == "hermes":
+        if self.family == "hermes" and body.startswith("<tool_call>"):
             blocks = re.findall(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", body, re.S)
             objs = [self._json_values(b) for b in blocks]
             calls = self._calls([o for v in objs if v for o in v]) if all(objs) else None
@@ -430,40 +436,7 @@ class AutoTools:
 
 # ---- generated text -> chat shapes ----
 
-_HARMONY_MSG = re.compile(r"(?:<\|start\|>[^<]*)?(?:<\|channel\|>)?(.*?)<\|message\|>(.*?)(?:<\|end\|>|<\|call\|>|<\|return\|>|$)",
-                          re.S)
-
-
-def is_harmony(template: str) -> bool:
-    """A chat template in OpenAI's harmony format (gpt-oss): channels and messages as control tokens."""
-    return "<|channel|>" in template and "<|message|>" in template
-
-
-def harmony_message(text: str, finish_reason: Optional[str], call_id: str) -> Tuple[Dict[str, Any], Optional[str]]:
-    """(assistant message, finish_reason) of a harmony reply rendered with its control tokens:
-    the analysis channel's messages -> reasoning_content, the final channel's -> content, a
-    commentary message addressed `to=functions.NAME` -> an OpenAI tool call (its body the
-    arguments), other commentary -> content. Text without any <|message|> is content as it is."""
-    if "<|message|>" not in text:
-        return {"role": "assistant", "content": text}, finish_reason
-    reasoning, content, calls = [], [], []
-    for header, body in _HARMONY_MSG.findall(text):
-        channel = header.split("<|", 1)[0].split()[0] if header.strip() else ""
-        to = re.search(r"to=functions\.([^\s<]+)", header)
-        if to:
-            calls.append({"id": f"{call_id}_{len(calls)}" if calls else call_id, "type": "function",
-                          "function": {"name": to.group(1), "arguments": body.strip()}})
-        elif channel == "analysis":
-            reasoning.append(body)
-        else:
-            content.append(body)
-    msg: Dict[str, Any] = {"role": "assistant", "content": "".join(content) if content or not calls else None}
-    if reasoning:
-        msg["reasoning_content"] = "".join(reasoning)
-    if calls:
-        msg["tool_calls"] = calls
-        return msg, "tool_calls" if finish_reason == "stop" else finish_reason
-    return msg, finish_reason
+from .harmony import HarmonyDeltas, harmony_message, is_harmony  # noqa: E402,F401  (gpt-oss replies)
 
 
 def tool_call(mode: str, text: str, call_id: str) -> Optional[Dict[str, Any]]:
@@ -483,14 +456,15 @@ def tool_call(mode: str, text: str, call_id: str) -> Optional[Dict[str, Any]]:
 def chat_message(text: str, finish_reason: Optional[str], tool_mode: Optional[str],
                  call_id: str) -> Tuple[Dict[str, Any], Optional[str]]:
     """(assistant message, finish_reason) for a whole generation."""
-    if isinstance(tool_mode, AutoTools):
-        content, calls = tool_mode.parse(text)
+    if isinstance(tool_mode, AutoTools):  # the streaming machine over the whole text: both agree
+        from .toolstream import AutoCallStream, assemble
+        st = AutoCallStream(tool_mode, call_id)
+        deltas = st.text(text)
+        tail, finish = st.finish(finish_reason)
+        content, calls = assemble(deltas + tail)
         if not calls:
             return {"role": "assistant", "content": text}, finish_reason
-        tc = [{"id": f"{call_id}_{i}" if i else call_id, "type": "function",
-               "function": {"name": n, "arguments": a}} for i, (n, a) in enumerate(calls)]
-        return ({"role": "assistant", "content": content or None, "tool_calls": tc},
-                "tool_calls" if finish_reason == "stop" else finish_reason)
+        return {"role": "assistant", "content": content.strip() or None, "tool_calls": calls}, finish
     if tool_mode is not None:
         call = tool_call(tool_mode, text, call_id)
         if call is not None:
@@ -512,18 +486,17 @@ class ChatDeltas:
     an id and empty arguments), then each piece of text is an arguments fragment. In "required"
     mode the name comes from the generated {"name": ..., "arguments": ...}: text is held until
     the name is complete, and the closing brace of that object is never sent. With tool_choice
-    "auto" (an AutoTools) text is content until the family's opening marker appears (text that
-    could begin one is held back); from there it is held, and at the end sent as the calls it
-    parses into (each a header and its arguments), or as content when it parses into none."""
+    "auto" (an AutoTools) toolstream.AutoCallStream makes the deltas: content until a call
+    opens, then each call's header as soon as its name is complete and its arguments piece by
+    piece."""
 
     def __init__(self, tool_mode: Any, call_id: str):
-        self.auto = tool_mode if isinstance(tool_mode, AutoTools) else None
+        from .toolstream import AutoCallStream
+        self.auto = AutoCallStream(tool_mode, call_id) if isinstance(tool_mode, AutoTools) else None
         self.mode = None if self.auto else tool_mode
         self.call_id = call_id
         self.held = ""
         self.named = self.mode is not None and self.mode != "required"
-        self.in_call = False   # auto: a call's opening marker has been seen
-        self.wrote = False     # auto: some content other than white space has been sent
 
     def _header(self, name: str) -> Dict[str, Any]:
         return {"tool_calls": [{"index": 0, "id": self.call_id, "type": "function",
@@ -541,29 +514,9 @@ class ChatDeltas:
             head.update(self._header(self.mode))
         return head
 
-    def _auto_text(self, text: str) -> List[Dict[str, Any]]:
-        self.held += text
-        if self.in_call:
-            return []
-        found = [(i, m) for m, i in ((m, self.held.find(m)) for m in self.auto.markers) if i >= 0]
-        # a bare JSON object opens a call only as the reply's start
-        found = [(i, m) for i, m in found if m != "{" or not (self.wrote or self.held[:i].strip())]
-        if found:
-            i = min(found)[0]
-            out, self.held, self.in_call = self.held[:i], self.held[i:], True
-        else:
-            markers = [m for m in self.auto.markers if m != "{" or not (self.wrote or self.held.strip())]
-            hold = max((_prefix_tail(self.held, m) for m in markers), default=0)
-            out, self.held = self.held[:len(self.held) - hold], self.held[len(self.held) - hold:]
-            if self.auto.family in ("llama3", "json") and not (self.wrote or out.strip()):
-                out, self.held = "", out + self.held  # leading white space: a call may still open
-        if out.strip():
-            self.wrote = True
-        return [{"content": out}] if out else []
-
     def text(self, text: str) -> List[Dict[str, Any]]:
         if self.auto is not None:
-            return self._auto_text(text)
+            return self.auto.text(text)
         if self.mode is None:
             return [{"content": text}] if text else []
         if self.mode != "required":
@@ -585,16 +538,7 @@ class ChatDeltas:
 
     def finish(self, reason: Optional[str]) -> Tuple[List[Dict[str, Any]], Optional[str]]:
         if self.auto is not None:
-            content, calls = self.auto.parse(self.held) if self.in_call else (self.held, [])
-            if not calls:
-                return ([{"content": self.held}] if self.held else []), reason
-            out = [{"content": content}] if content else []
-            for i, (name, args) in enumerate(calls):
-                cid = f"{self.call_id}_{i}" if i else self.call_id
-                out.append({"tool_calls": [{"index": i, "id": cid, "type": "function",
-                                            "function": {"name": name, "arguments": ""}}]})
-                out.append({"tool_calls": [{"index": i, "function": {"arguments": args}}]})
-            return out, "tool_calls" if reason == "stop" else reason
+            return self.auto.finish(reason)
         if self.mode is None:
             return [], reason
         out = []

@@ -526,8 +526,8 @@ class _App:
         except ValueError as err:
             raise P.RequestError(400, str(err), param="messages")
         gp.stop = gp.stop + [s for s in fmt_stops if s not in gp.stop]
-        # harmony (gpt-oss): whole replies are read with their channel markers (streams carry text)
-        harmony = R.is_harmony(R.formatter_template(e.model.formatter())) and not gp.stream
+        # harmony (gpt-oss): replies are read with their channel markers, streamed or whole
+        harmony = R.is_harmony(R.formatter_template(e.model.formatter()))
         gp.special = harmony
         toks = await _tokenize(e, prompt, add_special)
         run = self._start(e, [toks], gp, grammar)
@@ -541,7 +541,8 @@ class _App:
                     "choices": choices}
 
         if gp.stream:
-            deltas = [R.ChatDeltas(tool_mode, call_id(i)) for i in range(len(run.reqs))]
+            deltas = [R.HarmonyDeltas(call_id(i)) if harmony else R.ChatDeltas(tool_mode, call_id(i))
+                      for i in range(len(run.reqs))]
 
             def chunk(i, delta, lp=None, finish=None):
                 return _sse(base([{"index": i, "delta": delta, "logprobs": lp, "finish_reason": finish}]))

@@ -108,17 +108,105 @@ def create_app(settings: Optional[Settings] = None, server_settings: Optional[Se
     return _create_app(entries, api_key=server_settings.api_key)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """`python -m llama_cpp.server`'s command line (--model, --n_ctx, --host, --port, ...)."""
-    parser = argparse.ArgumentParser(prog="llama_cpp.server", description="llama_py's server, llama-cpp-python's options")
+# fields whose default is None: the type their command-line value has
+_TYPES: Dict[str, Any] = {
+    "seed": int, "n_threads": int, "n_threads_batch": int, "rope_scaling_type": int, "split_mode": int,
+    "type_k": int, "type_v": int, "tensor_split": float, "kv_overrides": "json", "chat_template_kwargs": "json",
+}
+_LISTS = {"tensor_split"}
+
+
+def _bool(s: str) -> bool:
+    v = str(s).strip().lower()
+    if v in ("1", "true", "yes", "on", "y", "t"):
+        return True
+    if v in ("0", "false", "no", "off", "n", "f", ""):
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean (true/false), got {s!r}")
+
+
+def _json_object(s: str) -> Dict[str, Any]:
+    import json
+    try:
+        v = json.loads(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected a JSON object: {e}")
+    if not isinstance(v, dict):
+        raise argparse.ArgumentTypeError("expected a JSON object")
+    return v
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m llama_cpp.server",
+                                     description="llama_py's server with llama-cpp-python's options (--model, "
+                                                 "--n_ctx, --host, --port, ...; each also read from the environment "
+                                                 "variable of its upper-case name, as pydantic-settings does)")
     for k, v in {**_MODEL_DEFAULTS, **_SERVER_DEFAULTS}.items():
-        kind = type(v) if v is not None and not isinstance(v, bool) else str
+        kind = _TYPES.get(k, type(v) if v is not None else str)
         if isinstance(v, bool):
-            parser.add_argument(f"--{k}", type=lambda s: s.lower() in ("1", "true", "yes"), default=v)
+            kind = _bool
+        elif kind == "json":
+            kind = _json_object
+        parser.add_argument(f"--{k}", dest=k, type=kind, default=None, nargs="*" if k in _LISTS else None)
+    parser.add_argument("--config_file", type=str, default=None,
+                        help="JSON (or YAML, with PyYAML) file of server settings and a `models` list")
+    return parser
+
+
+def _from_env(parser: argparse.ArgumentParser, ns: Dict[str, Any]) -> Dict[str, Any]:
+    """Fields not given on the command line, from their upper-case environment variables."""
+    import os
+    out = dict(ns)
+    for action in parser._actions:
+        k = action.dest
+        if k in out and out[k] is None and k.upper() in os.environ and k != "config_file":
+            raw = os.environ[k.upper()]
+            out[k] = [action.type(x) for x in raw.split()] if action.nargs == "*" else action.type(raw)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _config_file(path: str):
+    """(ServerSettings, [ModelSettings]) of a llama-cpp-python config file."""
+    import json
+    import os
+    if not os.path.exists(path):
+        raise ValueError(f"Config file {path} not found!")
+    with open(path, "rb") as f:
+        if path.endswith((".yaml", ".yml")):
+            import yaml
+            data = yaml.safe_load(f)
         else:
-            parser.add_argument(f"--{k}", type=kind, default=v)
+            data = json.loads(f.read())
+    models = data.pop("models", [])
+    return ServerSettings(**data), [ModelSettings(**m) for m in models]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """`python -m llama_cpp.server`'s command line: every llama-cpp-python setting as --name VALUE
+    (or the environment variable NAME), --config_file FILE (or CONFIG_FILE); HOST and PORT
+    override the host and port, as llama-cpp-python's __main__ has it."""
+    import os
+    import sys
+    parser = _parser()
     ns = vars(parser.parse_args(argv))
-    settings = Settings(**ns)
+    try:
+        config = os.environ.get("CONFIG_FILE", ns.pop("config_file"))
+        if config:
+            server, models = _config_file(config)
+        else:
+            given = _from_env(parser, ns)
+            server = ServerSettings(**{k: v for k, v in given.items() if k in _SERVER_DEFAULTS})
+            models = [ModelSettings(**{k: v for k, v in given.items() if k in _MODEL_DEFAULTS})]
+        app = create_app(server_settings=server, model_settings=models)
+    except Exception as e:  # a bad setting or file: said, with the options, as llama-cpp-python does
+        print(e, file=sys.stderr)
+        parser.print_help(sys.stderr)
+        return 1
     import uvicorn
-    uvicorn.run(create_app(settings=settings), host=settings.host, port=settings.port)
+    uvicorn.run(app, host=os.getenv("HOST", server.host), port=int(os.getenv("PORT", server.port)),
+                ssl_keyfile=server.ssl_keyfile, ssl_certfile=server.ssl_certfile)
     return 0
+
+
+if __name__ == "__main__":  # python -m llama_cpp.server (through the shim) runs this file as __main__
+    raise SystemExit(main())
