@@ -171,6 +171,7 @@ void llama_free(struct llama_context * ctx) {
     free(ctx->seq_next);
     free(ctx->seq_last);
     free(ctx->seq_count);
+    free(ctx->enc_idx);
     free(ctx->logits);
     free(ctx->embd);
     free(ctx->embd_seq);
@@ -449,6 +450,10 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     }
     // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal); in
     // sliding-window layers also only if p - pj < n_swa.
+    if (ub->enc_len > 0) {
+        llama_encode_set_inputs(ctx, ub, res); // slot maps and per-group masks
+        return;
+    }
     const uint32_t n_kv = ub->n_kv;
     const size_t mask_bytes = (size_t) n * n_kv * sizeof(float);
     const llama_pos n_swa = (llama_pos) ctx->model->hparams.n_swa;
@@ -530,13 +535,15 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
         .n_outputs = ub->n_outputs,
         .n_kv = ub->n_kv,
         .n_seqs = ub->n_seqs,
+        .enc_len = ub->enc_len,
+        .enc_grp = ub->enc_grp,
         .embd_input = ub->token == NULL,
         .all_rows = ub->all_rows,
         .embeddings = ctx->embeddings,
     };
     const struct llama_graph_key * k = &ctx->graph_key;
     if (ctx->graph_reusable && k->n_tokens == key.n_tokens && k->n_outputs == key.n_outputs && k->n_kv == key.n_kv && k->n_seqs == key.n_seqs &&
-        k->embd_input == key.embd_input && k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
+        k->enc_len == key.enc_len && k->enc_grp == key.enc_grp && k->embd_input == key.embd_input && k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
         *res = ctx->graph_res;
         ctx->n_reused++;
         // Same graph, same allocation: the backends may keep their plans too.
@@ -557,8 +564,8 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
     return true;
 }
 
-// One decode (encode: the whole batch in one ubatch, every row an output, non-causal, its cells
-// emptied afterwards; see encode.c).
+// One decode (encode: the whole batch in one ubatch, every row an output, non-causal, K and V
+// kept in the graph, the cache untouched; see encode.c).
 static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, bool encode) {
     const int64_t t0 = llama_time_us();
     ctx->have_logits = ctx->have_embd = ctx->have_embd_seq = false;
@@ -572,7 +579,8 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     if (r != 0) {
         return r;
     }
-    if (encode && !llama_encode_prepare(ctx)) {
+    uint32_t enc_len = 0, enc_grp = 0;
+    if (encode && (!llama_encode_prepare(ctx) || !llama_encode_layout(ctx, &enc_len, &enc_grp))) {
         return -1;
     }
     const struct llama_batch_prep * p = &ctx->prep;
@@ -582,7 +590,7 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     const size_t n_embd = ctx->model->hparams.n_embd;
     const bool pooled = ctx->embeddings && ctx->pooling != LLAMA_POOLING_TYPE_NONE;
 
-    if (!llama_kv_cache_find_slot(kv, (uint32_t) n, ctx->cells)) {
+    if (!encode && !llama_kv_cache_find_slot(kv, (uint32_t) n, ctx->cells)) {
         LLAMA_LOG_WARN("llama_decode: no KV cache slot for %d tokens (%u of %u cells free)\n",
                        n, llama_kv_cache_n_free(kv), kv->size);
         return 1;
@@ -614,10 +622,10 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
             ub.all_rows = pooled;
         } else {
             nu = n - i0 < n_ubatch ? n - i0 : n_ubatch;
-            for (int32_t i = i0; i < i0 + nu; i++) {
+            for (int32_t i = i0; i < i0 + nu && !encode; i++) {
                 llama_kv_cache_cell_set(kv, ctx->cells[i], p->pos[i], p->n_seq_id[i], p->seq_id[i]);
             }
-            n_assigned = i0 + nu;
+            n_assigned = encode ? 0 : i0 + nu;
             ub = (struct llama_ubatch) {
                 .n_tokens = nu,
                 .token = p->token ? p->token + i0 : NULL,
@@ -629,7 +637,9 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
                 .n_outputs = 0,
                 .all_rows = pooled,
                 .cells = ctx->cells + i0,
-                .n_kv = llama_kv_cache_n_kv(kv),
+                .n_kv = encode ? 0 : llama_kv_cache_n_kv(kv),
+                .enc_len = enc_len,
+                .enc_grp = enc_grp,
             };
         }
         for (int32_t i = 0; i < nu; i++) {
@@ -692,23 +702,20 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     if (ret == 0 && pooled && !llama_pool_finish(ctx)) {
         ret = -3;
     }
-    if (ret != 0 || encode) {
-        // The cache is left as it was: undo the cells this batch took (an encode only borrowed
-        // them for its K and V).
+    if (ret != 0) {
+        // The cache is left as it was: undo the cells this batch took.
         for (int32_t i = 0; i < n_assigned; i++) {
             llama_kv_cache_cell_clear(kv, ctx->cells[i]);
         }
-        if (ret != 0) {
-            for (int32_t k = 0; kv->rs != NULL && k < kv->rs->n_seqs_batch; k++) {
-                const llama_seq_id s = kv->rs->seqs[k];
-                if (kv->rs->seq_done[s] > 0) {
-                    // its recurrent state moved on and cannot move back: the sequence must be decoded again
-                    LLAMA_LOG_WARN("llama_decode: sequence %d is removed (its recurrent state was part-way through the batch)\n", s);
-                    llama_memory_seq_rm(kv, s, -1, -1);
-                }
+        for (int32_t k = 0; kv->rs != NULL && k < kv->rs->n_seqs_batch; k++) {
+            const llama_seq_id s = kv->rs->seqs[k];
+            if (kv->rs->seq_done[s] > 0) {
+                // its recurrent state moved on and cannot move back: the sequence must be decoded again
+                LLAMA_LOG_WARN("llama_decode: sequence %d is removed (its recurrent state was part-way through the batch)\n", s);
+                llama_memory_seq_rm(kv, s, -1, -1);
             }
-            return ret;
         }
+        return ret;
     }
 
     int32_t k = 0;

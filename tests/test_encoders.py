@@ -101,17 +101,16 @@ def _hf_pool(h: np.ndarray, pooling: int) -> np.ndarray:
     return {NONE: h, MEAN: h.mean(axis=0), CLS: h[0], LAST: h[-1]}[pooling]
 
 
-def _ours(path: Path, token_lists: List[List[int]], pooling: int) -> List[np.ndarray]:
+def _ours(path: Path, token_lists: List[List[int]], pooling: int, flash: int = 0, interleave: bool = False) -> List[np.ndarray]:
     with Model(path) as m, Ctx(m, n_ctx=256, n_batch=256, n_ubatch=256, n_seq_max=8, embeddings=True,
-                               pooling_type=pooling) as c:
+                               pooling_type=pooling, flash_attn_type=flash) as c:
         rows = [(t, i, [s], True) for s, toks in enumerate(token_lists) for i, t in enumerate(toks)]
+        if interleave:  # the sequences' tokens alternate in the batch (rows keep their order per sequence)
+            rows = sorted(rows, key=lambda r: (r[1], r[2][0]))
         assert c.decode_rows(rows) == 0
         if pooling == NONE:
-            out, k = [], 0
-            for toks in token_lists:
-                out.append(np.stack([c.embedding(k + i) for i in range(len(toks))]))
-                k += len(toks)
-            return out
+            row_of = {(r[2][0], r[1]): k for k, r in enumerate(rows)}  # (sequence, position) -> batch row
+            return [np.stack([c.embedding(row_of[(s, i)]) for i in range(len(toks))]) for s, toks in enumerate(token_lists)]
         if pooling == RANK:
             return [np.array([c.embedding_seq(s)[0]]) for s in range(len(token_lists))]
         return [c.embedding_seq(s) for s in range(len(token_lists))]
@@ -133,6 +132,26 @@ def test_embeddings_match_transformers(tiny, kind, pooling):
     ours = _ours(path, lists, pooling)
     for ids, got in zip(lists, ours):
         _close(got, _hf_pool(_hf_hidden(model, ids), pooling))
+
+
+# The encoder's attention runs per sequence (slots grouped by sequence, padded to the longest)
+# when that costs less than one masked product over the whole batch: TEXTS take the grouped
+# layout (5 x 6 x 6 slots against 22 x 22), one long text beside short ones the single group
+# (4 x 38 x 38 against 49 x 49); both with and without flash attention, with the batch's rows in
+# sequence order or interleaved.
+SHORT = ["hello world", "search query", "question", "the quick brown fox", "lazy dog jumps"]
+LONG = ["the quick brown fox jumps over the lazy dog " * 4, "question", "search query", "hello world"]
+
+
+@pytest.mark.parametrize("texts", ["grouped", "single"])
+@pytest.mark.parametrize("flash", [0, 1])
+@pytest.mark.parametrize("interleave", [False, True])
+def test_encode_layouts(tiny, texts, flash, interleave):
+    d, model, tok, path = tiny["nomic"]
+    lists = [tok(t)["input_ids"] for t in (SHORT if texts == "grouped" else LONG)]
+    ours = _ours(path, lists, NONE, flash=flash, interleave=interleave)
+    for ids, got in zip(lists, ours):
+        _close(got, _hf_hidden(model, ids))
 
 
 def test_tokens_equal_hf(tiny):
