@@ -16,11 +16,6 @@ from .. import llama_cpp as C
 from .._lib import LlamaError
 
 
-# Every token of a decode attends over all of its cells (masked to its own sequence), so a
-# decode's attention grows with the square of its tokens: lists are packed up to this many
-# tokens a decode (a longer one goes alone, up to the batch); softmax was 27% of a 640-token
-# nomic-bert decode, 11% at 256.
-PACK_TOKENS = 512
 
 
 def unit(v: Sequence[float]) -> List[float]:
@@ -116,9 +111,14 @@ def decode_embeddings(ctx, batch, token_lists: Sequence[Sequence[int]], n_out: i
 def embed_packed(ctx, batch, token_lists: Sequence[Sequence[int]], n_out: int, n_tokens: int,
                  normalize: bool = False) -> List[Any]:
     """decode_embeddings' results for every list, in order, from as few decodes as the context's
-    sequences and PACK_TOKENS allow; each list must fit the batch (n_tokens rows)."""
+    sequences and the batch (n_tokens rows) allow; each list must fit the batch. The lists are
+    packed in order of length: an encoder's attention runs per sequence padded to the longest
+    of its decode (llama_encode), so lists of like length waste the least."""
     n_seq = max(1, int(C.llama_n_seq_max(ctx)))
-    out: List[Any] = []
-    for group in pack([len(t) for t in token_lists], min(n_tokens, PACK_TOKENS), n_seq):
-        out += decode_embeddings(ctx, batch, [token_lists[i] for i in group], n_out, normalize)
+    order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
+    out: List[Any] = [None] * len(token_lists)
+    for group in pack([len(token_lists[i]) for i in order], n_tokens, n_seq):
+        idx = [order[k] for k in group]
+        for i, v in zip(idx, decode_embeddings(ctx, batch, [token_lists[i] for i in idx], n_out, normalize)):
+            out[i] = v
     return out
