@@ -348,6 +348,32 @@ def test_langchain_embeddings_on_an_encoder(tiny, lib_path):
         _close(g, u if abs(np.linalg.norm(g) - 1) < 1e-6 else w)
 
 
+def test_llamaindex_embeddings_through_the_server(tiny):
+    """LlamaIndex's embedding class for OpenAI-compatible endpoints (llama-index-embeddings-
+    openai-like) on our /v1/embeddings: its query, text and batch calls give the unit vectors of
+    transformers' mean-pooled hidden states, and dimensions passes through."""
+    pytest.importorskip("llama_index.embeddings.openai_like",
+                        reason="llama-index-embeddings-openai-like is not installed (pip install -r requirements-frameworks.txt)")
+    from server_util import need_server_packages, running_server
+    need_server_packages()
+    from llama_index.embeddings.openai_like import OpenAILikeEmbedding
+    from llama_py.server.app import ModelEntry
+    _, bert, btok, bpath = tiny["bert"]
+    want = [_hf_hidden(bert, btok(t)["input_ids"]).mean(axis=0) for t in TEXTS]
+    unit = [w / np.linalg.norm(w) for w in want]
+    with running_server([ModelEntry.load("bert", str(bpath), n_slots=1, n_ctx=64)]) as (url, app):
+        emb = OpenAILikeEmbedding(model_name="bert", api_base=url + "/v1", api_key="unused", embed_batch_size=2)
+        _close(emb.get_query_embedding(TEXTS[0]), unit[0])
+        _close(emb.get_text_embedding(TEXTS[1]), unit[1])
+        got = emb.get_text_embedding_batch(TEXTS)  # three requests of at most 2 texts
+        assert len(got) == len(TEXTS)
+        for g, u in zip(got, unit):
+            _close(g, u)
+        short = OpenAILikeEmbedding(model_name="bert", api_base=url + "/v1", api_key="unused", dimensions=16)
+        w = want[2][:16]
+        _close(short.get_text_embedding(TEXTS[2]), w / np.linalg.norm(w))
+
+
 def test_server_embeddings_rerank_and_refused_generation(tiny):
     """/v1/embeddings with an encoder (the openai client, float and base64), /v1/rerank and
     /rerank in llama-server's shape, and a generation request to the encoder: a clear 400."""
