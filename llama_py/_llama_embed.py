@@ -78,10 +78,20 @@ class _EmbedMixin:
             lists.append(toks)
         return [v[0] for v in self._embed_tokens(lists, 1)] if lists else []
 
-    def create_embedding(self, input: Union[str, List[str]], model: Optional[str] = None) -> Dict[str, Any]:
-        """OpenAI-style embeddings response for one text or a list of texts."""
+    def create_embedding(self, input: Union[str, List[str]], model: Optional[str] = None,
+                         dimensions: Optional[int] = None) -> Dict[str, Any]:
+        """OpenAI-style embeddings response for one text or a list of texts. dimensions (as
+        OpenAI's parameter): the first dimensions components of each pooled vector, renormalized
+        (Matryoshka models such as nomic-embed-text-v1.5); ValueError beyond the model's size."""
         texts = input if isinstance(input, list) else [input]
+        if dimensions is not None:
+            self._embed_check()
+            E.check_dimensions(dimensions, E.output_size(self._ctx, self._model))
+            if C.llama_pooling_type(self._ctx) == C.LLAMA_POOLING_TYPE_NONE:
+                raise ValueError("dimensions needs a pooled embedding (this context's pooling is NONE)")
         vecs, n_tok = self.embed(texts, return_count=True)
+        if dimensions is not None:
+            vecs = [E.truncate(v, dimensions) for v in vecs]
         return {"object": "list", "model": model if model is not None else self.model_path,
                 "data": [{"object": "embedding", "embedding": v, "index": i} for i, v in enumerate(vecs)],
                 "usage": {"prompt_tokens": n_tok, "total_tokens": n_tok}}

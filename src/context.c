@@ -171,6 +171,7 @@ void llama_free(struct llama_context * ctx) {
     free(ctx->seq_next);
     free(ctx->seq_last);
     free(ctx->seq_count);
+    free(ctx->enc_idx);
     free(ctx->logits);
     free(ctx->embd);
     free(ctx->embd_seq);
@@ -486,6 +487,10 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     }
     // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal); in
     // sliding-window layers also only if p - pj < n_swa.
+    if (ub->enc_len > 0) {
+        llama_encode_set_inputs(ctx, ub, res); // slot maps and per-group masks
+        return;
+    }
     const uint32_t n_kv = ub->n_kv;
     const size_t mask_bytes = (size_t) n * n_kv * sizeof(float);
     const llama_pos n_swa = (llama_pos) ctx->model->hparams.n_swa;
@@ -567,13 +572,15 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
         .n_outputs = ub->n_outputs,
         .n_kv = ub->n_kv,
         .n_seqs = ub->n_seqs,
+        .enc_len = ub->enc_len,
+        .enc_grp = ub->enc_grp,
         .embd_input = ub->token == NULL,
         .all_rows = ub->all_rows,
         .embeddings = ctx->embeddings,
     };
     const struct llama_graph_key * k = &ctx->graph_key;
     if (ctx->graph_reusable && k->n_tokens == key.n_tokens && k->n_outputs == key.n_outputs && k->n_kv == key.n_kv && k->n_seqs == key.n_seqs &&
-        k->embd_input == key.embd_input && k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
+        k->enc_len == key.enc_len && k->enc_grp == key.enc_grp && k->embd_input == key.embd_input && k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
         *res = ctx->graph_res;
         ctx->n_reused++;
         // Same graph, same allocation: the backends may keep their plans too.
@@ -597,9 +604,10 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
 // Decode phase 2: the next ubatch of the prepared batch starting at row i0, its rows given KV
 // cells (a recurrent model's rows come regrouped by sequence: the cells taken are not a prefix,
 // and clearing a free one is a no-op). *n_assigned: the cells given out so far, rolled back on
-// failure. False when the recurrent plan has no ubatch left.
+// failure. False when the recurrent plan has no ubatch left. An encode (enc_len > 0: its
+// attention layout, encode.c) takes no cells: its K and V stay in the graph.
 static bool ctx_ubatch_next(struct llama_context * ctx, int32_t i0, int32_t n_ubatch, bool pooled,
-                            struct llama_ubatch * out, int32_t * n_assigned) {
+                            uint32_t enc_len, uint32_t enc_grp, struct llama_ubatch * out, int32_t * n_assigned) {
     const struct llama_batch_prep * p = &ctx->prep;
     struct llama_memory_i * kv = &ctx->kv;
     const int32_t n = p->n_tokens;
@@ -615,10 +623,10 @@ static bool ctx_ubatch_next(struct llama_context * ctx, int32_t i0, int32_t n_ub
         ub.all_rows = pooled;
     } else {
         nu = n - i0 < n_ubatch ? n - i0 : n_ubatch;
-        for (int32_t i = i0; i < i0 + nu; i++) {
+        for (int32_t i = i0; i < i0 + nu && enc_len == 0; i++) {
             llama_kv_cache_cell_set(kv, ctx->cells[i], p->pos[i], p->n_seq_id[i], p->seq_id[i]);
         }
-        *n_assigned = i0 + nu;
+        *n_assigned = enc_len > 0 ? 0 : i0 + nu;
         ub = (struct llama_ubatch) {
             .n_tokens = nu,
             .token = p->token ? p->token + i0 : NULL,
@@ -630,7 +638,9 @@ static bool ctx_ubatch_next(struct llama_context * ctx, int32_t i0, int32_t n_ub
             .n_outputs = 0,
             .all_rows = pooled,
             .cells = ctx->cells + i0,
-            .n_kv = llama_kv_cache_n_kv(kv),
+            .n_kv = enc_len > 0 ? 0 : llama_kv_cache_n_kv(kv),
+            .enc_len = enc_len,
+            .enc_grp = enc_grp,
         };
     }
     for (int32_t i = 0; i < nu; i++) {
@@ -705,22 +715,20 @@ static int32_t ctx_ubatch_run(struct llama_context * ctx, const struct llama_uba
     return 0;
 }
 
-// Decode phase 4, after a failure (ret != 0) or an encode: the cache is left as it was, the
-// cells this batch took freed (an encode only borrowed them for its K and V). A recurrent
-// sequence whose state moved part-way cannot move back, so it is removed.
-static void ctx_decode_undo(struct llama_context * ctx, int32_t n_assigned, int32_t ret) {
+// Decode phase 4, after a failure (ret != 0): the cache is left as it was, the cells this
+// batch took freed. A recurrent sequence whose state moved part-way cannot move back, so it is
+// removed.
+static void ctx_decode_undo(struct llama_context * ctx, int32_t n_assigned) {
     struct llama_memory_i * kv = &ctx->kv;
     for (int32_t i = 0; i < n_assigned; i++) {
         llama_kv_cache_cell_clear(kv, ctx->cells[i]);
     }
-    if (ret != 0) {
-        for (int32_t k = 0; kv->rs != NULL && k < kv->rs->n_seqs_batch; k++) {
-            const llama_seq_id s = kv->rs->seqs[k];
-            if (kv->rs->seq_done[s] > 0) {
-                // its recurrent state moved on and cannot move back: the sequence must be decoded again
-                LLAMA_LOG_WARN("llama_decode: sequence %d is removed (its recurrent state was part-way through the batch)\n", s);
-                llama_memory_seq_rm(kv, s, -1, -1);
-            }
+    for (int32_t k = 0; kv->rs != NULL && k < kv->rs->n_seqs_batch; k++) {
+        const llama_seq_id s = kv->rs->seqs[k];
+        if (kv->rs->seq_done[s] > 0) {
+            // its recurrent state moved on and cannot move back: the sequence must be decoded again
+            LLAMA_LOG_WARN("llama_decode: sequence %d is removed (its recurrent state was part-way through the batch)\n", s);
+            llama_memory_seq_rm(kv, s, -1, -1);
         }
     }
 }
@@ -761,8 +769,8 @@ static int32_t ctx_decode_finish(struct llama_context * ctx, size_t n_out, bool 
     return 0;
 }
 
-// One decode (encode: the whole batch in one ubatch, every row an output, non-causal, its cells
-// emptied afterwards; see encode.c). Phase 1: the batch checked (batch.c) and given KV cells and
+// One decode (encode: the whole batch in one ubatch, every row an output, non-causal, K and V
+// kept in the graph, the cache untouched; see encode.c). Phase 1: the batch checked (batch.c) and given KV cells and
 // output rows; then ubatch by ubatch (phases 2-3); then undone (4) or published (5).
 static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, bool encode) {
     const int64_t t0 = llama_time_us();
@@ -777,7 +785,8 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     if (r != 0) {
         return r;
     }
-    if (encode && !llama_encode_prepare(ctx)) {
+    uint32_t enc_len = 0, enc_grp = 0;
+    if (encode && (!llama_encode_prepare(ctx) || !llama_encode_layout(ctx, &enc_len, &enc_grp))) {
         return -1;
     }
     const struct llama_batch_prep * p = &ctx->prep;
@@ -785,10 +794,11 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     const int32_t n = p->n_tokens;
     const bool pooled = ctx->embeddings && ctx->pooling != LLAMA_POOLING_TYPE_NONE;
 
-    // cells a page per sequence for generation (attention per sequence, kv-cache.c); an encode
-    // or a pooled batch (several texts, one decode, cells let go after) takes them densely
-    llama_seq_id * const * seq_pages = encode || pooled ? NULL : p->seq_id;
-    if (!llama_kv_cache_find_slot(kv, (uint32_t) n, seq_pages, ctx->cells)) {
+    // cells a page per sequence for generation (attention per sequence, kv-cache.c); a pooled
+    // batch (several texts, one decode, cells let go after) takes them densely; an encode keeps
+    // its K/V in the graph and takes none
+    llama_seq_id * const * seq_pages = pooled ? NULL : p->seq_id;
+    if (!encode && !llama_kv_cache_find_slot(kv, (uint32_t) n, seq_pages, ctx->cells)) {
         LLAMA_LOG_WARN("llama_decode: no KV cache slot for %d tokens (%u of %u cells free)\n",
                        n, llama_kv_cache_n_free(kv), kv->size);
         return 1;
@@ -809,17 +819,15 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     const int32_t n_ubatch = encode ? n : (int32_t) ctx->n_ubatch;
     const int n_threads = n == 1 ? ctx->n_threads : ctx->n_threads_batch;
     struct llama_ubatch ub;
-    for (int32_t i0 = 0; ret == 0 && i0 < n && ctx_ubatch_next(ctx, i0, n_ubatch, pooled, &ub, &n_assigned); i0 += ub.n_tokens) {
+    for (int32_t i0 = 0; ret == 0 && i0 < n && ctx_ubatch_next(ctx, i0, n_ubatch, pooled, enc_len, enc_grp, &ub, &n_assigned); i0 += ub.n_tokens) {
         ret = ctx_ubatch_run(ctx, &ub, pooled, n_threads, &out_row);
     }
     if (ret == 0 && pooled && !llama_pool_finish(ctx)) {
         ret = -3;
     }
-    if (ret != 0 || encode) {
-        ctx_decode_undo(ctx, n_assigned, ret);
-        if (ret != 0) {
-            return ret;
-        }
+    if (ret != 0) {
+        ctx_decode_undo(ctx, n_assigned);
+        return ret;
     }
     return ctx_decode_finish(ctx, n_out, pooled, t0);
 }

@@ -167,6 +167,87 @@ static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cu
     return true;
 }
 
+// softmax(scale·kq + mask) over rows of kq, soft-capped first when the model says so (gemma2:
+// c·tanh(scale·s/c), the softmax's own scale multiplying back by c), with the layer's sinks.
+static struct ggml_tensor * graph_kq_softmax(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * kq,
+                                             struct ggml_tensor * mask, float kq_scale) {
+    struct ggml_context * c = g->c;
+    const float cap = g->hp->f_attn_softcap;
+    if (cap > 0.0f) {
+        G(kq = ggml_scale(c, kq, kq_scale / cap));
+        G(kq = ggml_tanh(c, kq));
+        G(kq = ggml_soft_max_ext(c, kq, mask, cap, 0.0f));
+    } else {
+        G(kq = ggml_soft_max_ext(c, kq, mask, kq_scale, 0.0f));
+    }
+    return L->attn_sinks != NULL ? ggml_soft_max_add_sinks(kq, L->attn_sinks) : kq;
+}
+
+// The attention output o [hd_v * n_head, n_tokens] gated (qwen35: o * sigmoid(gate)), then Wo (+bo).
+static bool graph_attn_out(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * o,
+                           struct ggml_tensor * gate, struct ggml_tensor ** out) {
+    struct ggml_context * c = g->c;
+    if (gate != NULL) {
+        GB(gate = ggml_sigmoid(c, gate));                      // [hd, n_head, n_tokens]
+        GB(gate = ggml_reshape_2d(c, gate, ggml_nelements(o) / g->n_tokens, g->n_tokens));
+        GB(o = ggml_mul(c, o, gate));
+    }
+    GB(*out = llm_graph_mm(g, L->wo, o));
+    GB(*out = graph_bias(c, *out, L->bo));
+    return true;
+}
+
+// x (hd * nh values per token, rows of hd contiguous) as [hd, len, nh, grp]: the tokens moved
+// to their encode slots (encode.c) when the batch is grouped, else a view.
+static struct ggml_tensor * graph_enc_slots(struct llm_graph * g, struct ggml_tensor * x, int64_t hd, int64_t nh) {
+    struct ggml_context * c = g->c;
+    const int64_t len = g->ub->enc_len, grp = g->ub->enc_grp;
+    if (g->res->inp_enc_slots != NULL) {
+        if (!ggml_is_contiguous(x)) {
+            G(x = ggml_cont(c, x));
+        }
+        G(x = ggml_reshape_2d(c, x, hd * nh, g->n_tokens));
+        G(x = ggml_get_rows(c, x, g->res->inp_enc_slots));     // [hd * nh, len * grp]
+        G(x = ggml_reshape_4d(c, x, hd, nh, len, grp));
+    } else {
+        // x is [hd * nh, n] or [hd, nh, n], possibly a view of a fused QKV product with its
+        // row stride: heads and tokens at x's own strides
+        const bool flat = x->ne[0] == hd * nh && x->ne[1] == g->n_tokens && x->ne[2] == 1;
+        const size_t head = flat ? ggml_row_size(x->type, hd) : x->nb[1], tok = flat ? x->nb[1] : x->nb[2];
+        G(x = ggml_view_4d(c, x, hd, nh, len, 1, head, tok, tok * len, 0));
+    }
+    return ggml_permute(c, x, 0, 2, 1, 3);
+}
+
+// Encoder attention of layer il: q [hd_k, n_head, n], k [hd_k, n_head_kv, n], v [n_v, n] (F32,
+// possibly views) -> [hd_v * n_head, n] in token order; groups of slots attend within
+// themselves under mask [len, len, 1, grp].
+static struct ggml_tensor * graph_attn_enc(struct llm_graph * g, uint32_t il, struct ggml_tensor * q, struct ggml_tensor * k,
+                                           struct ggml_tensor * v, struct ggml_tensor * mask, float kq_scale) {
+    struct ggml_context * c = g->c;
+    const struct llama_hparams * hp = g->hp;
+    const struct llama_layer * L = &g->model->layers[il];
+    const int64_t hd_k = hp->n_embd_head_k_l[il], hd_v = hp->n_embd_head_v_l[il];
+    const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv_l[il];
+    const int64_t len = g->ub->enc_len, grp = g->ub->enc_grp;
+    struct ggml_tensor * Q, * K, * V, * o;
+    G(Q = graph_enc_slots(g, q, hd_k, n_head));                // [hd_k, len, n_head, grp]
+    G(K = graph_enc_slots(g, k, hd_k, n_head_kv));
+    G(V = graph_enc_slots(g, v, hd_v, n_head_kv));             // [hd_v, len, n_head_kv, grp]
+    if (g->ctx->flash_attn && L->attn_sinks == NULL) {
+        G(o = ggml_flash_attn_ext(c, Q, K, V, mask, kq_scale, 0.0f, hp->f_attn_softcap)); // [hd_v, n_head, len, grp]
+    } else {
+        struct ggml_tensor * kq, * vt;
+        G(kq = ggml_mul_mat(c, K, Q));                          // [len, len, n_head, grp]
+        G(kq = graph_kq_softmax(g, L, kq, mask, kq_scale));
+        G(vt = ggml_cont(c, ggml_transpose(c, V)));             // [len, hd_v, n_head_kv, grp]
+        G(o = ggml_mul_mat(c, vt, kq));                         // [hd_v, len, n_head, grp]
+        G(o = ggml_cont(c, ggml_permute(c, o, 0, 2, 1, 3)));    // [hd_v, n_head, len, grp]
+    }
+    G(o = ggml_reshape_2d(c, o, hd_v * n_head, len * grp));
+    return g->res->inp_enc_rows != NULL ? ggml_get_rows(c, o, g->res->inp_enc_rows) : o;
+}
+
 bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, struct ggml_tensor ** out) {
     struct llama_context * ctx = g->ctx;
     struct ggml_context * c = g->c;
@@ -188,6 +269,24 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     const bool rope = hp->n_rot_l[il] > 0; // 0: positions come from elsewhere (bert's learned embeddings)
     if (rope) {
         GB(q = llm_graph_rope(g, il, q, g->pos ? g->pos : res->inp_pos, false));
+    }
+
+    if (g->ub->enc_len > 0) {
+        // an encode: K and V straight from this graph (F32), attention per slot group
+        if (k == NULL) {
+            LLAMA_LOG_ERROR("llama_encode: layer %u reads another layer's KV, which an encode does not keep\n", il);
+            return false;
+        }
+        if (last && g->n_rows == 0) {
+            return true;
+        }
+        if (rope) {
+            GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
+        }
+        struct ggml_tensor * mask = hp->swa_layers[il] && res->inp_mask_swa ? res->inp_mask_swa : res->inp_mask;
+        struct ggml_tensor * o;
+        GB(o = graph_attn_enc(g, il, q, k, v, mask, kq_scale));
+        return graph_attn_out(g, L, o, gate, out);
     }
 
     // Write this ubatch's K and V rows into their cells; the views read below are made from
@@ -236,17 +335,7 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     } else {
         struct ggml_tensor * kq, * vt, * kqv;
         GB(kq = ggml_mul_mat(c, K, Q));                        // [n_kv, n_tokens, n_head]
-        if (hp->f_attn_softcap > 0.0f) {
-            // c·tanh(scale·s/c): the softmax's own scale multiplies back by c
-            GB(kq = ggml_scale(c, kq, kq_scale / hp->f_attn_softcap));
-            GB(kq = ggml_tanh(c, kq));
-            GB(kq = ggml_soft_max_ext(c, kq, mask, hp->f_attn_softcap, 0.0f));
-        } else {
-            GB(kq = ggml_soft_max_ext(c, kq, mask, kq_scale, 0.0f));
-        }
-        if (L->attn_sinks != NULL) {
-            GB(kq = ggml_soft_max_add_sinks(kq, L->attn_sinks));
-        }
+        GB(kq = graph_kq_softmax(g, L, kq, mask, kq_scale));
         GB(vt = ggml_transpose(c, V));
         GB(vt = ggml_cont(c, vt));                             // [n_kv, hd_v, n_head_kv]
         GB(kqv = ggml_mul_mat(c, vt, kq));                     // [hd_v, n_tokens, n_head]
@@ -254,14 +343,7 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
         GB(o = ggml_cont(c, o));                               // [hd_v, n_head, n_tokens]
         GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
     }
-    if (gate != NULL) {
-        GB(gate = ggml_sigmoid(c, gate));                      // [hd, n_head, n_tokens]
-        GB(gate = ggml_reshape_2d(c, gate, hd_v * n_head, n_tokens));
-        GB(o = ggml_mul(c, o, gate));
-    }
-    GB(*out = llm_graph_mm(g, L->wo, o));
-    GB(*out = graph_bias(c, *out, L->bo));
-    return true;
+    return graph_attn_out(g, L, o, gate, out);
 }
 
 bool llm_graph_out_rows(struct llm_graph * g, uint32_t il, struct ggml_tensor ** cur, struct ggml_tensor ** x) {

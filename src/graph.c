@@ -5,7 +5,9 @@
 //
 // K and V of the ubatch are written into their KV-cache cells (set_rows) before attention
 // reads the first n_kv cells; a mask gives each token the cells of its sequence at positions
-// <= its own (and, for sliding-window layers, a second one: within the window).
+// <= its own (and, for sliding-window layers, a second one: within the window). An encode
+// (ub->enc_len > 0) keeps K and V in the graph instead, and its masks are per slot group
+// (encode.c).
 #include "llama-graph.h"
 
 #include <math.h>
@@ -65,15 +67,32 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
     res->gf = g.gf;
 
     G(res->inp_pos = graph_input(c, GGML_TYPE_I32, n_tokens, 0, "inp_pos"));
-    G(res->inp_kv_idx = graph_input(c, GGML_TYPE_I32, n_tokens, 0, "inp_kv_idx"));
-    G(res->inp_mask = graph_input(c, GGML_TYPE_F32, n_kv, n_tokens, "inp_mask"));
-    if (hp->n_swa > 0 && graph_has_swa(hp)) {
-        G(res->inp_mask_swa = graph_input(c, GGML_TYPE_F32, n_kv, n_tokens, "inp_mask_swa"));
-    }
-    // Attention reads F32/F16 caches in place; quantized ones are first dequantized (get_rows
-    // of cells [0, n_kv)), since the attention kernels take F32/F16 K and V only.
-    if (ggml_is_quantized(kv->type_k) || ggml_is_quantized(kv->type_v)) {
-        G(res->inp_kv_range = graph_input(c, GGML_TYPE_I32, n_kv, 0, "inp_kv_range"));
+    if (ub->enc_len > 0) {
+        // an encode: attention over enc_grp groups of enc_len slots, its K/V from the graph
+        const int64_t len = ub->enc_len, grp = ub->enc_grp;
+        if (grp > 1) { // else slot = token
+            G(res->inp_enc_slots = graph_input(c, GGML_TYPE_I32, len * grp, 0, "inp_enc_slots"));
+            G(res->inp_enc_rows = graph_input(c, GGML_TYPE_I32, n_tokens, 0, "inp_enc_rows"));
+        }
+        G(res->inp_mask = ggml_new_tensor_4d(c, GGML_TYPE_F32, len, len, 1, grp));
+        ggml_set_name(res->inp_mask, "inp_mask");
+        ggml_set_input(res->inp_mask);
+        if (hp->n_swa > 0 && graph_has_swa(hp)) {
+            G(res->inp_mask_swa = ggml_new_tensor_4d(c, GGML_TYPE_F32, len, len, 1, grp));
+            ggml_set_name(res->inp_mask_swa, "inp_mask_swa");
+            ggml_set_input(res->inp_mask_swa);
+        }
+    } else {
+        G(res->inp_kv_idx = graph_input(c, GGML_TYPE_I32, n_tokens, 0, "inp_kv_idx"));
+        G(res->inp_mask = graph_input(c, GGML_TYPE_F32, n_kv, n_tokens, "inp_mask"));
+        if (hp->n_swa > 0 && graph_has_swa(hp)) {
+            G(res->inp_mask_swa = graph_input(c, GGML_TYPE_F32, n_kv, n_tokens, "inp_mask_swa"));
+        }
+        // Attention reads F32/F16 caches in place; quantized ones are first dequantized (get_rows
+        // of cells [0, n_kv)), since the attention kernels take F32/F16 K and V only.
+        if (ggml_is_quantized(kv->type_k) || ggml_is_quantized(kv->type_v)) {
+            G(res->inp_kv_range = graph_input(c, GGML_TYPE_I32, n_kv, 0, "inp_kv_range"));
+        }
     }
     if (ub->n_seqs > 0) {
         G(res->inp_s_ids = graph_input(c, GGML_TYPE_I32, ub->n_seqs, 0, "inp_s_ids"));

@@ -109,6 +109,9 @@ struct llama_ubatch {
     // after sequence (0: a plain ubatch)
     uint32_t n_seqs, n_seq_tokens;
     const llama_seq_id * seqs;      // [n_seqs]
+    // llama_encode: attention runs over enc_grp groups of enc_len slots each (encode.c), with K
+    // and V taken from the graph in F32, never from the cache (0: a decode through the cache)
+    uint32_t enc_len, enc_grp;
 };
 
 // Tensors of a built graph the context fills before and reads after computing.
@@ -124,6 +127,8 @@ struct llama_graph_result {
     struct ggml_tensor * inp_pos_out; // I32 [n_rows] positions of those rows, or NULL (a builder's)
     struct ggml_tensor * inp_kv_range;// I32 [n_kv] = 0..n_kv-1 (quantized caches), or NULL
     struct ggml_tensor * inp_s_ids;   // I32 [n_seqs] recurrent state slots of the ubatch's sequences, or NULL
+    struct ggml_tensor * inp_enc_slots;// I32 [enc_len * enc_grp] token of each encode slot, or NULL (slot = token)
+    struct ggml_tensor * inp_enc_rows; // I32 [n_tokens] slot of each token, or NULL (slot = token)
     struct ggml_tensor * t_embd;      // F32 [n_embd, n_rows] final-norm hidden states, or NULL
     struct ggml_tensor * t_logits;    // F32 [n_vocab, n_rows], or NULL
 };
@@ -163,7 +168,7 @@ struct llama_context {
     struct llama_graph_result graph_res;
     struct llama_graph_key {
         int32_t n_tokens, n_outputs;
-        uint32_t n_kv, n_seqs;
+        uint32_t n_kv, n_seqs, enc_len, enc_grp;
         bool embd_input, all_rows, embeddings;
     } graph_key;
     bool graph_reusable;
@@ -175,6 +180,8 @@ struct llama_context {
     llama_pos * seq_next;                 // [n_seq_max] scratch for batch validation
     llama_pos * seq_last;                 // [n_seq_max]
     int32_t * seq_count;                  // [n_seq_max]
+    int32_t * enc_idx;                    // llama_encode's slot layout (encode.c)
+    size_t enc_idx_cap;
 
     // results of the last decode
     float * logits;                       // [n_outputs][n_vocab]
@@ -297,6 +304,12 @@ struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint3
 // Marks every row of ctx->prep an output and checks it can be encoded (positions, no cached
 // tokens in its sequences); false (logged) if not.
 bool llama_encode_prepare(struct llama_context * ctx);
+// Lays the rows of ctx->prep out for the encoder's attention: one group of *len slots per
+// sequence (shorter ones padded) when that costs less attention than one group of all rows
+// (a token sees the rows of its sequence); *len and *grp are set; false (logged) when out of memory.
+bool llama_encode_layout(struct llama_context * ctx, uint32_t * len, uint32_t * grp);
+// Fills the encode inputs of ub's graph: slot <-> token maps and the [len, len, 1, grp] masks.
+void llama_encode_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub, const struct llama_graph_result * res);
 
 // ---- pooling.c ----
 

@@ -101,17 +101,16 @@ def _hf_pool(h: np.ndarray, pooling: int) -> np.ndarray:
     return {NONE: h, MEAN: h.mean(axis=0), CLS: h[0], LAST: h[-1]}[pooling]
 
 
-def _ours(path: Path, token_lists: List[List[int]], pooling: int) -> List[np.ndarray]:
+def _ours(path: Path, token_lists: List[List[int]], pooling: int, flash: int = 0, interleave: bool = False) -> List[np.ndarray]:
     with Model(path) as m, Ctx(m, n_ctx=256, n_batch=256, n_ubatch=256, n_seq_max=8, embeddings=True,
-                               pooling_type=pooling) as c:
+                               pooling_type=pooling, flash_attn_type=flash) as c:
         rows = [(t, i, [s], True) for s, toks in enumerate(token_lists) for i, t in enumerate(toks)]
+        if interleave:  # the sequences' tokens alternate in the batch (rows keep their order per sequence)
+            rows = sorted(rows, key=lambda r: (r[1], r[2][0]))
         assert c.decode_rows(rows) == 0
         if pooling == NONE:
-            out, k = [], 0
-            for toks in token_lists:
-                out.append(np.stack([c.embedding(k + i) for i in range(len(toks))]))
-                k += len(toks)
-            return out
+            row_of = {(r[2][0], r[1]): k for k, r in enumerate(rows)}  # (sequence, position) -> batch row
+            return [np.stack([c.embedding(row_of[(s, i)]) for i in range(len(toks))]) for s, toks in enumerate(token_lists)]
         if pooling == RANK:
             return [np.array([c.embedding_seq(s)[0]]) for s in range(len(token_lists))]
         return [c.embedding_seq(s) for s in range(len(token_lists))]
@@ -133,6 +132,26 @@ def test_embeddings_match_transformers(tiny, kind, pooling):
     ours = _ours(path, lists, pooling)
     for ids, got in zip(lists, ours):
         _close(got, _hf_pool(_hf_hidden(model, ids), pooling))
+
+
+# The encoder's attention runs per sequence (slots grouped by sequence, padded to the longest)
+# when that costs less than one masked product over the whole batch: TEXTS take the grouped
+# layout (5 x 6 x 6 slots against 22 x 22), one long text beside short ones the single group
+# (4 x 38 x 38 against 49 x 49); both with and without flash attention, with the batch's rows in
+# sequence order or interleaved.
+SHORT = ["hello world", "search query", "question", "the quick brown fox", "lazy dog jumps"]
+LONG = ["the quick brown fox jumps over the lazy dog " * 4, "question", "search query", "hello world"]
+
+
+@pytest.mark.parametrize("texts", ["grouped", "single"])
+@pytest.mark.parametrize("flash", [0, 1])
+@pytest.mark.parametrize("interleave", [False, True])
+def test_encode_layouts(tiny, texts, flash, interleave):
+    d, model, tok, path = tiny["nomic"]
+    lists = [tok(t)["input_ids"] for t in (SHORT if texts == "grouped" else LONG)]
+    ours = _ours(path, lists, NONE, flash=flash, interleave=interleave)
+    for ids, got in zip(lists, ours):
+        _close(got, _hf_hidden(model, ids))
 
 
 def test_tokens_equal_hf(tiny):
@@ -238,6 +257,13 @@ def test_llama_embed_with_an_encoder(tiny):
         assert [x["index"] for x in r["data"]] == [0, 1]
         _close(r["data"][1]["embedding"], want[1])
         assert r["usage"]["prompt_tokens"] == sum(len(tok(t)["input_ids"]) for t in TEXTS[:2])
+        # dimensions (OpenAI's parameter): the first n components, renormalized
+        r = llm.create_embedding(TEXTS[:2], dimensions=16)
+        for d_, w in zip(r["data"], want[:2]):
+            _close(d_["embedding"], w[:16] / np.linalg.norm(w[:16]))
+        for bad in (65, 0):
+            with pytest.raises(ValueError, match="dimensions"):
+                llm.create_embedding(TEXTS[:1], dimensions=bad)
 
 
 def test_llama_rerank(tiny):
@@ -250,6 +276,44 @@ def test_llama_rerank(tiny):
     with Llama(str(path), embedding=True, n_ctx=64, verbose=False) as llm:
         assert llm.pooling_type() == RANK
         _close(np.array(llm.rerank(q, docs)), np.array(want))
+
+
+def test_llama_rerank_llama_cpp_file(tiny, tmp_path):
+    """A reranker converted by llama.cpp's converter (no add_* keys: WPM's defaults, BOS and SEP
+    added) takes the pair as transformers does: [CLS] q [SEP] d [SEP]. That converter leaves
+    BertForSequenceClassification's pooler (dense + tanh) out of the file, so the score is
+    transformers' classifier on the [CLS] hidden state itself."""
+    from upstream_convert import convert_with_llama_cpp
+    from llama_py import Llama
+    d, model, tok, _ = tiny["rerank"]
+    path = tmp_path / "rr.gguf"
+    convert_with_llama_cpp(d, path, "f32", pre="default")
+    q, docs = "search query", ["a document about llamas", "the answer", "question"]
+    want = [model.classifier(torch.tensor(_hf_hidden(model, tok(q, x)["input_ids"])[0], dtype=torch.float32)).item()
+            for x in docs]
+    # that converter writes no pooling type for a classifier: RANK is asked for
+    with Llama(str(path), embedding=True, n_ctx=64, pooling_type=RANK, verbose=False) as llm:
+        assert llm._rerank_tokens(q, docs[0]) == tok(q, docs[0])["input_ids"]
+        _close(np.array(llm.rerank(q, docs)), np.array(want))
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_pair_tokens_follow_the_tokenizers_pair_template(kind):
+    """pair_tokens from a vocabulary's add_bos / add_eos / add_sep, as llama.cpp's converter sets
+    them for each post-processor (BERT: BOS and SEP; RoBERTa / XLM-R, the bge-rerankers: all
+    three, EOS = SEP = </s>), equals the HF tokenizers' pair template."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from llama_py._runtime.embed import pair_tokens
+    vocab = {"[PAD]": 0, "<s>": 1, "</s>": 2, "[CLS]": 3, "[SEP]": 4, "a": 5, "b": 6, "c": 7}
+    t = Tokenizer(models.WordLevel(vocab, unk_token="[PAD]"))
+    if kind == "bert":
+        t.post_processor = processors.BertProcessing(("[SEP]", 4), ("[CLS]", 3))
+        got = pair_tokens([5, 6], [7], bos=3, eos=-1, sep=4, add_bos=True, add_eos=False, add_sep=True)
+    else:
+        t.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 1))
+        got = pair_tokens([5, 6], [7], bos=1, eos=2, sep=2, add_bos=True, add_eos=True, add_sep=True)
+    t.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    assert got == t.encode("a b", "c").ids
 
 
 def test_langchain_embeddings_on_an_encoder(tiny, lib_path):
@@ -284,6 +348,32 @@ def test_langchain_embeddings_on_an_encoder(tiny, lib_path):
         _close(g, u if abs(np.linalg.norm(g) - 1) < 1e-6 else w)
 
 
+def test_llamaindex_embeddings_through_the_server(tiny):
+    """LlamaIndex's embedding class for OpenAI-compatible endpoints (llama-index-embeddings-
+    openai-like) on our /v1/embeddings: its query, text and batch calls give the unit vectors of
+    transformers' mean-pooled hidden states, and dimensions passes through."""
+    pytest.importorskip("llama_index.embeddings.openai_like",
+                        reason="llama-index-embeddings-openai-like is not installed (pip install -r requirements-frameworks.txt)")
+    from server_util import need_server_packages, running_server
+    need_server_packages()
+    from llama_index.embeddings.openai_like import OpenAILikeEmbedding
+    from llama_py.server.app import ModelEntry
+    _, bert, btok, bpath = tiny["bert"]
+    want = [_hf_hidden(bert, btok(t)["input_ids"]).mean(axis=0) for t in TEXTS]
+    unit = [w / np.linalg.norm(w) for w in want]
+    with running_server([ModelEntry.load("bert", str(bpath), n_slots=1, n_ctx=64)]) as (url, app):
+        emb = OpenAILikeEmbedding(model_name="bert", api_base=url + "/v1", api_key="unused", embed_batch_size=2)
+        _close(emb.get_query_embedding(TEXTS[0]), unit[0])
+        _close(emb.get_text_embedding(TEXTS[1]), unit[1])
+        got = emb.get_text_embedding_batch(TEXTS)  # three requests of at most 2 texts
+        assert len(got) == len(TEXTS)
+        for g, u in zip(got, unit):
+            _close(g, u)
+        short = OpenAILikeEmbedding(model_name="bert", api_base=url + "/v1", api_key="unused", dimensions=16)
+        w = want[2][:16]
+        _close(short.get_text_embedding(TEXTS[2]), w / np.linalg.norm(w))
+
+
 def test_server_embeddings_rerank_and_refused_generation(tiny):
     """/v1/embeddings with an encoder (the openai client, float and base64), /v1/rerank and
     /rerank in llama-server's shape, and a generation request to the encoder: a clear 400."""
@@ -304,6 +394,20 @@ def test_server_embeddings_rerank_and_refused_generation(tiny):
         for d, t in zip(r.data, TEXTS):
             want = _hf_hidden(bert, btok(t)["input_ids"]).mean(axis=0)
             _close(d.embedding, want / np.linalg.norm(want))
+        r16 = client.embeddings.create(model="bert", input=TEXTS[:2], dimensions=16)
+        for d, t in zip(r16.data, TEXTS):
+            want = _hf_hidden(bert, btok(t)["input_ids"]).mean(axis=0)[:16]
+            _close(d.embedding, want / np.linalg.norm(want))
+        too_many = httpx.post(url + "/v1/embeddings", json={"model": "bert", "input": "x", "dimensions": 65}, timeout=60)
+        assert too_many.status_code == 400 and too_many.json()["error"]["param"] == "dimensions"
+        # concurrent requests share decodes (their inputs merged); each still gets its own vectors
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(8) as ex:
+            got = list(ex.map(lambda i: client.embeddings.create(model="bert", input=[TEXTS[i % 5], TEXTS[(i + 2) % 5]]),
+                              range(16)))
+        for i, res in enumerate(got):
+            for d, t in zip(res.data, (TEXTS[i % 5], TEXTS[(i + 2) % 5])):
+                _close(d.embedding, r.data[TEXTS.index(t)].embedding)
         raw = httpx.post(url + "/v1/embeddings", json={"model": "bert", "input": [btok(TEXTS[0])["input_ids"]],
                                                         "encoding_format": "base64"}, timeout=120).json()
         v = np.frombuffer(base64.b64decode(raw["data"][0]["embedding"]), dtype="<f4")
@@ -331,3 +435,32 @@ def test_server_embeddings_rerank_and_refused_generation(tiny):
         assert "embedding model" in str(ei.value)
         with pytest.raises(openai.BadRequestError):
             client.chat.completions.create(model="bert", messages=[{"role": "user", "content": "hi"}], max_tokens=4)
+
+
+def test_coalescer_merges_concurrent_calls():
+    """The server's embedder merges the inputs of concurrent requests into shared calls; each
+    caller gets its own results in order, and an error reaches every caller of that call."""
+    import threading
+    import time
+    from llama_py._runtime.embed import Coalescer
+    calls = []
+
+    def fn(items):
+        calls.append(len(items))
+        time.sleep(0.05)
+        if "boom" in items:
+            raise RuntimeError("boom")
+        return [x * 2 for x in items]
+
+    co = Coalescer(fn)
+    out = {}
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, co([i, i + 100]))) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == {i: [2 * i, 2 * (i + 100)] for i in range(8)}
+    assert sum(calls) == 16 and len(calls) < 8
+    with pytest.raises(RuntimeError, match="boom"):
+        co(["boom"])
+    assert co([1]) == [2]

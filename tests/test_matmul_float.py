@@ -61,9 +61,9 @@ def run(K, M, N, A2, B2, type, n_threads, seed=0, row_pad=0, b_np=None):
         ggml.ggml_free(ctx)
 
 
-SHAPES = [  # K, M, N, A2, B2: tile remainders in rows (M % 4) and columns (N % 3), GQA broadcast
+SHAPES = [  # K, M, N, A2, B2: tile remainders in rows (M % 4) and columns (N % 3, N % 8), GQA broadcast
     (8, 1, 1, 1, 1), (64, 5, 7, 1, 1), (256, 13, 4, 2, 6), (2048, 70, 11, 1, 1), (1024, 9, 1, 1, 1),
-    (5632, 6, 3, 1, 1),
+    (5632, 6, 3, 1, 1), (128, 7, 21, 1, 1),
 ]
 
 
@@ -96,3 +96,40 @@ def test_column_independent_of_batch_and_threads(type):
         assert np.array_equal(one[0, 0].view(np.uint32), full[0, j].view(np.uint32)), f"column {j} alone differs"
     part, _, _ = run(K, M, 4, 1, 1, type, 2, seed=3, b_np=b_all[:, 2:6])  # shifted inside the tiles
     assert np.array_equal(part.view(np.uint32), full[:, 2:6].view(np.uint32))
+
+
+_CHILD = """
+import json, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from test_matmul_float import run
+from llama_py import ggml
+out = []
+for t in (0, 1, 30):  # F32, F16, BF16
+    for K, M, N in ((64, 7, 21), (768, 9, 17)):
+        got, _, _ = run(K, M, N, 1, 1, t, 2, seed=5, row_pad=3 if t else 0)
+        out += got.view(np.uint32).ravel().tolist()
+print(json.dumps([ggml.ggml_cpu_variant().decode(), out]))
+"""
+
+
+def test_kernel_sets_give_the_same_bits():
+    """The AVX-512 tiles (two rows per register, 8 columns) keep the AVX2 tiles' chains: same bits."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    seen = {}
+    for v in ("avx2", "avx512"):
+        env = dict(os.environ, GGML_CPU_VARIANT=v, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        r = subprocess.run([sys.executable, "-c", _CHILD.format(tests=str(root / "tests"))], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        name, bits = json.loads(r.stdout.strip().splitlines()[-1])
+        seen[name] = bits
+    if len(seen) < 2:
+        pytest.skip("the AVX2 and AVX-512 kernel sets are not both available on this machine")
+    a, b = seen.values()
+    assert a == b

@@ -8,7 +8,8 @@ builds the token list that scores a (query, document) pair.
 """
 from __future__ import annotations
 
-from typing import Any, List, Sequence
+import threading
+from typing import Any, Callable, List, Sequence
 
 import numpy as np
 
@@ -16,11 +17,6 @@ from .. import llama_cpp as C
 from .._lib import LlamaError
 
 
-# Every token of a decode attends over all of its cells (masked to its own sequence), so a
-# decode's attention grows with the square of its tokens: lists are packed up to this many
-# tokens a decode (a longer one goes alone, up to the batch); softmax was 27% of a 640-token
-# nomic-bert decode, 11% at 256.
-PACK_TOKENS = 512
 
 
 def unit(v: Sequence[float]) -> List[float]:
@@ -30,11 +26,36 @@ def unit(v: Sequence[float]) -> List[float]:
     return (a / norm).tolist() if norm > 0 else a.tolist()
 
 
+def truncate(v: Sequence[float], dims: int) -> List[float]:
+    """The first dims components of v at unit length: a Matryoshka embedding's shorter form
+    (nomic-embed-text-v1.5, OpenAI's text-embedding-3: truncate, then renormalize)."""
+    return unit(list(v)[:dims])
+
+
+def check_dimensions(dims, n_embd: int) -> None:
+    """ValueError unless dims is None or 1 <= dims <= n_embd (the model's embedding size)."""
+    if dims is None:
+        return
+    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1 or dims > n_embd:
+        raise ValueError(f"dimensions must be an integer in [1, {n_embd}] (this model's embedding size), got {dims!r}")
+
+
+def pair_tokens(q: List[int], d: List[int], bos: int, eos: int, sep: int, add_bos: bool, add_eos: bool,
+                add_sep: bool) -> List[int]:
+    """A (query, document) pair as a cross-encoder was trained on it, from the vocabulary's
+    flags: BOS? q EOS? SEP? d, then EOS if the vocabulary adds one, else SEP if it adds that.
+    XLM-R rerankers (bge-reranker; BOS, EOS and SEP all added, SEP = EOS = </s>):
+    <s> q </s></s> d </s>, which is llama-server's pair too; BERT ones (SEP only): [CLS] q [SEP]
+    d [SEP], transformers' pair (llama-server leaves that last [SEP] out)."""
+    start = [bos] if add_bos and bos >= 0 else []
+    mid = ([eos] if add_eos and eos >= 0 else []) + ([sep] if add_sep and sep >= 0 else [])
+    end = [eos] if add_eos and eos >= 0 else [sep] if add_sep and sep >= 0 else []
+    return start + list(q) + mid + list(d) + end
+
+
 def rerank_tokens(model, tokenize, query: str, document: str) -> List[int]:
     """The tokens scoring one (query, document) pair: the model's "rerank" chat template with
-    {query} and {document} filled in (Qwen3-Reranker), else the pair as BERT takes it:
-    [CLS] query [SEP] document [SEP] (BOS / EOS / SEP as the vocabulary adds them; llama-server
-    leaves out the last [SEP], which BERT cross-encoders were trained with).
+    {query} and {document} filled in (Qwen3-Reranker), else pair_tokens.
     tokenize(text_bytes, add_special, parse_special) -> ids."""
     tmpl = C.llama_model_chat_template(model, b"rerank")
     if tmpl:
@@ -43,14 +64,9 @@ def rerank_tokens(model, tokenize, query: str, document: str) -> List[int]:
     vocab = C.llama_model_get_vocab(model)
     q = tokenize(query.encode("utf-8"), False, False)
     d = tokenize(document.encode("utf-8"), False, False)
-    bos, eos, sep = C.llama_vocab_bos(vocab), C.llama_vocab_eos(vocab), C.llama_vocab_sep(vocab)
-    end = []
-    if C.llama_vocab_get_add_eos(vocab) and eos >= 0:
-        end.append(eos)
-    if C.llama_vocab_get_add_sep(vocab) and sep >= 0:
-        end.append(sep)
-    start = [bos] if C.llama_vocab_get_add_bos(vocab) and bos >= 0 else []
-    return start + q + end + d + end
+    return pair_tokens(q, d, C.llama_vocab_bos(vocab), C.llama_vocab_eos(vocab), C.llama_vocab_sep(vocab),
+                       bool(C.llama_vocab_get_add_bos(vocab)), bool(C.llama_vocab_get_add_eos(vocab)),
+                       bool(C.llama_vocab_get_add_sep(vocab)))
 
 
 def pack(lengths: Sequence[int], n_tokens: int, n_seq: int) -> List[List[int]]:
@@ -116,9 +132,50 @@ def decode_embeddings(ctx, batch, token_lists: Sequence[Sequence[int]], n_out: i
 def embed_packed(ctx, batch, token_lists: Sequence[Sequence[int]], n_out: int, n_tokens: int,
                  normalize: bool = False) -> List[Any]:
     """decode_embeddings' results for every list, in order, from as few decodes as the context's
-    sequences and PACK_TOKENS allow; each list must fit the batch (n_tokens rows)."""
+    sequences and the batch (n_tokens rows) allow; each list must fit the batch. The lists are
+    packed in order of length: an encoder's attention runs per sequence padded to the longest
+    of its decode (llama_encode), so lists of like length waste the least."""
     n_seq = max(1, int(C.llama_n_seq_max(ctx)))
-    out: List[Any] = []
-    for group in pack([len(t) for t in token_lists], min(n_tokens, PACK_TOKENS), n_seq):
-        out += decode_embeddings(ctx, batch, [token_lists[i] for i in group], n_out, normalize)
+    order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
+    out: List[Any] = [None] * len(token_lists)
+    for group in pack([len(token_lists[i]) for i in order], n_tokens, n_seq):
+        idx = [order[k] for k in group]
+        for i, v in zip(idx, decode_embeddings(ctx, batch, [token_lists[i] for i in idx], n_out, normalize)):
+            out[i] = v
     return out
+
+
+class Coalescer:
+    """Runs fn(items) -> results (one per item) for concurrent callers, one call at a time, with
+    the items of every caller that arrived while the previous call ran merged into the next:
+    eight clients sending one text each share one decode instead of queueing for eight. A
+    caller's items stay together and in order; an exception reaches every caller of that call."""
+
+    def __init__(self, fn: Callable[[List[Any]], List[Any]]):
+        self._fn = fn
+        self._run = threading.Lock()       # one fn call at a time
+        self._queue = threading.Lock()     # guards _pending
+        self._pending: List[dict] = []
+
+    def __call__(self, items: Sequence[Any]) -> List[Any]:
+        job = {"items": list(items), "done": False, "out": None, "err": None}
+        with self._queue:
+            self._pending.append(job)
+        with self._run:
+            # either an earlier holder took (and finished) this job, or it is still pending
+            if not job["done"]:
+                with self._queue:
+                    jobs, self._pending = self._pending, []
+                merged = [x for j in jobs for x in j["items"]]
+                try:
+                    out, err = self._fn(merged), None
+                except Exception as e:  # every caller of this call sees it
+                    out, err = None, e
+                k = 0
+                for j in jobs:
+                    n = len(j["items"])
+                    j["out"], j["err"], j["done"] = (out[k:k + n] if out is not None else None), err, True
+                    k += n
+        if job["err"] is not None:
+            raise job["err"]
+        return job["out"]

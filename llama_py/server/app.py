@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 from . import protocol as P
 from .._runtime import chat as R
+from .._runtime.embed import truncate
 from .embed import Embedder
 from .score import Scorer
 from .tools import grammar_for
@@ -598,7 +599,7 @@ class _App:
         if fmt not in ("float", "base64"):
             raise P.bad("encoding_format", f"must be 'float' or 'base64', got {fmt!r}")
         dims = P.get_int(body, "dimensions", None, lo=1)
-        if dims is not None and dims != e.model.n_embd:
+        if dims is not None and dims > e.model.n_embd:
             raise P.bad("dimensions", f"this model's embeddings have {e.model.n_embd} dimensions, got {dims}")
         toks = [await _tokenize(e, t) if isinstance(t, str) else list(t) for t in inputs]
         emb = e.embedder()
@@ -609,6 +610,8 @@ class _App:
                 raise P.RequestError(400, f"input {i} has {len(t)} tokens; embeddings take at most {emb.n_ctx}",
                                      param="input", code="context_length_exceeded")
         vecs = await asyncio.to_thread(emb.embed, toks)
+        if dims is not None and dims < e.model.n_embd:
+            vecs = [truncate(v, dims) for v in vecs]  # Matryoshka: the first dims, renormalized
         data = []
         for i, v in enumerate(vecs):
             val: Any = v if fmt == "float" else base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode()

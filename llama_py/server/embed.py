@@ -1,20 +1,19 @@
 """Pooled embeddings for /v1/embeddings: a second context (embeddings on, the file's pooling, else mean) on the
-engine's model, used by one caller at a time; several inputs go into one llama_decode, one
-sequence each."""
+engine's model, one decode at a time; several inputs go into one llama_decode, one sequence each,
+and the inputs of concurrent requests are merged into the same decodes (Coalescer)."""
 from __future__ import annotations
 
-import threading
 from typing import List, Sequence
 
 from .. import llama_cpp as C
 from .._lib import LlamaError
-from .._runtime.embed import embed_packed
+from .._runtime.embed import Coalescer, embed_packed
 
 
 class Embedder:
     """Mean-pooled, unit-length embeddings of token lists."""
 
-    def __init__(self, model, n_ctx: int = 2048, n_seq: int = 8, n_threads=None):
+    def __init__(self, model, n_ctx: int = 2048, n_seq: int = 32, n_threads=None):
         self.model = model
         p = C.llama_context_default_params()
         p.n_ctx = n_ctx
@@ -35,7 +34,8 @@ class Embedder:
         self.n_ctx = C.llama_n_ctx(self._ctx)
         self.n_seq = n_seq
         self._batch = C.llama_batch_init(self.n_ctx, 0, 1)  # one sequence id per token
-        self._lock = threading.Lock()
+        self._run = Coalescer(lambda lists: embed_packed(self._ctx, self._batch, lists, self.model.n_embd, self.n_ctx,
+                                                         normalize=True))
 
     def embed(self, inputs: Sequence[List[int]]) -> List[List[float]]:
         """One vector per token list; raises ValueError if one does not fit the context."""
@@ -44,8 +44,7 @@ class Embedder:
                 raise ValueError(f"input[{i}] is empty")
             if len(toks) > self.n_ctx:
                 raise ValueError(f"input[{i}] has {len(toks)} tokens; embeddings take at most {self.n_ctx}")
-        with self._lock:
-            return embed_packed(self._ctx, self._batch, inputs, self.model.n_embd, self.n_ctx, normalize=True)
+        return self._run(inputs)
 
     def close(self) -> None:
         if self._ctx:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import json
-import threading
 import weakref
 from typing import List
 
@@ -20,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .. import llama_cpp as C
-from .._runtime.embed import embed_packed, rerank_tokens
+from .._runtime.embed import Coalescer, embed_packed, rerank_tokens
 from . import protocol as P
 
 # GGUF architectures with no generation head: llama_decode on them only encodes.
@@ -44,7 +43,7 @@ def embedding_only(model) -> bool:
 class Reranker:
     """Relevance scores of token lists through a RANK-pooled context (one caller at a time)."""
 
-    def __init__(self, model, n_ctx: int = 2048, n_seq: int = 8, n_threads=None):
+    def __init__(self, model, n_ctx: int = 2048, n_seq: int = 32, n_threads=None):
         self.model = model
         p = C.llama_context_default_params()
         p.n_ctx = n_ctx
@@ -61,7 +60,7 @@ class Reranker:
         self.n_ctx = C.llama_n_ctx(self._ctx)
         self.n_seq = n_seq
         self._batch = C.llama_batch_init(self.n_ctx, 0, 1)
-        self._lock = threading.Lock()
+        self._run = Coalescer(lambda lists: [v[0] for v in embed_packed(self._ctx, self._batch, lists, 1, self.n_ctx)])
         self._fin = weakref.finalize(self, Reranker._free, self._ctx, self._batch)
 
     @staticmethod
@@ -70,9 +69,9 @@ class Reranker:
         C.llama_free(ctx)
 
     def score(self, lists: List[List[int]]) -> List[float]:
-        """The relevance score of each token list, several lists per llama_decode."""
-        with self._lock:
-            return [v[0] for v in embed_packed(self._ctx, self._batch, lists, 1, self.n_ctx)]
+        """The relevance score of each token list, several lists per llama_decode (concurrent
+        requests' lists merged)."""
+        return self._run(lists)
 
     def close(self) -> None:
         self._fin()

@@ -29,10 +29,10 @@ static inline float hsum8(__m256 x) {
 static inline __attribute__((always_inline)) void NAME(int64_t K, const char * a, size_t lda,       \
                                                        const float * const * b, float * const * out, \
                                                        const int R, const int C) {                  \
-    __m256 acc[GGML_MM_FLOAT_MR][GGML_MM_FLOAT_NR];                                                 \
+    __m256 acc[GGML_MM_FLOAT_MR][MM_AVX2_NC];                                                        \
     for (int r = 0; r < R; r++) for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();        \
     for (int64_t k = 0; k < K; k += 8) {                                                            \
-        __m256 bv[GGML_MM_FLOAT_NR];                                                                \
+        __m256 bv[MM_AVX2_NC];                                                                      \
         for (int c = 0; c < C; c++) bv[c] = _mm256_loadu_ps(b[c] + k);                              \
         for (int r = 0; r < R; r++) {                                                               \
             const __m256 w = LOAD(a + (size_t) r*lda, k);                                           \
@@ -42,10 +42,14 @@ static inline __attribute__((always_inline)) void NAME(int64_t K, const char * a
     for (int r = 0; r < R; r++) for (int c = 0; c < C; c++) out[c][r] = hsum8(acc[r][c]);           \
 }
 
-// One dispatcher per weight type over the 12 tile shapes.
+// Columns per body call: 4 x 3 accumulators, 3 activation vectors and a weight fill the 16
+// registers.
+#define MM_AVX2_NC 3
+
+// One dispatcher per weight type over the 12 tile shapes, the columns MM_AVX2_NC at a time.
 #define MM_FLOAT_TILE(NAME, BODY)                                                                   \
-static void NAME(int64_t K, const char * a, size_t lda, int nr, const float * const * b, int nc,    \
-                 float * const * out) {                                                             \
+static void NAME##_3(int64_t K, const char * a, size_t lda, int nr, const float * const * b, int nc, \
+                     float * const * out) {                                                         \
     switch (nr*4 + nc) {                                                                            \
         case 4*4 + 3: BODY(K, a, lda, b, out, 4, 3); break;                                         \
         case 4*4 + 2: BODY(K, a, lda, b, out, 4, 2); break;                                         \
@@ -60,6 +64,12 @@ static void NAME(int64_t K, const char * a, size_t lda, int nr, const float * co
         case 1*4 + 2: BODY(K, a, lda, b, out, 1, 2); break;                                         \
         case 1*4 + 1: BODY(K, a, lda, b, out, 1, 1); break;                                         \
         default: break;                                                                             \
+    }                                                                                               \
+}                                                                                                   \
+static void NAME(int64_t K, const char * a, size_t lda, int nr, const float * const * b, int nc,    \
+                 float * const * out) {                                                             \
+    for (int c0 = 0; c0 < nc; c0 += MM_AVX2_NC) {                                                   \
+        NAME##_3(K, a, lda, nr, b + c0, nc - c0 < MM_AVX2_NC ? nc - c0 : MM_AVX2_NC, out + c0);     \
     }                                                                                               \
 }
 

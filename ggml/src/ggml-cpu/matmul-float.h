@@ -13,9 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Most rows and columns of one tile.
+// Most rows and columns of one tile call (a kernel may take the columns in narrower steps:
+// the AVX2 tiles 3 at a time, their registers' limit).
 #define GGML_MM_FLOAT_MR 4
-#define GGML_MM_FLOAT_NR 3
+#define GGML_MM_FLOAT_NR 8
 
 // out[c][r] = dot(row r of a, b[c]) over K (K % 8 == 0) for r < nr <= MR, c < nc <= NR; a's rows
 // lie lda bytes apart, in the kernel's weight type.
@@ -27,6 +28,8 @@ ggml_mm_float_tile_t ggml_mm_float_tile_get(enum ggml_type type);
 
 // Tile kernels of the AVX2 set (F32, F16, BF16 weights); NULL for other types.
 ggml_mm_float_tile_t ggml_mm_float_tile_avx2(enum ggml_type type);
+// The same tiles with AVX-512 (two weight rows per register, identical bits).
+ggml_mm_float_tile_t ggml_mm_float_tile_avx512(enum ggml_type type);
 
 // True when this MUL_MAT node takes the float tile path (decided from types and K only, never N).
 bool ggml_cpu_mm_float_applies(const struct ggml_tensor * dst);

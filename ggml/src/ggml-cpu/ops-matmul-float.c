@@ -19,7 +19,10 @@
 ggml_mm_float_tile_t ggml_mm_float_tile_get(enum ggml_type type) {
 #if defined(__x86_64__) || defined(__i386__)
     const enum ggml_cpu_kernel_variant v = ggml_cpu_kernel_variant_selected();
-    if (v == GGML_CPU_KERNELS_AVX2 || v == GGML_CPU_KERNELS_AVXVNNI || v == GGML_CPU_KERNELS_AVX512) {
+    if (v == GGML_CPU_KERNELS_AVX512) {
+        return ggml_mm_float_tile_avx512(type); // the AVX2 tiles' bits, two rows per register
+    }
+    if (v == GGML_CPU_KERNELS_AVX2 || v == GGML_CPU_KERNELS_AVXVNNI) {
         return ggml_mm_float_tile_avx2(type);
     }
 #endif
