@@ -138,6 +138,15 @@ static bool adapter_pair_tensors(struct llama_adapter_lora * a, const struct lla
                             (long long) w->ne[1], (long long) w->ne[0], (long long) w->ne[1]);
             return false;
         }
+        // the products take F32 / F16 / BF16 / quantized matrices: refuse the rest here, not mid-decode
+        for (int k = 0; k < 2; k++) {
+            const struct ggml_tensor * t = k == 0 ? ta : tb;
+            if (t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16 && !ggml_is_quantized(t->type)) {
+                LLAMA_LOG_ERROR("llama_adapter_lora_init: '%s' is %s; adapters hold F32, F16, BF16 or quantized "
+                                "matrices\n", t->name, ggml_type_name(t->type));
+                return false;
+            }
+        }
         a->pairs[a->n_pairs++] = (struct llama_adapter_lora_pair) { w, ta, tb };
     }
     if (a->n_pairs * 2 != n) {
@@ -340,6 +349,37 @@ const llama_token * llama_adapter_get_alora_invocation_tokens(const struct llama
 // ---------------------------------------------------------------------------------------------
 // on a context
 
+// Grows the graph capacity (and its arena) by the nodes the adapters now set on ctx add to a
+// graph (at most 8 per adapted matrix: two products, scales, the add and views); false if out
+// of memory (the old capacity stays).
+static bool adapters_reserve_graph(struct llama_context * ctx) {
+    if (ctx->graph_size_base == 0) {
+        ctx->graph_size_base = ctx->graph_size;
+    }
+    size_t pairs = 0;
+    for (int32_t i = 0; i < ctx->n_loras; i++) {
+        pairs += (size_t) ctx->loras[i].adapter->n_pairs;
+    }
+    for (int32_t e = 0; e < ctx->n_lora_seq; e++) {
+        pairs += (size_t) ctx->lora_seq[e].adapter->n_pairs + 2;  // + its two scale inputs
+    }
+    const size_t need = ctx->graph_size_base + 8 * pairs;
+    if (need <= ctx->graph_size) {
+        return true;
+    }
+    const size_t arena = need * ggml_tensor_overhead() + ggml_graph_overhead_custom(need, false);
+    struct ggml_context * c = ggml_init((struct ggml_init_params) { .mem_size = arena, .mem_buffer = NULL, .no_alloc = true });
+    if (c == NULL) {
+        LLAMA_LOG_ERROR("llama_set_adapters_lora: out of memory for a graph of %zu nodes\n", need);
+        return false;
+    }
+    ggml_free(ctx->ctx_compute);
+    ctx->ctx_compute = c;
+    ctx->graph_size = need;
+    ctx->graph_reusable = false; // the kept graph lived in the old arena
+    return true;
+}
+
 // 0 when adapters[0..n) (with scales) may be set on ctx, else -1 (logged as func's error).
 static int32_t adapters_check(const struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters,
                               const float * scales, const char * func) {
@@ -387,10 +427,18 @@ int32_t llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter
     for (size_t i = 0; i < n_adapters; i++) {
         slots[i] = (struct llama_lora_slot) { adapters[i], scales[i] };
     }
-    free(ctx->loras);
+    struct llama_lora_slot * old = ctx->loras;
+    const int32_t n_old = ctx->n_loras;
     ctx->loras = slots;
     ctx->n_loras = (int32_t) n_adapters;
     ctx->graph_reusable = false; // the graph's products change
+    if (!adapters_reserve_graph(ctx)) {
+        ctx->loras = old;
+        ctx->n_loras = n_old;
+        free(slots);
+        return -1;
+    }
+    free(old);
     return 0;
 }
 
@@ -559,6 +607,14 @@ int32_t llama_set_adapters_lora_seq(struct llama_context * ctx, llama_seq_id seq
     }
     if (lora_seq_compact(ctx) || changed) {
         ctx->graph_reusable = false; // the graph's products change (only scales: the inputs carry them)
+    }
+    if (!adapters_reserve_graph(ctx)) {
+        // back to no adapters on this sequence rather than a graph that cannot be built
+        for (int32_t e = 0; e < ctx->n_lora_seq; e++) {
+            ctx->lora_seq[e].scales[seq_id] = 0.0f;
+        }
+        lora_seq_compact(ctx);
+        return -1;
     }
     return 0;
 }

@@ -37,6 +37,7 @@ from .._runtime import text as T
 from .._runtime.logprobs import token_logprob
 from .._runtime.sampling import SamplingParams, build_chain
 from .._runtime.text import TextStream
+from .lora import LoraAdapters, LoraKey
 from .metrics import EngineMetrics
 
 _SHARE_MIN = 16       # prompt tokens worth waiting a step for, to share them instead of decoding them
@@ -178,6 +179,7 @@ class GenRequest:
     stop: List[str] = field(default_factory=list)
     logprobs: Optional[int] = None   # top-N alternatives to report per token (0: only the chosen one)
     special: bool = False            # control tokens rendered in the text (harmony chats)
+    lora: Optional[Dict[int, float]] = None  # adapter id -> scale (unlisted: 0); None: the server's scales
     sink: Optional[Callable[[Event], None]] = None
     notify: Optional[Callable[[], None]] = None
     id: int = field(default_factory=lambda: next(_ids))
@@ -232,6 +234,7 @@ class _Slot:
         self.t_first: Optional[float] = None
         self.last_used = 0.0
         self.admitted = 0
+        self.lora: LoraKey = ()          # the adapters set on this sequence, which its cells were computed with
         # hybrid models: (n, bytes) the recurrent state after the first n tokens (the end of the
         # last prompt), a checkpoint to cut back to (a state cannot be cut mid-way)
         self.ckpt: Optional[Tuple[int, bytes]] = None
@@ -251,7 +254,8 @@ class Engine:
     calls_notify = True  # honours GenRequest.notify (an engine without this attribute may not)
 
     def __init__(self, model: Model, n_slots: int = 4, n_ctx: Optional[int] = None, n_batch: int = 512,
-                 n_threads: Optional[int] = None, max_queue: int = 64, name: str = "model"):
+                 n_threads: Optional[int] = None, max_queue: int = 64, name: str = "model",
+                 loras: Sequence[Tuple[str, float]] = ()):
         if not isinstance(n_slots, int) or not 1 <= n_slots <= 64:
             raise ValueError(f"n_slots must be an integer in [1, 64], got {n_slots!r}")
         if n_ctx is None:
@@ -268,8 +272,10 @@ class Engine:
         p.n_seq_max = n_slots
         if n_threads:
             p.n_threads = p.n_threads_batch = n_threads
+        self.loras = LoraAdapters(model, loras)  # LoRA adapters, set per sequence (server/lora.py)
         self._ctx = C.llama_init_from_model(model.handle, p)
         if not self._ctx:
+            self.loras.close()
             raise LlamaError(f"failed to create a context of {n_ctx} cells and {n_slots} sequences")
         self._mem = C.llama_get_memory(self._ctx)
         # recurrent state (hybrid models): a sequence's state is copied whole or not at all, so
@@ -308,6 +314,7 @@ class Engine:
             raise ContextOverflow(f"the prompt ({n} tokens) and max_tokens ({req.max_tokens}) need "
                                   f"{n + req.max_tokens} tokens; a slot holds at most {self.n_ctx_slot} "
                                   f"(context {self.n_ctx} / {self.n_slots} slots)")
+        req._lora = self.loras.resolve(req.lora)  # ValueError for an unknown adapter id
         chain = self._make_chain(req)  # fails here (ValueError) on a bad grammar, before queuing
         with self._cv:
             if self._closing:
@@ -378,6 +385,7 @@ class Engine:
             C.llama_batch_free(self._batch)
             C.llama_free(self._ctx)
             self._ctx = None
+            self.loras.close()
 
     def __enter__(self):
         return self
@@ -434,14 +442,16 @@ class Engine:
                 self._fail(req, None)
                 continue
             prompt = req.prompt_tokens
+            key = req._lora
             best, best_n = None, -1
             for s in free:
-                n = _common_prefix(s.tokens, prompt)
+                # cells computed with other adapters hold other values: no prefix to reuse
+                n = _common_prefix(s.tokens, prompt) if s.lora == key else 0
                 if n > best_n or (n == best_n and s.last_used < best.last_used):
                     best, best_n = s, n
             donor, donor_n, wait = None, 0, False
             for s in self._slots:
-                if s.req is None:
+                if s.req is None or s.lora != key:
                     continue
                 n = _common_prefix(s.tokens, prompt)
                 if n > donor_n:
@@ -470,6 +480,13 @@ class Engine:
                 if best.ckpt is not None and best.ckpt[0] > keep:
                     best.ckpt = None
             self.metrics.prefix_lookup(len(prompt), keep)
+            if best.lora != key:
+                try:
+                    self.loras.apply(self._ctx, best.id, key)
+                except LlamaError as e:
+                    self._fail(req, str(e))
+                    continue
+                best.lora = key
             best.req = req
             best.todo = list(prompt[keep:])
             best.next_token = None
