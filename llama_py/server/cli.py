@@ -22,7 +22,7 @@ import sys
 from typing import Any, Dict, List, Tuple
 
 _MODEL_KEYS = {"model", "model_alias", "parallel", "n_ctx", "n_batch", "n_threads", "max_queue", "chat_format",
-               "n_gpu_layers", "lora"}
+               "n_gpu_layers", "lora", "draft_model", "draft_n"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="a LoRA adapter with its scale (llama.cpp's spelling); repeatable")
     p.add_argument("--lora-init-without-apply", action="store_true",
                    help="load the adapters at scale 0 (set scales later with POST /lora-adapters)")
+    p.add_argument("-md", "--draft-model", "--model-draft", "--spec-draft-model", dest="draft_model", default=None,
+                   metavar="PATH|ngram",
+                   help="speculative decoding: a small model of the same vocabulary drafts tokens that every slot's "
+                        "step verifies (output unchanged); 'ngram' drafts by prompt lookup instead")
+    p.add_argument("--draft-n", "--draft-max", "--spec-draft-n-max", dest="draft_n", type=_cli.int_range(1, 64),
+                   default=8, help="most tokens drafted per slot and step (default 8)")
     p.add_argument("--config", default=None, help="JSON file serving several models by name")
     p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     return p
@@ -99,12 +105,21 @@ def build_entries(specs: List[Dict[str, Any]], base_dir: str = ".", show: bool =
                                            n_batch=m.get("n_batch", 512), n_threads=m.get("n_threads"),
                                            max_queue=m.get("max_queue", 64), chat_format=m.get("chat_format"),
                                            n_gpu_layers=m.get("n_gpu_layers", 0),
-                                           loras=lora_specs(m.get("lora") or [], base_dir)))
+                                           loras=lora_specs(m.get("lora") or [], base_dir),
+                                           draft=_draft_path(m.get("draft_model"), base_dir),
+                                           n_draft=m.get("draft_n", 8)))
     except BaseException:
         for e in out:
             e.close()
         raise
     return out
+
+
+def _draft_path(draft, base_dir: str):
+    if draft and draft != "ngram" and not os.path.isabs(draft) and not os.path.exists(draft) \
+            and os.path.exists(os.path.join(base_dir, draft)):
+        return os.path.join(base_dir, draft)
+    return draft
 
 
 def lora_specs(items: List[str], base_dir: str = ".", scale0: bool = False) -> List[Tuple[str, float]]:
@@ -183,7 +198,7 @@ def main(argv=None) -> int:
         specs = [{"model": a.model, "model_alias": a.model_alias, "parallel": a.parallel, "n_ctx": a.ctx_size,
                   "n_batch": a.n_batch, "n_threads": a.threads, "max_queue": a.max_queue,
                   "chat_format": a.chat_format, "n_gpu_layers": 999 if a.n_gpu_layers < 0 else a.n_gpu_layers,
-                  "lora": a.lora + a.lora_scaled}]
+                  "lora": a.lora + a.lora_scaled, "draft_model": a.draft_model, "draft_n": a.draft_n}]
         base = "."
     entries = build_entries(specs, base, show=True)
     if a.lora_init_without_apply:

@@ -235,6 +235,7 @@ class _Slot:
         self.last_used = 0.0
         self.admitted = 0
         self.lora: LoraKey = ()          # the adapters set on this sequence, which its cells were computed with
+        self.draft: List[int] = []       # drafted tokens decoded after next_token in this step's batch
         # hybrid models: (n, bytes) the recurrent state after the first n tokens (the end of the
         # last prompt), a checkpoint to cut back to (a state cannot be cut mid-way)
         self.ckpt: Optional[Tuple[int, bytes]] = None
@@ -255,7 +256,7 @@ class Engine:
 
     def __init__(self, model: Model, n_slots: int = 4, n_ctx: Optional[int] = None, n_batch: int = 512,
                  n_threads: Optional[int] = None, max_queue: int = 64, name: str = "model",
-                 loras: Sequence[Tuple[str, float]] = ()):
+                 loras: Sequence[Tuple[str, float]] = (), draft: Optional[str] = None, n_draft: int = 8):
         if not isinstance(n_slots, int) or not 1 <= n_slots <= 64:
             raise ValueError(f"n_slots must be an integer in [1, 64], got {n_slots!r}")
         if n_ctx is None:
@@ -285,6 +286,16 @@ class Engine:
         self.n_batch = C.llama_n_batch(self._ctx)
         self.n_slots = n_slots
         self.n_ctx_slot = self.n_ctx // n_slots
+        # speculative decoding (server/speculate.py): a draft model's path, or "ngram" (prompt lookup)
+        self.drafter = None
+        self.n_draft = n_draft
+        if draft is not None:
+            try:
+                self.drafter = self._make_drafter(draft, n_draft, n_threads)
+            except BaseException:
+                C.llama_free(self._ctx)
+                self.loras.close()
+                raise
         self._batch = C.llama_batch_init(self.n_batch, 0, 1)
         self._slots = [_Slot(i) for i in range(n_slots)]
         self._pending: collections.deque = collections.deque()
@@ -386,12 +397,40 @@ class Engine:
             C.llama_free(self._ctx)
             self._ctx = None
             self.loras.close()
+            if self.drafter is not None:
+                self.drafter.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+    def _make_drafter(self, draft: str, n_draft: int, n_threads: Optional[int]):
+        from .speculate import LookupDrafter, ModelDrafter
+        if not isinstance(n_draft, int) or not 1 <= n_draft <= 64:
+            raise ValueError(f"n_draft must be an integer in [1, 64], got {n_draft!r}")
+        if self._recurrent:
+            raise ValueError(f"{self.model.path} keeps a recurrent state (hybrid / recurrent model): rejected "
+                             "drafts could not be cut from it, so it cannot speculate (drop --draft-model)")
+        if draft == "ngram":
+            return LookupDrafter()
+        return ModelDrafter(draft, self.model, self.n_slots, self.n_ctx_slot, n_threads)
+
+    def _drafts(self, gen: List[_Slot], budget: int) -> Dict[int, List[int]]:
+        """Drafts for the generating slots gen, sharing budget batch rows; none if drafting fails."""
+        if self.drafter is None or not gen:
+            return {}
+        per = budget // len(gen)
+        limit = {s.id: max(0, min(self.n_draft, per, s.req.max_tokens - s.n_gen - 1,
+                                  self.n_ctx_slot - len(s.tokens) - 2)) for s in gen}
+        try:
+            return self.drafter.propose({s.id: s.tokens + [s.next_token] for s in gen}, limit)
+        except Exception as e:  # a draft is an optimization: the step goes on without one
+            self.metrics.draft_failures += 1
+            self.drafter.reset()
+            self.last_draft_error = f"{type(e).__name__}: {e}"
+            return {}
 
     # ---- sampler chains ----
 
@@ -510,15 +549,23 @@ class Engine:
             return
         batch = self._batch
         C.llama_batch_clear(batch)
+        gen = [s for s in active if s.next_token is not None]
+        # drafts take at most half the rows while prompts wait, else all that the tokens leave
+        room = self.n_batch - len(gen)
+        drafts = self._drafts(gen, room // 2 if any(s.todo for s in active) else room)
         n = 0
         for s in active:
-            s.pending, s.out_idx = [], -1
+            s.pending, s.out_idx, s.draft = [], -1, []
             if s.next_token is not None:
                 self._add(batch, n, s.next_token, len(s.tokens), s.id, True)
                 s.pending.append(s.next_token)
                 s.out_idx = n
                 n += 1
-        n_gen = n
+                s.draft = drafts.get(s.id, [])
+                for k, t in enumerate(s.draft):     # verified by the rows' samples after the decode
+                    self._add(batch, n, t, len(s.tokens) + 1 + k, s.id, True)
+                    n += 1
+        n_gen = len(gen)
         budget = self.n_batch - n
         for s in sorted((s for s in active if s.todo), key=lambda s: s.admitted):
             if budget <= 0:
@@ -544,8 +591,8 @@ class Engine:
                 s.tokens, s.ckpt = [], None
                 self._finish(s, None, error=f"llama_decode failed ({rc})")
             return
-        self.metrics.step(n, n_gen, dt)
         now = time.perf_counter()
+        g0 = self.metrics.generated
         for s in active:
             s.tokens.extend(s.pending)
             if s.todo:
@@ -553,8 +600,27 @@ class Engine:
                 if not s.todo and self._recurrent:
                     self._save_checkpoint(s)
             s.pending = []
-            if s.out_idx >= 0:
+            if s.draft:
+                self._verify(s, now)
+            elif s.out_idx >= 0:
                 self._sample(s, s.out_idx, now)
+        # tokens made this step (with drafts, more than the slots that generated)
+        self.metrics.step(n, max(n_gen, self.metrics.generated - g0), dt)
+
+    def _verify(self, s: _Slot, now: float) -> None:
+        """Samples s's rows in order as if decoded one by one: each sample equal to its draft is
+        kept (its cell is already written) and the next row is sampled; the first that differs,
+        or the request's end, ends the round, and the cells of the drafts after it are dropped."""
+        d, s.draft = s.draft, []
+        self.metrics.drafted += len(d)
+        for i in range(len(d) + 1):
+            self._sample(s, s.out_idx + i, now)
+            if s.req is None or i == len(d) or s.next_token != d[i]:
+                break
+            s.tokens.append(d[i])
+            s.next_token = None
+            self.metrics.draft_accepted += 1
+        C.llama_memory_seq_rm(self._mem, s.id, len(s.tokens), -1)
 
     def _save_checkpoint(self, s: _Slot) -> None:
         """Keeps the slot's recurrent state at the end of its prompt (llama-server's context checkpoint)."""
@@ -617,7 +683,7 @@ class Engine:
     def _finish(self, s: _Slot, reason: Optional[str], error: Optional[str] = None) -> None:
         req = s.req
         s.req = None
-        s.todo, s.pending, s.next_token = [], [], None
+        s.todo, s.pending, s.next_token, s.draft = [], [], None, []
         s.last_used = time.perf_counter()
         if s.chain:
             C.llama_sampler_free(s.chain)
