@@ -485,26 +485,28 @@ struct ggml_tensor * llm_graph_lora(struct llm_graph * g, const struct ggml_tens
         const struct llama_adapter_lora * a = ctx->loras[i].adapter;
         const struct llama_adapter_lora_pair * p = adapter_pair(a, w);
         if (p != NULL) {
+            // the scale goes on A·x ([r, n], r small), not on the [n_out, n] delta: fewer multiplies
+            const float f = adapter_pair_scale(a, p, ctx->loras[i].scale);
             struct ggml_tensor * d = ggml_mul_mat(g->c, p->a, x);
+            d = d && f != 1.0f ? ggml_scale(g->c, d, f) : d;
             d = d ? ggml_mul_mat(g->c, p->b, d) : NULL;
-            d = d ? ggml_scale(g->c, d, adapter_pair_scale(a, p, ctx->loras[i].scale)) : NULL;
             y = d ? ggml_add(g->c, y, d) : NULL;
         }
     }
-    // per-sequence adapters: delta times each row's scale (s·alpha/r of its sequence, or 0),
-    // the same product as the context-wide scale above for the rows that use it
+    // per-sequence adapters: A·x times each row's scale (s·alpha/r of its sequence, or 0), the
+    // same multiply as the context-wide scale above for the rows that use it
     for (int32_t e = 0; y != NULL && w != NULL && e < ctx->n_lora_seq; e++) {
         const struct llama_adapter_lora * a = ctx->lora_seq[e].adapter;
         const struct llama_adapter_lora_pair * p = adapter_pair(a, w);
         if (p != NULL) {
             struct ggml_tensor * s = adapter_seq_scales(g, e, x);
             struct ggml_tensor * d = s ? ggml_mul_mat(g->c, p->a, x) : NULL;
-            d = d ? ggml_mul_mat(g->c, p->b, d) : NULL;
             if (d != NULL && p->a->ne[1] != a->pairs[0].a->ne[1]) {
                 // the inputs carry alpha/r of the first pair's rank; this pair has another
                 d = ggml_scale(g->c, d, adapter_pair_scale(a, p, 1.0f) / adapter_pair_scale(a, &a->pairs[0], 1.0f));
             }
             d = d ? ggml_mul(g->c, d, s) : NULL;
+            d = d ? ggml_mul_mat(g->c, p->b, d) : NULL;
             y = d ? ggml_add(g->c, y, d) : NULL;
         }
     }

@@ -44,7 +44,7 @@ struct llama_lora_slot {
 };
 
 // An adapter set on some sequences (llama_set_adapters_lora_seq): each sequence's user scale,
-// 0 where it is not set. Its delta is computed for every row of a ubatch and multiplied by the
+// 0 where it is not set. Its A·x is computed for every row of a ubatch and multiplied by the
 // row's sequence's scale (an input tensor per adapter, found by name), so rows of other sequences gain exactly 0.
 struct llama_lora_seq {
     struct llama_adapter_lora * adapter;
