@@ -95,7 +95,7 @@ def write_random_lora(model_path: str, out: str, rank: int, seed: int = 0) -> st
 def lcpp_speculative(a) -> tuple:
     cmd = [os.path.join(a.lcpp, "llama-speculative"), "-m", a.model, "-md", a.draft_model, "-p", PROMPTS[0],
            "-n", str(a.n), "--spec-draft-n-max", str(a.draft_n), "-t", str(a.threads), "-td", str(a.threads),
-           "--temp", "0", "-c", "4096", "--no-warmup", "-s", "1"]
+           "--temp", "0", "-c", "4096", "-s", "1"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     log = out.stdout + out.stderr
     m = re.search(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds, speed:\s+([\d.]+) t/s", log)
