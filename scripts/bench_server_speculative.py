@@ -6,7 +6,7 @@ llama-bench on the same files (not a test: numbers mean something only on a quie
     python scripts/bench_server_speculative.py -m TARGET.gguf --draft-model DRAFT.gguf --draft-n 8 \\
         [--lcpp /path/to/llama.cpp/bin] [-n 128] [-r 3] [-t 2] [--streams 1]
     python scripts/bench_server_speculative.py -m TARGET.gguf --draft-model ngram       # prompt lookup
-    python scripts/bench_server_speculative.py -m TARGET.gguf --lora-rank 16             # LoRA vs base
+    python scripts/bench_server_speculative.py -m TARGET.gguf --lora-rank 16 [--lora-type f16]   # LoRA vs base
 
 Generation speed is the generated tokens after each stream's first, over the time from the
 first stream's first token to the last stream's end (prompt reading excluded), as
@@ -67,8 +67,8 @@ def engine_run(eng, model, n: int, streams: int):
     return (sum(counts.values()) - streams) / span, [texts.get(i, "") for i in range(streams)]
 
 
-def write_random_lora(model_path: str, out: str, rank: int, seed: int = 0) -> str:
-    """A random LoRA GGUF (F32) on every attention and MLP projection of model_path."""
+def write_random_lora(model_path: str, out: str, rank: int, seed: int = 0, dtype: str = "f32") -> str:
+    """A random LoRA GGUF (dtype f32 or f16) on every attention and MLP projection of model_path."""
     import gguf
     import numpy as np
     rd = gguf.GGUFReader(model_path)
@@ -83,8 +83,9 @@ def write_random_lora(model_path: str, out: str, rank: int, seed: int = 0) -> st
         base = t.name.rsplit(".", 1)[0]
         if t.name.endswith(".weight") and base.split(".")[-1] in targets:
             n_in, n_out = int(t.shape[0]), int(t.shape[1])
-            w.add_tensor(t.name + ".lora_a", (rng.standard_normal((rank, n_in)) / np.sqrt(n_in)).astype(np.float32))
-            w.add_tensor(t.name + ".lora_b", (rng.standard_normal((n_out, rank)) * 0.01).astype(np.float32))
+            dt = np.float16 if dtype == "f16" else np.float32
+            w.add_tensor(t.name + ".lora_a", (rng.standard_normal((rank, n_in)) / np.sqrt(n_in)).astype(dt))
+            w.add_tensor(t.name + ".lora_b", (rng.standard_normal((n_out, rank)) * 0.01).astype(dt))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -121,6 +122,7 @@ def main():
     ap.add_argument("--draft-model", default=None, help="a draft GGUF of the same vocabulary, or 'ngram'")
     ap.add_argument("--draft-n", type=int, default=8)
     ap.add_argument("--lora-rank", type=int, default=0, help="compare a random LoRA of this rank to the base")
+    ap.add_argument("--lora-type", default="f32", choices=["f32", "f16"], help="the random LoRA's matrices")
     ap.add_argument("--lcpp", default=None, help="llama.cpp's bin folder (llama-speculative, llama-bench)")
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("-r", "--repeats", type=int, default=3)
@@ -134,9 +136,9 @@ def main():
     kw = dict(n_slots=max(1, a.streams), n_ctx=n_ctx, n_threads=a.threads)
     tmp = tempfile.mkdtemp()
     if a.lora_rank:
-        lora = write_random_lora(a.model, os.path.join(tmp, "lora.gguf"), a.lora_rank)
+        lora = write_random_lora(a.model, os.path.join(tmp, "lora.gguf"), a.lora_rank, dtype=a.lora_type)
         plain, other = Engine(model, **kw), Engine(model, loras=[(lora, 1.0)], **kw)
-        label = f"LoRA rank {a.lora_rank}"
+        label = f"LoRA rank {a.lora_rank} {a.lora_type}"
     else:
         plain, other = Engine(model, **kw), Engine(model, draft=a.draft_model, n_draft=a.draft_n, **kw)
         label = f"draft {os.path.basename(a.draft_model)} n={a.draft_n}"
