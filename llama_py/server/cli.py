@@ -3,11 +3,13 @@
     python -m llama_py serve                                  # the demo model, 127.0.0.1:8000
     python -m llama_py serve -m model.gguf --parallel 8 --ctx-size 16384 --api-key KEY
     python -m llama_py serve --config models.json             # several models by name
+    python -m llama_py serve -m base.gguf --lora a.gguf --lora b.gguf:0.5   # LoRA adapters (ids 0, 1)
+    python -m llama_py serve -m big.gguf --draft-model small.gguf --draft-n 8   # speculative decoding
 
 A config file (JSON) names the models and, optionally, server options:
     {"host": "127.0.0.1", "port": 8000, "api_key": null,
      "models": [{"model": "a.gguf", "model_alias": "a", "parallel": 4, "n_ctx": 8192},
-                {"model": "b.gguf", "model_alias": "b"}]}
+                {"model": "b.gguf", "model_alias": "b", "lora": ["x.gguf:0.5"], "draft_model": "ngram", "draft_n": 8}]}
 """
 from __future__ import annotations
 
