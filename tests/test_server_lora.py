@@ -89,6 +89,10 @@ def test_different_adapters_in_one_step_match_single_requests(model, smollm2_pat
         same_prompt = [eng.submit(GenRequest(model.tokenize(PROMPTS[0]), max_tokens=n, sampling=GREEDY, lora=lo))
                        for lo in ({1: 0.5}, {0: 1.0})]
         again = [r.result(timeout=120)[0] for r in same_prompt]
+        assert eng.wait_idle(30)
+        # idle slots keep what their cells were computed with, but no adapter stays set (an
+        # adapter set on any sequence is computed for every row of every step)
+        assert all(s.lora_set == () for s in eng._slots) and any(s.lora for s in eng._slots)
     for (p, (_, ref)), text in zip(zip(PROMPTS, cases), got):
         assert text == _llama_ref(smollm2_path, [p], n, ref)[0], (p, ref)
     assert again[1] == got[0]

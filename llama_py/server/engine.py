@@ -234,7 +234,8 @@ class _Slot:
         self.t_first: Optional[float] = None
         self.last_used = 0.0
         self.admitted = 0
-        self.lora: LoraKey = ()          # the adapters set on this sequence, which its cells were computed with
+        self.lora: LoraKey = ()          # the adapters its cells were computed with
+        self.lora_set: LoraKey = ()      # the adapters set on its sequence now (cleared when idle: no cost)
         self.draft: List[int] = []       # drafted tokens decoded after next_token in this step's batch
         # hybrid models: (n, bytes) the recurrent state after the first n tokens (the end of the
         # last prompt), a checkpoint to cut back to (a state cannot be cut mid-way)
@@ -519,13 +520,14 @@ class Engine:
                 if best.ckpt is not None and best.ckpt[0] > keep:
                     best.ckpt = None
             self.metrics.prefix_lookup(len(prompt), keep)
-            if best.lora != key:
+            if best.lora_set != key:
                 try:
                     self.loras.apply(self._ctx, best.id, key)
                 except LlamaError as e:
                     self._fail(req, str(e))
                     continue
-                best.lora = key
+                best.lora_set = key
+            best.lora = key
             best.req = req
             best.todo = list(prompt[keep:])
             best.next_token = None
@@ -681,6 +683,14 @@ class Engine:
             s.next_token = tok
 
     def _finish(self, s: _Slot, reason: Optional[str], error: Optional[str] = None) -> None:
+        if s.lora_set:
+            # an idle sequence's adapters would still be computed for every step's rows: unset
+            # them (its cells keep what they were computed with: s.lora)
+            try:
+                self.loras.apply(self._ctx, s.id, ())
+                s.lora_set = ()
+            except LlamaError:
+                pass
         req = s.req
         s.req = None
         s.todo, s.pending, s.next_token, s.draft = [], [], None, []
