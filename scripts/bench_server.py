@@ -14,7 +14,17 @@ The client runs on the same machine as the server, and on a 2-core machine every
 computes is taken from the server's compute threads. `--client httpx` (the default) reads the
 streams the way Python applications do; `--client raw` reads them over plain asyncio sockets
 (an HTTP/1.1 request, chunked or plain body, SSE events split on blank lines) and costs a
-fraction of the CPU. Each round prints the client's own CPU time per generated token.
+fraction of the CPU. Each round prints the client's own CPU time per generated token, and the time
+between tokens (TBT: gaps between a stream's text chunks after its first, median and p99 over all
+streams).
+
+    python scripts/bench_server.py --clients 8 --late-prompt 2000   # a 2,000-token prompt arrives
+
+--late-prompt N: once every stream has its first token, one more request with a prompt of about
+N tokens (a repeated word) arrives (give the server a slot for it, --parallel clients + 1, and the
+streams enough tokens to outlast the prompt); the round then also reports the running streams' largest gap
+and their median gap while that prompt is read (from its send to its first token): what a long
+prompt costs the streams already running.
 """
 from __future__ import annotations
 
@@ -34,8 +44,9 @@ from urllib.parse import urlsplit
 PROMPT = "Write a long story about a lighthouse keeper who finds a map in a bottle. Chapter 1:"
 
 
-def _body(args, i: int) -> dict:
-    return {"model": args.model_name, "prompt": f"{PROMPT} ({i})", "max_tokens": args.tokens, "stream": True,
+def _body(args, i: int, prompt: str = None, max_tokens: int = None) -> dict:
+    return {"model": args.model_name, "prompt": prompt or f"{PROMPT} ({i})", "max_tokens": max_tokens or args.tokens,
+            "stream": True,
             "temperature": args.temp, "seed": i, "ignore_eos": True,
             "stream_options": {"include_usage": True}}
 
@@ -46,6 +57,7 @@ class _Tally:
     def __init__(self):
         self.t0 = time.perf_counter()
         self.ttft, self.chunks, self.usage, self.t_last = None, 0, None, None
+        self.times = []  # arrival of each text chunk
 
     def event(self, data: str) -> None:
         if data == "[DONE]":
@@ -55,6 +67,7 @@ class _Tally:
             self.usage = d["usage"]
         if d.get("choices") and d["choices"][0].get("text"):
             self.t_last = time.perf_counter()
+            self.times.append(self.t_last)
             if self.ttft is None:
                 self.ttft = self.t_last - self.t0
             self.chunks += 1
@@ -65,12 +78,12 @@ class _Tally:
         # prompt is TTFT's); chunks, not tokens: a chunk may carry several (or held-back) tokens
         gen = self.t_last - self.t0 - self.ttft if self.chunks > 1 else 0.0
         return {"ttft": self.ttft or float("nan"), "tokens": n, "seconds": time.perf_counter() - self.t0,
-                "decode_tps": (n - 1) / gen if gen > 0 else float("nan")}
+                "decode_tps": (n - 1) / gen if gen > 0 else float("nan"), "times": self.times}
 
 
-async def one_stream(client: httpx.AsyncClient, url: str, args, i: int):
-    t = _Tally()
-    async with client.stream("POST", url + "/v1/completions", json=_body(args, i)) as r:
+async def one_stream(client: httpx.AsyncClient, url: str, args, i: int, tally=None, body=None):
+    t = tally or _Tally()
+    async with client.stream("POST", url + "/v1/completions", json=body or _body(args, i)) as r:
         r.raise_for_status()
         async for line in r.aiter_lines():
             if line.startswith("data: "):
@@ -119,20 +132,54 @@ async def one_stream_raw(url: str, args, i: int):
     return t.result()
 
 
+def _pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+async def _late_request(client, url, args, tallies, out):
+    """Waits until every stream has its first token, then sends the --late-prompt request."""
+    while not all(t.times for t in tallies):
+        await asyncio.sleep(0.005)
+    # a first word of its own each time: no prefix of an earlier round's prompt to reuse
+    body = _body(args, 999, prompt=f"{time.time_ns() % 99991} " + " ".join(["the"] * args.late_prompt), max_tokens=4)
+    t = _Tally()
+    out["sent"] = t.t0
+    r = await one_stream(client, url, args, 999, tally=t, body=body)
+    if not t.times:
+        raise SystemExit(f"the --late-prompt request got no text ({r['tokens']} tokens): prompt too long for a slot?")
+    out["first"] = t.times[0]
+    out["prompt_tokens"] = (t.usage or {}).get("prompt_tokens")
+
+
 async def run_round(url: str, args):
     limits = httpx.Limits(max_connections=args.clients + 4)
+    late = {}
     async with httpx.AsyncClient(timeout=600, limits=limits) as client:
         t0, c0 = time.perf_counter(), time.process_time()
         if args.client == "raw":
             res = await asyncio.gather(*[one_stream_raw(url, args, i) for i in range(args.clients)])
         else:
-            res = await asyncio.gather(*[one_stream(client, url, args, i) for i in range(args.clients)])
+            tallies = [_Tally() for _ in range(args.clients)]
+            jobs = [one_stream(client, url, args, i, tally=tallies[i]) for i in range(args.clients)]
+            if args.late_prompt:
+                jobs.append(_late_request(client, url, args, tallies, late))
+            res = (await asyncio.gather(*jobs))[:args.clients]
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     total = sum(r["tokens"] for r in res)
-    return {"wall": wall, "tokens": total, "agg_tps": total / wall, "client_cpu_ms_per_token": 1e3 * cpu / max(total, 1),
-            "ttft_mean": statistics.mean(r["ttft"] for r in res), "ttft_max": max(r["ttft"] for r in res),
-            "per_client_tps": statistics.mean(r["tokens"] / r["seconds"] for r in res),
-            "decode_tps": statistics.mean(r["decode_tps"] for r in res)}
+    gaps = [(b - a, a) for r in res for a, b in zip(r["times"], r["times"][1:])]
+    out = {"wall": wall, "tokens": total, "agg_tps": total / wall, "client_cpu_ms_per_token": 1e3 * cpu / max(total, 1),
+           "ttft_mean": statistics.mean(r["ttft"] for r in res), "ttft_max": max(r["ttft"] for r in res),
+           "per_client_tps": statistics.mean(r["tokens"] / r["seconds"] for r in res),
+           "decode_tps": statistics.mean(r["decode_tps"] for r in res),
+           "tbt_median": _pct([g for g, _ in gaps], 0.5), "tbt_p99": _pct([g for g, _ in gaps], 0.99)}
+    if late:
+        # gaps that end while the late prompt is read (a gap ending after its first token
+        # overlapped the prompt's last step)
+        during = [g for g, a in gaps if late["sent"] <= a + g and a <= late["first"]]
+        out.update(late_ttft=late["first"] - late["sent"], late_prompt_tokens=late.get("prompt_tokens"), late_gap_max=max(during, default=float("nan")),
+                   late_gap_median=_pct(during, 0.5))
+    return out
 
 
 def _start_own_server(args):
@@ -141,11 +188,13 @@ def _start_own_server(args):
     port = s.getsockname()[1]
     s.close()
     cmd = [sys.executable, "-m", "llama_py", "serve", "--port", str(port), "--parallel", str(args.parallel),
-           "--n-ctx", str(args.parallel * max(512, args.tokens + 128))]
+           "--n-ctx", str(args.parallel * max(512, args.tokens + 128, args.late_prompt + 128))]
     if args.model:
         cmd += ["-m", args.model]
     if args.threads:
         cmd += ["-t", str(args.threads)]
+    if args.prefill_chunk:
+        cmd += ["--prefill-chunk", str(args.prefill_chunk)]
     proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     url = f"http://127.0.0.1:{port}"
@@ -176,22 +225,29 @@ def main() -> int:
     ap.add_argument("--client", choices=("httpx", "raw"), default="httpx",
                     help="how the streams are read (raw: bare asyncio sockets, least client CPU)")
     ap.add_argument("--json", action="store_true", help="one JSON line per round")
+    ap.add_argument("--late-prompt", type=int, default=0, metavar="N",
+                    help="a request with a prompt of about N tokens arrives once the streams run (httpx client)")
+    ap.add_argument("--prefill-chunk", type=int, default=None, help="our server's --prefill-chunk")
     args = ap.parse_args()
     proc = None
     url = args.url
     if url is None:
         proc, url = _start_own_server(args)
     try:
-        asyncio.run(run_round(url, argparse.Namespace(**{**vars(args), "clients": 1, "tokens": 8})))  # warm-up
+        asyncio.run(run_round(url, argparse.Namespace(**{**vars(args), "clients": 1, "tokens": 8, "late_prompt": 0})))  # warm-up
         for k in range(args.rounds):
             r = asyncio.run(run_round(url, args))
             if args.json:
-                print(json.dumps(dict(r, round=k, clients=args.clients, url=url)))
+                print(json.dumps(dict(r, round=k, clients=args.clients, url=url, load=os.getloadavg()[0])))
             else:
                 print(f"round {k}: {args.clients} clients x {args.tokens} tokens: {r['tokens']} tokens in "
                       f"{r['wall']:.2f} s = {r['agg_tps']:.1f} tok/s aggregate, {r['per_client_tps']:.1f} tok/s "
                       f"per client ({r['decode_tps']:.1f} after the first token), TTFT mean {r['ttft_mean'] * 1000:.0f} ms max {r['ttft_max'] * 1000:.0f} ms, "
-                      f"client CPU {r['client_cpu_ms_per_token']:.3f} ms/token ({args.client})",
+                      f"TBT median {r['tbt_median'] * 1000:.0f} ms p99 {r['tbt_p99'] * 1000:.0f} ms, "
+                      f"client CPU {r['client_cpu_ms_per_token']:.3f} ms/token ({args.client})" +
+                      (f"; late {r.get('late_prompt_tokens')}-token prompt: TTFT {r['late_ttft'] * 1000:.0f} ms, running streams' "
+                       f"gaps meanwhile median {r['late_gap_median'] * 1000:.0f} ms max {r['late_gap_max'] * 1000:.0f} ms"
+                       if 'late_ttft' in r else "") + f", load {os.getloadavg()[0]:.1f}",
                       flush=True)
     finally:
         if proc is not None:

@@ -786,7 +786,10 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     const int32_t n = p->n_tokens;
     const bool pooled = ctx->embeddings && ctx->pooling != LLAMA_POOLING_TYPE_NONE;
 
-    if (!llama_kv_cache_find_slot(kv, (uint32_t) n, ctx->cells)) {
+    // cells a page per sequence for generation (attention per sequence, kv-cache.c); an encode
+    // or a pooled batch (several texts, one decode, cells let go after) takes them densely
+    llama_seq_id * const * seq_pages = encode || pooled ? NULL : p->seq_id;
+    if (!llama_kv_cache_find_slot(kv, (uint32_t) n, seq_pages, ctx->cells)) {
         LLAMA_LOG_WARN("llama_decode: no KV cache slot for %d tokens (%u of %u cells free)\n",
                        n, llama_kv_cache_n_free(kv), kv->size);
         return 1;

@@ -39,6 +39,7 @@ void llama_kv_cache_free(struct llama_memory_i * kv) {
     kv->rs = NULL;
     free(kv->pos);
     free(kv->seq);
+    free(kv->seq_page);
     free(kv->k_l);
     free(kv->v_l);
     free(kv->slot_of_layer);
@@ -51,6 +52,7 @@ void llama_kv_cache_free(struct llama_memory_i * kv) {
     kv->n_bufs = 0;
     kv->pos = NULL;
     kv->seq = NULL;
+    kv->seq_page = NULL;
     kv->k_l = kv->v_l = NULL;
     kv->slot_of_layer = kv->layer_of_slot = NULL;
     kv->ctx = NULL;
@@ -101,17 +103,21 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
 
     kv->pos = GGML_MALLOC(sizeof(llama_pos) * n_ctx);
     kv->seq = GGML_CALLOC((size_t) n_ctx * kv->n_words, sizeof(uint64_t));
+    kv->seq_page = GGML_MALLOC(sizeof(uint32_t) * n_seq_max);
     kv->k_l = GGML_CALLOC(n_slot, sizeof(struct ggml_tensor *));
     kv->v_l = GGML_CALLOC(n_slot, sizeof(struct ggml_tensor *));
     kv->ctx = ggml_init((struct ggml_init_params) {
         .mem_size = (size_t) (2 * n_slot + 2) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
-    if (kv->pos == NULL || kv->seq == NULL || kv->k_l == NULL || kv->v_l == NULL || kv->ctx == NULL) {
+    if (kv->pos == NULL || kv->seq == NULL || kv->seq_page == NULL || kv->k_l == NULL || kv->v_l == NULL || kv->ctx == NULL) {
         LLAMA_LOG_ERROR("llama_kv_cache_init: out of memory\n");
         llama_kv_cache_free(kv);
         return false;
     }
     for (uint32_t i = 0; i < n_ctx; i++) {
         kv->pos[i] = -1;
+    }
+    for (uint32_t s = 0; s < n_seq_max; s++) {
+        kv->seq_page[s] = UINT32_MAX;
     }
     for (uint32_t s = 0; s < n_slot; s++) {
         const uint32_t il = kv->layer_of_slot[s];
@@ -204,15 +210,80 @@ uint32_t llama_kv_cache_n_free(const struct llama_memory_i * kv) {
     return kv->size - kv->n_used;
 }
 
-bool llama_kv_cache_find_slot(const struct llama_memory_i * kv, uint32_t n, uint32_t * cells) {
+// A cell taken earlier in the same find_slot call: marked in pos while the call runs.
+#define KV_POS_TAKEN (-2)
+
+// The first empty cell of page pg if every used cell there holds s (a page another sequence
+// also fills would mix them), else UINT32_MAX.
+static uint32_t kv_page_cell(const struct llama_memory_i * kv, uint32_t pg, llama_seq_id s) {
+    const uint32_t c0 = pg * LLAMA_KV_PAGE, c1 = c0 + LLAMA_KV_PAGE < kv->size ? c0 + LLAMA_KV_PAGE : kv->size;
+    uint32_t found = UINT32_MAX;
+    for (uint32_t c = c0; c < c1; c++) {
+        if (kv->pos[c] >= 0 && !llama_kv_cache_seq_has(kv, c, s)) {
+            return UINT32_MAX;
+        }
+        if (kv->pos[c] == -1 && found == UINT32_MAX) {
+            found = c;
+        }
+    }
+    return found;
+}
+
+// The first page with every cell empty (from page pg0 on), or UINT32_MAX.
+static uint32_t kv_empty_page(const struct llama_memory_i * kv, uint32_t pg0) {
+    const uint32_t n_pages = kv->size / LLAMA_KV_PAGE;
+    for (uint32_t pg = pg0; pg < n_pages; pg++) {
+        uint32_t c = pg * LLAMA_KV_PAGE;
+        while (c < (pg + 1) * LLAMA_KV_PAGE && kv->pos[c] == -1) {
+            c++;
+        }
+        if (c == (pg + 1) * LLAMA_KV_PAGE) {
+            return pg;
+        }
+    }
+    return UINT32_MAX;
+}
+
+bool llama_kv_cache_find_slot(struct llama_memory_i * kv, uint32_t n, llama_seq_id * const * seq_id, uint32_t * cells) {
     if (n > kv->size - kv->n_used) {
         return false;
     }
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < kv->size && k < n; i++) {
-        if (kv->pos[i] < 0) {
-            cells[k++] = i;
+    // One sequence (or a cache of a few pages): the lowest empty cells.
+    const bool paged = seq_id != NULL && kv->n_seq_max > 1 && kv->size >= 2 * LLAMA_KV_PAGE;
+    uint32_t k = 0, low = 0; // every cell below low is taken
+    uint32_t empty_from = 0; // no empty page below this one
+    for (; k < n; k++) {
+        uint32_t c = UINT32_MAX;
+        const llama_seq_id s = paged ? seq_id[k][0] : 0;
+        if (paged && s >= 0 && (uint32_t) s < kv->n_seq_max) {
+            const uint32_t pg = kv->seq_page[s];
+            if (pg != UINT32_MAX && pg * LLAMA_KV_PAGE < kv->size) {
+                c = kv_page_cell(kv, pg, s);
+            }
+            if (c == UINT32_MAX) {
+                const uint32_t e = kv_empty_page(kv, empty_from);
+                empty_from = e == UINT32_MAX ? kv->size : e + 1;
+                if (e != UINT32_MAX) {
+                    c = e * LLAMA_KV_PAGE;
+                    kv->seq_page[s] = e;
+                }
+            }
         }
+        if (c == UINT32_MAX) {
+            // no page for it: the lowest empty cell, as without pages
+            while (low < kv->size && kv->pos[low] != -1) {
+                low++;
+            }
+            if (low == kv->size) {
+                break;
+            }
+            c = low;
+        }
+        cells[k] = c;
+        kv->pos[c] = KV_POS_TAKEN;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        kv->pos[cells[i]] = -1;
     }
     return k == n;
 }

@@ -63,6 +63,7 @@ struct llama_memory_i {
     llama_pos * pos;                // [size] position of each cell, -1 when empty
     uint64_t * seq;                 // [size * n_words] sequence-id bitsets
     uint32_t n_used;                // non-empty cells
+    uint32_t * seq_page;            // [n_seq_max] page (LLAMA_KV_PAGE cells) a sequence last took cells from, or UINT32_MAX
     uint32_t n_layer;               // slots: the model's layers that own KV (all, without sharing)
     enum ggml_type type_k, type_v;
     uint32_t n_embd_k_gqa, n_embd_v_gqa; // the widest slot's (layers may differ: llama_hparams_n_embd_k_gqa_l)
@@ -234,8 +235,14 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
 void llama_kv_cache_free(struct llama_memory_i * kv);
 // Empty cells.
 uint32_t llama_kv_cache_n_free(const struct llama_memory_i * kv);
-// Picks n empty cells (lowest first) into cells; false if there are fewer. Changes nothing.
-bool llama_kv_cache_find_slot(const struct llama_memory_i * kv, uint32_t n, uint32_t * cells);
+// Cells per page: with several sequences, each takes its cells a page at a time, so that a page
+// (and a flash-attention block, GGML_FA_BLOCK cells) holds one sequence and attention over one
+// sequence's cells never walks another's. One sequence's cells stay lowest-first and contiguous.
+#define LLAMA_KV_PAGE 64
+// Picks n empty cells into cells, token i's in the page its first sequence (seq_id[i][0]; NULL:
+// lowest first) is filling, else in an empty page, else the lowest empty cell; false if there
+// are fewer than n. Changes only the pages remembered per sequence.
+bool llama_kv_cache_find_slot(struct llama_memory_i * kv, uint32_t n, llama_seq_id * const * seq_id, uint32_t * cells);
 // Gives an empty cell a position and sequences.
 void llama_kv_cache_cell_set(struct llama_memory_i * kv, uint32_t cell, llama_pos pos, int32_t n_seq, llama_seq_id * const seq);
 // Empties a cell.

@@ -198,7 +198,7 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
     uint32_t * cells = GGML_MALLOC(sizeof(uint32_t) * (n + 1));
     uint32_t * free_cells = GGML_MALLOC(sizeof(uint32_t) * (n + 1));
     llama_seq_id * seqs = GGML_MALLOC(sizeof(llama_seq_id) * kv->n_seq_max);
-    bool ok = cells && free_cells && seqs && llama_kv_cache_find_slot(kv, n, free_cells);
+    bool ok = cells && free_cells && seqs && llama_kv_cache_find_slot(kv, n, NULL, free_cells);
     uint32_t placed = 0;
     if (!ok) {
         LLAMA_LOG_ERROR("%s: out of memory or no free KV cells\n", func);

@@ -204,3 +204,29 @@ def test_identical_prompts_share_cells_instead_of_decoding_twice(model):
         assert eng.kv_cells_in_cache() == eng.stats()["kv_cells_used"]
         eng.clear_cache()
         assert eng.kv_cells_in_cache() == 0
+
+
+def test_a_long_prompt_rides_along_without_stalling_running_streams(model):
+    """While a slot generates, a new request's long prompt is read prefill_chunk tokens per step
+    in the same llama_decode as the running stream's token: every step still gives the running
+    stream its token, and both texts are those each request gets alone (issue #37)."""
+    long_prompt = model.tokenize(" ".join(PROMPTS * 12))
+    assert len(long_prompt) > 200
+    with Engine(model, n_slots=2, n_ctx=2048, prefill_chunk=32) as eng:
+        alone_run = _run(eng, model, PROMPTS[0], 40)[0]
+        alone_long = eng.submit(GenRequest(long_prompt, max_tokens=4, sampling=GREEDY)).result(timeout=120)[0]
+    with Engine(model, n_slots=2, n_ctx=2048, prefill_chunk=32) as eng:
+        steps = []
+        real = eng.metrics.step
+        eng.metrics.step = lambda n, n_gen, dt: (steps.append((n, n_gen)), real(n, n_gen, dt))
+        run = eng.submit(GenRequest(model.tokenize(PROMPTS[0]), max_tokens=40, sampling=GREEDY))
+        while eng.metrics.generated < 3:
+            time.sleep(0.002)
+        mark = len(steps)
+        late = eng.submit(GenRequest(long_prompt, max_tokens=4, sampling=GREEDY))
+        text_run, text_late = run.result(timeout=120)[0], late.result(timeout=120)[0]
+    assert text_run == alone_run and text_late == alone_long
+    prompt_steps = [(n, g) for n, g in steps[mark:] if n > g]
+    # the prompt went in chunks of at most 32 beside the running stream's token, never alone
+    assert len(prompt_steps) >= len(long_prompt) // 32
+    assert all(n - g <= 32 and g >= 1 for n, g in prompt_steps[:-1])

@@ -23,8 +23,8 @@ import socket
 import sys
 from typing import Any, Dict, List, Tuple
 
-_MODEL_KEYS = {"model", "model_alias", "parallel", "n_ctx", "n_batch", "n_threads", "max_queue", "chat_format",
-               "n_gpu_layers", "lora", "draft_model", "draft_n"}
+_MODEL_KEYS = {"model", "model_alias", "parallel", "n_ctx", "n_batch", "prefill_chunk", "n_threads", "max_queue",
+               "chat_format", "n_gpu_layers", "lora", "draft_model", "draft_n"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-np", "--parallel", type=_cli.int_range(1, 64), default=4,
                    help="slots: requests decoded together (default 4)")
     p.add_argument("-b", "--n-batch", type=_cli.int_range(1), default=512, help="most tokens per decode step (default 512)")
+    p.add_argument("--prefill-chunk", type=_cli.int_range(1), default=64,
+                   help="most prompt tokens per step while other slots generate (default 64)")
     p.add_argument("--max-queue", type=_cli.int_range(0), default=64,
                    help="requests waiting for a slot before 429 (default 64)")
     p.add_argument("--chat-format", default=None, help="force a built-in chat template by name")
@@ -105,6 +107,7 @@ def build_entries(specs: List[Dict[str, Any]], base_dir: str = ".", show: bool =
             with loading(path) if show else contextlib.nullcontext():
                 out.append(ModelEntry.load(name, path, n_slots=m.get("parallel", 4), n_ctx=m.get("n_ctx"),
                                            n_batch=m.get("n_batch", 512), n_threads=m.get("n_threads"),
+                                           prefill_chunk=m.get("prefill_chunk", 64),
                                            max_queue=m.get("max_queue", 64), chat_format=m.get("chat_format"),
                                            n_gpu_layers=m.get("n_gpu_layers", 0),
                                            loras=lora_specs(m.get("lora") or [], base_dir),
@@ -198,7 +201,8 @@ def main(argv=None) -> int:
         base = os.path.dirname(os.path.abspath(a.config))
     else:
         specs = [{"model": a.model, "model_alias": a.model_alias, "parallel": a.parallel, "n_ctx": a.ctx_size,
-                  "n_batch": a.n_batch, "n_threads": a.threads, "max_queue": a.max_queue,
+                  "n_batch": a.n_batch, "prefill_chunk": a.prefill_chunk,
+                  "n_threads": a.threads, "max_queue": a.max_queue,
                   "chat_format": a.chat_format, "n_gpu_layers": 999 if a.n_gpu_layers < 0 else a.n_gpu_layers,
                   "lora": a.lora + a.lora_scaled, "draft_model": a.draft_model, "draft_n": a.draft_n}]
         base = "."

@@ -9,7 +9,9 @@
 
 A scheduler thread owns the context. Each step it puts every generating slot's next token and
 chunks of the prompts being read into ONE llama_decode, then samples each slot's output row
-with that request's own sampler chain. A slot is freed the moment its request finishes or is
+with that request's own sampler chain. While slots generate, prompts get at most prefill_chunk
+tokens per step, so a long prompt arriving delays the running streams' tokens by a small step
+each time instead of stalling them for a whole n_batch chunk. A slot is freed the moment its request finishes or is
 cancelled; it keeps its KV cells, and a later request whose prompt shares a prefix with a free
 slot's cached tokens reuses them (only the rest of the prompt is decoded); a prefix that a
 running request has decoded is shared into the new request's sequence (llama_memory_seq_cp).
@@ -257,9 +259,12 @@ class Engine:
 
     def __init__(self, model: Model, n_slots: int = 4, n_ctx: Optional[int] = None, n_batch: int = 512,
                  n_threads: Optional[int] = None, max_queue: int = 64, name: str = "model",
-                 loras: Sequence[Tuple[str, float]] = (), draft: Optional[str] = None, n_draft: int = 8):
+                 prefill_chunk: int = 64, loras: Sequence[Tuple[str, float]] = (), draft: Optional[str] = None,
+                 n_draft: int = 8):
         if not isinstance(n_slots, int) or not 1 <= n_slots <= 64:
             raise ValueError(f"n_slots must be an integer in [1, 64], got {n_slots!r}")
+        if not isinstance(prefill_chunk, int) or prefill_chunk < 1:
+            raise ValueError(f"prefill_chunk must be a positive integer, got {prefill_chunk!r}")
         if n_ctx is None:
             n_ctx = min(2048, model.n_ctx_train or 2048) * n_slots
         if not isinstance(n_ctx, int) or n_ctx < 16 * n_slots:
@@ -286,6 +291,10 @@ class Engine:
         self.n_ctx = C.llama_n_ctx(self._ctx)
         self.n_batch = C.llama_n_batch(self._ctx)
         self.n_slots = n_slots
+        # prompt tokens per step while other slots generate: a step costs about its tokens, so a
+        # long prompt read n_batch tokens at a time would hold every running stream's next token
+        # for that long; in chunks of this size it rides along (a slot alone gets n_batch)
+        self.prefill_chunk = prefill_chunk
         self.n_ctx_slot = self.n_ctx // n_slots
         # speculative decoding (server/speculate.py): a draft model's path, or "ngram" (prompt lookup)
         self.drafter = None
@@ -552,9 +561,9 @@ class Engine:
         batch = self._batch
         C.llama_batch_clear(batch)
         gen = [s for s in active if s.next_token is not None]
-        # drafts take at most half the rows while prompts wait, else all that the tokens leave
+        # drafts take the rows the tokens leave, less a prompt chunk while prompts wait
         room = self.n_batch - len(gen)
-        drafts = self._drafts(gen, room // 2 if any(s.todo for s in active) else room)
+        drafts = self._drafts(gen, room - min(room, self.prefill_chunk) if any(s.todo for s in active) else room)
         n = 0
         for s in active:
             s.pending, s.out_idx, s.draft = [], -1, []
@@ -568,7 +577,7 @@ class Engine:
                     self._add(batch, n, t, len(s.tokens) + 1 + k, s.id, True)
                     n += 1
         n_gen = len(gen)
-        budget = self.n_batch - n
+        budget = self.n_batch - n if n_gen == 0 else min(self.n_batch - n, self.prefill_chunk)
         for s in sorted((s for s in active if s.todo), key=lambda s: s.admitted):
             if budget <= 0:
                 break

@@ -344,8 +344,8 @@ static void check_repack(void) {
     const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K,
                                      GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q5_K };
     // N = 2 and 10 end in a 2-column group: the tiles of one and two columns split their sums
-    // over two chains (gemm-avx512.c)
-    const int64_t M = 48, Ns[] = { 1, 2, 3, 5, 10, 13 };
+    // over two chains (gemm-avx512.c); 2..16: the columns of a batched decode step (issue #37)
+    const int64_t M = 48, Ns[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
     for (size_t ti = 0; ti < sizeof(types)/sizeof(types[0]); ti++) for (size_t ni = 0; ni < sizeof(Ns)/sizeof(Ns[0]); ni++) {
         const bool kq = types[ti] == GGML_TYPE_Q4_K || types[ti] == GGML_TYPE_Q5_K, k6 = types[ti] == GGML_TYPE_Q6_K;
         const int64_t K = kq || k6 ? 512 : 320;
@@ -480,7 +480,8 @@ static void check_repack(void) {
 //    double product of the dequantized rows within their rounding and F32's; the bits do not
 //    depend on repacking, N, a column's place or the thread count.
 static void check_prec_f32(void) {
-    const int64_t K = 320, M = 48 + 16*2, Ns[] = { 1, 2, 3, 5, 10, 13, 40 };
+    // 2..16 and more: the lm head of a batched decode step (several columns per panel pass, AVX-512)
+    const int64_t K = 320, M = 48 + 16*2, Ns[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 40 };
     const struct ggml_type_traits * tt = ggml_get_type_traits(GGML_TYPE_Q8_0);
     struct ggml_init_params ip = { 64u*1024*1024, NULL, false };
     struct ggml_context * ctx = ggml_init(ip);

@@ -63,6 +63,13 @@ struct ggml_fa_kernels {
     void (*f16_rows)(const void * src, size_t stride, int nk, int64_t n, float * dst);
 };
 
+// Cells of K scored by flash attention since the last reset, summed over tiles and threads: the
+// attention work, which tests read to see that a sequence's does not grow with other
+// sequences' cells (each tile scores only the blocks its rows' masks leave visible).
+int64_t ggml_cpu_fa_cells_scored(void);
+// Sets that count to 0.
+void ggml_cpu_fa_cells_reset(void);
+
 // The kernels of kernel set v (the portable ones where v has none).
 struct ggml_fa_kernels ggml_fa_kernels_get(enum ggml_cpu_kernel_variant v);
 

@@ -122,10 +122,12 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
             #pragma GCC unroll 2
             for (int jr = 0; jr < SA; jr++) {
                 const int j = ja*SA + jr;
-                if (GNR == 1) {
+                if (GNR == 1 || PK) {
                     // token generation streams the weights from DRAM once: the lines 2 KiB ahead
                     // are asked for now (the hardware prefetcher alone left the 1-column kernel at
-                    // 0.85x of what it reaches with them, single thread, weights beyond L3)
+                    // 0.85x of what it reaches with them, single thread, weights beyond L3); so
+                    // does a batched decode step's tile on repacked panels (a prompt's tiles meet
+                    // the lines in cache: load-port slots only, which these tiles have to spare)
                     for (size_t o = 0; o < pbb; o += 64) _mm_prefetch((const char *) pb + 2048 + o, _MM_HINT_T0);
                 }
                 __m256i ia[2][8], s16[2][8];
@@ -257,19 +259,32 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
     // without VNNI, 8 columns per pass for 6 columns or more: each decoded level vector serves
     // twice the maddubs (the float accumulators spill to L1, once per block: 1.05x on q8_0,
     // 1.1x on the 4-bit types, 1.25x on the 5-bit ones, single thread, in L2)
+    // Passes are as wide as the columns there are (a batched decode step of 3, 5, 6 or 7
+    // sequences computes no empty column of the group): up to 8 per pass without VNNI, 4 with
+    // (the cases a set never takes are compiled out).
     const bool CW8 = !GEMM_X86_VNNI;
     if (GNR == 1 || nc == 1) {
         pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, SA, MIN, CORR, PK, LB, GNR, 2, 1);
     } else if (nc == 2) {
         pass(K, panel, group, dst, ldc, nr, nc, 0, 0, QB, SB, SA, MIN, CORR, PK, LB, GNR, 2, 2);
-    } else if (CW8 && nc > 4) {
-        for (int h = 0; h < 2 && 8*h < nr; h++) {
-            pass(K, panel, group, dst, ldc, nr, nc, h, 0, QB, SB, SA, MIN, CORR, PK, LB, GNR, 1, 8);
-        }
     } else {
-        for (int c0 = 0; c0 < nc; c0 += 4) {
+        for (int c0 = 0; c0 < nc; c0 += CW8 ? 8 : 4) {
+            const int w = nc - c0 < (CW8 ? 8 : 4) ? nc - c0 : (CW8 ? 8 : 4);
+            const uint8_t * gc = group + 4*c0;
+            float * dc = dst + c0*ldc;
             for (int h = 0; h < 2 && 8*h < nr; h++) {
-                pass(K, panel, group + 4*c0, dst + c0*ldc, ldc, nr, nc - c0, h, 0, QB, SB, SA, MIN, CORR, PK, LB, GNR, 1, 4);
+#define TILE_PASS(CWv) pass(K, panel, gc, dc, ldc, nr, w, h, 0, QB, SB, SA, MIN, CORR, PK, LB, GNR, 1, CWv)
+                switch (w) {
+                    case 1:  if (!CW8) TILE_PASS(1); break;
+                    case 2:  if (!CW8) TILE_PASS(2); break;
+                    case 3:  TILE_PASS(3); break;
+                    case 4:  TILE_PASS(4); break;
+                    case 5:  if (CW8) TILE_PASS(5); break;
+                    case 6:  if (CW8) TILE_PASS(6); break;
+                    case 7:  if (CW8) TILE_PASS(7); break;
+                    default: if (CW8) TILE_PASS(8); break;
+                }
+#undef TILE_PASS
             }
         }
     }

@@ -62,6 +62,10 @@ struct ggml_mm_a16 {
 };
 // 16 rows of a repacked q8_0 panel (repack.h) times one column: out[r] for r < 16 (AVX2).
 void ggml_mm_q8_0_a16_panel_avx2(const uint8_t * panel, int64_t K, const struct ggml_mm_a16 * a, float * out);
+// 16 rows of a repacked q8_0 panel times nc (1..8) columns a[0..nc): out[c][r] for r < 16 (AVX-512
+// VNNI: each block's levels widened once for every column; the bits of the one-column kernels).
+void ggml_mm_q8_0_a16_panel_cols_avx512(const uint8_t * panel, int64_t K, const struct ggml_mm_a16 * a, int nc,
+                                        float * const * out);
 // 8 stored q8_0 rows (row r at rows + r*row_stride) times one 16-bit column: out[r] for r < 8 (AVX2).
 void ggml_mm_q8_0_a16_rows8_avx2(const char * rows, size_t row_stride, int64_t K, const struct ggml_mm_a16 * a,
                                  float * out);

@@ -24,7 +24,14 @@
 #include "ops-util.h"
 #include "attn.h"
 
+#include <stdatomic.h>
+
 #define FA_TILE_ROWS GGML_FA_ROWS
+
+static _Atomic int64_t fa_cells_scored;
+
+int64_t ggml_cpu_fa_cells_scored(void) { return atomic_load(&fa_cells_scored); }
+void ggml_cpu_fa_cells_reset(void) { atomic_store(&fa_cells_scored, 0); }
 
 struct fa_plan {
     int64_t rows;         // query rows per tile
@@ -329,10 +336,12 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
             }
         }
         // pass 1: scores of the visible keys, K block by K block, only the span of cells some row sees
+        int64_t scored = 0;
         for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
             const int32_t * sp = span + 2*(j0/GGML_FA_BLOCK);
             const int lo = sp[0], hi = sp[1];
             if (lo >= hi) continue;
+            scored += hi - lo;
             for (int i = 0; mask && i < nr; i++) {
                 if (i > 0 && mrows[i] == mrows[i - 1]) { // same mask row as the previous
                     mblk[i] = mblk[i - 1];
@@ -351,6 +360,7 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
                                                     kconv + 2*(j0/GGML_FA_BLOCK), &ldk);
             kern.scores(&rows, j0 + lo, hi - lo, kp, ldk);
         }
+        atomic_fetch_add_explicit(&fa_cells_scored, scored, memory_order_relaxed);
         kern.probs(&rows);
         // pass 2: p * v, V block by V block, only where some row has a visible key
         for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {

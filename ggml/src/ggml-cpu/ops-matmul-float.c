@@ -193,6 +193,11 @@ void ggml_cpu_mm_deq_compute(const struct ggml_compute_params * params, struct g
     const uint8_t * packed = (const uint8_t *) ggml_cpu_repack_panels(a);
     const size_t panel_bytes = packed ? ggml_cpu_repack_panel_bytes(a) : 0;
     const bool avx2 = mm_deq_avx2();
+#if defined(__x86_64__) || defined(__i386__)
+    const bool avx512 = ggml_cpu_kernel_variant_selected() == GGML_CPU_KERNELS_AVX512;
+#else
+    const bool avx512 = false;
+#endif
 
     // Every thread quantizes the columns itself; 16-row blocks are claimed in runs, in order, as
     // in the int8 one-column path (a preempted thread leaves its share to the others). With
@@ -220,6 +225,22 @@ void ggml_cpu_mm_deq_compute(const struct ggml_compute_params * params, struct g
             for (int64_t blk = t; blk < t_end; blk++) {
                 const int64_t m0 = blk*MM_DEQ_ROWS;
                 const int nr = (int) GGML_MIN(MM_DEQ_ROWS, M - m0);
+#if defined(__x86_64__) || defined(__i386__)
+                if (packed && avx512) {
+                    // several columns per pass over the panel (a batched decode step's lm head)
+                    for (int64_t c = c0; c < c1; c += 8) {
+                        const int nc = (int) GGML_MIN(8, c1 - c);
+                        struct ggml_mm_a16 av[8];
+                        float * o[8];
+                        for (int j = 0; j < nc; j++) {
+                            av[j] = mm_a16_view(cols + (size_t) (c + j - c0)*colb, K);
+                            o[j] = (float *) ((char *) dst->data + (c + j)*dst->nb[1]) + m0;
+                        }
+                        ggml_mm_q8_0_a16_panel_cols_avx512(packed + (size_t) blk*panel_bytes, K, av, nc, o);
+                    }
+                    continue;
+                }
+#endif
                 for (int64_t c = c0; c < c1; c++) {
                     const struct ggml_mm_a16 av = mm_a16_view(cols + (size_t) (c - c0)*colb, K);
                     float * o = (float *) ((char *) dst->data + c*dst->nb[1]) + m0;
@@ -245,5 +266,5 @@ void ggml_cpu_mm_deq_compute(const struct ggml_compute_params * params, struct g
             t = r*run; t_end = GGML_MIN(nblk, t + run);
         }
     }
-    (void) avx2;
+    (void) avx2; (void) avx512;
 }
