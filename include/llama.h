@@ -637,6 +637,10 @@ LLAMA_API const llama_token * llama_adapter_get_alora_invocation_tokens(const st
 // Sets the context's adapters with their scales (n_adapters 0 clears); 0, or -1 (logged) for a
 // bad or foreign adapter, or an aLoRA (not applied by this engine).
 LLAMA_API int32_t llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
+// llama_py extension: sets the adapters (with scales) applied to the tokens of sequence seq_id only,
+// on top of the context's (n_adapters 0 clears them), so that one llama_decode serves sequences
+// with different adapters; a token in several sequences takes its first one's. 0, or -1 (logged).
+LLAMA_API int32_t llama_set_adapters_lora_seq(struct llama_context * ctx, llama_seq_id seq_id, struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
 // Sets a control vector: data holds n_embd floats per layer from layer 1 (len floats in all),
 // added to the output of layers il_start..il_end; data NULL clears. 0, or -1 (logged).
 LLAMA_API int32_t llama_set_adapter_cvec(struct llama_context * ctx, const float * data, size_t len, int32_t n_embd, int32_t il_start, int32_t il_end);

@@ -72,4 +72,13 @@ void llama_context_adapters_free(struct llama_context * ctx) {
     free(ctx->loras);
     ctx->loras = NULL;
     ctx->n_loras = 0;
+    for (int32_t e = 0; e < ctx->n_lora_seq; e++) {
+        free(ctx->lora_seq[e].scales);
+    }
+    free(ctx->lora_seq);
+    free(ctx->lora_seq_scratch);
+    ctx->lora_seq = NULL;
+    ctx->lora_seq_scratch = NULL;
+    ctx->n_lora_seq = 0;
+    ctx->lora_seq_scratch_n = 0;
 }

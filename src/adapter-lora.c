@@ -138,6 +138,15 @@ static bool adapter_pair_tensors(struct llama_adapter_lora * a, const struct lla
                             (long long) w->ne[1], (long long) w->ne[0], (long long) w->ne[1]);
             return false;
         }
+        // the products take F32 / F16 / BF16 / quantized matrices: refuse the rest here, not mid-decode
+        for (int k = 0; k < 2; k++) {
+            const struct ggml_tensor * t = k == 0 ? ta : tb;
+            if (t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16 && !ggml_is_quantized(t->type)) {
+                LLAMA_LOG_ERROR("llama_adapter_lora_init: '%s' is %s; adapters hold F32, F16, BF16 or quantized "
+                                "matrices\n", t->name, ggml_type_name(t->type));
+                return false;
+            }
+        }
         a->pairs[a->n_pairs++] = (struct llama_adapter_lora_pair) { w, ta, tb };
     }
     if (a->n_pairs * 2 != n) {
@@ -340,29 +349,69 @@ const llama_token * llama_adapter_get_alora_invocation_tokens(const struct llama
 // ---------------------------------------------------------------------------------------------
 // on a context
 
-int32_t llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters,
-                                float * scales) {
-    if (llama_context_checked(ctx, __func__) == NULL) {
-        return -1;
+// Grows the graph capacity (and its arena) by the nodes the adapters now set on ctx add to a
+// graph (at most 8 per adapted matrix: two products, scales, the add and views); false if out
+// of memory (the old capacity stays).
+static bool adapters_reserve_graph(struct llama_context * ctx) {
+    if (ctx->graph_size_base == 0) {
+        ctx->graph_size_base = ctx->graph_size;
     }
+    size_t pairs = 0;
+    for (int32_t i = 0; i < ctx->n_loras; i++) {
+        pairs += (size_t) ctx->loras[i].adapter->n_pairs;
+    }
+    for (int32_t e = 0; e < ctx->n_lora_seq; e++) {
+        pairs += (size_t) ctx->lora_seq[e].adapter->n_pairs + 2;  // + its two scale inputs
+    }
+    const size_t need = ctx->graph_size_base + 8 * pairs;
+    if (need <= ctx->graph_size) {
+        return true;
+    }
+    const size_t arena = need * ggml_tensor_overhead() + ggml_graph_overhead_custom(need, false);
+    struct ggml_context * c = ggml_init((struct ggml_init_params) { .mem_size = arena, .mem_buffer = NULL, .no_alloc = true });
+    if (c == NULL) {
+        LLAMA_LOG_ERROR("llama_set_adapters_lora: out of memory for a graph of %zu nodes\n", need);
+        return false;
+    }
+    ggml_free(ctx->ctx_compute);
+    ctx->ctx_compute = c;
+    ctx->graph_size = need;
+    ctx->graph_reusable = false; // the kept graph lived in the old arena
+    return true;
+}
+
+// 0 when adapters[0..n) (with scales) may be set on ctx, else -1 (logged as func's error).
+static int32_t adapters_check(const struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters,
+                              const float * scales, const char * func) {
     if (n_adapters > 0 && (adapters == NULL || scales == NULL)) {
-        LLAMA_LOG_ERROR("%s: adapters and scales must be given for %zu adapters\n", __func__, n_adapters);
+        LLAMA_LOG_ERROR("%s: adapters and scales must be given for %zu adapters\n", func, n_adapters);
         return -1;
     }
     for (size_t i = 0; i < n_adapters; i++) {
-        if (adapter_checked(adapters[i], __func__) == NULL) {
+        if (adapter_checked(adapters[i], func) == NULL) {
             return -1;
         }
         if (adapters[i]->model != ctx->model) {
-            LLAMA_LOG_ERROR("%s: adapter %zu was loaded for another model\n", __func__, i);
+            LLAMA_LOG_ERROR("%s: adapter %zu was loaded for another model\n", func, i);
             return -1;
         }
         if (adapters[i]->n_alora_tokens > 0) {
             // an aLoRA applies only after its invocation tokens, per sequence: not implemented
             LLAMA_LOG_ERROR("%s: adapter %zu is an activated LoRA (aLoRA), which this engine does not apply\n",
-                            __func__, i);
+                            func, i);
             return -1;
         }
+    }
+    return 0;
+}
+
+int32_t llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters,
+                                float * scales) {
+    if (llama_context_checked(ctx, __func__) == NULL) {
+        return -1;
+    }
+    if (adapters_check(ctx, adapters, n_adapters, scales, __func__) != 0) {
+        return -1;
     }
     bool same = (size_t) ctx->n_loras == n_adapters;
     for (size_t i = 0; same && i < n_adapters; i++) {
@@ -378,11 +427,55 @@ int32_t llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter
     for (size_t i = 0; i < n_adapters; i++) {
         slots[i] = (struct llama_lora_slot) { adapters[i], scales[i] };
     }
-    free(ctx->loras);
+    struct llama_lora_slot * old = ctx->loras;
+    const int32_t n_old = ctx->n_loras;
     ctx->loras = slots;
     ctx->n_loras = (int32_t) n_adapters;
     ctx->graph_reusable = false; // the graph's products change
+    if (!adapters_reserve_graph(ctx)) {
+        ctx->loras = old;
+        ctx->n_loras = n_old;
+        free(slots);
+        return -1;
+    }
+    free(old);
     return 0;
+}
+
+// The pair of a that adapts w, or NULL.
+static const struct llama_adapter_lora_pair * adapter_pair(const struct llama_adapter_lora * a, const struct ggml_tensor * w) {
+    for (int32_t j = 0; j < a->n_pairs; j++) {
+        if (a->pairs[j].w == w) {
+            return &a->pairs[j];
+        }
+    }
+    return NULL;
+}
+
+// The factor a user scale s becomes for pair p: s·alpha/r (s when alpha is absent).
+static float adapter_pair_scale(const struct llama_adapter_lora * a, const struct llama_adapter_lora_pair * p, float s) {
+    const float rank = (float) p->a->ne[1];
+    return s * (a->alpha > 0.0f ? a->alpha / rank : 1.0f);
+}
+
+// The per-row scales of sequence adapter e for x's columns: an F32 [1, n] input named
+// "inp_lora_tok.e" (every row of the ubatch) or "inp_lora_out.e" (its output rows), made on
+// first use; NULL when x has neither many columns.
+static struct ggml_tensor * adapter_seq_scales(struct llm_graph * g, int32_t e, const struct ggml_tensor * x) {
+    const bool tok = x->ne[1] == g->n_tokens;
+    if (!tok && !(x->ne[1] == g->n_rows && g->n_rows > 0)) {
+        LLAMA_LOG_ERROR("llama_decode: a per-sequence LoRA product has %lld columns, neither the ubatch's %lld rows "
+                        "nor its %lld output rows\n", (long long) x->ne[1], (long long) g->n_tokens, (long long) g->n_rows);
+        return NULL;
+    }
+    char name[GGML_MAX_NAME];
+    snprintf(name, sizeof(name), "%s.%d", tok ? "inp_lora_tok" : "inp_lora_out", (int) e);
+    struct ggml_tensor * t = ggml_get_tensor(g->c, name);
+    if (t == NULL && (t = ggml_new_tensor_2d(g->c, GGML_TYPE_F32, 1, x->ne[1])) != NULL) {
+        ggml_set_name(t, name);
+        ggml_set_input(t);
+    }
+    return t;
 }
 
 struct ggml_tensor * llm_graph_lora(struct llm_graph * g, const struct ggml_tensor * w, struct ggml_tensor * x,
@@ -390,21 +483,142 @@ struct ggml_tensor * llm_graph_lora(struct llm_graph * g, const struct ggml_tens
     const struct llama_context * ctx = g->ctx;
     for (int32_t i = 0; y != NULL && w != NULL && i < ctx->n_loras; i++) {
         const struct llama_adapter_lora * a = ctx->loras[i].adapter;
-        for (int32_t j = 0; j < a->n_pairs; j++) {
-            const struct llama_adapter_lora_pair * p = &a->pairs[j];
-            if (p->w != w) {
-                continue;
-            }
-            const float rank = (float) p->a->ne[1];
-            const float scale = ctx->loras[i].scale * (a->alpha > 0.0f ? a->alpha / rank : 1.0f);
+        const struct llama_adapter_lora_pair * p = adapter_pair(a, w);
+        if (p != NULL) {
+            // the scale goes on A·x ([r, n], r small), not on the [n_out, n] delta: fewer multiplies
+            const float f = adapter_pair_scale(a, p, ctx->loras[i].scale);
             struct ggml_tensor * d = ggml_mul_mat(g->c, p->a, x);
+            d = d && f != 1.0f ? ggml_scale(g->c, d, f) : d;
             d = d ? ggml_mul_mat(g->c, p->b, d) : NULL;
-            d = d ? ggml_scale(g->c, d, scale) : NULL;
             y = d ? ggml_add(g->c, y, d) : NULL;
-            break;
+        }
+    }
+    // per-sequence adapters: A·x times each row's scale (s·alpha/r of its sequence, or 0), the
+    // same multiply as the context-wide scale above for the rows that use it
+    for (int32_t e = 0; y != NULL && w != NULL && e < ctx->n_lora_seq; e++) {
+        const struct llama_adapter_lora * a = ctx->lora_seq[e].adapter;
+        const struct llama_adapter_lora_pair * p = adapter_pair(a, w);
+        if (p != NULL) {
+            struct ggml_tensor * s = adapter_seq_scales(g, e, x);
+            struct ggml_tensor * d = s ? ggml_mul_mat(g->c, p->a, x) : NULL;
+            if (d != NULL && p->a->ne[1] != a->pairs[0].a->ne[1]) {
+                // the inputs carry alpha/r of the first pair's rank; this pair has another
+                d = ggml_scale(g->c, d, adapter_pair_scale(a, p, 1.0f) / adapter_pair_scale(a, &a->pairs[0], 1.0f));
+            }
+            d = d ? ggml_mul(g->c, d, s) : NULL;
+            d = d ? ggml_mul_mat(g->c, p->b, d) : NULL;
+            y = d ? ggml_add(g->c, y, d) : NULL;
         }
     }
     return y;
+}
+
+void llama_adapter_lora_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub, struct ggml_cgraph * gf) {
+    for (int32_t e = 0; e < ctx->n_lora_seq; e++) {
+        const struct llama_adapter_lora * a = ctx->lora_seq[e].adapter;
+        for (int k = 0; k < 2; k++) {
+            char name[GGML_MAX_NAME];
+            snprintf(name, sizeof(name), "%s.%d", k == 0 ? "inp_lora_tok" : "inp_lora_out", (int) e);
+            struct ggml_tensor * t = ggml_graph_get_tensor(gf, name);
+            if (t == NULL || t->data == NULL) {
+                continue;
+            }
+            const size_t n = (size_t) t->ne[1];
+            if (n > ctx->lora_seq_scratch_n) {
+                float * p = GGML_REALLOC(ctx->lora_seq_scratch, n * sizeof(float));
+                if (p == NULL) {
+                    LLAMA_LOG_ERROR("llama_decode: out of memory for the per-sequence LoRA scales\n");
+                    continue;
+                }
+                ctx->lora_seq_scratch = p;
+                ctx->lora_seq_scratch_n = n;
+            }
+            float * v = ctx->lora_seq_scratch;
+            size_t r = 0;
+            for (int32_t i = 0; i < ub->n_tokens && r < n; i++) {
+                if (k == 1 && !ub->output[i]) {
+                    continue;  // the output rows are the flagged ones, in order
+                }
+                const llama_seq_id s = ub->seq_id[i][0];
+                const float us = s >= 0 && (uint32_t) s < ctx->n_seq_max ? ctx->lora_seq[e].scales[s] : 0.0f;
+                v[r++] = us != 0.0f ? adapter_pair_scale(a, &a->pairs[0], us) : 0.0f;
+            }
+            llama_context_set_input(ctx, t, v, n * sizeof(float));
+        }
+    }
+}
+
+// Drops sequence adapters no sequence uses any more; true if the list changed.
+static bool lora_seq_compact(struct llama_context * ctx) {
+    int32_t k = 0;
+    for (int32_t e = 0; e < ctx->n_lora_seq; e++) {
+        bool used = false;
+        for (uint32_t s = 0; s < ctx->n_seq_max && !used; s++) {
+            used = ctx->lora_seq[e].scales[s] != 0.0f;
+        }
+        if (used) {
+            ctx->lora_seq[k++] = ctx->lora_seq[e];
+        } else {
+            free(ctx->lora_seq[e].scales);
+        }
+    }
+    const bool changed = k != ctx->n_lora_seq;
+    ctx->n_lora_seq = k;
+    return changed;
+}
+
+int32_t llama_set_adapters_lora_seq(struct llama_context * ctx, llama_seq_id seq_id, struct llama_adapter_lora ** adapters,
+                                    size_t n_adapters, float * scales) {
+    if (llama_context_checked(ctx, __func__) == NULL) {
+        return -1;
+    }
+    if (seq_id < 0 || (uint32_t) seq_id >= ctx->n_seq_max) {
+        LLAMA_LOG_ERROR("%s: seq_id %d is outside [0, %u)\n", __func__, seq_id, ctx->n_seq_max);
+        return -1;
+    }
+    if (adapters_check(ctx, adapters, n_adapters, scales, __func__) != 0) {
+        return -1;
+    }
+    // room for every new adapter first, so that a failure changes nothing
+    struct llama_lora_seq * list = GGML_REALLOC(ctx->lora_seq, (ctx->n_lora_seq + n_adapters + 1) * sizeof(*list));
+    if (list == NULL) {
+        return -1;
+    }
+    ctx->lora_seq = list;
+    bool changed = false;
+    for (int32_t e = 0; e < ctx->n_lora_seq; e++) {
+        list[e].scales[seq_id] = 0.0f;
+    }
+    for (size_t i = 0; i < n_adapters; i++) {
+        int32_t e = 0;
+        while (e < ctx->n_lora_seq && list[e].adapter != adapters[i]) {
+            e++;
+        }
+        if (e == ctx->n_lora_seq) {
+            float * sc = GGML_CALLOC(ctx->n_seq_max, sizeof(float));
+            if (sc == NULL) {
+                lora_seq_compact(ctx);
+                ctx->graph_reusable = false;
+                return -1;
+            }
+            list[e] = (struct llama_lora_seq) { adapters[i], sc };
+            ctx->n_lora_seq++;
+            changed = true;
+        }
+        list[e].scales[seq_id] += scales[i];
+    }
+    if (lora_seq_compact(ctx) || changed) {
+        ctx->graph_reusable = false; // the graph's products change (only scales: the inputs carry them)
+    }
+    if (!adapters_reserve_graph(ctx)) {
+        // back to no adapters on this sequence rather than a graph that cannot be built
+        for (int32_t e = 0; e < ctx->n_lora_seq; e++) {
+            ctx->lora_seq[e].scales[seq_id] = 0.0f;
+        }
+        lora_seq_compact(ctx);
+        return -1;
+    }
+    return 0;
 }
 
 struct ggml_tensor * llm_graph_mm(struct llm_graph * g, struct ggml_tensor * w, struct ggml_tensor * x) {

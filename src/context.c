@@ -539,6 +539,7 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
         }
         ctx_input_done(res->inp_out_ids, o, bytes);
     }
+    llama_adapter_lora_set_inputs(ctx, ub, res->gf);
     if (inp_ready(res->inp_pos_out)) {
         const size_t bytes = ggml_nbytes(res->inp_pos_out);
         int32_t * o = ctx_input_begin(ctx, res->inp_pos_out, bytes, 0);

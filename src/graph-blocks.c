@@ -113,7 +113,7 @@ static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cu
         GB(qkv = llm_graph_mm(g, L->wqkv, cur));          // [n_q + n_k + n_v, n_tokens]
         const size_t es = ggml_type_size(qkv->type);
         // a fused product that model.c made: adapters of wq, wk, wv add to its views
-        const bool adapted = L->wq != NULL && g->ctx->n_loras > 0;
+        const bool adapted = L->wq != NULL && (g->ctx->n_loras > 0 || g->ctx->n_lora_seq > 0);
         const bool k_is_v = L->wq != NULL && L->wv == NULL;     // Q and K fused alone (gemma4)
         struct ggml_tensor * k2 = NULL;                          // K's rows [n_k, n]
         if (L->bq != NULL || L->bk != NULL || adapted) {
@@ -368,7 +368,7 @@ struct ggml_tensor * llm_graph_ffn_dense(struct llm_graph * g, uint32_t il, stru
     struct ggml_tensor * gate, * up;
     if (L->ffn_gate_up != NULL) {
         G(gate = llm_graph_mm(g, L->ffn_gate_up, cur));      // [2 n_ff, n_tokens]: gate rows, then up rows
-        if (L->ffn_gate != NULL && g->ctx->n_loras > 0) {
+        if (L->ffn_gate != NULL && (g->ctx->n_loras > 0 || g->ctx->n_lora_seq > 0)) {
             // fused by model.c: adapters of ffn_gate and ffn_up add to the two halves
             const int64_t n_ff = gate->ne[0] / 2;
             G(up = ggml_view_2d(c, gate, n_ff, gate->ne[1], gate->nb[1], (size_t) n_ff * ggml_type_size(gate->type)));

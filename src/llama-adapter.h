@@ -43,6 +43,14 @@ struct llama_lora_slot {
     float scale;
 };
 
+// An adapter set on some sequences (llama_set_adapters_lora_seq): each sequence's user scale,
+// 0 where it is not set. Its A·x is computed for every row of a ubatch and multiplied by the
+// row's sequence's scale (an input tensor per adapter, found by name), so rows of other sequences gain exactly 0.
+struct llama_lora_seq {
+    struct llama_adapter_lora * adapter;
+    float * scales;                     // [n_seq_max] (owned)
+};
+
 // y + the deltas of every adapter set on g's context that adapts w, for input x (y = w·x);
 // y itself when none does; NULL if an op was refused.
 struct llm_graph;
@@ -52,6 +60,9 @@ struct ggml_tensor * llm_graph_lora(struct llm_graph * g, const struct ggml_tens
 struct ggml_tensor * llm_graph_mm(struct llm_graph * g, struct ggml_tensor * w, struct ggml_tensor * x);
 // x plus the context's control vector for layer il (x itself when none applies).
 struct ggml_tensor * llm_graph_cvec(struct llm_graph * g, uint32_t il, struct ggml_tensor * x);
+// Fills the per-sequence adapter scales of ub's rows into res's inputs (after allocation).
+struct llama_ubatch;
+void llama_adapter_lora_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub, struct ggml_cgraph * gf);
 // Frees every adapter still loaded for model (at llama_model_free).
 void llama_adapter_lora_free_all(struct llama_model * model);
 // Frees the context's adapter list and control vector (at llama_free).

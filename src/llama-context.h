@@ -210,6 +210,11 @@ struct llama_context {
     // adapters (adapter-lora.c, adapter-cvec.c)
     struct llama_lora_slot * loras;       // [n_loras] LoRA adapters and scales in use (owned array)
     int32_t n_loras;
+    struct llama_lora_seq * lora_seq;     // [n_lora_seq] adapters set on single sequences (owned array)
+    int32_t n_lora_seq;
+    float * lora_seq_scratch;             // staging of their per-row scales (owned)
+    size_t lora_seq_scratch_n;
+    size_t graph_size_base;               // graph_size without adapters (0 until adapters first grow it)
     struct ggml_context * cvec_ctx;       // header of cvec (owned), or NULL
     ggml_backend_buffer_t cvec_buf;       // its data (owned), or NULL
     struct ggml_tensor * cvec;            // [n_embd, n_layer] control vector per layer, or NULL

@@ -249,6 +249,50 @@ def test_converter_refuses_unknown_module(setup, tmp_path):
         convert_lora(d, s["ck"].path, tmp_path / "x.gguf")
 
 
+@pytest.mark.parametrize("outputs", ["all", "last"])
+def test_per_sequence_adapters_in_one_decode(setup, outputs):
+    """llama_set_adapters_lora_seq: four sequences (adapter one, two, none, both) in ONE decode,
+    two of them split by a second decode mid-way; each gets its own adapters' logits: within 1e-3
+    of transformers with those adapters merged, and equal to our single-sequence run with the same
+    adapters set on the whole context (the delta of a row of another sequence is exactly 0)."""
+    s = setup
+    a, b = s["ad"]["one"], s["ad"]["two"]
+    toks = s["toks"][:24]
+    n = len(toks)
+    sets = [[(a, 0.7)], [(b, 0.4)], [], [(a, 0.5), (b, 1.0)]]
+    with Model(s["f32"]) as m, Ctx(m, n_ctx=512, n_batch=256, n_ubatch=256, n_seq_max=4, type_k=0, type_v=0) as c:
+        h = {id(ad): L.llama_adapter_lora_init(m.ptr, str(ad["gguf"]).encode()) for ad in (a, b)}
+        for seq, st in enumerate(sets):
+            arr = (L.llama_adapter_lora_p * max(len(st), 1))(*[h[id(ad)] for ad, _ in st])
+            sc = (ctypes.c_float * max(len(st), 1))(*[x for _, x in st])
+            assert L.llama_set_adapters_lora_seq(c.ptr, seq, arr, len(st), sc) == 0
+        assert L.llama_set_adapters_lora_seq(c.ptr, 4, None, 0, None) == -1       # outside n_seq_max
+        # every sequence's first 16 tokens in one batch, interleaved; then the rest
+        cut = 16
+        want_out = (lambda i, end: True) if outputs == "all" else (lambda i, end: i == end - 1)
+        got = {q: {} for q in range(4)}
+        for lo, hi in ((0, cut), (cut, n)):
+            rows, where = [], []
+            for i in range(lo, hi):
+                for q in range(4):
+                    out = want_out(i, hi)
+                    rows.append((toks[i], i, [q], out))
+                    where.append((q, i, out))
+            assert c.decode_rows(rows) == 0
+            for k, (q, i, out) in enumerate(where):
+                if out:
+                    got[q][i] = c.logits(k)
+        for ad in h.values():
+            L.llama_adapter_lora_free(ad)
+    for q, st in enumerate(sets):
+        loras = [(ad["gguf"], x) for ad, x in st]
+        single = _ours(s["f32"], toks, loras)
+        ref = _hf(_merged(s["ck"].model, [(ad["ab"], ad["alpha"], ad["r"], x) for ad, x in st]), toks)
+        for i, row in got[q].items():
+            np.testing.assert_array_equal(row, single[i], err_msg=f"sequence {q} position {i}")
+            assert _rel(row, ref[i]) < 1e-3, (q, i)
+
+
 def test_llama_class_lora_path_and_set_lora(setup):
     """`Llama(lora_path=, lora_scale=)` and `set_lora` swapping adapters without a reload."""
     from llama_py import Llama

@@ -166,7 +166,15 @@ def llama_adapter_get_alora_invocation_tokens(adapter, /):
 # int32_t llama_set_adapters_lora(struct llama_context *, struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
 @ctypes_function("llama_set_adapters_lora", [llama_context_p_ctypes, POINTER(llama_adapter_lora_p_ctypes), c_size_t, POINTER(c_float)], c_int32)
 def llama_set_adapters_lora(ctx, adapters, n_adapters: int, scales, /) -> int:
-    """Not supported: -1 (0 when clearing with n_adapters == 0)."""
+    """Sets the context's adapters with their scales (n_adapters 0 clears); 0, or -1 (logged)."""
+
+
+# int32_t llama_set_adapters_lora_seq(struct llama_context *, llama_seq_id seq_id, struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
+@ctypes_function("llama_set_adapters_lora_seq", [llama_context_p_ctypes, llama_seq_id, POINTER(llama_adapter_lora_p_ctypes), c_size_t, POINTER(c_float)], c_int32)
+def llama_set_adapters_lora_seq(ctx, seq_id: int, adapters, n_adapters: int, scales, /) -> int:
+    """llama_py extension: the adapters applied to sequence seq_id's tokens only, on top of the
+    context's (n_adapters 0 clears them); one llama_decode then mixes sequences with different
+    adapters. 0, or -1 (logged)."""
 
 
 # int32_t llama_set_adapter_cvec(struct llama_context *, const float * data, size_t len, int32_t n_embd, int32_t il_start, int32_t il_end);

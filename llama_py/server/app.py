@@ -21,7 +21,7 @@ import logging
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -55,11 +55,13 @@ class ModelEntry:
     @classmethod
     def load(cls, name: str, path: str, n_slots: int = 4, n_ctx: Optional[int] = None, n_batch: int = 512,
              n_threads: Optional[int] = None, max_queue: int = 64, chat_format: Optional[str] = None,
-             n_gpu_layers: int = 0, prefill_chunk: int = 64) -> "ModelEntry":
+             n_gpu_layers: int = 0, prefill_chunk: int = 64, loras: Sequence[Tuple[str, float]] = (),
+             draft: Optional[str] = None, n_draft: int = 8) -> "ModelEntry":
         model = Model(path, n_gpu_layers=n_gpu_layers, chat_format=chat_format)
         try:
             engine = Engine(model, n_slots=n_slots, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads,
-                            max_queue=max_queue, name=name, prefill_chunk=prefill_chunk)
+                            max_queue=max_queue, name=name, prefill_chunk=prefill_chunk, loras=loras, draft=draft,
+                            n_draft=n_draft)
         except BaseException:
             model.close()
             raise
@@ -304,6 +306,9 @@ class _App:
     # ---- plumbing ----
 
     async def body(self, request: Request) -> dict:
+        return P.parse_json(await self.raw_body(request))
+
+    async def raw_body(self, request: Request) -> bytes:
         cl = request.headers.get("content-length")
         if cl is not None and cl.isdigit() and int(cl) > MAX_BODY:
             raise P.RequestError(413, f"the body is {cl} bytes; the limit is {MAX_BODY}")
@@ -312,7 +317,7 @@ class _App:
             data += chunk
             if len(data) > MAX_BODY:
                 raise P.RequestError(413, f"the body is larger than {MAX_BODY} bytes")
-        return P.parse_json(bytes(data))
+        return bytes(data)
 
     def handler(self, endpoint: str, fn):
         async def h(request: Request) -> Response:
@@ -357,7 +362,7 @@ class _App:
                             mirostat_tau=gp.mirostat_tau, mirostat_eta=gp.mirostat_eta, seed=seed,
                             logit_bias=gp.logit_bias, grammar=grammar, ignore_eos=gp.ignore_eos)
         req = GenRequest(prompt_tokens=tokens, max_tokens=max(1, max_tokens), sampling=sp, stop=gp.stop,
-                         logprobs=gp.logprobs, special=gp.special, sink=run.sink(index),
+                         logprobs=gp.logprobs, special=gp.special, lora=gp.lora, sink=run.sink(index),
                          notify=run.waker.notify if run.waker is not None else None)
         try:
             e.engine.submit(req)
@@ -369,8 +374,9 @@ class _App:
                                  headers={"Retry-After": "1"})
         except EngineClosed as err:
             raise P.RequestError(503, str(err), type="server_error", headers={"Retry-After": "5"})
-        except ValueError as err:  # a bad grammar or token
-            raise P.RequestError(400, str(err), param="response_format" if grammar is not None else "prompt")
+        except ValueError as err:  # a bad grammar, token or adapter id
+            param = "lora" if str(err).startswith("lora:") else "response_format" if grammar is not None else "prompt"
+            raise P.RequestError(400, str(err), param=param)
         run.reqs.append(req)
         run.open += 1
 
@@ -646,6 +652,32 @@ class _App:
         return PlainTextResponse(render(self.metrics, {n: m.engine for n, m in self.entries.items()}),
                                  media_type="text/plain; version=0.0.4")
 
+    def _loras(self):
+        loras = getattr(self.default.engine, "loras", None)
+        if loras is None:
+            raise P.RequestError(400, "this engine does not take LoRA adapters", code="not_supported")
+        return loras
+
+    async def lora_adapters(self, request: Request) -> Response:
+        """GET /lora-adapters: the default model's adapters; POST [{id, scale}] sets their
+        server-wide scales (unlisted: 0), as llama-server does."""
+        loras = self._loras()
+        if request.method == "GET":
+            return JSONResponse(loras.info())
+        data = await self.raw_body(request)
+        try:
+            body = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise P.RequestError(400, f"the body is not valid JSON: {e}")
+        if not isinstance(body, list):
+            raise P.RequestError(400, "the body must be an array of {\"id\", \"scale\"} objects")
+        from .lora import parse_lora_request
+        try:
+            loras.set_scales(parse_lora_request(body, "body"))
+        except ValueError as e:
+            raise P.RequestError(400, str(e))
+        return JSONResponse({"success": True})
+
     async def tokenize(self, request: Request) -> Response:
         body = await self.body(request)
         e = self.entry(body)
@@ -688,6 +720,7 @@ def create_app(entries: List[ModelEntry], api_key: Optional[str] = None, close_o
         Route("/v1/models/{model:path}", a.handler("/v1/models", a.model), methods=["GET"]),
         Route("/health", a.handler("/health", a.health), methods=["GET"]),
         Route("/metrics", a.handler("/metrics", a.prometheus), methods=["GET"]),
+        Route("/lora-adapters", a.handler("/lora-adapters", a.lora_adapters), methods=["GET", "POST"]),
         Route("/extras/tokenize", a.handler("/extras/tokenize", a.tokenize), methods=["POST"]),
         Route("/extras/tokenize/count", a.handler("/extras/tokenize/count", a.tokenize_count), methods=["POST"]),
         Route("/extras/detokenize", a.handler("/extras/detokenize", a.detokenize), methods=["POST"]),

@@ -3,11 +3,13 @@
     python -m llama_py serve                                  # the demo model, 127.0.0.1:8000
     python -m llama_py serve -m model.gguf --parallel 8 --ctx-size 16384 --api-key KEY
     python -m llama_py serve --config models.json             # several models by name
+    python -m llama_py serve -m base.gguf --lora a.gguf --lora b.gguf:0.5   # LoRA adapters (ids 0, 1)
+    python -m llama_py serve -m big.gguf --draft-model small.gguf --draft-n 8   # speculative decoding
 
 A config file (JSON) names the models and, optionally, server options:
     {"host": "127.0.0.1", "port": 8000, "api_key": null,
      "models": [{"model": "a.gguf", "model_alias": "a", "parallel": 4, "n_ctx": 8192},
-                {"model": "b.gguf", "model_alias": "b"}]}
+                {"model": "b.gguf", "model_alias": "b", "lora": ["x.gguf:0.5"], "draft_model": "ngram", "draft_n": 8}]}
 """
 from __future__ import annotations
 
@@ -19,10 +21,10 @@ import os
 import signal
 import socket
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 _MODEL_KEYS = {"model", "model_alias", "parallel", "n_ctx", "n_batch", "prefill_chunk", "n_threads", "max_queue",
-               "chat_format", "n_gpu_layers"}
+               "chat_format", "n_gpu_layers", "lora", "draft_model", "draft_n"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,6 +50,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--chat-format", default=None, help="force a built-in chat template by name")
     p.add_argument("--api-key", default=os.environ.get("LLAMA_PY_API_KEY"),
                    help="require Authorization: Bearer KEY (default: $LLAMA_PY_API_KEY, else none)")
+    p.add_argument("--lora", action="append", default=[], metavar="PATH[:SCALE]",
+                   help="a LoRA adapter (llama.cpp's LoRA GGUF) at SCALE (default 1); repeatable, or comma-separated. "
+                        "Ids follow the order; requests pick their own with \"lora\": [{\"id\": 0, \"scale\": 1}]")
+    p.add_argument("--lora-scaled", action="append", default=[], metavar="PATH:SCALE",
+                   help="a LoRA adapter with its scale (llama.cpp's spelling); repeatable")
+    p.add_argument("--lora-init-without-apply", action="store_true",
+                   help="load the adapters at scale 0 (set scales later with POST /lora-adapters)")
+    p.add_argument("-md", "--draft-model", "--model-draft", "--spec-draft-model", dest="draft_model", default=None,
+                   metavar="PATH|ngram",
+                   help="speculative decoding: a small model of the same vocabulary drafts tokens that every slot's "
+                        "step verifies (output unchanged); 'ngram' drafts by prompt lookup instead")
+    p.add_argument("--draft-n", "--draft-max", "--spec-draft-n-max", dest="draft_n", type=_cli.int_range(1, 64),
+                   default=8, help="most tokens drafted per slot and step (default 8)")
     p.add_argument("--config", default=None, help="JSON file serving several models by name")
     p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     return p
@@ -94,11 +109,37 @@ def build_entries(specs: List[Dict[str, Any]], base_dir: str = ".", show: bool =
                                            n_batch=m.get("n_batch", 512), n_threads=m.get("n_threads"),
                                            prefill_chunk=m.get("prefill_chunk", 64),
                                            max_queue=m.get("max_queue", 64), chat_format=m.get("chat_format"),
-                                           n_gpu_layers=m.get("n_gpu_layers", 0)))
+                                           n_gpu_layers=m.get("n_gpu_layers", 0),
+                                           loras=lora_specs(m.get("lora") or [], base_dir),
+                                           draft=_draft_path(m.get("draft_model"), base_dir),
+                                           n_draft=m.get("draft_n", 8)))
     except BaseException:
         for e in out:
             e.close()
         raise
+    return out
+
+
+def _draft_path(draft, base_dir: str):
+    if draft and draft != "ngram" and not os.path.isabs(draft) and not os.path.exists(draft) \
+            and os.path.exists(os.path.join(base_dir, draft)):
+        return os.path.join(base_dir, draft)
+    return draft
+
+
+def lora_specs(items: List[str], base_dir: str = ".", scale0: bool = False) -> List[Tuple[str, float]]:
+    """(path, scale) of each `PATH[:SCALE]` item (comma-separated lists split; paths relative to
+    base_dir when not found as given); scale0: every scale 0 (--lora-init-without-apply)."""
+    from .lora import parse_lora_arg
+    out = []
+    for item in items:
+        for spec in str(item).split(","):
+            if not spec:
+                continue
+            path, scale = parse_lora_arg(spec)
+            if not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(os.path.join(base_dir, path)):
+                path = os.path.join(base_dir, path)
+            out.append((path, 0.0 if scale0 else scale))
     return out
 
 
@@ -162,9 +203,13 @@ def main(argv=None) -> int:
         specs = [{"model": a.model, "model_alias": a.model_alias, "parallel": a.parallel, "n_ctx": a.ctx_size,
                   "n_batch": a.n_batch, "prefill_chunk": a.prefill_chunk,
                   "n_threads": a.threads, "max_queue": a.max_queue,
-                  "chat_format": a.chat_format, "n_gpu_layers": 999 if a.n_gpu_layers < 0 else a.n_gpu_layers}]
+                  "chat_format": a.chat_format, "n_gpu_layers": 999 if a.n_gpu_layers < 0 else a.n_gpu_layers,
+                  "lora": a.lora + a.lora_scaled, "draft_model": a.draft_model, "draft_n": a.draft_n}]
         base = "."
     entries = build_entries(specs, base, show=True)
+    if a.lora_init_without_apply:
+        for e in entries:
+            e.engine.loras.set_scales({})   # every adapter at 0 until POST /lora-adapters
     try:
         sock = _listen(host, port)
     except BaseException:

@@ -39,6 +39,7 @@ from .._runtime import text as T
 from .._runtime.logprobs import token_logprob
 from .._runtime.sampling import SamplingParams, build_chain
 from .._runtime.text import TextStream
+from .lora import LoraAdapters, LoraKey
 from .metrics import EngineMetrics
 
 _SHARE_MIN = 16       # prompt tokens worth waiting a step for, to share them instead of decoding them
@@ -180,6 +181,7 @@ class GenRequest:
     stop: List[str] = field(default_factory=list)
     logprobs: Optional[int] = None   # top-N alternatives to report per token (0: only the chosen one)
     special: bool = False            # control tokens rendered in the text (harmony chats)
+    lora: Optional[Dict[int, float]] = None  # adapter id -> scale (unlisted: 0); None: the server's scales
     sink: Optional[Callable[[Event], None]] = None
     notify: Optional[Callable[[], None]] = None
     id: int = field(default_factory=lambda: next(_ids))
@@ -234,6 +236,9 @@ class _Slot:
         self.t_first: Optional[float] = None
         self.last_used = 0.0
         self.admitted = 0
+        self.lora: LoraKey = ()          # the adapters its cells were computed with
+        self.lora_set: LoraKey = ()      # the adapters set on its sequence now (cleared when idle: no cost)
+        self.draft: List[int] = []       # drafted tokens decoded after next_token in this step's batch
         # hybrid models: (n, bytes) the recurrent state after the first n tokens (the end of the
         # last prompt), a checkpoint to cut back to (a state cannot be cut mid-way)
         self.ckpt: Optional[Tuple[int, bytes]] = None
@@ -254,7 +259,8 @@ class Engine:
 
     def __init__(self, model: Model, n_slots: int = 4, n_ctx: Optional[int] = None, n_batch: int = 512,
                  n_threads: Optional[int] = None, max_queue: int = 64, name: str = "model",
-                 prefill_chunk: int = 64):
+                 prefill_chunk: int = 64, loras: Sequence[Tuple[str, float]] = (), draft: Optional[str] = None,
+                 n_draft: int = 8):
         if not isinstance(n_slots, int) or not 1 <= n_slots <= 64:
             raise ValueError(f"n_slots must be an integer in [1, 64], got {n_slots!r}")
         if not isinstance(prefill_chunk, int) or prefill_chunk < 1:
@@ -273,8 +279,10 @@ class Engine:
         p.n_seq_max = n_slots
         if n_threads:
             p.n_threads = p.n_threads_batch = n_threads
+        self.loras = LoraAdapters(model, loras)  # LoRA adapters, set per sequence (server/lora.py)
         self._ctx = C.llama_init_from_model(model.handle, p)
         if not self._ctx:
+            self.loras.close()
             raise LlamaError(f"failed to create a context of {n_ctx} cells and {n_slots} sequences")
         self._mem = C.llama_get_memory(self._ctx)
         # recurrent state (hybrid models): a sequence's state is copied whole or not at all, so
@@ -288,6 +296,16 @@ class Engine:
         # for that long; in chunks of this size it rides along (a slot alone gets n_batch)
         self.prefill_chunk = prefill_chunk
         self.n_ctx_slot = self.n_ctx // n_slots
+        # speculative decoding (server/speculate.py): a draft model's path, or "ngram" (prompt lookup)
+        self.drafter = None
+        self.n_draft = n_draft
+        if draft is not None:
+            try:
+                self.drafter = self._make_drafter(draft, n_draft, n_threads)
+            except BaseException:
+                C.llama_free(self._ctx)
+                self.loras.close()
+                raise
         self._batch = C.llama_batch_init(self.n_batch, 0, 1)
         self._slots = [_Slot(i) for i in range(n_slots)]
         self._pending: collections.deque = collections.deque()
@@ -317,6 +335,7 @@ class Engine:
             raise ContextOverflow(f"the prompt ({n} tokens) and max_tokens ({req.max_tokens}) need "
                                   f"{n + req.max_tokens} tokens; a slot holds at most {self.n_ctx_slot} "
                                   f"(context {self.n_ctx} / {self.n_slots} slots)")
+        req._lora = self.loras.resolve(req.lora)  # ValueError for an unknown adapter id
         chain = self._make_chain(req)  # fails here (ValueError) on a bad grammar, before queuing
         with self._cv:
             if self._closing:
@@ -387,12 +406,41 @@ class Engine:
             C.llama_batch_free(self._batch)
             C.llama_free(self._ctx)
             self._ctx = None
+            self.loras.close()
+            if self.drafter is not None:
+                self.drafter.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+    def _make_drafter(self, draft: str, n_draft: int, n_threads: Optional[int]):
+        from .speculate import LookupDrafter, ModelDrafter
+        if not isinstance(n_draft, int) or not 1 <= n_draft <= 64:
+            raise ValueError(f"n_draft must be an integer in [1, 64], got {n_draft!r}")
+        if self._recurrent:
+            raise ValueError(f"{self.model.path} keeps a recurrent state (hybrid / recurrent model): rejected "
+                             "drafts could not be cut from it, so it cannot speculate (drop --draft-model)")
+        if draft == "ngram":
+            return LookupDrafter()
+        return ModelDrafter(draft, self.model, self.n_slots, self.n_ctx_slot, n_threads)
+
+    def _drafts(self, gen: List[_Slot], budget: int) -> Dict[int, List[int]]:
+        """Drafts for the generating slots gen, sharing budget batch rows; none if drafting fails."""
+        if self.drafter is None or not gen:
+            return {}
+        per = budget // len(gen)
+        limit = {s.id: max(0, min(self.n_draft, per, s.req.max_tokens - s.n_gen - 1,
+                                  self.n_ctx_slot - len(s.tokens) - 2)) for s in gen}
+        try:
+            return self.drafter.propose({s.id: s.tokens + [s.next_token] for s in gen}, limit)
+        except Exception as e:  # a draft is an optimization: the step goes on without one
+            self.metrics.draft_failures += 1
+            self.drafter.reset()
+            self.last_draft_error = f"{type(e).__name__}: {e}"
+            return {}
 
     # ---- sampler chains ----
 
@@ -443,14 +491,16 @@ class Engine:
                 self._fail(req, None)
                 continue
             prompt = req.prompt_tokens
+            key = req._lora
             best, best_n = None, -1
             for s in free:
-                n = _common_prefix(s.tokens, prompt)
+                # cells computed with other adapters hold other values: no prefix to reuse
+                n = _common_prefix(s.tokens, prompt) if s.lora == key else 0
                 if n > best_n or (n == best_n and s.last_used < best.last_used):
                     best, best_n = s, n
             donor, donor_n, wait = None, 0, False
             for s in self._slots:
-                if s.req is None:
+                if s.req is None or s.lora != key:
                     continue
                 n = _common_prefix(s.tokens, prompt)
                 if n > donor_n:
@@ -479,6 +529,14 @@ class Engine:
                 if best.ckpt is not None and best.ckpt[0] > keep:
                     best.ckpt = None
             self.metrics.prefix_lookup(len(prompt), keep)
+            if best.lora_set != key:
+                try:
+                    self.loras.apply(self._ctx, best.id, key)
+                except LlamaError as e:
+                    self._fail(req, str(e))
+                    continue
+                best.lora_set = key
+            best.lora = key
             best.req = req
             best.todo = list(prompt[keep:])
             best.next_token = None
@@ -502,15 +560,23 @@ class Engine:
             return
         batch = self._batch
         C.llama_batch_clear(batch)
+        gen = [s for s in active if s.next_token is not None]
+        # drafts take the rows the tokens leave, less a prompt chunk while prompts wait
+        room = self.n_batch - len(gen)
+        drafts = self._drafts(gen, room - min(room, self.prefill_chunk) if any(s.todo for s in active) else room)
         n = 0
         for s in active:
-            s.pending, s.out_idx = [], -1
+            s.pending, s.out_idx, s.draft = [], -1, []
             if s.next_token is not None:
                 self._add(batch, n, s.next_token, len(s.tokens), s.id, True)
                 s.pending.append(s.next_token)
                 s.out_idx = n
                 n += 1
-        n_gen = n
+                s.draft = drafts.get(s.id, [])
+                for k, t in enumerate(s.draft):     # verified by the rows' samples after the decode
+                    self._add(batch, n, t, len(s.tokens) + 1 + k, s.id, True)
+                    n += 1
+        n_gen = len(gen)
         budget = self.n_batch - n if n_gen == 0 else min(self.n_batch - n, self.prefill_chunk)
         for s in sorted((s for s in active if s.todo), key=lambda s: s.admitted):
             if budget <= 0:
@@ -536,8 +602,8 @@ class Engine:
                 s.tokens, s.ckpt = [], None
                 self._finish(s, None, error=f"llama_decode failed ({rc})")
             return
-        self.metrics.step(n, n_gen, dt)
         now = time.perf_counter()
+        g0 = self.metrics.generated
         for s in active:
             s.tokens.extend(s.pending)
             if s.todo:
@@ -545,8 +611,27 @@ class Engine:
                 if not s.todo and self._recurrent:
                     self._save_checkpoint(s)
             s.pending = []
-            if s.out_idx >= 0:
+            if s.draft:
+                self._verify(s, now)
+            elif s.out_idx >= 0:
                 self._sample(s, s.out_idx, now)
+        # tokens made this step (with drafts, more than the slots that generated)
+        self.metrics.step(n, max(n_gen, self.metrics.generated - g0), dt)
+
+    def _verify(self, s: _Slot, now: float) -> None:
+        """Samples s's rows in order as if decoded one by one: each sample equal to its draft is
+        kept (its cell is already written) and the next row is sampled; the first that differs,
+        or the request's end, ends the round, and the cells of the drafts after it are dropped."""
+        d, s.draft = s.draft, []
+        self.metrics.drafted += len(d)
+        for i in range(len(d) + 1):
+            self._sample(s, s.out_idx + i, now)
+            if s.req is None or i == len(d) or s.next_token != d[i]:
+                break
+            s.tokens.append(d[i])
+            s.next_token = None
+            self.metrics.draft_accepted += 1
+        C.llama_memory_seq_rm(self._mem, s.id, len(s.tokens), -1)
 
     def _save_checkpoint(self, s: _Slot) -> None:
         """Keeps the slot's recurrent state at the end of its prompt (llama-server's context checkpoint)."""
@@ -607,9 +692,17 @@ class Engine:
             s.next_token = tok
 
     def _finish(self, s: _Slot, reason: Optional[str], error: Optional[str] = None) -> None:
+        if s.lora_set:
+            # an idle sequence's adapters would still be computed for every step's rows: unset
+            # them (its cells keep what they were computed with: s.lora)
+            try:
+                self.loras.apply(self._ctx, s.id, ())
+                s.lora_set = ()
+            except LlamaError:
+                pass
         req = s.req
         s.req = None
-        s.todo, s.pending, s.next_token = [], [], None
+        s.todo, s.pending, s.next_token, s.draft = [], [], None, []
         s.last_used = time.perf_counter()
         if s.chain:
             C.llama_sampler_free(s.chain)

@@ -56,6 +56,9 @@ class EngineMetrics:
         self.prefix_tokens_reused = 0
         self.prefix_shared = 0          # hits served from a running request's cells
         self.checkpoints_restored = 0   # hybrid models: prefixes cut back to a recurrent-state checkpoint
+        self.drafted = 0                # speculative decoding: draft tokens verified
+        self.draft_accepted = 0         # ... and accepted
+        self.draft_failures = 0         # steps whose drafting failed (they went on without drafts)
         self.finish: Dict[str, int] = collections.Counter()
         self.latency = Histogram()
         self.ttft = Histogram()
@@ -155,6 +158,12 @@ def render(server: ServerMetrics, engines: Dict[str, "object"]) -> str:
                      lambda e, m, s: m.batch_tokens)
     gauge_or_counter("llama_py_decode_seconds_total", "counter", "time spent in llama_decode",
                      lambda e, m, s: float(m.decode_seconds))
+    gauge_or_counter("llama_py_draft_tokens_total", "counter", "speculative decoding: drafted tokens verified",
+                     lambda e, m, s: m.drafted)
+    gauge_or_counter("llama_py_draft_tokens_accepted_total", "counter", "drafted tokens the target's sampling accepted",
+                     lambda e, m, s: m.draft_accepted)
+    gauge_or_counter("llama_py_draft_acceptance_rate", "gauge", "accepted / drafted tokens",
+                     lambda e, m, s: float(m.draft_accepted / m.drafted if m.drafted else 0.0))
     gauge_or_counter("llama_py_queue_depth", "gauge", "requests waiting for a slot", lambda e, m, s: s["queue_depth"])
     gauge_or_counter("llama_py_slots_busy", "gauge", "slots running a request", lambda e, m, s: s["slots_busy"])
     gauge_or_counter("llama_py_slots_total", "gauge", "slots of the context", lambda e, m, s: s["slots_total"])

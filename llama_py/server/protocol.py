@@ -220,6 +220,7 @@ class GenParams:
     logit_bias: Optional[Dict[int, float]] = None
     ignore_eos: bool = False
     special: bool = False            # control tokens rendered in the text (harmony chats parse them)
+    lora: Optional[Dict[int, float]] = None  # LoRA adapter id -> scale (llama-server's `lora` field)
 
 
 def parse_gen_params(body: dict, n_vocab: int, chat: bool) -> GenParams:
@@ -262,6 +263,12 @@ def parse_gen_params(body: dict, n_vocab: int, chat: bool) -> GenParams:
         p.logprobs = get_int(body, "logprobs", None, lo=0, hi=MAX_LOGPROBS)
     p.logit_bias = get_logit_bias(body, n_vocab)
     p.ignore_eos = get_bool(body, "ignore_eos", False)
+    if body.get("lora") is not None:
+        from .lora import parse_lora_request
+        try:
+            p.lora = parse_lora_request(body["lora"])
+        except ValueError as e:
+            raise RequestError(400, str(e), param="lora")
     get_str(body, "user")
     best_of = get_int(body, "best_of", None, lo=1, hi=MAX_N)
     if best_of is not None and best_of != p.n:
