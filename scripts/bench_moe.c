@@ -4,8 +4,8 @@
 // logits (a few experts preferred, as trained routers do); the dense references are mul_mat of one
 // [K, M] matrix by N columns and by the mean number of pairs an expert meets.
 //
-//   cc -O2 -std=c11 -D_GNU_SOURCE -I ggml/include -I include -I ggml/src scripts/bench_moe.c \
-//      build/ctest/libllama_static.a -lm -lpthread -o /tmp/bench_moe   (a -DLLAMA_BUILD_TESTS=ON build)
+//   cc -O2 -std=c11 -D_GNU_SOURCE -I ggml/include -I include -I ggml/src scripts/bench_moe.c
+//      build/ctest/libllama_static.a -lm -lpthread -o /tmp/bench_moe  (one command; a -DLLAMA_BUILD_TESTS=ON build)
 //   /tmp/bench_moe q4_K 2048 1024 64 8 1 512 5 2     # TYPE K M n_as n_used n_b N reps threads
 //
 // Figures: G multiply-adds per second (K*M*pairs / time), best of reps, by CPU time per thread

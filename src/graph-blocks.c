@@ -228,10 +228,11 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     GB(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
     GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
     GB(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]
-    // sinks join the softmax, which flash attention does not expose: such layers take the
-    // softmax path (context.c says so once)
-    if (ctx->flash_attn && L->attn_sinks == NULL) {
+    if (ctx->flash_attn) {
         GB(o = ggml_flash_attn_ext(c, Q, K, V, mask, kq_scale, 0.0f, hp->f_attn_softcap)); // [hd_v, n_head, n_tokens]
+        if (L->attn_sinks != NULL) {
+            GB(o = ggml_flash_attn_ext_add_sinks(o, L->attn_sinks));
+        }
         GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
     } else {
         struct ggml_tensor * kq, * vt, * kqv;
