@@ -72,9 +72,11 @@ enum llama_vocab_type {
     LLAMA_VOCAB_TYPE_NONE = 0, // no vocabulary
     LLAMA_VOCAB_TYPE_SPM  = 1, // SentencePiece-style BPE with byte fallback
     LLAMA_VOCAB_TYPE_BPE  = 2, // GPT-2 style byte-level BPE
-    LLAMA_VOCAB_TYPE_WPM  = 3, // WordPiece (not supported)
+    LLAMA_VOCAB_TYPE_WPM  = 3, // WordPiece (BERT)
     LLAMA_VOCAB_TYPE_UGM  = 4, // Unigram (sentencepiece unigram, T5 / XLM-R)
-    LLAMA_VOCAB_TYPE_RWKV = 5, // RWKV greedy (not supported)
+    LLAMA_VOCAB_TYPE_RWKV = 5, // RWKV world: greedy longest match over bytes
+    LLAMA_VOCAB_TYPE_PLAMO2 = 6, // PLaMo-2: best-scoring segmentation by dynamic programming, byte fallback
+    LLAMA_VOCAB_TYPE_TEST = 7, // llama.cpp's test vocabulary: 5-byte chunks hashed to ids, pieces are hex ids
 };
 
 enum llama_rope_type {
@@ -873,6 +875,7 @@ LLAMA_API llama_token llama_token_fim_sep(const struct llama_vocab * vocab);
 // Tokenizes text_len bytes of text (NUL bytes allowed). Returns the token count, or minus the
 // count needed when n_tokens_max is too small (nothing written past n_tokens_max).
 // add_special: add BOS/EOS as the vocab says; parse_special: match control/user-defined token texts.
+// A vocabulary of type LLAMA_VOCAB_TYPE_NONE cannot tokenize: 0, with the reason logged.
 LLAMA_API int32_t llama_tokenize(const struct llama_vocab * vocab, const char * text, int32_t text_len, llama_token * tokens, int32_t n_tokens_max, bool add_special, bool parse_special);
 // Writes the text of a token into buf (not NUL-terminated); returns its length or minus the
 // length needed. lstrip: skip up to that many leading spaces; special: render control tokens.

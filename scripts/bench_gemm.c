@@ -1,5 +1,5 @@
 // bench_gemm.c — mul_mat speed for prompt-sized batches: quantized a [K, M] times F32 b [K, N],
-// through the graph API, with the GEMM path (cpu/gemm.h) off ("old": vec_dot per column) and on
+// through the graph API, with the GEMM path (ggml-cpu/gemm.h) off ("old": vec_dot per column) and on
 // ("new"), with the weights repacked at load ("repacked", repack.h; q4_0, q4_1, q8_0), on 1 and
 // 2 threads; plus the bare micro-kernels on data that stays in cache: "kernel only" the stored
 // layout's panel tile on synthetic bytes, "repacked tile" the tile prompts run on (a's repacked

@@ -179,51 +179,53 @@ void llama_free(struct llama_context * ctx) {
     free(ctx);
 }
 
-struct llama_context * llama_init_from_model(struct llama_model * model, struct llama_context_params params) {
-    if (!llama_model_checked(model, "llama_init_from_model")) {
-        return NULL;
-    }
-    if (model->vocab_only) {
-        LLAMA_LOG_ERROR("llama_init_from_model: the model was loaded with vocab_only; it has no weights\n");
-        return NULL;
-    }
+// Phase 1: the parameters checked against the model (pooling_type UNSPECIFIED resolved to the
+// file's); false (logged) when one cannot be honoured.
+static bool ctx_params_check(const struct llama_model * model, struct llama_context_params * pparams) {
+    struct llama_context_params params = *pparams;
     const struct llama_hparams * hp = &model->hparams;
     if (params.ctx_type != LLAMA_CONTEXT_TYPE_DEFAULT) {
         LLAMA_LOG_ERROR("llama_init_from_model: ctx_type %d is not supported\n", (int) params.ctx_type);
-        return NULL;
+        return false;
     }
     if (params.n_seq_max == 0 || params.n_seq_max > LLAMA_MAX_SEQ) {
         LLAMA_LOG_ERROR("llama_init_from_model: n_seq_max = %u must be in [1, %d]\n", params.n_seq_max, LLAMA_MAX_SEQ);
-        return NULL;
+        return false;
     }
     if (params.pooling_type == LLAMA_POOLING_TYPE_UNSPECIFIED) {
         params.pooling_type = (enum llama_pooling_type) hp->pooling_type; // the file's (0: none)
     }
     if (params.pooling_type < LLAMA_POOLING_TYPE_NONE || params.pooling_type > LLAMA_POOLING_TYPE_RANK) {
         LLAMA_LOG_ERROR("llama_init_from_model: pooling_type %d is not supported\n", (int) params.pooling_type);
-        return NULL;
+        return false;
     }
     if (!llama_pool_check(model, params.pooling_type)) {
-        return NULL;
+        return false;
     }
     if (!ctx_kv_type_ok(params.type_k, hp->n_embd_head_k, "type_k") || !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v, "type_v")) {
-        return NULL;
+        return false;
     }
     // sliding layers with a head size of their own (gemma4)
     if ((hp->n_embd_head_k_swa && !ctx_kv_type_ok(params.type_k, hp->n_embd_head_k_swa, "type_k")) ||
         (hp->n_embd_head_v_swa && !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v_swa, "type_v"))) {
-        return NULL;
+        return false;
     }
     const bool flash = params.flash_attn_type != LLAMA_FLASH_ATTN_TYPE_DISABLED;
     if (!flash && ggml_is_quantized(params.type_v)) {
         LLAMA_LOG_ERROR("llama_init_from_model: a quantized V cache (%s) needs flash attention\n", ggml_type_name(params.type_v));
-        return NULL;
+        return false;
     }
     if (params.n_samplers > 0) {
         LLAMA_LOG_WARN("llama_init_from_model: backend samplers are not supported; ignoring %zu\n", params.n_samplers);
     }
+    *pparams = params;
+    return true;
+}
 
-    // Sizes. n_ctx 0: the training context, reduced if its cache would not fit in memory.
+// Phase 2: the context size. n_ctx 0 asks for the training context, halved until its cache fits
+// in half the available memory; 0 (logged) when the cache cannot fit at all.
+static uint32_t ctx_choose_n_ctx(const struct llama_hparams * hp, const struct llama_context_params * pp, size_t * kv_bytes_out) {
+    const struct llama_context_params params = *pp;
     const uint64_t avail = ctx_mem_available();
     uint32_t n_ctx = params.n_ctx;
     if (n_ctx == 0) {
@@ -242,19 +244,22 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
     const size_t kv_bytes = llama_kv_cache_bytes(hp, n_ctx, params.type_k, params.type_v);
     if (kv_bytes == SIZE_MAX) {
         LLAMA_LOG_ERROR("llama_init_from_model: n_ctx = %u: the KV cache would not fit in the address space\n", n_ctx);
-        return NULL;
+        return 0;
     }
     if (avail > 0 && kv_bytes > avail) {
         LLAMA_LOG_ERROR("llama_init_from_model: n_ctx = %u needs %zu bytes for the KV cache but only %" PRIu64
                         " bytes of memory are available; use a smaller n_ctx\n", n_ctx, kv_bytes, avail);
-        return NULL;
+        return 0;
     }
+    *kv_bytes_out = kv_bytes;
+    return n_ctx;
+}
 
-    struct llama_context * ctx = GGML_CALLOC(1, sizeof(*ctx));
-    if (ctx == NULL) {
-        LLAMA_LOG_ERROR("llama_init_from_model: out of memory\n");
-        return NULL;
-    }
+// Phase 3: the context's fields from the checked parameters and the model's defaults; the
+// resolved values are written back into ctx->params, so readers of it see what is in use.
+static void ctx_init_fields(struct llama_context * ctx, struct llama_model * model, struct llama_context_params params, uint32_t n_ctx) {
+    const struct llama_hparams * hp = &model->hparams;
+    const bool flash = params.flash_attn_type != LLAMA_FLASH_ATTN_TYPE_DISABLED;
     ctx->magic = LLAMA_MAGIC_CONTEXT;
     ctx->model = model;
     ctx->params = params;
@@ -297,7 +302,13 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
     ctx->params.n_threads_batch = ctx->n_threads_batch;
     ctx->params.flash_attn_type = flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     ctx->params.pooling_type = ctx->pooling;
+}
 
+// Phase 4: the compute arena, the per-sequence arrays, the KV cache and the backends; false
+// (logged) on failure, the caller frees ctx.
+static bool ctx_init_state(struct llama_context * ctx, struct llama_model * model, const struct llama_context_params * params) {
+    const struct llama_hparams * hp = &model->hparams;
+    const uint32_t n_ctx = ctx->n_ctx;
     // Graph capacity: ~40 nodes per layer plus inputs and the output head.
     ctx->graph_size = (size_t) hp->n_layer * 64 + 256;
     const size_t arena = ctx->graph_size * ggml_tensor_overhead() + ggml_graph_overhead_custom(ctx->graph_size, false);
@@ -309,22 +320,48 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
     ctx->embd_seq_n = GGML_CALLOC(ctx->n_seq_max, sizeof(int32_t));
     if (!ctx->ctx_compute || !ctx->seq_next || !ctx->seq_last || !ctx->seq_count || !ctx->embd_seq || !ctx->embd_seq_n) {
         LLAMA_LOG_ERROR("llama_init_from_model: out of memory\n");
-        llama_free(ctx);
-        return NULL;
+        return false;
     }
-    if (!llama_kv_cache_init(&ctx->kv, ctx, model, n_ctx, ctx->n_seq_max, params.type_k, params.type_v)) {
-        llama_free(ctx);
-        return NULL;
+    if (!llama_kv_cache_init(&ctx->kv, ctx, model, n_ctx, ctx->n_seq_max, params->type_k, params->type_v)) {
+        return false;
     }
     if (!ctx_init_backends(ctx)) {
         LLAMA_LOG_ERROR("llama_init_from_model: cannot create the compute backends\n");
+        return false;
+    }
+    return true;
+}
+
+struct llama_context * llama_init_from_model(struct llama_model * model, struct llama_context_params params) {
+    if (!llama_model_checked(model, "llama_init_from_model")) {
+        return NULL;
+    }
+    if (model->vocab_only) {
+        LLAMA_LOG_ERROR("llama_init_from_model: the model was loaded with vocab_only; it has no weights\n");
+        return NULL;
+    }
+    if (!ctx_params_check(model, &params)) {
+        return NULL;
+    }
+    size_t kv_bytes = 0;
+    const uint32_t n_ctx = ctx_choose_n_ctx(&model->hparams, &params, &kv_bytes);
+    if (n_ctx == 0) {
+        return NULL;
+    }
+    struct llama_context * ctx = GGML_CALLOC(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        LLAMA_LOG_ERROR("llama_init_from_model: out of memory\n");
+        return NULL;
+    }
+    ctx_init_fields(ctx, model, params, n_ctx);
+    if (!ctx_init_state(ctx, model, &params)) {
         llama_free(ctx);
         return NULL;
     }
     ctx->t_start_us = llama_time_us();
     ctx->t_load_us = model->t_load_us;
     LLAMA_LOG_INFO("llama_init_from_model: n_ctx = %u, n_batch = %u, n_ubatch = %u, flash_attn = %d, KV cache %.2f MiB (%s/%s), threads %d/%d\n",
-                   n_ctx, ctx->n_batch, ctx->n_ubatch, (int) flash, kv_bytes / 1048576.0,
+                   n_ctx, ctx->n_batch, ctx->n_ubatch, (int) ctx->flash_attn, kv_bytes / 1048576.0,
                    ggml_type_name(params.type_k), ggml_type_name(params.type_v), ctx->n_threads, ctx->n_threads_batch);
     return ctx;
 }
@@ -554,160 +591,144 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
     return true;
 }
 
-// One decode (encode: the whole batch in one ubatch, every row an output, non-causal, its cells
-// emptied afterwards; see encode.c).
-static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, bool encode) {
-    const int64_t t0 = llama_time_us();
-    ctx->have_logits = ctx->have_embd = ctx->have_embd_seq = false;
-    ctx->n_outputs = 0;
-    ctx->n_batch_tokens = 0;
-
-    int32_t r = llama_batch_prepare(ctx, &batch);
-    if (r == 0 && ctx->kv.rs != NULL) {
-        r = llama_memory_recurrent_batch_plan(ctx); // ubatches of equal-length sequences
-    }
-    if (r != 0) {
-        return r;
-    }
-    if (encode && !llama_encode_prepare(ctx)) {
-        return -1;
-    }
+// Decode phase 2: the next ubatch of the prepared batch starting at row i0, its rows given KV
+// cells (a recurrent model's rows come regrouped by sequence: the cells taken are not a prefix,
+// and clearing a free one is a no-op). *n_assigned: the cells given out so far, rolled back on
+// failure. False when the recurrent plan has no ubatch left.
+static bool ctx_ubatch_next(struct llama_context * ctx, int32_t i0, int32_t n_ubatch, bool pooled,
+                            struct llama_ubatch * out, int32_t * n_assigned) {
     const struct llama_batch_prep * p = &ctx->prep;
     struct llama_memory_i * kv = &ctx->kv;
     const int32_t n = p->n_tokens;
+    const size_t n_embd = ctx->model->hparams.n_embd;
+    struct llama_ubatch ub;
+    int32_t nu;
+    if (kv->rs != NULL) {
+        if (!llama_memory_recurrent_next_ubatch(ctx, &ub)) {
+            return false;
+        }
+        nu = ub.n_tokens;
+        *n_assigned = n;
+        ub.all_rows = pooled;
+    } else {
+        nu = n - i0 < n_ubatch ? n - i0 : n_ubatch;
+        for (int32_t i = i0; i < i0 + nu; i++) {
+            llama_kv_cache_cell_set(kv, ctx->cells[i], p->pos[i], p->n_seq_id[i], p->seq_id[i]);
+        }
+        *n_assigned = i0 + nu;
+        ub = (struct llama_ubatch) {
+            .n_tokens = nu,
+            .token = p->token ? p->token + i0 : NULL,
+            .embd = p->embd ? p->embd + (size_t) i0 * n_embd : NULL,
+            .pos = p->pos + i0,
+            .n_seq_id = p->n_seq_id + i0,
+            .seq_id = p->seq_id + i0,
+            .output = p->output + i0,
+            .n_outputs = 0,
+            .all_rows = pooled,
+            .cells = ctx->cells + i0,
+            .n_kv = llama_kv_cache_n_kv(kv),
+        };
+    }
+    for (int32_t i = 0; i < nu; i++) {
+        ub.n_outputs += ub.output[i] != 0;
+    }
+    *out = ub;
+    return true;
+}
+
+// Decode phase 3, pooled: the ubatch's embedding rows (staged on the host when they live on a
+// device) added into the per-sequence pools; the pooling math is in pooling.c.
+static bool ctx_ubatch_pool(struct llama_context * ctx, const struct llama_ubatch * ub, struct ggml_tensor * t_embd) {
+    const float * rows = t_embd->data;
+    if (!llama_model_tensor_on_host(t_embd)) {
+        float * staged = ctx_input_begin(ctx, t_embd, ggml_nbytes(t_embd), 0);
+        if (staged == NULL) {
+            return false;
+        }
+        ggml_backend_tensor_get(t_embd, staged, 0, ggml_nbytes(t_embd));
+        rows = staged;
+    }
+    llama_pool_rows(ctx, ub, rows);
+    return true;
+}
+
+// Decode phase 3: one ubatch's graph built (or reused), its inputs set, computed, and its output
+// rows copied out from row *out_row on. 0, or the code llama_decode returns.
+static int32_t ctx_ubatch_run(struct llama_context * ctx, const struct llama_ubatch * ub, bool pooled, int n_threads, size_t * out_row) {
+    struct llama_memory_i * kv = &ctx->kv;
     const size_t n_vocab = ctx->model->hparams.n_vocab;
     const size_t n_embd = ctx->model->hparams.n_embd;
-    const bool pooled = ctx->embeddings && ctx->pooling != LLAMA_POOLING_TYPE_NONE;
+    struct llama_graph_result res;
+    if (!ctx_graph_get(ctx, ub, &res)) {
+        return -3;
+    }
+    ctx_set_inputs(ctx, ub, &res);
+    if (kv->rs != NULL) {
+        llama_memory_recurrent_ubatch_begin(ctx, ub);
+    }
+    // The lm-head writes its rows straight into the logits array (no copy-out of n_vocab
+    // floats per row afterwards). The graph's last node has no consumers, so moving its
+    // data off the compute buffer changes nothing else; a reused graph gets it set again
+    // here (the array may have moved).
+    const bool logits_direct = !pooled && ub->n_outputs > 0 && ctx_logits_direct_ok(res.t_logits, n_vocab, ub->n_outputs);
+    if (logits_direct) {
+        res.t_logits->data = ctx->logits + *out_row * n_vocab;
+    }
+    const enum ggml_status st = llama_context_compute(ctx, res.gf, n_threads);
+    if (st == GGML_STATUS_ABORTED) {
+        LLAMA_LOG_INFO("llama_decode: aborted by the abort callback\n");
+        return 2;
+    }
+    if (st != GGML_STATUS_SUCCESS) {
+        LLAMA_LOG_ERROR("llama_decode: graph computation failed (status %d)\n", (int) st);
+        return -3;
+    }
+    if (kv->rs != NULL) {
+        llama_memory_recurrent_ubatch_done(ctx, ub);
+    }
+    if (!pooled && ub->n_outputs > 0) {
+        if (res.t_logits && !logits_direct) {
+            ggml_backend_tensor_get(res.t_logits, ctx->logits + *out_row * n_vocab, 0, (size_t) ub->n_outputs * n_vocab * sizeof(float));
+        }
+        if (ctx->embeddings && res.t_embd) {
+            ggml_backend_tensor_get(res.t_embd, ctx->embd + *out_row * n_embd, 0, (size_t) ub->n_outputs * n_embd * sizeof(float));
+        }
+        *out_row += (size_t) ub->n_outputs;
+    }
+    if (pooled && res.t_embd && !ctx_ubatch_pool(ctx, ub, res.t_embd)) {
+        return -3;
+    }
+    return 0;
+}
 
-    if (!llama_kv_cache_find_slot(kv, (uint32_t) n, ctx->cells)) {
-        LLAMA_LOG_WARN("llama_decode: no KV cache slot for %d tokens (%u of %u cells free)\n",
-                       n, llama_kv_cache_n_free(kv), kv->size);
-        return 1;
+// Decode phase 4, after a failure (ret != 0) or an encode: the cache is left as it was, the
+// cells this batch took freed (an encode only borrowed them for its K and V). A recurrent
+// sequence whose state moved part-way cannot move back, so it is removed.
+static void ctx_decode_undo(struct llama_context * ctx, int32_t n_assigned, int32_t ret) {
+    struct llama_memory_i * kv = &ctx->kv;
+    for (int32_t i = 0; i < n_assigned; i++) {
+        llama_kv_cache_cell_clear(kv, ctx->cells[i]);
     }
-    const size_t n_out = pooled ? 0 : (size_t) p->n_outputs;
-    if (!ctx_reserve_outputs(ctx, (size_t) n, n_out, ctx->embeddings ? n_out : 0)) {
-        LLAMA_LOG_ERROR("llama_decode: out of memory for %zu output rows\n", n_out);
-        return -2;
+    if (ret != 0) {
+        for (int32_t k = 0; kv->rs != NULL && k < kv->rs->n_seqs_batch; k++) {
+            const llama_seq_id s = kv->rs->seqs[k];
+            if (kv->rs->seq_done[s] > 0) {
+                // its recurrent state moved on and cannot move back: the sequence must be decoded again
+                LLAMA_LOG_WARN("llama_decode: sequence %d is removed (its recurrent state was part-way through the batch)\n", s);
+                llama_memory_seq_rm(kv, s, -1, -1);
+            }
+        }
     }
-    if (pooled) {
-        llama_pool_begin(ctx);
-    }
+}
 
-    int32_t ret = 0;
-    int32_t n_assigned = 0;   // cells given out so far (rolled back on failure)
-    size_t out_row = 0;
-    // An encode runs the whole batch as one ubatch (every token sees its whole sequence).
-    const int32_t n_ubatch = encode ? n : (int32_t) ctx->n_ubatch;
-    int32_t nu = 0;
-    for (int32_t i0 = 0; i0 < n; i0 += nu) {
-        struct llama_ubatch ub;
-        if (kv->rs != NULL) {
-            // rows regrouped by sequence: the cells taken are not a prefix (clearing a free one is a no-op)
-            if (!llama_memory_recurrent_next_ubatch(ctx, &ub)) {
-                break;
-            }
-            nu = ub.n_tokens;
-            n_assigned = n;
-            ub.all_rows = pooled;
-        } else {
-            nu = n - i0 < n_ubatch ? n - i0 : n_ubatch;
-            for (int32_t i = i0; i < i0 + nu; i++) {
-                llama_kv_cache_cell_set(kv, ctx->cells[i], p->pos[i], p->n_seq_id[i], p->seq_id[i]);
-            }
-            n_assigned = i0 + nu;
-            ub = (struct llama_ubatch) {
-                .n_tokens = nu,
-                .token = p->token ? p->token + i0 : NULL,
-                .embd = p->embd ? p->embd + (size_t) i0 * n_embd : NULL,
-                .pos = p->pos + i0,
-                .n_seq_id = p->n_seq_id + i0,
-                .seq_id = p->seq_id + i0,
-                .output = p->output + i0,
-                .n_outputs = 0,
-                .all_rows = pooled,
-                .cells = ctx->cells + i0,
-                .n_kv = llama_kv_cache_n_kv(kv),
-            };
-        }
-        for (int32_t i = 0; i < nu; i++) {
-            ub.n_outputs += ub.output[i] != 0;
-        }
-        struct llama_graph_result res;
-        if (!ctx_graph_get(ctx, &ub, &res)) {
-            ret = -3;
-            break;
-        }
-        ctx_set_inputs(ctx, &ub, &res);
-        if (kv->rs != NULL) {
-            llama_memory_recurrent_ubatch_begin(ctx, &ub);
-        }
-        // The lm-head writes its rows straight into the logits array (no copy-out of n_vocab
-        // floats per row afterwards). The graph's last node has no consumers, so moving its
-        // data off the compute buffer changes nothing else; a reused graph gets it set again
-        // here (the array may have moved).
-        const bool logits_direct = !pooled && ub.n_outputs > 0 && ctx_logits_direct_ok(res.t_logits, n_vocab, ub.n_outputs);
-        if (logits_direct) {
-            res.t_logits->data = ctx->logits + out_row * n_vocab;
-        }
-        const enum ggml_status st = llama_context_compute(ctx, res.gf, n == 1 ? ctx->n_threads : ctx->n_threads_batch);
-        if (st == GGML_STATUS_ABORTED) {
-            LLAMA_LOG_INFO("llama_decode: aborted by the abort callback\n");
-            ret = 2;
-            break;
-        }
-        if (st != GGML_STATUS_SUCCESS) {
-            LLAMA_LOG_ERROR("llama_decode: graph computation failed (status %d)\n", (int) st);
-            ret = -3;
-            break;
-        }
-        if (kv->rs != NULL) {
-            llama_memory_recurrent_ubatch_done(ctx, &ub);
-        }
-        if (!pooled && ub.n_outputs > 0) {
-            if (res.t_logits && !logits_direct) {
-                ggml_backend_tensor_get(res.t_logits, ctx->logits + out_row * n_vocab, 0, (size_t) ub.n_outputs * n_vocab * sizeof(float));
-            }
-            if (ctx->embeddings && res.t_embd) {
-                ggml_backend_tensor_get(res.t_embd, ctx->embd + out_row * n_embd, 0, (size_t) ub.n_outputs * n_embd * sizeof(float));
-            }
-            out_row += (size_t) ub.n_outputs;
-        }
-        if (pooled && res.t_embd) {
-            const float * rows = res.t_embd->data;
-            if (!llama_model_tensor_on_host(res.t_embd)) {
-                float * staged = ctx_input_begin(ctx, res.t_embd, ggml_nbytes(res.t_embd), 0);
-                if (staged == NULL) {
-                    ret = -3;
-                    break;
-                }
-                ggml_backend_tensor_get(res.t_embd, staged, 0, ggml_nbytes(res.t_embd));
-                rows = staged;
-            }
-            llama_pool_rows(ctx, &ub, rows);
-        }
-    }
-    if (ret == 0 && pooled && !llama_pool_finish(ctx)) {
-        ret = -3;
-    }
-    if (ret != 0 || encode) {
-        // The cache is left as it was: undo the cells this batch took (an encode only borrowed
-        // them for its K and V).
-        for (int32_t i = 0; i < n_assigned; i++) {
-            llama_kv_cache_cell_clear(kv, ctx->cells[i]);
-        }
-        if (ret != 0) {
-            for (int32_t k = 0; kv->rs != NULL && k < kv->rs->n_seqs_batch; k++) {
-                const llama_seq_id s = kv->rs->seqs[k];
-                if (kv->rs->seq_done[s] > 0) {
-                    // its recurrent state moved on and cannot move back: the sequence must be decoded again
-                    LLAMA_LOG_WARN("llama_decode: sequence %d is removed (its recurrent state was part-way through the batch)\n", s);
-                    llama_memory_seq_rm(kv, s, -1, -1);
-                }
-            }
-            return ret;
-        }
-    }
-
+// Decode phase 5: the outputs published (batch row -> output row map, what the getters may
+// return) and the perf counters. 0, or -2 when a recurrent model's rows cannot be put back in
+// batch order.
+static int32_t ctx_decode_finish(struct llama_context * ctx, size_t n_out, bool pooled, int64_t t0) {
+    const struct llama_batch_prep * p = &ctx->prep;
+    struct llama_memory_i * kv = &ctx->kv;
+    const int32_t n = p->n_tokens;
     int32_t k = 0;
     for (int32_t i = 0; i < n; i++) {
         ctx->output_ids[i] = (!pooled && p->output[i]) ? k++ : -1;
@@ -735,6 +756,66 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
         ctx->t_p_eval_us += dt;
     }
     return 0;
+}
+
+// One decode (encode: the whole batch in one ubatch, every row an output, non-causal, its cells
+// emptied afterwards; see encode.c). Phase 1: the batch checked (batch.c) and given KV cells and
+// output rows; then ubatch by ubatch (phases 2-3); then undone (4) or published (5).
+static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, bool encode) {
+    const int64_t t0 = llama_time_us();
+    ctx->have_logits = ctx->have_embd = ctx->have_embd_seq = false;
+    ctx->n_outputs = 0;
+    ctx->n_batch_tokens = 0;
+
+    int32_t r = llama_batch_prepare(ctx, &batch);
+    if (r == 0 && ctx->kv.rs != NULL) {
+        r = llama_memory_recurrent_batch_plan(ctx); // ubatches of equal-length sequences
+    }
+    if (r != 0) {
+        return r;
+    }
+    if (encode && !llama_encode_prepare(ctx)) {
+        return -1;
+    }
+    const struct llama_batch_prep * p = &ctx->prep;
+    struct llama_memory_i * kv = &ctx->kv;
+    const int32_t n = p->n_tokens;
+    const bool pooled = ctx->embeddings && ctx->pooling != LLAMA_POOLING_TYPE_NONE;
+
+    if (!llama_kv_cache_find_slot(kv, (uint32_t) n, ctx->cells)) {
+        LLAMA_LOG_WARN("llama_decode: no KV cache slot for %d tokens (%u of %u cells free)\n",
+                       n, llama_kv_cache_n_free(kv), kv->size);
+        return 1;
+    }
+    const size_t n_out = pooled ? 0 : (size_t) p->n_outputs;
+    if (!ctx_reserve_outputs(ctx, (size_t) n, n_out, ctx->embeddings ? n_out : 0)) {
+        LLAMA_LOG_ERROR("llama_decode: out of memory for %zu output rows\n", n_out);
+        return -2;
+    }
+    if (pooled) {
+        llama_pool_begin(ctx);
+    }
+
+    int32_t ret = 0;
+    int32_t n_assigned = 0;   // cells given out so far (rolled back on failure)
+    size_t out_row = 0;
+    // An encode runs the whole batch as one ubatch (every token sees its whole sequence).
+    const int32_t n_ubatch = encode ? n : (int32_t) ctx->n_ubatch;
+    const int n_threads = n == 1 ? ctx->n_threads : ctx->n_threads_batch;
+    struct llama_ubatch ub;
+    for (int32_t i0 = 0; ret == 0 && i0 < n && ctx_ubatch_next(ctx, i0, n_ubatch, pooled, &ub, &n_assigned); i0 += ub.n_tokens) {
+        ret = ctx_ubatch_run(ctx, &ub, pooled, n_threads, &out_row);
+    }
+    if (ret == 0 && pooled && !llama_pool_finish(ctx)) {
+        ret = -3;
+    }
+    if (ret != 0 || encode) {
+        ctx_decode_undo(ctx, n_assigned, ret);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    return ctx_decode_finish(ctx, n_out, pooled, t0);
 }
 
 int32_t llama_decode(struct llama_context * ctx, struct llama_batch batch) {

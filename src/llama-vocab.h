@@ -38,6 +38,21 @@ const struct llama_vocab * llama_model_vocab_internal(const struct llama_model *
 
 // llama_vocab_resolve() (declared in llama-impl.h) is defined in vocab.c.
 
+// 64-bit hash of a byte string: the token-text index and the merge table's keys (vocab.c).
+uint64_t llama_vocab_hash_bytes(const char * s, size_t n);
+
+// 64-bit mix of an integer key (the merge table).
+uint64_t llama_vocab_hash_u64(uint64_t x);
+
+// Smallest power of two >= 2 * n: open-addressing tables at load factor <= 1/2.
+uint64_t llama_vocab_table_size(uint64_t n);
+
+#if defined(__GNUC__) || defined(__clang__)
+#define VOCAB_PREFETCH(p, rw) __builtin_prefetch((p), (rw))
+#else
+#define VOCAB_PREFETCH(p, rw) ((void) (p))
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // Internals shared by vocab.c, vocab-spm.c, vocab-bpe.c and vocab-wpm.c only.
 
@@ -98,7 +113,7 @@ struct llama_vocab_trie_node {
 
 struct llama_vocab {
     uint32_t magic;                          // LLAMA_MAGIC_VOCAB; LLAMA_MAGIC_DEAD once freed
-    enum llama_vocab_type type;              // SPM, BPE or WPM
+    enum llama_vocab_type type;              // SPM, BPE, WPM, UGM, RWKV, PLAMO2, TEST or NONE
     enum llama_vocab_pre_type pre_type;      // BPE only
     struct vocab_regex * pre_regex[LLAMA_VOCAB_MAX_PRE_REGEX]; // LLAMA_VOCAB_PRE_TYPE_REGEX: applied in order
     int n_pre_regex;
@@ -147,6 +162,8 @@ struct llama_vocab {
     llama_token dna_open, dna_close, dna_oov; // hybriddna: <dna>, </dna>, <oov> (-1: plain BPE)
     bool wpm_lowercase;     // WPM: lowercase before matching (tokenizer.ggml.normalizer.lowercase)
     bool wpm_strip_accents; // WPM: NFD, then drop the marks (tokenizer.ggml.normalizer.strip_accents)
+    bool words_lowercase;   // whitespace: each word lowercased, code point by code point (tokenizer.ggml.normalizer.lowercase)
+    struct llama_vocab_plamo2 * plamo2; // PLaMo-2: token trie and integer scores (vocab-plamo2.c)
     uint32_t max_token_len; // longest token text in bytes
 };
 
@@ -225,6 +242,23 @@ void llama_vocab_ugm_free(struct llama_vocab * v);
 // UGM: appends the tokens of text (no special tokens inside): normalize, then Viterbi.
 void llama_vocab_ugm_tokenize(const struct llama_vocab * v, const char * text, size_t len,
                               struct llama_vocab_tokens * out);
+
+// PLaMo-2 (vocab-plamo2.c): builds the trie of the non-byte tokens and their integer scores;
+// false (logged) if a byte token <0x00>..<0xFF> is missing or memory runs out.
+bool llama_vocab_plamo2_load(struct llama_vocab * v);
+
+// PLaMo-2: frees what llama_vocab_plamo2_load built; NULL-safe on v->plamo2.
+void llama_vocab_plamo2_free(struct llama_vocab * v);
+
+// PLaMo-2: appends the tokens of text (no special tokens inside): the segmentation of highest
+// total score, an unmatched character costing 10^7 and spelled by its UTF-8 byte tokens.
+void llama_vocab_plamo2_tokenize(const struct llama_vocab * v, const char * text, size_t len,
+                                 struct llama_vocab_tokens * out);
+
+// TEST vocabulary: appends one token per 5-byte chunk of text, a rolling hash of the chunk
+// (h = h * 31 + byte) modulo the vocabulary size, as llama.cpp's test tokenizer does.
+void llama_vocab_test_tokenize(const struct llama_vocab * v, const char * text, size_t len,
+                               struct llama_vocab_tokens * out);
 
 // hybriddna (vocab-dna.c): tokens of text, the stretches outside <dna>...</dna> given to
 // stretch(); plain stretch() when the vocab lacks <dna>, </dna> or <oov>.

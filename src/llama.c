@@ -4,6 +4,7 @@
 // documented failure value and logs why).
 #include "llama-impl.h"
 #include "ggml-backend.h"
+#include "ggml-cpu.h"
 
 #include <stdarg.h>
 #include <stdio.h>

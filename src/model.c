@@ -607,7 +607,7 @@ static void model_stored_pages(struct ggml_tensor * t, bool done, void * data) {
 #endif
 }
 
-// Lays the matmul weights out for the CPU kernels (cpu/repack.h), on every core; with the file
+// Lays the matmul weights out for the CPU kernels (ggml/src/ggml-cpu/repack.h), on every core; with the file
 // mapped (not locked), their stored pages are let go tensor by tensor so that the peak memory
 // stays near one copy of the model. Failure only costs speed.
 // A fused weight: the rows of parts[0..n) (same type and row length) as one matrix, so that one
@@ -645,7 +645,7 @@ static struct ggml_tensor * model_flat_experts(struct llama_model * m, const str
     return t;
 }
 
-// Lays the matmul weights out for the CPU kernels (cpu/repack.h), on every core, fusing each
+// Lays the matmul weights out for the CPU kernels (ggml/src/ggml-cpu/repack.h), on every core, fusing each
 // layer's Q, K, V and its gate, up weights; with the file mapped (not locked), the stored pages
 // are let go tensor by tensor so that the peak memory stays near one copy of the model. Failure
 // only costs speed.

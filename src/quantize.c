@@ -7,6 +7,7 @@
 // _M / _L mixes keep part of attn_v / ffn_down (and attn_output) at a higher type.
 #include "llama-impl.h"
 #include "gguf.h"
+#include "ggml-cpu.h"
 
 #include <pthread.h>
 #include <regex.h>
@@ -358,6 +359,136 @@ static bool write_zeros(FILE * f, size_t n) {
     return true;
 }
 
+// Quantize phase 1: the parameters checked (a supported file type; an importance matrix where the
+// type needs one). False (logged) otherwise.
+static bool quantize_params_check(const llama_model_quantize_params * params, enum ggml_type base) {
+    if (quantize_needs_imatrix(params->ftype) && params->imatrix == NULL && !params->only_copy) {
+        LLAMA_LOG_ERROR("llama_model_quantize: file type %s needs an importance matrix (imatrix: "
+                        "python -m llama_py imatrix, then quantize --imatrix FILE)\n", llama_ftype_name(params->ftype));
+        return false;
+    }
+    if (base == GGML_TYPE_COUNT && !params->only_copy) {
+        LLAMA_LOG_ERROR("llama_model_quantize: file type %d is not supported\n", (int)params->ftype);
+        return false;
+    }
+    return true;
+}
+
+// Quantize phase 2: the model's shape facts the type choice reads (layer count, GQA ratio).
+static void quantize_plan_read_arch(struct quantize_plan * plan, const struct gguf_context * in) {
+    const int64_t k = gguf_find_key(in, "general.architecture");
+    if (k >= 0 && gguf_get_kv_type(in, k) == GGUF_TYPE_STRING) {
+        const char * arch = gguf_get_val_str(in, k);
+        plan->n_layer = (int)quantize_arch_u32(in, arch, "block_count", 0);
+        const uint32_t nh = quantize_arch_u32(in, arch, "attention.head_count", 0);
+        const uint32_t nkv = quantize_arch_u32(in, arch, "attention.head_count_kv", nh);
+        if (nh > 0 && nkv > 0) plan->n_gqa = (int)(nh / nkv);
+    }
+}
+
+// The output file's layout, sizes and the largest converted tensor, filled by quantize_layout.
+struct quantize_layout {
+    enum ggml_type * new_types;   // [n_tensors]: each tensor's type in the output
+    size_t max_out;               // bytes of the largest converted tensor (the conversion buffer)
+    size_t total_in, total_out;
+};
+
+// Quantize phase 3: each tensor's new type chosen and checked convertible, and added to out
+// (so out's offsets and sizes are final). False (logged) when a tensor cannot be converted.
+static bool quantize_layout(const struct quantize_plan * plan, const struct gguf_context * in, struct gguf_context * out,
+                            struct ggml_context * meta, struct quantize_layout * lo) {
+    const llama_model_quantize_params * params = plan->params;
+    const int64_t n_tensors = gguf_get_n_tensors(in);
+    for (int64_t i = 0; i < n_tensors; i++) {
+        const char * name = gguf_get_tensor_name(in, i);
+        const enum ggml_type cur = gguf_get_tensor_type(in, i);
+        const int n_dims = gguf_get_tensor_n_dims(in, i);
+        int64_t ne[GGML_MAX_DIMS] = { 1, 1, 1, 1 };
+        for (int d = 0; d < n_dims; d++) ne[d] = gguf_get_tensor_ne(in, i, d);
+        enum ggml_type nt = quantize_choose_type(plan, name, n_dims, cur, ne[0], ne[2]);
+        if (nt != cur && ggml_is_quantized(cur) && !params->allow_requantize) {
+            LLAMA_LOG_ERROR("llama_model_quantize: %s is already quantized (%s); set allow_requantize\n",
+                            name, ggml_type_name(cur));
+            return false;
+        }
+        const struct ggml_type_traits * tt = ggml_get_type_traits(nt);
+        const struct ggml_type_traits * ts = ggml_get_type_traits(cur);
+        const bool searchable = ggml_quantize_requires_imatrix(nt) && params->imatrix != NULL; // IQ2_XXS/XS, IQ1
+        if (nt != cur && (!tt || !(tt->from_float_ref || searchable) || !ts || !ts->to_float)) {
+            LLAMA_LOG_ERROR("llama_model_quantize: cannot convert %s from %s to %s\n", name,
+                            ggml_type_name(cur), ggml_type_name(nt));
+            return false;
+        }
+        lo->new_types[i] = nt;
+        struct ggml_tensor * t = ggml_new_tensor(meta, cur, n_dims, ne);
+        if (!t) return false;
+        ggml_set_name(t, name);
+        gguf_add_tensor(out, t);
+        gguf_set_tensor_type(out, name, nt);
+        const size_t sz = gguf_get_tensor_size(out, gguf_find_tensor(out, name));
+        if (nt != cur && sz > lo->max_out) lo->max_out = sz;
+        lo->total_in += gguf_get_tensor_size(in, i);
+        lo->total_out += sz;
+    }
+    return true;
+}
+
+// Quantize phase 4: the output's metadata block written to f.
+static bool quantize_write_meta(const struct gguf_context * out, FILE * f) {
+    const size_t meta_size = gguf_get_meta_size(out);
+    void * mbuf = GGML_MALLOC(meta_size);
+    if (!mbuf) return false;
+    gguf_get_meta_data(out, mbuf);
+    const bool ok = fwrite(mbuf, 1, meta_size, f) == meta_size;
+    free(mbuf);
+    if (!ok) LLAMA_LOG_ERROR("llama_model_quantize: write error\n");
+    return ok;
+}
+
+// Quantize phase 5: each tensor's data converted (through buf) or copied, written at its offset
+// in the output. False (logged) on a conversion or write error.
+static bool quantize_write_tensors(const llama_model_quantize_params * params, const struct gguf_context * in,
+                                   const uint8_t * data_in, const struct gguf_context * out, struct ggml_context * meta,
+                                   const enum ggml_type * new_types, void * buf, FILE * f) {
+    const int64_t n_tensors = gguf_get_n_tensors(in);
+    const int nthread = params->nthread > 0 ? params->nthread : ggml_cpu_n_physical_cores();
+    size_t written = 0;
+    for (int64_t i = 0; i < n_tensors; i++) {
+        const char * name = gguf_get_tensor_name(in, i);
+        const int64_t oi = gguf_find_tensor(out, name);
+        const size_t off = gguf_get_tensor_offset(out, oi);
+        const size_t sz = gguf_get_tensor_size(out, oi);
+        if (off > written && !write_zeros(f, off - written)) return false;
+        written = off;
+        const void * src = data_in + gguf_get_tensor_offset(in, i);
+        const enum ggml_type cur = gguf_get_tensor_type(in, i);
+        const void * data = src;
+        if (new_types[i] != cur) {
+            const int64_t ne0 = gguf_get_tensor_ne(in, i, 0);
+            const int64_t nrows = ne0 > 0 ? (int64_t)(ggml_nelements(ggml_get_tensor(meta, name)) / ne0) : 0;
+            const int64_t ne1 = gguf_get_tensor_n_dims(in, i) > 1 ? gguf_get_tensor_ne(in, i, 1) : 1;
+            const float * im = NULL;
+            if (!quantize_imatrix_for(params, name, ne0, nrows / (ne1 > 0 ? ne1 : 1), &im)) {
+                return false;
+            }
+            if (!quantize_tensor(src, cur, buf, new_types[i], im, ne0, nrows, ne1 > 0 ? ne1 : 1, nthread)) {
+                LLAMA_LOG_ERROR("llama_model_quantize: cannot convert %s to %s (out of memory, or no importance "
+                                "matrix entry for a type that needs one)\n", name, ggml_type_name(new_types[i]));
+                return false;
+            }
+            data = buf;
+        }
+        if (fwrite(data, 1, sz, f) != sz) {
+            LLAMA_LOG_ERROR("llama_model_quantize: write error at %s\n", name);
+            return false;
+        }
+        written += sz;
+        LLAMA_LOG_INFO("[%4lld/%4lld] %-40s %-6s -> %-6s %10.2f KiB\n", (long long)(i + 1), (long long)n_tensors,
+                       name, ggml_type_name(cur), ggml_type_name(new_types[i]), sz / 1024.0);
+    }
+    return true;
+}
+
 uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, const llama_model_quantize_params * params) {
     if (!fname_inp || !fname_out) {
         LLAMA_LOG_ERROR("llama_model_quantize: input and output file names are required\n");
@@ -366,13 +497,7 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
     llama_model_quantize_params defaults = llama_model_quantize_default_params();
     if (!params) params = &defaults;
     const enum ggml_type base = quantize_base_type(params->ftype);
-    if (quantize_needs_imatrix(params->ftype) && params->imatrix == NULL && !params->only_copy) {
-        LLAMA_LOG_ERROR("llama_model_quantize: file type %s needs an importance matrix (imatrix: "
-                        "python -m llama_py imatrix, then quantize --imatrix FILE)\n", llama_ftype_name(params->ftype));
-        return 1;
-    }
-    if (base == GGML_TYPE_COUNT && !params->only_copy) {
-        LLAMA_LOG_ERROR("llama_model_quantize: file type %d is not supported\n", (int)params->ftype);
+    if (!quantize_params_check(params, base)) {
         return 1;
     }
     static struct quantize_overrides ov_none; // n = 0
@@ -391,6 +516,7 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
     struct ggml_context * meta = NULL;
     FILE * f = NULL;
     void * buf = NULL;
+    struct quantize_layout lo = { 0 };
     if (!in || !map) {
         LLAMA_LOG_ERROR("llama_model_quantize: cannot read %s\n", fname_inp);
         goto done;
@@ -398,16 +524,7 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
     const int64_t n_tensors = gguf_get_n_tensors(in);
     struct quantize_plan plan = { params->ftype, base, 0, 1, params->imatrix != NULL,
                                   gguf_find_tensor(in, "output.weight") >= 0, params, ov };
-    {
-        const int64_t k = gguf_find_key(in, "general.architecture");
-        if (k >= 0 && gguf_get_kv_type(in, k) == GGUF_TYPE_STRING) {
-            const char * arch = gguf_get_val_str(in, k);
-            plan.n_layer = (int)quantize_arch_u32(in, arch, "block_count", 0);
-            const uint32_t nh = quantize_arch_u32(in, arch, "attention.head_count", 0);
-            const uint32_t nkv = quantize_arch_u32(in, arch, "attention.head_count_kv", nh);
-            if (nh > 0 && nkv > 0) plan.n_gqa = (int)(nh / nkv);
-        }
-    }
+    quantize_plan_read_arch(&plan, in);
     out = gguf_init_empty();
     struct ggml_init_params mp = { (size_t)(n_tensors + 1) * ggml_tensor_overhead(), NULL, true };
     meta = ggml_init(mp);
@@ -417,117 +534,34 @@ uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, co
         gguf_set_val_u32(out, "general.file_type", (uint32_t)params->ftype);
         gguf_set_val_u32(out, "general.quantization_version", 2);
     }
-    const size_t data_in = gguf_get_data_offset(in);
-    const uint8_t * base_in = gguf_mmap_addr(map);
-    size_t max_out = 0;
-    size_t total_in = 0, total_out = 0;
-    enum ggml_type * new_types = GGML_CALLOC((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof(enum ggml_type));
-    if (!new_types) goto done;
-    for (int64_t i = 0; i < n_tensors; i++) {
-        const char * name = gguf_get_tensor_name(in, i);
-        const enum ggml_type cur = gguf_get_tensor_type(in, i);
-        const int n_dims = gguf_get_tensor_n_dims(in, i);
-        int64_t ne[GGML_MAX_DIMS] = { 1, 1, 1, 1 };
-        for (int d = 0; d < n_dims; d++) ne[d] = gguf_get_tensor_ne(in, i, d);
-        enum ggml_type nt = quantize_choose_type(&plan, name, n_dims, cur, ne[0], ne[2]);
-        if (nt != cur && ggml_is_quantized(cur) && !params->allow_requantize) {
-            LLAMA_LOG_ERROR("llama_model_quantize: %s is already quantized (%s); set allow_requantize\n",
-                            name, ggml_type_name(cur));
-            free(new_types);
-            goto done;
-        }
-        const struct ggml_type_traits * tt = ggml_get_type_traits(nt);
-        const struct ggml_type_traits * ts = ggml_get_type_traits(cur);
-        const bool searchable = ggml_quantize_requires_imatrix(nt) && params->imatrix != NULL; // IQ2_XXS/XS, IQ1
-        if (nt != cur && (!tt || !(tt->from_float_ref || searchable) || !ts || !ts->to_float)) {
-            LLAMA_LOG_ERROR("llama_model_quantize: cannot convert %s from %s to %s\n", name,
-                            ggml_type_name(cur), ggml_type_name(nt));
-            free(new_types);
-            goto done;
-        }
-        new_types[i] = nt;
-        struct ggml_tensor * t = ggml_new_tensor(meta, cur, n_dims, ne);
-        if (!t) { free(new_types); goto done; }
-        ggml_set_name(t, name);
-        gguf_add_tensor(out, t);
-        gguf_set_tensor_type(out, name, nt);
-        const size_t sz = gguf_get_tensor_size(out, gguf_find_tensor(out, name));
-        if (nt != cur && sz > max_out) max_out = sz;
-        total_in += gguf_get_tensor_size(in, i);
-        total_out += sz;
-    }
+    lo.new_types = GGML_CALLOC((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof(enum ggml_type));
+    if (!lo.new_types || !quantize_layout(&plan, in, out, meta, &lo)) goto done;
     if (params->dry_run) {
-        LLAMA_LOG_INFO("llama_model_quantize: dry run: %.2f MiB -> %.2f MiB\n", total_in / 1048576.0, total_out / 1048576.0);
-        free(new_types);
+        LLAMA_LOG_INFO("llama_model_quantize: dry run: %.2f MiB -> %.2f MiB\n", lo.total_in / 1048576.0, lo.total_out / 1048576.0);
         rc = 0;
         goto done;
     }
-    buf = max_out ? GGML_MALLOC(max_out) : NULL;
-    if (max_out && !buf) {
-        LLAMA_LOG_ERROR("llama_model_quantize: cannot allocate %zu bytes\n", max_out);
-        free(new_types);
+    buf = lo.max_out ? GGML_MALLOC(lo.max_out) : NULL;
+    if (lo.max_out && !buf) {
+        LLAMA_LOG_ERROR("llama_model_quantize: cannot allocate %zu bytes\n", lo.max_out);
         goto done;
     }
     f = fopen(fname_out, "wb");
     if (!f) {
         LLAMA_LOG_ERROR("llama_model_quantize: cannot open %s for writing\n", fname_out);
-        free(new_types);
         goto done;
     }
-    {
-        const size_t meta_size = gguf_get_meta_size(out);
-        void * mbuf = GGML_MALLOC(meta_size);
-        if (!mbuf) { free(new_types); goto done; }
-        gguf_get_meta_data(out, mbuf);
-        const bool ok = fwrite(mbuf, 1, meta_size, f) == meta_size;
-        free(mbuf);
-        if (!ok) { LLAMA_LOG_ERROR("llama_model_quantize: write error\n"); free(new_types); goto done; }
+    const uint8_t * data_in = (const uint8_t *) gguf_mmap_addr(map) + gguf_get_data_offset(in);
+    if (!quantize_write_meta(out, f) || !quantize_write_tensors(params, in, data_in, out, meta, lo.new_types, buf, f)) {
+        goto done;
     }
-    const int nthread = params->nthread > 0 ? params->nthread : ggml_cpu_n_physical_cores();
-    size_t written = 0;
-    for (int64_t i = 0; i < n_tensors; i++) {
-        const char * name = gguf_get_tensor_name(in, i);
-        const int64_t oi = gguf_find_tensor(out, name);
-        const size_t off = gguf_get_tensor_offset(out, oi);
-        const size_t sz = gguf_get_tensor_size(out, oi);
-        if (off > written && !write_zeros(f, off - written)) { free(new_types); goto done; }
-        written = off;
-        const void * src = base_in + data_in + gguf_get_tensor_offset(in, i);
-        const enum ggml_type cur = gguf_get_tensor_type(in, i);
-        const void * data = src;
-        if (new_types[i] != cur) {
-            const int64_t ne0 = gguf_get_tensor_ne(in, i, 0);
-            const int64_t nrows = ne0 > 0 ? (int64_t)(ggml_nelements(ggml_get_tensor(meta, name)) / ne0) : 0;
-            const int64_t ne1 = gguf_get_tensor_n_dims(in, i) > 1 ? gguf_get_tensor_ne(in, i, 1) : 1;
-            const float * im = NULL;
-            if (!quantize_imatrix_for(params, name, ne0, nrows / (ne1 > 0 ? ne1 : 1), &im)) {
-                free(new_types);
-                goto done;
-            }
-            if (!quantize_tensor(src, cur, buf, new_types[i], im, ne0, nrows, ne1 > 0 ? ne1 : 1, nthread)) {
-                LLAMA_LOG_ERROR("llama_model_quantize: cannot convert %s to %s (out of memory, or no importance "
-                                "matrix entry for a type that needs one)\n", name, ggml_type_name(new_types[i]));
-                free(new_types);
-                goto done;
-            }
-            data = buf;
-        }
-        if (fwrite(data, 1, sz, f) != sz) {
-            LLAMA_LOG_ERROR("llama_model_quantize: write error at %s\n", name);
-            free(new_types);
-            goto done;
-        }
-        written += sz;
-        LLAMA_LOG_INFO("[%4lld/%4lld] %-40s %-6s -> %-6s %10.2f KiB\n", (long long)(i + 1), (long long)n_tensors,
-                       name, ggml_type_name(cur), ggml_type_name(new_types[i]), sz / 1024.0);
-    }
-    free(new_types);
     if (fflush(f) != 0) goto done;
-    LLAMA_LOG_INFO("llama_model_quantize: model size %.2f MiB -> %.2f MiB\n", total_in / 1048576.0, total_out / 1048576.0);
+    LLAMA_LOG_INFO("llama_model_quantize: model size %.2f MiB -> %.2f MiB\n", lo.total_in / 1048576.0, lo.total_out / 1048576.0);
     rc = 0;
 done:
     if (f && fclose(f) != 0) rc = 1;
     if (rc != 0 && f) remove(fname_out);
+    free(lo.new_types);
     free(buf);
     ggml_free(meta);
     gguf_free(out);

@@ -686,6 +686,35 @@ static void bpe_tokenize_stretch(const struct llama_vocab * vocab, const char * 
 
 // tokenizer.ggml.model "whitespace": the text is cut at whitespace, which is dropped, and each
 // word is tokenized on its own.
+// One word of a whitespace vocab, lowercased code point by code point first when the vocab says so.
+static void bpe_tokenize_word(const struct llama_vocab * vocab, const char * text, size_t len,
+                              struct llama_vocab_tokens * out) {
+    if (!vocab->words_lowercase) {
+        bpe_tokenize_stretch(vocab, text, len, out);
+        return;
+    }
+    char small[256];
+    char * low = len * 2 <= sizeof(small) ? small : GGML_MALLOC(len * 2);  // a lowercase form is at most 2x longer (U+023A)
+    if (low == NULL) {
+        out->oom = true;
+        return;
+    }
+    size_t n = 0;
+    for (size_t pos = 0, clen; pos < len; pos += clen) {
+        const uint32_t cp = unicode_utf8_decode((const uint8_t *) text + pos, len - pos, &clen);
+        if (cp == UNICODE_INVALID) {
+            memcpy(low + n, text + pos, clen);
+            n += clen;
+        } else {
+            n += unicode_utf8_encode(unicode_tolower(cp), low + n);
+        }
+    }
+    bpe_tokenize_stretch(vocab, low, n, out);
+    if (low != small) {
+        free(low);
+    }
+}
+
 static void bpe_tokenize_words(const struct llama_vocab * vocab, const char * text, size_t len,
                                struct llama_vocab_tokens * out) {
     size_t word = 0, pos = 0;
@@ -694,14 +723,14 @@ static void bpe_tokenize_words(const struct llama_vocab * vocab, const char * te
         const uint32_t cp = unicode_utf8_decode((const uint8_t *) text + pos, len - pos, &clen);
         if (cp != UNICODE_INVALID && (unicode_cpt_flags(cp) & F_WS)) {
             if (pos > word) {
-                bpe_tokenize_stretch(vocab, text + word, pos - word, out);
+                bpe_tokenize_word(vocab, text + word, pos - word, out);
             }
             word = pos + clen;
         }
         pos += clen;
     }
     if (len > word) {
-        bpe_tokenize_stretch(vocab, text + word, len - word, out);
+        bpe_tokenize_word(vocab, text + word, len - word, out);
     }
 }
 

@@ -114,7 +114,7 @@ def _rss_kib():
 
 
 def test_repacked_weights_give_the_stored_layouts_bits(smollm2_path, lib_path):
-    # use_extra_bufts repacks the matmul weights at load (cpu/repack.h); the repacked kernels
+    # use_extra_bufts repacks the matmul weights at load (ggml/src/ggml-cpu/repack.h); the repacked kernels
     # must reproduce the stored-layout kernels bit for bit, for a batch and for one token.
     toks = None
     results = {}

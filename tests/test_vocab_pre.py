@@ -219,8 +219,10 @@ def test_family_random_text_matches_hf(tmp_path, lib_path, pre):
         M.llama_model_free(m)
 
 
-def _write_gguf_model(path: Path, model: str, pre: str, tokens, merges, types):
+def _write_gguf_model(path: Path, model: str, pre: str, tokens, merges, types, lowercase=None):
     w = gguf.GGUFWriter(str(path), "llama")
+    if lowercase is not None:
+        w.add_bool("tokenizer.ggml.normalizer.lowercase", lowercase)
     w.add_string("tokenizer.ggml.model", model)
     w.add_string("tokenizer.ggml.pre", pre)
     w.add_array("tokenizer.ggml.tokens", tokens)
@@ -231,25 +233,36 @@ def _write_gguf_model(path: Path, model: str, pre: str, tokens, merges, types):
     w.close()
 
 
-def test_whitespace_model_matches_hf(tmp_path, lib_path):
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_whitespace_model_matches_hf(tmp_path, lib_path, lowercase):
     """tokenizer.ggml.model "whitespace" (pre "whitespace"): words between whitespace, BPE over
-    characters (no byte alphabet); HF: WhitespaceSplit and a character-level BPE."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    characters (no byte alphabet); HF: WhitespaceSplit and a character-level BPE. With
+    tokenizer.ggml.normalizer.lowercase (jina-embeddings-v2-base-zh), HF's Lowercase normalizer
+    first; texts whose lowercase form changes length (the one-to-many mappings such as İ, which
+    llama.cpp maps one code point to one) are left out."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    if lowercase:
+        tok.normalizer = normalizers.Lowercase()
     texts = _corpus()
+    if lowercase:
+        texts = [t for t in texts if all(len(c.lower()) == 1 for c in t)]
     tok.train_from_iterator(texts, trainer=trainers.BpeTrainer(vocab_size=3000, show_progress=False))
     model = json.loads(tok.to_str())["model"]
     vocab = model["vocab"]
     merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
     tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
     path = tmp_path / "ws.gguf"
-    _write_gguf_model(path, "whitespace", "whitespace", tokens, merges, [1] * len(tokens))
+    _write_gguf_model(path, "whitespace", "whitespace", tokens, merges, [1] * len(tokens),
+                      lowercase=lowercase if lowercase else None)
     m = _ours(path)
     try:
         v = M.llama_model_get_vocab(m)
         bad = [t for t in texts if _tokenize(v, t) != tok.encode(t, add_special_tokens=False).ids]
         assert not bad, f"{len(bad)} differ; first {bad[:2]!r}"
+        if lowercase:
+            assert _tokenize(v, "HELLO World") == _tokenize(v, "hello world")
     finally:
         M.llama_model_free(m)
 

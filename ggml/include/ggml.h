@@ -1,5 +1,5 @@
 // ggml.h — the tensor core of llama_py: an arena context, strided tensors, views,
-// op constructors that record a computation DAG, and CPU graph execution.
+// op constructors that record a computation DAG. Computing a graph on the CPU: ggml-cpu.h.
 //
 // Usage:
 //
@@ -552,28 +552,8 @@ GGML_API void ggml_graph_reset(struct ggml_cgraph * cgraph);
 // Empties the graph so it can be rebuilt.
 GGML_API void ggml_graph_clear(struct ggml_cgraph * cgraph);
 
-// ---- CPU computation ----
+// ---- environment ----
 
-// Persistent pool of n_threads (the caller's thread is one of them). Free with ggml_threadpool_free.
-GGML_API struct ggml_threadpool * ggml_threadpool_new(int n_threads);
-// Stops and joins the pool's threads; NULL-safe.
-GGML_API void ggml_threadpool_free(struct ggml_threadpool * tp);
-// Threads in the pool.
-GGML_API int ggml_threadpool_get_n_threads(const struct ggml_threadpool * tp);
-// Changes how many of the pool's threads the next computations use (1..created count).
-GGML_API void ggml_threadpool_set_n_threads(struct ggml_threadpool * tp, int n_threads);
-// Callback polled between nodes; returning true aborts the computation.
-GGML_API void ggml_threadpool_set_abort_callback(struct ggml_threadpool * tp, ggml_abort_callback cb, void * data);
-// Computes every node in order on the pool. Scratch memory is kept by the pool across calls.
-GGML_API enum ggml_status ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_threadpool * tp);
-// One-shot: computes with a temporary pool of n_threads (ctx is unused but kept for the classic signature).
-GGML_API enum ggml_status ggml_graph_compute_with_ctx(struct ggml_context * ctx, struct ggml_cgraph * cgraph, int n_threads);
-// Number of physical CPU cores (at least 1).
-GGML_API int ggml_cpu_n_physical_cores(void);
-// Names the CPU kernel variant in use ("avx512", "avx2", "portable", "neon").
-GGML_API const char * ggml_cpu_variant(void);
-// Comma-separated CPU features the library detected and uses.
-GGML_API const char * ggml_cpu_features(void);
 // The environment switches and their values ("GGML_CPU_VARIANT=auto GGML_CPU_GEMM=1 ..."; README lists them).
 GGML_API const char * ggml_env_summary(void);
 

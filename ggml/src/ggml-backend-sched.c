@@ -275,26 +275,10 @@ static bool sched_ensure_ctx(ggml_backend_sched_t s, const struct ggml_cgraph * 
     return s->ctx != NULL;
 }
 
-bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t s, struct ggml_cgraph * g) {
-    if (!s || !g) {
-        GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: NULL %s", s ? "graph" : "scheduler");
-        return false;
-    }
-    if (g->overflow) {
-        GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: the graph is incomplete (it overflowed or was given a NULL tensor)");
-        return false;
-    }
-    s->graph = NULL;
-    s->unchanged = false;
-    s->n_splits = 0;
-    s->n_copies = 0;
-    if (!map_reset(&s->assign, (size_t) g->n_nodes + g->n_leafs) || !sched_ensure_ctx(s, g)) {
-        GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: out of memory");
-        return false;
-    }
+// Allocation phase (1): backends of leafs with data, then of nodes in order, then of data-less
+// leafs (their first consumer's). False (logged) when a tensor's memory or op fits no backend.
+static bool sched_assign_backends(ggml_backend_sched_t s, struct ggml_cgraph * g) {
     const int cpu = s->n_backends - 1;
-
-    // (1) backends of leafs with data, then of nodes in order, then of data-less leafs
     for (int i = 0; i < g->n_leafs; i++) {
         struct ggml_tensor * t = g->leafs[i];
         const int b = sched_data_backend(s, t);
@@ -331,10 +315,14 @@ bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t s, struct ggml_cgraph *
             }
         }
     }
+    return true;
+}
 
-    // (2) splits and copies
+// The one backend that runs every node and can read every source where it lives (the fast
+// path: the graph is its own split), or -1.
+static int sched_single_backend(ggml_backend_sched_t s, const struct ggml_cgraph * g) {
     bool single = true;
-    const int b0 = g->n_nodes ? map_get(&s->assign, g->nodes[0]) : cpu;
+    const int b0 = g->n_nodes ? map_get(&s->assign, g->nodes[0]) : s->n_backends - 1;
     for (int i = 0; i < g->n_nodes && single; i++) {
         struct ggml_tensor * n = g->nodes[i];
         if (!ggml_op_is_view(n->op) && map_get(&s->assign, n) != b0) single = false;
@@ -344,16 +332,59 @@ bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t s, struct ggml_cgraph *
             }
         }
     }
-    if (single) {
-        if (!ggml_gallocr_alloc_graph(s->galloc[b0], g)) return false;
-        struct sched_split * sp = sched_new_split(s, b0, 0);
-        if (!sp) return false;
-        sp->i_end = g->n_nodes;
-        sp->gf = g;
-        s->graph = g;
-        return true;
-    }
+    return single ? b0 : -1;
+}
 
+// Allocation phase (2), one node: each source the split's backend cannot read is read from a
+// copy in its memory (one copy of a root per split, reused when another node reads it again;
+// a view of the root becomes the same view of the copy).
+static bool sched_copy_inputs(ggml_backend_sched_t s, struct sched_split * cur, struct ggml_tensor * n) {
+    for (int j = 0; j < GGML_MAX_SRC; j++) {
+        struct ggml_tensor * src = n->src[j];
+        if (!src) continue;
+        struct ggml_tensor * root = ggml_tensor_root(src);
+        if (sched_readable(s, cur->backend, root)) continue;
+        // one copy of root in this split (reused when another node of it reads root again)
+        struct ggml_tensor * copy = NULL;
+        for (int k = 0; k < cur->n_inputs; k++) {
+            if (cur->inputs[k] == root) copy = cur->copies[k];
+        }
+        if (!copy) {
+            if (cur->n_inputs == SCHED_MAX_INPUTS) {
+                GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: split %d needs more than %d inputs", s->n_splits - 1, SCHED_MAX_INPUTS);
+                return false;
+            }
+            if (!ggml_is_contiguous(root)) {
+                GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: cannot copy non-contiguous '%s' between backends", root->name);
+                return false;
+            }
+            copy = ggml_dup_tensor(s->ctx, root);
+            if (!copy) return false;
+            ggml_format_name(copy, "%.40s#%s", root->name, ggml_backend_name(s->backends[cur->backend]));
+            copy->flags |= GGML_TENSOR_FLAG_INPUT;
+            map_set(&s->assign, copy, cur->backend);
+            cur->inputs[cur->n_inputs] = root;
+            cur->copies[cur->n_inputs] = copy;
+            cur->n_inputs++;
+            s->n_copies++;
+        }
+        if (src == root) {
+            n->src[j] = copy;
+        } else {
+            struct ggml_tensor * v = ggml_new_tensor_impl(s->ctx, src->type, GGML_MAX_DIMS, src->ne, copy, src->view_offs);
+            if (!v) return false;
+            memcpy(v->nb, src->nb, sizeof(v->nb));
+            ggml_format_name(v, "%.40s#view", src->name);
+            map_set(&s->assign, v, cur->backend);
+            n->src[j] = v;
+        }
+    }
+    return true;
+}
+
+// Allocation phase (2): consecutive nodes of one backend form a split (a view stays in the
+// split it follows), each with the copies of its inputs.
+static bool sched_make_splits(ggml_backend_sched_t s, struct ggml_cgraph * g) {
     struct sched_split * cur = NULL;
     for (int i = 0; i < g->n_nodes; i++) {
         struct ggml_tensor * n = g->nodes[i];
@@ -364,50 +395,16 @@ bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t s, struct ggml_cgraph *
             if (!cur) return false;
         }
         if (ggml_op_is_view(n->op)) continue;
-        for (int j = 0; j < GGML_MAX_SRC; j++) {
-            struct ggml_tensor * src = n->src[j];
-            if (!src) continue;
-            struct ggml_tensor * root = ggml_tensor_root(src);
-            if (sched_readable(s, cur->backend, root)) continue;
-            // one copy of root in this split (reused when another node of it reads root again)
-            struct ggml_tensor * copy = NULL;
-            for (int k = 0; k < cur->n_inputs; k++) {
-                if (cur->inputs[k] == root) copy = cur->copies[k];
-            }
-            if (!copy) {
-                if (cur->n_inputs == SCHED_MAX_INPUTS) {
-                    GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: split %d needs more than %d inputs", s->n_splits - 1, SCHED_MAX_INPUTS);
-                    return false;
-                }
-                if (!ggml_is_contiguous(root)) {
-                    GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: cannot copy non-contiguous '%s' between backends", root->name);
-                    return false;
-                }
-                copy = ggml_dup_tensor(s->ctx, root);
-                if (!copy) return false;
-                ggml_format_name(copy, "%.40s#%s", root->name, ggml_backend_name(s->backends[cur->backend]));
-                copy->flags |= GGML_TENSOR_FLAG_INPUT;
-                map_set(&s->assign, copy, cur->backend);
-                cur->inputs[cur->n_inputs] = root;
-                cur->copies[cur->n_inputs] = copy;
-                cur->n_inputs++;
-                s->n_copies++;
-            }
-            if (src == root) {
-                n->src[j] = copy;
-            } else {
-                struct ggml_tensor * v = ggml_new_tensor_impl(s->ctx, src->type, GGML_MAX_DIMS, src->ne, copy, src->view_offs);
-                if (!v) return false;
-                memcpy(v->nb, src->nb, sizeof(v->nb));
-                ggml_format_name(v, "%.40s#view", src->name);
-                map_set(&s->assign, v, cur->backend);
-                n->src[j] = v;
-            }
-        }
+        if (!sched_copy_inputs(s, cur, n)) return false;
     }
     if (cur) cur->i_end = g->n_nodes;
+    return true;
+}
 
-    // (3) memory: each backend's nodes and copies in one plan; what is copied out stays alive
+// Allocation phase (3): each backend's nodes, copies and leafs in one graph for its allocator;
+// the sources that are copied out are marked outputs meanwhile so that they stay alive to the
+// end (their flags restored afterwards).
+static bool sched_alloc_backends(ggml_backend_sched_t s, struct ggml_cgraph * g) {
     int32_t * saved_flags = GGML_MALLOC(((size_t) s->n_copies + 1) * sizeof(int32_t));
     struct ggml_tensor ** kept = GGML_MALLOC(((size_t) s->n_copies + 1) * sizeof(*kept));
     if (!saved_flags || !kept) {
@@ -449,9 +446,11 @@ bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t s, struct ggml_cgraph *
     for (int k = 0; k < n_kept; k++) kept[k]->flags = saved_flags[k];
     free(saved_flags);
     free(kept);
-    if (!ok) return false;
+    return ok;
+}
 
-    // views anywhere see their sources' final places; each split gets its own graph
+// After allocation: views anywhere see their sources' final places; each split gets its own graph.
+static bool sched_finish_splits(ggml_backend_sched_t s, struct ggml_cgraph * g) {
     for (int i = 0; i < g->n_nodes; i++) {
         struct ggml_tensor * n = g->nodes[i];
         for (int j = -1; j < GGML_MAX_SRC; j++) {
@@ -467,6 +466,42 @@ bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t s, struct ggml_cgraph *
         sp->gf = sched_graph_of(s, sp->i_end - sp->i_start, 0);
         if (!sp->gf) return false;
         for (int i = sp->i_start; i < sp->i_end; i++) sp->gf->nodes[sp->gf->n_nodes++] = g->nodes[i];
+    }
+    return true;
+}
+
+bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t s, struct ggml_cgraph * g) {
+    if (!s || !g) {
+        GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: NULL %s", s ? "graph" : "scheduler");
+        return false;
+    }
+    if (g->overflow) {
+        GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: the graph is incomplete (it overflowed or was given a NULL tensor)");
+        return false;
+    }
+    s->graph = NULL;
+    s->unchanged = false;
+    s->n_splits = 0;
+    s->n_copies = 0;
+    if (!map_reset(&s->assign, (size_t) g->n_nodes + g->n_leafs) || !sched_ensure_ctx(s, g)) {
+        GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: out of memory");
+        return false;
+    }
+    if (!sched_assign_backends(s, g)) {
+        return false;
+    }
+    const int b0 = sched_single_backend(s, g);
+    if (b0 >= 0) {
+        if (!ggml_gallocr_alloc_graph(s->galloc[b0], g)) return false;
+        struct sched_split * sp = sched_new_split(s, b0, 0);
+        if (!sp) return false;
+        sp->i_end = g->n_nodes;
+        sp->gf = g;
+        s->graph = g;
+        return true;
+    }
+    if (!sched_make_splits(s, g) || !sched_alloc_backends(s, g) || !sched_finish_splits(s, g)) {
+        return false;
     }
     s->graph = g;
     return true;

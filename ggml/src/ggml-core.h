@@ -43,13 +43,6 @@ struct ggml_abi_struct {
     size_t size;
 };
 
-// Optional extension: another layer (llama/) may define these two functions to describe its
-// own structs; ggml_abi_struct_size / ggml_abi_field_offset consult them when the lookup in
-// ggml's own table fails. They are weak references, so the library links without them.
-// Return 0 / (size_t)-1 for unknown names, like the public functions.
-size_t ggml_abi_struct_size_ext(const char * struct_name);
-size_t ggml_abi_field_offset_ext(const char * struct_name, const char * field_name);
-
 #ifdef __cplusplus
 }
 #endif

@@ -128,15 +128,6 @@ static const struct ggml_abi_field g_abi_fields[] = {
 
 #undef ABI_FIELD
 
-// Other layers describe their structs by defining the _ext functions (see ggml-core.h).
-#if defined(__GNUC__) && !defined(_WIN32)
-#pragma weak ggml_abi_struct_size_ext
-#pragma weak ggml_abi_field_offset_ext
-#define GGML_ABI_HAVE_EXT 1
-#else
-#define GGML_ABI_HAVE_EXT 0
-#endif
-
 int ggml_abi_version(void) {
     return GGML_ABI_VERSION;
 }
@@ -150,11 +141,6 @@ size_t ggml_abi_struct_size(const char * struct_name) {
             return g_abi_structs[i].size;
         }
     }
-#if GGML_ABI_HAVE_EXT
-    if (ggml_abi_struct_size_ext) {
-        return ggml_abi_struct_size_ext(struct_name);
-    }
-#endif
     return 0;
 }
 
@@ -168,11 +154,6 @@ size_t ggml_abi_field_offset(const char * struct_name, const char * field_name) 
             return g_abi_fields[i].offset;
         }
     }
-#if GGML_ABI_HAVE_EXT
-    if (ggml_abi_field_offset_ext) {
-        return ggml_abi_field_offset_ext(struct_name, field_name);
-    }
-#endif
     return (size_t) -1;
 }
 

@@ -1,6 +1,6 @@
 """llama.h mirror, contexts section: llama_context_params, llama_batch, contexts, the KV-cache
 memory API, state save/restore, batches and llama_decode, logits and embeddings, threads and
-performance counters (src/context.c, kv-cache.c, batch.c, state.c).
+performance counters (src/context.c, kv-cache.c, batch.c, batch-ext.c, state.c).
 llama_cpp.py re-exports everything here.
 """
 from __future__ import annotations

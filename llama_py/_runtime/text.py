@@ -11,7 +11,11 @@ from .._lib import LlamaError
 
 def tokenize(vocab, data: bytes, add_special: bool = True, parse_special: bool = False) -> List[int]:
     """UTF-8 bytes to token ids (add_special: BOS where the model wants one; parse_special:
-    control-token text such as <|im_end|> becomes its token); LlamaError when the library fails."""
+    control-token text such as <|im_end|> becomes its token); LlamaError when the library fails
+    or the model has no vocabulary (tokenizer.ggml.model = 'none')."""
+    if data and C.llama_vocab_type(vocab) == C.LLAMA_VOCAB_TYPE_NONE:
+        raise LlamaError("the model has no vocabulary (tokenizer.ggml.model = 'none'): it cannot tokenize text; "
+                         "pass token ids or embeddings instead")
     n_max = len(data) + 8
     buf = (C.llama_token * n_max)()
     n = C.llama_tokenize(vocab, data, len(data), buf, n_max, add_special, parse_special)

@@ -1,4 +1,4 @@
-// test_gemm.c — the GEMM path of mul_mat (cpu/gemm.h) against the per-column vec_dot path:
+// test_gemm.c — the GEMM path of mul_mat (ggml-cpu/gemm.h) against the per-column vec_dot path:
 //   1. per kernel set and type: panels + activation groups + micro-kernel, tile by tile, equal to
 //      the portable vec_dot of the same quantized rows within float rounding (the integer sums
 //      are the same, only the order of float additions differs);
@@ -15,6 +15,7 @@
 #include "ggml-cpu/gemm.h"
 #include "ggml-cpu/repack.h"
 #include "ggml.h"
+#include "ggml-cpu.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -3,6 +3,7 @@
 // and top_k (ties by lower index), sigmoid; on 1, 2 and 3 threads; plus the constructors'
 // refusals and an out-of-range expert id failing the computation instead of reading past the experts.
 #include "ggml.h"
+#include "ggml-cpu.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,6 +2,7 @@
 // companions (sigmoid, softplus, l2_norm) against naive double-precision loops written here, on
 // 1, 2 and 3 threads, with strided inputs; and the constructors' refusals.
 #include "ggml.h"
+#include "ggml-cpu.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -9,6 +9,7 @@
 #define GGML_CPU_IMPL_H
 
 #include "../ggml-impl.h"
+#include "ggml-cpu.h"
 
 #ifdef __cplusplus
 extern "C" {

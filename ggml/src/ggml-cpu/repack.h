@@ -1,4 +1,4 @@
-// repack.h — weights laid out once, at load time, for the CPU GEMM of cpu/gemm.h.
+// repack.h — weights laid out once, at load time, for the CPU GEMM of gemm.h.
 //
 // mul_mat otherwise unpacks every 16-row panel of a quantized weight matrix each time it runs
 // (cheap for a prompt, where a panel meets hundreds of columns, but most of the work when one

@@ -9,6 +9,7 @@
 // matmuls), so that the scheduler's CPU fallback is exercised too, and computes with the CPU
 // kernels on its own thread pool.
 #include "../ggml-backend-impl.h"
+#include "ggml-cpu.h"
 #include "../ggml-core.h"
 
 #include <pthread.h>
