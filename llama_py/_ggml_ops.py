@@ -349,3 +349,9 @@ def ggml_concat(ctx, a, b, dim):
 @_c("ggml_flash_attn_ext", [_ctx, _t, _t, _t, _t, c_float, c_float, c_float], _t)
 def ggml_flash_attn_ext(ctx, q, k, v, mask, scale, max_bias, logit_softcap):
     ...
+
+
+# Attention sinks (F32 [q->ne[2]]) joining a FLASH_ATTN_EXT node's denominators; returns the node.
+@_c("ggml_flash_attn_ext_add_sinks", [_t, _t], _t)
+def ggml_flash_attn_ext_add_sinks(fa, sinks):
+    ...

@@ -398,6 +398,13 @@ ARCHS["qwen2_moe"] = ArchSpec(
     "qwen2moe", ("Qwen2MoeForCausalLM",),
     {**_attn(perm=False, bias=True), **_QWEN3MOE_LAYER, **_QWEN35MOE_FFN},
     check=_qwen3moe_check, keys=_qwen2moe_keys, experts=_QWEN3MOE_EXPERTS)
+# OLMoE: llama attention with RMS norms over the whole Q and K vectors, experts as Qwen3-MoE's whose
+# softmax weights are not renormalised (norm_topk_prob false)
+ARCHS["olmoe"] = ArchSpec(
+    "olmoe", ("OlmoeForCausalLM",),
+    {**_attn(perm=False), "self_attn.q_norm.weight": LayerTensor("attn_q_norm.weight", (Q,)),
+     "self_attn.k_norm.weight": LayerTensor("attn_k_norm.weight", (KV,)), **_QWEN3MOE_LAYER},
+    check=_qwen3moe_check, keys=_moe_keys, experts=_QWEN3MOE_EXPERTS)
 # Mixtral is llama with experts (w1 gate, w3 up, w2 down), softmax over the chosen two
 _MIXTRAL_LAYER, _MIXTRAL_EXPERTS = _moe("block_sparse_moe.gate.weight", "block_sparse_moe.experts", "w1.weight",
                                         "w3.weight", "w2.weight")

@@ -25,16 +25,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # weights every generated token reads (token_embd only when it doubles as the output matrix)
-MATMUL_WEIGHT = re.compile(r"^(blk\.\d+\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)|output)\.weight$")
+MATMUL_WEIGHT = re.compile(r"^(blk\.\d+\.(attn_q|attn_k|attn_v|attn_qkv|attn_output|ffn_gate|ffn_up|ffn_down|"
+                           r"ffn_gate_inp|ffn_gate_shexp|ffn_up_shexp|ffn_down_shexp)|output)\.weight$")
+# stacked experts: a token reads expert_used_count of expert_count of them
+EXPERT_WEIGHT = re.compile(r"^blk\.\d+\.ffn_(gate|up|down|gate_up)_exps\.weight$")
 
 
 def token_bytes(path: str) -> int:
-    """Bytes of the matmul weights one generated token reads (from the GGUF's tensor table)."""
+    """Bytes of the matmul weights one generated token reads (from the GGUF's tensor table): of
+    stacked experts, the share a token chooses (expert_used_count / expert_count)."""
     from gguf import GGUFReader
 
     r = GGUFReader(path)
     names = {t.name: int(t.n_bytes) for t in r.tensors}
     total = sum(n for name, n in names.items() if MATMUL_WEIGHT.match(name))
+    arch = str(bytes(r.fields["general.architecture"].parts[-1]), "utf-8")
+    n_exp, n_used = r.fields.get(f"{arch}.expert_count"), r.fields.get(f"{arch}.expert_used_count")
+    if n_exp is not None and n_used is not None:
+        share = int(n_used.parts[-1][0]) / int(n_exp.parts[-1][0])
+        total += int(sum(n for name, n in names.items() if EXPERT_WEIGHT.match(name)) * share)
     if "output.weight" not in names:
         total += names.get("token_embd.weight", 0)  # tied embeddings are the output matrix
     return total

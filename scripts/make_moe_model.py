@@ -81,34 +81,43 @@ def write_moe_model(out: Path, *, arch: str, n_layer: int, n_embd: int, n_head: 
     nv = copy_vocab(w, vocab if vocab is not None else default_vocab(), n_vocab)
     w.add_vocab_size(nv)
 
-    def mat(*shape: int, scale: float = 1.0) -> np.ndarray:
+    # The tensors are announced first and drawn one at a time while being written, so that the
+    # script holds one tensor in memory, not the whole model (13 GB of F16 for olmoe).
+    specs = []  # (name, shape (numpy order: out, in last), dtype, draw)
+
+    def mat(name: str, *shape: int, scale: float = 1.0, dt=None) -> None:
         # numpy shape (..., rows=out, cols=in) is ggml ne [in, out, ...]
-        return (rng.standard_normal(shape, dtype=np.float32) * (scale / np.sqrt(shape[-1]))).astype(dtype)
+        specs.append((name, shape, dt or dtype,
+                      lambda: rng.standard_normal(shape, dtype=np.float32) * (scale / np.sqrt(shape[-1]))))
 
-    def norm(n: int) -> np.ndarray:
-        return (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)).astype(np.float32)
+    def norm(name: str, n: int) -> None:
+        specs.append((name, (n,), np.float32, lambda: 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)))
 
-    w.add_tensor("token_embd.weight", rng.standard_normal((nv, n_embd), dtype=np.float32).astype(dtype))
-    w.add_tensor("output_norm.weight", norm(n_embd))
-    w.add_tensor("output.weight", mat(nv, n_embd))
+    specs.append(("token_embd.weight", (nv, n_embd), dtype, lambda: rng.standard_normal((nv, n_embd), dtype=np.float32)))
+    norm("output_norm.weight", n_embd)
+    mat("output.weight", nv, n_embd)
     for il in range(n_layer):
         p = f"blk.{il}."
-        w.add_tensor(p + "attn_norm.weight", norm(n_embd))
-        w.add_tensor(p + "attn_q.weight", mat(hd * n_head, n_embd))
-        w.add_tensor(p + "attn_k.weight", mat(hd * n_head_kv, n_embd))
-        w.add_tensor(p + "attn_v.weight", mat(hd * n_head_kv, n_embd))
-        w.add_tensor(p + "attn_output.weight", mat(n_embd, hd * n_head))
+        norm(p + "attn_norm.weight", n_embd)
+        mat(p + "attn_q.weight", hd * n_head, n_embd)
+        mat(p + "attn_k.weight", hd * n_head_kv, n_embd)
+        mat(p + "attn_v.weight", hd * n_head_kv, n_embd)
+        mat(p + "attn_output.weight", n_embd, hd * n_head)
         if arch == "qwen3moe":
-            w.add_tensor(p + "attn_q_norm.weight", norm(hd))
-            w.add_tensor(p + "attn_k_norm.weight", norm(hd))
-        w.add_tensor(p + "ffn_norm.weight", norm(n_embd))
-        w.add_tensor(p + "ffn_gate_inp.weight", mat(n_expert, n_embd, scale=4.0).astype(np.float32))
-        w.add_tensor(p + "ffn_gate_exps.weight", mat(n_expert, n_ff_exp, n_embd))
-        w.add_tensor(p + "ffn_up_exps.weight", mat(n_expert, n_ff_exp, n_embd))
-        w.add_tensor(p + "ffn_down_exps.weight", mat(n_expert, n_embd, n_ff_exp))
+            norm(p + "attn_q_norm.weight", hd)
+            norm(p + "attn_k_norm.weight", hd)
+        norm(p + "ffn_norm.weight", n_embd)
+        mat(p + "ffn_gate_inp.weight", n_expert, n_embd, scale=4.0, dt=np.float32)
+        mat(p + "ffn_gate_exps.weight", n_expert, n_ff_exp, n_embd)
+        mat(p + "ffn_up_exps.weight", n_expert, n_ff_exp, n_embd)
+        mat(p + "ffn_down_exps.weight", n_expert, n_embd, n_ff_exp)
+    for name, shape, dt, _ in specs:
+        w.add_tensor_info(name, shape, np.dtype(dt), int(np.prod(shape)) * np.dtype(dt).itemsize)
     w.write_header_to_file()
     w.write_kv_data_to_file()
-    w.write_tensors_to_file()
+    w.write_ti_data_to_file()
+    for _, _, dt, draw in specs:
+        w.write_tensor_data(draw().astype(dt))
     w.close()
     attn = n_embd * hd * (2 * n_head + 2 * n_head_kv)
     expert = 3 * n_embd * n_ff_exp

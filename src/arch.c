@@ -132,6 +132,17 @@ static const struct llm_key_spec QWEN2MOE_KEYS[] = {
     { NULL, 0, 0, false, 0 },
 };
 
+// ---- olmoe (OLMoE-1B-7B): llama attention with an RMS norm over the whole Q and K vectors (not
+// per head) before rope, NeoX rope, every FFN a mixture of experts whose softmax weights are not
+// renormalised ----
+static const struct llm_tensor_spec OLMOE_TENSORS[] = {
+    T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
+    B_ATTN_NORM, B_Q, B_K, B_V, B_O, B_FFN_NORM, B_MOE,
+    B("attn_q_norm.weight", attn_q_norm, REQ | F32, 1, LLM_DIM_Q, 0),
+    B("attn_k_norm.weight", attn_k_norm, REQ | F32, 1, LLM_DIM_K, 0),
+    T_END,
+};
+
 // ---- gpt-oss: attention with Q/K/V/O biases and per-head sinks, sliding-window and full layers
 // alternating (even layers slide), every FFN experts with biases: router with a bias, softmax over
 // the chosen top-k logits, the clamped SwiGLU (graph-moe.c). The FFN's norm is stored as
@@ -513,6 +524,7 @@ static const struct llama_arch_info ARCHS[] = {
     { "gemma2", LLM_ROPE_NEOX,   GEMMA2_KEYS, GEMMA2_TENSORS, gemma2_finish, llm_build_gemma3 },
     { "qwen3moe", LLM_ROPE_NEOX, QWEN3MOE_KEYS, QWEN3MOE_TENSORS, moe_finish, llm_build_llama },
     { "qwen2moe", LLM_ROPE_NEOX, QWEN2MOE_KEYS, QWEN2MOE_TENSORS, moe_finish, llm_build_llama },
+    { "olmoe",  LLM_ROPE_NEOX,   QWEN2MOE_KEYS, OLMOE_TENSORS, moe_finish, llm_build_llama },
     { "qwen35", LLM_ROPE_NEOX,   QWEN35_KEYS, QWEN35_TENSORS, qwen35_finish, llm_build_llama },
     { "qwen35moe", LLM_ROPE_NEOX, QWEN35MOE_KEYS, QWEN35MOE_TENSORS, qwen35moe_finish, llm_build_llama },
     { "gemma4", LLM_ROPE_NEOX,   GEMMA4_KEYS, GEMMA4_TENSORS, gemma4_finish, llm_build_gemma4 },

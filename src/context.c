@@ -278,9 +278,6 @@ static void ctx_init_fields(struct llama_context * ctx, struct llama_model * mod
     ctx->n_threads_batch = ctx_clamp_threads(params.n_threads_batch);
     ctx->n_threads_max = ctx->n_threads > ctx->n_threads_batch ? ctx->n_threads : ctx->n_threads_batch;
     ctx->flash_attn = flash;
-    if (flash && model->hparams.n_layer > 0 && model->layers[0].attn_sinks != NULL) {
-        LLAMA_LOG_INFO("llama_init_from_model: attention sinks: layers run the softmax path, not flash attention\n");
-    }
     ctx->embeddings = params.embeddings;
     ctx->pooling = params.pooling_type == LLAMA_POOLING_TYPE_UNSPECIFIED ? LLAMA_POOLING_TYPE_NONE : params.pooling_type;
     ctx->abort_cb = params.abort_callback;

@@ -77,6 +77,20 @@ static struct ggml_tensor * graph_bias(struct ggml_context * c, struct ggml_tens
 // gated attention (hp->attn_gated) each Q head's rows are followed by its gate's, *gate. k and
 // v are NULL for a layer that reads an earlier layer's KV. Without a V projection V is K's
 // projection (before K's norm and rope); with attn_v_norm it is RMS-normed per head.
+// RMS norm of x [hd, heads, n] by w: per head when w has hd elements (qwen3), over each token's
+// whole vector when it has hd * heads (olmoe).
+static struct ggml_tensor * graph_qk_norm(struct llm_graph * g, struct ggml_tensor * x, struct ggml_tensor * w) {
+    struct ggml_context * c = g->c;
+    const int64_t hd = x->ne[0], heads = x->ne[1], n = x->ne[2];
+    if (w->ne[0] == hd || heads == 1) {
+        return llm_graph_norm(g, x, w);
+    }
+    x = ggml_is_contiguous(x) ? x : ggml_cont(c, x);          // a view of a fused QKV product
+    x = x ? ggml_reshape_2d(c, x, hd * heads, n) : NULL;
+    x = x ? llm_graph_norm(g, x, w) : NULL;
+    return x ? ggml_reshape_3d(c, x, hd, heads, n) : NULL;
+}
+
 static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
                       struct ggml_tensor ** q, struct ggml_tensor ** k, struct ggml_tensor ** v, struct ggml_tensor ** gate) {
     struct ggml_context * c = g->c;
@@ -153,10 +167,10 @@ static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cu
         GB(*k = ggml_reshape_3d(c, *k, hd_k, n_head_kv, n));
     }
     if (L->attn_q_norm != NULL) {
-        GB(*q = llm_graph_norm(g, *q, L->attn_q_norm));   // per head: rows of hd_k
+        GB(*q = graph_qk_norm(g, *q, L->attn_q_norm));
     }
     if (L->attn_k_norm != NULL) {
-        GB(*k = llm_graph_norm(g, *k, L->attn_k_norm));
+        GB(*k = graph_qk_norm(g, *k, L->attn_k_norm));
     }
     if (hp->attn_v_norm) {
         GB(*v = ggml_is_contiguous(*v) ? *v : ggml_cont(c, *v));   // a view of a fused QKV product
@@ -327,10 +341,11 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     GB(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
     GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
     GB(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]
-    // sinks join the softmax, which flash attention does not expose: such layers take the
-    // softmax path (context.c says so once)
-    if (ctx->flash_attn && L->attn_sinks == NULL) {
+    if (ctx->flash_attn) {
         GB(o = ggml_flash_attn_ext(c, Q, K, V, mask, kq_scale, 0.0f, hp->f_attn_softcap)); // [hd_v, n_head, n_tokens]
+        if (L->attn_sinks != NULL) {
+            GB(o = ggml_flash_attn_ext_add_sinks(o, L->attn_sinks));
+        }
         GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
     } else {
         struct ggml_tensor * kq, * vt, * kqv;

@@ -56,7 +56,8 @@ import gguf
 from gguf import quants as gguf_quants
 
 
-ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "qwen3moe", "gemma4", "qwen2moe", "gpt-oss")
+ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "qwen3moe", "gemma4", "qwen2moe", "gpt-oss",
+         "olmoe")
 
 
 def _field(reader: gguf.GGUFReader, key: str, default=None):
@@ -119,7 +120,7 @@ class LlamaRef:
                 self.kv_src[il] = max(j for j in range(first) if self.swa[j] == self.swa[il])
             self.n_pl = int(g("embedding_length_per_layer_input", 0))
         self.n_expert_used = int(g("expert_used_count", 0) or 0)
-        self.expert_norm = bool(g("expert_weights_norm", arch != "qwen2moe"))
+        self.expert_norm = bool(g("expert_weights_norm", arch not in ("qwen2moe", "olmoe")))
         self.expert_sigmoid = int(g("expert_gating_func", 1) or 1) == 2
         self.expert_scale = float(g("expert_weights_scale", 0.0) or 0.0) or 1.0
         self.w: Dict[str, np.ndarray] = {}
@@ -216,10 +217,14 @@ class LlamaRef:
         q = q + w.get(p + "attn_q.bias", 0.0)
         k = k + w.get(p + "attn_k.bias", 0.0)
         v = v + w.get(p + "attn_v.bias", 0.0)
+        if p + "attn_q_norm.weight" in w and w[p + "attn_q_norm.weight"].size == nq != hd:
+            # olmoe: over each token's whole Q and K vectors, before the split into heads
+            q = self._rmsnorm(q, w[p + "attn_q_norm.weight"])
+            k = self._rmsnorm(k, w[p + "attn_k_norm.weight"])
         q = q.reshape(n, self.n_head, hd)
         k = k.reshape(n, nkv_h, hd)
         v = v.reshape(n, nkv_h, hd)
-        if p + "attn_q_norm.weight" in w:
+        if p + "attn_q_norm.weight" in w and w[p + "attn_q_norm.weight"].size == hd:
             q = self._rmsnorm(q, w[p + "attn_q_norm.weight"])
             k = self._rmsnorm(k, w[p + "attn_k_norm.weight"])
         if self.arch == "gemma4":

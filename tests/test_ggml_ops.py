@@ -549,9 +549,11 @@ def mul_mat_case(K, M, N, A2, B2):
     return build
 
 
-def flash_attn_case(D, Dv, n_q, n_kv, H, H_kv, mask_kind=None, softcap=0.0, max_bias=0.0, kv_view=False):
+def flash_attn_case(D, Dv, n_q, n_kv, H, H_kv, mask_kind=None, softcap=0.0, max_bias=0.0, kv_view=False,
+                    sinks=None):
     """q F32 [D, n_q, H] in the layout; k, v of the case's type (F32/F16), contiguous or as a
-    KV-cache view ([D, H_kv, n_ctx] seen as [D, n_kv, H_kv]); mask F16 or NULL."""
+    KV-cache view ([D, H_kv, n_ctx] seen as [D, n_kv, H_kv]); mask F16 or NULL; sinks (H logits,
+    -inf: none) joining each row's softmax as a column without a value (gpt-oss)."""
     def build(ctx, rng, type, layout):
         q = inp(ctx, rng.uniform(-1, 1, (H, n_q, D)), F32, layout)
         if kv_view:
@@ -585,8 +587,14 @@ def flash_attn_case(D, Dv, n_q, n_kv, H, H_kv, mask_kind=None, softcap=0.0, max_
             if softcap > 0:
                 s = softcap * np.tanh(s / softcap)
             s = s + slopes[h] * mv
-            ref[0, :, h, :] = np_softmax(s) @ vv[hk]
+            if sinks is None:
+                ref[0, :, h, :] = np_softmax(s) @ vv[hk]
+            else:  # the sink column appended, then dropped
+                full = np.concatenate([s, np.full((n_q, 1), sinks[h])], axis=-1)
+                ref[0, :, h, :] = np_softmax(full)[:, :-1] @ vv[hk]
         out = ggml.ggml_flash_attn_ext(ctx, q, k, v, mask, scale, max_bias, softcap)
+        if sinks is not None:
+            assert ggml.ggml_flash_attn_ext_add_sinks(out, inp(ctx, np.asarray(sinks, dtype=np.float64), F32, "cont"))
         return out, ref
     return build
 
@@ -786,6 +794,10 @@ CASES = [
     Case("flash_attn_mask_view", flash_attn_case(64, 64, 7, 50, 6, 3, "random", kv_view=True),
          tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
     Case("flash_attn_softcap_dv", flash_attn_case(32, 48, 9, 40, 4, 4, "random", softcap=5.0),
+         tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
+    Case("flash_attn_sinks", flash_attn_case(64, 64, 7, 50, 6, 3, "random", sinks=[0.5, -2.0, 3.0, -np.inf, 6.0, 0.0]),
+         tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
+    Case("flash_attn_sinks_causal_vec", flash_attn_case(64, 64, 5, 45, 4, 2, "causal", sinks=[1.0, -np.inf, 9.0, -1.0]),
          tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
     Case("flash_attn_causal_alibi", flash_attn_case(64, 64, 12, 45, 8, 2, "causal", max_bias=4.0),
          tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),

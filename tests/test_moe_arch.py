@@ -1,7 +1,8 @@
 """Mixture-of-experts architectures on tiny random-weight transformers models: Qwen3MoeForCausalLM
 (GGUF qwen3moe: qwen3 attention, softmax routing, top-k weights renormalised),
 Qwen2MoeForCausalLM (qwen2moe: Q/K/V biases, weights not renormalised, a sigmoid-gated shared
-expert) and MixtralForCausalLM (GGUF llama with expert_count > 0), converted by our converter and by
+expert), MixtralForCausalLM (GGUF llama with expert_count > 0) and OlmoeForCausalLM (olmoe: RMS norms
+over the whole Q and K vectors, weights not renormalised), converted by our converter and by
 llama.cpp's (0.3.36 sdist), and run by the engine:
 
   - our F32 logits within 1e-3 relative of transformers', batch (flash attention off and on) and
@@ -64,10 +65,19 @@ def _mixtral_config(n_vocab, bos, eos):
         pad_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
 
+def _olmoe_config(n_vocab, bos, eos):
+    return transformers.OlmoeConfig(
+        vocab_size=n_vocab, hidden_size=64, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_experts=N_EXPERT, num_experts_per_tok=N_USED, norm_topk_prob=False,
+        max_position_embeddings=512, rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=bos,
+        eos_token_id=eos, pad_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 # name -> (config, model class, tokenizer, GGUF architecture)
 MODELS = {"qwen3moe": (_qwen3moe_config, "Qwen3MoeForCausalLM", "bpe", "qwen3moe"),
           "qwen2moe": (_qwen2moe_config, "Qwen2MoeForCausalLM", "bpe", "qwen2moe"),
-          "mixtral": (_mixtral_config, "MixtralForCausalLM", "spm", "llama")}
+          "mixtral": (_mixtral_config, "MixtralForCausalLM", "spm", "llama"),
+          "olmoe": (_olmoe_config, "OlmoeForCausalLM", "bpe", "olmoe")}
 
 
 @pytest.fixture(scope="module")

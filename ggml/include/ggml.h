@@ -525,6 +525,12 @@ GGML_API struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml
 GGML_API struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k, struct ggml_tensor * v,
         struct ggml_tensor * mask, float scale, float max_bias, float logit_softcap);
 
+// Attention sinks on a FLASH_ATTN_EXT node: sinks (F32 [q->ne[2]]) holds one logit per head that
+// joins each row's softmax denominator without a value of its own (gpt-oss), as
+// ggml_soft_max_add_sinks does; returns fa itself, or NULL (logged) when it is not a
+// FLASH_ATTN_EXT or sinks' shape differs.
+GGML_API struct ggml_tensor * ggml_flash_attn_ext_add_sinks(struct ggml_tensor * fa, struct ggml_tensor * sinks);
+
 // ---- graphs ----
 
 // Graph with room for GGML_DEFAULT_GRAPH_SIZE nodes, in ctx's arena; NULL if full.

@@ -467,6 +467,17 @@ struct ggml_tensor * ggml_soft_max_add_sinks(struct ggml_tensor * soft_max, stru
     return soft_max;
 }
 
+struct ggml_tensor * ggml_flash_attn_ext_add_sinks(struct ggml_tensor * fa, struct ggml_tensor * sinks) {
+    if (fa == NULL || sinks == NULL || fa->op != GGML_OP_FLASH_ATTN_EXT) {
+        return ggml_op_fail("ggml_flash_attn_ext_add_sinks", "needs a FLASH_ATTN_EXT node and sinks", fa, sinks);
+    }
+    if (sinks->type != GGML_TYPE_F32 || ggml_nelements(sinks) != fa->src[0]->ne[2] || !ggml_is_contiguous(sinks)) {
+        return ggml_op_fail("ggml_flash_attn_ext_add_sinks", "sinks must be contiguous F32 [q->ne[2]]", fa, sinks);
+    }
+    fa->src[4] = sinks;
+    return fa;
+}
+
 static struct ggml_tensor * ggml_diag_mask_inf_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_past, bool inplace) {
     const char * name = inplace ? "ggml_diag_mask_inf_inplace" : "ggml_diag_mask_inf";
     if (!ggml_check_float(name, a)) {

@@ -1,4 +1,5 @@
 // ops-attention.c — fused attention: out = softmax(scale * q.k^T (+ softcap) + slope*mask) . v,
+// (with sinks, src[4] F32 [H]: head h's sink logit joins each row's max and denominator only),
 // one pass over the KV entries with an online softmax (running max M and sum S; when a new
 // score exceeds M, the accumulator and S are rescaled by exp(M_old - M_new)).
 //
@@ -190,6 +191,7 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
     const struct ggml_tensor * k    = dst->src[1];
     const struct ggml_tensor * v    = dst->src[2];
     const struct ggml_tensor * mask = dst->src[3];
+    const float * sinks = dst->src[4] ? (const float *) dst->src[4]->data : NULL; // F32 [H], or none
 
     struct fa_plan p;
     fa_plan_make(q, k, v, &p);
@@ -200,6 +202,7 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
         k->ne[3] <= 0 || v->ne[3] <= 0 || q->ne[3] % k->ne[3] != 0 || q->ne[3] % v->ne[3] != 0 ||
         D > INT32_MAX || Dv > INT32_MAX || n_kv > INT32_MAX ||
         (mask && ((mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) || mask->ne[0] < n_kv || mask->ne[1] < n_q)) ||
+        (dst->src[4] && (dst->src[4]->type != GGML_TYPE_F32 || ggml_nelements(dst->src[4]) != H)) ||
         params->wsize < (size_t) params->nth*fa_thread_bytes(&p)) {
         if (params->ith == 0) {
             GGML_LOG_ERROR("FLASH_ATTN_EXT: unsupported shapes/types (q %s D=%lld, k %s, v %s, H=%lld, H_kv=%lld)\n",
@@ -361,7 +364,13 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
             kern.scores(&rows, j0 + lo, hi - lo, kp, ldk);
         }
         atomic_fetch_add_explicit(&fa_cells_scored, scored, memory_order_relaxed);
+        // a sink (gpt-oss) joins the row's maximum before the exponentials and adds exp(sink - m)
+        // to the denominator, with no value of its own
+        for (int i = 0; sinks && i < nr; i++) mv[i] = GGML_MAX(mv[i], sinks[hs[i]]);
         kern.probs(&rows);
+        for (int i = 0; sinks && i < nr; i++) {
+            if (sinks[hs[i]] != -INFINITY) lv[i] += ggml_cpu_expf(sinks[hs[i]] - mv[i]);
+        }
         // pass 2: p * v, V block by V block, only where some row has a visible key
         for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
             const int nk = (int) GGML_MIN(GGML_FA_BLOCK, n_kv - j0);

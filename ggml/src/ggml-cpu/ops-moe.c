@@ -253,6 +253,8 @@ static void mmid_gemm_compute(const struct ggml_compute_params * params, struct 
         while (gpre[e + 1] <= gi) e++;
         const int64_t c0 = offs[e] + (gi - gpre[e])*GGML_GEMM_NR;
         const int nc = (int) GGML_MIN(GGML_GEMM_NR, offs[e + 1] - c0);
+        // a one-pair expert on repacked panels reads its compact column, made from the row itself
+        if (p->compact && offs[e + 1] - offs[e] == 1) continue;
         char * group = groups + (size_t) gi*p->group_bytes;
         if (nc < GGML_GEMM_NR) memset(group, 0, p->group_bytes);
         // the pairs' rows are scattered over b: side by side first, for the set's group filler
@@ -286,7 +288,7 @@ static void mmid_gemm_compute(const struct ggml_compute_params * params, struct 
             float * out = (float *) ggml_cpu_ptr(dst, 0, j, tok, 0);
             if (prepared != e) {
                 if (p->compact) {
-                    ggml_gemm_act_compact(gt, g_e, K, compact);
+                    ggml_gemm_act_compact_row(gt, qrows + (size_t) (j % n_b + tok*n_b)*p->qrow_bytes, K, compact);
                 } else {
                     gt->gemv_prep(gt, qrows + (size_t) (j % n_b + tok*n_b)*p->qrow_bytes, g_e, K, gv);
                 }

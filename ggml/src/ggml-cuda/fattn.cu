@@ -1,7 +1,8 @@
 // fattn.cu — fused attention, out = softmax(scale * q.k (softcap: c * tanh(x / c)) + slope *
 // mask) . v, with the semantics of ops-attention.c: KV head h / (H / H_kv), mask row = query
 // row (dims 2-3 broadcast by modulo), -inf mask cells skipped, a row that sees no cell gives
-// zeros; output [Dv, H, n_q, ne3] F32.
+// zeros; output [Dv, H, n_q, ne3] F32. Sinks (src[4], F32 [H], gpt-oss): head h's logit joins
+// the max and the denominator at the merge, without a value of its own.
 //
 // One block of four warps per (query row, head, batch); the warps take interleaved KV cells,
 // each keeping an online softmax (running max, sum, accumulator of up to 256 values spread
@@ -17,6 +18,7 @@
 struct fa_args {
     cu_tensor q, k, v, m, d;
     bool has_mask;
+    const float * sinks; // per head, or nullptr
     float scale, max_bias, softcap;
 };
 
@@ -90,10 +92,11 @@ static __global__ void __launch_bounds__(32 * FA_WARPS) k_flash_attn(fa_args a) 
         if (dd < Dv) sh_acc[w][dd] = acc[i];
     }
     __syncthreads();
-    float mx = -INFINITY;
+    const float sink = a.sinks ? a.sinks[h] : -INFINITY;
+    float mx = sink;
     for (int t = 0; t < FA_WARPS; t++) mx = fmaxf(mx, sh_m[t]);
     float f[FA_WARPS];
-    float l = 0.0f;
+    float l = sink == -INFINITY ? 0.0f : expf(sink - mx);
     for (int t = 0; t < FA_WARPS; t++) {
         f[t] = mx == -INFINITY || sh_m[t] == -INFINITY ? 0.0f : expf(sh_m[t] - mx);
         l += sh_l[t] * f[t];
@@ -122,6 +125,8 @@ bool cuda_supports_flash_attn(const struct ggml_tensor * dst) {
     if (k->ne[3] <= 0 || v->ne[3] <= 0 || q->ne[3] % k->ne[3] != 0 || q->ne[3] % v->ne[3] != 0) return false;
     if (H > 65535 || q->ne[3] > 65535 || q->ne[1] > 0x7fffffff) return false;
     if (m && ((m->type != GGML_TYPE_F32 && m->type != GGML_TYPE_F16) || m->ne[0] < n_kv || m->ne[1] < q->ne[1])) return false;
+    const struct ggml_tensor * sk = dst->src[4];
+    if (sk && (sk->type != GGML_TYPE_F32 || ggml_nelements(sk) != H || !ggml_is_contiguous(sk))) return false;
     return true;
 }
 
@@ -133,6 +138,7 @@ bool cuda_op_flash_attn(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
     a.has_mask = dst->src[3] != nullptr;
     a.m = a.has_mask ? cu_desc(dst->src[3]) : a.q;
     a.d = cu_desc(dst);
+    a.sinks = dst->src[4] ? (const float *) dst->src[4]->data : nullptr;
     a.scale = ggml_get_op_params_f32(dst, 0);
     a.max_bias = ggml_get_op_params_f32(dst, 1);
     const float softcap = ggml_get_op_params_f32(dst, 2);
