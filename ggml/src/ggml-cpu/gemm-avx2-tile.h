@@ -53,6 +53,19 @@ static inline __m256 neg_ps(__m256 x) { return _mm256_xor_ps(x, _mm256_set1_ps(-
 static inline __attribute__((always_inline)) __m256i
 level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h, const int QB, const int PK) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), m10 = _mm256_set1_epi8(0x10);
+    if (PK == 7 || PK == 8) {
+        // 2-bit levels at bits 2g (16-bit shifts: bits from the neighbour byte fall outside the
+        // mask); q3_K's third bit g (pkv[1], already moved down for an odd block) to bit 2
+        const __m256i m3 = _mm256_set1_epi8(0x03);
+        __m256i w = _mm256_and_si256(g == 0 ? pkv[0] : _mm256_srli_epi16(pkv[0], 2*g), m3);
+        if (PK == 8) {
+            const __m256i hv = pkv[1];
+            const __m256i hb = g == 0 ? _mm256_slli_epi16(hv, 2) : g == 1 ? _mm256_slli_epi16(hv, 1)
+                             : g == 2 ? hv : _mm256_srli_epi16(hv, 1);
+            w = _mm256_or_si256(w, _mm256_and_si256(hb, _mm256_set1_epi8(0x04)));
+        }
+        return w;
+    }
     if (PK == 4) {
         const __m256i nv = pkv[g % 2], tv = pkv[2];
         const __m256i lo = _mm256_and_si256(g < 2 ? nv : _mm256_srli_epi16(nv, 4), m4);
@@ -73,7 +86,8 @@ level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h, const int QB, c
 
 // PK (weight layout): 0 = panel of gemm.h (u8 levels, float scales); 1 = repacked nibbles
 // (q4_0, q4_1); 2 = repacked bytes (q8_0); 3 = repacked q4_K; 4 = repacked q6_K; 5 = repacked
-// nibbles and fifth bits (q5_0, q5_1); 6 = repacked q5_K (repack.h).
+// nibbles and fifth bits (q5_0, q5_1); 6 = repacked q5_K; 7 / 8 = repacked q2_K / q3_K (gemm.h:
+// GGML_GEMM_RP_Q2_K, a header per superblock, then 64 bytes per block; q3_K: 192 per pair of blocks).
 // LB: bits of the largest level (4, 5, 6; 8 = q8_0, signed trick). GNR: columns of the group
 // layout (8, or 1 for the compact column). NH x CW: halves x columns of one pass.
 static inline __attribute__((always_inline)) void
@@ -85,7 +99,9 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
     const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : H5 ? (size_t) QB*GGML_GEMM_MR/2 + 64
                      : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
     const size_t scb = PK ? 32 : 64;
-    const size_t pbb = KH || PK == 4 ? lvb : lvb + scb + (MIN ? scb : 0);
+    const bool LOW = PK == 7 || PK == 8; // repacked q2_K / q3_K
+    // (q3_K's blocks alternate 64 and 128 bytes: its pointer steps below)
+    const size_t pbb = LOW ? (PK == 7 ? 64 : 96) : KH || PK == 4 ? lvb : lvb + scb + (MIN ? scb : 0);
     const size_t gbb = (size_t) (QB + 8)*GNR;
     const int NA = SB/SA; // activation scales per superblock
     const size_t sbb = (size_t) 4*GNR*NA + (size_t) SB*gbb;
@@ -112,10 +128,15 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                 ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16*h))));
             } else if (PK == 4) {
                 dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 256 + 16*h)));
+            } else if (LOW) {
+                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 16*h)));
+                if (PK == 7) ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16*h))));
             }
         }
         if (KH) pb += 64 + 2*8*GGML_GEMM_MR;
         if (PK == 4) pb += 256 + 32;
+        if (PK == 7) pb += 64 + 256;
+        if (PK == 8) pb += 32 + 256;
         // blocks in runs of one activation scale: the run (1 or 2 blocks for q8_1) unrolls, so
         // whether a block opens or closes its run is known at compile time
         for (int ja = 0; ja < NA; ja++) {
@@ -142,6 +163,13 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                         for (int k = 0; k < QB/8 + H5; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
                     } else if (PK == 4) {
                         for (int k = 0; k < 3; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+                    } else if (LOW) {
+                        pkv[hh][0] = _mm256_loadu_si256((const __m256i *) (pb + 32*h));
+                        if (PK == 8) {
+                            // the pair's third bits: 128 bytes past its first block, 64 past its second
+                            const __m256i hv = _mm256_loadu_si256((const __m256i *) (pb + ((j & 1) ? 64 : 128) + 32*h));
+                            pkv[hh][1] = (j & 1) ? _mm256_srli_epi16(hv, 4) : hv;
+                        }
                     }
                 }
                 // Four columns of one half of a 5-bit type: the block's level vectors are decoded
@@ -159,7 +187,7 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                         __m256i w;
                         if (STAGE) {
                             w = _mm256_load_si256(&wst[g]);
-                        } else if (NIB || PK == 4) {
+                        } else if (NIB || PK == 4 || LOW) {
                             w = level_vec(pb, pkv[hh], g, h, QB, PK);
                         } else {
                             w = _mm256_loadu_si256((const __m256i *) (pb + 64*g + 32*h));
@@ -198,6 +226,10 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                                                    _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h)))))
                                    : PK == 4 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
                                                    _mm_loadl_epi64((const __m128i *) (hd + 16*j + 8*h)))))
+                                   : PK == 7 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_cvtepu8_epi32(
+                                                   _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h))), _mm256_set1_epi32(15))))
+                                   : PK == 8 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                   _mm_loadl_epi64((const __m128i *) (hd + 32 + 16*j + 8*h)))))
                                    : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + 16*h)))
                                         : _mm256_loadu_ps((const float *) (pb + lvb + 32*h));
                     if (SB == 1) {
@@ -215,6 +247,8 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                     if (MIN) {
                         const __m256 m = KH ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
                                                        _mm_loadl_epi64((const __m128i *) (hd + 64 + 128 + 16*j + 8*h)))))
+                                       : PK == 7 ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_srli_epi32(_mm256_cvtepu8_epi32(
+                                                       _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h))), 4)))
                                        : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + scb + 16*h)))
                                             : _mm256_loadu_ps((const float *) (pb + lvb + scb + 32*h));
                         for (int c = 0; c < CW; c++) {
@@ -227,7 +261,7 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                         acc[hh][c] = _mm256_fmadd_ps(t[hh][c], _mm256_set1_ps(ld_f32(sbp + 4*GNR*ja + 4*c)), acc[hh][c]);
                     }
                 }
-                pb += pbb;
+                pb += PK == 8 ? ((j & 1) ? 128 : 64) : pbb;
                 ab += gbb;
             }
         }
@@ -303,6 +337,8 @@ TILE_FN(tile_rp_q6_K, 16, 16, 2, false, true,  4, 6)
 TILE_FN(tile_rp_q5_0, 32, 1,  1, false, true,  5, 5)
 TILE_FN(tile_rp_q5_1, 32, 1,  1, true,  false, 5, 5)
 TILE_FN(tile_rp_q5_K, 32, 8,  1, true,  false, 6, 5)
+TILE_FN(tile_rp_q2_K, 16, 16, 16, true, false, 7, 4)
+TILE_FN(tile_rp_q3_K, 16, 16, 16, false, true, 8, 4)
 
 static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
                         float * dst, int64_t ldc, int nr, int nc) {
@@ -334,6 +370,8 @@ static void kernel_repacked_x86(const struct ggml_gemm_traits * gt, int64_t K, c
         case GGML_TYPE_Q5_0: tile_rp_q5_0(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q5_1: tile_rp_q5_1(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q5_K: tile_rp_q5_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q2_K: tile_rp_q2_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q3_K: tile_rp_q3_K(K, p, g, dst, ldc, nr, nc); break;
         default: break; // repack.c makes no other layout
     }
 }
@@ -352,6 +390,8 @@ static void kernel_repacked1_x86(const struct ggml_gemm_traits * gt, int64_t K, 
         case GGML_TYPE_Q5_0: tile_rp_q5_0_1(K, p, g, dst, ldc, nr); break;
         case GGML_TYPE_Q5_1: tile_rp_q5_1_1(K, p, g, dst, ldc, nr); break;
         case GGML_TYPE_Q5_K: tile_rp_q5_K_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q2_K: tile_rp_q2_K_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q3_K: tile_rp_q3_K_1(K, p, g, dst, ldc, nr); break;
         default: break;
     }
 }

@@ -340,6 +340,83 @@ void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, con
     }
 }
 
+// ---- q2_K / q3_K straight to the repacked layout (gemm.h: GGML_GEMM_RP_Q2_K / _Q3_K) ----
+//
+// A 16-element block j of a q2_K / q3_K superblock takes its 2-bit levels from 16 consecutive
+// qs bytes (chunk j/8, shifted by 2*((j%8)/2), bytes 16*(j%2)..), and q3_K its third bit from
+// hmask bytes 16*(j%2).. at bit j/2; so dword g of those bytes holds the 4 levels of level
+// vector g of one row, and a row's 4 dwords give its dword of each packed vector at once.
+
+static inline uint32_t ld_u32(const uint8_t * p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+static void repack_q2_K_unit(const uint8_t * base, size_t row_stride, size_t uo, uint8_t * o) {
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        const block_q2_K * b = (const block_q2_K *) (base + (size_t) r*row_stride + uo);
+        memcpy(o + 2*r, &b->d, 2);
+        memcpy(o + 32 + 2*r, &b->dmin, 2);
+        for (int j = 0; j < 16; j++) {
+            o[64 + 16*j + r] = b->scales[j];
+            const uint8_t * q = b->qs + 32*(j/8) + 16*(j % 2);
+            const int shift = 2*((j % 8)/2);
+            uint32_t v = 0;
+            for (int g = 0; g < 4; g++) v |= ((ld_u32(q + 4*g) >> shift) & 0x03030303u) << (2*g);
+            memcpy(o + 320 + 64*j + 4*r, &v, 4);
+        }
+    }
+}
+
+static void repack_q3_K_unit(const uint8_t * base, size_t row_stride, size_t uo, uint8_t * o) {
+    memset(o + 288, 0, 8*192); // the third bits are or-ed in
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        const block_q3_K * b = (const block_q3_K *) (base + (size_t) r*row_stride + uo);
+        memcpy(o + 2*r, &b->d, 2);
+        int8_t sc[16];
+        ggml_quants_unpack_q3_K_scales(b->scales, sc);
+        for (int j = 0; j < 16; j++) {
+            o[32 + 16*j + r] = (uint8_t) (int8_t) (sc[j] - 32);
+            const uint8_t * q = b->qs + 32*(j/8) + 16*(j % 2), * hm = b->hmask + 16*(j % 2);
+            const int shift = 2*((j % 8)/2);
+            uint32_t v = 0, h = 0;
+            for (int g = 0; g < 4; g++) {
+                v |= ((ld_u32(q + 4*g) >> shift) & 0x03030303u) << (2*g);
+                h |= ((ld_u32(hm + 4*g) >> (j/2)) & 0x01010101u) << (g + 4*(j % 2));
+            }
+            uint8_t * op = o + 288 + 192*(j/2);
+            memcpy(op + 64*(j % 2) + 4*r, &v, 4);
+            uint32_t h0;
+            memcpy(&h0, op + 128 + 4*r, 4);
+            h0 |= h;
+            memcpy(op + 128 + 4*r, &h0, 4);
+        }
+    }
+}
+
+bool ggml_gemm_repack_rows_q2_K_q3_K(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride,
+                                     int64_t K, void * out) {
+    const bool q2 = gt->type == GGML_TYPE_Q2_K;
+    if (!q2 && gt->type != GGML_TYPE_Q3_K) return false;
+    const size_t ub = ggml_type_size(gt->type), rub = q2 ? GGML_GEMM_RP_Q2_K : GGML_GEMM_RP_Q3_K;
+    for (int64_t u = 0; u < K/QK_K; u++) {
+        uint8_t * o = (uint8_t *) out + (size_t) u*rub;
+        if (q2) repack_q2_K_unit((const uint8_t *) rows, row_stride, (size_t) u*ub, o);
+        else    repack_q3_K_unit((const uint8_t *) rows, row_stride, (size_t) u*ub, o);
+    }
+    return true;
+}
+
+void ggml_gemm_gemv_prep_compact(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
+                                 void * gv) {
+    (void) qrow;
+    ggml_gemm_act_compact(gt, group, K, gv);
+}
+
+void ggml_gemm_gemv_repacked(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                             void * gv, float * dst) {
+    uint8_t * scratch = (uint8_t *) gv + GGML_PAD(ggml_gemm_compact_bytes(gt, K), 64);
+    gt->repack_rows(gt, rows, row_stride, K, scratch);
+    gt->kernel_repacked1(gt, K, scratch, gv, dst, GGML_GEMM_MR, GGML_GEMM_MR, 1);
+}
+
 void ggml_gemm_init_generic(struct ggml_gemm_traits * t) {
     memset(t, 0, sizeof(*t)*GGML_TYPE_COUNT);
     // q4_K, q5_K, q6_K meet activations with one scale per 32 (q8_1): one per 256 (q8_K)
