@@ -207,10 +207,11 @@ void ggml_gemm_init_avx2(struct ggml_gemm_traits * t) {
         // stay on vec_dot; their tiles are tested.
         t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 || i == GGML_TYPE_Q5_0 ||
                            i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q5_K || i == GGML_TYPE_Q6_K ||
-                           i == GGML_TYPE_Q2_K || i == GGML_TYPE_Q3_K;
+                           i == GGML_TYPE_Q2_K || i == GGML_TYPE_Q3_K || i == GGML_TYPE_IQ4_NL || i == GGML_TYPE_IQ4_XS;
     }
     const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
-                                  GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K };
+                                  GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
+                                  GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
     for (size_t k = 0; k < sizeof(rp)/sizeof(rp[0]); k++) {
         t[rp[k]].kernel_repacked = kernel_repacked_x86;
         t[rp[k]].kernel_repacked1 = kernel_repacked1_x86;
@@ -225,11 +226,12 @@ void ggml_gemm_init_avx2(struct ggml_gemm_traits * t) {
         t[gvt[k]].gemv = gemv_rp;
         t[gvt[k]].gemv_prep = ggml_gemm_gemv_prep_compact;
     }
-    // q2_K / q3_K: written straight in the repacked layout (at load, and for one column on
-    // stored rows: a repacked panel of 1824 bytes per 256 of K at most, well inside the scratch)
-    const enum ggml_type lowk[] = { GGML_TYPE_Q2_K, GGML_TYPE_Q3_K };
-    for (size_t k = 0; k < 2; k++) {
-        t[lowk[k]].repack_rows = ggml_gemm_repack_rows_q2_K_q3_K;
+    // q2_K / q3_K / iq4_nl / iq4_xs: written straight in the repacked layout (at load, and for
+    // one column on stored rows: a repacked panel of 1824 bytes per 256 of K at most, well inside
+    // the scratch)
+    const enum ggml_type lowk[] = { GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
+    for (size_t k = 0; k < 4; k++) {
+        t[lowk[k]].repack_rows = k < 2 ? ggml_gemm_repack_rows_q2_K_q3_K : ggml_gemm_repack_rows_iq4;
         t[lowk[k]].gemv = ggml_gemm_gemv_repacked;
         t[lowk[k]].gemv_prep = ggml_gemm_gemv_prep_compact;
     }

@@ -140,6 +140,31 @@ static void levels_q6_K(const void * vb, uint8_t * lv, float * d, float * m) {
     (void) m;
 }
 
+// iq4_nl: x = d*kvalues_iq4nl[nibble]; levels kvalues + 128 (off 128, as q8_0's).
+static void levels_iq4_nl(const void * vb, uint8_t * lv, float * d, float * m) {
+    const block_iq4_nl * b = (const block_iq4_nl *) vb;
+    for (int j = 0; j < QK4_NL/2; j++) {
+        lv[j]            = (uint8_t) (ggml_kvalues_iq4nl[b->qs[j] & 0x0F] + 128);
+        lv[j + QK4_NL/2] = (uint8_t) (ggml_kvalues_iq4nl[b->qs[j] >> 4] + 128);
+    }
+    d[0] = FP16(b->d);
+    (void) m;
+}
+
+// iq4_xs: 8 blocks of 32 laid out as iq4_nl's, x = d*(ls - 32)*kvalues_iq4nl[nibble].
+static void levels_iq4_xs(const void * vb, uint8_t * lv, float * d, float * m) {
+    const block_iq4_xs * b = (const block_iq4_xs *) vb;
+    const float dd = FP16(b->d);
+    for (int ib = 0; ib < QK_K/32; ib++) {
+        for (int j = 0; j < 16; j++) {
+            lv[32*ib + j]      = (uint8_t) (ggml_kvalues_iq4nl[b->qs[16*ib + j] & 0x0F] + 128);
+            lv[32*ib + j + 16] = (uint8_t) (ggml_kvalues_iq4nl[b->qs[16*ib + j] >> 4] + 128);
+        }
+        d[ib] = dd*(float) (ggml_gemm_iq4_xs_scale(b, ib) - 32);
+    }
+    (void) m;
+}
+
 static unit_levels_t unit_levels(enum ggml_type t) {
     switch (t) {
         case GGML_TYPE_Q4_0: return levels_q4_0;
@@ -152,6 +177,8 @@ static unit_levels_t unit_levels(enum ggml_type t) {
         case GGML_TYPE_Q4_K: return levels_q4_K;
         case GGML_TYPE_Q5_K: return levels_q5_K;
         case GGML_TYPE_Q6_K: return levels_q6_K;
+        case GGML_TYPE_IQ4_NL: return levels_iq4_nl;
+        case GGML_TYPE_IQ4_XS: return levels_iq4_xs;
         default:             return NULL;
     }
 }
@@ -404,6 +431,43 @@ bool ggml_gemm_repack_rows_q2_K_q3_K(const struct ggml_gemm_traits * gt, const v
     return true;
 }
 
+// iq4_nl / iq4_xs: dword g of a 32-element block's 16 qs bytes holds levels 4g.. in its low
+// nibbles and 16 + 4g.. in its high ones, which is the nibble layout: the 16 rows' dwords side by
+// side (gemm.h: GGML_GEMM_RP_IQ4_XS).
+static void repack_nibble_block(const uint8_t * base, size_t row_stride, size_t qo, uint8_t * o) {
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        const uint8_t * q = base + (size_t) r*row_stride + qo;
+        for (int g = 0; g < 4; g++) memcpy(o + 64*g + 4*r, q + 4*g, 4);
+    }
+}
+
+bool ggml_gemm_repack_rows_iq4(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                               void * out) {
+    const uint8_t * base = (const uint8_t *) rows;
+    uint8_t * o = (uint8_t *) out;
+    if (gt->type == GGML_TYPE_IQ4_NL) {
+        for (int64_t u = 0; u < K/QK4_NL; u++, o += GGML_GEMM_RP_IQ4_NL) {
+            const size_t uo = (size_t) u*sizeof(block_iq4_nl);
+            repack_nibble_block(base, row_stride, uo + offsetof(block_iq4_nl, qs), o);
+            for (int r = 0; r < GGML_GEMM_MR; r++) memcpy(o + 256 + 2*r, base + (size_t) r*row_stride + uo, 2);
+        }
+        return true;
+    }
+    if (gt->type != GGML_TYPE_IQ4_XS) return false;
+    for (int64_t u = 0; u < K/QK_K; u++, o += GGML_GEMM_RP_IQ4_XS) {
+        const size_t uo = (size_t) u*sizeof(block_iq4_xs);
+        for (int r = 0; r < GGML_GEMM_MR; r++) {
+            const block_iq4_xs * b = (const block_iq4_xs *) (base + (size_t) r*row_stride + uo);
+            memcpy(o + 2*r, &b->d, 2);
+            for (int ib = 0; ib < QK_K/32; ib++) o[32 + 16*ib + r] = (uint8_t) (int8_t) (ggml_gemm_iq4_xs_scale(b, ib) - 32);
+        }
+        for (int ib = 0; ib < QK_K/32; ib++) {
+            repack_nibble_block(base, row_stride, uo + offsetof(block_iq4_xs, qs) + 16*(size_t) ib, o + 160 + 256*ib);
+        }
+    }
+    return true;
+}
+
 void ggml_gemm_gemv_prep_compact(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
                                  void * gv) {
     (void) qrow;
@@ -432,6 +496,8 @@ void ggml_gemm_init_generic(struct ggml_gemm_traits * t) {
         { GGML_TYPE_Q4_K, 32,  8,  1,   0, true,  GGML_TYPE_Q8_1 },
         { GGML_TYPE_Q5_K, 32,  8,  1,   0, true,  GGML_TYPE_Q8_1 },
         { GGML_TYPE_Q6_K, 16, 16,  2,  32, false, GGML_TYPE_Q8_1 },
+        { GGML_TYPE_IQ4_NL, 32, 1, 1, 128, false, GGML_TYPE_Q8_0 },
+        { GGML_TYPE_IQ4_XS, 32, 8, 1, 128, false, GGML_TYPE_Q8_0 },
     };
     for (size_t i = 0; i < sizeof(defs)/sizeof(defs[0]); i++) {
         struct ggml_gemm_traits * g = &t[defs[i].type];
