@@ -163,7 +163,8 @@ int main(int argc, char ** argv) {
     const int reps = argc > 4 ? atoi(argv[4]) : 3;
     const int max_threads = argc > 5 ? atoi(argv[5]) : 2;
     const enum ggml_type all[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
-                                   GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K };
+                                   GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
+                                   GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
 
     printf("kernel set: %s; N = %d; GOP/s = 2*M*N*K / time, best of %d; cpu = process CPU time / threads\n\n",
            ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected()), N, reps);

@@ -233,7 +233,7 @@ sys.path.insert(0, {tests!r})
 from test_matmul_prec import run_kq
 from llama_py import ggml
 bits = []
-for name in ("Q4_K", "Q5_K", "Q6_K"):
+for name in ("Q4_K", "Q5_K", "Q6_K", "Q2_K", "Q3_K"):
     for n in (1, 5):
         got, _, _ = run_kq(name, 768, 37, n, 2, seed=13)
         bits += got.view(np.uint32).ravel().tolist()
@@ -243,7 +243,8 @@ print(json.dumps([ggml.ggml_cpu_variant().decode(), bits]))
 
 def test_kquant_x86_kernel_sets_give_the_same_bits():
     """The AVX2, AVX-VNNI and AVX-512 tiles and one-column kernels follow gemm.h's float order:
-    the same bits (the portable set runs vec_dot, whose float order differs)."""
+    the same bits (the portable set runs vec_dot, whose float order differs); q2_K and q3_K too
+    since they have repacked layouts (one column: the repacked 1-column kernel on stored rows)."""
     def bits(variant):
         env = dict(os.environ, GGML_CPU_VARIANT=variant,
                    PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -282,9 +283,9 @@ print(ggml.ggml_cpu_variant().decode())
 
 @pytest.mark.parametrize("variant", ["avx2", "avxvnni", "avx512"])
 def test_q2_K_q3_K_four_column_kernels_keep_the_bits(variant):
-    """Prompts run q2_K / q3_K through the kernel set's 4-column dot (one decode of the weight
-    row for 4 columns); a column must get the bits of the 1-column dot whatever group of 4 it
-    falls in (columns alone, in groups of 4 and left over, in another tile)."""
+    """q2_K / q3_K columns (the GEMM tiles on the x86 sets, whose vec_dot path has a 4-column dot)
+    must get the bits of a column alone whatever group they fall in (columns alone, in groups of
+    4 and 8 and left over, in another tile)."""
     env = dict(os.environ, GGML_CPU_VARIANT=variant,
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", _KQ_COLS_CHILD.format(tests=str(ROOT / "tests"))], env=env,

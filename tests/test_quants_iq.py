@@ -163,3 +163,49 @@ def test_imatrix_only_types_quantize_through_chunk(lib, t):
     y = gq.dequantize(out, QT(t))
     rel = float(np.sqrt(np.mean((y - x) ** 2) / np.mean(x ** 2)))
     assert rel < {16: 0.36, 17: 0.31, 19: 0.5, 29: 0.46}[t], f"{QT(t).name} relative rmse {rel:.3f}"
+
+
+_SETS_CHILD = r"""
+import json, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+import test_quants as T
+from test_quants_iq import weight_bytes, mul_mat
+from llama_py import ggml
+lib = T._lib.load_library()
+bits = []
+for t in (20, 23):  # IQ4_NL, IQ4_XS
+    rng = np.random.default_rng(70 + t)
+    wq = weight_bytes(lib, t, 48, 768, rng)
+    x = rng.normal(0, 1, (9, 768)).astype(np.float32)
+    for n in (1, 2, 9):
+        bits += mul_mat(lib, t, wq, 48, 768, x[:n], n_threads=2).view(np.uint32).ravel().tolist()
+print(json.dumps([ggml.ggml_cpu_variant().decode(), bits]))
+"""
+
+
+def test_iq4_x86_kernel_sets_give_the_same_bits():
+    """IQ4_NL / IQ4_XS run the GEMM tiles (one column: the repacked 1-column kernel) on the AVX2,
+    AVX-VNNI and AVX-512 sets, in gemm.h's float order: the same bits on each (the portable set
+    keeps vec_dot, whose float order differs)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    tests = Path(__file__).resolve().parent
+    seen = {}
+    for v in ("avx2", "avxvnni", "avx512"):
+        env = dict(os.environ, GGML_CPU_VARIANT=v,
+                   PYTHONPATH=str(tests.parent) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        r = subprocess.run([sys.executable, "-c", _SETS_CHILD.format(tests=str(tests))], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        name, b = json.loads(r.stdout.strip().splitlines()[-1])
+        if name == v:
+            seen[name] = np.array(b, dtype=np.uint32)
+    if len(seen) < 2:
+        pytest.skip("fewer than two x86 kernel sets on this machine")
+    first = next(iter(seen))
+    for name, b in seen.items():
+        assert np.array_equal(b, seen[first]), f"{name} differs from {first}"

@@ -204,14 +204,31 @@ static float iq_block(const struct iq_book * b, const float * a, const float * w
     }
     const float d = GGML_FP16_TO_FP32(GGML_FP32_TO_FP16(smax / (31.0f * unit)));
     for (int ib = 0; ib < nsub; ib++) {
-        int s = d > 0.0f ? (int)lrintf((sc[ib] / (d * unit) - 1.0f) * 0.5f) : 0;
-        s = s < 0 ? 0 : (s > 15 ? 15 : s);
-        s4[ib] = (uint8_t)s;
-        const float db = d * unit * (float)(2 * s + 1);
-        const float id = db > 0.0f ? 1.0f / db : 0.0f;
-        float sqx = 0.0f, sq2 = 0.0f;
-        for (int g = 0; g < sub; g += b->dim) {
-            idx[(ib * sub + g) / b->dim] = (uint16_t)iq_code(b, a + ib * sub + g, w + ib * sub + g, id, &sqx, &sq2);
+        int s0 = d > 0.0f ? (int)lrintf((sc[ib] / (d * unit) - 1.0f) * 0.5f) : 0;
+        s0 = s0 < 0 ? 0 : (s0 > 15 ? 15 : s0);
+        // the stored scales are odd multiples of d * unit, a coarse step for small ones: the
+        // neighbours of the nearest are coded too and the smallest weighted error kept
+        float best = INFINITY;
+        const int s_lo = s0 > 0 ? s0 - 1 : 0;
+        for (int s = s_lo; s <= (s0 < 15 ? s0 + 1 : 15); s++) {
+            const float db = d * unit * (float)(2 * s + 1);
+            const float id = db > 0.0f ? 1.0f / db : 0.0f;
+            float sqx = 0.0f, sq2 = 0.0f, e = 0.0f;
+            uint16_t ix[QK_IQ / 4];
+            for (int g = 0; g < sub; g += b->dim) {
+                ix[g / b->dim] = (uint16_t)iq_code(b, a + ib * sub + g, w + ib * sub + g, id, &sqx, &sq2);
+            }
+            for (int g = 0; g < sub; g += b->dim) {
+                for (int j = 0; j < b->dim; j++) {
+                    const float df = a[ib * sub + g + j] - db * b->flev[b->gl[ix[g / b->dim] * b->dim + j]];
+                    e += w[ib * sub + g + j] * df * df;
+                }
+            }
+            if (s == s_lo || e < best) {
+                best = e;
+                s4[ib] = (uint8_t)s;
+                memcpy(idx + ib * sub / b->dim, ix, sizeof(uint16_t) * (size_t)(sub / b->dim));
+            }
         }
     }
     return d;

@@ -46,6 +46,7 @@ static float rng_value(float scale) {
 static const enum ggml_type gemm_types[] = {
     GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
     GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
+    GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS,
 };
 #define N_TYPES (sizeof(gemm_types)/sizeof(gemm_types[0]))
 
@@ -288,7 +289,8 @@ static void check_mul_mat(void) {
 //    alone (token generation) or in a batch (prompt processing).
 static void check_batch_independence(void) {
     const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K,
-                                     GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q5_K };
+                                     GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q5_K, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
+                                     GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
     const int64_t K = 512, M = 70, N = 13;
     for (size_t ti = 0; ti < sizeof(types)/sizeof(types[0]); ti++) for (int nth = 1; nth <= 2; nth++) {
         struct ggml_init_params ip = { 32u*1024*1024, NULL, false };
@@ -342,16 +344,19 @@ static void tiles_reference(const struct ggml_tensor * a, const struct ggml_tens
 //    layout's tiles, for every N.
 static void check_repack(void) {
     const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K,
-                                     GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q5_K };
+                                     GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q5_K, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
+                                     GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
     // N = 2 and 10 end in a 2-column group: the tiles of one and two columns split their sums
     // over two chains (gemm-avx512.c); 2..16: the columns of a batched decode step (issue #37)
     const int64_t M = 48, Ns[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
     for (size_t ti = 0; ti < sizeof(types)/sizeof(types[0]); ti++) for (size_t ni = 0; ni < sizeof(Ns)/sizeof(Ns[0]); ni++) {
-        const bool kq = types[ti] == GGML_TYPE_Q4_K || types[ti] == GGML_TYPE_Q5_K, k6 = types[ti] == GGML_TYPE_Q6_K;
-        const int64_t K = kq || k6 ? 512 : 320;
+        const bool k3 = types[ti] == GGML_TYPE_Q3_K, xs = types[ti] == GGML_TYPE_IQ4_XS;
+        const bool kq = types[ti] == GGML_TYPE_Q4_K || types[ti] == GGML_TYPE_Q5_K || k3 || xs;
+        const int64_t K = kq || ggml_blck_size(types[ti]) == QK_K ? 512 : 320;
         // q4_K keeps d, dmin and its decoded sub-block scales per superblock: 2368 bytes per 16 rows
-        // (q5_K: and 8 x 64 bytes of fifth bits)
-        const size_t want_size = kq ? 64 + (size_t) (M/16)*(size_t) (K/256)*(types[ti] == GGML_TYPE_Q5_K ? 2880 : 2368) : 0;
+        // (q5_K: and 8 x 64 bytes of fifth bits; q3_K: 1824, its scales decoded and its third
+        // bits in 4 of every 8; iq4_xs: 2208, its scales decoded)
+        const size_t want_size = kq ? 64 + (size_t) (M/16)*(size_t) (K/256)*(k3 ? 1824 : xs ? 2208 : types[ti] == GGML_TYPE_Q5_K ? 2880 : 2368) : 0;
         for (int nth = 1; nth <= 2; nth++) {
             struct ggml_init_params ip = { 16u*1024*1024, NULL, false };
             struct ggml_context * ctx = ggml_init(ip);

@@ -53,6 +53,19 @@ static inline __m256 neg_ps(__m256 x) { return _mm256_xor_ps(x, _mm256_set1_ps(-
 static inline __attribute__((always_inline)) __m256i
 level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h, const int QB, const int PK) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), m10 = _mm256_set1_epi8(0x10);
+    if (PK == 7 || PK == 8) {
+        // 2-bit levels at bits 2g (16-bit shifts: bits from the neighbour byte fall outside the
+        // mask); q3_K's third bit g (pkv[1], already moved down for an odd block) to bit 2
+        const __m256i m3 = _mm256_set1_epi8(0x03);
+        __m256i w = _mm256_and_si256(g == 0 ? pkv[0] : _mm256_srli_epi16(pkv[0], 2*g), m3);
+        if (PK == 8) {
+            const __m256i hv = pkv[1];
+            const __m256i hb = g == 0 ? _mm256_slli_epi16(hv, 2) : g == 1 ? _mm256_slli_epi16(hv, 1)
+                             : g == 2 ? hv : _mm256_srli_epi16(hv, 1);
+            w = _mm256_or_si256(w, _mm256_and_si256(hb, _mm256_set1_epi8(0x04)));
+        }
+        return w;
+    }
     if (PK == 4) {
         const __m256i nv = pkv[g % 2], tv = pkv[2];
         const __m256i lo = _mm256_and_si256(g < 2 ? nv : _mm256_srli_epi16(nv, 4), m4);
@@ -62,6 +75,14 @@ level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h, const int QB, c
     }
     const __m256i pk = pkv[g % (QB/8)];
     __m256i w = _mm256_and_si256(g < QB/8 ? pk : _mm256_srli_epi16(pk, 4), m4);
+    if (PK == 9 || PK == 10) {
+        // iq4_nl / iq4_xs: kvalues_iq4nl + 128 by nibble
+        const __m256i lut = _mm256_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char) 129, (char) 141, (char) 153,
+                                             (char) 166, (char) 181, (char) 197, (char) 217, (char) 241,
+                                             1, 24, 45, 63, 79, 93, 106, 118, (char) 129, (char) 141, (char) 153,
+                                             (char) 166, (char) 181, (char) 197, (char) 217, (char) 241);
+        return _mm256_shuffle_epi8(lut, w);
+    }
     if (PK == 5 || PK == 6) {
         const __m256i hv = pkv[QB/8];
         const __m256i hb = g < 4 ? _mm256_slli_epi16(hv, 4 - g) : g == 4 ? hv : _mm256_srli_epi16(hv, g - 4);
@@ -73,19 +94,23 @@ level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h, const int QB, c
 
 // PK (weight layout): 0 = panel of gemm.h (u8 levels, float scales); 1 = repacked nibbles
 // (q4_0, q4_1); 2 = repacked bytes (q8_0); 3 = repacked q4_K; 4 = repacked q6_K; 5 = repacked
-// nibbles and fifth bits (q5_0, q5_1); 6 = repacked q5_K (repack.h).
+// nibbles and fifth bits (q5_0, q5_1); 6 = repacked q5_K; 7 / 8 = repacked q2_K / q3_K (gemm.h:
+// GGML_GEMM_RP_Q2_K, a header per superblock, then 64 bytes per block; q3_K: 192 per pair of blocks);
+// 9 / 10 = repacked iq4_nl / iq4_xs (nibbles as 1's, levels by table; iq4_xs: a header as q4_K's).
 // LB: bits of the largest level (4, 5, 6; 8 = q8_0, signed trick). GNR: columns of the group
 // layout (8, or 1 for the compact column). NH x CW: halves x columns of one pass.
 static inline __attribute__((always_inline)) void
 pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
      int h0, int c0, const int QB, const int SB, const int SA, const bool MIN, const bool CORR, const int PK,
      const int LB, const int GNR, const int NH, const int CW) {
-    const bool NIB = PK == 1 || PK == 3 || PK == 5 || PK == 6; // levels as nibbles (and fifth bits)
+    const bool NIB = PK == 1 || PK == 3 || PK == 5 || PK == 6 || PK == 9 || PK == 10; // levels as nibbles (and fifth bits)
     const bool H5 = PK == 5 || PK == 6, KH = PK == 3 || PK == 6;  // fifth bits; q4_K-style header
-    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : H5 ? (size_t) QB*GGML_GEMM_MR/2 + 64
+    const size_t lvb = PK == 1 || PK == 3 || PK == 9 || PK == 10 ? (size_t) QB*GGML_GEMM_MR/2 : H5 ? (size_t) QB*GGML_GEMM_MR/2 + 64
                      : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
     const size_t scb = PK ? 32 : 64;
-    const size_t pbb = KH || PK == 4 ? lvb : lvb + scb + (MIN ? scb : 0);
+    const bool LOW = PK == 7 || PK == 8; // repacked q2_K / q3_K
+    // (q3_K's blocks alternate 64 and 128 bytes: its pointer steps below)
+    const size_t pbb = LOW ? (PK == 7 ? 64 : 96) : KH || PK == 4 || PK == 10 ? lvb : lvb + scb + (MIN ? scb : 0);
     const size_t gbb = (size_t) (QB + 8)*GNR;
     const int NA = SB/SA; // activation scales per superblock
     const size_t sbb = (size_t) 4*GNR*NA + (size_t) SB*gbb;
@@ -112,10 +137,16 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                 ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16*h))));
             } else if (PK == 4) {
                 dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 256 + 16*h)));
+            } else if (LOW || PK == 10) {
+                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 16*h)));
+                if (PK == 7) ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16*h))));
             }
         }
         if (KH) pb += 64 + 2*8*GGML_GEMM_MR;
         if (PK == 4) pb += 256 + 32;
+        if (PK == 7) pb += 64 + 256;
+        if (PK == 8) pb += 32 + 256;
+        if (PK == 10) pb += 32 + 128;
         // blocks in runs of one activation scale: the run (1 or 2 blocks for q8_1) unrolls, so
         // whether a block opens or closes its run is known at compile time
         for (int ja = 0; ja < NA; ja++) {
@@ -144,6 +175,13 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                         for (int k = 0; k < QB/8 + H5; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
                     } else if (PK == 4) {
                         for (int k = 0; k < 3; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+                    } else if (LOW) {
+                        pkv[hh][0] = _mm256_loadu_si256((const __m256i *) (pb + 32*h));
+                        if (PK == 8) {
+                            // the pair's third bits: 128 bytes past its first block, 64 past its second
+                            const __m256i hv = _mm256_loadu_si256((const __m256i *) (pb + ((j & 1) ? 64 : 128) + 32*h));
+                            pkv[hh][1] = (j & 1) ? _mm256_srli_epi16(hv, 4) : hv;
+                        }
                     }
                 }
                 // Four columns of one half of a 5-bit type: the block's level vectors are decoded
@@ -161,7 +199,7 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                         __m256i w;
                         if (STAGE) {
                             w = _mm256_load_si256(&wst[g]);
-                        } else if (NIB || PK == 4) {
+                        } else if (NIB || PK == 4 || LOW) {
                             w = level_vec(pb, pkv[hh], g, h, QB, PK);
                         } else {
                             w = _mm256_loadu_si256((const __m256i *) (pb + 64*g + 32*h));
@@ -200,6 +238,10 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                                                    _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h)))))
                                    : PK == 4 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
                                                    _mm_loadl_epi64((const __m128i *) (hd + 16*j + 8*h)))))
+                                   : PK == 7 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_cvtepu8_epi32(
+                                                   _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h))), _mm256_set1_epi32(15))))
+                                   : PK == 8 || PK == 10 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                   _mm_loadl_epi64((const __m128i *) (hd + 32 + 16*j + 8*h)))))
                                    : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + 16*h)))
                                         : _mm256_loadu_ps((const float *) (pb + lvb + 32*h));
                     if (SB == 1) {
@@ -217,6 +259,8 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                     if (MIN) {
                         const __m256 m = KH ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
                                                        _mm_loadl_epi64((const __m128i *) (hd + 64 + 128 + 16*j + 8*h)))))
+                                       : PK == 7 ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_srli_epi32(_mm256_cvtepu8_epi32(
+                                                       _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h))), 4)))
                                        : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + scb + 16*h)))
                                             : _mm256_loadu_ps((const float *) (pb + lvb + scb + 32*h));
                         for (int c = 0; c < CW; c++) {
@@ -229,7 +273,7 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                         acc[hh][c] = _mm256_fmadd_ps(t[hh][c], _mm256_set1_ps(ld_f32(sbp + 4*GNR*ja + 4*c)), acc[hh][c]);
                     }
                 }
-                pb += pbb;
+                pb += PK == 8 ? ((j & 1) ? 128 : 64) : pbb;
                 ab += gbb;
             }
         }
@@ -318,6 +362,12 @@ TILE_FN(tile_rp_q6_K, 16, 16, 2, false, true,  4, 6)
 TILE_FN(tile_rp_q5_0, 32, 1,  1, false, true,  5, 5)
 TILE_FN(tile_rp_q5_1, 32, 1,  1, true,  false, 5, 5)
 TILE_FN(tile_rp_q5_K, 32, 8,  1, true,  false, 6, 5)
+TILE_FN(tile_rp_q2_K, 16, 16, 16, true, false, 7, 4)
+TILE_FN(tile_rp_q3_K, 16, 16, 16, false, true, 8, 4)
+TILE_FN(tile_iq4_nl,  32,  1,  1, false, true,  0, 8)
+TILE_FN(tile_iq4_xs,  32,  8,  1, false, true,  0, 8)
+TILE_FN(tile_rp_iq4_nl, 32, 1, 1, false, true,  9, 8)
+TILE_FN(tile_rp_iq4_xs, 32, 8, 1, false, true, 10, 8)
 
 static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
                         float * dst, int64_t ldc, int nr, int nc) {
@@ -333,6 +383,8 @@ static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void
         case GGML_TYPE_Q4_K: tile_q4_K(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q5_K: tile_q5_K(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q6_K: tile_q6_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ4_NL: tile_iq4_nl(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ4_XS: tile_iq4_xs(K, p, g, dst, ldc, nr, nc); break;
         default: ggml_gemm_kernel_generic(gt, K, panel, group, dst, ldc, nr, nc); break;
     }
 }
@@ -349,6 +401,10 @@ static void kernel_repacked_x86(const struct ggml_gemm_traits * gt, int64_t K, c
         case GGML_TYPE_Q5_0: tile_rp_q5_0(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q5_1: tile_rp_q5_1(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q5_K: tile_rp_q5_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q2_K: tile_rp_q2_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q3_K: tile_rp_q3_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ4_NL: tile_rp_iq4_nl(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ4_XS: tile_rp_iq4_xs(K, p, g, dst, ldc, nr, nc); break;
         default: break; // repack.c makes no other layout
     }
 }
@@ -367,6 +423,10 @@ static void kernel_repacked1_x86(const struct ggml_gemm_traits * gt, int64_t K, 
         case GGML_TYPE_Q5_0: tile_rp_q5_0_1(K, p, g, dst, ldc, nr); break;
         case GGML_TYPE_Q5_1: tile_rp_q5_1_1(K, p, g, dst, ldc, nr); break;
         case GGML_TYPE_Q5_K: tile_rp_q5_K_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q2_K: tile_rp_q2_K_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_Q3_K: tile_rp_q3_K_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_IQ4_NL: tile_rp_iq4_nl_1(K, p, g, dst, ldc, nr); break;
+        case GGML_TYPE_IQ4_XS: tile_rp_iq4_xs_1(K, p, g, dst, ldc, nr); break;
         default: break;
     }
 }

@@ -156,12 +156,6 @@ static bool repack_rows_legacy(const struct ggml_gemm_traits * gt, const void * 
 // One column on stored q4_0 / q4_1 / q8_0 rows (weights not repacked): the 16 rows repacked
 // into gemv's scratch, then the set's one-column kernel on them, against the column in the
 // compact layout: the bits of the 1-column tile, at about the cost of a vec_dot pass.
-static void gemv_prep_rp(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
-                         void * gv) {
-    (void) qrow;
-    ggml_gemm_act_compact(gt, group, K, gv);
-}
-
 static void gemv_rp(const struct ggml_gemm_traits * gt, const void * rows, size_t stride, int64_t K, void * gv,
                     float * dst) {
     uint8_t * scratch = (uint8_t *) gv + GGML_PAD(ggml_gemm_compact_bytes(gt, K), 64);
@@ -209,12 +203,15 @@ void ggml_gemm_init_avx2(struct ggml_gemm_traits * t) {
         // on its batch, nor on whether its weights were repacked): the types with a repacked
         // layout take it (the model loader repacks every matmul weight); stored weights of
         // those types go through the portable packer (no AVX2 packer or gemv yet: slow, but
-        // only without repacking). The others stay on vec_dot; their tiles are tested.
+        // only without repacking; q2_K / q3_K: one column through gemv_repacked). The others
+        // stay on vec_dot; their tiles are tested.
         t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 || i == GGML_TYPE_Q5_0 ||
-                           i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q5_K || i == GGML_TYPE_Q6_K;
+                           i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q5_K || i == GGML_TYPE_Q6_K ||
+                           i == GGML_TYPE_Q2_K || i == GGML_TYPE_Q3_K || i == GGML_TYPE_IQ4_NL || i == GGML_TYPE_IQ4_XS;
     }
     const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
-                                  GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K };
+                                  GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
+                                  GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
     for (size_t k = 0; k < sizeof(rp)/sizeof(rp[0]); k++) {
         t[rp[k]].kernel_repacked = kernel_repacked_x86;
         t[rp[k]].kernel_repacked1 = kernel_repacked1_x86;
@@ -227,6 +224,15 @@ void ggml_gemm_init_avx2(struct ggml_gemm_traits * t) {
     const enum ggml_type gvt[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0 };
     for (size_t k = 0; k < sizeof(gvt)/sizeof(gvt[0]); k++) {
         t[gvt[k]].gemv = gemv_rp;
-        t[gvt[k]].gemv_prep = gemv_prep_rp;
+        t[gvt[k]].gemv_prep = ggml_gemm_gemv_prep_compact;
+    }
+    // q2_K / q3_K / iq4_nl / iq4_xs: written straight in the repacked layout (at load, and for
+    // one column on stored rows: a repacked panel of 1824 bytes per 256 of K at most, well inside
+    // the scratch)
+    const enum ggml_type lowk[] = { GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
+    for (size_t k = 0; k < 4; k++) {
+        t[lowk[k]].repack_rows = k < 2 ? ggml_gemm_repack_rows_q2_K_q3_K : ggml_gemm_repack_rows_iq4;
+        t[lowk[k]].gemv = ggml_gemm_gemv_repacked;
+        t[lowk[k]].gemv_prep = ggml_gemm_gemv_prep_compact;
     }
 }

@@ -26,12 +26,22 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
     // level bytes per block; PK 3 / 4 / 6 (repacked q4_K / q6_K / q5_K) keep their scales in a
     // header per superblock, q6_K its levels as two nibble vectors and one vector of 2-bit tops
     // per block; PK 5 / 6 (repacked q5_0, q5_1 / q5_K) a vector of fifth bits after the nibbles
-    const bool NIB = PK == 1 || PK == 3 || PK == 5 || PK == 6;
+    // PK 9 / 10 (repacked iq4_nl / iq4_xs): nibbles as PK 1's, levels by a table shuffle; iq4_xs
+    // d[16] (fp16) and sc[8][16] (int8) per superblock
+    const bool LUT = PK == 9 || PK == 10;
+    const bool NIB = PK == 1 || PK == 3 || PK == 5 || PK == 6 || LUT;
     const bool H5 = PK == 5 || PK == 6, KH = PK == 3 || PK == 6;
-    const size_t lvb = PK == 1 || PK == 3 ? (size_t) QB*GGML_GEMM_MR/2 : H5 ? (size_t) QB*GGML_GEMM_MR/2 + 64
+    const size_t lvb = PK == 1 || PK == 3 || LUT ? (size_t) QB*GGML_GEMM_MR/2 : H5 ? (size_t) QB*GGML_GEMM_MR/2 + 64
                      : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
     const size_t scb = PK ? 32 : 64;                                                      // bytes per scale vector
-    const size_t pbb = KH || PK == 4 ? lvb : lvb + scb + (MIN ? scb : 0);
+    // PK 7 / 8: repacked q2_K / q3_K (gemm.h: GGML_GEMM_RP_Q2_K): a header per superblock, then
+    // 64 bytes of 2-bit levels per block; q3_K: per pair of blocks, their levels and third bits
+    const bool LOW = PK == 7 || PK == 8;
+    const size_t pbb = LOW ? 64 : KH || PK == 4 || PK == 10 ? lvb : lvb + scb + (MIN ? scb : 0);
+    const __m512i m3 = _mm512_set1_epi8(0x03), m04 = _mm512_set1_epi8(0x04);
+    const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char) 129, (char) 141,
+                                                             (char) 153, (char) 166, (char) 181, (char) 197, (char) 217,
+                                                             (char) 241)); // kvalues_iq4nl + 128
     const __m512i m10 = _mm512_set1_epi8(0x10);
     const __m512i m30 = _mm512_set1_epi8(0x30);
     const __m512i m4 = _mm512_set1_epi8(0x0F), m4h = _mm512_set1_epi8((char) 0xF0);
@@ -59,6 +69,16 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
         if (PK == 4) {
             dsb = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (hd + 256)));
             pb += 256 + 32;
+        }
+        // repacked q2_K: d[16], dmin[16] (fp16), sc[16][16]; q3_K: d[16], sc[16][16] (int8)
+        if (PK == 10) {
+            dsb = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) hd));
+            pb += 32 + 128;
+        }
+        if (LOW) {
+            dsb = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) hd));
+            if (PK == 7) ndsb = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (hd + 32))));
+            pb += PK == 7 ? 64 + 256 : 32 + 256;
         }
         // blocks in runs of one activation scale: the run (1 or 2 blocks for q8_1) unrolls, so
         // whether a block opens or closes its run is known at compile time
@@ -94,6 +114,16 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                         if (two) __asm__("" : "+v"(pkv[h]));
                     }
                 }
+                if (LOW) {
+                    pkv[0] = _mm512_loadu_si512((const void *) pb);
+                    if (PK == 8) {
+                        // the pair's third bits (128 bytes past its first block, 64 past its
+                        // second), the second block's moved down to bits 0-3
+                        const __m512i hv = _mm512_loadu_si512((const void *) (pb + ((j & 1) ? 64 : 128)));
+                        pkv[1] = (j & 1) ? _mm512_srli_epi16(hv, 4) : hv;
+                    }
+                    if (two) __asm__("" : "+v"(pkv[0]));
+                }
                 for (int g = 0; g < QB/4; g++) {
                     __m512i w;
                     if ((PK == 1 || PK == 3) && two) {
@@ -109,6 +139,17 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                             const __m512i hv = pkv[QB/8];
                             const __m512i hb = g < 4 ? _mm512_slli_epi16(hv, 4 - g) : g == 4 ? hv : _mm512_srli_epi16(hv, g - 4);
                             w = _mm512_ternarylogic_epi32(w, hb, m10, 0xF8);
+                        }
+                        if (LUT) w = _mm512_shuffle_epi8(lut, w);
+                    } else if (LOW) {
+                        // 2-bit levels at bits 2g (16-bit shifts: what crosses from the neighbour
+                        // byte falls outside the mask); q3_K: third bit g to bit 2, 0xF8: w | (hb & m04)
+                        w = _mm512_and_si512(g == 0 ? pkv[0] : _mm512_srli_epi16(pkv[0], 2*g), m3);
+                        if (PK == 8) {
+                            const __m512i hv = pkv[1];
+                            const __m512i hb = g == 0 ? _mm512_slli_epi16(hv, 2) : g == 1 ? _mm512_slli_epi16(hv, 1)
+                                             : g == 2 ? hv : _mm512_srli_epi16(hv, 1);
+                            w = _mm512_ternarylogic_epi32(w, hb, m04, 0xF8);
                         }
                     } else if (PK == 4) {
                         // the low nibble from nibble vector g % 2 (its high nibble for g >= 2), bits 4-5
@@ -140,6 +181,10 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                                                _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j)))))
                                : PK == 4 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
                                                _mm_loadu_si128((const __m128i *) (hd + 16*j)))))
+                               : PK == 7 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_cvtepu8_epi32(
+                                               _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j))), _mm512_set1_epi32(15))))
+                               : PK == 8 || PK == 10 ? _mm512_mul_ps(dsb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                               _mm_loadu_si128((const __m128i *) (hd + 32 + 16*j)))))
                                : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb)))
                                     : _mm512_loadu_ps((const float *) (pb + lvb));
                 if (SB == 1) {
@@ -157,6 +202,8 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                 if (MIN) {
                     const __m512 m = KH ? _mm512_mul_ps(ndsb, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                                    _mm_loadu_si128((const __m128i *) (hd + 64 + 128 + 16*j)))))
+                                   : PK == 7 ? _mm512_mul_ps(ndsb, _mm512_cvtepi32_ps(_mm512_srli_epi32(_mm512_cvtepu8_epi32(
+                                                   _mm_loadu_si128((const __m128i *) (hd + 64 + 16*j))), 4)))
                                    : PK ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (pb + lvb + scb)))
                                         : _mm512_loadu_ps((const float *) (pb + lvb + scb));
                     for (int c = 0; c < NRT; c++) {
@@ -168,7 +215,7 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
                         acc[c] = _mm512_fmadd_ps(t[c], _mm512_set1_ps(ld_f32(sbp + 4*GNR*ja + 4*c)), acc[c]);
                     }
                 }
-                pb += pbb;
+                pb += PK == 8 ? ((j & 1) ? 128 : 64) : pbb;
                 ab += gbb;
             }
         }
@@ -218,6 +265,11 @@ TILE_FN(tile_rp_q6_K, 16, 16, 2, false, true, 4)      // repacked q6_K
 TILE_FN(tile_rp_q5_0, 32, 1,  1, false, true, 5)      // repacked q5_0
 TILE_FN(tile_rp_q5_1, 32, 1,  1, true,  false, 5)     // repacked q5_1
 TILE_FN(tile_rp_q5_K, 32, 8,  1, true,  false, 6)     // repacked q5_K
+TILE_FN(tile_rp_q2_K, 16, 16, 16, true, false, 7)     // repacked q2_K
+TILE_FN(tile_rp_q3_K, 16, 16, 16, false, true, 8)     // repacked q3_K
+TILE_FN(tile_32_8_off, 32,  8,  1, false, true, 0)    // iq4_xs
+TILE_FN(tile_rp_iq4_nl, 32, 1,  1, false, true, 9)    // repacked iq4_nl
+TILE_FN(tile_rp_iq4_xs, 32, 8,  1, false, true, 10)   // repacked iq4_xs
 
 // Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_compact_bytes).
 static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
@@ -234,6 +286,10 @@ static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t 
         case GGML_TYPE_Q5_0: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, 1, false, true, 1, 5, 1); break;
         case GGML_TYPE_Q5_1: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, 1, true, false, 1, 5, 1); break;
         case GGML_TYPE_Q5_K: tile_g(K, p, g, dst, ldc, nr, 1, 32, 8, 1, true, false, 1, 6, 1); break;
+        case GGML_TYPE_Q2_K: tile_g(K, p, g, dst, ldc, nr, 1, 16, 16, 16, true, false, 1, 7, 1); break;
+        case GGML_TYPE_Q3_K: tile_g(K, p, g, dst, ldc, nr, 1, 16, 16, 16, false, true, 1, 8, 1); break;
+        case GGML_TYPE_IQ4_NL: tile_g(K, p, g, dst, ldc, nr, 1, 32, 1, 1, false, true, 1, 9, 1); break;
+        case GGML_TYPE_IQ4_XS: tile_g(K, p, g, dst, ldc, nr, 1, 32, 8, 1, false, true, 1, 10, 1); break;
         default: break;
     }
 }
@@ -251,6 +307,10 @@ static void kernel_repacked_avx512(const struct ggml_gemm_traits * gt, int64_t K
         case GGML_TYPE_Q5_0: tile_rp_q5_0(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q5_1: tile_rp_q5_1(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q5_K: tile_rp_q5_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q2_K: tile_rp_q2_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_Q3_K: tile_rp_q3_K(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ4_NL: tile_rp_iq4_nl(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ4_XS: tile_rp_iq4_xs(K, p, g, dst, ldc, nr, nc); break;
         default: break; // repack.c makes no other layout
     }
 }
@@ -264,6 +324,8 @@ static void kernel_avx512(const struct ggml_gemm_traits * gt, int64_t K, const v
         else             tile_32_1_off(K, p, g, dst, ldc, nr, nc);
     } else if (gt->qb == 32 && gt->sb == 8 && gt->sa == 1 && gt->has_min) {
         tile_32_8_min(K, p, g, dst, ldc, nr, nc);
+    } else if (gt->qb == 32 && gt->sb == 8 && gt->sa == 1) {
+        tile_32_8_off(K, p, g, dst, ldc, nr, nc);
     } else if (gt->qb == 16 && gt->sb == 16 && gt->sa == 2 && !gt->has_min) {
         tile_16_16_off2(K, p, g, dst, ldc, nr, nc);
     } else if (gt->qb == 16 && gt->sb == 16 && gt->sa == 16) {
@@ -862,10 +924,11 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
         // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend
         // on its batch, nor on whether its weights were repacked): q5_0, q5_1 and q5_K have
         // repacked layouts but no fast packer or gemv yet (stored weights: the portable packer,
-        // slow, but only without repacking); q2_K and q3_K have neither and stay on vec_dot.
+        // slow, but only without repacking); q2_K and q3_K one column through gemv_repacked.
         t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 ||
                            i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q6_K || i == GGML_TYPE_Q5_0 ||
-                           i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q5_K;
+                           i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q5_K || i == GGML_TYPE_Q2_K || i == GGML_TYPE_Q3_K ||
+                           i == GGML_TYPE_IQ4_NL || i == GGML_TYPE_IQ4_XS;
     }
     for (int i = 0; i < GGML_TYPE_COUNT; i++) {
         if (i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0) {
@@ -895,6 +958,15 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
     t[GGML_TYPE_Q5_0].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q5_1].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q5_K].kernel_repacked1 = kernel_repacked1_avx512;
+    // q2_K / q3_K / iq4_nl / iq4_xs: the AVX2 set's repacker and gemv (gemm-avx2.c) with these tiles
+    t[GGML_TYPE_Q2_K].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q3_K].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_Q2_K].kernel_repacked1 = kernel_repacked1_avx512;
+    t[GGML_TYPE_Q3_K].kernel_repacked1 = kernel_repacked1_avx512;
+    t[GGML_TYPE_IQ4_NL].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_IQ4_XS].kernel_repacked = kernel_repacked_avx512;
+    t[GGML_TYPE_IQ4_NL].kernel_repacked1 = kernel_repacked1_avx512;
+    t[GGML_TYPE_IQ4_XS].kernel_repacked1 = kernel_repacked1_avx512;
     t[GGML_TYPE_Q4_0].repack_rows = repack_rows_legacy;
     t[GGML_TYPE_Q4_1].repack_rows = repack_rows_legacy;
     t[GGML_TYPE_Q8_0].repack_rows = repack_rows_legacy;

@@ -140,6 +140,31 @@ static void levels_q6_K(const void * vb, uint8_t * lv, float * d, float * m) {
     (void) m;
 }
 
+// iq4_nl: x = d*kvalues_iq4nl[nibble]; levels kvalues + 128 (off 128, as q8_0's).
+static void levels_iq4_nl(const void * vb, uint8_t * lv, float * d, float * m) {
+    const block_iq4_nl * b = (const block_iq4_nl *) vb;
+    for (int j = 0; j < QK4_NL/2; j++) {
+        lv[j]            = (uint8_t) (ggml_kvalues_iq4nl[b->qs[j] & 0x0F] + 128);
+        lv[j + QK4_NL/2] = (uint8_t) (ggml_kvalues_iq4nl[b->qs[j] >> 4] + 128);
+    }
+    d[0] = FP16(b->d);
+    (void) m;
+}
+
+// iq4_xs: 8 blocks of 32 laid out as iq4_nl's, x = d*(ls - 32)*kvalues_iq4nl[nibble].
+static void levels_iq4_xs(const void * vb, uint8_t * lv, float * d, float * m) {
+    const block_iq4_xs * b = (const block_iq4_xs *) vb;
+    const float dd = FP16(b->d);
+    for (int ib = 0; ib < QK_K/32; ib++) {
+        for (int j = 0; j < 16; j++) {
+            lv[32*ib + j]      = (uint8_t) (ggml_kvalues_iq4nl[b->qs[16*ib + j] & 0x0F] + 128);
+            lv[32*ib + j + 16] = (uint8_t) (ggml_kvalues_iq4nl[b->qs[16*ib + j] >> 4] + 128);
+        }
+        d[ib] = dd*(float) (ggml_gemm_iq4_xs_scale(b, ib) - 32);
+    }
+    (void) m;
+}
+
 static unit_levels_t unit_levels(enum ggml_type t) {
     switch (t) {
         case GGML_TYPE_Q4_0: return levels_q4_0;
@@ -152,6 +177,8 @@ static unit_levels_t unit_levels(enum ggml_type t) {
         case GGML_TYPE_Q4_K: return levels_q4_K;
         case GGML_TYPE_Q5_K: return levels_q5_K;
         case GGML_TYPE_Q6_K: return levels_q6_K;
+        case GGML_TYPE_IQ4_NL: return levels_iq4_nl;
+        case GGML_TYPE_IQ4_XS: return levels_iq4_xs;
         default:             return NULL;
     }
 }
@@ -340,6 +367,120 @@ void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, con
     }
 }
 
+// ---- q2_K / q3_K straight to the repacked layout (gemm.h: GGML_GEMM_RP_Q2_K / _Q3_K) ----
+//
+// A 16-element block j of a q2_K / q3_K superblock takes its 2-bit levels from 16 consecutive
+// qs bytes (chunk j/8, shifted by 2*((j%8)/2), bytes 16*(j%2)..), and q3_K its third bit from
+// hmask bytes 16*(j%2).. at bit j/2; so dword g of those bytes holds the 4 levels of level
+// vector g of one row, and a row's 4 dwords give its dword of each packed vector at once.
+
+static inline uint32_t ld_u32(const uint8_t * p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+static void repack_q2_K_unit(const uint8_t * base, size_t row_stride, size_t uo, uint8_t * o) {
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        const block_q2_K * b = (const block_q2_K *) (base + (size_t) r*row_stride + uo);
+        memcpy(o + 2*r, &b->d, 2);
+        memcpy(o + 32 + 2*r, &b->dmin, 2);
+        for (int j = 0; j < 16; j++) {
+            o[64 + 16*j + r] = b->scales[j];
+            const uint8_t * q = b->qs + 32*(j/8) + 16*(j % 2);
+            const int shift = 2*((j % 8)/2);
+            uint32_t v = 0;
+            for (int g = 0; g < 4; g++) v |= ((ld_u32(q + 4*g) >> shift) & 0x03030303u) << (2*g);
+            memcpy(o + 320 + 64*j + 4*r, &v, 4);
+        }
+    }
+}
+
+static void repack_q3_K_unit(const uint8_t * base, size_t row_stride, size_t uo, uint8_t * o) {
+    memset(o + 288, 0, 8*192); // the third bits are or-ed in
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        const block_q3_K * b = (const block_q3_K *) (base + (size_t) r*row_stride + uo);
+        memcpy(o + 2*r, &b->d, 2);
+        int8_t sc[16];
+        ggml_quants_unpack_q3_K_scales(b->scales, sc);
+        for (int j = 0; j < 16; j++) {
+            o[32 + 16*j + r] = (uint8_t) (int8_t) (sc[j] - 32);
+            const uint8_t * q = b->qs + 32*(j/8) + 16*(j % 2), * hm = b->hmask + 16*(j % 2);
+            const int shift = 2*((j % 8)/2);
+            uint32_t v = 0, h = 0;
+            for (int g = 0; g < 4; g++) {
+                v |= ((ld_u32(q + 4*g) >> shift) & 0x03030303u) << (2*g);
+                h |= ((ld_u32(hm + 4*g) >> (j/2)) & 0x01010101u) << (g + 4*(j % 2));
+            }
+            uint8_t * op = o + 288 + 192*(j/2);
+            memcpy(op + 64*(j % 2) + 4*r, &v, 4);
+            uint32_t h0;
+            memcpy(&h0, op + 128 + 4*r, 4);
+            h0 |= h;
+            memcpy(op + 128 + 4*r, &h0, 4);
+        }
+    }
+}
+
+bool ggml_gemm_repack_rows_q2_K_q3_K(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride,
+                                     int64_t K, void * out) {
+    const bool q2 = gt->type == GGML_TYPE_Q2_K;
+    if (!q2 && gt->type != GGML_TYPE_Q3_K) return false;
+    const size_t ub = ggml_type_size(gt->type), rub = q2 ? GGML_GEMM_RP_Q2_K : GGML_GEMM_RP_Q3_K;
+    for (int64_t u = 0; u < K/QK_K; u++) {
+        uint8_t * o = (uint8_t *) out + (size_t) u*rub;
+        if (q2) repack_q2_K_unit((const uint8_t *) rows, row_stride, (size_t) u*ub, o);
+        else    repack_q3_K_unit((const uint8_t *) rows, row_stride, (size_t) u*ub, o);
+    }
+    return true;
+}
+
+// iq4_nl / iq4_xs: dword g of a 32-element block's 16 qs bytes holds levels 4g.. in its low
+// nibbles and 16 + 4g.. in its high ones, which is the nibble layout: the 16 rows' dwords side by
+// side (gemm.h: GGML_GEMM_RP_IQ4_XS).
+static void repack_nibble_block(const uint8_t * base, size_t row_stride, size_t qo, uint8_t * o) {
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        const uint8_t * q = base + (size_t) r*row_stride + qo;
+        for (int g = 0; g < 4; g++) memcpy(o + 64*g + 4*r, q + 4*g, 4);
+    }
+}
+
+bool ggml_gemm_repack_rows_iq4(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                               void * out) {
+    const uint8_t * base = (const uint8_t *) rows;
+    uint8_t * o = (uint8_t *) out;
+    if (gt->type == GGML_TYPE_IQ4_NL) {
+        for (int64_t u = 0; u < K/QK4_NL; u++, o += GGML_GEMM_RP_IQ4_NL) {
+            const size_t uo = (size_t) u*sizeof(block_iq4_nl);
+            repack_nibble_block(base, row_stride, uo + offsetof(block_iq4_nl, qs), o);
+            for (int r = 0; r < GGML_GEMM_MR; r++) memcpy(o + 256 + 2*r, base + (size_t) r*row_stride + uo, 2);
+        }
+        return true;
+    }
+    if (gt->type != GGML_TYPE_IQ4_XS) return false;
+    for (int64_t u = 0; u < K/QK_K; u++, o += GGML_GEMM_RP_IQ4_XS) {
+        const size_t uo = (size_t) u*sizeof(block_iq4_xs);
+        for (int r = 0; r < GGML_GEMM_MR; r++) {
+            const block_iq4_xs * b = (const block_iq4_xs *) (base + (size_t) r*row_stride + uo);
+            memcpy(o + 2*r, &b->d, 2);
+            for (int ib = 0; ib < QK_K/32; ib++) o[32 + 16*ib + r] = (uint8_t) (int8_t) (ggml_gemm_iq4_xs_scale(b, ib) - 32);
+        }
+        for (int ib = 0; ib < QK_K/32; ib++) {
+            repack_nibble_block(base, row_stride, uo + offsetof(block_iq4_xs, qs) + 16*(size_t) ib, o + 160 + 256*ib);
+        }
+    }
+    return true;
+}
+
+void ggml_gemm_gemv_prep_compact(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
+                                 void * gv) {
+    (void) qrow;
+    ggml_gemm_act_compact(gt, group, K, gv);
+}
+
+void ggml_gemm_gemv_repacked(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                             void * gv, float * dst) {
+    uint8_t * scratch = (uint8_t *) gv + GGML_PAD(ggml_gemm_compact_bytes(gt, K), 64);
+    gt->repack_rows(gt, rows, row_stride, K, scratch);
+    gt->kernel_repacked1(gt, K, scratch, gv, dst, GGML_GEMM_MR, GGML_GEMM_MR, 1);
+}
+
 void ggml_gemm_init_generic(struct ggml_gemm_traits * t) {
     memset(t, 0, sizeof(*t)*GGML_TYPE_COUNT);
     // q4_K, q5_K, q6_K meet activations with one scale per 32 (q8_1): one per 256 (q8_K)
@@ -355,6 +496,8 @@ void ggml_gemm_init_generic(struct ggml_gemm_traits * t) {
         { GGML_TYPE_Q4_K, 32,  8,  1,   0, true,  GGML_TYPE_Q8_1 },
         { GGML_TYPE_Q5_K, 32,  8,  1,   0, true,  GGML_TYPE_Q8_1 },
         { GGML_TYPE_Q6_K, 16, 16,  2,  32, false, GGML_TYPE_Q8_1 },
+        { GGML_TYPE_IQ4_NL, 32, 1, 1, 128, false, GGML_TYPE_Q8_0 },
+        { GGML_TYPE_IQ4_XS, 32, 8, 1, 128, false, GGML_TYPE_Q8_0 },
     };
     for (size_t i = 0; i < sizeof(defs)/sizeof(defs[0]); i++) {
         struct ggml_gemm_traits * g = &t[defs[i].type];

@@ -168,6 +168,40 @@ void ggml_gemm_act_compact(const struct ggml_gemm_traits * gt, const void * grou
 // One row quantized to act_type, in the compact layout (ggml_gemm_compact_bytes).
 void ggml_gemm_act_compact_row(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, void * out);
 
+// Repacked q2_K / q3_K (repack.h): bytes of one superblock of 16 rows, laid out as
+//   q2_K: d[16], dmin[16] (fp16, as stored), sc[16 blocks][16 rows] (the stored scale bytes:
+//         scale | min << 4), then per 16-element block one vector of 2-bit levels (byte i of
+//         level vector g of the panel at bits 2g..2g+1): 64 + 256 + 16*64 = the stored size;
+//   q3_K: d[16] (fp16), sc[16][16] (int8: the 6-bit scale - 32), then per pair of blocks the
+//         2-bit low levels of each (as q2_K's) and one vector of third bits (bit g: the first
+//         block's level vector g, bit 4 + g: the second's): 32 + 256 + 8*192 (3.6% over stored).
+#define GGML_GEMM_RP_Q2_K 1344
+#define GGML_GEMM_RP_Q3_K 1824
+// Writes 16 q2_K / q3_K rows straight in that layout (any other type: false). Portable.
+bool ggml_gemm_repack_rows_q2_K_q3_K(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride,
+                                     int64_t K, void * out);
+// Repacked iq4_nl (per 32-element block: the 16 rows' nibbles as repacked q4_0's, then d[16]
+// fp16: the stored size) and iq4_xs (per superblock: d[16] fp16, sc[8][16] int8 (ls - 32), then
+// 8 blocks of nibbles: 1.5% over stored). Levels are kvalues_iq4nl + 128, by a table shuffle.
+#define GGML_GEMM_RP_IQ4_NL (16*32/2 + 32)
+#define GGML_GEMM_RP_IQ4_XS (32 + 128 + 8*16*32/2)
+// Writes 16 iq4_nl / iq4_xs rows straight in that layout (any other type: false). Portable.
+bool ggml_gemm_repack_rows_iq4(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                               void * out);
+// The 6-bit scale ls of block ib of an iq4_xs superblock (x = d*(ls - 32)*kvalue).
+static inline int ggml_gemm_iq4_xs_scale(const void * blk, int ib) {
+    const uint8_t * b = (const uint8_t *) blk; // d, scales_h (u16), scales_l[4]
+    const int sh = b[2] | (b[3] << 8);
+    return ((b[4 + ib/2] >> (4*(ib % 2))) & 0xF) | (((sh >> (2*ib)) & 3) << 4);
+}
+// One column on stored rows of a type with repack_rows and kernel_repacked1: the 16 rows
+// repacked into gemv's scratch, then the 1-column kernel (the bits of the repacked path).
+void ggml_gemm_gemv_repacked(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                             void * gv, float * dst);
+// gemv_prep of ggml_gemm_gemv_repacked: the column in the compact layout.
+void ggml_gemm_gemv_prep_compact(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
+                                 void * gv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -32,6 +32,8 @@ static int64_t repack_unit(enum ggml_type type) {
         case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q8_0: return 32;
         case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1: return 32;
         case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K: return QK_K;
+        case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_IQ4_XS: return QK_K;
+        case GGML_TYPE_IQ4_NL: return 32;
         default:             return 0;
     }
 }
@@ -45,6 +47,10 @@ static size_t repack_unit_bytes(enum ggml_type type) {
         case GGML_TYPE_Q5_K: return 64 + 2*8*16 + 8*(16*32/2 + 64); // q4_K's, and per block the fifth bits
         case GGML_TYPE_Q4_K: return 64 + 2*8*16 + 8*(16*32/2); // d, dmin; sc, mn; 8 blocks of nibbles
         case GGML_TYPE_Q6_K: return 16*16 + 32 + 16*192;        // sc; d; 16 blocks of 4+2-bit levels
+        case GGML_TYPE_Q2_K: return GGML_GEMM_RP_Q2_K;          // written by repack_rows only (gemm.h)
+        case GGML_TYPE_Q3_K: return GGML_GEMM_RP_Q3_K;
+        case GGML_TYPE_IQ4_NL: return GGML_GEMM_RP_IQ4_NL;
+        case GGML_TYPE_IQ4_XS: return GGML_GEMM_RP_IQ4_XS;
         default:             return 0;
     }
 }
@@ -57,6 +63,9 @@ static const struct ggml_gemm_traits * repack_traits(const struct ggml_tensor * 
     }
     const struct ggml_gemm_traits * gt = ggml_gemm_get_traits(t->type);
     if (!gt || !gt->kernel_repacked || !gt->kernel_repacked1 || !gt->pack) return NULL;
+    // q2_K, q3_K, iq4_nl, iq4_xs have no panel squeezer below: their layout comes from repack_rows alone
+    if ((t->type == GGML_TYPE_Q2_K || t->type == GGML_TYPE_Q3_K || t->type == GGML_TYPE_IQ4_NL ||
+         t->type == GGML_TYPE_IQ4_XS) && !gt->repack_rows) return NULL;
     return gt;
 }
 

@@ -4,7 +4,9 @@
 // (cheap for a prompt, where a panel meets hundreds of columns, but most of the work when one
 // token is generated). A repacked copy holds the panels ready: per 32-element block the 16 rows'
 // levels interleaved as the micro-kernel loads them (q4_0 / q4_1 as nibbles, q8_0 as bytes)
-// and their fp16 scales (and minimums) after them: exactly as many bytes as the GGUF layout.
+// and their fp16 scales (and minimums) after them: exactly as many bytes as the GGUF layout
+// (the K-quants and iq4_xs keep a header of decoded scales per superblock; q2_K, q3_K, iq4_nl
+// and iq4_xs are written straight from the rows, gemm.h: GGML_GEMM_RP_*).
 // Results are bit for bit those of the unpacked path.
 //
 // Usage (model loader, per 2D weight that mul_mat uses as its first operand):
