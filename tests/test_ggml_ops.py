@@ -636,7 +636,7 @@ def np_gated_delta_net(q, k, v, g, beta, state, K):
     return np.concatenate([out.reshape(-1), snaps.reshape(-1)]).reshape(-1, H * S)
 
 
-def gated_delta_net_case(S, H, H_k, n_t, n_s, K=1, g_vec=False):
+def gated_delta_net_case(S, H, H_k, n_t, n_s, K=1, g_vec=False, chunk=0):
     """q, k, v, g, beta in the layout (rows contiguous in all three), state contiguous; F32 only."""
     def build(ctx, rng, type, layout):
         def unit(shape):
@@ -649,6 +649,8 @@ def gated_delta_net_case(S, H, H_k, n_t, n_s, K=1, g_vec=False):
         beta = inp(ctx, rng.uniform(0.05, 0.95, (n_s, n_t, H, 1)), F32, layout)
         state = inp(ctx, rng.uniform(-0.5, 0.5, (n_s, H, S, S)), F32, "cont")
         ref = np_gated_delta_net(val(q), val(k), val(v), val(g), val(beta), val(state), K)
+        if chunk:
+            return ggml.ggml_gated_delta_net_chunked(ctx, q, k, v, g, beta, state, chunk), ref
         return ggml.ggml_gated_delta_net(ctx, q, k, v, g, beta, state, K), ref
     return build
 
@@ -724,6 +726,16 @@ CASES = [
     Case("gated_delta_net_gqa_snapshots", gated_delta_net_case(32, 6, 2, 7, 2, K=3), types=(F32,),
          tol={F32: (1e-5, 1e-5)}),
     Case("gated_delta_net_vec_gate", gated_delta_net_case(16, 4, 2, 3, 3, g_vec=True), types=(F32,),
+         tol={F32: (1e-5, 1e-5)}),
+    # the chunked form against the same token-by-token reference: whole chunks, a partial last
+    # chunk, a prompt shorter than one chunk, GQA heads, one token (which steps the recurrence)
+    Case("gated_delta_net_chunked", gated_delta_net_case(32, 4, 2, 150, 2, chunk=64), types=(F32,),
+         tol={F32: (1e-5, 1e-5)}),
+    Case("gated_delta_net_chunked_short", gated_delta_net_case(16, 3, 3, 5, 3, chunk=64), types=(F32,),
+         tol={F32: (1e-5, 1e-5)}),
+    Case("gated_delta_net_chunked_exact", gated_delta_net_case(24, 2, 1, 48, 1, chunk=16), types=(F32,),
+         tol={F32: (1e-5, 1e-5)}),
+    Case("gated_delta_net_chunked_one_token", gated_delta_net_case(16, 2, 2, 1, 2, chunk=64), types=(F32,),
          tol={F32: (1e-5, 1e-5)}),
     Case("soft_max", soft_max_plain(), tol=F16_SOFTMAX_TOL, result=same),
     Case("soft_max_inplace", soft_max_plain(True), tol=F16_SOFTMAX_TOL, result=same),

@@ -134,6 +134,18 @@ def test_batch_token_by_token_and_ubatches_match_transformers(tiny):
     assert max(batch, step, split) < 1e-3, (batch, step, split)
 
 
+@pytest.mark.parametrize("n_ubatch", [5, 64, 100, 256])
+def test_long_prompt_in_ubatches_of_several_sizes_matches_transformers(tiny, n_ubatch):
+    """A prompt of several chunks of 64 (the chunked scan runs within each ubatch and its state
+    carries to the next): partial chunks, exact chunks and ubatches that cut chunks."""
+    toks = (tiny.ids(" ".join(TC.PROMPTS)) * 8)[:200]
+    assert len(toks) == 200
+    ref = hf_logits(tiny.model, toks)
+    err = rel_err(batch_logits(tiny.gguf, toks, n_ubatch=n_ubatch), ref)
+    print(f"\nqwen35: 200-token prompt in ubatches of {n_ubatch}: {err:.2e}", end="")
+    assert err < 1e-3
+
+
 def test_llama_cpp_converter_file_matches_transformers(tiny, tmp_path):
     """The file llama.cpp's own converter writes (real Qwen3.5 GGUFs come from it) runs alike."""
     from upstream_convert import convert_with_llama_cpp

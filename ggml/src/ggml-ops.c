@@ -343,6 +343,19 @@ struct ggml_tensor * ggml_gated_delta_net(struct ggml_context * ctx, struct ggml
     return t;
 }
 
+struct ggml_tensor * ggml_gated_delta_net_chunked(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                                  struct ggml_tensor * v, struct ggml_tensor * g, struct ggml_tensor * beta,
+                                                  struct ggml_tensor * state, int64_t chunk) {
+    if (chunk < 1 || chunk > 256) {
+        return ggml_op_fail("ggml_gated_delta_net_chunked", "chunk must be in [1, 256]", v, NULL);
+    }
+    struct ggml_tensor * t = ggml_gated_delta_net(ctx, q, k, v, g, beta, state, 1);
+    if (t) {
+        ggml_set_op_params_i32(t, 1, (int32_t) chunk);
+    }
+    return t;
+}
+
 struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
     if (!a || !b) {
         return ggml_op_fail("ggml_swiglu_split", "NULL input", a, b);
