@@ -604,10 +604,11 @@ def np_l2_norm(x, eps):
 
 
 def ssm_conv_case(d_conv, d_inner, n_t, n_s):
-    """sx [d_conv-1+n_t, d_inner, n_s] in the layout, c [d_conv, d_inner] contiguous; F32 only."""
+    """sx [d_conv-1+n_t, d_inner, n_s] (F32) in the layout, c [d_conv, d_inner] contiguous in the
+    case's type (F32 or F16: GGUFs may store the taps either way)."""
     def build(ctx, rng, type, layout):
         sx = inp(ctx, rng.uniform(-2, 2, (n_s, d_inner, d_conv - 1 + n_t)), F32, layout)
-        c = inp(ctx, rng.uniform(-1, 1, (d_inner, d_conv)), F32, "cont")
+        c = inp(ctx, rng.uniform(-1, 1, (d_inner, d_conv)), type, "cont")
         x, w = val(sx)[0], val(c)[0, 0]
         ref = np.zeros((n_s, n_t, d_inner))
         for t in range(n_t):
@@ -720,8 +721,10 @@ CASES = [
          result=same),
     Case("l2_norm_inplace", unary(lambda c, a: ggml.ggml_l2_norm_inplace(c, a, 1e-6), lambda x: np_l2_norm(x, 1e-6),
                                   -3, 5, inplace=True), result=same),
-    Case("ssm_conv", ssm_conv_case(4, 160, 7, 3), types=(F32,), tol={F32: (1e-5, 1e-5)}),
-    Case("ssm_conv_one_token", ssm_conv_case(4, 1100, 1, 4), types=(F32,), tol={F32: (1e-5, 1e-5)}),
+    Case("ssm_conv", ssm_conv_case(4, 160, 7, 3), types=(F32, F16), tol={F32: (1e-5, 1e-5), F16: (1e-5, 1e-5)},
+         result=lambda t: F32),
+    Case("ssm_conv_one_token", ssm_conv_case(4, 1100, 1, 4), types=(F32, F16),
+         tol={F32: (1e-5, 1e-5), F16: (1e-5, 1e-5)}, result=lambda t: F32),
     Case("gated_delta_net", gated_delta_net_case(16, 4, 4, 5, 2), types=(F32,), tol={F32: (1e-5, 1e-5)}),
     Case("gated_delta_net_gqa_snapshots", gated_delta_net_case(32, 6, 2, 7, 2, K=3), types=(F32,),
          tol={F32: (1e-5, 1e-5)}),

@@ -429,6 +429,23 @@ def test_quantized_model_keeps_its_convolution_taps(tiny, tmp_path):
     assert np.isfinite(logits).all()
 
 
+def test_convolution_taps_stored_as_f16_are_accepted(tiny, tmp_path):
+    """A GGUF whose ssm_conv1d taps are F16 loads and runs: logits within 1e-3 of transformers'
+    with the same taps rounded to float16."""
+    import copy
+    from test_arch import _rewrite
+    out = tmp_path / "taps_f16.gguf"
+    _rewrite(tiny.gguf, out, to_f16="ssm_conv1d.weight")
+    model = copy.deepcopy(tiny.model)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "conv1d" in name:
+                p.copy_(p.half().float())
+    toks = tiny.ids(TC.PROMPTS[1])
+    err = rel_err(batch_logits(out, toks), hf_logits(model, toks))
+    assert err < 1e-3, err
+
+
 def test_server_continues_a_conversation_from_its_checkpoint(tiny):
     """A follow-up prompt that extends the last prompt (plus some of the answer) restores the
     recurrent state saved at the end of that prompt and decodes only the rest, with the text of a

@@ -447,7 +447,7 @@ GGML_API struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggm
 GGML_API struct ggml_tensor * ggml_l2_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
 // Causal depthwise convolution: sx [d_conv - 1 + n_t, d_inner, n_s] F32 (each channel's state,
 // the last d_conv - 1 inputs, then its n_t new inputs, along dim 0), c [d_conv, d_inner] F32 ->
-// [d_inner, n_t, n_s] F32: y[ch, t, s] = sum_j c[j, ch] * sx[t + j, ch, s].
+// [d_inner, n_t, n_s] F32: y[ch, t, s] = sum_j c[j, ch] * sx[t + j, ch, s]; sx F32, c F32 or F16.
 GGML_API struct ggml_tensor * ggml_ssm_conv(struct ggml_context * ctx, struct ggml_tensor * sx, struct ggml_tensor * c);
 // Gated delta rule, token by token per (head, sequence), all F32: q, k [S, H_k, n_t, n_s],
 // v [S, H, n_t, n_s] (H % H_k == 0; value head h reads q/k head h % H_k), g [1 or S, H, n_t, n_s]

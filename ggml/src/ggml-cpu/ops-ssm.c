@@ -34,8 +34,8 @@ void ggml_compute_forward_ssm_conv(const struct ggml_compute_params * params, st
             const int64_t nb = ch1 - ch0;
             float wt[SSM_CONV_MAX_TAPS][SSM_CONV_BLOCK];
             for (int64_t k = 0; k < nb; k++) {
-                const float * w = (const float *) ((const char *) c->data + (ch0 + k)*c->nb[1]);
-                for (int64_t j = 0; j < d_conv; j++) wt[j][k] = w[j];
+                const char * w = (const char *) c->data + (ch0 + k)*c->nb[1];
+                for (int64_t j = 0; j < d_conv; j++) wt[j][k] = ggml_cpu_load_f(w + j*c->nb[0], c->type);
             }
             for (int64_t t = 0; t < n_t; t++) {
                 float acc[SSM_CONV_BLOCK] = {0};
@@ -49,11 +49,11 @@ void ggml_compute_forward_ssm_conv(const struct ggml_compute_params * params, st
         }
         for (int64_t t = 0; t < n_t; t++) {
             for (int64_t ch = ch0; ch < ch1; ch++) {
-                const float * w = (const float *) ((const char *) c->data + ch*c->nb[1]);
+                const char * w = (const char *) c->data + ch*c->nb[1];
                 const char * x = (const char *) sx->data + ch*sx->nb[1] + s*sx->nb[2] + t*sx->nb[0];
                 float acc = 0.0f;
                 for (int64_t j = 0; j < d_conv; j++) {
-                    acc += w[j] * *(const float *) (x + j*sx->nb[0]);
+                    acc += ggml_cpu_load_f(w + j*c->nb[0], c->type) * *(const float *) (x + j*sx->nb[0]);
                 }
                 *(float *) ggml_cpu_ptr(dst, ch, t, s, 0) = acc;
             }
