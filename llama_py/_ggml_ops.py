@@ -338,6 +338,12 @@ def ggml_gated_delta_net(ctx, q, k, v, g, beta, state, K):
     ...
 
 
+# The same with K = 1, computed chunk tokens at a time (the chunked form used for prompts).
+@_c("ggml_gated_delta_net_chunked", [_ctx, _t, _t, _t, _t, _t, _t, c_int64], _t)
+def ggml_gated_delta_net_chunked(ctx, q, k, v, g, beta, state, chunk):
+    ...
+
+
 # Concatenation of a and b along dim.
 @_c("ggml_concat", [_ctx, _t, _t, c_int], _t)
 def ggml_concat(ctx, a, b, dim):

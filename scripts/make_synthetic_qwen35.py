@@ -57,6 +57,10 @@ def write_model(out: Path, *, n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim
     w.add_key_length(head_dim)
     w.add_value_length(head_dim)
     w.add_rope_dimension_count(n_rot)
+    # mRoPE sections over the n_rot / 2 rotated pairs (Qwen3.5: [11, 11, 10, 0] of 32), which
+    # llama.cpp requires; for text all sections see the same position
+    third, rem = divmod(n_rot // 2, 3)
+    w.add_rope_dimension_sections([third + (rem > 0), third + (rem > 1), third, 0])
     w.add_rope_freq_base(10000000.0)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_file_type(1 if ftype == "f16" else 0)

@@ -15,6 +15,7 @@
 #define REQ  LLM_T_REQUIRED
 #define LAY  LLM_T_LAYER
 #define F32  LLM_T_F32
+#define F32_F16 (LLM_T_F32 | LLM_T_F16_OK)
 
 // Tensors every decoder here has around its blocks.
 #define T_EMBD        { "token_embd.weight",  ML(tok_embd),    REQ,       2, { LLM_DIM_EMBD, LLM_DIM_VOCAB } }
@@ -315,7 +316,7 @@ static bool phi3_finish(struct llama_hparams * hp) {
     B("attn_gate.weight",   ssm_gate,    0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_INNER), \
     B("ssm_beta.weight",    ssm_beta,    0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_HEADS), \
     B("ssm_alpha.weight",   ssm_alpha,   0,   2, LLM_DIM_EMBD, LLM_DIM_SSM_HEADS), \
-    B("ssm_conv1d.weight",  ssm_conv1d,  F32, 2, LLM_DIM_SSM_CONV_K, LLM_DIM_SSM_CONV_CH), \
+    B("ssm_conv1d.weight",  ssm_conv1d,  F32_F16, 2, LLM_DIM_SSM_CONV_K, LLM_DIM_SSM_CONV_CH), \
     B("ssm_dt.bias",        ssm_dt,      F32, 1, LLM_DIM_SSM_HEADS, 0), \
     B("ssm_a",              ssm_a,       F32, 1, LLM_DIM_SSM_HEADS, 0), \
     B("ssm_norm.weight",    ssm_norm,    F32, 1, LLM_DIM_SSM_STATE, 0), \

@@ -6,12 +6,16 @@
 //                                                                    d_conv - 1 inputs, channel-fastest)
 //   q, k, v = split(qkv); q, k = l2_norm per head
 //   beta = sigmoid(b);  g = ssm_a * softplus(a + dt_bias)          (ssm_a = -exp(A_log): log decay)
-//   o, state = gated_delta_net(q, k, v, g, beta, state)           (ggml.h: o = M^T q / sqrt(S))
+//   o, state = gated_delta_net(q, k, v, g, beta, state)           (ggml.h: o = M^T q / sqrt(S);
+//                                                                    chunked for prompt ubatches)
 //   out = Wout · (rms_norm(o per head) * ssm_norm * silu(z))
 //
 // The conv and recurrence states of the ubatch's sequences are read from the recurrent memory
 // with get_rows (slot ids: inp_s_ids) and written back with set_rows.
 #include "llama-graph.h"
+
+// Tokens per chunk of the chunked scan used for prompts.
+#define LLM_DELTA_NET_CHUNK 64
 
 #define GB(expr) do { if ((expr) == NULL) { return false; } } while (0)
 
@@ -86,7 +90,10 @@ bool llm_graph_delta_net(struct llm_graph * g, uint32_t il, struct ggml_tensor *
     GB(k = ggml_l2_norm(c, k, eps));
     GB(state = ggml_get_rows(c, rs->s_l[il], res->inp_s_ids));                     // [S*S*H, n_s]
     GB(state = ggml_reshape_4d(c, state, S, S, H, n_s));
-    GB(o = ggml_gated_delta_net(c, q, k, v, gl, beta, state, 1));
+    // prompt ubatches (several tokens per sequence) take the chunked form, chunks of 64 as in
+    // the paper and transformers' chunk_gated_delta_rule; generation steps the recurrence
+    GB(o = n_t > 1 ? ggml_gated_delta_net_chunked(c, q, k, v, gl, beta, state, LLM_DELTA_NET_CHUNK)
+                   : ggml_gated_delta_net(c, q, k, v, gl, beta, state, 1));
     GB(t = ggml_view_2d(c, o, S * S * H, n_s, S * S * H * fs, (size_t) (S * H * n) * fs));
     GB(t = ggml_set_rows(c, rs->s_l[il], t, res->inp_s_ids));
     ggml_build_forward_expand(g->gf, t);

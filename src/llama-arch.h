@@ -66,6 +66,7 @@ enum llm_tensor_flags {
     LLM_T_MOE      = 16,  // required when expert_count > 0; not loaded otherwise
     LLM_T_KV       = 32,   // required in the layers that own their KV (absent where it is shared)
     LLM_T_IF_DIM   = 64,  // required when its dimensions are all > 0 (a feature the keys switch on)
+    LLM_T_F16_OK   = 128, // with LLM_T_F32: f16 accepted too (an op that reads it as floats: conv taps)
 };
 
 // One tensor of a row: GGUF name (printf pattern with %u for LLM_T_LAYER), shape, and the byte

@@ -640,8 +640,10 @@ static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_sp
     }
     bool ok = true;
     struct ggml_tensor * t = model_tensor(ld, name, ts->n_dims, ne, required, &ok);
-    if (ok && t != NULL && (ts->flags & LLM_T_F32) && t->type != GGML_TYPE_F32) {
-        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' must be f32, got %s\n", name, ggml_type_name(t->type));
+    if (ok && t != NULL && (ts->flags & LLM_T_F32) && t->type != GGML_TYPE_F32 &&
+        !((ts->flags & LLM_T_F16_OK) && t->type == GGML_TYPE_F16)) {
+        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' must be f32%s, got %s\n", name,
+                        (ts->flags & LLM_T_F16_OK) ? " or f16" : "", ggml_type_name(t->type));
         return false;
     }
     memcpy((char *) base + ts->offset, &t, sizeof(t));

@@ -341,8 +341,10 @@ def test_gguf_names_follow_gguf_constants(tiny, arch):
     assert r.fields["general.architecture"].contents() == arch
 
 
-def _rewrite(src: Path, dst: Path, drop_tensor: str = None, drop_key: str = None, reshape: str = None):
-    """A copy of src with one tensor or key dropped, or one tensor's shape changed."""
+def _rewrite(src: Path, dst: Path, drop_tensor: str = None, drop_key: str = None, reshape: str = None,
+             to_f16: str = ""):
+    """A copy of src with one tensor or key dropped, or one tensor's shape changed, or the
+    tensors whose names end in to_f16 stored as F16."""
     r = gguf.GGUFReader(str(src))
     arch = r.fields["general.architecture"].contents()
     w = gguf.GGUFWriter(str(dst), arch)
@@ -361,6 +363,8 @@ def _rewrite(src: Path, dst: Path, drop_tensor: str = None, drop_key: str = None
         data = np.asarray(t.data).reshape([int(x) for x in reversed(t.shape)])
         if t.name == reshape:
             data = data[:-1]
+        if to_f16 and t.name.endswith(to_f16):
+            data = data.astype(np.float16)
         w.add_tensor(t.name, np.ascontiguousarray(data))
     w.write_header_to_file()
     w.write_kv_data_to_file()

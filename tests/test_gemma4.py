@@ -272,3 +272,57 @@ def test_context_shift_matches_reference_cache(g4):
     err = rel_err(got, ref.step(rc, toks[20:24], [16, 17, 18, 19]))
     print(f"\ngemma4 context shift: {err:.2e}", end="")
     assert err < 1e-4, err
+
+
+def test_gemma4_chat_template_renders_in_the_sandbox_and_chats(tmp_path):
+    """The real gemma-4 vocabulary's chat template (llama-cpp-python's ggml-vocab-gemma-4.gguf):
+    rendered in our jinja2 sandbox it gives jinja2's own rendering for plain turns, a system
+    prompt and a tool call with its result; a tiny gemma4 model carrying that vocabulary answers
+    create_chat_completion with a prompt of exactly the template's tokens."""
+    import json
+    import jinja2
+    import jinja2.ext
+    import resources
+    from llama_py import Llama
+    from llama_py._runtime.chat import format_chat
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import make_gemma4_model as MG
+
+    vocab = resources.vocab_file("gemma-4")
+    tmpl = gguf.GGUFReader(str(vocab)).fields["tokenizer.chat_template"].contents()
+    tools = [{"type": "function", "function": {
+        "name": "get_weather", "description": "Weather of a city",
+        "parameters": {"type": "object", "required": ["city"], "properties": {
+            "city": {"type": "string", "description": "City"}, "unit": {"type": "string", "enum": ["c", "f"]}}}}}]
+    convs = [
+        dict(messages=[{"role": "user", "content": "Hello"}]),
+        dict(messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                       {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "Name a colour."}]),
+        dict(messages=[{"role": "user", "content": "Weather in Paris?"},
+                       {"role": "assistant", "content": None, "tool_calls": [
+                           {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+                       {"role": "tool", "name": "get_weather", "content": "{\"temp\": 21}"}], tools=tools),
+    ]
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env.filters["tojson"] = lambda x, indent=None, ensure_ascii=False, sort_keys=False: json.dumps(
+        x, indent=indent, ensure_ascii=ensure_ascii, sort_keys=sort_keys)
+    for c in convs:
+        want = env.from_string(tmpl).render(messages=c["messages"], tools=c.get("tools"), bos_token="<bos>",
+                                            eos_token="<eos>", add_generation_prompt=True)
+        got = format_chat(c["messages"], tmpl, bos_token="<bos>", eos_token="<eos>", tools=c.get("tools"))
+        assert got == want
+    assert "declaration:get_weather{" in want and '<|turn>tool\n{"temp": 21}<turn|>' in want
+
+    path = tmp_path / "g4-chat.gguf"
+    MG.write_gemma4_model(path, dict(MG.PRESETS["tiny"]), ftype="f32", vocab=vocab)
+    llm = Llama(model_path=str(path), n_ctx=256, verbose=False)
+    try:
+        msgs = convs[1]["messages"]
+        out = llm.create_chat_completion(messages=msgs, max_tokens=6, temperature=0)
+        prompt = env.from_string(tmpl).render(messages=msgs, bos_token="<bos>", eos_token="<eos>",
+                                              add_generation_prompt=True)
+        assert out["usage"]["prompt_tokens"] == len(llm.tokenize(prompt.encode(), add_bos=False, special=True))
+        assert out["choices"][0]["message"]["role"] == "assistant"
+        assert isinstance(out["choices"][0]["message"]["content"], str)
+    finally:
+        llm.close()

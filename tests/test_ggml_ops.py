@@ -608,10 +608,11 @@ def np_l2_norm(x, eps):
 
 
 def ssm_conv_case(d_conv, d_inner, n_t, n_s):
-    """sx [d_conv-1+n_t, d_inner, n_s] in the layout, c [d_conv, d_inner] contiguous; F32 only."""
+    """sx [d_conv-1+n_t, d_inner, n_s] (F32) in the layout, c [d_conv, d_inner] contiguous in the
+    case's type (F32 or F16: GGUFs may store the taps either way)."""
     def build(ctx, rng, type, layout):
         sx = inp(ctx, rng.uniform(-2, 2, (n_s, d_inner, d_conv - 1 + n_t)), F32, layout)
-        c = inp(ctx, rng.uniform(-1, 1, (d_inner, d_conv)), F32, "cont")
+        c = inp(ctx, rng.uniform(-1, 1, (d_inner, d_conv)), type, "cont")
         x, w = val(sx)[0], val(c)[0, 0]
         ref = np.zeros((n_s, n_t, d_inner))
         for t in range(n_t):
@@ -640,7 +641,7 @@ def np_gated_delta_net(q, k, v, g, beta, state, K):
     return np.concatenate([out.reshape(-1), snaps.reshape(-1)]).reshape(-1, H * S)
 
 
-def gated_delta_net_case(S, H, H_k, n_t, n_s, K=1, g_vec=False):
+def gated_delta_net_case(S, H, H_k, n_t, n_s, K=1, g_vec=False, chunk=0):
     """q, k, v, g, beta in the layout (rows contiguous in all three), state contiguous; F32 only."""
     def build(ctx, rng, type, layout):
         def unit(shape):
@@ -653,6 +654,8 @@ def gated_delta_net_case(S, H, H_k, n_t, n_s, K=1, g_vec=False):
         beta = inp(ctx, rng.uniform(0.05, 0.95, (n_s, n_t, H, 1)), F32, layout)
         state = inp(ctx, rng.uniform(-0.5, 0.5, (n_s, H, S, S)), F32, "cont")
         ref = np_gated_delta_net(val(q), val(k), val(v), val(g), val(beta), val(state), K)
+        if chunk:
+            return ggml.ggml_gated_delta_net_chunked(ctx, q, k, v, g, beta, state, chunk), ref
         return ggml.ggml_gated_delta_net(ctx, q, k, v, g, beta, state, K), ref
     return build
 
@@ -722,12 +725,24 @@ CASES = [
          result=same),
     Case("l2_norm_inplace", unary(lambda c, a: ggml.ggml_l2_norm_inplace(c, a, 1e-6), lambda x: np_l2_norm(x, 1e-6),
                                   -3, 5, inplace=True), result=same),
-    Case("ssm_conv", ssm_conv_case(4, 160, 7, 3), types=(F32,), tol={F32: (1e-5, 1e-5)}),
-    Case("ssm_conv_one_token", ssm_conv_case(4, 1100, 1, 4), types=(F32,), tol={F32: (1e-5, 1e-5)}),
+    Case("ssm_conv", ssm_conv_case(4, 160, 7, 3), types=(F32, F16), tol={F32: (1e-5, 1e-5), F16: (1e-5, 1e-5)},
+         result=lambda t: F32),
+    Case("ssm_conv_one_token", ssm_conv_case(4, 1100, 1, 4), types=(F32, F16),
+         tol={F32: (1e-5, 1e-5), F16: (1e-5, 1e-5)}, result=lambda t: F32),
     Case("gated_delta_net", gated_delta_net_case(16, 4, 4, 5, 2), types=(F32,), tol={F32: (1e-5, 1e-5)}),
     Case("gated_delta_net_gqa_snapshots", gated_delta_net_case(32, 6, 2, 7, 2, K=3), types=(F32,),
          tol={F32: (1e-5, 1e-5)}),
     Case("gated_delta_net_vec_gate", gated_delta_net_case(16, 4, 2, 3, 3, g_vec=True), types=(F32,),
+         tol={F32: (1e-5, 1e-5)}),
+    # the chunked form against the same token-by-token reference: whole chunks, a partial last
+    # chunk, a prompt shorter than one chunk, GQA heads, one token (which steps the recurrence)
+    Case("gated_delta_net_chunked", gated_delta_net_case(32, 4, 2, 150, 2, chunk=64), types=(F32,),
+         tol={F32: (1e-5, 1e-5)}),
+    Case("gated_delta_net_chunked_short", gated_delta_net_case(16, 3, 3, 5, 3, chunk=64), types=(F32,),
+         tol={F32: (1e-5, 1e-5)}),
+    Case("gated_delta_net_chunked_exact", gated_delta_net_case(24, 2, 1, 48, 1, chunk=16), types=(F32,),
+         tol={F32: (1e-5, 1e-5)}),
+    Case("gated_delta_net_chunked_one_token", gated_delta_net_case(16, 2, 2, 1, 2, chunk=64), types=(F32,),
          tol={F32: (1e-5, 1e-5)}),
     Case("soft_max", soft_max_plain(), tol=F16_SOFTMAX_TOL, result=same),
     Case("soft_max_inplace", soft_max_plain(True), tol=F16_SOFTMAX_TOL, result=same),

@@ -134,6 +134,18 @@ def test_batch_token_by_token_and_ubatches_match_transformers(tiny):
     assert max(batch, step, split) < 1e-3, (batch, step, split)
 
 
+@pytest.mark.parametrize("n_ubatch", [5, 64, 100, 256])
+def test_long_prompt_in_ubatches_of_several_sizes_matches_transformers(tiny, n_ubatch):
+    """A prompt of several chunks of 64 (the chunked scan runs within each ubatch and its state
+    carries to the next): partial chunks, exact chunks and ubatches that cut chunks."""
+    toks = (tiny.ids(" ".join(TC.PROMPTS)) * 8)[:200]
+    assert len(toks) == 200
+    ref = hf_logits(tiny.model, toks)
+    err = rel_err(batch_logits(tiny.gguf, toks, n_ubatch=n_ubatch), ref)
+    print(f"\nqwen35: 200-token prompt in ubatches of {n_ubatch}: {err:.2e}", end="")
+    assert err < 1e-3
+
+
 def test_llama_cpp_converter_file_matches_transformers(tiny, tmp_path):
     """The file llama.cpp's own converter writes (real Qwen3.5 GGUFs come from it) runs alike."""
     from upstream_convert import convert_with_llama_cpp
@@ -415,6 +427,23 @@ def test_quantized_model_keeps_its_convolution_taps(tiny, tmp_path):
     assert types["blk.0.attn_qkv.weight"] == gguf.GGMLQuantizationType.Q8_0
     logits = batch_logits(out, tiny.ids(TC.PROMPTS[1], 24))
     assert np.isfinite(logits).all()
+
+
+def test_convolution_taps_stored_as_f16_are_accepted(tiny, tmp_path):
+    """A GGUF whose ssm_conv1d taps are F16 loads and runs: logits within 1e-3 of transformers'
+    with the same taps rounded to float16."""
+    import copy
+    from test_arch import _rewrite
+    out = tmp_path / "taps_f16.gguf"
+    _rewrite(tiny.gguf, out, to_f16="ssm_conv1d.weight")
+    model = copy.deepcopy(tiny.model)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "conv1d" in name:
+                p.copy_(p.half().float())
+    toks = tiny.ids(TC.PROMPTS[1])
+    err = rel_err(batch_logits(out, toks), hf_logits(model, toks))
+    assert err < 1e-3, err
 
 
 def test_server_continues_a_conversation_from_its_checkpoint(tiny):

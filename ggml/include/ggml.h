@@ -447,7 +447,7 @@ GGML_API struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggm
 GGML_API struct ggml_tensor * ggml_l2_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
 // Causal depthwise convolution: sx [d_conv - 1 + n_t, d_inner, n_s] F32 (each channel's state,
 // the last d_conv - 1 inputs, then its n_t new inputs, along dim 0), c [d_conv, d_inner] F32 ->
-// [d_inner, n_t, n_s] F32: y[ch, t, s] = sum_j c[j, ch] * sx[t + j, ch, s].
+// [d_inner, n_t, n_s] F32: y[ch, t, s] = sum_j c[j, ch] * sx[t + j, ch, s]; sx F32, c F32 or F16.
 GGML_API struct ggml_tensor * ggml_ssm_conv(struct ggml_context * ctx, struct ggml_tensor * sx, struct ggml_tensor * c);
 // Gated delta rule, token by token per (head, sequence), all F32: q, k [S, H_k, n_t, n_s],
 // v [S, H, n_t, n_s] (H % H_k == 0; value head h reads q/k head h % H_k), g [1 or S, H, n_t, n_s]
@@ -458,6 +458,12 @@ GGML_API struct ggml_tensor * ggml_ssm_conv(struct ggml_context * ctx, struct gg
 GGML_API struct ggml_tensor * ggml_gated_delta_net(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
                                                    struct ggml_tensor * v, struct ggml_tensor * g, struct ggml_tensor * beta,
                                                    struct ggml_tensor * state, int64_t K);
+// ggml_gated_delta_net with K = 1 computed chunk by chunk (chunk tokens at a time, 1..256; the
+// WY form of the chunked algorithm): equal to the token-by-token result to float rounding.
+// Backends without the chunked form (and a per-key-dim g) compute it token by token.
+GGML_API struct ggml_tensor * ggml_gated_delta_net_chunked(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                                           struct ggml_tensor * v, struct ggml_tensor * g, struct ggml_tensor * beta,
+                                                           struct ggml_tensor * state, int64_t chunk);
 // silu(a) * b (fused SwiGLU); same shapes, F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 // SwiGLU over the two halves of dim 0: silu(a[:n/2]) * a[n/2:]; result of a's type.

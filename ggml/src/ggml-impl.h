@@ -5,7 +5,8 @@
 //   SCALE          f32[0] = s
 //   RMS_NORM, NORM, L2_NORM f32[0] = eps
 //   SSM_CONV       src[0] = sx [d_conv-1+n_t, d_inner, n_s], src[1] = c [d_conv, d_inner]
-//   GATED_DELTA_NET i32[0] = K (state snapshots); src[0..5] = q, k, v, g, beta, state
+//   GATED_DELTA_NET i32[0] = K (state snapshots), i32[1] = chunk (0: token by token);
+//                  src[0..5] = q, k, v, g, beta, state
 //   SOFT_MAX       f32[0] = scale, f32[1] = max_bias; src[1] = mask or NULL
 //   ROPE           i32[1] = n_dims, i32[2] = mode, i32[4] = n_ctx_orig,
 //                  f32[5] = freq_base, f32[6] = freq_scale, f32[7] = ext_factor,

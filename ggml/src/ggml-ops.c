@@ -283,14 +283,14 @@ struct ggml_tensor * ggml_ssm_conv(struct ggml_context * ctx, struct ggml_tensor
     if (!sx || !c) {
         return ggml_op_fail("ggml_ssm_conv", "NULL input", sx, c);
     }
-    if (sx->type != GGML_TYPE_F32 || c->type != GGML_TYPE_F32) {
-        return ggml_op_fail("ggml_ssm_conv", "sx and c must be F32", sx, c);
+    if (sx->type != GGML_TYPE_F32 || (c->type != GGML_TYPE_F32 && c->type != GGML_TYPE_F16)) {
+        return ggml_op_fail("ggml_ssm_conv", "sx must be F32, c F32 or F16", sx, c);
     }
     const int64_t d_conv = c->ne[0], d_inner = c->ne[1];
     if (d_conv < 1 || c->ne[2] != 1 || c->ne[3] != 1 || sx->ne[3] != 1 || sx->ne[1] != d_inner || sx->ne[0] < d_conv) {
         return ggml_op_fail("ggml_ssm_conv", "shapes must be sx [d_conv-1+n_t, d_inner, n_s], c [d_conv, d_inner], n_t >= 1", sx, c);
     }
-    if (c->nb[0] != sizeof(float)) {
+    if (c->nb[0] != ggml_type_size(c->type)) {
         return ggml_op_fail("ggml_ssm_conv", "c must have contiguous rows", sx, c);
     }
     const int64_t ne[4] = { d_inner, sx->ne[0] - d_conv + 1, sx->ne[2], 1 };
@@ -339,6 +339,19 @@ struct ggml_tensor * ggml_gated_delta_net(struct ggml_context * ctx, struct ggml
         t->src[4] = beta;
         t->src[5] = state;
         ggml_set_op_params_i32(t, 0, (int32_t) K);
+    }
+    return t;
+}
+
+struct ggml_tensor * ggml_gated_delta_net_chunked(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                                  struct ggml_tensor * v, struct ggml_tensor * g, struct ggml_tensor * beta,
+                                                  struct ggml_tensor * state, int64_t chunk) {
+    if (chunk < 1 || chunk > 256) {
+        return ggml_op_fail("ggml_gated_delta_net_chunked", "chunk must be in [1, 256]", v, NULL);
+    }
+    struct ggml_tensor * t = ggml_gated_delta_net(ctx, q, k, v, g, beta, state, 1);
+    if (t) {
+        ggml_set_op_params_i32(t, 1, (int32_t) chunk);
     }
     return t;
 }

@@ -68,6 +68,7 @@ size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads) {
         case GGML_OP_FLASH_ATTN_EXT: return ggml_cpu_work_size_flash_attn_ext(node, n_threads);
         case GGML_OP_ARGSORT:        return ggml_cpu_work_size_argsort(node, n_threads);
         case GGML_OP_MUL_MAT_ID:     return ggml_cpu_work_size_mul_mat_id(node, n_threads);
+        case GGML_OP_GATED_DELTA_NET: return ggml_cpu_work_size_gated_delta_net(node, n_threads);
         default:                     return 0;
     }
 }

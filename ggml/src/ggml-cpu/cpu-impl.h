@@ -109,6 +109,7 @@ size_t ggml_cpu_work_size_soft_max(const struct ggml_tensor * dst, int n_threads
 size_t ggml_cpu_work_size_flash_attn_ext(const struct ggml_tensor * dst, int n_threads);
 size_t ggml_cpu_work_size_argsort(const struct ggml_tensor * dst, int n_threads);
 size_t ggml_cpu_work_size_mul_mat_id(const struct ggml_tensor * dst, int n_threads);
+size_t ggml_cpu_work_size_gated_delta_net(const struct ggml_tensor * dst, int n_threads);
 
 // Splits n items over nth threads: [*i0, *i1) for thread ith.
 static inline void ggml_cpu_split(int64_t n, int ith, int nth, int64_t * i0, int64_t * i1) {

@@ -35,11 +35,24 @@ static float axpy_dot_f32_generic(int64_t n, float * x, float a, const float * y
     return dot_f32_lanes(n, x, z);
 }
 
+static void gemm_acc_f32_generic(int64_t m, int64_t n, int64_t k, float * C, int64_t ldc, const float * A, int64_t lda,
+                                 const float * B, int64_t ldb) {
+    for (int64_t i = 0; i < m; i++) {
+        float * restrict c = C + i*ldc;
+        for (int64_t p = 0; p < k; p++) {
+            const float a = A[i*lda + p];
+            const float * restrict b = B + p*ldb;
+            for (int64_t j = 0; j < n; j++) c[j] += a*b[j];
+        }
+    }
+}
+
 void ggml_cpu_vec_init_generic(struct ggml_cpu_vec_kernels * k) {
     k->silu_f32   = silu_f32_generic;
     k->swiglu_f32 = swiglu_f32_generic;
     k->scale_dot_f32 = scale_dot_f32_generic;
     k->axpy_dot_f32  = axpy_dot_f32_generic;
+    k->gemm_acc_f32  = gemm_acc_f32_generic;
 }
 
 static struct ggml_cpu_vec_kernels vec_tables[GGML_CPU_KERNELS_COUNT];

@@ -1,5 +1,5 @@
 // vec.h — SIMD row kernels of the elementwise activations (silu, swiglu) and of the delta rule's
-// state rows (scale_dot, axpy_dot: ops-ssm.c) by kernel set, and the
+// state rows (scale_dot, axpy_dot) and chunk products (gemm_acc: ops-ssm.c) by kernel set, and the
 // rule that splits an elementwise op's flat element range over threads.
 //
 // vec-generic.c holds the portable kernels (the scalar math of ops-util.h, which the compiler
@@ -32,6 +32,10 @@ struct ggml_cpu_vec_kernels {
     float (*scale_dot_f32)(int64_t n, float * x, float s, const float * y);
     // x[i] += a * y[i] for i < n, then returns sum x[i] * z[i] (the delta rule's write and read).
     float (*axpy_dot_f32)(int64_t n, float * x, float a, const float * y, const float * z);
+    // C[m x n] += A[m x k] B[k x n], all row-major F32 with row strides ldc, lda, ldb (floats);
+    // C overlaps neither A nor B (the chunked delta rule's small products: ops-ssm.c).
+    void (*gemm_acc_f32)(int64_t m, int64_t n, int64_t k, float * C, int64_t ldc, const float * A, int64_t lda,
+                         const float * B, int64_t ldb);
 };
 
 // The kernels of kernel set v (the portable ones where v has none or the CPU cannot run it).
