@@ -20,6 +20,8 @@ engine without it. Prints each run, the median ratios and the load average.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import os
 import re
 import statistics
@@ -110,10 +112,10 @@ def lcpp_bench_tg(a) -> float:
     cmd = [os.path.join(a.lcpp, "llama-bench"), "-m", a.model, "-p", "0", "-n", str(a.n), "-t", str(a.threads),
            "-r", "1", "-o", "csv"]
     out = subprocess.run(cmd, capture_output=True, text=True)
-    rows = [l for l in out.stdout.splitlines() if l and not l.startswith("build")]
-    head = rows[0].split(",")
-    vals = rows[-1].split(",")
-    return float(vals[head.index('"avg_ts"')].strip('"'))
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))  # the header is bare, the values quoted
+    if not rows:
+        raise RuntimeError(f"llama-bench printed no CSV row:\n{' '.join(cmd)}\n{out.stderr[-2000:]}")
+    return float(rows[-1]["avg_ts"])
 
 
 def main():

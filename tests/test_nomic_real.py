@@ -115,3 +115,44 @@ def test_nomic_tokens_equal_hf(nomic_path):
     with Llama(str(nomic_path), embedding=True, n_ctx=512, verbose=False, vocab_only=True) as llm:
         for t in QUERIES + DOCS + ["Crème brûlée costs €5 — naïve café!", "日本語のテキスト", "don't  stop\tme"]:
             assert llm.tokenize(t.encode(), add_bos=False) == hf.encode(t, add_special_tokens=False).ids, t
+
+
+def test_nomic_through_langchain_and_llamaindex(nomic_path, lib_path):
+    """LangChain's LlamaCppEmbeddings and LlamaIndex's embedding class (LangchainEmbedding, the
+    LlamaIndex wrapper for it: LlamaIndex has no llama-cpp embeddings package of its own) on the
+    real nomic file through install_as_llama_cpp(): the vectors are Llama.embed's, and retrieval
+    through LlamaIndex's calls picks the right passages."""
+    pytest.importorskip("langchain_community", reason="langchain_community is not installed")
+    pytest.importorskip("llama_index.embeddings.langchain",
+                        reason="llama-index-embeddings-langchain is not installed (pip install -r requirements-frameworks.txt)")
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import json, sys, warnings
+        warnings.simplefilter("ignore")
+        import llama_py
+        llama_py.install_as_llama_cpp()
+        from langchain_community.embeddings import LlamaCppEmbeddings
+        from llama_index.embeddings.langchain import LangchainEmbedding
+        emb = LangchainEmbedding(LlamaCppEmbeddings(model_path=sys.argv[1], n_ctx=512, verbose=False))
+        q = [emb.get_query_embedding(t) for t in json.loads(sys.argv[2])]
+        d = emb.get_text_embedding_batch(json.loads(sys.argv[3]))
+        print(json.dumps({"q": q, "d": d}))
+    """)
+    env = dict(os.environ, LLAMA_PY_LIB=str(lib_path))
+    p = subprocess.run([sys.executable, "-c", code, str(nomic_path), json.dumps(QUERIES), json.dumps(DOCS)],
+                       capture_output=True, text=True, timeout=900, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    from llama_py import Llama
+    with Llama(str(nomic_path), embedding=True, n_ctx=512, verbose=False) as llm:
+        want = np.array(llm.embed(QUERIES + DOCS))
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    got = np.array(r["q"] + r["d"])
+    got /= np.linalg.norm(got, axis=1, keepdims=True)
+    assert np.max(np.abs(got - want)) < 1e-5
+    sims = got[:3] @ got[3:].T
+    assert list(sims.argmax(axis=1)) == [0, 1, 2], sims
