@@ -7,9 +7,13 @@ llama.cpp's converter writes PLaMo's tokenizer.jsonl (pieces with literal spaces
 real SentencePiece vocabulary (llama-spm from the llama-cpp-python sdist, ▁ turned into a
 space). The reference below is the tokenizer's published rule written as plainly as possible:
 the segmentation into vocabulary pieces (or single characters spelled as bytes, at a cost of
-10^7 each) with the least total cost -round(score * 10^4), ties going to the longer first piece;
-a piece scoring at most -2*10^7 is never used and one scoring exactly -10^7 stops the search at
-its position. It enumerates candidates from a dict, not from a trie, and recurses forward.
+10^7 each) with the least total cost -round(score * 10^4), ties going to the longer first piece.
+The candidates at a position are the pieces among the prefixes of its longest "known suffix"
+(a piece's text or one of its suffixes), found from the next position's as the reference table
+walk finds it; a piece scoring at most -2*10^7 is never used and one scoring exactly -10^7
+stops the candidate list of its position and, met in that walk, ends it with no suffix. It works
+on Python strings and sets, not on a trie or hash table, and recurses forward. (Checked once
+against llama.cpp's llama-tokenize built from the sdist: 685 of 685 texts identical.)
 """
 from __future__ import annotations
 
@@ -78,19 +82,42 @@ class Reference:
                 self.byte[int(t[3:5], 16)] = i
             elif t:
                 self.piece[t] = (i, round(s * 1e4))  # a repeated text keeps its last id
-        self.max_len = max(len(t) for t in self.piece)
+        self.known = set()
+        for t in self.piece:
+            self.known.update(t[k:] for k in range(len(t)))
+        self.stopper = {t for t, (_, sc) in self.piece.items() if sc == UNKNOWN}
+
+    def suffix_lengths(self, text: str):
+        """Code-point length of the longest known suffix at each position, as the table walk finds it."""
+        n = len(text)
+        sl = [0] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            new = None
+            for m in range(sl[i + 1], 0, -1):
+                p = text[i + 1:i + 1 + m]
+                if p not in self.known:
+                    continue
+                if text[i] + p in self.known:
+                    new = m + 1
+                    break
+                if p in self.stopper:
+                    new = 0
+                    break
+            sl[i] = new if new is not None else (1 if text[i] in self.known else 0)
+        return sl
 
     def encode(self, text: str):
         if text.startswith("\ufeff"):
             text = text[1:]
         n = len(text)
+        sl = self.suffix_lengths(text)
 
         @functools.lru_cache(maxsize=None)
         def best(i):
             if i == n:
                 return 0, ()
             cands = []  # longest piece first, then the character alone as bytes
-            for j in range(min(n, i + self.max_len), i, -1):
+            for j in range(i + sl[i], i, -1):
                 hit = self.piece.get(text[i:j])
                 if hit is not None:
                     cands.append((j, hit[0], hit[1]))
@@ -128,7 +155,7 @@ def plamo(tmp_path_factory, lib_path):
 
 
 EXTRA = ["", " ", "  two  spaces ", "\ufeffBOM first", "a\ufeffBOM inside", "日本語のテキストです。", "emoji 😀🧪 here",
-         "xyzzy never used", "qqq stops the search: aqqq qqqa", "<|plamo:bos|> literal control text",
+         "xyzzy never used", "qqq stops the search: aqqq qqqa", "tqqq sqqqs qqqqq", "<|plamo:bos|> literal control text",
          "tabs\tand\nnewlines\r\n", "ÀÉÎõü ß ﬁ", "12345 67890"]
 
 
