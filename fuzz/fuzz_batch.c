@@ -27,18 +27,19 @@
 
 #include <math.h>
 
-#define N_CTX     64
-#define N_BATCH   32
-#define N_UBATCH  8
-#define N_SEQ     4
-#define MAX_OPS   12
+#define N_CTX    64
+#define N_BATCH  32
+#define N_UBATCH 8
+#define N_SEQ    4
+#define MAX_OPS  12
 
 static struct llama_model * g_b_model;
 static struct llama_context * g_b_ctx[2];
 static int32_t g_b_n_vocab, g_b_n_embd;
 
 int LLVMFuzzerInitialize(int * argc, char *** argv) {
-    (void) argc; (void) argv;
+    (void) argc;
+    (void) argv;
     fuzz_quiet_library();
     const char * path = getenv("LLAMA_FUZZ_MODEL");
     char tmp[] = "/tmp/fuzz-batch-model-XXXXXX";
@@ -79,7 +80,9 @@ int LLVMFuzzerInitialize(int * argc, char *** argv) {
     return 0;
 }
 
-struct seq_range { llama_pos lo[N_SEQ], hi[N_SEQ]; };
+struct seq_range {
+    llama_pos lo[N_SEQ], hi[N_SEQ];
+};
 
 static void snapshot(llama_memory_t mem, struct seq_range * r) {
     for (int s = 0; s < N_SEQ; s++) {
@@ -96,7 +99,10 @@ volatile float fuzz_b_sink;
 static bool g_b_poisoned; // NaN/inf embeddings were decoded since the last llama_memory_clear
 static int g_b_trace = -1; // $FUZZ_TRACE: print each call (to read a crash input)
 
-#define TRACE(...) do { if (g_b_trace) fprintf(stderr, __VA_ARGS__); } while (0)
+#define TRACE(...)                                   \
+    do {                                             \
+        if (g_b_trace) fprintf(stderr, __VA_ARGS__); \
+    } while (0)
 
 static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
     const uint8_t flags = fuzz_u8(r);
@@ -136,12 +142,12 @@ static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
 
     struct llama_batch batch = {
         .n_tokens = n_claim,
-        .token    = (flags & 1) ? NULL : token,
-        .embd     = (flags & 2) ? embd : NULL,
-        .pos      = (flags & 4) ? NULL : pos,
+        .token = (flags & 1) ? NULL : token,
+        .embd = (flags & 2) ? embd : NULL,
+        .pos = (flags & 4) ? NULL : pos,
         .n_seq_id = (flags & 8) ? NULL : n_seq_id,
-        .seq_id   = (flags & 8) ? NULL : seq_id,
-        .logits   = (flags & 16) ? NULL : logits,
+        .seq_id = (flags & 8) ? NULL : seq_id,
+        .logits = (flags & 16) ? NULL : logits,
     };
     llama_memory_t mem = llama_get_memory(ctx);
     struct seq_range before, after;
@@ -185,7 +191,12 @@ static void op_decode(struct llama_context * ctx, struct fuzz_reader * r) {
     for (int32_t i = 0; i < n; i++) {
         free(seq_id[i]);
     }
-    free(token); free(embd); free(pos); free(n_seq_id); free(seq_id); free(logits);
+    free(token);
+    free(embd);
+    free(pos);
+    free(n_seq_id);
+    free(seq_id);
+    free(logits);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
@@ -205,9 +216,11 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
         const uint8_t code = fuzz_u8(&r);
         const llama_seq_id sa = fuzz_i32_near(&r, -1, N_SEQ);
         switch (code % 14) {
-            case 0: case 1: case 2: case 3: case 4:
-                op_decode(ctx, &r);
-                break;
+            case 0:
+            case 1:
+            case 2:
+            case 3:
+            case 4: op_decode(ctx, &r); break;
             case 5: {
                 const llama_pos p0 = fuzz_i32_near(&r, -1, N_CTX), p1 = fuzz_i32_near(&r, -1, N_CTX);
                 TRACE("seq_rm(%d, %d, %d)\n", sa, p0, p1);
@@ -248,7 +261,8 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
                 fuzz_b_sink = (l ? l[g_b_n_vocab - 1] : 0.0f) + (e ? e[g_b_n_embd - 1] : 0.0f) + (es ? es[0] : 0.0f);
                 break;
             }
-            case 12: case 13: {
+            case 12:
+            case 13: {
                 // A saved state with some bytes flipped, restored: state.c parses it as untrusted.
                 const bool seq = code % 14 == 13;
                 const llama_seq_id s_dst = seq ? fuzz_i32_near(&r, 0, N_SEQ) : 0;

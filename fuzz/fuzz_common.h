@@ -13,7 +13,9 @@
 // Logging stays on (the formatting code runs) but nothing is printed: fuzzing runs millions of
 // inputs, and an error log line is the expected answer to most of them.
 static inline void fuzz_log_quiet(enum ggml_log_level level, const char * text, void * user_data) {
-    (void) level; (void) text; (void) user_data;
+    (void) level;
+    (void) text;
+    (void) user_data;
 }
 
 // An internal invariant broken by input the caller controls is exactly what the fuzzers hunt.

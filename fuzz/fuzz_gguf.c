@@ -10,7 +10,8 @@
 #include "gguf.h"
 
 int LLVMFuzzerInitialize(int * argc, char *** argv) {
-    (void) argc; (void) argv;
+    (void) argc;
+    (void) argv;
     fuzz_quiet_library();
     return 0;
 }
@@ -96,7 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     size_t out_size = 0;
     void * out = gguf_write_to_buf(g, &out_size, true);
     if (out != NULL) {
-        struct gguf_context * g2 = gguf_init_from_buffer(out, out_size, (struct gguf_init_params) { .no_alloc = true, .ctx = NULL });
+        struct gguf_context * g2 =
+            gguf_init_from_buffer(out, out_size, (struct gguf_init_params) { .no_alloc = true, .ctx = NULL });
         if (g2 != NULL) {
             if (gguf_get_n_kv(g2) != n_kv || gguf_get_n_tensors(g2) != n_t) {
                 fprintf(stderr, "fuzz_gguf: round trip changed the file: %lld kv / %lld tensors -> %lld / %lld\n",

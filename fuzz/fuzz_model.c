@@ -20,7 +20,8 @@ static char g_m_path[64];
 static int g_m_fd = -1;
 
 int LLVMFuzzerInitialize(int * argc, char *** argv) {
-    (void) argc; (void) argv;
+    (void) argc;
+    (void) argv;
     fuzz_quiet_library();
     g_m_fd = mkstemp(g_m_tmp);
     if (g_m_fd < 0) {

@@ -44,7 +44,9 @@ static void load_dir(const char * dir) {
     for (int i = 1; i < n; i++) {
         for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
             char tmp[256];
-            memcpy(tmp, names[j], sizeof(tmp)); memcpy(names[j], names[j - 1], sizeof(tmp)); memcpy(names[j - 1], tmp, sizeof(tmp));
+            memcpy(tmp, names[j], sizeof(tmp));
+            memcpy(names[j], names[j - 1], sizeof(tmp));
+            memcpy(names[j - 1], tmp, sizeof(tmp));
         }
     }
     for (int i = 0; i < n; i++) {
@@ -68,7 +70,8 @@ static void load_dir(const char * dir) {
 }
 
 int LLVMFuzzerInitialize(int * argc, char *** argv) {
-    (void) argc; (void) argv;
+    (void) argc;
+    (void) argv;
     fuzz_quiet_library();
     const char * env = getenv("LLAMA_FUZZ_VOCAB_DIR");
     if (env != NULL) {

@@ -24,24 +24,46 @@
 
 #define TINY_SP "\xe2\x96\x81" // U+2581, SentencePiece's space
 static const char * const tiny_words[] = {
-    TINY_SP, TINY_SP "the", TINY_SP "a", TINY_SP "of", TINY_SP "and", TINY_SP "to",
-    TINY_SP "in", TINY_SP "is", TINY_SP "Hello", TINY_SP "world", "e", "t", "a", "o", "n", "s",
-    "th", "he", "in", "er", "an", "re", "on", "at",
+    TINY_SP,
+    TINY_SP "the",
+    TINY_SP "a",
+    TINY_SP "of",
+    TINY_SP "and",
+    TINY_SP "to",
+    TINY_SP "in",
+    TINY_SP "is",
+    TINY_SP "Hello",
+    TINY_SP "world",
+    "e",
+    "t",
+    "a",
+    "o",
+    "n",
+    "s",
+    "th",
+    "he",
+    "in",
+    "er",
+    "an",
+    "re",
+    "on",
+    "at",
 };
 #define TINY_N_WORDS ((int) (sizeof(tiny_words) / sizeof(tiny_words[0])))
 #define TINY_N_VOCAB (3 + 256 + TINY_N_WORDS)
 
 // Deterministic uniform numbers in [-1, 1) (xorshift), so the model is the same on every run.
 static inline float tiny_rand(uint64_t * s) {
-    *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17;
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
     return (float) ((*s >> 40) & 0xFFFFFF) / (float) 0x800000 - 1.0f;
 }
 
 // Adds an F32 tensor [ne0, ne1] of values scale * U(-1, 1) (+ offset) to both contexts.
-static inline bool tiny_add(struct gguf_context * g, struct ggml_context * c, const char * name,
-                     int64_t ne0, int64_t ne1, float scale, float offset, uint64_t * seed) {
-    struct ggml_tensor * t = ne1 > 1 ? ggml_new_tensor_2d(c, GGML_TYPE_F32, ne0, ne1)
-                                     : ggml_new_tensor_1d(c, GGML_TYPE_F32, ne0);
+static inline bool tiny_add(struct gguf_context * g, struct ggml_context * c, const char * name, int64_t ne0, int64_t ne1,
+                            float scale, float offset, uint64_t * seed) {
+    struct ggml_tensor * t = ne1 > 1 ? ggml_new_tensor_2d(c, GGML_TYPE_F32, ne0, ne1) : ggml_new_tensor_1d(c, GGML_TYPE_F32, ne0);
     if (t == NULL) {
         return false;
     }
@@ -57,7 +79,8 @@ static inline bool tiny_add(struct gguf_context * g, struct ggml_context * c, co
 // Writes the model with n_layer layers to path; false if anything failed.
 static inline bool tiny_model_write_layers(const char * path, int n_layer) {
     struct gguf_context * g = gguf_init_empty();
-    struct ggml_context * c = ggml_init((struct ggml_init_params) { .mem_size = 8u << 20, .mem_buffer = NULL, .no_alloc = false });
+    struct ggml_context * c =
+        ggml_init((struct ggml_init_params) { .mem_size = 8u << 20, .mem_buffer = NULL, .no_alloc = false });
     if (g == NULL || c == NULL) {
         gguf_free(g);
         ggml_free(c);
@@ -82,15 +105,25 @@ static inline bool tiny_model_write_layers(const char * path, int n_layer) {
     const char * tokens[TINY_N_VOCAB];
     float scores[TINY_N_VOCAB];
     int32_t types[TINY_N_VOCAB];
-    tokens[0] = "<unk>"; types[0] = 2; scores[0] = 0.0f;
-    tokens[1] = "<s>";   types[1] = 3; scores[1] = 0.0f;
-    tokens[2] = "</s>";  types[2] = 3; scores[2] = 0.0f;
+    tokens[0] = "<unk>";
+    types[0] = 2;
+    scores[0] = 0.0f;
+    tokens[1] = "<s>";
+    types[1] = 3;
+    scores[1] = 0.0f;
+    tokens[2] = "</s>";
+    types[2] = 3;
+    scores[2] = 0.0f;
     for (int b = 0; b < 256; b++) {
         snprintf(byte_names[b], sizeof(byte_names[b]), "<0x%02X>", b);
-        tokens[3 + b] = byte_names[b]; types[3 + b] = 6; scores[3 + b] = 0.0f;
+        tokens[3 + b] = byte_names[b];
+        types[3 + b] = 6;
+        scores[3 + b] = 0.0f;
     }
     for (int w = 0; w < TINY_N_WORDS; w++) {
-        tokens[259 + w] = tiny_words[w]; types[259 + w] = 1; scores[259 + w] = -(float) w;
+        tokens[259 + w] = tiny_words[w];
+        types[259 + w] = 1;
+        scores[259 + w] = -(float) w;
     }
     gguf_set_val_str(g, "tokenizer.ggml.model", "llama");
     gguf_set_arr_str(g, "tokenizer.ggml.tokens", tokens, TINY_N_VOCAB);
@@ -105,21 +138,18 @@ static inline bool tiny_model_write_layers(const char * path, int n_layer) {
     const float se = 1.0f / sqrtf((float) TINY_N_EMBD), sf = 1.0f / sqrtf((float) TINY_N_FF);
     const int64_t hd = TINY_N_EMBD / TINY_N_HEAD;
     bool ok = tiny_add(g, c, "token_embd.weight", TINY_N_EMBD, TINY_N_VOCAB, 1.0f, 0.0f, &seed) &&
-              tiny_add(g, c, "output_norm.weight", TINY_N_EMBD, 1, 0.1f, 1.0f, &seed) &&
-              tiny_add(g, c, "output.weight", TINY_N_EMBD, TINY_N_VOCAB, se, 0.0f, &seed);
+        tiny_add(g, c, "output_norm.weight", TINY_N_EMBD, 1, 0.1f, 1.0f, &seed) &&
+        tiny_add(g, c, "output.weight", TINY_N_EMBD, TINY_N_VOCAB, se, 0.0f, &seed);
     for (int il = 0; ok && il < n_layer; il++) {
         char n[64];
 #define TINY_T(suffix, ne0, ne1, sc, off) \
-        (snprintf(n, sizeof(n), "blk.%d." suffix ".weight", il), tiny_add(g, c, n, ne0, ne1, sc, off, &seed))
-        ok = TINY_T("attn_norm", TINY_N_EMBD, 1, 0.1f, 1.0f) &&
-             TINY_T("attn_q", TINY_N_EMBD, hd * TINY_N_HEAD, se, 0.0f) &&
-             TINY_T("attn_k", TINY_N_EMBD, hd * TINY_N_HEAD_KV, se, 0.0f) &&
-             TINY_T("attn_v", TINY_N_EMBD, hd * TINY_N_HEAD_KV, se, 0.0f) &&
-             TINY_T("attn_output", hd * TINY_N_HEAD, TINY_N_EMBD, se, 0.0f) &&
-             TINY_T("ffn_norm", TINY_N_EMBD, 1, 0.1f, 1.0f) &&
-             TINY_T("ffn_gate", TINY_N_EMBD, TINY_N_FF, se, 0.0f) &&
-             TINY_T("ffn_up", TINY_N_EMBD, TINY_N_FF, se, 0.0f) &&
-             TINY_T("ffn_down", TINY_N_FF, TINY_N_EMBD, sf, 0.0f);
+    (snprintf(n, sizeof(n), "blk.%d." suffix ".weight", il), tiny_add(g, c, n, ne0, ne1, sc, off, &seed))
+        ok = TINY_T("attn_norm", TINY_N_EMBD, 1, 0.1f, 1.0f) && TINY_T("attn_q", TINY_N_EMBD, hd * TINY_N_HEAD, se, 0.0f) &&
+            TINY_T("attn_k", TINY_N_EMBD, hd * TINY_N_HEAD_KV, se, 0.0f) &&
+            TINY_T("attn_v", TINY_N_EMBD, hd * TINY_N_HEAD_KV, se, 0.0f) &&
+            TINY_T("attn_output", hd * TINY_N_HEAD, TINY_N_EMBD, se, 0.0f) && TINY_T("ffn_norm", TINY_N_EMBD, 1, 0.1f, 1.0f) &&
+            TINY_T("ffn_gate", TINY_N_EMBD, TINY_N_FF, se, 0.0f) && TINY_T("ffn_up", TINY_N_EMBD, TINY_N_FF, se, 0.0f) &&
+            TINY_T("ffn_down", TINY_N_FF, TINY_N_EMBD, sf, 0.0f);
 #undef TINY_T
     }
     ok = ok && gguf_write_to_file(g, path, false);
@@ -129,8 +159,6 @@ static inline bool tiny_model_write_layers(const char * path, int n_layer) {
 }
 
 // Writes the default (TINY_N_LAYER layers) model to path.
-static inline bool tiny_model_write(const char * path) {
-    return tiny_model_write_layers(path, TINY_N_LAYER);
-}
+static inline bool tiny_model_write(const char * path) { return tiny_model_write_layers(path, TINY_N_LAYER); }
 
 #endif // TINY_MODEL_H

@@ -39,16 +39,16 @@
 extern "C" {
 #endif
 
-#define LLAMA_ABI_VERSION 1
-#define LLAMA_DEFAULT_SEED 0xFFFFFFFF
-#define LLAMA_TOKEN_NULL -1
-#define LLAMA_FILE_MAGIC_GGLA 0x67676c61u
-#define LLAMA_FILE_MAGIC_GGSN 0x6767736eu
-#define LLAMA_FILE_MAGIC_GGSQ 0x67677371u
-#define LLAMA_SESSION_MAGIC   LLAMA_FILE_MAGIC_GGSN
-#define LLAMA_SESSION_VERSION 10
-#define LLAMA_STATE_SEQ_MAGIC   LLAMA_FILE_MAGIC_GGSQ
-#define LLAMA_STATE_SEQ_VERSION 3
+#define LLAMA_ABI_VERSION                  1
+#define LLAMA_DEFAULT_SEED                 0xFFFFFFFF
+#define LLAMA_TOKEN_NULL                   -1
+#define LLAMA_FILE_MAGIC_GGLA              0x67676c61u
+#define LLAMA_FILE_MAGIC_GGSN              0x6767736eu
+#define LLAMA_FILE_MAGIC_GGSQ              0x67677371u
+#define LLAMA_SESSION_MAGIC                LLAMA_FILE_MAGIC_GGSN
+#define LLAMA_SESSION_VERSION              10
+#define LLAMA_STATE_SEQ_MAGIC              LLAMA_FILE_MAGIC_GGSQ
+#define LLAMA_STATE_SEQ_VERSION            3
 #define LLAMA_STATE_SEQ_FLAGS_NONE         0
 #define LLAMA_STATE_SEQ_FLAGS_SWA_ONLY     1
 #define LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY 1
@@ -70,10 +70,10 @@ typedef uint32_t llama_state_seq_flags;
 
 enum llama_vocab_type {
     LLAMA_VOCAB_TYPE_NONE = 0, // no vocabulary
-    LLAMA_VOCAB_TYPE_SPM  = 1, // SentencePiece-style BPE with byte fallback
-    LLAMA_VOCAB_TYPE_BPE  = 2, // GPT-2 style byte-level BPE
-    LLAMA_VOCAB_TYPE_WPM  = 3, // WordPiece (BERT)
-    LLAMA_VOCAB_TYPE_UGM  = 4, // Unigram (sentencepiece unigram, T5 / XLM-R)
+    LLAMA_VOCAB_TYPE_SPM = 1, // SentencePiece-style BPE with byte fallback
+    LLAMA_VOCAB_TYPE_BPE = 2, // GPT-2 style byte-level BPE
+    LLAMA_VOCAB_TYPE_WPM = 3, // WordPiece (BERT)
+    LLAMA_VOCAB_TYPE_UGM = 4, // Unigram (sentencepiece unigram, T5 / XLM-R)
     LLAMA_VOCAB_TYPE_RWKV = 5, // RWKV world: greedy longest match over bytes
     LLAMA_VOCAB_TYPE_PLAMO2 = 6, // PLaMo-2: best-scoring segmentation by dynamic programming, byte fallback
     LLAMA_VOCAB_TYPE_TEST = 7, // llama.cpp's test vocabulary: 5-byte chunks hashed to ids, pieces are hex ids
@@ -86,122 +86,122 @@ enum llama_rope_type {
 };
 
 enum llama_token_type {
-    LLAMA_TOKEN_TYPE_UNDEFINED    = 0,
-    LLAMA_TOKEN_TYPE_NORMAL       = 1,
-    LLAMA_TOKEN_TYPE_UNKNOWN      = 2,
-    LLAMA_TOKEN_TYPE_CONTROL      = 3,
+    LLAMA_TOKEN_TYPE_UNDEFINED = 0,
+    LLAMA_TOKEN_TYPE_NORMAL = 1,
+    LLAMA_TOKEN_TYPE_UNKNOWN = 2,
+    LLAMA_TOKEN_TYPE_CONTROL = 3,
     LLAMA_TOKEN_TYPE_USER_DEFINED = 4,
-    LLAMA_TOKEN_TYPE_UNUSED       = 5,
-    LLAMA_TOKEN_TYPE_BYTE         = 6,
+    LLAMA_TOKEN_TYPE_UNUSED = 5,
+    LLAMA_TOKEN_TYPE_BYTE = 6,
 };
 
 enum llama_token_attr {
-    LLAMA_TOKEN_ATTR_UNDEFINED    = 0,
-    LLAMA_TOKEN_ATTR_UNKNOWN      = 1 << 0,
-    LLAMA_TOKEN_ATTR_UNUSED       = 1 << 1,
-    LLAMA_TOKEN_ATTR_NORMAL       = 1 << 2,
-    LLAMA_TOKEN_ATTR_CONTROL      = 1 << 3,
+    LLAMA_TOKEN_ATTR_UNDEFINED = 0,
+    LLAMA_TOKEN_ATTR_UNKNOWN = 1 << 0,
+    LLAMA_TOKEN_ATTR_UNUSED = 1 << 1,
+    LLAMA_TOKEN_ATTR_NORMAL = 1 << 2,
+    LLAMA_TOKEN_ATTR_CONTROL = 1 << 3,
     LLAMA_TOKEN_ATTR_USER_DEFINED = 1 << 4,
-    LLAMA_TOKEN_ATTR_BYTE         = 1 << 5,
-    LLAMA_TOKEN_ATTR_NORMALIZED   = 1 << 6,
-    LLAMA_TOKEN_ATTR_LSTRIP       = 1 << 7,
-    LLAMA_TOKEN_ATTR_RSTRIP       = 1 << 8,
-    LLAMA_TOKEN_ATTR_SINGLE_WORD  = 1 << 9,
+    LLAMA_TOKEN_ATTR_BYTE = 1 << 5,
+    LLAMA_TOKEN_ATTR_NORMALIZED = 1 << 6,
+    LLAMA_TOKEN_ATTR_LSTRIP = 1 << 7,
+    LLAMA_TOKEN_ATTR_RSTRIP = 1 << 8,
+    LLAMA_TOKEN_ATTR_SINGLE_WORD = 1 << 9,
 };
 
 // Model file types (general.file_type): the dominant tensor type.
 enum llama_ftype {
-    LLAMA_FTYPE_ALL_F32        = 0,
-    LLAMA_FTYPE_MOSTLY_F16     = 1,
-    LLAMA_FTYPE_MOSTLY_Q4_0    = 2,
-    LLAMA_FTYPE_MOSTLY_Q4_1    = 3,
-    LLAMA_FTYPE_MOSTLY_Q8_0    = 7,
-    LLAMA_FTYPE_MOSTLY_Q5_0    = 8,
-    LLAMA_FTYPE_MOSTLY_Q5_1    = 9,
-    LLAMA_FTYPE_MOSTLY_Q2_K    = 10,
-    LLAMA_FTYPE_MOSTLY_Q3_K_S  = 11,
-    LLAMA_FTYPE_MOSTLY_Q3_K_M  = 12,
-    LLAMA_FTYPE_MOSTLY_Q3_K_L  = 13,
-    LLAMA_FTYPE_MOSTLY_Q4_K_S  = 14,
-    LLAMA_FTYPE_MOSTLY_Q4_K_M  = 15,
-    LLAMA_FTYPE_MOSTLY_Q5_K_S  = 16,
-    LLAMA_FTYPE_MOSTLY_Q5_K_M  = 17,
-    LLAMA_FTYPE_MOSTLY_Q6_K    = 18,
+    LLAMA_FTYPE_ALL_F32 = 0,
+    LLAMA_FTYPE_MOSTLY_F16 = 1,
+    LLAMA_FTYPE_MOSTLY_Q4_0 = 2,
+    LLAMA_FTYPE_MOSTLY_Q4_1 = 3,
+    LLAMA_FTYPE_MOSTLY_Q8_0 = 7,
+    LLAMA_FTYPE_MOSTLY_Q5_0 = 8,
+    LLAMA_FTYPE_MOSTLY_Q5_1 = 9,
+    LLAMA_FTYPE_MOSTLY_Q2_K = 10,
+    LLAMA_FTYPE_MOSTLY_Q3_K_S = 11,
+    LLAMA_FTYPE_MOSTLY_Q3_K_M = 12,
+    LLAMA_FTYPE_MOSTLY_Q3_K_L = 13,
+    LLAMA_FTYPE_MOSTLY_Q4_K_S = 14,
+    LLAMA_FTYPE_MOSTLY_Q4_K_M = 15,
+    LLAMA_FTYPE_MOSTLY_Q5_K_S = 16,
+    LLAMA_FTYPE_MOSTLY_Q5_K_M = 17,
+    LLAMA_FTYPE_MOSTLY_Q6_K = 18,
     LLAMA_FTYPE_MOSTLY_IQ2_XXS = 19,
-    LLAMA_FTYPE_MOSTLY_IQ2_XS  = 20,
-    LLAMA_FTYPE_MOSTLY_Q2_K_S  = 21,
-    LLAMA_FTYPE_MOSTLY_IQ3_XS  = 22,
+    LLAMA_FTYPE_MOSTLY_IQ2_XS = 20,
+    LLAMA_FTYPE_MOSTLY_Q2_K_S = 21,
+    LLAMA_FTYPE_MOSTLY_IQ3_XS = 22,
     LLAMA_FTYPE_MOSTLY_IQ3_XXS = 23,
-    LLAMA_FTYPE_MOSTLY_IQ1_S   = 24,
-    LLAMA_FTYPE_MOSTLY_IQ4_NL  = 25,
-    LLAMA_FTYPE_MOSTLY_IQ3_S   = 26,
-    LLAMA_FTYPE_MOSTLY_IQ3_M   = 27,
-    LLAMA_FTYPE_MOSTLY_IQ2_S   = 28,
-    LLAMA_FTYPE_MOSTLY_IQ2_M   = 29,
-    LLAMA_FTYPE_MOSTLY_IQ4_XS  = 30,
-    LLAMA_FTYPE_MOSTLY_IQ1_M   = 31,
-    LLAMA_FTYPE_MOSTLY_BF16    = 32,
-    LLAMA_FTYPE_MOSTLY_TQ1_0   = 36,
-    LLAMA_FTYPE_MOSTLY_TQ2_0   = 37,
+    LLAMA_FTYPE_MOSTLY_IQ1_S = 24,
+    LLAMA_FTYPE_MOSTLY_IQ4_NL = 25,
+    LLAMA_FTYPE_MOSTLY_IQ3_S = 26,
+    LLAMA_FTYPE_MOSTLY_IQ3_M = 27,
+    LLAMA_FTYPE_MOSTLY_IQ2_S = 28,
+    LLAMA_FTYPE_MOSTLY_IQ2_M = 29,
+    LLAMA_FTYPE_MOSTLY_IQ4_XS = 30,
+    LLAMA_FTYPE_MOSTLY_IQ1_M = 31,
+    LLAMA_FTYPE_MOSTLY_BF16 = 32,
+    LLAMA_FTYPE_MOSTLY_TQ1_0 = 36,
+    LLAMA_FTYPE_MOSTLY_TQ2_0 = 37,
     LLAMA_FTYPE_MOSTLY_MXFP4_MOE = 38,
-    LLAMA_FTYPE_GUESSED        = 1024,
+    LLAMA_FTYPE_GUESSED = 1024,
 };
 
 enum llama_rope_scaling_type {
     LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED = -1,
-    LLAMA_ROPE_SCALING_TYPE_NONE        = 0,
-    LLAMA_ROPE_SCALING_TYPE_LINEAR      = 1,
-    LLAMA_ROPE_SCALING_TYPE_YARN        = 2,
-    LLAMA_ROPE_SCALING_TYPE_LONGROPE    = 3,
+    LLAMA_ROPE_SCALING_TYPE_NONE = 0,
+    LLAMA_ROPE_SCALING_TYPE_LINEAR = 1,
+    LLAMA_ROPE_SCALING_TYPE_YARN = 2,
+    LLAMA_ROPE_SCALING_TYPE_LONGROPE = 3,
 };
 
 enum llama_pooling_type {
     LLAMA_POOLING_TYPE_UNSPECIFIED = -1,
     LLAMA_POOLING_TYPE_NONE = 0,
     LLAMA_POOLING_TYPE_MEAN = 1,
-    LLAMA_POOLING_TYPE_CLS  = 2,
+    LLAMA_POOLING_TYPE_CLS = 2,
     LLAMA_POOLING_TYPE_LAST = 3,
     LLAMA_POOLING_TYPE_RANK = 4, // not supported (needs a classification head)
 };
 
 enum llama_attention_type {
     LLAMA_ATTENTION_TYPE_UNSPECIFIED = -1,
-    LLAMA_ATTENTION_TYPE_CAUSAL      = 0,
-    LLAMA_ATTENTION_TYPE_NON_CAUSAL  = 1,
+    LLAMA_ATTENTION_TYPE_CAUSAL = 0,
+    LLAMA_ATTENTION_TYPE_NON_CAUSAL = 1,
 };
 
 enum llama_flash_attn_type {
-    LLAMA_FLASH_ATTN_TYPE_AUTO     = -1,
+    LLAMA_FLASH_ATTN_TYPE_AUTO = -1,
     LLAMA_FLASH_ATTN_TYPE_DISABLED = 0,
-    LLAMA_FLASH_ATTN_TYPE_ENABLED  = 1,
+    LLAMA_FLASH_ATTN_TYPE_ENABLED = 1,
 };
 
 enum llama_split_mode {
-    LLAMA_SPLIT_MODE_NONE   = 0,
-    LLAMA_SPLIT_MODE_LAYER  = 1,
-    LLAMA_SPLIT_MODE_ROW    = 2,
+    LLAMA_SPLIT_MODE_NONE = 0,
+    LLAMA_SPLIT_MODE_LAYER = 1,
+    LLAMA_SPLIT_MODE_ROW = 2,
     LLAMA_SPLIT_MODE_TENSOR = 3,
 };
 
 // How weights are brought into memory.
 enum llama_load_mode {
-    LLAMA_LOAD_MODE_AUTO       = -1, // mmap where supported
-    LLAMA_LOAD_MODE_NONE       = 0,  // read into memory
-    LLAMA_LOAD_MODE_MMAP       = 1,
-    LLAMA_LOAD_MODE_MLOCK      = 2,  // read and lock
+    LLAMA_LOAD_MODE_AUTO = -1, // mmap where supported
+    LLAMA_LOAD_MODE_NONE = 0,  // read into memory
+    LLAMA_LOAD_MODE_MMAP = 1,
+    LLAMA_LOAD_MODE_MLOCK = 2,  // read and lock
     LLAMA_LOAD_MODE_MMAP_MLOCK = 3,
-    LLAMA_LOAD_MODE_DIRECT_IO  = 4,  // treated as NONE
+    LLAMA_LOAD_MODE_DIRECT_IO = 4,  // treated as NONE
 };
 
 enum llama_lazy_mode {
-    LLAMA_LAZY_MODE_OFF  = 0,
+    LLAMA_LAZY_MODE_OFF = 0,
     LLAMA_LAZY_MODE_AUTO = 1,
-    LLAMA_LAZY_MODE_ON   = 2,
+    LLAMA_LAZY_MODE_ON = 2,
 };
 
 enum llama_context_type {
     LLAMA_CONTEXT_TYPE_DEFAULT = 0,
-    LLAMA_CONTEXT_TYPE_MTP     = 1, // not supported
+    LLAMA_CONTEXT_TYPE_MTP = 1, // not supported
 };
 
 enum llama_model_kv_override_type {
@@ -253,19 +253,19 @@ typedef bool (*llama_progress_callback)(float progress, void * user_data);
 // a position, n_seq_id sequence ids and an output flag. Allocate with llama_batch_init.
 typedef struct llama_batch {
     int32_t n_tokens;
-    llama_token  *  token;    // [n_tokens] or NULL when embd is used
-    float        *  embd;     // [n_tokens * n_embd] or NULL
-    llama_pos    *  pos;      // [n_tokens] or NULL: continue each sequence
-    int32_t      *  n_seq_id; // [n_tokens] or NULL: every token in sequence 0
+    llama_token * token;    // [n_tokens] or NULL when embd is used
+    float * embd;     // [n_tokens * n_embd] or NULL
+    llama_pos * pos;      // [n_tokens] or NULL: continue each sequence
+    int32_t * n_seq_id; // [n_tokens] or NULL: every token in sequence 0
     llama_seq_id ** seq_id;   // [n_tokens][n_seq_id[i]]
-    int8_t       *  logits;   // [n_tokens] output flags, or NULL: only the last token
+    int8_t * logits;   // [n_tokens] output flags, or NULL: only the last token
 } llama_batch;
 
 union llama_model_kv_override_value {
     int64_t val_i64;
-    double  val_f64;
-    bool    val_bool;
-    char    val_str[128];
+    double val_f64;
+    bool val_bool;
+    char val_str[128];
 };
 
 // Overrides one metadata key at load time.
@@ -328,13 +328,13 @@ struct llama_context_params {
     uint32_t n_rs_seq;
     uint32_t n_outputs_max;
     uint32_t n_outputs_max_per_seq;
-    int32_t  n_threads;      // threads for single-token decoding (default: physical cores)
-    int32_t  n_threads_batch;// threads for batches
-    enum llama_context_type       ctx_type;
-    enum llama_rope_scaling_type  rope_scaling_type;
-    enum llama_pooling_type       pooling_type;
-    enum llama_attention_type     attention_type;
-    enum llama_flash_attn_type    flash_attn_type;
+    int32_t n_threads;      // threads for single-token decoding (default: physical cores)
+    int32_t n_threads_batch;// threads for batches
+    enum llama_context_type ctx_type;
+    enum llama_rope_scaling_type rope_scaling_type;
+    enum llama_pooling_type pooling_type;
+    enum llama_attention_type attention_type;
+    enum llama_flash_attn_type flash_attn_type;
     float rope_freq_base;    // 0 = from model
     float rope_freq_scale;   // 0 = from model
     float yarn_ext_factor;   // < 0 = from model
@@ -415,12 +415,12 @@ typedef void * llama_sampler_context_t;
 
 // Interface of a sampler; user code may implement it (see llama_sampler_init).
 struct llama_sampler_i {
-    const char *           (*name)  (const struct llama_sampler * smpl);                   // may be NULL
-    void                   (*accept)(      struct llama_sampler * smpl, llama_token token); // may be NULL
-    void                   (*apply) (      struct llama_sampler * smpl, llama_token_data_array * cur_p); // required
-    void                   (*reset) (      struct llama_sampler * smpl);                   // may be NULL
-    struct llama_sampler * (*clone) (const struct llama_sampler * smpl);                   // may be NULL if ctx is NULL
-    void                   (*free)  (      struct llama_sampler * smpl);                   // may be NULL if ctx is NULL
+    const char * (*name)(const struct llama_sampler * smpl);                   // may be NULL
+    void (*accept)(struct llama_sampler * smpl, llama_token token); // may be NULL
+    void (*apply)(struct llama_sampler * smpl, llama_token_data_array * cur_p); // required
+    void (*reset)(struct llama_sampler * smpl);                   // may be NULL
+    struct llama_sampler * (*clone)(const struct llama_sampler * smpl);                   // may be NULL if ctx is NULL
+    void (*free)(struct llama_sampler * smpl);                   // may be NULL if ctx is NULL
     bool (*backend_init)(struct llama_sampler * smpl, void * backend, uint32_t n);         // unused, may be NULL
     void (*backend_accept)(struct llama_sampler * smpl, void * a, void * b, void * c);     // unused, may be NULL
     void (*backend_apply)(struct llama_sampler * smpl, void * a, void * b, struct llama_sampler_data * data); // unused
@@ -526,11 +526,14 @@ LLAMA_API struct llama_model * llama_load_model_from_file(const char * path_mode
 // Loads a GGUF model (weights memory-mapped by default); NULL with a logged reason on failure.
 LLAMA_API struct llama_model * llama_model_load_from_file(const char * path_model, struct llama_model_params params);
 // Loads a model split over several files (only n_paths == 1 is supported).
-LLAMA_API struct llama_model * llama_model_load_from_splits(const char ** paths, size_t n_paths, struct llama_model_params params);
+LLAMA_API struct llama_model * llama_model_load_from_splits(const char ** paths, size_t n_paths,
+                                                            struct llama_model_params params);
 // Loads from an open FILE* (not supported: returns NULL).
 LLAMA_API struct llama_model * llama_model_load_from_file_ptr(FILE * file, struct llama_model_params params);
 // Builds a model from metadata and a callback filling tensors (not supported: returns NULL).
-LLAMA_API struct llama_model * llama_model_init_from_user(struct gguf_context * metadata, llama_model_set_tensor_data_t set_tensor_data, void * set_tensor_data_ud, struct llama_model_params params);
+LLAMA_API struct llama_model * llama_model_init_from_user(struct gguf_context * metadata,
+                                                          llama_model_set_tensor_data_t set_tensor_data,
+                                                          void * set_tensor_data_ud, struct llama_model_params params);
 // Writes the model (metadata and weights) as a GGUF file; logs an error on failure.
 LLAMA_API void llama_model_save_to_file(const struct llama_model * model, const char * path_model);
 // Deprecated: use llama_model_free.
@@ -609,7 +612,8 @@ LLAMA_API bool llama_model_is_hybrid(const struct llama_model * model);
 // False.
 LLAMA_API bool llama_model_is_diffusion(const struct llama_model * model);
 // Quantizes a GGUF model file; returns 0 on success, non-zero (logged) on failure.
-LLAMA_API uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out, const llama_model_quantize_params * params);
+LLAMA_API uint32_t llama_model_quantize(const char * fname_inp, const char * fname_out,
+                                        const llama_model_quantize_params * params);
 
 // ---- LoRA adapters and control vectors ----
 // A LoRA adapter is a GGUF in llama.cpp's format (general.type "adapter", adapter.type "lora",
@@ -621,13 +625,16 @@ LLAMA_API struct llama_adapter_lora * llama_adapter_lora_init(struct llama_model
 // As llama_adapter_lora_init, reading the adapter from an open file.
 LLAMA_API struct llama_adapter_lora * llama_adapter_lora_init_from_file_ptr(struct llama_model * model, FILE * file);
 // The adapter's metadata value of key as a string into buf; its length, or -1 when absent.
-LLAMA_API int32_t llama_adapter_meta_val_str(const struct llama_adapter_lora * adapter, const char * key, char * buf, size_t buf_size);
+LLAMA_API int32_t llama_adapter_meta_val_str(const struct llama_adapter_lora * adapter, const char * key, char * buf,
+                                             size_t buf_size);
 // Number of the adapter's (non-array) metadata keys.
 LLAMA_API int32_t llama_adapter_meta_count(const struct llama_adapter_lora * adapter);
 // Key i of the adapter's metadata into buf; its length, or -1 out of range.
-LLAMA_API int32_t llama_adapter_meta_key_by_index(const struct llama_adapter_lora * adapter, int32_t i, char * buf, size_t buf_size);
+LLAMA_API int32_t llama_adapter_meta_key_by_index(const struct llama_adapter_lora * adapter, int32_t i, char * buf,
+                                                  size_t buf_size);
 // Value i of the adapter's metadata as a string into buf; its length, or -1 out of range.
-LLAMA_API int32_t llama_adapter_meta_val_str_by_index(const struct llama_adapter_lora * adapter, int32_t i, char * buf, size_t buf_size);
+LLAMA_API int32_t llama_adapter_meta_val_str_by_index(const struct llama_adapter_lora * adapter, int32_t i, char * buf,
+                                                      size_t buf_size);
 // Frees an adapter (NULL-safe); adapters not freed are freed with their model. Unset it from contexts first.
 LLAMA_API void llama_adapter_lora_free(struct llama_adapter_lora * adapter);
 // Number of aLoRA invocation tokens (0 for a plain LoRA).
@@ -636,14 +643,17 @@ LLAMA_API uint64_t llama_adapter_get_alora_n_invocation_tokens(const struct llam
 LLAMA_API const llama_token * llama_adapter_get_alora_invocation_tokens(const struct llama_adapter_lora * adapter);
 // Sets the context's adapters with their scales (n_adapters 0 clears); 0, or -1 (logged) for a
 // bad or foreign adapter, or an aLoRA (not applied by this engine).
-LLAMA_API int32_t llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
+LLAMA_API int32_t llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters,
+                                          float * scales);
 // llama_py extension: sets the adapters (with scales) applied to the tokens of sequence seq_id only,
 // on top of the context's (n_adapters 0 clears them), so that one llama_decode serves sequences
 // with different adapters; a token in several sequences takes its first one's. 0, or -1 (logged).
-LLAMA_API int32_t llama_set_adapters_lora_seq(struct llama_context * ctx, llama_seq_id seq_id, struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
+LLAMA_API int32_t llama_set_adapters_lora_seq(struct llama_context * ctx, llama_seq_id seq_id,
+                                              struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
 // Sets a control vector: data holds n_embd floats per layer from layer 1 (len floats in all),
 // added to the output of layers il_start..il_end; data NULL clears. 0, or -1 (logged).
-LLAMA_API int32_t llama_set_adapter_cvec(struct llama_context * ctx, const float * data, size_t len, int32_t n_embd, int32_t il_start, int32_t il_end);
+LLAMA_API int32_t llama_set_adapter_cvec(struct llama_context * ctx, const float * data, size_t len, int32_t n_embd,
+                                         int32_t il_start, int32_t il_end);
 
 // ---- contexts ----
 
@@ -686,7 +696,8 @@ LLAMA_API bool llama_get_causal_attn(const struct llama_context * ctx);
 // Warm-up mode (no effect on results).
 LLAMA_API void llama_set_warmup(struct llama_context * ctx, bool warmup);
 // Abort callback polled during decode (between graph nodes).
-LLAMA_API void llama_set_abort_callback(struct llama_context * ctx, ggml_abort_callback abort_callback, void * abort_callback_data);
+LLAMA_API void llama_set_abort_callback(struct llama_context * ctx, ggml_abort_callback abort_callback,
+                                        void * abort_callback_data);
 // Waits for pending work (decode is synchronous: no-op).
 LLAMA_API void llama_synchronize(struct llama_context * ctx);
 // Attaches a sampler to a sequence (not supported: returns false).
@@ -699,7 +710,8 @@ LLAMA_API void llama_memory_clear(llama_memory_t mem, bool data);
 // Removes positions [p0, p1) of seq_id (seq_id < 0: all sequences; p0/p1 < 0: open). False if refused.
 LLAMA_API bool llama_memory_seq_rm(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, llama_pos p1);
 // Adds seq_id_dst to the cells of seq_id_src in [p0, p1).
-LLAMA_API void llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_id seq_id_dst, llama_pos p0, llama_pos p1);
+LLAMA_API void llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_id seq_id_dst, llama_pos p0,
+                                   llama_pos p1);
 // Removes every sequence but seq_id.
 LLAMA_API void llama_memory_seq_keep(llama_memory_t mem, llama_seq_id seq_id);
 // Shifts positions [p0, p1) of seq_id by delta (keys are re-rotated).
@@ -728,13 +740,17 @@ LLAMA_API size_t llama_state_set_data(struct llama_context * ctx, const uint8_t 
 // Deprecated: llama_state_set_data without a size.
 LLAMA_API size_t llama_set_state_data(struct llama_context * ctx, const uint8_t * src);
 // Loads a session file: state plus the prompt tokens.
-LLAMA_API bool llama_state_load_file(struct llama_context * ctx, const char * path_session, llama_token * tokens_out, size_t n_token_capacity, size_t * n_token_count_out);
+LLAMA_API bool llama_state_load_file(struct llama_context * ctx, const char * path_session, llama_token * tokens_out,
+                                     size_t n_token_capacity, size_t * n_token_count_out);
 // Deprecated: llama_state_load_file.
-LLAMA_API bool llama_load_session_file(struct llama_context * ctx, const char * path_session, llama_token * tokens_out, size_t n_token_capacity, size_t * n_token_count_out);
+LLAMA_API bool llama_load_session_file(struct llama_context * ctx, const char * path_session, llama_token * tokens_out,
+                                       size_t n_token_capacity, size_t * n_token_count_out);
 // Saves state plus the prompt tokens to a session file.
-LLAMA_API bool llama_state_save_file(struct llama_context * ctx, const char * path_session, const llama_token * tokens, size_t n_token_count);
+LLAMA_API bool llama_state_save_file(struct llama_context * ctx, const char * path_session, const llama_token * tokens,
+                                     size_t n_token_count);
 // Deprecated: llama_state_save_file.
-LLAMA_API bool llama_save_session_file(struct llama_context * ctx, const char * path_session, const llama_token * tokens, size_t n_token_count);
+LLAMA_API bool llama_save_session_file(struct llama_context * ctx, const char * path_session, const llama_token * tokens,
+                                       size_t n_token_count);
 // Bytes needed for one sequence's KV state.
 LLAMA_API size_t llama_state_seq_get_size(struct llama_context * ctx, llama_seq_id seq_id);
 // Writes one sequence's KV state; returns bytes written, 0 on error.
@@ -742,15 +758,19 @@ LLAMA_API size_t llama_state_seq_get_data(struct llama_context * ctx, uint8_t * 
 // Restores a sequence's KV state into dest_seq_id; returns bytes read, 0 on error.
 LLAMA_API size_t llama_state_seq_set_data(struct llama_context * ctx, const uint8_t * src, size_t size, llama_seq_id dest_seq_id);
 // Saves one sequence's state and tokens to a file; returns bytes written, 0 on error.
-LLAMA_API size_t llama_state_seq_save_file(struct llama_context * ctx, const char * filepath, llama_seq_id seq_id, const llama_token * tokens, size_t n_token_count);
+LLAMA_API size_t llama_state_seq_save_file(struct llama_context * ctx, const char * filepath, llama_seq_id seq_id,
+                                           const llama_token * tokens, size_t n_token_count);
 // Loads one sequence's state and tokens; returns bytes read, 0 on error.
-LLAMA_API size_t llama_state_seq_load_file(struct llama_context * ctx, const char * filepath, llama_seq_id dest_seq_id, llama_token * tokens_out, size_t n_token_capacity, size_t * n_token_count_out);
+LLAMA_API size_t llama_state_seq_load_file(struct llama_context * ctx, const char * filepath, llama_seq_id dest_seq_id,
+                                           llama_token * tokens_out, size_t n_token_capacity, size_t * n_token_count_out);
 // As llama_state_seq_get_size (flags are accepted and ignored).
 LLAMA_API size_t llama_state_seq_get_size_ext(struct llama_context * ctx, llama_seq_id seq_id, llama_state_seq_flags flags);
 // As llama_state_seq_get_data.
-LLAMA_API size_t llama_state_seq_get_data_ext(struct llama_context * ctx, uint8_t * dst, size_t size, llama_seq_id seq_id, llama_state_seq_flags flags);
+LLAMA_API size_t llama_state_seq_get_data_ext(struct llama_context * ctx, uint8_t * dst, size_t size, llama_seq_id seq_id,
+                                              llama_state_seq_flags flags);
 // As llama_state_seq_set_data.
-LLAMA_API size_t llama_state_seq_set_data_ext(struct llama_context * ctx, const uint8_t * src, size_t size, llama_seq_id dest_seq_id, llama_state_seq_flags flags);
+LLAMA_API size_t llama_state_seq_set_data_ext(struct llama_context * ctx, const uint8_t * src, size_t size,
+                                              llama_seq_id dest_seq_id, llama_state_seq_flags flags);
 
 // ---- batches and decoding ----
 
@@ -880,18 +900,22 @@ LLAMA_API llama_token llama_token_fim_sep(const struct llama_vocab * vocab);
 // count needed when n_tokens_max is too small (nothing written past n_tokens_max).
 // add_special: add BOS/EOS as the vocab says; parse_special: match control/user-defined token texts.
 // A vocabulary of type LLAMA_VOCAB_TYPE_NONE cannot tokenize: 0, with the reason logged.
-LLAMA_API int32_t llama_tokenize(const struct llama_vocab * vocab, const char * text, int32_t text_len, llama_token * tokens, int32_t n_tokens_max, bool add_special, bool parse_special);
+LLAMA_API int32_t llama_tokenize(const struct llama_vocab * vocab, const char * text, int32_t text_len, llama_token * tokens,
+                                 int32_t n_tokens_max, bool add_special, bool parse_special);
 // Writes the text of a token into buf (not NUL-terminated); returns its length or minus the
 // length needed. lstrip: skip up to that many leading spaces; special: render control tokens.
-LLAMA_API int32_t llama_token_to_piece(const struct llama_vocab * vocab, llama_token token, char * buf, int32_t length, int32_t lstrip, bool special);
+LLAMA_API int32_t llama_token_to_piece(const struct llama_vocab * vocab, llama_token token, char * buf, int32_t length,
+                                       int32_t lstrip, bool special);
 // Joins tokens into text; returns its length or minus the length needed.
-LLAMA_API int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * tokens, int32_t n_tokens, char * text, int32_t text_len_max, bool remove_special, bool unparse_special);
+LLAMA_API int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * tokens, int32_t n_tokens, char * text,
+                                   int32_t text_len_max, bool remove_special, bool unparse_special);
 
 // ---- chat templates ----
 
 // Formats chat with the built-in template named or detected from tmpl (never executed);
 // returns the length written or needed, -1 if the template is not recognised.
-LLAMA_API int32_t llama_chat_apply_template(const char * tmpl, const struct llama_chat_message * chat, size_t n_msg, bool add_ass, char * buf, int32_t length);
+LLAMA_API int32_t llama_chat_apply_template(const char * tmpl, const struct llama_chat_message * chat, size_t n_msg, bool add_ass,
+                                            char * buf, int32_t length);
 // Names of the built-in templates; returns their count.
 LLAMA_API int32_t llama_chat_builtin_templates(const char ** output, size_t len);
 
@@ -949,20 +973,31 @@ LLAMA_API struct llama_sampler * llama_sampler_init_mirostat(int32_t n_vocab, ui
 LLAMA_API struct llama_sampler * llama_sampler_init_mirostat_v2(uint32_t seed, float tau, float eta);
 // GBNF-constrained sampling (grammar_root NULL: "root"); NULL with the reason logged (line and
 // column) if the grammar does not compile. End of generation is allowed only where it is complete.
-LLAMA_API struct llama_sampler * llama_sampler_init_grammar(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root);
+LLAMA_API struct llama_sampler * llama_sampler_init_grammar(const struct llama_vocab * vocab, const char * grammar_str,
+                                                            const char * grammar_root);
 // Deprecated: lazy grammar started by a trigger word (anywhere in the output) or token.
-LLAMA_API struct llama_sampler * llama_sampler_init_grammar_lazy(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root, const char ** trigger_words, size_t num_trigger_words, const llama_token * trigger_tokens, size_t num_trigger_tokens);
+LLAMA_API struct llama_sampler * llama_sampler_init_grammar_lazy(const struct llama_vocab * vocab, const char * grammar_str,
+                                                                 const char * grammar_root, const char ** trigger_words,
+                                                                 size_t num_trigger_words, const llama_token * trigger_tokens,
+                                                                 size_t num_trigger_tokens);
 // Lazy grammar: inactive until a trigger pattern (regex matched against the whole output so far;
 // the grammar is fed from its first capture group) or a trigger token (fed from the token on).
-LLAMA_API struct llama_sampler * llama_sampler_init_grammar_lazy_patterns(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root, const char ** trigger_patterns, size_t num_trigger_patterns, const llama_token * trigger_tokens, size_t num_trigger_tokens);
+LLAMA_API struct llama_sampler *
+llama_sampler_init_grammar_lazy_patterns(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root,
+                                         const char ** trigger_patterns, size_t num_trigger_patterns,
+                                         const llama_token * trigger_tokens, size_t num_trigger_tokens);
 // Repetition (divide/multiply), frequency and presence penalties over the last penalty_last_n tokens.
-LLAMA_API struct llama_sampler * llama_sampler_init_penalties(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat, float penalty_freq, float penalty_present);
+LLAMA_API struct llama_sampler * llama_sampler_init_penalties(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat,
+                                                              float penalty_freq, float penalty_present);
 // DRY (don't repeat yourself) penalty (dry_penalty_last_n -1: whole context, 0: off).
-LLAMA_API struct llama_sampler * llama_sampler_init_dry(const struct llama_vocab * vocab, float dry_multiplier, float dry_base, int32_t dry_allowed_length, int32_t dry_penalty_last_n, const char ** seq_breakers, size_t num_breakers);
+LLAMA_API struct llama_sampler * llama_sampler_init_dry(const struct llama_vocab * vocab, float dry_multiplier, float dry_base,
+                                                        int32_t dry_allowed_length, int32_t dry_penalty_last_n,
+                                                        const char ** seq_breakers, size_t num_breakers);
 // Adaptive-p sampling.
 LLAMA_API struct llama_sampler * llama_sampler_init_adaptive_p(float target, float decay, uint32_t seed);
 // Adds fixed biases to logits.
-LLAMA_API struct llama_sampler * llama_sampler_init_logit_bias(int32_t n_vocab, int32_t n_logit_bias, const llama_logit_bias * logit_bias);
+LLAMA_API struct llama_sampler * llama_sampler_init_logit_bias(int32_t n_vocab, int32_t n_logit_bias,
+                                                               const llama_logit_bias * logit_bias);
 // Infill sampler (not supported: returns NULL).
 LLAMA_API struct llama_sampler * llama_sampler_init_infill(const struct llama_vocab * vocab);
 // Seed of a dist/mirostat/xtc sampler (or of the chain's last seeded sampler); LLAMA_DEFAULT_SEED if none.
@@ -999,7 +1034,8 @@ LLAMA_API bool llama_opt_param_filter_all(const struct ggml_tensor * tensor, voi
 // Not supported: logs an error.
 LLAMA_API void llama_opt_init(struct llama_context * lctx, struct llama_model * model, struct llama_opt_params lopt_params);
 // Not supported: logs an error.
-LLAMA_API void llama_opt_epoch(struct llama_context * lctx, void * dataset, void * result_train, void * result_eval, int64_t idata_split, void * callback_train, void * callback_eval);
+LLAMA_API void llama_opt_epoch(struct llama_context * lctx, void * dataset, void * result_train, void * result_eval,
+                               int64_t idata_split, void * callback_train, void * callback_eval);
 
 #ifdef __cplusplus
 }

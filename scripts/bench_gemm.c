@@ -24,19 +24,21 @@
 static double clock_s(clockid_t id) {
     struct timespec ts;
     clock_gettime(id, &ts);
-    return (double) ts.tv_sec + 1e-9*(double) ts.tv_nsec;
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float frand(void) {
-    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-    return (float) ((rng >> 11) & 0xFFFFFF)/(float) 0x1000000 - 0.5f;
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float) ((rng >> 11) & 0xFFFFFF) / (float) 0x1000000 - 0.5f;
 }
 
 static bool listed(const char * list, const char * name) {
     if (!list || !*list) return true;
     const size_t len = strlen(name);
-    for (const char * p = list; *p; ) {
+    for (const char * p = list; *p;) {
         const char * e = strchr(p, ',');
         const size_t l = e ? (size_t) (e - p) : strlen(p);
         if (l == len && strncmp(p, name, len) == 0) return true;
@@ -53,7 +55,7 @@ static void time_graph(struct ggml_context * ctx, struct ggml_cgraph * gf, int n
     for (int r = 0; r < reps; r++) {
         const double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
         ggml_graph_compute_with_ctx(ctx, gf, nth);
-        const double c = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0)/nth, w = clock_s(CLOCK_MONOTONIC) - w0;
+        const double c = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / nth, w = clock_s(CLOCK_MONOTONIC) - w0;
         if (c < *cpu) *cpu = c;
         if (w < *wall) *wall = w;
     }
@@ -65,23 +67,25 @@ static double kernel_gops(enum ggml_type type, int64_t K, int reps) {
     if (!gt || !(gt->accelerated || gt->kernel_repacked)) return 0.0;
     const int P = 4, G = 8;
     const size_t pb = ggml_gemm_panel_bytes(gt, K), gb = ggml_gemm_group_bytes(gt, K);
-    char * panels = aligned_alloc(64, GGML_PAD(pb*P, 64));
-    char * groups = aligned_alloc(64, GGML_PAD(gb*G, 64));
-    for (size_t i = 0; i < pb*P; i++) panels[i] = (char) (i*7 & 15);
-    for (size_t i = 0; i < gb*G; i++) groups[i] = (char) (i*13 & 63);
-    float out[GGML_GEMM_NR*GGML_GEMM_MR];
+    char * panels = aligned_alloc(64, GGML_PAD(pb * P, 64));
+    char * groups = aligned_alloc(64, GGML_PAD(gb * G, 64));
+    for (size_t i = 0; i < pb * P; i++) panels[i] = (char) (i * 7 & 15);
+    for (size_t i = 0; i < gb * G; i++) groups[i] = (char) (i * 13 & 63);
+    float out[GGML_GEMM_NR * GGML_GEMM_MR];
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
         const double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
         for (int it = 0; it < 4; it++)
-            for (int p = 0; p < P; p++) for (int g = 0; g < G; g++) {
-                gt->kernel(gt, K, panels + p*pb, groups + g*gb, out, GGML_GEMM_MR, GGML_GEMM_MR, GGML_GEMM_NR);
-            }
+            for (int p = 0; p < P; p++)
+                for (int g = 0; g < G; g++) {
+                    gt->kernel(gt, K, panels + p * pb, groups + g * gb, out, GGML_GEMM_MR, GGML_GEMM_MR, GGML_GEMM_NR);
+                }
         const double t = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
         if (t < best) best = t;
     }
-    free(panels); free(groups);
-    return 2.0*4*P*G*GGML_GEMM_MR*GGML_GEMM_NR*(double) K/best*1e-9;
+    free(panels);
+    free(groups);
+    return 2.0 * 4 * P * G * GGML_GEMM_MR * GGML_GEMM_NR * (double) K / best * 1e-9;
 }
 
 // Repacked tile alone (what prompt processing runs): a's first 4 repacked panels against 8
@@ -93,33 +97,36 @@ static double kernel_rp_gops(const struct ggml_tensor * a, const struct ggml_ten
     const struct ggml_type_traits_cpu * atc = gt ? ggml_get_type_traits_cpu(gt->act_type) : NULL;
     const int64_t K = a->ne[0];
     const int P = 4, G = 8;
-    if (!panels || !gt->kernel_repacked || !atc || !atc->from_float || a->ne[1] < P*GGML_GEMM_MR ||
-        b->ne[1] < G*GGML_GEMM_NR) {
+    if (!panels || !gt->kernel_repacked || !atc || !atc->from_float || a->ne[1] < P * GGML_GEMM_MR ||
+        b->ne[1] < G * GGML_GEMM_NR) {
         return 0.0;
     }
     const size_t pbytes = ggml_cpu_repack_panel_bytes(a), gb = ggml_gemm_group_bytes(gt, K);
     const size_t qrow = GGML_PAD(ggml_row_size(gt->act_type, K), 64);
-    char * q = aligned_alloc(64, qrow*GGML_GEMM_NR);
-    char * groups = aligned_alloc(64, GGML_PAD(gb*G, 64));
+    char * q = aligned_alloc(64, qrow * GGML_GEMM_NR);
+    char * groups = aligned_alloc(64, GGML_PAD(gb * G, 64));
     for (int g = 0; g < G; g++) {
         for (int c = 0; c < GGML_GEMM_NR; c++) {
-            atc->from_float((const float *) ((const char *) b->data + (size_t) (g*GGML_GEMM_NR + c)*b->nb[1]), q + c*qrow, K);
+            atc->from_float((const float *) ((const char *) b->data + (size_t) (g * GGML_GEMM_NR + c) * b->nb[1]), q + c * qrow,
+                            K);
         }
-        gt->act_group(gt, q, qrow, GGML_GEMM_NR, K, groups + (size_t) g*gb);
+        gt->act_group(gt, q, qrow, GGML_GEMM_NR, K, groups + (size_t) g * gb);
     }
-    float out[GGML_GEMM_NR*GGML_GEMM_MR];
+    float out[GGML_GEMM_NR * GGML_GEMM_MR];
     double best = 1e30;
-    for (int r = 0; r < 20*reps; r++) {
+    for (int r = 0; r < 20 * reps; r++) {
         const double t0 = clock_s(CLOCK_MONOTONIC);
-        for (int p = 0; p < P; p++) for (int g = 0; g < G; g++) {
-            gt->kernel_repacked(gt, K, (const char *) panels + (size_t) p*pbytes, groups + (size_t) g*gb, out,
-                                GGML_GEMM_MR, GGML_GEMM_MR, GGML_GEMM_NR);
-        }
+        for (int p = 0; p < P; p++)
+            for (int g = 0; g < G; g++) {
+                gt->kernel_repacked(gt, K, (const char *) panels + (size_t) p * pbytes, groups + (size_t) g * gb, out,
+                                    GGML_GEMM_MR, GGML_GEMM_MR, GGML_GEMM_NR);
+            }
         const double t = clock_s(CLOCK_MONOTONIC) - t0;
         if (t < best) best = t;
     }
-    free(q); free(groups);
-    return 2.0*P*G*GGML_GEMM_MR*GGML_GEMM_NR*(double) K/best*1e-9;
+    free(q);
+    free(groups);
+    return 2.0 * P * G * GGML_GEMM_MR * GGML_GEMM_NR * (double) K / best * 1e-9;
 }
 
 // One-column kernel on a's repacked panels alone (token generation's inner loop), on the first
@@ -132,28 +139,29 @@ static double kernel1_gbs(const struct ggml_tensor * a, const float * col, int r
     if (!panels || !gt->kernel_repacked1 || !atc || !atc->from_float) return 0.0;
     const int64_t K = a->ne[0];
     const size_t pbytes = ggml_cpu_repack_panel_bytes(a);
-    int64_t np = (int64_t) ((256u*1024)/pbytes);
+    int64_t np = (int64_t) ((256u * 1024) / pbytes);
     if (np < 1) np = 1;
-    if (np > a->ne[1]/GGML_GEMM_MR) np = a->ne[1]/GGML_GEMM_MR;
+    if (np > a->ne[1] / GGML_GEMM_MR) np = a->ne[1] / GGML_GEMM_MR;
     void * qrow = aligned_alloc(64, GGML_PAD(ggml_row_size(gt->act_type, K), 64));
     void * compact = aligned_alloc(64, GGML_PAD(ggml_gemm_compact_bytes(gt, K), 64));
     atc->from_float(col, qrow, K);
     ggml_gemm_act_compact_row(gt, qrow, K, compact);
     float out[GGML_GEMM_MR];
-    const int iters = (int) (64u*1024*1024/((size_t) np*pbytes)) + 1; // ~64 MB of panel reads per rep
+    const int iters = (int) (64u * 1024 * 1024 / ((size_t) np * pbytes)) + 1; // ~64 MB of panel reads per rep
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
         const double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
         for (int it = 0; it < iters; it++)
             for (int64_t p = 0; p < np; p++) {
-                gt->kernel_repacked1(gt, K, (const char *) panels + (size_t) p*pbytes, compact, out, GGML_GEMM_MR,
-                                     GGML_GEMM_MR, 1);
+                gt->kernel_repacked1(gt, K, (const char *) panels + (size_t) p * pbytes, compact, out, GGML_GEMM_MR, GGML_GEMM_MR,
+                                     1);
             }
         const double t = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
         if (t < best) best = t;
     }
-    free(qrow); free(compact);
-    return (double) iters*(double) np*(double) pbytes/best*1e-9;
+    free(qrow);
+    free(compact);
+    return (double) iters * (double) np * (double) pbytes / best * 1e-9;
 }
 
 int main(int argc, char ** argv) {
@@ -162,39 +170,42 @@ int main(int argc, char ** argv) {
     const int N = argc > 3 ? atoi(argv[3]) : 512;
     const int reps = argc > 4 ? atoi(argv[4]) : 3;
     const int max_threads = argc > 5 ? atoi(argv[5]) : 2;
-    const enum ggml_type all[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
-                                   GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
-                                   GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
+    const enum ggml_type all[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0,   GGML_TYPE_Q5_1,
+                                   GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,   GGML_TYPE_Q4_K,
+                                   GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
 
     printf("kernel set: %s; N = %d; GOP/s = 2*M*N*K / time, best of %d; cpu = process CPU time / threads\n\n",
            ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected()), N, reps);
-    printf("| type | K x M | kernel only | repacked tile | 1-col kernel GB/s | threads | old cpu | new cpu | repacked cpu | speed-up | old wall | new wall | repacked wall |\n");
+    printf("| type | K x M | kernel only | repacked tile | 1-col kernel GB/s | threads | old cpu | new cpu | repacked cpu | "
+           "speed-up | old wall | new wall | repacked wall |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (size_t ti = 0; ti < sizeof(all)/sizeof(all[0]); ti++) {
+    for (size_t ti = 0; ti < sizeof(all) / sizeof(all[0]); ti++) {
         const enum ggml_type type = all[ti];
         if (!listed(types_arg, ggml_type_name(type))) continue;
         const struct ggml_type_traits * tt = ggml_get_type_traits(type);
-        for (const char * s = shapes_arg; s && *s; ) {
+        for (const char * s = shapes_arg; s && *s;) {
             long K = 0, M = 0;
             if (sscanf(s, "%ldx%ld", &K, &M) != 2) break;
             const char * e = strchr(s, ',');
             s = e ? e + 1 : NULL;
             if (K % ggml_blck_size(type) != 0) continue;
-            struct ggml_init_params ip = { (size_t) (ggml_row_size(type, K)*M + (size_t) K*N*4 + (size_t) M*N*4) + 16u*1024*1024, NULL, false };
+            struct ggml_init_params ip = {
+                (size_t) (ggml_row_size(type, K) * M + (size_t) K * N * 4 + (size_t) M * N * 4) + 16u * 1024 * 1024, NULL, false
+            };
             struct ggml_context * ctx = ggml_init(ip);
             struct ggml_tensor * a = ggml_new_tensor_2d(ctx, type, K, M);
             struct ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
-            float * row = malloc(sizeof(float)*(size_t) K);
+            float * row = malloc(sizeof(float) * (size_t) K);
             for (long r = 0; r < M; r++) {
                 for (long k = 0; k < K; k++) row[k] = frand();
-                tt->from_float_ref(row, (char *) a->data + r*a->nb[1], K);
+                tt->from_float_ref(row, (char *) a->data + r * a->nb[1], K);
             }
             free(row);
-            for (long i = 0; i < K*N; i++) ((float *) b->data)[i] = frand();
+            for (long i = 0; i < K * N; i++) ((float *) b->data)[i] = frand();
             struct ggml_tensor * out = ggml_mul_mat(ctx, a, b);
             struct ggml_cgraph * gf = ggml_new_graph(ctx);
             ggml_build_forward_expand(gf, out);
-            const double ops = 2.0*(double) M*N*K*1e-9;
+            const double ops = 2.0 * (double) M * N * K * 1e-9;
             const double kg = kernel_gops(type, K, reps);
             const size_t rsz = ggml_cpu_repack_size(a);
             void * rbuf = rsz ? aligned_alloc(64, GGML_PAD(rsz, 64)) : NULL;
@@ -215,8 +226,9 @@ int main(int argc, char ** argv) {
                     ggml_cpu_repack_clear(a);
                 }
                 const double best = rc > 0 && rc < nc ? rc : nc;
-                printf("| %s | %ldx%ld | %.0f | %.0f | %.1f | %d | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f | %.1f |\n", ggml_type_name(type),
-                       K, M, kg, kr, k1, nth, ops/oc, ops/nc, rc > 0 ? ops/rc : 0.0, oc/best, ops/ow, ops/nw, rw > 0 ? ops/rw : 0.0);
+                printf("| %s | %ldx%ld | %.0f | %.0f | %.1f | %d | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f | %.1f |\n",
+                       ggml_type_name(type), K, M, kg, kr, k1, nth, ops / oc, ops / nc, rc > 0 ? ops / rc : 0.0, oc / best,
+                       ops / ow, ops / nw, rw > 0 ? ops / rw : 0.0);
                 fflush(stdout);
             }
             free(rbuf);

@@ -16,7 +16,7 @@
 static double bench_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double) t.tv_sec + (double) t.tv_nsec*1e-9;
+    return (double) t.tv_sec + (double) t.tv_nsec * 1e-9;
 }
 
 // Current resident set in KiB (Linux /proc), 0 if unknown.
@@ -32,7 +32,9 @@ static long bench_rss_kib(void) {
 }
 
 static void bench_quiet(enum ggml_log_level level, const char * text, void * user) {
-    (void) level; (void) text; (void) user;
+    (void) level;
+    (void) text;
+    (void) user;
 }
 
 int main(int argc, char ** argv) {
@@ -60,8 +62,8 @@ int main(int argc, char ** argv) {
     const double t3 = bench_now();
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("load %.3f s, context %.3f s, first decode %.3f s (rc %d); RSS after load %ld MiB, peak %ld MiB\n",
-           t1 - t0, t2 - t1, t3 - t2, rc, rss_model/1024, ru.ru_maxrss/1024);
+    printf("load %.3f s, context %.3f s, first decode %.3f s (rc %d); RSS after load %ld MiB, peak %ld MiB\n", t1 - t0, t2 - t1,
+           t3 - t2, rc, rss_model / 1024, ru.ru_maxrss / 1024);
     llama_free(ctx);
     llama_model_free(model);
     return rc == 0 ? 0 : 1;

@@ -20,8 +20,8 @@ static void cvec_clear(struct llama_context * ctx) {
     ctx->cvec = NULL;
 }
 
-int32_t llama_set_adapter_cvec(struct llama_context * ctx, const float * data, size_t len, int32_t n_embd,
-                               int32_t il_start, int32_t il_end) {
+int32_t llama_set_adapter_cvec(struct llama_context * ctx, const float * data, size_t len, int32_t n_embd, int32_t il_start,
+                               int32_t il_end) {
     if (llama_context_checked(ctx, __func__) == NULL) {
         return -1;
     }
@@ -38,7 +38,8 @@ int32_t llama_set_adapter_cvec(struct llama_context * ctx, const float * data, s
     if (ctx->cvec == NULL) {
         ctx->cvec_ctx = ggml_init((struct ggml_init_params) { .mem_size = ggml_tensor_overhead(), .no_alloc = true });
         ctx->cvec = ctx->cvec_ctx ? ggml_new_tensor_2d(ctx->cvec_ctx, GGML_TYPE_F32, hp->n_embd, hp->n_layer) : NULL;
-        ctx->cvec_buf = ctx->cvec ? ggml_backend_alloc_ctx_tensors_from_buft(ctx->cvec_ctx, ggml_backend_cpu_buffer_type()) : NULL;
+        ctx->cvec_buf =
+            ctx->cvec ? ggml_backend_alloc_ctx_tensors_from_buft(ctx->cvec_ctx, ggml_backend_cpu_buffer_type()) : NULL;
         if (ctx->cvec_buf == NULL) {
             LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
             cvec_clear(ctx);

@@ -60,7 +60,8 @@ static bool adapter_check_meta(struct llama_adapter_lora * a, const struct llama
     const char * arch = adapter_str(a->gguf, "general.architecture");
     if (type == NULL || strcmp(type, "adapter") != 0 || atype == NULL || strcmp(atype, "lora") != 0) {
         LLAMA_LOG_ERROR("llama_adapter_lora_init: not a LoRA adapter (general.type '%s', adapter.type '%s'; "
-                        "expected 'adapter' and 'lora')\n", type ? type : "(none)", atype ? atype : "(none)");
+                        "expected 'adapter' and 'lora')\n",
+                        type ? type : "(none)", atype ? atype : "(none)");
         return false;
     }
     if (arch == NULL || strcmp(arch, m->arch) != 0) {
@@ -72,7 +73,8 @@ static bool adapter_check_meta(struct llama_adapter_lora * a, const struct llama
     if (ka >= 0) {
         const enum gguf_type t = gguf_get_kv_type(a->gguf, ka);
         a->alpha = t == GGUF_TYPE_FLOAT32 ? gguf_get_val_f32(a->gguf, ka)
-                 : t == GGUF_TYPE_FLOAT64 ? (float) gguf_get_val_f64(a->gguf, ka) : -1.0f;
+            : t == GGUF_TYPE_FLOAT64      ? (float) gguf_get_val_f64(a->gguf, ka)
+                                          : -1.0f;
         if (!(a->alpha >= 0.0f)) {
             LLAMA_LOG_ERROR("llama_adapter_lora_init: adapter.lora.alpha must be a non-negative float\n");
             return false;
@@ -80,8 +82,8 @@ static bool adapter_check_meta(struct llama_adapter_lora * a, const struct llama
     }
     const int64_t kt = gguf_find_key(a->gguf, "adapter.alora.invocation_tokens");
     if (kt >= 0) {
-        const enum gguf_type et = gguf_get_kv_type(a->gguf, kt) == GGUF_TYPE_ARRAY ? gguf_get_arr_type(a->gguf, kt)
-                                                                                 : GGUF_TYPE_COUNT;
+        const enum gguf_type et =
+            gguf_get_kv_type(a->gguf, kt) == GGUF_TYPE_ARRAY ? gguf_get_arr_type(a->gguf, kt) : GGUF_TYPE_COUNT;
         if (et != GGUF_TYPE_INT32 && et != GGUF_TYPE_UINT32) {
             LLAMA_LOG_ERROR("llama_adapter_lora_init: adapter.alora.invocation_tokens must be an int32 array\n");
             return false;
@@ -119,7 +121,7 @@ static bool adapter_pair_tensors(struct llama_adapter_lora * a, const struct lla
         char base[GGML_MAX_NAME], bname[GGML_MAX_NAME + 8];
         snprintf(base, sizeof(base), "%.*s", (int) (len - 7), name);
         snprintf(bname, sizeof(bname), "%s.lora_b", base);
-        struct ggml_tensor * ta = ggml_get_tensor(a->ctx, name), * tb = ggml_get_tensor(a->ctx, bname);
+        struct ggml_tensor *ta = ggml_get_tensor(a->ctx, name), *tb = ggml_get_tensor(a->ctx, bname);
         const struct ggml_tensor * w = adapter_model_tensor(m, base);
         if (tb == NULL) {
             LLAMA_LOG_ERROR("llama_adapter_lora_init: '%s' has no '%s'\n", name, bname);
@@ -133,17 +135,20 @@ static bool adapter_pair_tensors(struct llama_adapter_lora * a, const struct lla
         if (ggml_n_dims(ta) > 2 || ggml_n_dims(tb) > 2 || ta->ne[0] != w->ne[0] || tb->ne[1] != w->ne[1] ||
             ta->ne[1] != tb->ne[0] || ta->ne[1] < 1) {
             LLAMA_LOG_ERROR("llama_adapter_lora_init: '%s' is [%lld, %lld] and '%s' [%lld, %lld]; '%s' [%lld, %lld] "
-                            "needs [%lld, r] and [r, %lld]\n", name, (long long) ta->ne[0], (long long) ta->ne[1],
-                            bname, (long long) tb->ne[0], (long long) tb->ne[1], base, (long long) w->ne[0],
-                            (long long) w->ne[1], (long long) w->ne[0], (long long) w->ne[1]);
+                            "needs [%lld, r] and [r, %lld]\n",
+                            name, (long long) ta->ne[0], (long long) ta->ne[1], bname, (long long) tb->ne[0],
+                            (long long) tb->ne[1], base, (long long) w->ne[0], (long long) w->ne[1], (long long) w->ne[0],
+                            (long long) w->ne[1]);
             return false;
         }
         // the products take F32 / F16 / BF16 / quantized matrices: refuse the rest here, not mid-decode
         for (int k = 0; k < 2; k++) {
             const struct ggml_tensor * t = k == 0 ? ta : tb;
-            if (t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16 && !ggml_is_quantized(t->type)) {
+            if (t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16 &&
+                !ggml_is_quantized(t->type)) {
                 LLAMA_LOG_ERROR("llama_adapter_lora_init: '%s' is %s; adapters hold F32, F16, BF16 or quantized "
-                                "matrices\n", t->name, ggml_type_name(t->type));
+                                "matrices\n",
+                                t->name, ggml_type_name(t->type));
                 return false;
             }
         }
@@ -397,8 +402,7 @@ static int32_t adapters_check(const struct llama_context * ctx, struct llama_ada
         }
         if (adapters[i]->n_alora_tokens > 0) {
             // an aLoRA applies only after its invocation tokens, per sequence: not implemented
-            LLAMA_LOG_ERROR("%s: adapter %zu is an activated LoRA (aLoRA), which this engine does not apply\n",
-                            func, i);
+            LLAMA_LOG_ERROR("%s: adapter %zu is an activated LoRA (aLoRA), which this engine does not apply\n", func, i);
             return -1;
         }
     }
@@ -465,7 +469,8 @@ static struct ggml_tensor * adapter_seq_scales(struct llm_graph * g, int32_t e, 
     const bool tok = x->ne[1] == g->n_tokens;
     if (!tok && !(x->ne[1] == g->n_rows && g->n_rows > 0)) {
         LLAMA_LOG_ERROR("llama_decode: a per-sequence LoRA product has %lld columns, neither the ubatch's %lld rows "
-                        "nor its %lld output rows\n", (long long) x->ne[1], (long long) g->n_tokens, (long long) g->n_rows);
+                        "nor its %lld output rows\n",
+                        (long long) x->ne[1], (long long) g->n_tokens, (long long) g->n_rows);
         return NULL;
     }
     char name[GGML_MAX_NAME];

@@ -128,7 +128,9 @@ int32_t llama_batch_ext_add_token(struct llama_batch_ext * b, llama_seq_id seq_i
 }
 
 int32_t llama_batch_ext_add_embd(struct llama_batch_ext * batch, llama_seq_id seq_id, struct llama_embd embd) {
-    (void) batch; (void) seq_id; (void) embd;
+    (void) batch;
+    (void) seq_id;
+    (void) embd;
     LLAMA_LOG_ERROR("llama_batch_ext_add_embd: embedding rows are not supported in extended batches\n");
     return -1;
 }
@@ -162,13 +164,17 @@ bool llama_batch_ext_add_seq(struct llama_batch_ext * b, int32_t idx, llama_seq_
 }
 
 bool llama_batch_ext_set_embd_token(struct llama_batch_ext * batch, int32_t idx, struct llama_embd embd) {
-    (void) batch; (void) idx; (void) embd;
+    (void) batch;
+    (void) idx;
+    (void) embd;
     LLAMA_LOG_ERROR("llama_batch_ext_set_embd_token: not supported\n");
     return false;
 }
 
 bool llama_batch_ext_set_embd_state(struct llama_batch_ext * batch, int32_t idx, struct llama_embd embd) {
-    (void) batch; (void) idx; (void) embd;
+    (void) batch;
+    (void) idx;
+    (void) embd;
     LLAMA_LOG_ERROR("llama_batch_ext_set_embd_state: not supported\n");
     return false;
 }

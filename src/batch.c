@@ -166,7 +166,8 @@ int32_t llama_batch_prepare(struct llama_context * ctx, const struct llama_batch
             for (int32_t j = 0; j < ns; j++) {
                 const llama_seq_id s = batch->seq_id[i][j];
                 if (s < 0 || s >= n_seq_max) {
-                    LLAMA_LOG_ERROR("llama_decode: seq_id[%d][%d] = %d is out of range [0, n_seq_max = %d)\n", i, j, s, n_seq_max);
+                    LLAMA_LOG_ERROR("llama_decode: seq_id[%d][%d] = %d is out of range [0, n_seq_max = %d)\n", i, j, s,
+                                    n_seq_max);
                     return -1;
                 }
             }
@@ -199,7 +200,8 @@ int32_t llama_batch_prepare(struct llama_context * ctx, const struct llama_batch
             // hidden from earlier positions processed in an earlier ubatch.
             if (ctx->seq_last[s] >= 0 && pos <= ctx->seq_last[s]) {
                 LLAMA_LOG_ERROR("llama_decode: positions of sequence %d must increase within a batch "
-                                "(row %d has pos %d after pos %d)\n", s, i, pos, ctx->seq_last[s]);
+                                "(row %d has pos %d after pos %d)\n",
+                                s, i, pos, ctx->seq_last[s]);
                 return -1;
             }
             // Explicit positions must continue the sequence: one past its previous row in this
@@ -208,7 +210,8 @@ int32_t llama_batch_prepare(struct llama_context * ctx, const struct llama_batch
                 const llama_pos prev = ctx->seq_last[s] >= 0 ? ctx->seq_last[s] : llama_memory_seq_pos_max(&ctx->kv, s);
                 if (prev >= 0 && (prev == INT32_MAX || pos != prev + 1)) {
                     LLAMA_LOG_ERROR("llama_decode: pos[%d] = %d does not continue sequence %d (its last position is %d; "
-                                    "expected %lld)\n", i, pos, s, prev, (long long) prev + 1);
+                                    "expected %lld)\n",
+                                    i, pos, s, prev, (long long) prev + 1);
                     return -1;
                 }
             }

@@ -39,7 +39,10 @@ static void chat_buf_add(struct chat_buf * b, const char * s) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1) cap *= 2;
         char * p = GGML_REALLOC(b->data, cap);
-        if (!p) { b->failed = true; return; }
+        if (!p) {
+            b->failed = true;
+            return;
+        }
         b->data = p;
         b->cap = cap;
     }
@@ -53,7 +56,9 @@ static void chat_buf_add_trimmed(struct chat_buf * b, const char * s) {
     if (!s) return;
     while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' || *s == '\f') s++;
     size_t n = strlen(s);
-    while (n > 0 && (s[n-1] == ' ' || s[n-1] == '\t' || s[n-1] == '\n' || s[n-1] == '\r' || s[n-1] == '\v' || s[n-1] == '\f')) n--;
+    while (n > 0 &&
+           (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == '\v' || s[n - 1] == '\f'))
+        n--;
     char tmp[256];
     while (n > 0 && !b->failed) {
         const size_t k = n < sizeof(tmp) - 1 ? n : sizeof(tmp) - 1;
@@ -68,7 +73,7 @@ static void chat_buf_add_trimmed(struct chat_buf * b, const char * s) {
 static enum llama_chat_tmpl llama_chat_detect(const char * tmpl) {
     if (tmpl == NULL) return LLAMA_CHAT_TMPL_CHATML;
     for (int i = 0; i < LLAMA_CHAT_TMPL_COUNT; i++) {
-        if (strcmp(tmpl, llama_chat_tmpl_names[i]) == 0) return (enum llama_chat_tmpl)i;
+        if (strcmp(tmpl, llama_chat_tmpl_names[i]) == 0) return (enum llama_chat_tmpl) i;
     }
     if (strcmp(tmpl, "mistral") == 0) return LLAMA_CHAT_TMPL_MISTRAL_V3;
     if (strstr(tmpl, "<|im_start|>")) return LLAMA_CHAT_TMPL_CHATML;
@@ -101,7 +106,9 @@ static void chat_format_inst(struct chat_buf * b, enum llama_chat_tmpl t, const 
         const char * content = chat[i].content;
         if (strcmp(role, "system") == 0) {
             if (t == LLAMA_CHAT_TMPL_MISTRAL_V7) {
-                chat_buf_add(b, "[SYSTEM_PROMPT] "); chat_buf_add(b, content); chat_buf_add(b, "[/SYSTEM_PROMPT]");
+                chat_buf_add(b, "[SYSTEM_PROMPT] ");
+                chat_buf_add(b, content);
+                chat_buf_add(b, "[/SYSTEM_PROMPT]");
             } else {
                 sys = content;
             }
@@ -111,17 +118,25 @@ static void chat_format_inst(struct chat_buf * b, enum llama_chat_tmpl t, const 
             const bool put_sys = sys && (t == LLAMA_CHAT_TMPL_MISTRAL_V3 ? i == last_user : first_turn);
             if (put_sys) {
                 if (llama2) {
-                    chat_buf_add(b, "<<SYS>>\n"); chat_buf_add(b, sys); chat_buf_add(b, "\n<</SYS>>\n\n");
+                    chat_buf_add(b, "<<SYS>>\n");
+                    chat_buf_add(b, sys);
+                    chat_buf_add(b, "\n<</SYS>>\n\n");
                 } else {
-                    chat_buf_add(b, sys); chat_buf_add(b, "\n\n");
+                    chat_buf_add(b, sys);
+                    chat_buf_add(b, "\n\n");
                 }
             }
-            if (llama2) chat_buf_add_trimmed(b, content); else chat_buf_add(b, content);
+            if (llama2)
+                chat_buf_add_trimmed(b, content);
+            else
+                chat_buf_add(b, content);
             chat_buf_add(b, t == LLAMA_CHAT_TMPL_MISTRAL_V3 || t == LLAMA_CHAT_TMPL_MISTRAL_V7 ? "[/INST]" : " [/INST]");
             first_turn = false;
         } else { // assistant
             if (llama2) {
-                chat_buf_add(b, " "); chat_buf_add_trimmed(b, content); chat_buf_add(b, " </s>");
+                chat_buf_add(b, " ");
+                chat_buf_add_trimmed(b, content);
+                chat_buf_add(b, " </s>");
             } else {
                 if (t != LLAMA_CHAT_TMPL_MISTRAL_V1) chat_buf_add(b, " ");
                 chat_buf_add(b, content);
@@ -131,34 +146,47 @@ static void chat_format_inst(struct chat_buf * b, enum llama_chat_tmpl t, const 
     }
 }
 
-static void chat_format(struct chat_buf * b, enum llama_chat_tmpl t, const struct llama_chat_message * chat, size_t n, bool add_ass,
-                        const char * eos) {
+static void chat_format(struct chat_buf * b, enum llama_chat_tmpl t, const struct llama_chat_message * chat, size_t n,
+                        bool add_ass, const char * eos) {
     switch (t) {
         case LLAMA_CHAT_TMPL_CHATML:
             for (size_t i = 0; i < n; i++) {
-                chat_buf_add(b, "<|im_start|>"); chat_buf_add(b, chat[i].role); chat_buf_add(b, "\n");
-                chat_buf_add(b, chat[i].content); chat_buf_add(b, "<|im_end|>\n");
+                chat_buf_add(b, "<|im_start|>");
+                chat_buf_add(b, chat[i].role);
+                chat_buf_add(b, "\n");
+                chat_buf_add(b, chat[i].content);
+                chat_buf_add(b, "<|im_end|>\n");
             }
             if (add_ass) chat_buf_add(b, "<|im_start|>assistant\n");
             break;
         case LLAMA_CHAT_TMPL_LLAMA3:
             for (size_t i = 0; i < n; i++) {
-                chat_buf_add(b, "<|start_header_id|>"); chat_buf_add(b, chat[i].role);
-                chat_buf_add(b, "<|end_header_id|>\n\n"); chat_buf_add_trimmed(b, chat[i].content); chat_buf_add(b, "<|eot_id|>");
+                chat_buf_add(b, "<|start_header_id|>");
+                chat_buf_add(b, chat[i].role);
+                chat_buf_add(b, "<|end_header_id|>\n\n");
+                chat_buf_add_trimmed(b, chat[i].content);
+                chat_buf_add(b, "<|eot_id|>");
             }
             if (add_ass) chat_buf_add(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
             break;
         case LLAMA_CHAT_TMPL_ZEPHYR:
             for (size_t i = 0; i < n; i++) {
-                chat_buf_add(b, "<|"); chat_buf_add(b, chat[i].role); chat_buf_add(b, "|>\n");
-                chat_buf_add(b, chat[i].content); chat_buf_add(b, eos); chat_buf_add(b, "\n");
+                chat_buf_add(b, "<|");
+                chat_buf_add(b, chat[i].role);
+                chat_buf_add(b, "|>\n");
+                chat_buf_add(b, chat[i].content);
+                chat_buf_add(b, eos);
+                chat_buf_add(b, "\n");
             }
             if (add_ass) chat_buf_add(b, "<|assistant|>\n");
             break;
         case LLAMA_CHAT_TMPL_PHI3:
             for (size_t i = 0; i < n; i++) {
-                chat_buf_add(b, "<|"); chat_buf_add(b, chat[i].role); chat_buf_add(b, "|>\n");
-                chat_buf_add(b, chat[i].content); chat_buf_add(b, "<|end|>\n");
+                chat_buf_add(b, "<|");
+                chat_buf_add(b, chat[i].role);
+                chat_buf_add(b, "|>\n");
+                chat_buf_add(b, chat[i].content);
+                chat_buf_add(b, "<|end|>\n");
             }
             chat_buf_add(b, add_ass ? "<|assistant|>\n" : "<|endoftext|>");
             break;
@@ -167,12 +195,20 @@ static void chat_format(struct chat_buf * b, enum llama_chat_tmpl t, const struc
             const char * pending_sys = NULL;
             for (size_t i = 0; i < n; i++) {
                 const char * role = chat[i].role ? chat[i].role : "";
-                if (strcmp(role, "system") == 0) { pending_sys = chat[i].content; continue; }
+                if (strcmp(role, "system") == 0) {
+                    pending_sys = chat[i].content;
+                    continue;
+                }
                 chat_buf_add(b, "<start_of_turn>");
                 chat_buf_add(b, strcmp(role, "assistant") == 0 ? "model" : role);
                 chat_buf_add(b, "\n");
-                if (pending_sys) { chat_buf_add(b, pending_sys); chat_buf_add(b, "\n\n"); pending_sys = NULL; }
-                chat_buf_add_trimmed(b, chat[i].content); chat_buf_add(b, "<end_of_turn>\n");
+                if (pending_sys) {
+                    chat_buf_add(b, pending_sys);
+                    chat_buf_add(b, "\n\n");
+                    pending_sys = NULL;
+                }
+                chat_buf_add_trimmed(b, chat[i].content);
+                chat_buf_add(b, "<end_of_turn>\n");
             }
             if (add_ass) chat_buf_add(b, "<start_of_turn>model\n");
             break;
@@ -181,11 +217,8 @@ static void chat_format(struct chat_buf * b, enum llama_chat_tmpl t, const struc
         case LLAMA_CHAT_TMPL_LLAMA2_SYS:
         case LLAMA_CHAT_TMPL_MISTRAL_V1:
         case LLAMA_CHAT_TMPL_MISTRAL_V3:
-        case LLAMA_CHAT_TMPL_MISTRAL_V7:
-            chat_format_inst(b, t, chat, n);
-            break;
-        default:
-            break;
+        case LLAMA_CHAT_TMPL_MISTRAL_V7: chat_format_inst(b, t, chat, n); break;
+        default: break;
     }
 }
 
@@ -197,7 +230,8 @@ int32_t llama_chat_apply_template(const char * tmpl, const struct llama_chat_mes
     }
     const enum llama_chat_tmpl t = llama_chat_detect(tmpl);
     if (t == LLAMA_CHAT_TMPL_UNKNOWN) {
-        LLAMA_LOG_ERROR("llama_chat_apply_template: template not recognised (built-in names: see llama_chat_builtin_templates)\n");
+        LLAMA_LOG_ERROR(
+            "llama_chat_apply_template: template not recognised (built-in names: see llama_chat_builtin_templates)\n");
         return -1;
     }
     for (size_t i = 0; i < n_msg; i++) {
@@ -218,11 +252,11 @@ int32_t llama_chat_apply_template(const char * tmpl, const struct llama_chat_mes
         return -1;
     }
     if (buf && length > 0) {
-        const size_t n = b.len < (size_t)length ? b.len : (size_t)length;
+        const size_t n = b.len < (size_t) length ? b.len : (size_t) length;
         memcpy(buf, b.data, n);
-        if (n < (size_t)length) buf[n] = '\0';
+        if (n < (size_t) length) buf[n] = '\0';
     }
-    const int32_t res = (int32_t)b.len;
+    const int32_t res = (int32_t) b.len;
     free(b.data);
     return res;
 }

@@ -203,7 +203,8 @@ static bool ctx_params_check(const struct llama_model * model, struct llama_cont
     if (!llama_pool_check(model, params.pooling_type)) {
         return false;
     }
-    if (!ctx_kv_type_ok(params.type_k, hp->n_embd_head_k, "type_k") || !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v, "type_v")) {
+    if (!ctx_kv_type_ok(params.type_k, hp->n_embd_head_k, "type_k") ||
+        !ctx_kv_type_ok(params.type_v, hp->n_embd_head_v, "type_v")) {
         return false;
     }
     // sliding layers with a head size of their own (gemma4)
@@ -249,7 +250,8 @@ static uint32_t ctx_choose_n_ctx(const struct llama_hparams * hp, const struct l
     }
     if (avail > 0 && kv_bytes > avail) {
         LLAMA_LOG_ERROR("llama_init_from_model: n_ctx = %u needs %zu bytes for the KV cache but only %" PRIu64
-                        " bytes of memory are available; use a smaller n_ctx\n", n_ctx, kv_bytes, avail);
+                        " bytes of memory are available; use a smaller n_ctx\n",
+                        n_ctx, kv_bytes, avail);
         return 0;
     }
     *kv_bytes_out = kv_bytes;
@@ -258,7 +260,8 @@ static uint32_t ctx_choose_n_ctx(const struct llama_hparams * hp, const struct l
 
 // Phase 3: the context's fields from the checked parameters and the model's defaults; the
 // resolved values are written back into ctx->params, so readers of it see what is in use.
-static void ctx_init_fields(struct llama_context * ctx, struct llama_model * model, struct llama_context_params params, uint32_t n_ctx) {
+static void ctx_init_fields(struct llama_context * ctx, struct llama_model * model, struct llama_context_params params,
+                            uint32_t n_ctx) {
     const struct llama_hparams * hp = &model->hparams;
     const bool flash = params.flash_attn_type != LLAMA_FLASH_ATTN_TYPE_DISABLED;
     ctx->magic = LLAMA_MAGIC_CONTEXT;
@@ -266,8 +269,9 @@ static void ctx_init_fields(struct llama_context * ctx, struct llama_model * mod
     ctx->params = params;
     ctx->n_ctx = n_ctx;
     ctx->n_seq_max = params.n_seq_max;
-    ctx->causal_attn = params.attention_type == LLAMA_ATTENTION_TYPE_UNSPECIFIED ? hp->causal_attn
-                       : params.attention_type != LLAMA_ATTENTION_TYPE_NON_CAUSAL;
+    ctx->causal_attn = params.attention_type == LLAMA_ATTENTION_TYPE_UNSPECIFIED
+        ? hp->causal_attn
+        : params.attention_type != LLAMA_ATTENTION_TYPE_NON_CAUSAL;
     uint32_t n_batch = params.n_batch == 0 ? n_ctx : params.n_batch;
     if (ctx->causal_attn && n_batch > n_ctx) {
         n_batch = n_ctx; // a causal batch can never hold more tokens than the cache
@@ -283,15 +287,15 @@ static void ctx_init_fields(struct llama_context * ctx, struct llama_model * mod
     ctx->abort_cb = params.abort_callback;
     ctx->abort_data = params.abort_callback_data;
 
-    const enum llama_rope_scaling_type rst = params.rope_scaling_type == LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED
-        ? hp->rope_scaling_type_train : params.rope_scaling_type;
+    const enum llama_rope_scaling_type rst =
+        params.rope_scaling_type == LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED ? hp->rope_scaling_type_train : params.rope_scaling_type;
     ctx->rope_freq_base = params.rope_freq_base != 0.0f ? params.rope_freq_base : hp->rope_freq_base_train;
     ctx->rope_freq_scale = params.rope_freq_scale != 0.0f ? params.rope_freq_scale : hp->rope_freq_scale_train;
     if (rst == LLAMA_ROPE_SCALING_TYPE_NONE && params.rope_freq_scale == 0.0f) {
         ctx->rope_freq_scale = 1.0f;
     }
-    ctx->yarn_ext_factor = params.yarn_ext_factor >= 0.0f ? params.yarn_ext_factor
-                           : (rst == LLAMA_ROPE_SCALING_TYPE_YARN ? 1.0f : 0.0f);
+    ctx->yarn_ext_factor =
+        params.yarn_ext_factor >= 0.0f ? params.yarn_ext_factor : (rst == LLAMA_ROPE_SCALING_TYPE_YARN ? 1.0f : 0.0f);
     ctx->yarn_attn_factor = params.yarn_attn_factor > 0.0f ? params.yarn_attn_factor : 1.0f;
     ctx->yarn_beta_fast = params.yarn_beta_fast > 0.0f ? params.yarn_beta_fast : 32.0f;
     ctx->yarn_beta_slow = params.yarn_beta_slow > 0.0f ? params.yarn_beta_slow : 1.0f;
@@ -361,9 +365,10 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
     }
     ctx->t_start_us = llama_time_us();
     ctx->t_load_us = model->t_load_us;
-    LLAMA_LOG_INFO("llama_init_from_model: n_ctx = %u, n_batch = %u, n_ubatch = %u, flash_attn = %d, KV cache %.2f MiB (%s/%s), threads %d/%d\n",
-                   n_ctx, ctx->n_batch, ctx->n_ubatch, (int) ctx->flash_attn, kv_bytes / 1048576.0,
-                   ggml_type_name(params.type_k), ggml_type_name(params.type_v), ctx->n_threads, ctx->n_threads_batch);
+    LLAMA_LOG_INFO("llama_init_from_model: n_ctx = %u, n_batch = %u, n_ubatch = %u, flash_attn = %d, KV cache %.2f MiB (%s/%s), "
+                   "threads %d/%d\n",
+                   n_ctx, ctx->n_batch, ctx->n_ubatch, (int) ctx->flash_attn, kv_bytes / 1048576.0, ggml_type_name(params.type_k),
+                   ggml_type_name(params.type_v), ctx->n_threads, ctx->n_threads_batch);
     return ctx;
 }
 
@@ -372,7 +377,8 @@ struct llama_context * llama_new_context_with_model(struct llama_model * model, 
 }
 
 enum ggml_status llama_context_compute(struct llama_context * ctx, struct ggml_cgraph * gf, int n_threads) {
-    ggml_backend_cpu_set_n_threads(ctx->backend_cpu, n_threads < 1 ? 1 : (n_threads > ctx->n_threads_max ? ctx->n_threads_max : n_threads));
+    ggml_backend_cpu_set_n_threads(ctx->backend_cpu,
+                                   n_threads < 1 ? 1 : (n_threads > ctx->n_threads_max ? ctx->n_threads_max : n_threads));
     return ggml_backend_sched_graph_compute(ctx->sched, gf);
 }
 
@@ -382,9 +388,8 @@ bool llama_context_alloc_graph(struct llama_context * ctx, struct ggml_cgraph * 
         return false;
     }
     if (ggml_backend_sched_get_n_backends(ctx->sched) > 1) {
-        LLAMA_LOG_DEBUG("llama_context: graph of %d nodes in %d splits with %d copies between backends\n",
-                        ggml_graph_n_nodes(gf), ggml_backend_sched_get_n_splits(ctx->sched),
-                        ggml_backend_sched_get_n_copies(ctx->sched));
+        LLAMA_LOG_DEBUG("llama_context: graph of %d nodes in %d splits with %d copies between backends\n", ggml_graph_n_nodes(gf),
+                        ggml_backend_sched_get_n_splits(ctx->sched), ggml_backend_sched_get_n_copies(ctx->sched));
     }
     return true;
 }
@@ -457,9 +462,7 @@ static bool ctx_reserve_outputs(struct llama_context * ctx, size_t n_tokens, siz
     return true;
 }
 
-static bool inp_ready(const struct ggml_tensor * t) {
-    return t != NULL && t->data != NULL;
-}
+static bool inp_ready(const struct ggml_tensor * t) { return t != NULL && t->data != NULL; }
 
 // Fills the graph inputs of ub (after allocation). An input the graph ended up not using (a
 // one-layer model whose ubatch has no outputs never reaches attention) got no memory: skip it.
@@ -554,8 +557,8 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
 // a view into another's memory, which its producer would write) with n_out packed F32 rows.
 static bool ctx_logits_direct_ok(const struct ggml_tensor * t, size_t n_vocab, int32_t n_out) {
     return t != NULL && t->data != NULL && t->view_src == NULL && t->type == GGML_TYPE_F32 && llama_model_tensor_on_host(t) &&
-           (size_t) t->ne[0] == n_vocab && t->ne[1] == n_out && t->ne[2] == 1 && t->ne[3] == 1 &&
-           ggml_is_contiguous(t) && t->op != GGML_OP_NONE;
+        (size_t) t->ne[0] == n_vocab && t->ne[1] == n_out && t->ne[2] == 1 && t->ne[3] == 1 && ggml_is_contiguous(t) &&
+        t->op != GGML_OP_NONE;
 }
 
 // Graph reuse: consecutive batch-of-one decodes build identical graphs (same ops, shapes and
@@ -577,8 +580,9 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
         .embeddings = ctx->embeddings,
     };
     const struct llama_graph_key * k = &ctx->graph_key;
-    if (ctx->graph_reusable && k->n_tokens == key.n_tokens && k->n_outputs == key.n_outputs && k->n_kv == key.n_kv && k->n_seqs == key.n_seqs &&
-        k->enc_len == key.enc_len && k->enc_grp == key.enc_grp && k->embd_input == key.embd_input && k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
+    if (ctx->graph_reusable && k->n_tokens == key.n_tokens && k->n_outputs == key.n_outputs && k->n_kv == key.n_kv &&
+        k->n_seqs == key.n_seqs && k->enc_len == key.enc_len && k->enc_grp == key.enc_grp && k->embd_input == key.embd_input &&
+        k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
         *res = ctx->graph_res;
         ctx->n_reused++;
         // Same graph, same allocation: the backends may keep their plans too.
@@ -604,8 +608,8 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
 // and clearing a free one is a no-op). *n_assigned: the cells given out so far, rolled back on
 // failure. False when the recurrent plan has no ubatch left. An encode (enc_len > 0: its
 // attention layout, encode.c) takes no cells: its K and V stay in the graph.
-static bool ctx_ubatch_next(struct llama_context * ctx, int32_t i0, int32_t n_ubatch, bool pooled,
-                            uint32_t enc_len, uint32_t enc_grp, struct llama_ubatch * out, int32_t * n_assigned) {
+static bool ctx_ubatch_next(struct llama_context * ctx, int32_t i0, int32_t n_ubatch, bool pooled, uint32_t enc_len,
+                            uint32_t enc_grp, struct llama_ubatch * out, int32_t * n_assigned) {
     const struct llama_batch_prep * p = &ctx->prep;
     struct llama_memory_i * kv = &ctx->kv;
     const int32_t n = p->n_tokens;
@@ -666,7 +670,8 @@ static bool ctx_ubatch_pool(struct llama_context * ctx, const struct llama_ubatc
 
 // Decode phase 3: one ubatch's graph built (or reused), its inputs set, computed, and its output
 // rows copied out from row *out_row on. 0, or the code llama_decode returns.
-static int32_t ctx_ubatch_run(struct llama_context * ctx, const struct llama_ubatch * ub, bool pooled, int n_threads, size_t * out_row) {
+static int32_t ctx_ubatch_run(struct llama_context * ctx, const struct llama_ubatch * ub, bool pooled, int n_threads,
+                              size_t * out_row) {
     struct llama_memory_i * kv = &ctx->kv;
     const size_t n_vocab = ctx->model->hparams.n_vocab;
     const size_t n_embd = ctx->model->hparams.n_embd;
@@ -700,10 +705,12 @@ static int32_t ctx_ubatch_run(struct llama_context * ctx, const struct llama_uba
     }
     if (!pooled && ub->n_outputs > 0) {
         if (res.t_logits && !logits_direct) {
-            ggml_backend_tensor_get(res.t_logits, ctx->logits + *out_row * n_vocab, 0, (size_t) ub->n_outputs * n_vocab * sizeof(float));
+            ggml_backend_tensor_get(res.t_logits, ctx->logits + *out_row * n_vocab, 0,
+                                    (size_t) ub->n_outputs * n_vocab * sizeof(float));
         }
         if (ctx->embeddings && res.t_embd) {
-            ggml_backend_tensor_get(res.t_embd, ctx->embd + *out_row * n_embd, 0, (size_t) ub->n_outputs * n_embd * sizeof(float));
+            ggml_backend_tensor_get(res.t_embd, ctx->embd + *out_row * n_embd, 0,
+                                    (size_t) ub->n_outputs * n_embd * sizeof(float));
         }
         *out_row += (size_t) ub->n_outputs;
     }
@@ -797,8 +804,8 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     // its K/V in the graph and takes none
     llama_seq_id * const * seq_pages = pooled ? NULL : p->seq_id;
     if (!encode && !llama_kv_cache_find_slot(kv, (uint32_t) n, seq_pages, ctx->cells)) {
-        LLAMA_LOG_WARN("llama_decode: no KV cache slot for %d tokens (%u of %u cells free)\n",
-                       n, llama_kv_cache_n_free(kv), kv->size);
+        LLAMA_LOG_WARN("llama_decode: no KV cache slot for %d tokens (%u of %u cells free)\n", n, llama_kv_cache_n_free(kv),
+                       kv->size);
         return 1;
     }
     const size_t n_out = pooled ? 0 : (size_t) p->n_outputs;
@@ -817,7 +824,8 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     const int32_t n_ubatch = encode ? n : (int32_t) ctx->n_ubatch;
     const int n_threads = n == 1 ? ctx->n_threads : ctx->n_threads_batch;
     struct llama_ubatch ub;
-    for (int32_t i0 = 0; ret == 0 && i0 < n && ctx_ubatch_next(ctx, i0, n_ubatch, pooled, enc_len, enc_grp, &ub, &n_assigned); i0 += ub.n_tokens) {
+    for (int32_t i0 = 0; ret == 0 && i0 < n && ctx_ubatch_next(ctx, i0, n_ubatch, pooled, enc_len, enc_grp, &ub, &n_assigned);
+         i0 += ub.n_tokens) {
         ret = ctx_ubatch_run(ctx, &ub, pooled, n_threads, &out_row);
     }
     if (ret == 0 && pooled && !llama_pool_finish(ctx)) {
@@ -885,7 +893,8 @@ float * llama_get_logits(struct llama_context * ctx) {
         return NULL;
     }
     if (!ctx->have_logits) {
-        LLAMA_LOG_ERROR("llama_get_logits: no logits (no successful llama_decode yet, the last one failed, pooled embeddings are on, or the model is an encoder)\n");
+        LLAMA_LOG_ERROR("llama_get_logits: no logits (no successful llama_decode yet, the last one failed, pooled embeddings are "
+                        "on, or the model is an encoder)\n");
         return NULL;
     }
     return ctx->logits;
@@ -896,7 +905,8 @@ float * llama_get_logits_ith(struct llama_context * ctx, int32_t i) {
         return NULL;
     }
     if (!ctx->have_logits) {
-        LLAMA_LOG_ERROR("llama_get_logits_ith: no logits (no successful llama_decode yet, the last one failed, pooled embeddings are on, or the model is an encoder)\n");
+        LLAMA_LOG_ERROR("llama_get_logits_ith: no logits (no successful llama_decode yet, the last one failed, pooled embeddings "
+                        "are on, or the model is an encoder)\n");
         return NULL;
     }
     const int32_t r = ctx_output_row(ctx, i, __func__);
@@ -931,7 +941,8 @@ float * llama_get_embeddings_seq(struct llama_context * ctx, llama_seq_id seq_id
         return NULL;
     }
     if (!ctx->have_embd_seq) {
-        LLAMA_LOG_ERROR("llama_get_embeddings_seq: no pooled embeddings (pooling NONE, embeddings off, or no successful decode)\n");
+        LLAMA_LOG_ERROR(
+            "llama_get_embeddings_seq: no pooled embeddings (pooling NONE, embeddings off, or no successful decode)\n");
         return NULL;
     }
     if (seq_id < 0 || (uint32_t) seq_id >= ctx->n_seq_max || ctx->embd_seq_n[seq_id] == 0) {
@@ -944,21 +955,59 @@ float * llama_get_embeddings_seq(struct llama_context * ctx, llama_seq_id seq_id
 // ---------------------------------------------------------------------------------------------
 // accessors and settings
 
-#define CTX_OR(ret) \
-    if (!llama_context_checked(ctx, __func__)) { return ret; }
+#define CTX_OR(ret)                              \
+    if (!llama_context_checked(ctx, __func__)) { \
+        return ret;                              \
+    }
 
-uint32_t llama_n_ctx(const struct llama_context * ctx)      { CTX_OR(0); return ctx->n_ctx; }
-uint32_t llama_n_ctx_seq(const struct llama_context * ctx)  { CTX_OR(0); return ctx->n_ctx; }
-uint32_t llama_n_batch(const struct llama_context * ctx)    { CTX_OR(0); return ctx->n_batch; }
-uint32_t llama_n_ubatch(const struct llama_context * ctx)   { CTX_OR(0); return ctx->n_ubatch; }
-uint32_t llama_n_seq_max(const struct llama_context * ctx)  { CTX_OR(0); return ctx->n_seq_max; }
-uint32_t llama_n_rs_seq(const struct llama_context * ctx)   { CTX_OR(0); return 0; }
-const struct llama_model * llama_get_model(const struct llama_context * ctx) { CTX_OR(NULL); return ctx->model; }
-llama_memory_t llama_get_memory(const struct llama_context * ctx) { CTX_OR(NULL); return (llama_memory_t) &ctx->kv; }
-enum llama_pooling_type llama_pooling_type(const struct llama_context * ctx) { CTX_OR(LLAMA_POOLING_TYPE_UNSPECIFIED); return ctx->pooling; }
-int32_t llama_n_threads(struct llama_context * ctx)         { CTX_OR(0); return ctx->n_threads; }
-int32_t llama_n_threads_batch(struct llama_context * ctx)   { CTX_OR(0); return ctx->n_threads_batch; }
-bool llama_get_causal_attn(const struct llama_context * ctx) { CTX_OR(false); return ctx->causal_attn; }
+uint32_t llama_n_ctx(const struct llama_context * ctx) {
+    CTX_OR(0);
+    return ctx->n_ctx;
+}
+uint32_t llama_n_ctx_seq(const struct llama_context * ctx) {
+    CTX_OR(0);
+    return ctx->n_ctx;
+}
+uint32_t llama_n_batch(const struct llama_context * ctx) {
+    CTX_OR(0);
+    return ctx->n_batch;
+}
+uint32_t llama_n_ubatch(const struct llama_context * ctx) {
+    CTX_OR(0);
+    return ctx->n_ubatch;
+}
+uint32_t llama_n_seq_max(const struct llama_context * ctx) {
+    CTX_OR(0);
+    return ctx->n_seq_max;
+}
+uint32_t llama_n_rs_seq(const struct llama_context * ctx) {
+    CTX_OR(0);
+    return 0;
+}
+const struct llama_model * llama_get_model(const struct llama_context * ctx) {
+    CTX_OR(NULL);
+    return ctx->model;
+}
+llama_memory_t llama_get_memory(const struct llama_context * ctx) {
+    CTX_OR(NULL);
+    return (llama_memory_t) &ctx->kv;
+}
+enum llama_pooling_type llama_pooling_type(const struct llama_context * ctx) {
+    CTX_OR(LLAMA_POOLING_TYPE_UNSPECIFIED);
+    return ctx->pooling;
+}
+int32_t llama_n_threads(struct llama_context * ctx) {
+    CTX_OR(0);
+    return ctx->n_threads;
+}
+int32_t llama_n_threads_batch(struct llama_context * ctx) {
+    CTX_OR(0);
+    return ctx->n_threads_batch;
+}
+bool llama_get_causal_attn(const struct llama_context * ctx) {
+    CTX_OR(false);
+    return ctx->causal_attn;
+}
 
 void llama_set_n_threads(struct llama_context * ctx, int32_t n_threads, int32_t n_threads_batch) {
     CTX_OR();
@@ -993,9 +1042,7 @@ void llama_set_abort_callback(struct llama_context * ctx, ggml_abort_callback ab
     ggml_backend_cpu_set_abort_callback(ctx->backend_cpu, abort_callback, abort_callback_data);
 }
 
-void llama_synchronize(struct llama_context * ctx) {
-    CTX_OR();
-}
+void llama_synchronize(struct llama_context * ctx) { CTX_OR(); }
 
 // ---------------------------------------------------------------------------------------------
 // performance
@@ -1019,12 +1066,14 @@ void llama_perf_context_print(const struct llama_context * ctx) {
     const struct llama_perf_context_data d = llama_perf_context(ctx);
     const double t_end_ms = 1e-3 * (double) llama_time_us();
     LLAMA_LOG_INFO("llama_perf_context_print:        load time = %10.2f ms\n", d.t_load_ms);
-    LLAMA_LOG_INFO("llama_perf_context_print: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per second)\n",
-                   d.t_p_eval_ms, d.n_p_eval, d.t_p_eval_ms / d.n_p_eval, 1e3 / d.t_p_eval_ms * d.n_p_eval);
-    LLAMA_LOG_INFO("llama_perf_context_print:        eval time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)\n",
-                   d.t_eval_ms, d.n_eval, d.t_eval_ms / d.n_eval, 1e3 / d.t_eval_ms * d.n_eval);
-    LLAMA_LOG_INFO("llama_perf_context_print:       total time = %10.2f ms / %5d tokens\n",
-                   t_end_ms - d.t_start_ms, ctx->n_p_eval + ctx->n_eval);
+    LLAMA_LOG_INFO(
+        "llama_perf_context_print: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per second)\n",
+        d.t_p_eval_ms, d.n_p_eval, d.t_p_eval_ms / d.n_p_eval, 1e3 / d.t_p_eval_ms * d.n_p_eval);
+    LLAMA_LOG_INFO(
+        "llama_perf_context_print:        eval time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)\n",
+        d.t_eval_ms, d.n_eval, d.t_eval_ms / d.n_eval, 1e3 / d.t_eval_ms * d.n_eval);
+    LLAMA_LOG_INFO("llama_perf_context_print:       total time = %10.2f ms / %5d tokens\n", t_end_ms - d.t_start_ms,
+                   ctx->n_p_eval + ctx->n_eval);
 }
 
 void llama_perf_context_reset(struct llama_context * ctx) {

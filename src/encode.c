@@ -19,7 +19,8 @@ bool llama_encode_prepare(struct llama_context * ctx) {
         p->output[i] = 1;
         if (p->pos[i] < 0 || p->pos[i] >= n_pos) {
             LLAMA_LOG_ERROR("llama_encode: token %d has position %d; this model's positions end at %" PRId64
-                            " (its training context)\n", i, p->pos[i], n_pos - 1);
+                            " (its training context)\n",
+                            i, p->pos[i], n_pos - 1);
             return false;
         }
     }
@@ -35,7 +36,8 @@ bool llama_encode_prepare(struct llama_context * ctx) {
             for (int32_t k = 0; k < p->n_seq_id[i]; k++) {
                 if (llama_kv_cache_seq_has(kv, j, p->seq_id[i][k])) {
                     LLAMA_LOG_ERROR("llama_encode: sequence %d already holds decoded tokens; remove them first "
-                                    "(llama_memory_seq_rm)\n", p->seq_id[i][k]);
+                                    "(llama_memory_seq_rm)\n",
+                                    p->seq_id[i][k]);
                     return false;
                 }
             }
@@ -100,7 +102,7 @@ bool llama_encode_layout(struct llama_context * ctx, uint32_t * len, uint32_t * 
     if (!enc_reserve(ctx, (size_t) n + n_slots + n_seq + n_slots * max_len)) {
         return false;
     }
-    int32_t * tok_slot = ctx->enc_idx, * slot_tok = tok_slot + n, * seq_grp = slot_tok + n_slots;
+    int32_t *tok_slot = ctx->enc_idx, *slot_tok = tok_slot + n, *seq_grp = slot_tok + n_slots;
     for (uint32_t s = 0; s < n_seq; s++) {
         seq_grp[s] = -1;
         count[s] = 0; // now: rows placed so far
@@ -139,8 +141,8 @@ static bool enc_visible(const struct llama_ubatch * ub, int32_t j, llama_seq_id 
 
 // One mask [len, len, 1, grp]: row (g, a) sees column (g, b) when both slots hold tokens and
 // the column's token is visible to the row's; a padding row sees nothing (its output is dropped).
-static void enc_mask_fill(const struct llama_ubatch * ub, const int32_t * slot_tok, const int32_t * tok_slot,
-                          float * m, llama_pos n_swa, bool sym) {
+static void enc_mask_fill(const struct llama_ubatch * ub, const int32_t * slot_tok, const int32_t * tok_slot, float * m,
+                          llama_pos n_swa, bool sym) {
     const int64_t len = ub->enc_len, grp = ub->enc_grp;
     for (int64_t g = 0; g < grp; g++) {
         for (int64_t a = 0; a < len; a++) {

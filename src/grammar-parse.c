@@ -17,7 +17,10 @@
 
 #define GP_MAX_ELEMS (1u << 22) // expanded size limit: repetition counts multiply sizes
 
-struct gp_vec { struct gr_elem * data; uint32_t n, cap; };
+struct gp_vec {
+    struct gr_elem * data;
+    uint32_t n, cap;
+};
 
 struct gp_rule {
     const char * name;  // into the source (NULL for synthesized rules)
@@ -33,20 +36,30 @@ struct gp {
     const char * src;
     const char * p;
     const struct llama_vocab * vocab;
-    struct gp_rule * rules; uint32_t n_rules, cap_rules;
-    uint32_t * hash; uint32_t hash_cap; // name -> rule id + 1
-    uint32_t * ranges; uint32_t n_ranges, cap_ranges;
-    struct gr_class * classes; uint32_t n_classes, cap_classes;
+    struct gp_rule * rules;
+    uint32_t n_rules, cap_rules;
+    uint32_t * hash;
+    uint32_t hash_cap; // name -> rule id + 1
+    uint32_t * ranges;
+    uint32_t n_ranges, cap_ranges;
+    struct gr_class * classes;
+    uint32_t n_classes, cap_classes;
     uint64_t total;     // elements emitted, for the size limit
     bool failed;
-    char * err; size_t err_size;
+    char * err;
+    size_t err_size;
 };
 
 static void gp_pos(const struct gp * g, const char * at, int * line, int * col) {
-    *line = 1; *col = 1;
+    *line = 1;
+    *col = 1;
     for (const char * s = g->src; s < at && *s; s++) {
-        if (*s == '\n') { (*line)++; *col = 1; }
-        else if (((unsigned char) *s & 0xC0) != 0x80) { (*col)++; }
+        if (*s == '\n') {
+            (*line)++;
+            *col = 1;
+        } else if (((unsigned char) *s & 0xC0) != 0x80) {
+            (*col)++;
+        }
     }
 }
 
@@ -99,7 +112,10 @@ static bool gp_emit(struct gp * g, uint32_t rule, uint32_t type, uint32_t value)
 
 static uint32_t gp_hash(const char * s, uint32_t n) {
     uint32_t h = 2166136261u;
-    for (uint32_t i = 0; i < n; i++) { h ^= (unsigned char) s[i]; h *= 16777619u; }
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= (unsigned char) s[i];
+        h *= 16777619u;
+    }
     return h;
 }
 
@@ -119,7 +135,10 @@ static int64_t gp_rule_id(struct gp * g, const char * name, uint32_t len, const 
     if (g->n_rules * 2 + 2 > g->hash_cap) {
         uint32_t cap = g->hash_cap ? g->hash_cap * 2 : 64;
         uint32_t * h = GGML_CALLOC(cap, sizeof(uint32_t));
-        if (!h) { gp_fail(g, at, "out of memory"); return -1; }
+        if (!h) {
+            gp_fail(g, at, "out of memory");
+            return -1;
+        }
         for (uint32_t i = 0; i < g->hash_cap; i++) {
             if (!g->hash[i]) continue;
             const struct gp_rule * r = &g->rules[g->hash[i] - 1];
@@ -150,16 +169,21 @@ static int64_t gp_add_class(struct gp * g, uint32_t * pairs, uint32_t n, bool ne
         uint32_t lo = pairs[2 * i], hi = pairs[2 * i + 1];
         uint32_t j = i;
         while (j > 0 && pairs[2 * (j - 1)] > lo) {
-            pairs[2 * j] = pairs[2 * (j - 1)]; pairs[2 * j + 1] = pairs[2 * (j - 1) + 1]; j--;
+            pairs[2 * j] = pairs[2 * (j - 1)];
+            pairs[2 * j + 1] = pairs[2 * (j - 1) + 1];
+            j--;
         }
-        pairs[2 * j] = lo; pairs[2 * j + 1] = hi;
+        pairs[2 * j] = lo;
+        pairs[2 * j + 1] = hi;
     }
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (m && pairs[2 * i] <= pairs[2 * (m - 1) + 1] + 1) {
             if (pairs[2 * i + 1] > pairs[2 * (m - 1) + 1]) pairs[2 * (m - 1) + 1] = pairs[2 * i + 1];
         } else {
-            pairs[2 * m] = pairs[2 * i]; pairs[2 * m + 1] = pairs[2 * i + 1]; m++;
+            pairs[2 * m] = pairs[2 * i];
+            pairs[2 * m + 1] = pairs[2 * i + 1];
+            m++;
         }
     }
     if (!gp_grow(g, (void **) &g->ranges, &g->cap_ranges, g->n_ranges + 2 * m, sizeof(uint32_t))) return -1;
@@ -216,10 +240,16 @@ static bool gp_char(struct gp * g, uint32_t * cp) {
             uint32_t v = 0;
             for (int i = 0; i < nhex; i++) {
                 int h = gp_hex(g->p[2 + i]);
-                if (h < 0) { gp_fail(g, at, "escape \\%c needs %d hex digits", e, nhex); return false; }
+                if (h < 0) {
+                    gp_fail(g, at, "escape \\%c needs %d hex digits", e, nhex);
+                    return false;
+                }
                 v = v << 4 | (uint32_t) h;
             }
-            if (v > 0x10FFFF) { gp_fail(g, at, "escape names code point 0x%X, past U+10FFFF", v); return false; }
+            if (v > 0x10FFFF) {
+                gp_fail(g, at, "escape names code point 0x%X, past U+10FFFF", v);
+                return false;
+            }
             g->p += 2 + nhex;
             *cp = v;
             return true;
@@ -228,8 +258,15 @@ static bool gp_char(struct gp * g, uint32_t * cp) {
             case 'n': *cp = '\n'; break;
             case 'r': *cp = '\r'; break;
             case 't': *cp = '\t'; break;
-            case '\\': case '"': case '[': case ']': case '-': case '^': case '/': case '\'': case '.':
-                *cp = (uint32_t) e; break;
+            case '\\':
+            case '"':
+            case '[':
+            case ']':
+            case '-':
+            case '^':
+            case '/':
+            case '\'':
+            case '.': *cp = (uint32_t) e; break;
             case 0: gp_fail(g, at, "escape at end of input"); return false;
             default: gp_fail(g, at, "unknown escape '\\%c'", e); return false;
         }
@@ -237,11 +274,17 @@ static bool gp_char(struct gp * g, uint32_t * cp) {
         return true;
     }
     int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (!len) { gp_fail(g, at, "invalid UTF-8 byte 0x%02X", c); return false; }
+    if (!len) {
+        gp_fail(g, at, "invalid UTF-8 byte 0x%02X", c);
+        return false;
+    }
     uint32_t v = len == 1 ? c : c & (0x7F >> len);
     for (int i = 1; i < len; i++) {
         unsigned char d = (unsigned char) g->p[i];
-        if ((d & 0xC0) != 0x80) { gp_fail(g, at, "invalid UTF-8 sequence"); return false; }
+        if ((d & 0xC0) != 0x80) {
+            gp_fail(g, at, "invalid UTF-8 sequence");
+            return false;
+        }
         v = v << 6 | (d & 0x3F);
     }
     g->p += len;
@@ -258,7 +301,10 @@ static bool gp_emit_class1(struct gp * g, uint32_t rule, uint32_t lo, uint32_t h
 static bool gp_literal(struct gp * g, uint32_t rule) {
     const char * open = g->p++;
     while (*g->p != '"') {
-        if (!*g->p || *g->p == '\n') { gp_fail(g, open, "unterminated string literal"); return false; }
+        if (!*g->p || *g->p == '\n') {
+            gp_fail(g, open, "unterminated string literal");
+            return false;
+        }
         uint32_t cp;
         if (!gp_char(g, &cp) || !gp_emit_class1(g, rule, cp, cp, false)) return false;
     }
@@ -269,26 +315,51 @@ static bool gp_literal(struct gp * g, uint32_t rule) {
 static bool gp_class(struct gp * g, uint32_t rule) {
     const char * open = g->p++;
     bool negated = false;
-    if (*g->p == '^') { negated = true; g->p++; }
-    uint32_t * pairs = NULL, n = 0, cap = 0;
+    if (*g->p == '^') {
+        negated = true;
+        g->p++;
+    }
+    uint32_t *pairs = NULL, n = 0, cap = 0;
     bool ok = true;
     while (ok && *g->p != ']') {
-        if (!*g->p || *g->p == '\n') { gp_fail(g, open, "unterminated character class"); ok = false; break; }
+        if (!*g->p || *g->p == '\n') {
+            gp_fail(g, open, "unterminated character class");
+            ok = false;
+            break;
+        }
         uint32_t lo, hi;
         const char * at = g->p;
-        if (!gp_char(g, &lo)) { ok = false; break; }
+        if (!gp_char(g, &lo)) {
+            ok = false;
+            break;
+        }
         hi = lo;
         if (*g->p == '-' && g->p[1] != ']' && g->p[1]) {
             g->p++;
-            if (!gp_char(g, &hi)) { ok = false; break; }
-            if (hi < lo) { gp_fail(g, at, "character range is reversed (U+%04X > U+%04X)", lo, hi); ok = false; break; }
+            if (!gp_char(g, &hi)) {
+                ok = false;
+                break;
+            }
+            if (hi < lo) {
+                gp_fail(g, at, "character range is reversed (U+%04X > U+%04X)", lo, hi);
+                ok = false;
+                break;
+            }
         }
-        if (!gp_grow(g, (void **) &pairs, &cap, 2 * n + 2, sizeof(uint32_t))) { ok = false; break; }
-        pairs[2 * n] = lo; pairs[2 * n + 1] = hi; n++;
+        if (!gp_grow(g, (void **) &pairs, &cap, 2 * n + 2, sizeof(uint32_t))) {
+            ok = false;
+            break;
+        }
+        pairs[2 * n] = lo;
+        pairs[2 * n + 1] = hi;
+        n++;
     }
     if (ok) {
         g->p++;
-        if (n == 0 && !negated) { gp_fail(g, open, "empty character class"); ok = false; }
+        if (n == 0 && !negated) {
+            gp_fail(g, open, "empty character class");
+            ok = false;
+        }
     }
     if (ok) {
         int64_t c = gp_add_class(g, pairs, n, negated);
@@ -305,8 +376,15 @@ static bool gp_token(struct gp * g, uint32_t rule, bool negated) {
         g->p++;
         uint64_t v = 0;
         const char * d = g->p;
-        while (*g->p >= '0' && *g->p <= '9') { v = v * 10 + (uint64_t) (*g->p - '0'); if (v > INT32_MAX) break; g->p++; }
-        if (g->p == d || *g->p != ']' || g->p[1] != '>') { gp_fail(g, open, "token id reference must look like <[123]>"); return false; }
+        while (*g->p >= '0' && *g->p <= '9') {
+            v = v * 10 + (uint64_t) (*g->p - '0');
+            if (v > INT32_MAX) break;
+            g->p++;
+        }
+        if (g->p == d || *g->p != ']' || g->p[1] != '>') {
+            gp_fail(g, open, "token id reference must look like <[123]>");
+            return false;
+        }
         g->p += 2;
         id = (uint32_t) v;
         if (g->vocab && (int64_t) id >= llama_vocab_n_tokens(g->vocab)) {
@@ -316,7 +394,10 @@ static bool gp_token(struct gp * g, uint32_t rule, bool negated) {
     } else {
         const char * s = g->p;
         while (*g->p && *g->p != '>' && *g->p != '\n') g->p++;
-        if (*g->p != '>' || g->p == s) { gp_fail(g, open, "unterminated token reference (expected <text>)"); return false; }
+        if (*g->p != '>' || g->p == s) {
+            gp_fail(g, open, "unterminated token reference (expected <text>)");
+            return false;
+        }
         size_t len = (size_t) (g->p - s);
         g->p++;
         if (g->vocab) {
@@ -335,7 +416,10 @@ static bool gp_token(struct gp * g, uint32_t rule, bool negated) {
 // Replaces body[start..] (the last item) with its repetition {min, max} (max UINT32_MAX: no bound).
 static bool gp_repeat(struct gp * g, uint32_t rule, uint32_t start, uint32_t min, uint32_t max, const char * at) {
     struct gp_vec * v = &g->rules[rule].body;
-    if (start == v->n) { gp_fail(g, at, "repetition operator without a preceding item"); return false; }
+    if (start == v->n) {
+        gp_fail(g, at, "repetition operator without a preceding item");
+        return false;
+    }
     struct gr_elem item;
     if (v->n - start == 1) {
         item = v->data[start];
@@ -349,7 +433,8 @@ static bool gp_repeat(struct gp * g, uint32_t rule, uint32_t start, uint32_t min
         }
         if (!gp_emit(g, (uint32_t) sub, GR_END, 0)) return false;
         g->rules[sub].defined = true;
-        item.type = GR_REF; item.value = (uint32_t) sub;
+        item.type = GR_REF;
+        item.value = (uint32_t) sub;
     }
     g->rules[rule].body.n = start;
     for (uint32_t i = 0; i < min; i++) {
@@ -360,7 +445,8 @@ static bool gp_repeat(struct gp * g, uint32_t rule, uint32_t start, uint32_t min
         if (s < 0) return false;
         g->rules[s].defined = true;
         if (!gp_emit(g, (uint32_t) s, item.type, item.value) || !gp_emit(g, (uint32_t) s, GR_REF, (uint32_t) s) ||
-            !gp_emit(g, (uint32_t) s, GR_ALT, 0) || !gp_emit(g, (uint32_t) s, GR_END, 0)) return false;
+            !gp_emit(g, (uint32_t) s, GR_ALT, 0) || !gp_emit(g, (uint32_t) s, GR_END, 0))
+            return false;
         return gp_emit(g, rule, GR_REF, (uint32_t) s);
     }
     int64_t prev = -1;
@@ -379,7 +465,11 @@ static bool gp_repeat(struct gp * g, uint32_t rule, uint32_t start, uint32_t min
 static bool gp_uint(struct gp * g, uint32_t * out) {
     if (*g->p < '0' || *g->p > '9') return false;
     uint64_t v = 0;
-    while (*g->p >= '0' && *g->p <= '9') { v = v * 10 + (uint64_t) (*g->p - '0'); if (v > GP_MAX_ELEMS) v = GP_MAX_ELEMS; g->p++; }
+    while (*g->p >= '0' && *g->p <= '9') {
+        v = v * 10 + (uint64_t) (*g->p - '0');
+        if (v > GP_MAX_ELEMS) v = GP_MAX_ELEMS;
+        g->p++;
+    }
     *out = (uint32_t) v;
     return true;
 }
@@ -426,38 +516,56 @@ static bool gp_sequence(struct gp * g, uint32_t rule, bool nested) {
             if (sub < 0) return false;
             gp_space(g, true);
             if (!gp_alternates(g, (uint32_t) sub, true)) return false;
-            if (*g->p != ')') { gp_fail(g, at, "unclosed '('"); return false; }
+            if (*g->p != ')') {
+                gp_fail(g, at, "unclosed '('");
+                return false;
+            }
             g->p++;
             g->rules[sub].defined = true;
             if (!gp_emit(g, rule, GR_REF, (uint32_t) sub)) return false;
             last = here;
         } else if (c == '*' || c == '+' || c == '?') {
             g->p++;
-            if (last == UINT32_MAX) { gp_fail(g, at, "'%c' without a preceding item", c); return false; }
+            if (last == UINT32_MAX) {
+                gp_fail(g, at, "'%c' without a preceding item", c);
+                return false;
+            }
             if (!gp_repeat(g, rule, last, c == '+' ? 1 : 0, c == '?' ? 1 : UINT32_MAX, at)) return false;
             last = UINT32_MAX; // x** is not meaningful; llama.cpp rejects it too
         } else if (c == '{') {
             g->p++;
-            if (last == UINT32_MAX) { gp_fail(g, at, "'{' without a preceding item"); return false; }
+            if (last == UINT32_MAX) {
+                gp_fail(g, at, "'{' without a preceding item");
+                return false;
+            }
             uint32_t min = 0, max;
             gp_space(g, false);
             bool has_min = gp_uint(g, &min);
             gp_space(g, false);
             if (*g->p == '}') {
-                if (!has_min) { gp_fail(g, at, "repetition {} needs a count"); return false; }
+                if (!has_min) {
+                    gp_fail(g, at, "repetition {} needs a count");
+                    return false;
+                }
                 max = min;
             } else if (*g->p == ',') {
                 g->p++;
                 gp_space(g, false);
                 if (!gp_uint(g, &max)) max = UINT32_MAX;
                 gp_space(g, false);
-                if (*g->p != '}') { gp_fail(g, at, "unterminated repetition (expected '}')"); return false; }
+                if (*g->p != '}') {
+                    gp_fail(g, at, "unterminated repetition (expected '}')");
+                    return false;
+                }
             } else {
                 gp_fail(g, at, "malformed repetition (expected {m}, {m,} or {m,n})");
                 return false;
             }
             g->p++;
-            if (max < min) { gp_fail(g, at, "repetition {%u,%u} has max below min", min, max); return false; }
+            if (max < min) {
+                gp_fail(g, at, "repetition {%u,%u} has max below min", min, max);
+                return false;
+            }
             if (!gp_repeat(g, rule, last, min, max, at)) return false;
             last = UINT32_MAX;
         } else {
@@ -488,7 +596,10 @@ static bool gp_rule_def(struct gp * g) {
     const char * s = g->p;
     while (gp_is_name_char(*g->p)) g->p++;
     uint32_t len = (uint32_t) (g->p - s);
-    if (!len) { gp_fail(g, s, "expected a rule name"); return false; }
+    if (!len) {
+        gp_fail(g, s, "expected a rule name");
+        return false;
+    }
     gp_space(g, false);
     if (!(g->p[0] == ':' && g->p[1] == ':' && g->p[2] == '=')) {
         gp_fail(g, g->p, "expected '::=' after rule name '%.*s'", (int) len, s);
@@ -516,8 +627,10 @@ static bool gp_rule_def(struct gp * g) {
 
 static void gp_rule_label(const struct gp * g, uint32_t r, char * buf, size_t n) {
     const struct gp_rule * o = &g->rules[g->rules[r].owner];
-    if (g->rules[r].name) snprintf(buf, n, "rule '%.*s'", (int) o->name_len, o->name);
-    else snprintf(buf, n, "a repetition or group inside rule '%.*s'", (int) o->name_len, o->name);
+    if (g->rules[r].name)
+        snprintf(buf, n, "rule '%.*s'", (int) o->name_len, o->name);
+    else
+        snprintf(buf, n, "a repetition or group inside rule '%.*s'", (int) o->name_len, o->name);
 }
 
 // DFS over "can start with" edges; color 1 = on the path, 2 = done.
@@ -527,7 +640,10 @@ static bool gp_left_rec_dfs(struct gp * g, uint32_t r, uint8_t * color, const ui
     bool at_start = true;
     for (uint32_t i = 0; i < b->n; i++) {
         const struct gr_elem e = b->data[i];
-        if (e.type == GR_ALT || e.type == GR_END) { at_start = true; continue; }
+        if (e.type == GR_ALT || e.type == GR_END) {
+            at_start = true;
+            continue;
+        }
         if (!at_start) continue;
         if (e.type == GR_REF) {
             if (color[e.value] == 1) {
@@ -547,7 +663,10 @@ static bool gp_left_rec_dfs(struct gp * g, uint32_t r, uint8_t * color, const ui
 }
 
 static struct gr_grammar * gp_finish(struct gp * g, const char * root) {
-    if (g->n_rules == 0) { gp_fail(g, g->src, "empty grammar (no rules)"); return NULL; }
+    if (g->n_rules == 0) {
+        gp_fail(g, g->src, "empty grammar (no rules)");
+        return NULL;
+    }
     for (uint32_t r = 0; r < g->n_rules; r++) {
         if (!g->rules[r].defined) {
             gp_fail(g, g->rules[r].ref_at, "undefined rule '%.*s'", (int) g->rules[r].name_len, g->rules[r].name);
@@ -556,12 +675,19 @@ static struct gr_grammar * gp_finish(struct gp * g, const char * root) {
     }
     int64_t root_id = -1;
     for (uint32_t r = 0; r < g->n_rules; r++) {
-        if (g->rules[r].name && g->rules[r].name_len == strlen(root) && memcmp(g->rules[r].name, root, g->rules[r].name_len) == 0) root_id = r;
+        if (g->rules[r].name && g->rules[r].name_len == strlen(root) && memcmp(g->rules[r].name, root, g->rules[r].name_len) == 0)
+            root_id = r;
     }
-    if (root_id < 0) { gp_fail(g, g->p, "missing root rule '%s'", root); return NULL; }
+    if (root_id < 0) {
+        gp_fail(g, g->p, "missing root rule '%s'", root);
+        return NULL;
+    }
 
     uint8_t * nullable = GGML_CALLOC(g->n_rules, 2);
-    if (!nullable) { gp_fail(g, g->src, "out of memory"); return NULL; }
+    if (!nullable) {
+        gp_fail(g, g->src, "out of memory");
+        return NULL;
+    }
     uint8_t * color = nullable + g->n_rules;
     for (bool changed = true; changed;) {
         changed = false;
@@ -572,7 +698,11 @@ static struct gr_grammar * gp_finish(struct gp * g, const char * root) {
             for (uint32_t i = 0; i < b->n; i++) {
                 const struct gr_elem e = b->data[i];
                 if (e.type == GR_ALT || e.type == GR_END) {
-                    if (ok) { nullable[r] = 1; changed = true; break; }
+                    if (ok) {
+                        nullable[r] = 1;
+                        changed = true;
+                        break;
+                    }
                     ok = true;
                 } else if (e.type != GR_REF || !nullable[e.value]) {
                     ok = false;
@@ -621,19 +751,22 @@ static struct gr_grammar * gp_finish(struct gp * g, const char * root) {
     out->n_elems = pos;
     out->n_rules = g->n_rules;
     out->root = (uint32_t) root_id;
-    out->ranges = g->ranges; g->ranges = NULL;
+    out->ranges = g->ranges;
+    g->ranges = NULL;
     out->n_ranges = g->n_ranges;
-    out->classes = g->classes; g->classes = NULL;
+    out->classes = g->classes;
+    g->classes = NULL;
     out->n_classes = g->n_classes;
     return out;
 }
 
-struct gr_grammar * gr_grammar_parse(const char * text, const char * root,
-                                     const struct llama_vocab * vocab, char * err, size_t err_size) {
+struct gr_grammar * gr_grammar_parse(const char * text, const char * root, const struct llama_vocab * vocab, char * err,
+                                     size_t err_size) {
     if (err && err_size) err[0] = 0;
     struct gp g;
     memset(&g, 0, sizeof g);
-    g.err = err; g.err_size = err_size;
+    g.err = err;
+    g.err_size = err_size;
     if (!text) {
         if (err && err_size) snprintf(err, err_size, "line 1, column 1: no grammar text (NULL)");
         return NULL;
@@ -678,7 +811,10 @@ bool gr_class_match(const struct gr_grammar * g, uint32_t c, uint32_t cp) {
     uint32_t lo = 0, hi = k->n; // first range with r.hi >= cp
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if (r[2 * mid + 1] < cp) lo = mid + 1; else hi = mid;
+        if (r[2 * mid + 1] < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     bool in = lo < k->n && r[2 * lo] <= cp;
     return in != (bool) k->negated;

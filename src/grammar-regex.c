@@ -17,29 +17,65 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { RX_CLS, RX_SPLIT, RX_JMP, RX_SAVE, RX_BOL, RX_EOL, RX_MATCH };
+enum {
+    RX_CLS,
+    RX_SPLIT,
+    RX_JMP,
+    RX_SAVE,
+    RX_BOL,
+    RX_EOL,
+    RX_MATCH
+};
 
-struct rx_inst { uint8_t op; uint32_t x, y; }; // CLS: x class; SPLIT: x first, y second; JMP: x; SAVE: x slot
+struct rx_inst {
+    uint8_t op;
+    uint32_t x, y;
+}; // CLS: x class; SPLIT: x first, y second; JMP: x; SAVE: x slot
 
-struct rx_class { uint32_t off, n; bool negated; };
+struct rx_class {
+    uint32_t off, n;
+    bool negated;
+};
 
-enum { RT_CLS, RT_CAT, RT_ALT, RT_REP, RT_GROUP, RT_BOL, RT_EOL, RT_EMPTY };
-struct rx_tree { int type; uint32_t a, b; uint32_t min, max; bool greedy; int32_t kid, next; }; // kids: linked list
+enum {
+    RT_CLS,
+    RT_CAT,
+    RT_ALT,
+    RT_REP,
+    RT_GROUP,
+    RT_BOL,
+    RT_EOL,
+    RT_EMPTY
+};
+struct rx_tree {
+    int type;
+    uint32_t a, b;
+    uint32_t min, max;
+    bool greedy;
+    int32_t kid, next;
+}; // kids: linked list
 
 struct gr_regex {
-    struct rx_inst * prog; uint32_t n_prog;
-    uint32_t * ranges; uint32_t n_ranges;
-    struct rx_class * classes; uint32_t n_classes;
+    struct rx_inst * prog;
+    uint32_t n_prog;
+    uint32_t * ranges;
+    uint32_t n_ranges;
+    struct rx_class * classes;
+    uint32_t n_classes;
     uint32_t n_groups;
 };
 
 struct rx_parser {
-    const char * src, * p;
-    struct rx_tree * t; uint32_t n_t, cap_t;
-    uint32_t * ranges; uint32_t n_ranges, cap_ranges;
-    struct rx_class * classes; uint32_t n_classes, cap_classes;
+    const char *src, *p;
+    struct rx_tree * t;
+    uint32_t n_t, cap_t;
+    uint32_t * ranges;
+    uint32_t n_ranges, cap_ranges;
+    struct rx_class * classes;
+    uint32_t n_classes, cap_classes;
     uint32_t n_groups;
-    char * err; size_t err_size;
+    char * err;
+    size_t err_size;
     bool failed;
 };
 
@@ -54,17 +90,26 @@ static bool rx_grow(struct rx_parser * r, void ** p, uint32_t * cap, uint32_t ne
     uint32_t c = *cap ? *cap * 2 : 32;
     while (c < need) c *= 2;
     void * d = GGML_REALLOC(*p, (size_t) c * e);
-    if (!d) { rx_fail(r, "out of memory"); return false; }
-    *p = d; *cap = c;
+    if (!d) {
+        rx_fail(r, "out of memory");
+        return false;
+    }
+    *p = d;
+    *cap = c;
     return true;
 }
 
 static int32_t rx_node(struct rx_parser * r, int type) {
-    if (r->n_t > 100000) { rx_fail(r, "pattern too large"); return -1; }
+    if (r->n_t > 100000) {
+        rx_fail(r, "pattern too large");
+        return -1;
+    }
     if (!rx_grow(r, (void **) &r->t, &r->cap_t, r->n_t + 1, sizeof(struct rx_tree))) return -1;
     struct rx_tree * n = &r->t[r->n_t];
     memset(n, 0, sizeof(*n));
-    n->type = type; n->kid = -1; n->next = -1;
+    n->type = type;
+    n->kid = -1;
+    n->next = -1;
     return (int32_t) r->n_t++;
 }
 
@@ -80,10 +125,10 @@ static bool rx_shorthand(struct rx_parser * r, char c) {
     switch (c) {
         case 'd': return rx_range(r, '0', '9');
         case 'w': return rx_range(r, '0', '9') && rx_range(r, 'A', 'Z') && rx_range(r, '_', '_') && rx_range(r, 'a', 'z');
-        case 's': return rx_range(r, 9, 13) && rx_range(r, ' ', ' ') && rx_range(r, 0xA0, 0xA0) &&
-                         rx_range(r, 0x1680, 0x1680) && rx_range(r, 0x2000, 0x200A) && rx_range(r, 0x2028, 0x2029) &&
-                         rx_range(r, 0x202F, 0x202F) && rx_range(r, 0x205F, 0x205F) && rx_range(r, 0x3000, 0x3000) &&
-                         rx_range(r, 0xFEFF, 0xFEFF);
+        case 's':
+            return rx_range(r, 9, 13) && rx_range(r, ' ', ' ') && rx_range(r, 0xA0, 0xA0) && rx_range(r, 0x1680, 0x1680) &&
+                rx_range(r, 0x2000, 0x200A) && rx_range(r, 0x2028, 0x2029) && rx_range(r, 0x202F, 0x202F) &&
+                rx_range(r, 0x205F, 0x205F) && rx_range(r, 0x3000, 0x3000) && rx_range(r, 0xFEFF, 0xFEFF);
     }
     return false;
 }
@@ -111,7 +156,10 @@ static uint32_t rx_utf8(const char ** p) {
     int len = s[0] < 0x80 ? 1 : (s[0] >> 5) == 6 ? 2 : (s[0] >> 4) == 14 ? 3 : (s[0] >> 3) == 30 ? 4 : 1;
     uint32_t v = len == 1 ? s[0] : s[0] & (0x7F >> len);
     for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) { *p += 1; return s[0]; }
+        if ((s[i] & 0xC0) != 0x80) {
+            *p += 1;
+            return s[0];
+        }
         v = v << 6 | (s[i] & 0x3F);
     }
     *p += len;
@@ -122,32 +170,51 @@ static uint32_t rx_utf8(const char ** p) {
 static bool rx_escape(struct rx_parser * r, uint32_t * cp, char * sh) {
     char c = *r->p;
     *sh = 0;
-    if (!c) { rx_fail(r, "pattern ends with '\\'"); return false; }
+    if (!c) {
+        rx_fail(r, "pattern ends with '\\'");
+        return false;
+    }
     r->p++;
     switch (c) {
-        case 'd': case 'w': case 's': case 'D': case 'W': case 'S': *sh = c; return true;
+        case 'd':
+        case 'w':
+        case 's':
+        case 'D':
+        case 'W':
+        case 'S': *sh = c; return true;
         case 'n': *cp = '\n'; return true;
         case 'r': *cp = '\r'; return true;
         case 't': *cp = '\t'; return true;
         case 'f': *cp = '\f'; return true;
         case 'v': *cp = '\v'; return true;
         case '0': *cp = 0; return true;
-        case 'x': case 'u': {
+        case 'x':
+        case 'u': {
             int n = c == 'x' ? 2 : 4;
             uint32_t v = 0;
             for (int i = 0; i < n; i++) {
                 int h = rx_hexval(r->p[i]);
-                if (h < 0) { rx_fail(r, "bad hex escape"); return false; }
+                if (h < 0) {
+                    rx_fail(r, "bad hex escape");
+                    return false;
+                }
                 v = v << 4 | (uint32_t) h;
             }
             r->p += n;
             *cp = v;
             return true;
         }
-        case 'b': case 'B': rx_fail(r, "word boundaries (\\b) are not supported"); return false;
+        case 'b':
+        case 'B': rx_fail(r, "word boundaries (\\b) are not supported"); return false;
     }
-    if ((c >= '1' && c <= '9') || c == 'k') { rx_fail(r, "backreferences are not supported"); return false; }
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) { rx_fail(r, "unknown escape"); return false; }
+    if ((c >= '1' && c <= '9') || c == 'k') {
+        rx_fail(r, "backreferences are not supported");
+        return false;
+    }
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+        rx_fail(r, "unknown escape");
+        return false;
+    }
     r->p--;
     *cp = rx_utf8(&r->p);
     return true;
@@ -161,7 +228,10 @@ static int32_t rx_atom(struct rx_parser * r) {
         r->p++;
         int32_t g = -1;
         if (r->p[0] == '?') {
-            if (r->p[1] != ':') { rx_fail(r, "lookaround and named groups are not supported"); return -1; }
+            if (r->p[1] != ':') {
+                rx_fail(r, "lookaround and named groups are not supported");
+                return -1;
+            }
             r->p += 2;
             g = rx_node(r, RT_GROUP);
             if (g >= 0) r->t[g].a = UINT32_MAX; // non-capturing
@@ -172,13 +242,22 @@ static int32_t rx_atom(struct rx_parser * r) {
         if (g < 0) return -1;
         int32_t body = rx_alt(r);
         if (body < 0) return -1;
-        if (*r->p != ')') { rx_fail(r, "missing ')'"); return -1; }
+        if (*r->p != ')') {
+            rx_fail(r, "missing ')'");
+            return -1;
+        }
         r->p++;
         r->t[g].kid = body;
         return g;
     }
-    if (c == '^') { r->p++; return rx_node(r, RT_BOL); }
-    if (c == '$') { r->p++; return rx_node(r, RT_EOL); }
+    if (c == '^') {
+        r->p++;
+        return rx_node(r, RT_BOL);
+    }
+    if (c == '$') {
+        r->p++;
+        return rx_node(r, RT_EOL);
+    }
     uint32_t off = r->n_ranges;
     if (c == '.') {
         r->p++;
@@ -188,11 +267,17 @@ static int32_t rx_atom(struct rx_parser * r) {
     if (c == '[') {
         r->p++;
         bool neg = false;
-        if (*r->p == '^') { neg = true; r->p++; }
+        if (*r->p == '^') {
+            neg = true;
+            r->p++;
+        }
         bool first = true;
         while (*r->p != ']' || first) {
             first = false;
-            if (!*r->p) { rx_fail(r, "missing ']'"); return -1; }
+            if (!*r->p) {
+                rx_fail(r, "missing ']'");
+                return -1;
+            }
             uint32_t lo, hi;
             char sh = 0;
             if (*r->p == '\\') {
@@ -203,13 +288,19 @@ static int32_t rx_atom(struct rx_parser * r) {
                 lo = rx_utf8(&r->p);
             }
             if (sh) {
-                if (sh >= 'a') { if (!rx_shorthand(r, sh)) return -1; continue; }
+                if (sh >= 'a') {
+                    if (!rx_shorthand(r, sh)) return -1;
+                    continue;
+                }
                 // negated shorthand inside a class: add its complement's ranges
                 uint32_t start = r->n_ranges;
                 if (!rx_shorthand(r, (char) (sh + 32))) return -1;
                 uint32_t n = (r->n_ranges - start) / 2;
                 uint32_t * tmp = GGML_MALLOC((size_t) n * 2 * sizeof(uint32_t));
-                if (!tmp) { rx_fail(r, "out of memory"); return -1; }
+                if (!tmp) {
+                    rx_fail(r, "out of memory");
+                    return -1;
+                }
                 memcpy(tmp, r->ranges + start, (size_t) n * 2 * sizeof(uint32_t));
                 r->n_ranges = start;
                 uint32_t from = 0;
@@ -229,11 +320,17 @@ static int32_t rx_atom(struct rx_parser * r) {
                 if (*r->p == '\\') {
                     r->p++;
                     if (!rx_escape(r, &hi, &sh)) return -1;
-                    if (sh) { rx_fail(r, "a shorthand class cannot end a range"); return -1; }
+                    if (sh) {
+                        rx_fail(r, "a shorthand class cannot end a range");
+                        return -1;
+                    }
                 } else {
                     hi = rx_utf8(&r->p);
                 }
-                if (hi < lo) { rx_fail(r, "reversed range in class"); return -1; }
+                if (hi < lo) {
+                    rx_fail(r, "reversed range in class");
+                    return -1;
+                }
             }
             if (!rx_range(r, lo, hi)) return -1;
         }
@@ -252,8 +349,14 @@ static int32_t rx_atom(struct rx_parser * r) {
         if (!rx_range(r, cp, cp)) return -1;
         return rx_class_node(r, off, false);
     }
-    if (c == '*' || c == '+' || c == '?' || c == '{') { rx_fail(r, "quantifier without a preceding item"); return -1; }
-    if (c == ')') { rx_fail(r, "unmatched ')'"); return -1; }
+    if (c == '*' || c == '+' || c == '?' || c == '{') {
+        rx_fail(r, "quantifier without a preceding item");
+        return -1;
+    }
+    if (c == ')') {
+        rx_fail(r, "unmatched ')'");
+        return -1;
+    }
     uint32_t cp = rx_utf8(&r->p);
     if (!rx_range(r, cp, cp)) return -1;
     return rx_class_node(r, off, false);
@@ -262,7 +365,10 @@ static int32_t rx_atom(struct rx_parser * r) {
 static bool rx_num(struct rx_parser * r, uint32_t * v) {
     if (*r->p < '0' || *r->p > '9') return false;
     uint64_t x = 0;
-    while (*r->p >= '0' && *r->p <= '9') { x = x * 10 + (uint64_t) (*r->p++ - '0'); if (x > 1000) x = 1001; }
+    while (*r->p >= '0' && *r->p <= '9') {
+        x = x * 10 + (uint64_t) (*r->p++ - '0');
+        if (x > 1000) x = 1001;
+    }
     *v = (uint32_t) x;
     return true;
 }
@@ -277,31 +383,63 @@ static int32_t rx_seq(struct rx_parser * r) {
         char q = *r->p;
         uint32_t min = 1, max = 1;
         bool quant = true;
-        if (q == '*') { min = 0; max = UINT32_MAX; r->p++; }
-        else if (q == '+') { min = 1; max = UINT32_MAX; r->p++; }
-        else if (q == '?') { min = 0; max = 1; r->p++; }
-        else if (q == '{' && r->p[1] >= '0' && r->p[1] <= '9') {
+        if (q == '*') {
+            min = 0;
+            max = UINT32_MAX;
+            r->p++;
+        } else if (q == '+') {
+            min = 1;
+            max = UINT32_MAX;
+            r->p++;
+        } else if (q == '?') {
+            min = 0;
+            max = 1;
+            r->p++;
+        } else if (q == '{' && r->p[1] >= '0' && r->p[1] <= '9') {
             r->p++;
             rx_num(r, &min);
             max = min;
-            if (*r->p == ',') { r->p++; if (!rx_num(r, &max)) max = UINT32_MAX; }
-            if (*r->p != '}') { rx_fail(r, "malformed {m,n}"); return -1; }
+            if (*r->p == ',') {
+                r->p++;
+                if (!rx_num(r, &max)) max = UINT32_MAX;
+            }
+            if (*r->p != '}') {
+                rx_fail(r, "malformed {m,n}");
+                return -1;
+            }
             r->p++;
-            if (max < min) { rx_fail(r, "{m,n} with n < m"); return -1; }
-            if (min > 1000 || (max != UINT32_MAX && max > 1000)) { rx_fail(r, "repetition count over 1000"); return -1; }
+            if (max < min) {
+                rx_fail(r, "{m,n} with n < m");
+                return -1;
+            }
+            if (min > 1000 || (max != UINT32_MAX && max > 1000)) {
+                rx_fail(r, "repetition count over 1000");
+                return -1;
+            }
         } else {
             quant = false;
         }
         if (quant) {
             int32_t rep = rx_node(r, RT_REP);
             if (rep < 0) return -1;
-            r->t[rep].min = min; r->t[rep].max = max; r->t[rep].kid = a;
+            r->t[rep].min = min;
+            r->t[rep].max = max;
+            r->t[rep].kid = a;
             r->t[rep].greedy = true;
-            if (*r->p == '?') { r->t[rep].greedy = false; r->p++; }
-            if (*r->p == '*' || *r->p == '+' || *r->p == '?' || *r->p == '{') { rx_fail(r, "nested quantifier"); return -1; }
+            if (*r->p == '?') {
+                r->t[rep].greedy = false;
+                r->p++;
+            }
+            if (*r->p == '*' || *r->p == '+' || *r->p == '?' || *r->p == '{') {
+                rx_fail(r, "nested quantifier");
+                return -1;
+            }
             a = rep;
         }
-        if (last < 0) r->t[cat].kid = a; else r->t[last].next = a;
+        if (last < 0)
+            r->t[cat].kid = a;
+        else
+            r->t[last].next = a;
         last = a;
     }
     return cat;
@@ -314,7 +452,10 @@ static int32_t rx_alt(struct rx_parser * r) {
     for (;;) {
         int32_t s = rx_seq(r);
         if (s < 0) return -1;
-        if (last < 0) r->t[alt].kid = s; else r->t[last].next = s;
+        if (last < 0)
+            r->t[alt].kid = s;
+        else
+            r->t[last].next = s;
         last = s;
         if (*r->p != '|') break;
         r->p++;
@@ -322,17 +463,30 @@ static int32_t rx_alt(struct rx_parser * r) {
     return alt;
 }
 
-struct rx_emit { struct rx_inst * p; uint32_t n, cap; bool oom; };
+struct rx_emit {
+    struct rx_inst * p;
+    uint32_t n, cap;
+    bool oom;
+};
 
 static uint32_t rx_put(struct rx_emit * e, uint8_t op, uint32_t x, uint32_t y) {
-    if (e->n >= 1u << 20) { e->oom = true; return e->n; }
+    if (e->n >= 1u << 20) {
+        e->oom = true;
+        return e->n;
+    }
     if (e->n == e->cap) {
         uint32_t c = e->cap ? e->cap * 2 : 64;
         struct rx_inst * d = GGML_REALLOC(e->p, (size_t) c * sizeof(*d));
-        if (!d) { e->oom = true; return e->n; }
-        e->p = d; e->cap = c;
+        if (!d) {
+            e->oom = true;
+            return e->n;
+        }
+        e->p = d;
+        e->cap = c;
     }
-    e->p[e->n].op = op; e->p[e->n].x = x; e->p[e->n].y = y;
+    e->p[e->n].op = op;
+    e->p[e->n].x = x;
+    e->p[e->n].y = y;
     return e->n++;
 }
 
@@ -343,7 +497,9 @@ static void rx_gen(struct rx_emit * e, const struct rx_tree * t, int32_t i) {
         case RT_CLS: rx_put(e, RX_CLS, n->a, 0); break;
         case RT_BOL: rx_put(e, RX_BOL, 0, 0); break;
         case RT_EOL: rx_put(e, RX_EOL, 0, 0); break;
-        case RT_CAT: for (int32_t k = n->kid; k >= 0; k = t[k].next) rx_gen(e, t, k); break;
+        case RT_CAT:
+            for (int32_t k = n->kid; k >= 0; k = t[k].next) rx_gen(e, t, k);
+            break;
         case RT_GROUP:
             if (n->a != UINT32_MAX) rx_put(e, RX_SAVE, 2 * n->a, 0);
             rx_gen(e, t, n->kid);
@@ -352,7 +508,10 @@ static void rx_gen(struct rx_emit * e, const struct rx_tree * t, int32_t i) {
         case RT_ALT: {
             uint32_t chain = UINT32_MAX; // pending JMPs to the end, linked through their x
             for (int32_t k = n->kid; k >= 0; k = t[k].next) {
-                if (t[k].next < 0) { rx_gen(e, t, k); break; }
+                if (t[k].next < 0) {
+                    rx_gen(e, t, k);
+                    break;
+                }
                 uint32_t s = rx_put(e, RX_SPLIT, 0, 0);
                 if (e->oom) return;
                 e->p[s].x = e->n;
@@ -363,7 +522,11 @@ static void rx_gen(struct rx_emit * e, const struct rx_tree * t, int32_t i) {
                 e->p[s].y = e->n;
             }
             if (e->oom) return;
-            while (chain != UINT32_MAX) { uint32_t nx = e->p[chain].x; e->p[chain].x = e->n; chain = nx; }
+            while (chain != UINT32_MAX) {
+                uint32_t nx = e->p[chain].x;
+                e->p[chain].x = e->n;
+                chain = nx;
+            }
             break;
         }
         case RT_REP: {
@@ -373,7 +536,13 @@ static void rx_gen(struct rx_emit * e, const struct rx_tree * t, int32_t i) {
                 rx_gen(e, t, n->kid);
                 rx_put(e, RX_JMP, s, 0);
                 if (e->oom) return;
-                if (n->greedy) { e->p[s].x = s + 1; e->p[s].y = e->n; } else { e->p[s].x = e->n; e->p[s].y = s + 1; }
+                if (n->greedy) {
+                    e->p[s].x = s + 1;
+                    e->p[s].y = e->n;
+                } else {
+                    e->p[s].x = e->n;
+                    e->p[s].y = s + 1;
+                }
             } else {
                 uint32_t splits[1001], ns = 0;
                 for (uint32_t q = n->min; q < n->max; q++) {
@@ -384,7 +553,13 @@ static void rx_gen(struct rx_emit * e, const struct rx_tree * t, int32_t i) {
                 }
                 for (uint32_t q = 0; q < ns; q++) {
                     uint32_t s = splits[q];
-                    if (n->greedy) { e->p[s].x = s + 1; e->p[s].y = e->n; } else { e->p[s].x = e->n; e->p[s].y = s + 1; }
+                    if (n->greedy) {
+                        e->p[s].x = s + 1;
+                        e->p[s].y = e->n;
+                    } else {
+                        e->p[s].x = e->n;
+                        e->p[s].y = s + 1;
+                    }
                 }
             }
             break;
@@ -396,7 +571,8 @@ struct gr_regex * gr_regex_compile(const char * pattern, char * err, size_t err_
     struct rx_parser r;
     memset(&r, 0, sizeof r);
     r.src = r.p = pattern ? pattern : "";
-    r.err = err; r.err_size = err_size;
+    r.err = err;
+    r.err_size = err_size;
     if (err && err_size) err[0] = 0;
     int32_t root = rx_alt(&r);
     if (root >= 0 && *r.p) rx_fail(&r, "unmatched ')'");
@@ -410,19 +586,28 @@ struct gr_regex * gr_regex_compile(const char * pattern, char * err, size_t err_
             free(e.p);
             rx_fail(&r, "pattern too large or out of memory");
         } else {
-            re->prog = e.p; re->n_prog = e.n;
-            re->ranges = r.ranges; r.ranges = NULL; re->n_ranges = r.n_ranges;
-            re->classes = r.classes; r.classes = NULL; re->n_classes = r.n_classes;
+            re->prog = e.p;
+            re->n_prog = e.n;
+            re->ranges = r.ranges;
+            r.ranges = NULL;
+            re->n_ranges = r.n_ranges;
+            re->classes = r.classes;
+            r.classes = NULL;
+            re->n_classes = r.n_classes;
             re->n_groups = r.n_groups;
         }
     }
-    free(r.t); free(r.ranges); free(r.classes);
+    free(r.t);
+    free(r.ranges);
+    free(r.classes);
     return re;
 }
 
 void gr_regex_free(struct gr_regex * re) {
     if (!re) return;
-    free(re->prog); free(re->ranges); free(re->classes);
+    free(re->prog);
+    free(re->ranges);
+    free(re->classes);
     free(re);
 }
 
@@ -434,12 +619,20 @@ static bool rx_in_class(const struct gr_regex * re, uint32_t c, uint32_t cp) {
     return in != k->negated;
 }
 
-struct rx_frame { uint32_t pc; uint32_t pos; int32_t slot; uint32_t old; }; // slot >= 0: restore
+struct rx_frame {
+    uint32_t pc;
+    uint32_t pos;
+    int32_t slot;
+    uint32_t old;
+}; // slot >= 0: restore
 
 bool gr_regex_match(const struct gr_regex * re, const char * s, size_t n, size_t * group1) {
     if (group1) *group1 = 0;
     const uint64_t bits = (uint64_t) re->n_prog * (n + 1);
-    if (bits > ((uint64_t) 1 << 31)) { LLAMA_LOG_WARN("grammar: trigger text too long to match (%zu bytes)\n", n); return false; }
+    if (bits > ((uint64_t) 1 << 31)) {
+        LLAMA_LOG_WARN("grammar: trigger text too long to match (%zu bytes)\n", n);
+        return false;
+    }
     uint64_t * seen = GGML_CALLOC((size_t) ((bits + 63) / 64), sizeof(uint64_t));
     uint32_t nslots = 2 * (re->n_groups + 1);
     uint32_t * slots = GGML_MALLOC(nslots * sizeof(uint32_t));
@@ -454,14 +647,20 @@ bool gr_regex_match(const struct gr_regex * re, const char * s, size_t n, size_t
     st[nst++] = (struct rx_frame) { 0, 0, -1, 0 };
     while (nst && !matched) {
         struct rx_frame f = st[--nst];
-        if (f.slot >= 0) { slots[f.slot] = f.old; continue; }
+        if (f.slot >= 0) {
+            slots[f.slot] = f.old;
+            continue;
+        }
         uint32_t pc = f.pc, pos = f.pos;
         for (;;) {
             const uint64_t bit = (uint64_t) pc * (n + 1) + pos;
             if (seen[bit >> 6] >> (bit & 63) & 1) break;
             seen[bit >> 6] |= 1ull << (bit & 63);
             const struct rx_inst in = re->prog[pc];
-            if (in.op == RX_MATCH) { if (pos == n) matched = true; break; }
+            if (in.op == RX_MATCH) {
+                if (pos == n) matched = true;
+                break;
+            }
             if (in.op == RX_CLS) {
                 if (pos >= n) break;
                 const char * q = s + pos;
@@ -481,8 +680,12 @@ bool gr_regex_match(const struct gr_regex * re, const char * s, size_t n, size_t
             } else if (in.op == RX_SAVE || in.op == RX_SPLIT) {
                 if (nst + 1 >= cap) {
                     struct rx_frame * d = GGML_REALLOC(st, (size_t) cap * 2 * sizeof(*st));
-                    if (!d) { LLAMA_LOG_ERROR("grammar: out of memory matching a trigger\n"); goto done; }
-                    st = d; cap *= 2;
+                    if (!d) {
+                        LLAMA_LOG_ERROR("grammar: out of memory matching a trigger\n");
+                        goto done;
+                    }
+                    st = d;
+                    cap *= 2;
                 }
                 if (in.op == RX_SAVE) {
                     st[nst++] = (struct rx_frame) { 0, 0, (int32_t) in.x, slots[in.x] };
@@ -497,6 +700,8 @@ bool gr_regex_match(const struct gr_regex * re, const char * s, size_t n, size_t
     }
     if (matched && group1 && re->n_groups >= 1 && slots[2] != UINT32_MAX) *group1 = slots[2];
 done:
-    free(seen); free(slots); free(st);
+    free(seen);
+    free(slots);
+    free(st);
     return matched;
 }

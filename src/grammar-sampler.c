@@ -23,8 +23,10 @@ struct gs_shared {
     struct gr_grammar * g;
     struct gr_vocab * v;
     const struct llama_vocab * vocab;
-    struct gr_regex ** patterns; size_t n_patterns;
-    llama_token * tokens; size_t n_tokens;
+    struct gr_regex ** patterns;
+    size_t n_patterns;
+    llama_token * tokens;
+    size_t n_tokens;
     bool lazy;
 };
 
@@ -33,7 +35,8 @@ struct gs_ctx {
     struct gr_matcher * m;
     bool triggered;
     bool reported;        // the dead end was logged once
-    char * buf; size_t n_buf, cap_buf; // text awaiting a trigger pattern
+    char * buf;
+    size_t n_buf, cap_buf; // text awaiting a trigger pattern
 };
 
 static void gs_shared_unref(struct gs_shared * sh) {
@@ -110,7 +113,10 @@ static void gs_feed_patterns(struct gs_ctx * c, llama_token token) {
         size_t cap = c->cap_buf ? c->cap_buf * 2 : 256;
         while (cap < c->n_buf + (size_t) n) cap *= 2;
         char * b = GGML_REALLOC(c->buf, cap);
-        if (!b) { LLAMA_LOG_ERROR("grammar: out of memory for the trigger text\n"); return; }
+        if (!b) {
+            LLAMA_LOG_ERROR("grammar: out of memory for the trigger text\n");
+            return;
+        }
         c->buf = b;
         c->cap_buf = cap;
     }
@@ -122,7 +128,8 @@ static void gs_feed_patterns(struct gs_ctx * c, llama_token token) {
             c->triggered = true;
             if (!gr_matcher_accept_bytes(c->m, c->buf + start, c->n_buf - start)) {
                 LLAMA_LOG_ERROR("grammar: the text from the trigger on (\"%.*s\") does not match the grammar; "
-                                "only end of generation is allowed now\n", (int) (c->n_buf - start), c->buf + start);
+                                "only end of generation is allowed now\n",
+                                (int) (c->n_buf - start), c->buf + start);
                 gr_matcher_kill(c->m);
                 c->reported = true;
             }
@@ -147,8 +154,9 @@ static void gs_accept(struct llama_sampler * smpl, llama_token token) {
         if (!gr_matcher_dead(c->m)) {
             char piece[64];
             int32_t n = llama_token_to_piece(c->sh->vocab, token, piece, sizeof piece, 0, true);
-            LLAMA_LOG_ERROR("grammar: token %d (\"%.*s\") is not allowed by the grammar here; only end of generation is allowed now\n",
-                            token, n > 0 ? (int) n : 0, piece);
+            LLAMA_LOG_ERROR(
+                "grammar: token %d (\"%.*s\") is not allowed by the grammar here; only end of generation is allowed now\n", token,
+                n > 0 ? (int) n : 0, piece);
             c->reported = true;
         }
         gr_matcher_kill(c->m);
@@ -168,7 +176,12 @@ static struct gs_ctx * gs_ctx_copy(const struct gs_ctx * src) {
     if (!c) return NULL;
     c->m = gr_matcher_clone(src->m);
     if (src->n_buf) c->buf = GGML_MALLOC(src->n_buf);
-    if (!c->m || (src->n_buf && !c->buf)) { gr_matcher_free(c->m); free(c->buf); free(c); return NULL; }
+    if (!c->m || (src->n_buf && !c->buf)) {
+        gr_matcher_free(c->m);
+        free(c->buf);
+        free(c);
+        return NULL;
+    }
     memcpy(c->buf, src->buf, src->n_buf);
     c->n_buf = c->cap_buf = src->n_buf;
     c->sh = src->sh;
@@ -182,17 +195,21 @@ static const struct llama_sampler_i gs_iface;
 
 static struct llama_sampler * gs_clone(const struct llama_sampler * smpl) {
     struct gs_ctx * c = gs_ctx_copy(smpl->ctx);
-    if (!c) { LLAMA_LOG_ERROR("grammar: out of memory cloning the sampler\n"); return NULL; }
+    if (!c) {
+        LLAMA_LOG_ERROR("grammar: out of memory cloning the sampler\n");
+        return NULL;
+    }
     return smpl_new(&gs_iface, c, gs_free_ctx);
 }
 
-static void gs_free(struct llama_sampler * smpl) {
-    gs_free_ctx(smpl->ctx);
-}
+static void gs_free(struct llama_sampler * smpl) { gs_free_ctx(smpl->ctx); }
 
 static void gs_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) {
     struct gs_ctx * c = gs_ctx_copy(src->ctx);
-    if (!c) { LLAMA_LOG_ERROR("grammar: out of memory copying the sampler state\n"); return; }
+    if (!c) {
+        LLAMA_LOG_ERROR("grammar: out of memory copying the sampler state\n");
+        return;
+    }
     gs_free_ctx(dst->ctx);
     dst->ctx = c;
 }
@@ -226,7 +243,8 @@ static struct llama_sampler * gs_init(const char * func, const struct llama_voca
     struct gs_ctx * c = GGML_CALLOC(1, sizeof(*c));
     if (!sh || !c) goto oom;
     sh->refs = 1;
-    sh->g = g; g = NULL;
+    sh->g = g;
+    g = NULL;
     sh->vocab = vocab;
     sh->lazy = lazy;
     c->sh = sh;
@@ -236,7 +254,10 @@ static struct llama_sampler * gs_init(const char * func, const struct llama_voca
         if (!sh->patterns) goto oom;
     }
     for (size_t i = 0; patterns && i < n_patterns; i++) {
-        if (!patterns[i]) { LLAMA_LOG_ERROR("%s: trigger pattern %zu is NULL\n", func, i); goto fail; }
+        if (!patterns[i]) {
+            LLAMA_LOG_ERROR("%s: trigger pattern %zu is NULL\n", func, i);
+            goto fail;
+        }
         sh->patterns[sh->n_patterns] = gr_regex_compile(patterns[i], err, sizeof err);
         if (!sh->patterns[sh->n_patterns]) {
             LLAMA_LOG_ERROR("%s: trigger pattern %zu (\"%s\"): %s\n", func, i, patterns[i], err);
@@ -246,7 +267,10 @@ static struct llama_sampler * gs_init(const char * func, const struct llama_voca
     }
     for (size_t i = 0; words && i < n_words; i++) {
         // a trigger word starts the grammar wherever it first appears: [\s\S]*?(word)[\s\S]*
-        if (!words[i]) { LLAMA_LOG_ERROR("%s: trigger word %zu is NULL\n", func, i); goto fail; }
+        if (!words[i]) {
+            LLAMA_LOG_ERROR("%s: trigger word %zu is NULL\n", func, i);
+            goto fail;
+        }
         size_t len = strlen(words[i]);
         char * pat = GGML_MALLOC(4 * len + 32);
         if (!pat) goto oom;
@@ -254,13 +278,19 @@ static struct llama_sampler * gs_init(const char * func, const struct llama_voca
         k += (size_t) sprintf(pat, "[\\s\\S]*?(");
         for (size_t j = 0; j < len; j++) {
             unsigned char ch = (unsigned char) words[i][j];
-            if (strchr("\\^$.|?*+()[]{}/-", ch) && ch) { pat[k++] = '\\'; pat[k++] = (char) ch; }
-            else pat[k++] = (char) ch;
+            if (strchr("\\^$.|?*+()[]{}/-", ch) && ch) {
+                pat[k++] = '\\';
+                pat[k++] = (char) ch;
+            } else
+                pat[k++] = (char) ch;
         }
         k += (size_t) sprintf(pat + k, ")[\\s\\S]*");
         sh->patterns[sh->n_patterns] = gr_regex_compile(pat, err, sizeof err);
         free(pat);
-        if (!sh->patterns[sh->n_patterns]) { LLAMA_LOG_ERROR("%s: trigger word %zu: %s\n", func, i, err); goto fail; }
+        if (!sh->patterns[sh->n_patterns]) {
+            LLAMA_LOG_ERROR("%s: trigger word %zu: %s\n", func, i, err);
+            goto fail;
+        }
         sh->n_patterns++;
     }
     if (tokens && n_tokens) {
@@ -285,27 +315,37 @@ oom:
     LLAMA_LOG_ERROR("%s: out of memory\n", func);
 fail:
     gr_grammar_unref(g);
-    if (c) { c->sh = NULL; gs_free_ctx(c); }
+    if (c) {
+        c->sh = NULL;
+        gs_free_ctx(c);
+    }
     gs_shared_unref(sh);
     return NULL;
 }
 
-struct llama_sampler * llama_sampler_init_grammar(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root) {
+struct llama_sampler * llama_sampler_init_grammar(const struct llama_vocab * vocab, const char * grammar_str,
+                                                  const char * grammar_root) {
     return gs_init(__func__, vocab, grammar_str, grammar_root, false, NULL, 0, NULL, 0, NULL, 0);
 }
 
-struct llama_sampler * llama_sampler_init_grammar_lazy(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root, const char ** trigger_words, size_t num_trigger_words, const llama_token * trigger_tokens, size_t num_trigger_tokens) {
-    return gs_init(__func__, vocab, grammar_str, grammar_root, true, NULL, 0, trigger_words, num_trigger_words,
-                   trigger_tokens, num_trigger_tokens);
+struct llama_sampler * llama_sampler_init_grammar_lazy(const struct llama_vocab * vocab, const char * grammar_str,
+                                                       const char * grammar_root, const char ** trigger_words,
+                                                       size_t num_trigger_words, const llama_token * trigger_tokens,
+                                                       size_t num_trigger_tokens) {
+    return gs_init(__func__, vocab, grammar_str, grammar_root, true, NULL, 0, trigger_words, num_trigger_words, trigger_tokens,
+                   num_trigger_tokens);
 }
 
-struct llama_sampler * llama_sampler_init_grammar_lazy_patterns(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root, const char ** trigger_patterns, size_t num_trigger_patterns, const llama_token * trigger_tokens, size_t num_trigger_tokens) {
+struct llama_sampler * llama_sampler_init_grammar_lazy_patterns(const struct llama_vocab * vocab, const char * grammar_str,
+                                                                const char * grammar_root, const char ** trigger_patterns,
+                                                                size_t num_trigger_patterns, const llama_token * trigger_tokens,
+                                                                size_t num_trigger_tokens) {
     return gs_init(__func__, vocab, grammar_str, grammar_root, true, trigger_patterns, num_trigger_patterns, NULL, 0,
                    trigger_tokens, num_trigger_tokens);
 }
 
-bool llama_py_grammar_validate(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root,
-                               char * err, size_t err_size) {
+bool llama_py_grammar_validate(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root, char * err,
+                               size_t err_size) {
     if (vocab) {
         vocab = llama_vocab_resolve(vocab, __func__);
         if (!vocab) {

@@ -73,8 +73,12 @@ struct gr_vocab * gr_vocab_build(const struct llama_vocab * vocab) {
         v->eog[t] = llama_vocab_is_eog(vocab, t);
         if (v->eog[t] || (llama_vocab_get_attr(vocab, t) & LLAMA_TOKEN_ATTR_CONTROL)) continue;
         for (;;) {
-            int32_t k = llama_token_to_piece(vocab, t, v->pieces + used, (int32_t) (cap - used > INT32_MAX ? INT32_MAX : cap - used), 0, false);
-            if (k >= 0) { used += (size_t) k; break; }
+            int32_t k = llama_token_to_piece(vocab, t, v->pieces + used,
+                                             (int32_t) (cap - used > INT32_MAX ? INT32_MAX : cap - used), 0, false);
+            if (k >= 0) {
+                used += (size_t) k;
+                break;
+            }
             size_t ncap = cap * 2 + (size_t) -k;
             char * p = GGML_REALLOC(v->pieces, ncap);
             if (!p) goto oom;
@@ -93,7 +97,8 @@ struct gr_vocab * gr_vocab_build(const struct llama_vocab * vocab) {
     v->tok_off = GGML_MALLOC((node_cap + 1) * sizeof(uint32_t));
     uint32_t * open = GGML_MALLOC(65536 * sizeof(uint32_t)); // open[d]: latest node at depth d+1
     if (!order || !v->toks || !v->byte || !v->depth || !v->skip || !v->tok_off || !open) {
-        free(order); free(open);
+        free(order);
+        free(open);
         goto oom;
     }
     int32_t m = 0;
@@ -144,29 +149,37 @@ struct gr_vocab * gr_vocab_ref(struct gr_vocab * v) {
 
 void gr_vocab_unref(struct gr_vocab * v) {
     if (!v || __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
-    free(v->byte); free(v->depth); free(v->skip); free(v->tok_off); free(v->toks);
-    free(v->piece_off); free(v->pieces); free(v->eog);
+    free(v->byte);
+    free(v->depth);
+    free(v->skip);
+    free(v->tok_off);
+    free(v->toks);
+    free(v->piece_off);
+    free(v->pieces);
+    free(v->eog);
     free(v);
 }
 
-int32_t gr_vocab_n_tokens(const struct gr_vocab * v) {
-    return v->n_tokens;
-}
+int32_t gr_vocab_n_tokens(const struct gr_vocab * v) { return v->n_tokens; }
 
-const uint8_t * gr_vocab_eog(const struct gr_vocab * v) {
-    return v->eog;
-}
+const uint8_t * gr_vocab_eog(const struct gr_vocab * v) { return v->eog; }
 
 // Tries of the last few vocabularies used: building one walks every token's text and sorts
 // them (tens of ms on a 150k vocabulary), while a server makes a sampler per request. A tiny
 // spin lock guards the table; llama_vocab_free drops its entry (gr_vocab_forget), so a new
 // vocab at a recycled address never finds a stale trie.
 #define GR_CACHE_SLOTS 4
-static struct { const struct llama_vocab * key; struct gr_vocab * v; } gr_cache[GR_CACHE_SLOTS];
+static struct {
+    const struct llama_vocab * key;
+    struct gr_vocab * v;
+} gr_cache[GR_CACHE_SLOTS];
 static unsigned gr_cache_next;
 static atomic_flag gr_cache_lock = ATOMIC_FLAG_INIT;
 
-static void gr_cache_acquire(void) { while (atomic_flag_test_and_set_explicit(&gr_cache_lock, memory_order_acquire)) {} }
+static void gr_cache_acquire(void) {
+    while (atomic_flag_test_and_set_explicit(&gr_cache_lock, memory_order_acquire)) {
+    }
+}
 static void gr_cache_release(void) { atomic_flag_clear_explicit(&gr_cache_lock, memory_order_release); }
 
 struct gr_vocab * gr_vocab_get(const struct llama_vocab * vocab) {
@@ -184,7 +197,8 @@ struct gr_vocab * gr_vocab_get(const struct llama_vocab * vocab) {
     gr_cache_acquire();
     struct gr_vocab * old = NULL;
     int slot = -1;
-    for (int i = 0; i < GR_CACHE_SLOTS && slot < 0; i++) if (gr_cache[i].key == vocab) slot = i;
+    for (int i = 0; i < GR_CACHE_SLOTS && slot < 0; i++)
+        if (gr_cache[i].key == vocab) slot = i;
     if (slot < 0) {
         slot = (int) (gr_cache_next++ % GR_CACHE_SLOTS);
         old = gr_cache[slot].v;
@@ -231,14 +245,23 @@ struct gr_state {
 struct gr_matcher {
     struct gr_grammar * g;
     struct gr_vocab * v;
-    struct gr_node * nodes; uint32_t n_nodes, cap_nodes;
-    uint32_t * node_hash; uint32_t node_hash_cap;   // -> node id + 1
-    uint32_t * clo_pool; uint32_t n_clo, cap_clo;
-    struct gr_state * states; uint32_t n_states, cap_states;
-    uint32_t * state_hash; uint32_t state_hash_cap; // -> state id + 1
-    uint32_t * set_pool; uint32_t n_set, cap_set;
-    uint64_t * masks; uint32_t n_masks, cap_masks; uint32_t mask_words;
-    uint32_t * scratch; uint32_t n_scratch, cap_scratch;
+    struct gr_node * nodes;
+    uint32_t n_nodes, cap_nodes;
+    uint32_t * node_hash;
+    uint32_t node_hash_cap;   // -> node id + 1
+    uint32_t * clo_pool;
+    uint32_t n_clo, cap_clo;
+    struct gr_state * states;
+    uint32_t n_states, cap_states;
+    uint32_t * state_hash;
+    uint32_t state_hash_cap; // -> state id + 1
+    uint32_t * set_pool;
+    uint32_t n_set, cap_set;
+    uint64_t * masks;
+    uint32_t n_masks, cap_masks;
+    uint32_t mask_words;
+    uint32_t * scratch;
+    uint32_t n_scratch, cap_scratch;
     int32_t * walk;      // per trie depth
     int32_t start;       // initial state
     int32_t cur;         // current state (GR_DEAD once dead)
@@ -264,7 +287,11 @@ static void gr_fail(struct gr_matcher * m, const char * why) {
 }
 
 static inline uint32_t gr_mix(uint64_t h) {
-    h ^= h >> 33; h *= 0xff51afd7ed558ccdull; h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ull; h ^= h >> 33;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
     return (uint32_t) h;
 }
 
@@ -285,15 +312,24 @@ static bool gr_rehash_nodes(struct gr_matcher * m) {
 
 // Interned stack (pos on top of parent); GR_UNSET on failure.
 static uint32_t gr_node(struct gr_matcher * m, uint32_t pos, uint32_t parent) {
-    if (m->n_nodes * 2 >= m->node_hash_cap && !gr_rehash_nodes(m)) { gr_fail(m, "out of memory"); return GR_UNSET; }
+    if (m->n_nodes * 2 >= m->node_hash_cap && !gr_rehash_nodes(m)) {
+        gr_fail(m, "out of memory");
+        return GR_UNSET;
+    }
     uint32_t k = gr_mix((uint64_t) pos << 32 | parent) & (m->node_hash_cap - 1);
     while (m->node_hash[k]) {
         const struct gr_node * n = &m->nodes[m->node_hash[k] - 1];
         if (n->pos == pos && n->parent == parent) return m->node_hash[k] - 1;
         k = (k + 1) & (m->node_hash_cap - 1);
     }
-    if (m->n_nodes >= GR_MAX_NODES) { gr_fail(m, "too many grammar stacks"); return GR_UNSET; }
-    if (!gr_grow((void **) &m->nodes, &m->cap_nodes, m->n_nodes + 1, sizeof(struct gr_node))) { gr_fail(m, "out of memory"); return GR_UNSET; }
+    if (m->n_nodes >= GR_MAX_NODES) {
+        gr_fail(m, "too many grammar stacks");
+        return GR_UNSET;
+    }
+    if (!gr_grow((void **) &m->nodes, &m->cap_nodes, m->n_nodes + 1, sizeof(struct gr_node))) {
+        gr_fail(m, "out of memory");
+        return GR_UNSET;
+    }
     uint32_t id = m->n_nodes++;
     m->nodes[id].pos = pos;
     m->nodes[id].parent = parent;
@@ -304,7 +340,10 @@ static uint32_t gr_node(struct gr_matcher * m, uint32_t pos, uint32_t parent) {
 }
 
 static bool gr_push_scratch(struct gr_matcher * m, uint32_t x) {
-    if (!gr_grow((void **) &m->scratch, &m->cap_scratch, m->n_scratch + 1, sizeof(uint32_t))) { gr_fail(m, "out of memory"); return false; }
+    if (!gr_grow((void **) &m->scratch, &m->cap_scratch, m->n_scratch + 1, sizeof(uint32_t))) {
+        gr_fail(m, "out of memory");
+        return false;
+    }
     m->scratch[m->n_scratch++] = x;
     return true;
 }
@@ -316,7 +355,10 @@ static bool gr_add_closure(struct gr_matcher * m, uint32_t id) {
     if (id == GR_UNSET || !gr_closure(m, id)) return false;
     if (m->nodes[id].clo_n == GR_INPROG) return true; // a cycle adds nothing
     const uint32_t off = m->nodes[id].clo_off, n = m->nodes[id].clo_n;
-    if (!gr_grow((void **) &m->scratch, &m->cap_scratch, (uint64_t) m->n_scratch + n, sizeof(uint32_t))) { gr_fail(m, "out of memory"); return false; }
+    if (!gr_grow((void **) &m->scratch, &m->cap_scratch, (uint64_t) m->n_scratch + n, sizeof(uint32_t))) {
+        gr_fail(m, "out of memory");
+        return false;
+    }
     memcpy(m->scratch + m->n_scratch, m->clo_pool + off, n * sizeof(uint32_t));
     m->n_scratch += n;
     return true;
@@ -335,14 +377,18 @@ static void gr_sort_unique(struct gr_matcher * m, uint32_t from) {
     if (n < 24) {
         for (uint32_t i = 1; i < n; i++) {
             uint32_t x = s[i], j = i;
-            while (j > 0 && s[j - 1] > x) { s[j] = s[j - 1]; j--; }
+            while (j > 0 && s[j - 1] > x) {
+                s[j] = s[j - 1];
+                j--;
+            }
             s[j] = x;
         }
     } else {
         qsort(s, n, sizeof(uint32_t), gr_cmp_u32);
     }
     uint32_t k = 1;
-    for (uint32_t i = 1; i < n; i++) if (s[i] != s[k - 1]) s[k++] = s[i];
+    for (uint32_t i = 1; i < n; i++)
+        if (s[i] != s[k - 1]) s[k++] = s[i];
     m->n_scratch = from + k;
 }
 
@@ -352,7 +398,10 @@ static bool gr_closure(struct gr_matcher * m, uint32_t id) {
     struct gr_node * nd = &m->nodes[id];
     if (nd->clo_n < GR_INPROG) return true;
     if (nd->clo_n == GR_INPROG) return true; // a cycle adds nothing (left recursion is refused at parse time)
-    if (m->depth >= GR_MAX_DEPTH) { gr_fail(m, "grammar nesting too deep"); return false; }
+    if (m->depth >= GR_MAX_DEPTH) {
+        gr_fail(m, "grammar nesting too deep");
+        return false;
+    }
     nd->clo_n = GR_INPROG;
     m->depth++;
     const uint32_t from = m->n_scratch;
@@ -377,11 +426,18 @@ static bool gr_closure(struct gr_matcher * m, uint32_t id) {
         }
     }
     m->depth--;
-    if (!ok) { m->nodes[id].clo_n = GR_UNSET; m->n_scratch = from; return false; }
+    if (!ok) {
+        m->nodes[id].clo_n = GR_UNSET;
+        m->n_scratch = from;
+        return false;
+    }
     gr_sort_unique(m, from);
     const uint32_t n = m->n_scratch - from;
     if (!gr_grow((void **) &m->clo_pool, &m->cap_clo, (uint64_t) m->n_clo + n, sizeof(uint32_t))) {
-        m->nodes[id].clo_n = GR_UNSET; m->n_scratch = from; gr_fail(m, "out of memory"); return false;
+        m->nodes[id].clo_n = GR_UNSET;
+        m->n_scratch = from;
+        gr_fail(m, "out of memory");
+        return false;
     }
     memcpy(m->clo_pool + m->n_clo, m->scratch + from, n * sizeof(uint32_t));
     m->nodes[id].clo_off = m->n_clo;
@@ -421,7 +477,10 @@ static int32_t gr_intern_state(struct gr_matcher * m, uint32_t from, uint32_t ut
     m->n_scratch = from;
     if (n == 0) return GR_DEAD;
     const uint32_t * s = m->scratch + from;
-    if (m->n_states * 2 >= m->state_hash_cap && !gr_rehash_states(m)) { gr_fail(m, "out of memory"); return GR_DEAD; }
+    if (m->n_states * 2 >= m->state_hash_cap && !gr_rehash_states(m)) {
+        gr_fail(m, "out of memory");
+        return GR_DEAD;
+    }
     uint32_t k = gr_state_hash(s, n, utf8) & (m->state_hash_cap - 1);
     while (m->state_hash[k]) {
         const struct gr_state * st = &m->states[m->state_hash[k] - 1];
@@ -430,7 +489,10 @@ static int32_t gr_intern_state(struct gr_matcher * m, uint32_t from, uint32_t ut
         }
         k = (k + 1) & (m->state_hash_cap - 1);
     }
-    if (m->n_states >= GR_MAX_STATES) { gr_fail(m, "too many grammar states"); return GR_DEAD; }
+    if (m->n_states >= GR_MAX_STATES) {
+        gr_fail(m, "too many grammar states");
+        return GR_DEAD;
+    }
     if (!gr_grow((void **) &m->states, &m->cap_states, m->n_states + 1, sizeof(struct gr_state)) ||
         !gr_grow((void **) &m->set_pool, &m->cap_set, (uint64_t) m->n_set + n, sizeof(uint32_t))) {
         gr_fail(m, "out of memory");
@@ -455,10 +517,12 @@ static bool gr_class_partial(const struct gr_grammar * g, uint32_t c, uint32_t l
     const struct gr_class * k = &g->classes[c];
     const uint32_t * r = g->ranges + 2 * k->off;
     if (!k->negated) {
-        for (uint32_t i = 0; i < k->n; i++) if (r[2 * i] <= hi && r[2 * i + 1] >= lo) return true;
+        for (uint32_t i = 0; i < k->n; i++)
+            if (r[2 * i] <= hi && r[2 * i + 1] >= lo) return true;
         return false;
     }
-    for (uint32_t i = 0; i < k->n; i++) if (r[2 * i] <= lo && r[2 * i + 1] >= hi) return false;
+    for (uint32_t i = 0; i < k->n; i++)
+        if (r[2 * i] <= lo && r[2 * i + 1] >= hi) return false;
     return true;
 }
 
@@ -466,7 +530,10 @@ static bool gr_class_partial(const struct gr_grammar * g, uint32_t c, uint32_t l
 static int32_t gr_step(struct gr_matcher * m, int32_t s, uint8_t b) {
     if (!m->states[s].next) {
         int32_t * t = GGML_MALLOC(256 * sizeof(int32_t));
-        if (!t) { gr_fail(m, "out of memory"); return GR_DEAD; }
+        if (!t) {
+            gr_fail(m, "out of memory");
+            return GR_DEAD;
+        }
         for (int i = 0; i < 256; i++) t[i] = -2;
         m->states[s].next = t;
     }
@@ -478,11 +545,23 @@ static int32_t gr_step(struct gr_matcher * m, int32_t s, uint8_t b) {
     uint32_t len = pend >> 26, remain = (pend >> 24) & 3, value = pend & 0xFFFFFF;
     bool complete = false, bad = false;
     if (remain == 0) {
-        if (b < 0x80) { value = b; complete = true; }
-        else if (b >= 0xC2 && b <= 0xDF) { value = b & 0x1F; remain = 1; len = 2; }
-        else if ((b >> 4) == 14) { value = b & 0x0F; remain = 2; len = 3; }
-        else if (b >= 0xF0 && b <= 0xF4) { value = b & 0x07; remain = 3; len = 4; }
-        else bad = true;
+        if (b < 0x80) {
+            value = b;
+            complete = true;
+        } else if (b >= 0xC2 && b <= 0xDF) {
+            value = b & 0x1F;
+            remain = 1;
+            len = 2;
+        } else if ((b >> 4) == 14) {
+            value = b & 0x0F;
+            remain = 2;
+            len = 3;
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            value = b & 0x07;
+            remain = 3;
+            len = 4;
+        } else
+            bad = true;
     } else if ((b & 0xC0) != 0x80) {
         bad = true;
     } else {
@@ -495,7 +574,10 @@ static int32_t gr_step(struct gr_matcher * m, int32_t s, uint8_t b) {
         value = value << 6 | (b & 0x3F);
         if (--remain == 0) complete = true;
     }
-    if (bad) { m->states[s].next[b] = GR_DEAD; return GR_DEAD; }
+    if (bad) {
+        m->states[s].next[b] = GR_DEAD;
+        return GR_DEAD;
+    }
     const uint32_t from = m->n_scratch;
     const uint32_t n = m->states[s].n;
     bool ok = true;
@@ -521,7 +603,10 @@ static int32_t gr_step(struct gr_matcher * m, int32_t s, uint8_t b) {
             if (e.type == GR_CLASS && gr_class_partial(m->g, e.value, lo, hi)) ok = gr_push_scratch(m, id);
         }
     }
-    if (!ok) { m->n_scratch = from; return GR_DEAD; } // failed: not cached, logged
+    if (!ok) {
+        m->n_scratch = from;
+        return GR_DEAD;
+    } // failed: not cached, logged
     r = gr_intern_state(m, from, complete ? 0 : (len << 26 | remain << 24 | value));
     m->states[s].next[b] = r;
     return r;
@@ -545,16 +630,24 @@ static bool gr_matcher_init_start(struct gr_matcher * m) {
 
 struct gr_matcher * gr_matcher_new(struct gr_grammar * g, struct gr_vocab * v) {
     struct gr_matcher * m = GGML_CALLOC(1, sizeof(*m));
-    if (!m) { LLAMA_LOG_ERROR("grammar: out of memory\n"); return NULL; }
+    if (!m) {
+        LLAMA_LOG_ERROR("grammar: out of memory\n");
+        return NULL;
+    }
     m->g = gr_grammar_ref(g);
     m->v = gr_vocab_ref(v);
     m->start = m->cur = GR_DEAD;
     if (v) {
         m->mask_words = (uint32_t) ((v->n_tokens + 63) / 64);
         uint32_t maxd = 0;
-        for (uint32_t i = 0; i < v->n_nodes; i++) if (v->depth[i] > maxd) maxd = v->depth[i];
+        for (uint32_t i = 0; i < v->n_nodes; i++)
+            if (v->depth[i] > maxd) maxd = v->depth[i];
         m->walk = GGML_MALLOC(((size_t) maxd + 1) * sizeof(int32_t));
-        if (!m->walk) { gr_matcher_free(m); LLAMA_LOG_ERROR("grammar: out of memory\n"); return NULL; }
+        if (!m->walk) {
+            gr_matcher_free(m);
+            LLAMA_LOG_ERROR("grammar: out of memory\n");
+            return NULL;
+        }
     }
     if (!gr_matcher_init_start(m)) {
         LLAMA_LOG_ERROR("grammar: could not build the start state\n");
@@ -569,7 +662,11 @@ struct gr_matcher * gr_matcher_clone(const struct gr_matcher * src) {
     // empty caches and re-interns the current state's stacks.
     struct gr_matcher * m = gr_matcher_new(src->g, src->v);
     if (!m || src->cur == src->start) return m;
-    if (src->cur == GR_DEAD) { m->cur = GR_DEAD; m->failed = src->failed; return m; }
+    if (src->cur == GR_DEAD) {
+        m->cur = GR_DEAD;
+        m->failed = src->failed;
+        return m;
+    }
     const struct gr_state * st = &src->states[src->cur];
     const uint32_t from = m->n_scratch;
     bool ok = true;
@@ -578,7 +675,10 @@ struct gr_matcher * gr_matcher_clone(const struct gr_matcher * src) {
         uint32_t id = src->set_pool[st->off + i], depth = 0;
         for (uint32_t x = id; x != 0; x = src->nodes[x].parent) depth++;
         uint32_t * path = GGML_MALLOC(((size_t) depth + 1) * sizeof(uint32_t));
-        if (!path) { ok = false; break; }
+        if (!path) {
+            ok = false;
+            break;
+        }
         uint32_t k = depth;
         for (uint32_t x = id; x != 0; x = src->nodes[x].parent) path[--k] = src->nodes[x].pos;
         uint32_t node = 0;
@@ -586,7 +686,11 @@ struct gr_matcher * gr_matcher_clone(const struct gr_matcher * src) {
         free(path);
         ok = node != GR_UNSET && gr_push_scratch(m, node);
     }
-    if (!ok) { gr_matcher_free(m); LLAMA_LOG_ERROR("grammar: out of memory cloning\n"); return NULL; }
+    if (!ok) {
+        gr_matcher_free(m);
+        LLAMA_LOG_ERROR("grammar: out of memory cloning\n");
+        return NULL;
+    }
     gr_sort_unique(m, from);
     m->cur = gr_intern_state(m, from, st->utf8);
     return m;
@@ -595,29 +699,30 @@ struct gr_matcher * gr_matcher_clone(const struct gr_matcher * src) {
 void gr_matcher_free(struct gr_matcher * m) {
     if (!m) return;
     for (uint32_t i = 0; i < m->n_states; i++) free(m->states[i].next);
-    free(m->nodes); free(m->node_hash); free(m->clo_pool); free(m->states); free(m->state_hash);
-    free(m->set_pool); free(m->masks); free(m->scratch); free(m->walk);
+    free(m->nodes);
+    free(m->node_hash);
+    free(m->clo_pool);
+    free(m->states);
+    free(m->state_hash);
+    free(m->set_pool);
+    free(m->masks);
+    free(m->scratch);
+    free(m->walk);
     gr_grammar_unref(m->g);
     gr_vocab_unref(m->v);
     free(m);
 }
 
-void gr_matcher_kill(struct gr_matcher * m) {
-    m->cur = GR_DEAD;
-}
+void gr_matcher_kill(struct gr_matcher * m) { m->cur = GR_DEAD; }
 
 void gr_matcher_reset(struct gr_matcher * m) {
     m->cur = m->start;
     m->failed = false;
 }
 
-bool gr_matcher_can_end(const struct gr_matcher * m) {
-    return m->cur != GR_DEAD && m->states[m->cur].can_end;
-}
+bool gr_matcher_can_end(const struct gr_matcher * m) { return m->cur != GR_DEAD && m->states[m->cur].can_end; }
 
-bool gr_matcher_dead(const struct gr_matcher * m) {
-    return m->cur == GR_DEAD;
-}
+bool gr_matcher_dead(const struct gr_matcher * m) { return m->cur == GR_DEAD; }
 
 const uint64_t * gr_matcher_mask(struct gr_matcher * m) {
     if (!m->v) return NULL;
@@ -651,7 +756,10 @@ const uint64_t * gr_matcher_mask(struct gr_matcher * m) {
         const int32_t * nx = m->states[p].next;
         int32_t s = nx ? nx[byte[i]] : -2;
         if (s == -2) s = gr_step(m, p, byte[i]);
-        if (s < 0) { i = v->skip[i]; continue; }
+        if (s < 0) {
+            i = v->skip[i];
+            continue;
+        }
         walk[d] = s;
         for (uint32_t k = v->tok_off[i]; k < v->tok_off[i + 1]; k++) {
             const llama_token t = v->toks[k];
@@ -718,10 +826,14 @@ bool gr_matcher_accept_token(struct gr_matcher * m, llama_token t) {
             if (id == 0) continue;
             const struct gr_elem e = m->g->elems[m->nodes[id].pos];
             bool hit = (e.type == GR_TOKEN && e.value == (uint32_t) t) ||
-                       (e.type == GR_TOKEN_NOT && e.value != (uint32_t) t && !v->eog[t]);
+                (e.type == GR_TOKEN_NOT && e.value != (uint32_t) t && !v->eog[t]);
             if (hit) ok = gr_add_closure(m, gr_node(m, m->nodes[id].pos + 1, m->nodes[id].parent));
         }
-        if (!ok) { m->n_scratch = from; m->cur = GR_DEAD; return false; }
+        if (!ok) {
+            m->n_scratch = from;
+            m->cur = GR_DEAD;
+            return false;
+        }
         if (m->n_scratch > base) {
             gr_sort_unique(m, from);
             s = gr_intern_state(m, from, 0);

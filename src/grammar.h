@@ -18,9 +18,9 @@
 #include <stdint.h>
 
 enum gr_type {
-    GR_END   = 0, // end of the rule's last alternative
-    GR_ALT   = 1, // end of an alternative; another follows
-    GR_REF   = 2, // value: rule id
+    GR_END = 0, // end of the rule's last alternative
+    GR_ALT = 1, // end of an alternative; another follows
+    GR_REF = 2, // value: rule id
     GR_CLASS = 3, // value: character class id (literals are one-character classes)
     GR_TOKEN = 4, // value: token id; matches that token only
     GR_TOKEN_NOT = 5, // value: token id; matches any one non-EOG token but this one
@@ -42,9 +42,12 @@ struct gr_class {
 // An immutable compiled grammar; shared (reference-counted) by samplers and their clones.
 struct gr_grammar {
     int refs;
-    struct gr_elem * elems;  uint32_t n_elems;
-    uint32_t * ranges;       uint32_t n_ranges; // pairs lo, hi
-    struct gr_class * classes; uint32_t n_classes;
+    struct gr_elem * elems;
+    uint32_t n_elems;
+    uint32_t * ranges;
+    uint32_t n_ranges; // pairs lo, hi
+    struct gr_class * classes;
+    uint32_t n_classes;
     uint32_t * rule_alts;    // per rule: offset into alts
     uint32_t * rule_n_alts;  // per rule: number of alternatives
     uint32_t * alts;         // start position of each alternative
@@ -56,8 +59,8 @@ struct gr_grammar {
 // Parses and checks GBNF text. vocab (may be NULL) resolves <token> references; without one
 // they are only checked for syntax. Returns NULL and writes the reason ("line L, column C:
 // ...") into err (err_size bytes, may be 0) on any error.
-struct gr_grammar * gr_grammar_parse(const char * text, const char * root,
-                                     const struct llama_vocab * vocab, char * err, size_t err_size);
+struct gr_grammar * gr_grammar_parse(const char * text, const char * root, const struct llama_vocab * vocab, char * err,
+                                     size_t err_size);
 // Takes one more reference.
 struct gr_grammar * gr_grammar_ref(struct gr_grammar * g);
 // Drops a reference, freeing the grammar with the last; NULL-safe.
@@ -124,7 +127,7 @@ bool gr_regex_match(const struct gr_regex * re, const char * s, size_t n, size_t
 // Checks GBNF text as llama_sampler_init_grammar would (vocab may be NULL: token references
 // are then checked for syntax only). Returns true if it compiles; otherwise false with the
 // reason ("line L, column C: ...") in err.
-LLAMA_API bool llama_py_grammar_validate(const struct llama_vocab * vocab, const char * grammar_str,
-                                         const char * grammar_root, char * err, size_t err_size);
+LLAMA_API bool llama_py_grammar_validate(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root,
+                                         char * err, size_t err_size);
 
 #endif // LLAMA_GRAMMAR_H

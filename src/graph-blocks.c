@@ -20,8 +20,18 @@
 
 #include <math.h>
 
-#define G(expr) do { if ((expr) == NULL) { return NULL; } } while (0)
-#define GB(expr) do { if ((expr) == NULL) { return false; } } while (0)
+#define G(expr)               \
+    do {                      \
+        if ((expr) == NULL) { \
+            return NULL;      \
+        }                     \
+    } while (0)
+#define GB(expr)              \
+    do {                      \
+        if ((expr) == NULL) { \
+            return false;     \
+        }                     \
+    } while (0)
 
 struct ggml_tensor * llm_graph_inp_embd(struct llm_graph * g) {
     struct ggml_context * c = g->c;
@@ -64,8 +74,8 @@ struct ggml_tensor * llm_graph_rope(struct llm_graph * g, uint32_t il, struct gg
     if (!shift && hp->rope_attn_factor > 0.0f) {
         attn_factor *= hp->rope_attn_factor;
     }
-    return ggml_rope_ext(g->c, x, pos, factors, (int) hp->n_rot_l[il], g->model->arch_info->rope, (int) ctx->n_ctx_orig,
-                         base, scale, ctx->yarn_ext_factor, attn_factor, ctx->yarn_beta_fast, ctx->yarn_beta_slow);
+    return ggml_rope_ext(g->c, x, pos, factors, (int) hp->n_rot_l[il], g->model->arch_info->rope, (int) ctx->n_ctx_orig, base,
+                         scale, ctx->yarn_ext_factor, attn_factor, ctx->yarn_beta_fast, ctx->yarn_beta_slow);
 }
 
 // x (+ b when b is set); x may be a strided view (of a fused QKV product).
@@ -91,8 +101,8 @@ static struct ggml_tensor * graph_qk_norm(struct llm_graph * g, struct ggml_tens
     return x ? ggml_reshape_3d(c, x, hd, heads, n) : NULL;
 }
 
-static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
-                      struct ggml_tensor ** q, struct ggml_tensor ** k, struct ggml_tensor ** v, struct ggml_tensor ** gate) {
+static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, struct ggml_tensor ** q,
+                      struct ggml_tensor ** k, struct ggml_tensor ** v, struct ggml_tensor ** gate) {
     struct ggml_context * c = g->c;
     const struct llama_hparams * hp = g->hp;
     const struct llama_layer * L = &g->model->layers[il];
@@ -111,11 +121,11 @@ static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cu
         struct ggml_tensor * qg = L->wqkv;
         GB(qg = ggml_mul_mat(c, L->wqkv != NULL ? L->wqkv : L->wq, cur));  // [2 n_q (+ n_k + n_v), n]
         const size_t es = ggml_type_size(qg->type);
-        GB(*q = ggml_view_3d(c, qg, hd_k, n_head, n, 2*hd_k*es, qg->nb[1], 0));
-        GB(*gate = ggml_view_3d(c, qg, hd_k, n_head, n, 2*hd_k*es, qg->nb[1], (size_t) hd_k*es));
+        GB(*q = ggml_view_3d(c, qg, hd_k, n_head, n, 2 * hd_k * es, qg->nb[1], 0));
+        GB(*gate = ggml_view_3d(c, qg, hd_k, n_head, n, 2 * hd_k * es, qg->nb[1], (size_t) hd_k * es));
         if (L->wqkv != NULL) {
-            GB(*k = ggml_view_3d(c, qg, hd_k, n_head_kv, n, hd_k*es, qg->nb[1], (size_t) 2*n_q*es));
-            GB(*v = ggml_view_2d(c, qg, n_v, n, qg->nb[1], (size_t) (2*n_q + n_k)*es));
+            GB(*k = ggml_view_3d(c, qg, hd_k, n_head_kv, n, hd_k * es, qg->nb[1], (size_t) 2 * n_q * es));
+            GB(*v = ggml_view_2d(c, qg, n_v, n, qg->nb[1], (size_t) (2 * n_q + n_k) * es));
         } else {
             GB(*k = ggml_mul_mat(c, L->wk, cur));
             GB(*k = ggml_reshape_3d(c, *k, hd_k, n_head_kv, n));
@@ -132,7 +142,7 @@ static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cu
         struct ggml_tensor * k2 = NULL;                          // K's rows [n_k, n]
         if (L->bq != NULL || L->bk != NULL || adapted) {
             GB(*q = ggml_view_2d(c, qkv, n_q, n, qkv->nb[1], 0));
-            GB(*k = ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q*es));
+            GB(*k = ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q * es));
             if (adapted) {
                 GB(*q = llm_graph_lora(g, L->wq, cur, *q));
                 GB(*k = llm_graph_lora(g, L->wk, cur, *k));
@@ -144,13 +154,13 @@ static bool graph_qkv(struct llm_graph * g, uint32_t il, struct ggml_tensor * cu
             GB(*q = ggml_reshape_3d(c, *q, hd_k, n_head, n));
             GB(*k = ggml_reshape_3d(c, *k, hd_k, n_head_kv, n));
         } else {
-            GB(*q = ggml_view_3d(c, qkv, hd_k, n_head, n, hd_k*es, qkv->nb[1], 0));
-            GB(*k = ggml_view_3d(c, qkv, hd_k, n_head_kv, n, hd_k*es, qkv->nb[1], (size_t) n_q*es));
+            GB(*q = ggml_view_3d(c, qkv, hd_k, n_head, n, hd_k * es, qkv->nb[1], 0));
+            GB(*k = ggml_view_3d(c, qkv, hd_k, n_head_kv, n, hd_k * es, qkv->nb[1], (size_t) n_q * es));
         }
         if (k_is_v) {
-            GB(*v = k2 != NULL ? k2 : ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q*es));
+            GB(*v = k2 != NULL ? k2 : ggml_view_2d(c, qkv, n_k, n, qkv->nb[1], (size_t) n_q * es));
         } else {
-            GB(*v = ggml_view_2d(c, qkv, n_v, n, qkv->nb[1], (size_t) (n_q + n_k)*es));
+            GB(*v = ggml_view_2d(c, qkv, n_v, n, qkv->nb[1], (size_t) (n_q + n_k) * es));
             if (adapted) {
                 GB(*v = llm_graph_lora(g, L->wv, cur, *v));
             }
@@ -198,8 +208,8 @@ static struct ggml_tensor * graph_kq_softmax(struct llm_graph * g, const struct 
 }
 
 // The attention output o [hd_v * n_head, n_tokens] gated (qwen35: o * sigmoid(gate)), then Wo (+bo).
-static bool graph_attn_out(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * o,
-                           struct ggml_tensor * gate, struct ggml_tensor ** out) {
+static bool graph_attn_out(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * o, struct ggml_tensor * gate,
+                           struct ggml_tensor ** out) {
     struct ggml_context * c = g->c;
     if (gate != NULL) {
         GB(gate = ggml_sigmoid(c, gate));                      // [hd, n_head, n_tokens]
@@ -244,14 +254,14 @@ static struct ggml_tensor * graph_attn_enc(struct llm_graph * g, uint32_t il, st
     const int64_t hd_k = hp->n_embd_head_k_l[il], hd_v = hp->n_embd_head_v_l[il];
     const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv_l[il];
     const int64_t len = g->ub->enc_len, grp = g->ub->enc_grp;
-    struct ggml_tensor * Q, * K, * V, * o;
+    struct ggml_tensor *Q, *K, *V, *o;
     G(Q = graph_enc_slots(g, q, hd_k, n_head));                // [hd_k, len, n_head, grp]
     G(K = graph_enc_slots(g, k, hd_k, n_head_kv));
     G(V = graph_enc_slots(g, v, hd_v, n_head_kv));             // [hd_v, len, n_head_kv, grp]
     if (g->ctx->flash_attn && L->attn_sinks == NULL) {
         G(o = ggml_flash_attn_ext(c, Q, K, V, mask, kq_scale, 0.0f, hp->f_attn_softcap)); // [hd_v, n_head, len, grp]
     } else {
-        struct ggml_tensor * kq, * vt;
+        struct ggml_tensor *kq, *vt;
         G(kq = ggml_mul_mat(c, K, Q));                          // [len, len, n_head, grp]
         G(kq = graph_kq_softmax(g, L, kq, mask, kq_scale));
         G(vt = ggml_cont(c, ggml_transpose(c, V)));             // [len, hd_v, n_head_kv, grp]
@@ -276,7 +286,7 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     const uint32_t slot = kv->slot_of_layer[il];
     *out = NULL;
 
-    struct ggml_tensor * q, * k, * v, * gate;
+    struct ggml_tensor *q, *k, *v, *gate;
     if (!graph_qkv(g, il, cur, &q, &k, &v, &gate)) {
         return false;
     }
@@ -306,7 +316,7 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     // Write this ubatch's K and V rows into their cells; the views read below are made from
     // the set_rows results so that attention depends on (and runs after) the writes. A layer
     // sharing an earlier layer's KV reads the cells that layer wrote in this graph.
-    struct ggml_tensor * k_all, * v_all;
+    struct ggml_tensor *k_all, *v_all;
     if (k != NULL) {
         if (rope) {
             GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
@@ -329,14 +339,14 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
         return false;
     }
 
-    struct ggml_tensor * K, * V, * Q, * o;
+    struct ggml_tensor *K, *V, *Q, *o;
     if (ggml_is_quantized(kv->type_k)) {
         GB(k_all = ggml_get_rows(c, k_all, res->inp_kv_range));     // F32 [n_embd_k_gqa, n_kv]
     }
     if (ggml_is_quantized(kv->type_v)) {
         GB(v_all = ggml_get_rows(c, v_all, res->inp_kv_range));
     }
-    struct ggml_tensor * mask = g->mask ? g->mask : res->inp_mask, * mask_swa = g->mask ? g->mask_swa : res->inp_mask_swa;
+    struct ggml_tensor *mask = g->mask ? g->mask : res->inp_mask, *mask_swa = g->mask ? g->mask_swa : res->inp_mask_swa;
     mask = hp->swa_layers[il] && mask_swa ? mask_swa : mask;
     GB(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
     GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
@@ -348,7 +358,7 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
         }
         GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
     } else {
-        struct ggml_tensor * kq, * vt, * kqv;
+        struct ggml_tensor *kq, *vt, *kqv;
         GB(kq = ggml_mul_mat(c, K, Q));                        // [n_kv, n_tokens, n_head]
         GB(kq = graph_kq_softmax(g, L, kq, mask, kq_scale));
         GB(vt = ggml_transpose(c, V));
@@ -380,7 +390,7 @@ struct ggml_tensor * llm_graph_ffn(struct llm_graph * g, uint32_t il, struct ggm
 struct ggml_tensor * llm_graph_ffn_dense(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, enum llm_ffn_kind kind) {
     struct ggml_context * c = g->c;
     const struct llama_layer * L = &g->model->layers[il];
-    struct ggml_tensor * gate, * up;
+    struct ggml_tensor *gate, *up;
     if (L->ffn_gate_up != NULL) {
         G(gate = llm_graph_mm(g, L->ffn_gate_up, cur));      // [2 n_ff, n_tokens]: gate rows, then up rows
         if (L->ffn_gate != NULL && (g->ctx->n_loras > 0 || g->ctx->n_lora_seq > 0)) {

@@ -17,13 +17,21 @@
 // Tokens per chunk of the chunked scan used for prompts.
 #define LLM_DELTA_NET_CHUNK 64
 
-#define GB(expr) do { if ((expr) == NULL) { return false; } } while (0)
+#define GB(expr)              \
+    do {                      \
+        if ((expr) == NULL) { \
+            return false;     \
+        }                     \
+    } while (0)
 
 static bool dn_weights_ok(const struct llama_layer * L, uint32_t il) {
-    const struct { const struct ggml_tensor * t; const char * name; } w[] = {
-        { L->wqkv, "attn_qkv" }, { L->ssm_gate, "attn_gate" }, { L->ssm_beta, "ssm_beta" }, { L->ssm_alpha, "ssm_alpha" },
-        { L->ssm_conv1d, "ssm_conv1d" }, { L->ssm_dt, "ssm_dt.bias" }, { L->ssm_a, "ssm_a" }, { L->ssm_norm, "ssm_norm" },
-        { L->ssm_out, "ssm_out" },
+    const struct {
+        const struct ggml_tensor * t;
+        const char * name;
+    } w[] = {
+        { L->wqkv, "attn_qkv" },       { L->ssm_gate, "attn_gate" },    { L->ssm_beta, "ssm_beta" },
+        { L->ssm_alpha, "ssm_alpha" }, { L->ssm_conv1d, "ssm_conv1d" }, { L->ssm_dt, "ssm_dt.bias" },
+        { L->ssm_a, "ssm_a" },         { L->ssm_norm, "ssm_norm" },     { L->ssm_out, "ssm_out" },
     };
     for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
         if (w[i].t == NULL) {
@@ -53,7 +61,7 @@ bool llm_graph_delta_net(struct llm_graph * g, uint32_t il, struct ggml_tensor *
         return false;
     }
     const size_t fs = sizeof(float);
-    struct ggml_tensor * qkv, * z, * b, * a, * beta, * gl, * t;
+    struct ggml_tensor *qkv, *z, *b, *a, *beta, *gl, *t;
     GB(qkv = ggml_mul_mat(c, L->wqkv, cur));                    // [ch, n]
     GB(z = ggml_mul_mat(c, L->ssm_gate, cur));                  // [value_dim, n]
     GB(b = ggml_mul_mat(c, L->ssm_beta, cur));                  // [H, n]
@@ -68,7 +76,7 @@ bool llm_graph_delta_net(struct llm_graph * g, uint32_t il, struct ggml_tensor *
     // convolution over each sequence's last d_conv - 1 inputs followed by its new ones; the
     // window is built channel-fastest (the state is kept so: both concat inputs contiguous) and
     // handed to ssm_conv as a transposed view, [d_conv - 1 + n_t, ch, n_s] with a strided time axis
-    struct ggml_tensor * conv_state, * sx, * x;
+    struct ggml_tensor *conv_state, *sx, *x;
     GB(conv_state = ggml_get_rows(c, rs->r_l[il], res->inp_s_ids));                // [n_embd_r, n_s]
     GB(conv_state = ggml_reshape_3d(c, conv_state, ch, d_conv - 1, n_s));
     GB(x = ggml_reshape_3d(c, qkv, ch, n_t, n_s));
@@ -82,7 +90,7 @@ bool llm_graph_delta_net(struct llm_graph * g, uint32_t il, struct ggml_tensor *
     GB(x = ggml_ssm_conv(c, sx, L->ssm_conv1d));                                  // [ch, n_t, n_s]
     GB(x = ggml_silu(c, x));
 
-    struct ggml_tensor * q, * k, * v, * state, * o;
+    struct ggml_tensor *q, *k, *v, *state, *o;
     GB(q = ggml_view_4d(c, x, S, H_k, n_t, n_s, S * fs, x->nb[1], x->nb[2], 0));
     GB(k = ggml_view_4d(c, x, S, H_k, n_t, n_s, S * fs, x->nb[1], x->nb[2], (size_t) key_dim * fs));
     GB(v = ggml_view_4d(c, x, S, H, n_t, n_s, S * fs, x->nb[1], x->nb[2], (size_t) 2 * key_dim * fs));

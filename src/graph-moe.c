@@ -18,12 +18,17 @@
 
 #include <math.h>
 
-#define G(expr) do { if ((expr) == NULL) { return NULL; } } while (0)
+#define G(expr)               \
+    do {                      \
+        if ((expr) == NULL) { \
+            return NULL;      \
+        }                     \
+    } while (0)
 
 // The shared expert's SwiGLU FFN, times sigmoid(gate_inp_shexp · x) when the layer has that gate.
 static struct ggml_tensor * moe_shared_expert(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * cur) {
     struct ggml_context * c = g->c;
-    struct ggml_tensor * gate, * up, * y, * s;
+    struct ggml_tensor *gate, *up, *y, *s;
     G(gate = ggml_mul_mat(c, L->ffn_gate_shexp, cur));
     G(up = ggml_mul_mat(c, L->ffn_up_shexp, cur));
     G(y = ggml_swiglu_split(c, gate, up));
@@ -39,7 +44,7 @@ static struct ggml_tensor * moe_shared_expert(struct llm_graph * g, const struct
 // y [n, n_used, n_tokens] plus bias b [n, n_expert] row chosen[j, t] at (j, t); b NULL: y.
 static struct ggml_tensor * moe_expert_bias(struct ggml_context * c, struct ggml_tensor * y, struct ggml_tensor * b,
                                             struct ggml_tensor * chosen) {
-    struct ggml_tensor * ids, * rows;
+    struct ggml_tensor *ids, *rows;
     if (b == NULL) {
         return y;
     }
@@ -52,10 +57,10 @@ static struct ggml_tensor * moe_expert_bias(struct ggml_context * c, struct ggml
 
 // gpt-oss's SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit), (u + 1) * g * sigmoid(alpha g),
 // formed as u*glu + glu.
-static struct ggml_tensor * moe_swiglu_oai(struct ggml_context * c, const struct llama_hparams * hp,
-                                           struct ggml_tensor * gate, struct ggml_tensor * up) {
+static struct ggml_tensor * moe_swiglu_oai(struct ggml_context * c, const struct llama_hparams * hp, struct ggml_tensor * gate,
+                                           struct ggml_tensor * up) {
     const float limit = hp->expert_swiglu_limit;
-    struct ggml_tensor * s, * glu;
+    struct ggml_tensor *s, *glu;
     G(gate = ggml_clamp(c, gate, -INFINITY, limit));
     G(up = ggml_clamp(c, up, -limit, limit));
     G(s = ggml_scale(c, gate, hp->expert_swiglu_alpha));
@@ -87,15 +92,16 @@ struct ggml_tensor * llm_graph_moe_ffn(struct llm_graph * g, uint32_t il, struct
     const struct llama_layer * L = &g->model->layers[il];
     const int64_t n_embd = cur->ne[0], n_tokens = cur->ne[1];
     const int64_t n_expert = hp->n_expert, n_used = hp->n_expert_used;
-    struct ggml_tensor * logits, * probs, * chosen, * w, * x3, * gate, * up, * y, * out = NULL;
+    struct ggml_tensor *logits, *probs, *chosen, *w, *x3, *gate, *up, *y, *out = NULL;
 
     G(logits = ggml_mul_mat(c, L->ffn_gate_inp, cur));
     if (L->ffn_gate_inp_b != NULL) {
         G(logits = ggml_add(c, logits, L->ffn_gate_inp_b));
     }
     const bool weight_softmax = hp->expert_gating == LLM_EXPERT_GATING_SOFTMAX_WEIGHT;
-    G(probs = weight_softmax ? logits :
-              hp->expert_gating == LLM_EXPERT_GATING_SIGMOID ? ggml_sigmoid(c, logits) : ggml_soft_max(c, logits));
+    G(probs = weight_softmax                               ? logits
+          : hp->expert_gating == LLM_EXPERT_GATING_SIGMOID ? ggml_sigmoid(c, logits)
+                                                           : ggml_soft_max(c, logits));
     G(chosen = ggml_top_k(c, probs, (int) n_used));
     G(w = ggml_reshape_3d(c, probs, 1, n_expert, n_tokens));
     G(w = ggml_get_rows(c, w, chosen));                       // [1, n_used, n_tokens]

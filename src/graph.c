@@ -14,7 +14,12 @@
 #include <string.h>
 
 // Builds ggml ops with NULL checks folded in: any NULL makes the whole build fail.
-#define G(expr) do { if ((expr) == NULL) { goto fail; } } while (0)
+#define G(expr)               \
+    do {                      \
+        if ((expr) == NULL) { \
+            goto fail;        \
+        }                     \
+    } while (0)
 
 static struct ggml_tensor * graph_input(struct ggml_context * c, enum ggml_type t, int64_t ne0, int64_t ne1, const char * name) {
     struct ggml_tensor * x = ne1 > 0 ? ggml_new_tensor_2d(c, t, ne0, ne1) : ggml_new_tensor_1d(c, t, ne0);
@@ -57,8 +62,14 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
     ggml_reset(ctx->ctx_compute);
     struct ggml_context * c = ctx->ctx_compute;
     struct llm_graph g = {
-        .ctx = ctx, .model = model, .hp = hp, .ub = ub, .res = res, .c = c,
-        .n_tokens = n_tokens, .n_kv = n_kv,
+        .ctx = ctx,
+        .model = model,
+        .hp = hp,
+        .ub = ub,
+        .res = res,
+        .c = c,
+        .n_tokens = n_tokens,
+        .n_kv = n_kv,
         // Rows that leave the last layer: all of them for pooling, else only the output rows.
         .n_rows = ub->all_rows ? n_tokens : ub->n_outputs,
         .rope_factors = graph_rope_factors(ctx),
@@ -110,8 +121,8 @@ fail:
     return false;
 }
 
-struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n,
-                                               struct ggml_tensor ** inp_cells, struct ggml_tensor ** inp_delta) {
+struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n, struct ggml_tensor ** inp_cells,
+                                               struct ggml_tensor ** inp_delta) {
     const struct llama_model * model = ctx->model;
     const struct llama_hparams * hp = &model->hparams;
     const struct llama_memory_i * kv = &ctx->kv;
@@ -128,7 +139,7 @@ struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint3
     ggml_set_input(*inp_delta);
     for (uint32_t s = 0; s < kv->n_layer; s++) {
         const uint32_t il = kv->layer_of_slot[s]; // layers sharing this slot read the rotated keys
-        struct ggml_tensor * rows, * out;
+        struct ggml_tensor *rows, *out;
         G(rows = ggml_get_rows(c, kv->k_l[s], *inp_cells));                   // F32 [n_embd_k_gqa, n]
         G(rows = ggml_reshape_3d(c, rows, hp->n_embd_head_k_l[il], hp->n_head_kv_l[il], n));
         G(rows = llm_graph_rope(&g, il, rows, *inp_delta, true));

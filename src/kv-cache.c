@@ -206,9 +206,7 @@ static inline bool kv_seq_empty(const struct llama_memory_i * kv, uint32_t cell)
     return true;
 }
 
-uint32_t llama_kv_cache_n_free(const struct llama_memory_i * kv) {
-    return kv->size - kv->n_used;
-}
+uint32_t llama_kv_cache_n_free(const struct llama_memory_i * kv) { return kv->size - kv->n_used; }
 
 // A cell taken earlier in the same find_slot call: marked in pos while the call runs.
 #define KV_POS_TAKEN (-2)
@@ -351,9 +349,7 @@ static void kv_range(llama_pos * p0, llama_pos * p1) {
     (void) p1;
 }
 
-static bool kv_in_range(llama_pos p, llama_pos p0, llama_pos p1) {
-    return p >= 0 && p >= p0 && (p1 < 0 || p < p1);
-}
+static bool kv_in_range(llama_pos p, llama_pos p0, llama_pos p1) { return p >= 0 && p >= p0 && (p1 < 0 || p < p1); }
 
 void llama_memory_clear(llama_memory_t mem, bool data) {
     struct llama_memory_i * kv = kv_checked(mem, __func__);
@@ -452,7 +448,7 @@ static void kv_rotate_keys(struct llama_memory_i * kv, const int32_t * cells, co
         return;
     }
     struct llama_context * ctx = kv->lctx;
-    struct ggml_tensor * inp_cells = NULL, * inp_delta = NULL;
+    struct ggml_tensor *inp_cells = NULL, *inp_delta = NULL;
     struct ggml_cgraph * gf = llama_graph_build_k_shift(ctx, n, &inp_cells, &inp_delta);
     if (gf == NULL || !llama_context_alloc_graph(ctx, gf)) {
         LLAMA_LOG_ERROR("llama_memory_seq_add: cannot build the key re-rotation graph; cached keys keep their old rotation\n");
@@ -468,8 +464,8 @@ static void kv_rotate_keys(struct llama_memory_i * kv, const int32_t * cells, co
 
 // Moves positions of seq_id in [p0, p1) to f(pos) and re-rotates the moved keys; cells whose
 // new position would be negative are removed.
-static void kv_seq_move(struct llama_memory_i * kv, llama_seq_id seq_id, llama_pos p0, llama_pos p1,
-                        llama_pos delta, int d, const char * func) {
+static void kv_seq_move(struct llama_memory_i * kv, llama_seq_id seq_id, llama_pos p0, llama_pos p1, llama_pos delta, int d,
+                        const char * func) {
     if (kv->rs) {
         llama_memory_recurrent_seq_move(kv->rs, seq_id, p0, p1, delta, d);
     }
@@ -563,6 +559,4 @@ llama_pos llama_memory_seq_pos_max(llama_memory_t mem, llama_seq_id seq_id) {
     return r;
 }
 
-bool llama_memory_can_shift(llama_memory_t mem) {
-    return kv_checked(mem, __func__) != NULL;
-}
+bool llama_memory_can_shift(llama_memory_t mem) { return kv_checked(mem, __func__) != NULL; }

@@ -21,7 +21,7 @@ struct llama_context;
 // One adapted matrix: w is the model's tensor, a and b live in the adapter's CPU buffer.
 struct llama_adapter_lora_pair {
     const struct ggml_tensor * w;
-    struct ggml_tensor * a, * b;
+    struct ggml_tensor *a, *b;
 };
 
 struct llama_adapter_lora {

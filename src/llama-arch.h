@@ -60,13 +60,13 @@ enum llm_dim {
 // Where a loaded tensor goes and what may be absent.
 enum llm_tensor_flags {
     LLM_T_REQUIRED = 1,   // absence is an error naming it
-    LLM_T_LAYER    = 2,   // one per block: the name has a %u for the block index
-    LLM_T_F32      = 4,   // must be stored as f32 (norm weights, biases, rope factors: elementwise ops)
-    LLM_T_DENSE    = 8,   // required when the model has no experts (expert_count 0); not loaded otherwise
-    LLM_T_MOE      = 16,  // required when expert_count > 0; not loaded otherwise
-    LLM_T_KV       = 32,   // required in the layers that own their KV (absent where it is shared)
-    LLM_T_IF_DIM   = 64,  // required when its dimensions are all > 0 (a feature the keys switch on)
-    LLM_T_F16_OK   = 128, // with LLM_T_F32: f16 accepted too (an op that reads it as floats: conv taps)
+    LLM_T_LAYER = 2,   // one per block: the name has a %u for the block index
+    LLM_T_F32 = 4,   // must be stored as f32 (norm weights, biases, rope factors: elementwise ops)
+    LLM_T_DENSE = 8,   // required when the model has no experts (expert_count 0); not loaded otherwise
+    LLM_T_MOE = 16,  // required when expert_count > 0; not loaded otherwise
+    LLM_T_KV = 32,   // required in the layers that own their KV (absent where it is shared)
+    LLM_T_IF_DIM = 64,  // required when its dimensions are all > 0 (a feature the keys switch on)
+    LLM_T_F16_OK = 128, // with LLM_T_F32: f16 accepted too (an op that reads it as floats: conv taps)
 };
 
 // One tensor of a row: GGUF name (printf pattern with %u for LLM_T_LAYER), shape, and the byte
@@ -79,11 +79,18 @@ struct llm_tensor_spec {
     uint8_t ne[3];          // enum llm_dim
 };
 
-enum llm_key_type { LLM_KEY_U32, LLM_KEY_F32 };
+enum llm_key_type {
+    LLM_KEY_U32,
+    LLM_KEY_F32
+};
 
 // Expert gating functions (the values of <arch>.expert_gating_func, as llama.cpp writes them).
 // SOFTMAX_WEIGHT (gpt-oss): top-k of the raw logits, then a softmax over the chosen ones.
-enum llm_expert_gating { LLM_EXPERT_GATING_SOFTMAX = 1, LLM_EXPERT_GATING_SIGMOID = 2, LLM_EXPERT_GATING_SOFTMAX_WEIGHT = 3 };
+enum llm_expert_gating {
+    LLM_EXPERT_GATING_SOFTMAX = 1,
+    LLM_EXPERT_GATING_SIGMOID = 2,
+    LLM_EXPERT_GATING_SOFTMAX_WEIGHT = 3
+};
 
 // One architecture-specific hyperparameter: <arch>.<suffix> into a field of llama_hparams.
 // Keys every architecture shares (context_length, embedding_length, ...) are read by model.c.
@@ -96,7 +103,10 @@ struct llm_key_spec {
 };
 
 // Rope layouts (the GGML_ROPE_TYPE_* of ggml_rope_ext's mode).
-enum llm_rope_layout { LLM_ROPE_NORMAL = 0, LLM_ROPE_NEOX = 2 };
+enum llm_rope_layout {
+    LLM_ROPE_NORMAL = 0,
+    LLM_ROPE_NEOX = 2
+};
 
 struct llama_arch_info {
     const char * name;                        // general.architecture

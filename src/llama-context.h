@@ -27,53 +27,53 @@ extern "C" {
 struct llama_memory_recurrent {
     uint32_t n_slots;               // = n_seq_max
     uint32_t n_layer;
-    llama_pos * pos_min, * pos_max; // [n_slots] positions the state has consumed; -1: empty (zero state)
+    llama_pos *pos_min, *pos_max; // [n_slots] positions the state has consumed; -1: empty (zero state)
     uint32_t n_embd_r, n_embd_s;    // floats per slot: convolution state, recurrence state
     struct ggml_context * ctx;      // headers of r_l / s_l
-    struct ggml_tensor ** r_l;      // [n_layer] F32 [n_embd_r, n_slots] (a slot: [channels, d_conv - 1]), NULL for attention layers
-    struct ggml_tensor ** s_l;      // [n_layer] F32 [n_embd_s, n_slots], NULL for attention layers
-    ggml_backend_buffer_t bufs[2];  // the CPU's layers, an offloaded device's (owned)
+    struct ggml_tensor ** r_l; // [n_layer] F32 [n_embd_r, n_slots] (a slot: [channels, d_conv - 1]), NULL for attention layers
+    struct ggml_tensor ** s_l; // [n_layer] F32 [n_embd_s, n_slots], NULL for attention layers
+    ggml_backend_buffer_t bufs[2]; // the CPU's layers, an offloaded device's (owned)
     int n_bufs;
     // the split of the current batch into equal-length sequence groups (grown, never shrunk)
-    int32_t * order;                // [n_tokens] batch rows grouped by sequence, batch order within each
-    int32_t * seq_first, * seq_len; // [n_slots] per sequence: its span of order[], tokens left
-    int32_t * seq_done;             // [n_slots] tokens of the span already given out
-    llama_seq_id * seqs;            // [n_slots] sequences of the batch in order of appearance
+    int32_t * order; // [n_tokens] batch rows grouped by sequence, batch order within each
+    int32_t *seq_first, *seq_len; // [n_slots] per sequence: its span of order[], tokens left
+    int32_t * seq_done; // [n_slots] tokens of the span already given out
+    llama_seq_id * seqs; // [n_slots] sequences of the batch in order of appearance
     int32_t n_seqs_batch;
-    int32_t * rows;                 // [n_tokens] rows of the ubatches, in processing order
-    int32_t n_rows;                 // rows given out so far
-    llama_token * u_token;          // ubatch gathers [n_ubatch] (embd: [n_ubatch * n_embd])
+    int32_t * rows; // [n_tokens] rows of the ubatches, in processing order
+    int32_t n_rows; // rows given out so far
+    llama_token * u_token; // ubatch gathers [n_ubatch] (embd: [n_ubatch * n_embd])
     float * u_embd;
     llama_pos * u_pos;
     int32_t * u_n_seq_id;
     llama_seq_id ** u_seq_id;
     int8_t * u_output;
     uint32_t * u_cells;
-    llama_seq_id * u_seqs;          // [n_slots] sequences of the ubatch
+    llama_seq_id * u_seqs; // [n_slots] sequences of the ubatch
     size_t cap_tokens;
 };
 
 // The KV cache: llama_memory_t points at this (embedded in its context).
 struct llama_memory_i {
-    uint32_t magic;                 // LLAMA_MAGIC_MEMORY while its context lives
-    struct llama_context * lctx;    // owner (its thread pool re-rotates shifted keys)
-    uint32_t size;                  // cells (= n_ctx)
+    uint32_t magic; // LLAMA_MAGIC_MEMORY while its context lives
+    struct llama_context * lctx; // owner (its thread pool re-rotates shifted keys)
+    uint32_t size; // cells (= n_ctx)
     uint32_t n_seq_max;
-    uint32_t n_words;               // 64-bit words per cell's sequence set
-    llama_pos * pos;                // [size] position of each cell, -1 when empty
-    uint64_t * seq;                 // [size * n_words] sequence-id bitsets
-    uint32_t n_used;                // non-empty cells
-    uint32_t * seq_page;            // [n_seq_max] page (LLAMA_KV_PAGE cells) a sequence last took cells from, or UINT32_MAX
-    uint32_t n_layer;               // slots: the model's layers that own KV (all, without sharing)
+    uint32_t n_words; // 64-bit words per cell's sequence set
+    llama_pos * pos; // [size] position of each cell, -1 when empty
+    uint64_t * seq; // [size * n_words] sequence-id bitsets
+    uint32_t n_used; // non-empty cells
+    uint32_t * seq_page; // [n_seq_max] page (LLAMA_KV_PAGE cells) a sequence last took cells from, or UINT32_MAX
+    uint32_t n_layer; // slots: the model's layers that own KV (all, without sharing)
     enum ggml_type type_k, type_v;
     uint32_t n_embd_k_gqa, n_embd_v_gqa; // the widest slot's (layers may differ: llama_hparams_n_embd_k_gqa_l)
     uint32_t n_embd_head_k, n_embd_head_v, n_head_kv;
-    uint32_t * slot_of_layer;       // [model n_layer] slot a model layer writes / reads
-    uint32_t * layer_of_slot;       // [n_layer] model layer owning each slot
-    struct ggml_context * ctx;      // headers of k_l / v_l
-    struct ggml_tensor ** k_l;      // [n_layer] slot s: [n_embd_k_gqa of its layer, size] of type_k, row per cell
-    struct ggml_tensor ** v_l;      // [n_layer] each [n_embd_v_gqa of its layer, size] of type_v, row per cell
-    ggml_backend_buffer_t bufs[2];  // the K and V data: the CPU's blocks, an offloaded device's (owned)
+    uint32_t * slot_of_layer; // [model n_layer] slot a model layer writes / reads
+    uint32_t * layer_of_slot; // [n_layer] model layer owning each slot
+    struct ggml_context * ctx; // headers of k_l / v_l
+    struct ggml_tensor ** k_l; // [n_layer] slot s: [n_embd_k_gqa of its layer, size] of type_k, row per cell
+    struct ggml_tensor ** v_l; // [n_layer] each [n_embd_v_gqa of its layer, size] of type_v, row per cell
+    ggml_backend_buffer_t bufs[2]; // the K and V data: the CPU's blocks, an offloaded device's (owned)
     int n_bufs;
     struct llama_memory_recurrent * rs; // recurrent state of a hybrid model's other layers, or NULL (owned)
 };
@@ -81,15 +81,15 @@ struct llama_memory_i {
 // A validated batch: every array filled in (owned by the context, reused between calls).
 struct llama_batch_prep {
     int32_t n_tokens;
-    const llama_token * token;      // [n_tokens] or NULL when embd is used
-    const float * embd;             // [n_tokens * n_embd] or NULL
-    llama_pos * pos;                // [n_tokens]
-    int32_t * n_seq_id;             // [n_tokens]
-    llama_seq_id ** seq_id;         // [n_tokens] pointers into the caller's batch (or seq0)
-    int8_t * output;                // [n_tokens] 1: this row's logits / embedding are returned
+    const llama_token * token; // [n_tokens] or NULL when embd is used
+    const float * embd; // [n_tokens * n_embd] or NULL
+    llama_pos * pos; // [n_tokens]
+    int32_t * n_seq_id; // [n_tokens]
+    llama_seq_id ** seq_id; // [n_tokens] pointers into the caller's batch (or seq0)
+    int8_t * output; // [n_tokens] 1: this row's logits / embedding are returned
     int32_t n_outputs;
-    size_t cap;                     // rows allocated
-    llama_seq_id seq0;              // target of seq_id rows when the batch gives none
+    size_t cap; // rows allocated
+    llama_seq_id seq0; // target of seq_id rows when the batch gives none
 };
 
 // One graph's worth of tokens: a slice of a llama_batch_prep plus the cells it writes.
@@ -101,14 +101,14 @@ struct llama_ubatch {
     const int32_t * n_seq_id;
     llama_seq_id * const * seq_id;
     const int8_t * output;
-    int32_t n_outputs;              // rows flagged in output
-    bool all_rows;                  // compute the final hidden state of every row (pooling)
-    const uint32_t * cells;         // [n_tokens] KV cells the rows are written to
-    uint32_t n_kv;                  // cells attended over: [0, n_kv)
+    int32_t n_outputs; // rows flagged in output
+    bool all_rows; // compute the final hidden state of every row (pooling)
+    const uint32_t * cells; // [n_tokens] KV cells the rows are written to
+    uint32_t n_kv; // cells attended over: [0, n_kv)
     // recurrent models: the rows are n_seqs sequences of n_seq_tokens tokens each, sequence
     // after sequence (0: a plain ubatch)
     uint32_t n_seqs, n_seq_tokens;
-    const llama_seq_id * seqs;      // [n_seqs]
+    const llama_seq_id * seqs; // [n_seqs]
     // llama_encode: attention runs over enc_grp groups of enc_len slots each (encode.c), with K
     // and V taken from the graph in F32, never from the cache (0: a decode through the cache)
     uint32_t enc_len, enc_grp;
@@ -117,26 +117,26 @@ struct llama_ubatch {
 // Tensors of a built graph the context fills before and reads after computing.
 struct llama_graph_result {
     struct ggml_cgraph * gf;
-    struct ggml_tensor * inp_tokens;  // I32 [n_tokens] or NULL
-    struct ggml_tensor * inp_embd;    // F32 [n_embd, n_tokens] or NULL
-    struct ggml_tensor * inp_pos;     // I32 [n_tokens]
-    struct ggml_tensor * inp_kv_idx;  // I32 [n_tokens] cells to write
-    struct ggml_tensor * inp_mask;    // F32 [n_kv, n_tokens]
-    struct ggml_tensor * inp_mask_swa;// F32 [n_kv, n_tokens] within the sliding window, or NULL
+    struct ggml_tensor * inp_tokens; // I32 [n_tokens] or NULL
+    struct ggml_tensor * inp_embd; // F32 [n_embd, n_tokens] or NULL
+    struct ggml_tensor * inp_pos; // I32 [n_tokens]
+    struct ggml_tensor * inp_kv_idx; // I32 [n_tokens] cells to write
+    struct ggml_tensor * inp_mask; // F32 [n_kv, n_tokens]
+    struct ggml_tensor * inp_mask_swa; // F32 [n_kv, n_tokens] within the sliding window, or NULL
     struct ggml_tensor * inp_out_ids; // I32 [n_rows] rows kept for the output, or NULL (all)
     struct ggml_tensor * inp_pos_out; // I32 [n_rows] positions of those rows, or NULL (a builder's)
-    struct ggml_tensor * inp_kv_range;// I32 [n_kv] = 0..n_kv-1 (quantized caches), or NULL
-    struct ggml_tensor * inp_s_ids;   // I32 [n_seqs] recurrent state slots of the ubatch's sequences, or NULL
-    struct ggml_tensor * inp_enc_slots;// I32 [enc_len * enc_grp] token of each encode slot, or NULL (slot = token)
+    struct ggml_tensor * inp_kv_range; // I32 [n_kv] = 0..n_kv-1 (quantized caches), or NULL
+    struct ggml_tensor * inp_s_ids; // I32 [n_seqs] recurrent state slots of the ubatch's sequences, or NULL
+    struct ggml_tensor * inp_enc_slots; // I32 [enc_len * enc_grp] token of each encode slot, or NULL (slot = token)
     struct ggml_tensor * inp_enc_rows; // I32 [n_tokens] slot of each token, or NULL (slot = token)
-    struct ggml_tensor * t_embd;      // F32 [n_embd, n_rows] final-norm hidden states, or NULL
-    struct ggml_tensor * t_logits;    // F32 [n_vocab, n_rows], or NULL
+    struct ggml_tensor * t_embd; // F32 [n_embd, n_rows] final-norm hidden states, or NULL
+    struct ggml_tensor * t_logits; // F32 [n_vocab, n_rows], or NULL
 };
 
 struct llama_context {
-    uint32_t magic;                       // LLAMA_MAGIC_CONTEXT; LLAMA_MAGIC_DEAD once freed
-    const struct llama_model * model;     // not owned; not touched by llama_free
-    struct llama_context_params params;   // as resolved at init
+    uint32_t magic; // LLAMA_MAGIC_CONTEXT; LLAMA_MAGIC_DEAD once freed
+    const struct llama_model * model; // not owned; not touched by llama_free
+    struct llama_context_params params; // as resolved at init
     uint32_t n_ctx, n_batch, n_ubatch, n_seq_max;
     int32_t n_threads, n_threads_batch;
     bool flash_attn;
@@ -153,16 +153,16 @@ struct llama_context {
     struct llama_memory_i kv;
 
     // computation, reused across calls
-    ggml_backend_t backend_cpu;           // always (owned)
-    ggml_backend_t backend_dev;           // the model's offload device, or NULL (owned)
-    ggml_backend_sched_t sched;           // over [backend_dev,] backend_cpu (owned)
-    int n_threads_max;                    // max(n_threads, n_threads_batch)
+    ggml_backend_t backend_cpu; // always (owned)
+    ggml_backend_t backend_dev; // the model's offload device, or NULL (owned)
+    ggml_backend_sched_t sched; // over [backend_dev,] backend_cpu (owned)
+    int n_threads_max; // max(n_threads, n_threads_batch)
     ggml_abort_callback abort_cb;
     void * abort_data;
-    void * inp_scratch[2];                // host staging for inputs of device tensors (two at once: masks)
+    void * inp_scratch[2]; // host staging for inputs of device tensors (two at once: masks)
     size_t inp_scratch_size[2];
-    struct ggml_context * ctx_compute;    // graph metadata arena, reset per graph
-    size_t graph_size;                    // node capacity of a graph
+    struct ggml_context * ctx_compute; // graph metadata arena, reset per graph
+    size_t graph_size; // node capacity of a graph
     // The last decode graph, built and allocated, reused while its key repeats (context.c);
     // anything else that resets ctx_compute or allocates with the scheduler clears graph_reusable.
     struct llama_graph_result graph_res;
@@ -175,28 +175,28 @@ struct llama_context {
 
     // per-decode scratch (grown, never shrunk)
     struct llama_batch_prep prep;
-    uint32_t * cells;                     // [prep.cap] cells given to the batch's tokens
+    uint32_t * cells; // [prep.cap] cells given to the batch's tokens
     size_t cells_cap;
-    llama_pos * seq_next;                 // [n_seq_max] scratch for batch validation
-    llama_pos * seq_last;                 // [n_seq_max]
-    int32_t * seq_count;                  // [n_seq_max]
-    int32_t * enc_idx;                    // llama_encode's slot layout (encode.c)
+    llama_pos * seq_next; // [n_seq_max] scratch for batch validation
+    llama_pos * seq_last; // [n_seq_max]
+    int32_t * seq_count; // [n_seq_max]
+    int32_t * enc_idx; // llama_encode's slot layout (encode.c)
     size_t enc_idx_cap;
 
     // results of the last decode
-    float * logits;                       // [n_outputs][n_vocab]
-    size_t logits_cap;                    // rows allocated
-    float * embd;                         // [n_outputs][n_embd] (pooling NONE)
+    float * logits; // [n_outputs][n_vocab]
+    size_t logits_cap; // rows allocated
+    float * embd; // [n_outputs][n_embd] (pooling NONE)
     size_t embd_cap;
-    float * embd_seq;                     // [n_seq_max][n_embd] pooled (pooling != NONE)
-    int32_t * embd_seq_n;                 // [n_seq_max] rows pooled into each (0: none)
-    int32_t * output_ids;                 // [n_batch tokens] batch row -> output row, -1
+    float * embd_seq; // [n_seq_max][n_embd] pooled (pooling != NONE)
+    int32_t * embd_seq_n; // [n_seq_max] rows pooled into each (0: none)
+    int32_t * output_ids; // [n_batch tokens] batch row -> output row, -1
     size_t output_ids_cap;
-    int32_t n_outputs;                    // output rows of the last decode
-    int32_t n_batch_tokens;               // tokens of the last decode
-    bool have_logits;                     // the last decode succeeded and computed logits
-    bool have_embd;                       // ... and embeddings (NONE pooling)
-    bool have_embd_seq;                   // ... and pooled embeddings
+    int32_t n_outputs; // output rows of the last decode
+    int32_t n_batch_tokens; // tokens of the last decode
+    bool have_logits; // the last decode succeeded and computed logits
+    bool have_embd; // ... and embeddings (NONE pooling)
+    bool have_embd_seq; // ... and pooled embeddings
 
     // performance counters
     int64_t t_start_us;
@@ -208,17 +208,17 @@ struct llama_context {
     int32_t n_reused;
 
     // adapters (adapter-lora.c, adapter-cvec.c)
-    struct llama_lora_slot * loras;       // [n_loras] LoRA adapters and scales in use (owned array)
+    struct llama_lora_slot * loras; // [n_loras] LoRA adapters and scales in use (owned array)
     int32_t n_loras;
-    struct llama_lora_seq * lora_seq;     // [n_lora_seq] adapters set on single sequences (owned array)
+    struct llama_lora_seq * lora_seq; // [n_lora_seq] adapters set on single sequences (owned array)
     int32_t n_lora_seq;
-    float * lora_seq_scratch;             // staging of their per-row scales (owned)
+    float * lora_seq_scratch; // staging of their per-row scales (owned)
     size_t lora_seq_scratch_n;
-    size_t graph_size_base;               // graph_size without adapters (0 until adapters first grow it)
-    struct ggml_context * cvec_ctx;       // header of cvec (owned), or NULL
-    ggml_backend_buffer_t cvec_buf;       // its data (owned), or NULL
-    struct ggml_tensor * cvec;            // [n_embd, n_layer] control vector per layer, or NULL
-    int32_t cvec_il_start, cvec_il_end;   // the layers it applies to (inclusive)
+    size_t graph_size_base; // graph_size without adapters (0 until adapters first grow it)
+    struct ggml_context * cvec_ctx; // header of cvec (owned), or NULL
+    ggml_backend_buffer_t cvec_buf; // its data (owned), or NULL
+    struct ggml_tensor * cvec; // [n_embd, n_layer] control vector per layer, or NULL
+    int32_t cvec_il_start, cvec_il_end; // the layers it applies to (inclusive)
 };
 
 // ctx if it is a live context, else NULL (logged as func's error).
@@ -301,8 +301,8 @@ bool llama_memory_recurrent_outputs_to_batch_order(struct llama_context * ctx);
 bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * ub, struct llama_graph_result * res);
 // Builds the graph that rotates the keys of n cells by delta[i] positions (for seq_add / seq_div);
 // *inp_cells (I32 [n]) and *inp_delta (I32 [n]) are filled by the caller after allocation.
-struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n,
-                                               struct ggml_tensor ** inp_cells, struct ggml_tensor ** inp_delta);
+struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n, struct ggml_tensor ** inp_cells,
+                                               struct ggml_tensor ** inp_delta);
 
 // ---- encode.c ----
 

@@ -35,10 +35,13 @@ struct llm_graph {
     struct ggml_tensor * kv_written[LLAMA_MAX_LAYERS][2]; // per KV slot: its K and V after this graph's writes
     // once a builder kept only the output rows before the last layer (gemma4's KV-shared tail):
     // their positions and mask rows for llm_graph_attn (NULL: res->inp_pos, inp_mask, inp_mask_swa)
-    struct ggml_tensor * pos, * mask, * mask_swa;
+    struct ggml_tensor *pos, *mask, *mask_swa;
 };
 
-enum llm_ffn_kind { LLM_FFN_SWIGLU, LLM_FFN_GEGLU };
+enum llm_ffn_kind {
+    LLM_FFN_SWIGLU,
+    LLM_FFN_GEGLU
+};
 
 // Token embeddings (or the caller's embeddings) of the ubatch, times hp->f_embd_scale if set.
 struct ggml_tensor * llm_graph_inp_embd(struct llm_graph * g);

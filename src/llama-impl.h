@@ -14,10 +14,9 @@
 // The llama layer logs through ggml_log_internal (ggml.h): one callback for both layers
 // (llama_log_set sets ggml's too).
 #define LLAMA_LOG_DEBUG(...) ggml_log_internal(GGML_LOG_LEVEL_DEBUG, __VA_ARGS__)
-#define LLAMA_LOG_INFO(...)  ggml_log_internal(GGML_LOG_LEVEL_INFO,  __VA_ARGS__)
-#define LLAMA_LOG_WARN(...)  ggml_log_internal(GGML_LOG_LEVEL_WARN,  __VA_ARGS__)
+#define LLAMA_LOG_INFO(...)  ggml_log_internal(GGML_LOG_LEVEL_INFO, __VA_ARGS__)
+#define LLAMA_LOG_WARN(...)  ggml_log_internal(GGML_LOG_LEVEL_WARN, __VA_ARGS__)
 #define LLAMA_LOG_ERROR(...) ggml_log_internal(GGML_LOG_LEVEL_ERROR, __VA_ARGS__)
-
 
 // Every llama_model and llama_vocab starts with a magic word, so that the functions taking
 // a vocab also accept the model that owns it (older code passes models), and so that a

@@ -34,21 +34,21 @@ struct llama_hparams {
     uint32_t n_embd_head_v;   // llama.attention.value_length (default n_embd / n_head)
     uint32_t n_rot;           // llama.rope.dimension_count (default n_embd_head_k)
     uint32_t n_vocab;         // rows of token_embd (== vocab size)
-    float    f_norm_rms_eps;  // llama.attention.layer_norm_rms_epsilon
-    float    rope_freq_base_train;   // llama.rope.freq_base (default 10000)
-    float    rope_freq_scale_train;  // 1 / llama.rope.scaling.factor (default 1)
+    float f_norm_rms_eps;  // llama.attention.layer_norm_rms_epsilon
+    float rope_freq_base_train;   // llama.rope.freq_base (default 10000)
+    float rope_freq_scale_train;  // 1 / llama.rope.scaling.factor (default 1)
     enum llama_rope_scaling_type rope_scaling_type_train; // llama.rope.scaling.type
     uint32_t n_ctx_orig_yarn; // llama.rope.scaling.original_context_length (default n_ctx_train)
     // architecture-specific (arch.c); 0 means "not used" unless said otherwise
     uint32_t n_swa;           // attention.sliding_window: tokens a sliding-window layer sees
     uint32_t swa_period;      // attention.sliding_window_pattern: every swa_period-th layer is
                               // global, the others slide (0: all layers slide when n_swa > 0)
-    float    rope_freq_base_swa;  // rope.freq_base_swa: base of the sliding-window layers
-    float    rope_attn_factor;    // rope.scaling.attn_factor: cos/sin magnitude (LongRoPE)
-    float    f_attn_scale;    // softmax scale of QK^T (0: 1/sqrt(n_embd_head_k))
-    float    f_embd_scale;    // token embeddings multiplied by this (0: not scaled)
-    float    f_attn_softcap;  // attn_logit_softcapping: scaled QK^T scores become c*tanh(s/c) (0: none)
-    float    f_final_softcap; // final_logit_softcapping: logits become c*tanh(x/c) (0: none)
+    float rope_freq_base_swa;  // rope.freq_base_swa: base of the sliding-window layers
+    float rope_attn_factor;    // rope.scaling.attn_factor: cos/sin magnitude (LongRoPE)
+    float f_attn_scale;    // softmax scale of QK^T (0: 1/sqrt(n_embd_head_k))
+    float f_embd_scale;    // token embeddings multiplied by this (0: not scaled)
+    float f_attn_softcap;  // attn_logit_softcapping: scaled QK^T scores become c*tanh(s/c) (0: none)
+    float f_final_softcap; // final_logit_softcapping: logits become c*tanh(x/c) (0: none)
     // mixture of experts (0 experts: a dense FFN)
     uint32_t n_expert;        // expert_count
     uint32_t n_expert_used;   // expert_used_count: experts each token goes through (1..n_expert)
@@ -56,20 +56,20 @@ struct llama_hparams {
     uint32_t n_ff_shexp;      // expert_shared_feed_forward_length (0: n_ff_exp)
     uint32_t expert_gating;   // expert_gating_func: enum llm_expert_gating (0: softmax)
     uint32_t expert_weights_norm; // expert_weights_norm: the chosen experts' weights are divided by their sum
-    float    expert_weights_scale; // expert_weights_scale: the weights are multiplied by it (0: not)
+    float expert_weights_scale; // expert_weights_scale: the weights are multiplied by it (0: not)
     // encoders and embedders (model.c reads these for every architecture, as llama.cpp does)
-    float    f_norm_eps;      // attention.layer_norm_epsilon: LayerNorm's (0: none given)
+    float f_norm_eps;      // attention.layer_norm_epsilon: LayerNorm's (0: none given)
     uint32_t pooling_type;    // pooling_type: the enum llama_pooling_type the file asks for (0: none)
-    bool     causal_attn;     // attention.causal (default true)
-    bool     encoder_only;    // no KV cache kept between calls: llama_decode runs llama_encode (set by finish)
-    bool     swa_symmetric;   // sliding-window layers see |p - p'| <= n_swa / 2 both ways (gemma-embedding)
+    bool causal_attn;     // attention.causal (default true)
+    bool encoder_only;    // no KV cache kept between calls: llama_decode runs llama_encode (set by finish)
+    bool swa_symmetric;   // sliding-window layers see |p - p'| <= n_swa / 2 both ways (gemma-embedding)
     uint32_t n_token_types;   // tokenizer.ggml.token_type_count: rows of token_types
     uint32_t n_cls_out;       // classifier.output_labels count: rows of cls.output (default 1)
     uint32_t n_dense_2_out;   // dense_2_feat_out: rows of dense_2 (gemma-embedding's projections)
     uint32_t n_dense_3_in;    // dense_3_feat_in: columns of dense_3
-    float    expert_swiglu_limit;  // > 0: gpt-oss's clamped SwiGLU, (clamp(up) + 1) * g * sigmoid(alpha g), g = min(gate, limit)
-    float    expert_swiglu_alpha;  // its alpha
-    bool     swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
+    float expert_swiglu_limit;  // > 0: gpt-oss's clamped SwiGLU, (clamp(up) + 1) * g * sigmoid(alpha g), g = min(gate, limit)
+    float expert_swiglu_alpha;  // its alpha
+    bool swa_layers[LLAMA_MAX_LAYERS]; // layer uses the sliding window (derived at load)
     // recurrent layers (state-space / linear attention: ssm.* keys, Gated DeltaNet names)
     uint32_t ssm_d_conv;      // ssm.conv_kernel: taps of the causal convolution
     uint32_t ssm_d_inner;     // ssm.inner_size: value width (value heads x head size)
@@ -78,14 +78,14 @@ struct llama_hparams {
     uint32_t ssm_n_group;     // ssm.group_count: key heads
     uint32_t full_attn_interval; // full_attention_interval: every n-th layer attends (default 4)
     uint32_t n_nextn;         // nextn_predict_layers: multi-token-prediction blocks after the trunk (not run)
-    bool     attn_gated;      // attention output times sigmoid(gate), gate projected with Q (Q rows doubled)
-    bool     recurrent_layers[LLAMA_MAX_LAYERS]; // layer carries recurrent state, no KV (derived at load)
+    bool attn_gated;      // attention output times sigmoid(gate), gate projected with Q (Q rows doubled)
+    bool recurrent_layers[LLAMA_MAX_LAYERS]; // layer carries recurrent state, no KV (derived at load)
     // Per-layer shape (model-layers.c): the shared values above, or the keys' per-layer arrays
     // (head_count_kv, feed_forward_length), or the sliding layers' own head size (key_length_swa).
     uint32_t n_embd_head_k_swa, n_embd_head_v_swa, n_rot_swa; // attention.key_length_swa, ... (0: as the others)
     uint32_t n_kv_shared;     // attention.shared_kv_layers: the last ones attend over earlier layers' KV
     uint32_t n_embd_per_layer;// embedding_length_per_layer_input: per-layer embeddings (gemma4 PLE; 0: none)
-    bool     attn_v_norm;     // V heads are RMS-normed without a weight (gemma4)
+    bool attn_v_norm;     // V heads are RMS-normed without a weight (gemma4)
     uint32_t n_head_kv_l[LLAMA_MAX_LAYERS];
     uint32_t n_embd_head_k_l[LLAMA_MAX_LAYERS];
     uint32_t n_embd_head_v_l[LLAMA_MAX_LAYERS];
@@ -95,12 +95,8 @@ struct llama_hparams {
 };
 
 // Key/value width of one token in one layer (all KV heads).
-static inline uint32_t llama_hparams_n_embd_k_gqa(const struct llama_hparams * hp) {
-    return hp->n_embd_head_k * hp->n_head_kv;
-}
-static inline uint32_t llama_hparams_n_embd_v_gqa(const struct llama_hparams * hp) {
-    return hp->n_embd_head_v * hp->n_head_kv;
-}
+static inline uint32_t llama_hparams_n_embd_k_gqa(const struct llama_hparams * hp) { return hp->n_embd_head_k * hp->n_head_kv; }
+static inline uint32_t llama_hparams_n_embd_v_gqa(const struct llama_hparams * hp) { return hp->n_embd_head_v * hp->n_head_kv; }
 
 // Per-layer key/value width (all KV heads) of layer il.
 static inline uint32_t llama_hparams_n_embd_k_gqa_l(const struct llama_hparams * hp, uint32_t il) {
@@ -124,7 +120,7 @@ struct llama_layer {
     struct ggml_tensor * wqkv;       // wq, wk, wv fused: stored so (phi3) or repacked (model-repack.c), or NULL
     struct ggml_tensor * ffn_gate_up;// ffn_gate, ffn_up fused ([n_embd, 2 n_ff], gate first), or NULL
     // optional, by architecture (NULL when absent)
-    struct ggml_tensor * bq, * bk, * bv;     // Q/K/V biases (qwen2)
+    struct ggml_tensor *bq, *bk, *bv;     // Q/K/V biases (qwen2)
     struct ggml_tensor * attn_q_norm;        // [n_embd_head_k] RMS norm of each Q head (qwen3, gemma3)
     struct ggml_tensor * attn_k_norm;        // [n_embd_head_k] ... of each K head
     struct ggml_tensor * attn_post_norm;     // [n_embd] norm of the attention output (gemma3)
@@ -160,8 +156,8 @@ struct llama_layer {
     struct ggml_tensor * ffn_post_norm_2;    // [n_embd] norm of the experts' output
     // post-norm encoders (bert, nomic-bert): LayerNorms with biases after each residual add
     struct ggml_tensor * bo;                 // [n_embd] attention output bias
-    struct ggml_tensor * attn_out_norm, * attn_out_norm_b;   // [n_embd] after attention + residual
-    struct ggml_tensor * layer_out_norm, * layer_out_norm_b; // [n_embd] after FFN + residual
+    struct ggml_tensor *attn_out_norm, *attn_out_norm_b;   // [n_embd] after attention + residual
+    struct ggml_tensor *layer_out_norm, *layer_out_norm_b; // [n_embd] after FFN + residual
     struct ggml_tensor * ffn_up_b;           // [n_ff] FFN biases
     struct ggml_tensor * ffn_down_b;         // [n_embd]
     // gpt-oss (NULL elsewhere; bo above too): attention sinks, router and expert biases
@@ -196,10 +192,10 @@ struct llama_model {
     // encoders (NULL when absent): input embeddings beside the tokens' and the classifier head
     struct ggml_tensor * type_embd;  // [n_embd, n_token_types] token_types (type 0 is added)
     struct ggml_tensor * pos_embd;   // [n_embd, n_ctx_train] learned absolute positions
-    struct ggml_tensor * tok_norm, * tok_norm_b; // [n_embd] LayerNorm of the summed input embeddings
-    struct ggml_tensor * cls, * cls_b;           // [n_embd, n_embd], [n_embd] RANK pooling: dense + tanh
-    struct ggml_tensor * cls_out, * cls_out_b;   // [n_embd, n_cls_out], [n_cls_out] RANK scores
-    struct ggml_tensor * dense_2, * dense_3;     // [n_embd, n_dense_2_out], [n_dense_3_in, n_embd] after pooling
+    struct ggml_tensor *tok_norm, *tok_norm_b; // [n_embd] LayerNorm of the summed input embeddings
+    struct ggml_tensor *cls, *cls_b;           // [n_embd, n_embd], [n_embd] RANK pooling: dense + tanh
+    struct ggml_tensor *cls_out, *cls_out_b;   // [n_embd, n_cls_out], [n_cls_out] RANK scores
+    struct ggml_tensor *dense_2, *dense_3;     // [n_embd, n_dense_2_out], [n_dense_3_in, n_embd] after pooling
     struct ggml_tensor ** repack_ts; // the matmul weights offered to the CPU repacker (owned)
     int n_repack;
     ggml_backend_buffer_t buf_host;  // the mapped file as a CPU buffer (owned; the map is not)
@@ -230,8 +226,8 @@ int32_t llama_gguf_kv_to_str(const struct gguf_context * g, int64_t id, char * b
 
 // Reads <arch>.<name> as one unsigned value for every layer, or an array of one per layer, into
 // out[0..n_layer); false (logged) on a wrong type, length or range; absent: out untouched, false.
-bool llama_model_hp_layers(const struct gguf_context * g, const char * arch, const char * name, uint32_t n_layer,
-                           uint32_t * out, bool * ok);
+bool llama_model_hp_layers(const struct gguf_context * g, const char * arch, const char * name, uint32_t n_layer, uint32_t * out,
+                           bool * ok);
 // Fills the rest of the per-layer shape (head sizes, rope dimensions, swa_layers, kv_layer; model.c
 // read n_head_kv_l and n_ff_l) and checks it; false (logged) if it is inconsistent.
 bool llama_model_layers_init(struct llama_hparams * hp, const struct gguf_context * g, const char * arch);

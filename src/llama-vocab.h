@@ -59,12 +59,12 @@ uint64_t llama_vocab_table_size(uint64_t n);
 // Pre-tokenizer of a BPE vocab (regex sets of TOKENIZER-FACTS, matched by hand in vocab-bpe.c).
 enum llama_vocab_pre_type {
     LLAMA_VOCAB_PRE_TYPE_DEFAULT = 0, // [\p{P}$+<=>^~|]+, then gpt-2, then \p{N}+, then [0-9]{3}
-    LLAMA_VOCAB_PRE_TYPE_LLAMA3  = 1, // llama3: letters, \p{N}{1,3}, punctuation with trailing newlines
-    LLAMA_VOCAB_PRE_TYPE_QWEN2   = 2, // llama3 with single digits
-    LLAMA_VOCAB_PRE_TYPE_GPT2    = 3, // 's|'t|... | ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
-    LLAMA_VOCAB_PRE_TYPE_SMOLLM  = 4, // \p{N} (each digit alone), then gpt-2
-    LLAMA_VOCAB_PRE_TYPE_QWEN35  = 5, // qwen2 with marks (\p{M}) joining letters
-    LLAMA_VOCAB_PRE_TYPE_REGEX   = 6, // the vocab's compiled regexes (vocab-pre.c, vocab-regex.c)
+    LLAMA_VOCAB_PRE_TYPE_LLAMA3 = 1, // llama3: letters, \p{N}{1,3}, punctuation with trailing newlines
+    LLAMA_VOCAB_PRE_TYPE_QWEN2 = 2, // llama3 with single digits
+    LLAMA_VOCAB_PRE_TYPE_GPT2 = 3, // 's|'t|... | ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+    LLAMA_VOCAB_PRE_TYPE_SMOLLM = 4, // \p{N} (each digit alone), then gpt-2
+    LLAMA_VOCAB_PRE_TYPE_QWEN35 = 5, // qwen2 with marks (\p{M}) joining letters
+    LLAMA_VOCAB_PRE_TYPE_REGEX = 6, // the vocab's compiled regexes (vocab-pre.c, vocab-regex.c)
 };
 
 // Most regexes one pre-tokenizer applies in sequence.
@@ -76,7 +76,7 @@ struct vocab_regex;
 enum llama_vocab_bpe_session {
     LLAMA_VOCAB_BPE_PLAIN = 0, // gpt2, gemma4: the whole text
     LLAMA_VOCAB_BPE_WORDS = 1, // whitespace: words between whitespace (dropped), each on its own
-    LLAMA_VOCAB_BPE_DNA   = 2, // hybriddna: <dna>...</dna> as k-mer tokens (vocab-dna.c), BPE around
+    LLAMA_VOCAB_BPE_DNA = 2, // hybriddna: <dna>...</dna> as k-mer tokens (vocab-dna.c), BPE around
 };
 
 // Byte trie of token texts (vocab-trie.c): node 0 is the root; edges hashed by (node, byte).
@@ -91,16 +91,16 @@ struct llama_vocab_trie {
 struct llama_vocab_token {
     uint32_t off;    // text offset into vocab->text (NUL-terminated there)
     uint32_t len;    // text length in bytes
-    float    score;  // SPM merge priority (higher merges first)
-    int32_t  attr;   // enum llama_token_attr bits
-    int32_t  type;   // enum llama_token_type as stored in the file
+    float score;  // SPM merge priority (higher merges first)
+    int32_t attr;   // enum llama_token_attr bits
+    int32_t type;   // enum llama_token_type as stored in the file
 };
 
 // One BPE merge: the pair (left, right) packed in key, its rank (lower merges first), the result.
 struct llama_vocab_merge {
     uint64_t key;      // (uint64_t) left << 32 | right; UINT64_MAX marks an empty slot
-    int32_t  rank;
-    int32_t  result;
+    int32_t rank;
+    int32_t result;
 };
 
 // Node of the byte trie over the texts of control, user-defined and unknown tokens.
@@ -182,8 +182,8 @@ void llama_vocab_tokens_push(struct llama_vocab_tokens * list, llama_token id);
 llama_token llama_vocab_find(const struct llama_vocab * vocab, const char * text, size_t len);
 
 // Rank and result of merging left and right; false if the pair does not merge.
-bool llama_vocab_merge_find(const struct llama_vocab * vocab, llama_token left, llama_token right,
-                            int32_t * rank, llama_token * result);
+bool llama_vocab_merge_find(const struct llama_vocab * vocab, llama_token left, llama_token right, int32_t * rank,
+                            llama_token * result);
 
 // SPM: appends the tokens of text (no special tokens inside); prefix: start with a ▁.
 void llama_vocab_spm_tokenize(const struct llama_vocab * vocab, const char * text, size_t len, bool prefix,
@@ -194,13 +194,11 @@ void llama_vocab_spm_tokenize(const struct llama_vocab * vocab, const char * tex
 bool llama_vocab_spm_words_independent(const char * text, size_t len);
 
 // BPE: appends the tokens of text (no special tokens inside): pre-tokenize, then merge each piece.
-void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
-                              struct llama_vocab_tokens * out);
+void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len, struct llama_vocab_tokens * out);
 
 // WPM: appends the WordPiece tokens of text (no special tokens inside): normalize, split into
 // words, greedy longest match per word (vocab-wpm.c).
-void llama_vocab_wpm_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
-                              struct llama_vocab_tokens * out);
+void llama_vocab_wpm_tokenize(const struct llama_vocab * vocab, const char * text, size_t len, struct llama_vocab_tokens * out);
 
 // BPE pre-tokenizer of vocab: calls emit(user, start, end) for each piece of text[0, len) in order;
 // false if memory ran out.
@@ -226,8 +224,7 @@ bool llama_vocab_rwkv_load(struct llama_vocab * v);
 
 // RWKV: appends the tokens of text: at each position the longest token, a byte no token starts
 // with dropped (the world vocabulary has every byte).
-void llama_vocab_rwkv_tokenize(const struct llama_vocab * v, const char * text, size_t len,
-                               struct llama_vocab_tokens * out);
+void llama_vocab_rwkv_tokenize(const struct llama_vocab * v, const char * text, size_t len, struct llama_vocab_tokens * out);
 
 // RWKV: the bytes token text s[0, n) stands for, written to out (room for n bytes); their count.
 size_t llama_vocab_rwkv_unescape(const char * s, size_t n, char * out);
@@ -240,8 +237,7 @@ bool llama_vocab_ugm_load(struct llama_vocab * v, const struct gguf_context * g)
 void llama_vocab_ugm_free(struct llama_vocab * v);
 
 // UGM: appends the tokens of text (no special tokens inside): normalize, then Viterbi.
-void llama_vocab_ugm_tokenize(const struct llama_vocab * v, const char * text, size_t len,
-                              struct llama_vocab_tokens * out);
+void llama_vocab_ugm_tokenize(const struct llama_vocab * v, const char * text, size_t len, struct llama_vocab_tokens * out);
 
 // PLaMo-2 (vocab-plamo2.c): builds the trie of the non-byte tokens and their integer scores;
 // false (logged) if a byte token <0x00>..<0xFF> is missing or memory runs out.
@@ -252,13 +248,11 @@ void llama_vocab_plamo2_free(struct llama_vocab * v);
 
 // PLaMo-2: appends the tokens of text (no special tokens inside): the segmentation of highest
 // total score, an unmatched character costing 10^7 and spelled by its UTF-8 byte tokens.
-void llama_vocab_plamo2_tokenize(const struct llama_vocab * v, const char * text, size_t len,
-                                 struct llama_vocab_tokens * out);
+void llama_vocab_plamo2_tokenize(const struct llama_vocab * v, const char * text, size_t len, struct llama_vocab_tokens * out);
 
 // TEST vocabulary: appends one token per 5-byte chunk of text, a rolling hash of the chunk
 // (h = h * 31 + byte) modulo the vocabulary size, as llama.cpp's test tokenizer does.
-void llama_vocab_test_tokenize(const struct llama_vocab * v, const char * text, size_t len,
-                               struct llama_vocab_tokens * out);
+void llama_vocab_test_tokenize(const struct llama_vocab * v, const char * text, size_t len, struct llama_vocab_tokens * out);
 
 // hybriddna (vocab-dna.c): tokens of text, the stretches outside <dna>...</dna> given to
 // stretch(); plain stretch() when the vocab lacks <dna>, </dna> or <oov>.

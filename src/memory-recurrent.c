@@ -26,9 +26,7 @@ static uint32_t rs_n_embd_r(const struct llama_hparams * hp) {
     return (hp->ssm_d_conv > 0 ? hp->ssm_d_conv - 1 : 0) * rs_conv_channels(hp);
 }
 
-static uint32_t rs_n_embd_s(const struct llama_hparams * hp) {
-    return hp->ssm_d_state * hp->ssm_d_state * hp->ssm_dt_rank;
-}
+static uint32_t rs_n_embd_s(const struct llama_hparams * hp) { return hp->ssm_d_state * hp->ssm_d_state * hp->ssm_dt_rank; }
 
 size_t llama_memory_recurrent_seq_bytes(const struct llama_hparams * hp) {
     size_t n = 0;
@@ -48,10 +46,24 @@ void llama_memory_recurrent_free(struct llama_memory_recurrent * rs) {
         ggml_backend_buffer_free(rs->bufs[b]);
     }
     ggml_free(rs->ctx);
-    free(rs->pos_min); free(rs->pos_max); free(rs->r_l); free(rs->s_l);
-    free(rs->order); free(rs->seq_first); free(rs->seq_len); free(rs->seq_done); free(rs->seqs); free(rs->rows);
-    free(rs->u_token); free(rs->u_embd); free(rs->u_pos); free(rs->u_n_seq_id); free(rs->u_seq_id);
-    free(rs->u_output); free(rs->u_cells); free(rs->u_seqs);
+    free(rs->pos_min);
+    free(rs->pos_max);
+    free(rs->r_l);
+    free(rs->s_l);
+    free(rs->order);
+    free(rs->seq_first);
+    free(rs->seq_len);
+    free(rs->seq_done);
+    free(rs->seqs);
+    free(rs->rows);
+    free(rs->u_token);
+    free(rs->u_embd);
+    free(rs->u_pos);
+    free(rs->u_n_seq_id);
+    free(rs->u_seq_id);
+    free(rs->u_output);
+    free(rs->u_cells);
+    free(rs->u_seqs);
     free(rs);
 }
 
@@ -77,8 +89,8 @@ struct llama_memory_recurrent * llama_memory_recurrent_init(const struct llama_m
     rs->s_l = GGML_CALLOC(hp->n_layer, sizeof(struct ggml_tensor *));
     rs->ctx = ggml_init((struct ggml_init_params) {
         .mem_size = (size_t) (2 * hp->n_layer + 2) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
-    if (!rs->pos_min || !rs->pos_max || !rs->seq_first || !rs->seq_len || !rs->seq_done || !rs->seqs || !rs->u_seqs ||
-        !rs->r_l || !rs->s_l || !rs->ctx) {
+    if (!rs->pos_min || !rs->pos_max || !rs->seq_first || !rs->seq_len || !rs->seq_done || !rs->seqs || !rs->u_seqs || !rs->r_l ||
+        !rs->s_l || !rs->ctx) {
         LLAMA_LOG_ERROR("llama_memory_recurrent_init: out of memory\n");
         llama_memory_recurrent_free(rs);
         return NULL;
@@ -137,7 +149,8 @@ struct llama_memory_recurrent * llama_memory_recurrent_init(const struct llama_m
         }
     }
     LLAMA_LOG_INFO("llama_memory_recurrent_init: recurrent state %.2f MiB per sequence (any context length), "
-                   "%u sequences\n", llama_memory_recurrent_seq_bytes(hp) / 1048576.0, n_seq_max);
+                   "%u sequences\n",
+                   llama_memory_recurrent_seq_bytes(hp) / 1048576.0, n_seq_max);
     return rs;
 }
 
@@ -261,8 +274,15 @@ static bool rs_reserve(struct llama_memory_recurrent * rs, size_t n_tokens, size
     if (n_tokens <= rs->cap_tokens) {
         return true;
     }
-    free(rs->order); free(rs->rows); free(rs->u_token); free(rs->u_embd); free(rs->u_pos); free(rs->u_n_seq_id);
-    free(rs->u_seq_id); free(rs->u_output); free(rs->u_cells);
+    free(rs->order);
+    free(rs->rows);
+    free(rs->u_token);
+    free(rs->u_embd);
+    free(rs->u_pos);
+    free(rs->u_n_seq_id);
+    free(rs->u_seq_id);
+    free(rs->u_output);
+    free(rs->u_cells);
     (void) n_ubatch;
     rs->order = GGML_MALLOC(sizeof(int32_t) * n_tokens);
     rs->rows = GGML_MALLOC(sizeof(int32_t) * n_tokens);
@@ -300,7 +320,8 @@ int32_t llama_memory_recurrent_batch_plan(struct llama_context * ctx) {
         if (p->n_seq_id[i] != 1) {
             // a shared row would need one state per sequence it belongs to
             LLAMA_LOG_ERROR("llama_decode: row %d belongs to %d sequences; a model with recurrent layers takes one "
-                            "sequence per row (copy the state with llama_memory_seq_cp instead)\n", i, p->n_seq_id[i]);
+                            "sequence per row (copy the state with llama_memory_seq_cp instead)\n",
+                            i, p->n_seq_id[i]);
             return -1;
         }
         const llama_seq_id s = p->seq_id[i][0];
@@ -308,12 +329,14 @@ int32_t llama_memory_recurrent_batch_plan(struct llama_context * ctx) {
             const llama_pos last = rs->pos_max[s];
             if (last < 0 && llama_memory_seq_pos_max(&ctx->kv, s) >= 0) {
                 LLAMA_LOG_ERROR("llama_decode: sequence %d has cached positions but no recurrent state (a part of a "
-                                "state cannot be kept or copied): remove it and decode it again\n", s);
+                                "state cannot be kept or copied): remove it and decode it again\n",
+                                s);
                 return -1;
             }
             if (last >= 0 && p->pos[i] != last + 1) {
                 LLAMA_LOG_ERROR("llama_decode: the recurrent state of sequence %d ends at position %d; the batch "
-                                "continues it at %d (remove the sequence and decode it again)\n", s, last, p->pos[i]);
+                                "continues it at %d (remove the sequence and decode it again)\n",
+                                s, last, p->pos[i]);
                 return -1;
             }
             rs->seqs[rs->n_seqs_batch++] = s;

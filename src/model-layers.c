@@ -13,8 +13,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-bool llama_model_hp_layers(const struct gguf_context * g, const char * arch, const char * name, uint32_t n_layer,
-                           uint32_t * out, bool * ok) {
+bool llama_model_hp_layers(const struct gguf_context * g, const char * arch, const char * name, uint32_t n_layer, uint32_t * out,
+                           bool * ok) {
     char key[256];
     snprintf(key, sizeof(key), "%s.%s", arch, name);
     const int64_t id = gguf_find_key(g, key);
@@ -41,7 +41,8 @@ bool llama_model_hp_layers(const struct gguf_context * g, const char * arch, con
     }
     const void * data = gguf_get_arr_data(g, id);
     for (uint32_t il = 0; il < n_layer; il++) {
-        const int64_t v = t == GGUF_TYPE_UINT32 ? (int64_t) ((const uint32_t *) data)[il] : (int64_t) ((const int32_t *) data)[il];
+        const int64_t v =
+            t == GGUF_TYPE_UINT32 ? (int64_t) ((const uint32_t *) data)[il] : (int64_t) ((const int32_t *) data)[il];
         if (v < 0) {
             LLAMA_LOG_ERROR("llama_model_load: key '%s'[%u] = %" PRId64 " is negative\n", key, il, v);
             *ok = false;
@@ -119,11 +120,13 @@ bool llama_model_layers_init(struct llama_hparams * hp, const struct gguf_contex
         const bool swa = hp->swa_layers[il];
         hp->n_embd_head_k_l[il] = swa && hp->n_embd_head_k_swa ? hp->n_embd_head_k_swa : hp->n_embd_head_k;
         hp->n_embd_head_v_l[il] = swa && hp->n_embd_head_v_swa ? hp->n_embd_head_v_swa : hp->n_embd_head_v;
-        hp->n_rot_l[il] = swa && hp->n_rot_swa ? hp->n_rot_swa : (swa && hp->n_embd_head_k_swa ? hp->n_embd_head_k_swa : hp->n_rot);
+        hp->n_rot_l[il] =
+            swa && hp->n_rot_swa ? hp->n_rot_swa : (swa && hp->n_embd_head_k_swa ? hp->n_embd_head_k_swa : hp->n_rot);
         const uint32_t hkv = hp->n_head_kv_l[il];
         if (hkv == 0 || hp->n_head % hkv != 0) {
             LLAMA_LOG_ERROR("llama_model_load: %s.attention.head_count = %u is not a multiple of layer %u's "
-                            "head_count_kv = %u\n", arch, hp->n_head, il, hkv);
+                            "head_count_kv = %u\n",
+                            arch, hp->n_head, il, hkv);
             return false;
         }
         if (hp->n_ff_l[il] == 0) {
@@ -131,8 +134,8 @@ bool llama_model_layers_init(struct llama_hparams * hp, const struct gguf_contex
             return false;
         }
         if (hp->n_rot_l[il] > hp->n_embd_head_k_l[il] || hp->n_rot_l[il] % 2 != 0) {
-            LLAMA_LOG_ERROR("llama_model_load: layer %u's rope dimensions (%u) must be even and <= its head size %u\n",
-                            il, hp->n_rot_l[il], hp->n_embd_head_k_l[il]);
+            LLAMA_LOG_ERROR("llama_model_load: layer %u's rope dimensions (%u) must be even and <= its head size %u\n", il,
+                            hp->n_rot_l[il], hp->n_embd_head_k_l[il]);
             return false;
         }
     }

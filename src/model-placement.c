@@ -44,8 +44,9 @@ static int placement_block_of(const char * name) {
 static bool placement_on_device(const struct llama_model * m, const struct ggml_tensor * t) {
     const int il = placement_block_of(t->name);
     if (il >= 0) return (uint32_t) il >= m->i_layer_dev;
-    return m->output_dev && (strcmp(t->name, "output.weight") == 0 || strcmp(t->name, "output_norm.weight") == 0 ||
-                             strncmp(t->name, "output.", 7) == 0 || strncmp(t->name, "output_norm.", 12) == 0);
+    return m->output_dev &&
+        (strcmp(t->name, "output.weight") == 0 || strcmp(t->name, "output_norm.weight") == 0 ||
+         strncmp(t->name, "output.", 7) == 0 || strncmp(t->name, "output_norm.", 12) == 0);
 }
 
 bool llama_model_place_weights(struct llama_model * m, const struct llama_model_params * params) {

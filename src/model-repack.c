@@ -35,7 +35,8 @@ static void repack_stored_pages(struct ggml_tensor * t, bool done, void * data) 
     const uintptr_t hi = ((uintptr_t) t->data + ggml_nbytes(t)) & ~(page - 1);
     if (hi > lo) madvise((void *) lo, hi - lo, MADV_DONTNEED);
 #else
-    (void) t; (void) done;
+    (void) t;
+    (void) done;
 #endif
 }
 
@@ -44,7 +45,7 @@ static void repack_stored_pages(struct ggml_tensor * t, bool done, void * data) 
 // they cannot be repacked (the layer keeps its separate weights). Its data pointer only names a
 // valid mapping: mul_mat reads a repacked weight's copy, never its stored rows.
 static struct ggml_tensor * repack_fused_tensor(struct llama_model * m, const char * name, struct ggml_tensor * const * parts,
-                                               int n) {
+                                                int n) {
     int64_t rows = 0;
     for (int i = 0; i < n; i++) {
         if (parts[i] == NULL || parts[i]->type != parts[0]->type || parts[i]->ne[0] != parts[0]->ne[0] ||
@@ -63,10 +64,10 @@ static struct ggml_tensor * repack_fused_tensor(struct llama_model * m, const ch
 // A [K, M * n_expert] header over the experts tensor e's rows (named as e), for the repacker:
 // mul_mat_id reads the copy of all the experts' rows; NULL when e cannot be repacked so.
 static struct ggml_tensor * repack_flat_experts(struct llama_model * m, const struct ggml_tensor * e) {
-    if (e == NULL || !llama_model_tensor_on_host(e) || e->ne[3] != 1 || e->nb[2] != (size_t) e->ne[1]*e->nb[1]) {
+    if (e == NULL || !llama_model_tensor_on_host(e) || e->ne[3] != 1 || e->nb[2] != (size_t) e->ne[1] * e->nb[1]) {
         return NULL;
     }
-    struct ggml_tensor * t = ggml_new_tensor_2d(m->ctx_fused, e->type, e->ne[0], e->ne[1]*e->ne[2]);
+    struct ggml_tensor * t = ggml_new_tensor_2d(m->ctx_fused, e->type, e->ne[0], e->ne[1] * e->ne[2]);
     if (t == NULL) return NULL;
     ggml_set_name(t, e->name);
     t->data = e->data;
@@ -87,11 +88,17 @@ struct repack_fusion {
 
 static const struct repack_fusion repack_fusions[] = {
     // without a V projection (gemma4's K = V layers) Q and K alone are fused
-    { "blk.%u.attn_qkv.weight", offsetof(struct llama_layer, wqkv),
-      { offsetof(struct llama_layer, wq), offsetof(struct llama_layer, wk), offsetof(struct llama_layer, wv) }, 3, true,
+    { "blk.%u.attn_qkv.weight",
+      offsetof(struct llama_layer, wqkv),
+      { offsetof(struct llama_layer, wq), offsetof(struct llama_layer, wk), offsetof(struct llama_layer, wv) },
+      3,
+      true,
       offsetof(struct llama_layer, wo) },
-    { "blk.%u.ffn_gate_up.weight", offsetof(struct llama_layer, ffn_gate_up),
-      { offsetof(struct llama_layer, ffn_gate), offsetof(struct llama_layer, ffn_up) }, 2, false,
+    { "blk.%u.ffn_gate_up.weight",
+      offsetof(struct llama_layer, ffn_gate_up),
+      { offsetof(struct llama_layer, ffn_gate), offsetof(struct llama_layer, ffn_up) },
+      2,
+      false,
       offsetof(struct llama_layer, ffn_down) },
 };
 
@@ -147,11 +154,11 @@ static void repack_keep_made(struct llama_model * m) {
 
 void llama_model_repack_weights(struct llama_model * m, bool release_stored) {
     const uint32_t n_layer = m->hparams.n_layer;
-    const size_t cap = (size_t) n_layer*10 + 1;
+    const size_t cap = (size_t) n_layer * 10 + 1;
     m->repack_ts = GGML_CALLOC(cap, sizeof(struct ggml_tensor *));
     struct ggml_backend_cpu_repack_parts * fused = GGML_CALLOC(cap, sizeof(struct ggml_backend_cpu_repack_parts));
     m->ctx_fused = ggml_init((struct ggml_init_params) {
-        .mem_size = (size_t) (5*n_layer + 1)*ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
+        .mem_size = (size_t) (5 * n_layer + 1) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
     if (m->repack_ts == NULL || fused == NULL || m->ctx_fused == NULL) {
         free(fused);
         return;
@@ -181,6 +188,6 @@ void llama_model_repack_weights(struct llama_model * m, bool release_stored) {
     repack_keep_made(m);
     if (m->buf_repack != NULL) {
         LLAMA_LOG_INFO("llama_model_load: weights repacked for the CPU kernels in %.1f ms\n",
-                       (double) (llama_time_us() - t0)/1000.0);
+                       (double) (llama_time_us() - t0) / 1000.0);
     }
 }

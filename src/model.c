@@ -67,27 +67,32 @@ const struct llama_vocab * llama_model_vocab_internal(const struct llama_model *
 
 static bool gguf_type_is_int(enum gguf_type t) {
     switch (t) {
-        case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16:
-        case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_UINT64: case GGUF_TYPE_INT64:
+        case GGUF_TYPE_UINT8:
+        case GGUF_TYPE_INT8:
+        case GGUF_TYPE_UINT16:
+        case GGUF_TYPE_INT16:
+        case GGUF_TYPE_UINT32:
+        case GGUF_TYPE_INT32:
+        case GGUF_TYPE_UINT64:
+        case GGUF_TYPE_INT64:
         case GGUF_TYPE_BOOL: // a flag (expert_weights_norm) reads as 0 / 1
             return true;
-        default:
-            return false;
+        default: return false;
     }
 }
 
 static int64_t gguf_int_at(const struct gguf_context * g, int64_t id) {
     switch (gguf_get_kv_type(g, id)) {
-        case GGUF_TYPE_UINT8:  return gguf_get_val_u8(g, id);
-        case GGUF_TYPE_INT8:   return gguf_get_val_i8(g, id);
+        case GGUF_TYPE_UINT8: return gguf_get_val_u8(g, id);
+        case GGUF_TYPE_INT8: return gguf_get_val_i8(g, id);
         case GGUF_TYPE_UINT16: return gguf_get_val_u16(g, id);
-        case GGUF_TYPE_INT16:  return gguf_get_val_i16(g, id);
+        case GGUF_TYPE_INT16: return gguf_get_val_i16(g, id);
         case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, id);
-        case GGUF_TYPE_INT32:  return gguf_get_val_i32(g, id);
+        case GGUF_TYPE_INT32: return gguf_get_val_i32(g, id);
         case GGUF_TYPE_UINT64: return (int64_t) gguf_get_val_u64(g, id);
-        case GGUF_TYPE_INT64:  return gguf_get_val_i64(g, id);
-        case GGUF_TYPE_BOOL:   return gguf_get_val_bool(g, id) ? 1 : 0;
-        default:               return 0;
+        case GGUF_TYPE_INT64: return gguf_get_val_i64(g, id);
+        case GGUF_TYPE_BOOL: return gguf_get_val_bool(g, id) ? 1 : 0;
+        default: return 0;
     }
 }
 
@@ -137,16 +142,19 @@ static bool model_apply_override(struct gguf_context * g, const struct llama_mod
     switch (o->tag) {
         case LLAMA_KV_OVERRIDE_TYPE_INT: {
             const int64_t v = o->value.val_i64;
-            if (id < 0) { gguf_set_val_i64(g, key, v); break; }
+            if (id < 0) {
+                gguf_set_val_i64(g, key, v);
+                break;
+            }
             switch (t) {
-                case GGUF_TYPE_UINT8:  gguf_set_val_u8 (g, key, (uint8_t)  v); break;
-                case GGUF_TYPE_INT8:   gguf_set_val_i8 (g, key, (int8_t)   v); break;
+                case GGUF_TYPE_UINT8: gguf_set_val_u8(g, key, (uint8_t) v); break;
+                case GGUF_TYPE_INT8: gguf_set_val_i8(g, key, (int8_t) v); break;
                 case GGUF_TYPE_UINT16: gguf_set_val_u16(g, key, (uint16_t) v); break;
-                case GGUF_TYPE_INT16:  gguf_set_val_i16(g, key, (int16_t)  v); break;
+                case GGUF_TYPE_INT16: gguf_set_val_i16(g, key, (int16_t) v); break;
                 case GGUF_TYPE_UINT32: gguf_set_val_u32(g, key, (uint32_t) v); break;
-                case GGUF_TYPE_INT32:  gguf_set_val_i32(g, key, (int32_t)  v); break;
+                case GGUF_TYPE_INT32: gguf_set_val_i32(g, key, (int32_t) v); break;
                 case GGUF_TYPE_UINT64: gguf_set_val_u64(g, key, (uint64_t) v); break;
-                case GGUF_TYPE_INT64:  gguf_set_val_i64(g, key, v); break;
+                case GGUF_TYPE_INT64: gguf_set_val_i64(g, key, v); break;
                 case GGUF_TYPE_FLOAT32: gguf_set_val_f32(g, key, (float) v); break;
                 case GGUF_TYPE_FLOAT64: gguf_set_val_f64(g, key, (double) v); break;
                 default:
@@ -190,9 +198,7 @@ static bool model_apply_override(struct gguf_context * g, const struct llama_mod
             LLAMA_LOG_INFO("llama_model_load: override %s = '%s'\n", key, val);
             break;
         }
-        default:
-            LLAMA_LOG_ERROR("llama_model_load: override of '%s' has an unknown tag %d\n", key, (int) o->tag);
-            return false;
+        default: LLAMA_LOG_ERROR("llama_model_load: override of '%s' has an unknown tag %d\n", key, (int) o->tag); return false;
     }
     return true;
 }
@@ -217,8 +223,8 @@ static bool model_apply_overrides(struct gguf_context * g, const struct llama_mo
 // hyperparameters
 
 // Reads <arch>.<name> as an unsigned 32-bit value. required: missing is an error.
-static bool hp_u32(const struct gguf_context * g, const char * arch, const char * name, uint32_t * out,
-                   bool required, bool * ok) {
+static bool hp_u32(const struct gguf_context * g, const char * arch, const char * name, uint32_t * out, bool required,
+                   bool * ok) {
     char key[256];
     snprintf(key, sizeof(key), "%s.%s", arch, name);
     int64_t v;
@@ -294,7 +300,8 @@ static bool model_read_recurrent_layers(const struct gguf_context * g, const cha
     const enum gguf_type t = gguf_get_kv_type(g, id) == GGUF_TYPE_ARRAY ? gguf_get_arr_type(g, id) : GGUF_TYPE_COUNT;
     const size_t n = t != GGUF_TYPE_COUNT ? gguf_get_arr_n(g, id) : 0;
     if ((t != GGUF_TYPE_BOOL && t != GGUF_TYPE_INT32 && t != GGUF_TYPE_UINT8 && t != GGUF_TYPE_INT8) || n < hp->n_layer) {
-        LLAMA_LOG_ERROR("llama_model_load: '%s' must be an array of bools of at least block_count (%u) entries\n", key, hp->n_layer);
+        LLAMA_LOG_ERROR("llama_model_load: '%s' must be an array of bools of at least block_count (%u) entries\n", key,
+                        hp->n_layer);
         return false;
     }
     const void * d = gguf_get_arr_data(g, id);
@@ -317,9 +324,9 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     bool ok = true;
     memset(hp, 0, sizeof(*hp));
 
-    hp_u32(g, a, "context_length",          &hp->n_ctx_train, strict, &ok);
-    hp_u32(g, a, "embedding_length",        &hp->n_embd,      strict, &ok);
-    hp_u32(g, a, "block_count",             &hp->n_layer,     strict, &ok);
+    hp_u32(g, a, "context_length", &hp->n_ctx_train, strict, &ok);
+    hp_u32(g, a, "embedding_length", &hp->n_embd, strict, &ok);
+    hp_u32(g, a, "block_count", &hp->n_layer, strict, &ok);
     if (hp->n_layer > LLAMA_MAX_LAYERS) {
         LLAMA_LOG_ERROR("llama_model_load: %s.block_count = %u exceeds %d\n", a, hp->n_layer, LLAMA_MAX_LAYERS);
         return false;
@@ -332,7 +339,7 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
         ok = false;
     }
     hp->n_ff = hp->n_ff_l[0];
-    hp_u32(g, a, "attention.head_count",    &hp->n_head,      strict, &ok);
+    hp_u32(g, a, "attention.head_count", &hp->n_head, strict, &ok);
     if (!llama_model_hp_layers(g, a, "attention.head_count_kv", hp->n_layer, hp->n_head_kv_l, &ok)) {
         for (uint32_t il = 0; il < hp->n_layer; il++) {
             hp->n_head_kv_l[il] = hp->n_head;
@@ -419,12 +426,13 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     // Consistency of the shape; each failure names the value.
     if (hp->n_ctx_train == 0 || hp->n_embd == 0 || hp->n_layer == 0 || hp->n_ff == 0 || hp->n_head == 0) {
         LLAMA_LOG_ERROR("llama_model_load: %s.context_length, embedding_length, block_count, "
-                        "feed_forward_length and attention.head_count must be > 0\n", a);
+                        "feed_forward_length and attention.head_count must be > 0\n",
+                        a);
         return false;
     }
     if (hp->n_expert > 0 && (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert)) {
-        LLAMA_LOG_ERROR("llama_model_load: %s.expert_used_count = %u must be in 1..%s.expert_count = %u\n",
-                        a, hp->n_expert_used, a, hp->n_expert);
+        LLAMA_LOG_ERROR("llama_model_load: %s.expert_used_count = %u must be in 1..%s.expert_count = %u\n", a, hp->n_expert_used,
+                        a, hp->n_expert);
         return false;
     }
     if (hp->n_expert == 0 && hp->n_expert_used > 0) {
@@ -433,19 +441,22 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
     }
     if (hp->n_expert > 0 && hp->expert_gating != 0 && hp->expert_gating != LLM_EXPERT_GATING_SOFTMAX &&
         hp->expert_gating != LLM_EXPERT_GATING_SIGMOID && hp->expert_gating != LLM_EXPERT_GATING_SOFTMAX_WEIGHT) {
-        LLAMA_LOG_ERROR("llama_model_load: %s.expert_gating_func = %u is not supported (1: softmax, 2: sigmoid, 3: softmax of the chosen)\n",
-                        a, hp->expert_gating);
+        LLAMA_LOG_ERROR(
+            "llama_model_load: %s.expert_gating_func = %u is not supported (1: softmax, 2: sigmoid, 3: softmax of the chosen)\n",
+            a, hp->expert_gating);
         return false;
     }
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0) {
         LLAMA_LOG_ERROR("llama_model_load: %s.attention.head_count = %u is not a multiple of "
-                        "%s.attention.head_count_kv = %u\n", a, hp->n_head, a, hp->n_head_kv);
+                        "%s.attention.head_count_kv = %u\n",
+                        a, hp->n_head, a, hp->n_head_kv);
         return false;
     }
     snprintf(key, sizeof(key), "%s.attention.key_length", a);
     if (gguf_find_key(g, key) < 0 && hp->n_embd % hp->n_head != 0) {
         LLAMA_LOG_ERROR("llama_model_load: %s.embedding_length = %u is not a multiple of "
-                        "%s.attention.head_count = %u\n", a, hp->n_embd, a, hp->n_head);
+                        "%s.attention.head_count = %u\n",
+                        a, hp->n_embd, a, hp->n_head);
         return false;
     }
     if (hp->n_embd_head_k == 0 || hp->n_embd_head_v == 0) {
@@ -453,8 +464,8 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
         return false;
     }
     if (hp->n_rot > hp->n_embd_head_k || hp->n_rot % 2 != 0) {
-        LLAMA_LOG_ERROR("llama_model_load: %s.rope.dimension_count = %u must be even and <= the head size %u\n",
-                        a, hp->n_rot, hp->n_embd_head_k);
+        LLAMA_LOG_ERROR("llama_model_load: %s.rope.dimension_count = %u must be even and <= the head size %u\n", a, hp->n_rot,
+                        hp->n_embd_head_k);
         return false;
     }
     if (!(hp->f_norm_rms_eps > 0.0f) || !isfinite(hp->f_norm_rms_eps)) {
@@ -465,8 +476,8 @@ static bool model_load_hparams(struct llama_model * m, bool strict) {
         LLAMA_LOG_ERROR("llama_model_load: %s.rope.freq_base must be > 0\n", a);
         return false;
     }
-    if (!(hp->rope_freq_base_swa >= 0.0f) || !isfinite(hp->rope_freq_base_swa) ||
-        !(hp->rope_attn_factor >= 0.0f) || !isfinite(hp->rope_attn_factor)) {
+    if (!(hp->rope_freq_base_swa >= 0.0f) || !isfinite(hp->rope_freq_base_swa) || !(hp->rope_attn_factor >= 0.0f) ||
+        !isfinite(hp->rope_attn_factor)) {
         LLAMA_LOG_ERROR("llama_model_load: %s.rope.freq_base_swa / rope.scaling.attn_factor must be finite and >= 0\n", a);
         return false;
     }
@@ -489,8 +500,8 @@ struct model_loader {
 
 // Creates the header of tensor `name` with exactly the shape ne (n_dims dims), viewing its bytes
 // in the mapped file. required: absence is an error. NULL (logged) on any mismatch.
-static struct ggml_tensor * model_tensor(struct model_loader * ld, const char * name, int n_dims,
-                                         const int64_t * ne, bool required, bool * ok) {
+static struct ggml_tensor * model_tensor(struct model_loader * ld, const char * name, int n_dims, const int64_t * ne,
+                                         bool required, bool * ok) {
     const struct gguf_context * g = ld->m->gguf;
     const int64_t id = gguf_find_tensor(g, name);
     if (id < 0) {
@@ -512,8 +523,8 @@ static struct ggml_tensor * model_tensor(struct model_loader * ld, const char * 
     }
     if (!same) {
         LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has wrong shape; expected [%" PRId64 ", %" PRId64 ", %" PRId64
-                        "], got [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]\n", name,
-                        ne[0], n_dims > 1 ? ne[1] : 1, n_dims > 2 ? ne[2] : 1, fne[0], fne[1], fne[2], fne[3]);
+                        "], got [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]\n",
+                        name, ne[0], n_dims > 1 ? ne[1] : 1, n_dims > 2 ? ne[2] : 1, fne[0], fne[1], fne[2], fne[3]);
         *ok = false;
         return NULL;
     }
@@ -527,8 +538,8 @@ static struct ggml_tensor * model_tensor(struct model_loader * ld, const char * 
     const size_t offs = gguf_get_tensor_offset(g, id);
     const size_t size = gguf_get_tensor_size(g, id);
     if (offs > ld->data_size || size > ld->data_size - offs) {
-        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' data [%zu, %zu) lies outside the file (%zu bytes of data)\n",
-                        name, offs, offs + size, ld->data_size);
+        LLAMA_LOG_ERROR("llama_model_load: tensor '%s' data [%zu, %zu) lies outside the file (%zu bytes of data)\n", name, offs,
+                        offs + size, ld->data_size);
         *ok = false;
         return NULL;
     }
@@ -588,36 +599,36 @@ static int64_t model_dim(const struct llama_hparams * hp, uint32_t il, uint8_t d
     const int64_t n_q = (int64_t) hp->n_embd_head_k_l[l] * hp->n_head;
     const int64_t n_k = llama_hparams_n_embd_k_gqa_l(hp, l), n_v = llama_hparams_n_embd_v_gqa_l(hp, l);
     switch ((enum llm_dim) d) {
-        case LLM_DIM_EMBD:    return hp->n_embd;
-        case LLM_DIM_VOCAB:   return hp->n_vocab;
-        case LLM_DIM_FF:      return hp->n_ff_l[l];
-        case LLM_DIM_FF2:     return 2 * (int64_t) hp->n_ff_l[l];
-        case LLM_DIM_Q:       return n_q;
-        case LLM_DIM_K:       return n_k;
-        case LLM_DIM_V:       return n_v;
-        case LLM_DIM_O:       return (int64_t) hp->n_embd_head_v_l[l] * hp->n_head;
-        case LLM_DIM_QKV:     return n_q + n_k + n_v;
-        case LLM_DIM_HEAD_K:  return hp->n_embd_head_k_l[l];
-        case LLM_DIM_ROT2:    return hp->n_rot / 2;
-        case LLM_DIM_EXPERT:  return hp->n_expert;
-        case LLM_DIM_FF_EXP:  return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
+        case LLM_DIM_EMBD: return hp->n_embd;
+        case LLM_DIM_VOCAB: return hp->n_vocab;
+        case LLM_DIM_FF: return hp->n_ff_l[l];
+        case LLM_DIM_FF2: return 2 * (int64_t) hp->n_ff_l[l];
+        case LLM_DIM_Q: return n_q;
+        case LLM_DIM_K: return n_k;
+        case LLM_DIM_V: return n_v;
+        case LLM_DIM_O: return (int64_t) hp->n_embd_head_v_l[l] * hp->n_head;
+        case LLM_DIM_QKV: return n_q + n_k + n_v;
+        case LLM_DIM_HEAD_K: return hp->n_embd_head_k_l[l];
+        case LLM_DIM_ROT2: return hp->n_rot / 2;
+        case LLM_DIM_EXPERT: return hp->n_expert;
+        case LLM_DIM_FF_EXP: return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
         case LLM_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
-        case LLM_DIM_Q2:      return 2 * n_q;
-        case LLM_DIM_SSM_CONV_K:  return hp->ssm_d_conv;
+        case LLM_DIM_Q2: return 2 * n_q;
+        case LLM_DIM_SSM_CONV_K: return hp->ssm_d_conv;
         case LLM_DIM_SSM_CONV_CH: return 2 * (int64_t) hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner;
-        case LLM_DIM_SSM_INNER:   return hp->ssm_d_inner;
-        case LLM_DIM_SSM_HEADS:   return hp->ssm_dt_rank;
-        case LLM_DIM_SSM_STATE:   return hp->ssm_d_state;
+        case LLM_DIM_SSM_INNER: return hp->ssm_d_inner;
+        case LLM_DIM_SSM_HEADS: return hp->ssm_dt_rank;
+        case LLM_DIM_SSM_STATE: return hp->ssm_d_state;
         case LLM_DIM_FF_EXP2: return 2 * (int64_t) (hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff);
-        case LLM_DIM_PLE:     return hp->n_embd_per_layer;
+        case LLM_DIM_PLE: return hp->n_embd_per_layer;
         case LLM_DIM_PLE_ALL: return (int64_t) hp->n_embd_per_layer * hp->n_layer;
-        case LLM_DIM_CTX_TRAIN:   return hp->n_ctx_train;
+        case LLM_DIM_CTX_TRAIN: return hp->n_ctx_train;
         case LLM_DIM_TOKEN_TYPES: return hp->n_token_types;
-        case LLM_DIM_CLS_OUT:     return hp->n_cls_out;
+        case LLM_DIM_CLS_OUT: return hp->n_cls_out;
         case LLM_DIM_DENSE_2_OUT: return hp->n_dense_2_out;
-        case LLM_DIM_DENSE_3_IN:  return hp->n_dense_3_in;
-        case LLM_DIM_HEAD:    return hp->n_head;
-        default:              return 1;
+        case LLM_DIM_DENSE_3_IN: return hp->n_dense_3_in;
+        case LLM_DIM_HEAD: return hp->n_head;
+        default: return 1;
     }
 }
 
@@ -652,8 +663,8 @@ static bool model_load_spec(struct model_loader * ld, const struct llm_tensor_sp
 
 // Every tensor the architecture row lists (arch.c), block by block; output tied to the
 // embeddings when the file has none.
-static bool model_load_arch_tensors(struct llama_model * m, struct model_loader * ld,
-                                    const struct llama_model_params * params, bool * cancelled) {
+static bool model_load_arch_tensors(struct llama_model * m, struct model_loader * ld, const struct llama_model_params * params,
+                                    bool * cancelled) {
     const struct llama_hparams * hp = &m->hparams;
     const struct llm_tensor_spec * specs = m->arch_info->tensors;
     char name[GGML_MAX_NAME];
@@ -743,7 +754,8 @@ static bool model_load_tensors(struct llama_model * m, const char * path, const 
     if (ok) {
         for (int64_t i = 0; i < n_tensors; i++) {
             if (!ld.used[i]) {
-                LLAMA_LOG_WARN("llama_model_load: tensor '%s' is not used by the %s architecture\n", gguf_get_tensor_name(g, i), m->arch);
+                LLAMA_LOG_WARN("llama_model_load: tensor '%s' is not used by the %s architecture\n", gguf_get_tensor_name(g, i),
+                               m->arch);
             }
         }
     }
@@ -756,8 +768,8 @@ static bool model_load_tensors(struct llama_model * m, const char * path, const 
         for (struct ggml_tensor * t = ggml_get_first_tensor(m->ctx_w); t != NULL; t = ggml_get_next_tensor(m->ctx_w, t)) {
             int64_t bad_row = -1;
             if (!model_tensor_is_finite(t, &bad_row)) {
-                LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has invalid data (NaN or inf in row %" PRId64 ")\n",
-                                t->name, bad_row);
+                LLAMA_LOG_ERROR("llama_model_load: tensor '%s' has invalid data (NaN or inf in row %" PRId64 ")\n", t->name,
+                                bad_row);
                 return false;
             }
         }
@@ -794,8 +806,8 @@ static enum llama_ftype model_guess_ftype(const struct gguf_context * g) {
     }
     enum llama_ftype f;
     switch (best) {
-        case GGML_TYPE_F32:  f = LLAMA_FTYPE_ALL_F32; break;
-        case GGML_TYPE_F16:  f = LLAMA_FTYPE_MOSTLY_F16; break;
+        case GGML_TYPE_F32: f = LLAMA_FTYPE_ALL_F32; break;
+        case GGML_TYPE_F16: f = LLAMA_FTYPE_MOSTLY_F16; break;
         case GGML_TYPE_BF16: f = LLAMA_FTYPE_MOSTLY_BF16; break;
         case GGML_TYPE_Q4_0: f = LLAMA_FTYPE_MOSTLY_Q4_0; break;
         case GGML_TYPE_Q4_1: f = LLAMA_FTYPE_MOSTLY_Q4_1; break;
@@ -808,20 +820,20 @@ static enum llama_ftype model_guess_ftype(const struct gguf_context * g) {
         case GGML_TYPE_Q5_K: f = LLAMA_FTYPE_MOSTLY_Q5_K_M; break;
         case GGML_TYPE_Q6_K: f = LLAMA_FTYPE_MOSTLY_Q6_K; break;
         case GGML_TYPE_IQ2_XXS: f = LLAMA_FTYPE_MOSTLY_IQ2_XXS; break;
-        case GGML_TYPE_IQ2_XS:  f = LLAMA_FTYPE_MOSTLY_IQ2_XS; break;
-        case GGML_TYPE_IQ2_S:   f = LLAMA_FTYPE_MOSTLY_IQ2_S; break;
+        case GGML_TYPE_IQ2_XS: f = LLAMA_FTYPE_MOSTLY_IQ2_XS; break;
+        case GGML_TYPE_IQ2_S: f = LLAMA_FTYPE_MOSTLY_IQ2_S; break;
         case GGML_TYPE_IQ3_XXS: f = LLAMA_FTYPE_MOSTLY_IQ3_XXS; break;
-        case GGML_TYPE_IQ3_S:   f = LLAMA_FTYPE_MOSTLY_IQ3_S; break;
-        case GGML_TYPE_IQ1_S:   f = LLAMA_FTYPE_MOSTLY_IQ1_S; break;
-        case GGML_TYPE_IQ1_M:   f = LLAMA_FTYPE_MOSTLY_IQ1_M; break;
-        case GGML_TYPE_IQ4_NL:  f = LLAMA_FTYPE_MOSTLY_IQ4_NL; break;
-        case GGML_TYPE_IQ4_XS:  f = LLAMA_FTYPE_MOSTLY_IQ4_XS; break;
-        case GGML_TYPE_TQ1_0:   f = LLAMA_FTYPE_MOSTLY_TQ1_0; break;
-        case GGML_TYPE_TQ2_0:   f = LLAMA_FTYPE_MOSTLY_TQ2_0; break;
-        case GGML_TYPE_MXFP4:   f = LLAMA_FTYPE_MOSTLY_MXFP4_MOE; break;
-        default:             f = LLAMA_FTYPE_ALL_F32; break;
+        case GGML_TYPE_IQ3_S: f = LLAMA_FTYPE_MOSTLY_IQ3_S; break;
+        case GGML_TYPE_IQ1_S: f = LLAMA_FTYPE_MOSTLY_IQ1_S; break;
+        case GGML_TYPE_IQ1_M: f = LLAMA_FTYPE_MOSTLY_IQ1_M; break;
+        case GGML_TYPE_IQ4_NL: f = LLAMA_FTYPE_MOSTLY_IQ4_NL; break;
+        case GGML_TYPE_IQ4_XS: f = LLAMA_FTYPE_MOSTLY_IQ4_XS; break;
+        case GGML_TYPE_TQ1_0: f = LLAMA_FTYPE_MOSTLY_TQ1_0; break;
+        case GGML_TYPE_TQ2_0: f = LLAMA_FTYPE_MOSTLY_TQ2_0; break;
+        case GGML_TYPE_MXFP4: f = LLAMA_FTYPE_MOSTLY_MXFP4_MOE; break;
+        default: f = LLAMA_FTYPE_ALL_F32; break;
     }
-    return (enum llama_ftype) (f | LLAMA_FTYPE_GUESSED);
+    return (enum llama_ftype)(f | LLAMA_FTYPE_GUESSED);
 }
 
 void llama_model_free(struct llama_model * model) {
@@ -851,9 +863,7 @@ void llama_model_free(struct llama_model * model) {
     free(model);
 }
 
-void llama_free_model(struct llama_model * model) {
-    llama_model_free(model);
-}
+void llama_free_model(struct llama_model * model) { llama_model_free(model); }
 
 struct llama_model * llama_model_load_from_file(const char * path_model, struct llama_model_params params) {
     const int64_t t_start = llama_time_us();
@@ -902,7 +912,8 @@ struct llama_model * llama_model_load_from_file(const char * path_model, struct 
         }
         // A vocabulary does not need them (an architecture whose keys this version cannot read).
         LLAMA_LOG_WARN("llama_model_load: vocab_only: the '%s' hyperparameters were not all read; loading the "
-                       "vocabulary only\n", arch);
+                       "vocabulary only\n",
+                       arch);
     }
     {
         int64_t ft;
@@ -994,14 +1005,18 @@ struct llama_model * llama_model_load_from_splits(const char ** paths, size_t n_
 }
 
 struct llama_model * llama_model_load_from_file_ptr(FILE * file, struct llama_model_params params) {
-    (void) file; (void) params;
+    (void) file;
+    (void) params;
     LLAMA_LOG_ERROR("llama_model_load_from_file_ptr: not supported; use llama_model_load_from_file\n");
     return NULL;
 }
 
 struct llama_model * llama_model_init_from_user(struct gguf_context * metadata, llama_model_set_tensor_data_t set_tensor_data,
                                                 void * set_tensor_data_ud, struct llama_model_params params) {
-    (void) metadata; (void) set_tensor_data; (void) set_tensor_data_ud; (void) params;
+    (void) metadata;
+    (void) set_tensor_data;
+    (void) set_tensor_data_ud;
+    (void) params;
     LLAMA_LOG_ERROR("llama_model_init_from_user: not supported\n");
     return NULL;
 }
@@ -1051,8 +1066,10 @@ void llama_model_save_to_file(const struct llama_model * model, const char * pat
 // ---------------------------------------------------------------------------------------------
 // accessors
 
-#define MODEL_OR(ret) \
-    if (!llama_model_checked(model, __func__)) { return ret; }
+#define MODEL_OR(ret)                            \
+    if (!llama_model_checked(model, __func__)) { \
+        return ret;                              \
+    }
 
 const struct llama_vocab * llama_model_get_vocab(const struct llama_model * model) {
     MODEL_OR(NULL);
@@ -1067,17 +1084,50 @@ enum llama_rope_type llama_model_rope_type(const struct llama_model * model) {
     return model->arch_info->rope == LLM_ROPE_NEOX ? LLAMA_ROPE_TYPE_NEOX : LLAMA_ROPE_TYPE_NORM;
 }
 
-int32_t llama_model_n_ctx_train(const struct llama_model * model) { MODEL_OR(0); return (int32_t) model->hparams.n_ctx_train; }
-int32_t llama_model_n_embd(const struct llama_model * model)      { MODEL_OR(0); return (int32_t) model->hparams.n_embd; }
-int32_t llama_model_n_embd_inp(const struct llama_model * model)  { MODEL_OR(0); return (int32_t) model->hparams.n_embd; }
-int32_t llama_model_n_embd_out(const struct llama_model * model)  { MODEL_OR(0); return (int32_t) model->hparams.n_embd; }
-int32_t llama_model_n_layer(const struct llama_model * model)     { MODEL_OR(0); return (int32_t) model->hparams.n_layer; }
-int32_t llama_model_n_layer_nextn(const struct llama_model * model) { MODEL_OR(0); return 0; }
-int32_t llama_model_n_head(const struct llama_model * model)      { MODEL_OR(0); return (int32_t) model->hparams.n_head; }
-int32_t llama_model_n_head_kv(const struct llama_model * model)   { MODEL_OR(0); return (int32_t) model->hparams.n_head_kv; }
-int32_t llama_model_n_swa(const struct llama_model * model)       { MODEL_OR(0); return (int32_t) model->hparams.n_swa; }
-float llama_model_rope_freq_scale_train(const struct llama_model * model) { MODEL_OR(0.0f); return model->hparams.rope_freq_scale_train; }
-uint32_t llama_model_n_cls_out(const struct llama_model * model)  { MODEL_OR(0); return model->hparams.n_cls_out; }
+int32_t llama_model_n_ctx_train(const struct llama_model * model) {
+    MODEL_OR(0);
+    return (int32_t) model->hparams.n_ctx_train;
+}
+int32_t llama_model_n_embd(const struct llama_model * model) {
+    MODEL_OR(0);
+    return (int32_t) model->hparams.n_embd;
+}
+int32_t llama_model_n_embd_inp(const struct llama_model * model) {
+    MODEL_OR(0);
+    return (int32_t) model->hparams.n_embd;
+}
+int32_t llama_model_n_embd_out(const struct llama_model * model) {
+    MODEL_OR(0);
+    return (int32_t) model->hparams.n_embd;
+}
+int32_t llama_model_n_layer(const struct llama_model * model) {
+    MODEL_OR(0);
+    return (int32_t) model->hparams.n_layer;
+}
+int32_t llama_model_n_layer_nextn(const struct llama_model * model) {
+    MODEL_OR(0);
+    return 0;
+}
+int32_t llama_model_n_head(const struct llama_model * model) {
+    MODEL_OR(0);
+    return (int32_t) model->hparams.n_head;
+}
+int32_t llama_model_n_head_kv(const struct llama_model * model) {
+    MODEL_OR(0);
+    return (int32_t) model->hparams.n_head_kv;
+}
+int32_t llama_model_n_swa(const struct llama_model * model) {
+    MODEL_OR(0);
+    return (int32_t) model->hparams.n_swa;
+}
+float llama_model_rope_freq_scale_train(const struct llama_model * model) {
+    MODEL_OR(0.0f);
+    return model->hparams.rope_freq_scale_train;
+}
+uint32_t llama_model_n_cls_out(const struct llama_model * model) {
+    MODEL_OR(0);
+    return model->hparams.n_cls_out;
+}
 
 const char * llama_model_cls_label(const struct llama_model * model, uint32_t i) {
     MODEL_OR(NULL);
@@ -1092,13 +1142,22 @@ const char * llama_model_cls_label(const struct llama_model * model, uint32_t i)
 }
 
 int32_t llama_n_ctx_train(const struct llama_model * model) { return llama_model_n_ctx_train(model); }
-int32_t llama_n_embd(const struct llama_model * model)      { return llama_model_n_embd(model); }
-int32_t llama_n_layer(const struct llama_model * model)     { return llama_model_n_layer(model); }
-int32_t llama_n_head(const struct llama_model * model)      { return llama_model_n_head(model); }
+int32_t llama_n_embd(const struct llama_model * model) { return llama_model_n_embd(model); }
+int32_t llama_n_layer(const struct llama_model * model) { return llama_model_n_layer(model); }
+int32_t llama_n_head(const struct llama_model * model) { return llama_model_n_head(model); }
 
-bool llama_model_has_encoder(const struct llama_model * model)    { MODEL_OR(false); return false; }
-bool llama_model_has_decoder(const struct llama_model * model)    { MODEL_OR(false); return true; }
-llama_token llama_model_decoder_start_token(const struct llama_model * model) { MODEL_OR(LLAMA_TOKEN_NULL); return LLAMA_TOKEN_NULL; }
+bool llama_model_has_encoder(const struct llama_model * model) {
+    MODEL_OR(false);
+    return false;
+}
+bool llama_model_has_decoder(const struct llama_model * model) {
+    MODEL_OR(false);
+    return true;
+}
+llama_token llama_model_decoder_start_token(const struct llama_model * model) {
+    MODEL_OR(LLAMA_TOKEN_NULL);
+    return LLAMA_TOKEN_NULL;
+}
 // True when some layers carry recurrent state: all of them (recurrent) or some (hybrid).
 static bool model_recurrent_layers(const struct llama_model * model, bool all) {
     const struct llama_hparams * hp = &model->hparams;
@@ -1108,13 +1167,31 @@ static bool model_recurrent_layers(const struct llama_model * model, bool all) {
     }
     return all ? n > 0 && n == hp->n_layer : n > 0 && n < hp->n_layer;
 }
-bool llama_model_is_recurrent(const struct llama_model * model)   { MODEL_OR(false); return model_recurrent_layers(model, true); }
-bool llama_model_is_hybrid(const struct llama_model * model)      { MODEL_OR(false); return model_recurrent_layers(model, false); }
-bool llama_model_is_diffusion(const struct llama_model * model)   { MODEL_OR(false); return false; }
+bool llama_model_is_recurrent(const struct llama_model * model) {
+    MODEL_OR(false);
+    return model_recurrent_layers(model, true);
+}
+bool llama_model_is_hybrid(const struct llama_model * model) {
+    MODEL_OR(false);
+    return model_recurrent_layers(model, false);
+}
+bool llama_model_is_diffusion(const struct llama_model * model) {
+    MODEL_OR(false);
+    return false;
+}
 
-enum llama_ftype llama_model_ftype(const struct llama_model * model) { MODEL_OR(LLAMA_FTYPE_ALL_F32); return model->ftype; }
-uint64_t llama_model_size(const struct llama_model * model)     { MODEL_OR(0); return model->n_bytes; }
-uint64_t llama_model_n_params(const struct llama_model * model) { MODEL_OR(0); return model->n_params; }
+enum llama_ftype llama_model_ftype(const struct llama_model * model) {
+    MODEL_OR(LLAMA_FTYPE_ALL_F32);
+    return model->ftype;
+}
+uint64_t llama_model_size(const struct llama_model * model) {
+    MODEL_OR(0);
+    return model->n_bytes;
+}
+uint64_t llama_model_n_params(const struct llama_model * model) {
+    MODEL_OR(0);
+    return model->n_params;
+}
 
 int32_t llama_model_desc(const struct llama_model * model, char * buf, size_t buf_size) {
     MODEL_OR(-1);
@@ -1127,7 +1204,7 @@ int32_t llama_model_desc(const struct llama_model * model, char * buf, size_t bu
     } else {
         snprintf(size_label, sizeof(size_label), "%.1fB", n / 1e9);
     }
-    const char * ft = llama_ftype_name((enum llama_ftype) (model->ftype & ~LLAMA_FTYPE_GUESSED));
+    const char * ft = llama_ftype_name((enum llama_ftype)(model->ftype & ~LLAMA_FTYPE_GUESSED));
     return snprintf(buf, buf_size, "%s %s %s", model->arch, size_label, ft ? ft : "?");
 }
 
@@ -1154,27 +1231,19 @@ int32_t llama_gguf_kv_to_str(const struct gguf_context * g, int64_t id, char * b
     char tmp[64];
     const char * s = tmp;
     switch (gguf_get_kv_type(g, id)) {
-        case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16:
-        case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
-            snprintf(tmp, sizeof(tmp), "%" PRId64, gguf_int_at(g, id));
-            break;
-        case GGUF_TYPE_UINT64:
-            snprintf(tmp, sizeof(tmp), "%" PRIu64, gguf_get_val_u64(g, id));
-            break;
-        case GGUF_TYPE_FLOAT32:
-            snprintf(tmp, sizeof(tmp), "%f", (double) gguf_get_val_f32(g, id));
-            break;
-        case GGUF_TYPE_FLOAT64:
-            snprintf(tmp, sizeof(tmp), "%f", gguf_get_val_f64(g, id));
-            break;
-        case GGUF_TYPE_BOOL:
-            s = gguf_get_val_bool(g, id) ? "true" : "false";
-            break;
-        case GGUF_TYPE_STRING:
-            s = gguf_get_val_str(g, id);
-            break;
-        default:
-            return -1;
+        case GGUF_TYPE_UINT8:
+        case GGUF_TYPE_INT8:
+        case GGUF_TYPE_UINT16:
+        case GGUF_TYPE_INT16:
+        case GGUF_TYPE_UINT32:
+        case GGUF_TYPE_INT32:
+        case GGUF_TYPE_INT64: snprintf(tmp, sizeof(tmp), "%" PRId64, gguf_int_at(g, id)); break;
+        case GGUF_TYPE_UINT64: snprintf(tmp, sizeof(tmp), "%" PRIu64, gguf_get_val_u64(g, id)); break;
+        case GGUF_TYPE_FLOAT32: snprintf(tmp, sizeof(tmp), "%f", (double) gguf_get_val_f32(g, id)); break;
+        case GGUF_TYPE_FLOAT64: snprintf(tmp, sizeof(tmp), "%f", gguf_get_val_f64(g, id)); break;
+        case GGUF_TYPE_BOOL: s = gguf_get_val_bool(g, id) ? "true" : "false"; break;
+        case GGUF_TYPE_STRING: s = gguf_get_val_str(g, id); break;
+        default: return -1;
     }
     if (s == NULL) {
         return -1;
@@ -1233,18 +1302,18 @@ int32_t llama_model_meta_val_str_by_index(const struct llama_model * model, int3
 
 const char * llama_model_meta_key_str(enum llama_model_meta_key key) {
     switch (key) {
-        case LLAMA_MODEL_META_KEY_SAMPLING_SEQUENCE:        return "general.sampling.sequence";
-        case LLAMA_MODEL_META_KEY_SAMPLING_TOP_K:           return "general.sampling.top_k";
-        case LLAMA_MODEL_META_KEY_SAMPLING_TOP_P:           return "general.sampling.top_p";
-        case LLAMA_MODEL_META_KEY_SAMPLING_MIN_P:           return "general.sampling.min_p";
+        case LLAMA_MODEL_META_KEY_SAMPLING_SEQUENCE: return "general.sampling.sequence";
+        case LLAMA_MODEL_META_KEY_SAMPLING_TOP_K: return "general.sampling.top_k";
+        case LLAMA_MODEL_META_KEY_SAMPLING_TOP_P: return "general.sampling.top_p";
+        case LLAMA_MODEL_META_KEY_SAMPLING_MIN_P: return "general.sampling.min_p";
         case LLAMA_MODEL_META_KEY_SAMPLING_XTC_PROBABILITY: return "general.sampling.xtc_probability";
-        case LLAMA_MODEL_META_KEY_SAMPLING_XTC_THRESHOLD:   return "general.sampling.xtc_threshold";
-        case LLAMA_MODEL_META_KEY_SAMPLING_TEMP:            return "general.sampling.temp";
-        case LLAMA_MODEL_META_KEY_SAMPLING_PENALTY_LAST_N:  return "general.sampling.penalty_last_n";
-        case LLAMA_MODEL_META_KEY_SAMPLING_PENALTY_REPEAT:  return "general.sampling.penalty_repeat";
-        case LLAMA_MODEL_META_KEY_SAMPLING_MIROSTAT:        return "general.sampling.mirostat";
-        case LLAMA_MODEL_META_KEY_SAMPLING_MIROSTAT_TAU:    return "general.sampling.mirostat_tau";
-        case LLAMA_MODEL_META_KEY_SAMPLING_MIROSTAT_ETA:    return "general.sampling.mirostat_eta";
-        default:                                            return NULL;
+        case LLAMA_MODEL_META_KEY_SAMPLING_XTC_THRESHOLD: return "general.sampling.xtc_threshold";
+        case LLAMA_MODEL_META_KEY_SAMPLING_TEMP: return "general.sampling.temp";
+        case LLAMA_MODEL_META_KEY_SAMPLING_PENALTY_LAST_N: return "general.sampling.penalty_last_n";
+        case LLAMA_MODEL_META_KEY_SAMPLING_PENALTY_REPEAT: return "general.sampling.penalty_repeat";
+        case LLAMA_MODEL_META_KEY_SAMPLING_MIROSTAT: return "general.sampling.mirostat";
+        case LLAMA_MODEL_META_KEY_SAMPLING_MIROSTAT_TAU: return "general.sampling.mirostat_tau";
+        case LLAMA_MODEL_META_KEY_SAMPLING_MIROSTAT_ETA: return "general.sampling.mirostat_eta";
+        default: return NULL;
     }
 }

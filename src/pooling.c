@@ -51,8 +51,8 @@ void llama_pool_rows(struct llama_context * ctx, const struct llama_ubatch * ub,
 
 // y[r] = w[:, r] · x (+ b[r]) for the ne[1] rows of w, read as floats through row (scratch of
 // ne[0] floats) and raw (scratch of one stored row, for weights the host cannot read).
-static void pool_matvec(const struct ggml_tensor * w, const struct ggml_tensor * b, const float * x, float * y,
-                        float * row, void * raw) {
+static void pool_matvec(const struct ggml_tensor * w, const struct ggml_tensor * b, const float * x, float * y, float * row,
+                        void * raw) {
     const struct ggml_type_traits * tr = ggml_get_type_traits(w->type);
     const int64_t n = w->ne[0];
     const bool host = llama_model_tensor_on_host(w);
@@ -111,7 +111,7 @@ static bool pool_dense(struct llama_context * ctx) {
         LLAMA_LOG_ERROR("llama_decode: out of memory for the dense projections\n");
         return false;
     }
-    float * row = tmp, * mid = tmp + n_row;
+    float *row = tmp, *mid = tmp + n_row;
     void * raw = tmp + n_row + n_mid;
     for (uint32_t s = 0; s < ctx->n_seq_max; s++) {
         if (ctx->embd_seq_n[s] == 0) {
@@ -158,7 +158,7 @@ bool llama_pool_finish(struct llama_context * ctx) {
         LLAMA_LOG_ERROR("llama_decode: out of memory for the classifier head\n");
         return false;
     }
-    float * row = tmp, * hid = tmp + n_embd;
+    float *row = tmp, *hid = tmp + n_embd;
     void * raw = tmp + 2 * n_embd;
     const bool softmax = strcmp(model->arch, "qwen3") == 0; // the yes / no rows of its lm head
     for (uint32_t s = 0; s < ctx->n_seq_max; s++) {

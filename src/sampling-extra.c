@@ -49,9 +49,7 @@ static int64_t smpl_hist_push(struct smpl_hist * h, llama_token t) {
 }
 
 // Token i of the history, 0 = oldest.
-static inline llama_token smpl_hist_at(const struct smpl_hist * h, size_t i) {
-    return h->buf[(h->head + i) % h->n];
-}
+static inline llama_token smpl_hist_at(const struct smpl_hist * h, size_t i) { return h->buf[(h->head + i) % h->n]; }
 
 static void smpl_hist_clear(struct smpl_hist * h) {
     h->head = 0;
@@ -138,7 +136,10 @@ static void smpl_mirostat_update(struct smpl_mirostat * c, const llama_token_dat
     }
 }
 
-static const char * smpl_mirostat_name(const struct llama_sampler * smpl) { (void) smpl; return "mirostat"; }
+static const char * smpl_mirostat_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "mirostat";
+}
 
 static void smpl_mirostat_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     struct smpl_mirostat * c = smpl->ctx;
@@ -181,11 +182,16 @@ static void smpl_mirostat_apply(struct llama_sampler * smpl, llama_token_data_ar
 }
 
 static const struct llama_sampler_i smpl_mirostat_i = {
-    .name = smpl_mirostat_name, .apply = smpl_mirostat_apply, .reset = smpl_mirostat_reset,
-    .clone = smpl_mirostat_clone, .free = smpl_mirostat_free, .copy_state = smpl_mirostat_copy_state,
+    .name = smpl_mirostat_name,
+    .apply = smpl_mirostat_apply,
+    .reset = smpl_mirostat_reset,
+    .clone = smpl_mirostat_clone,
+    .free = smpl_mirostat_free,
+    .copy_state = smpl_mirostat_copy_state,
 };
 
-static struct llama_sampler * smpl_mirostat_new(const struct llama_sampler_i * iface, int32_t n_vocab, uint32_t seed, float tau, float eta, int32_t m) {
+static struct llama_sampler * smpl_mirostat_new(const struct llama_sampler_i * iface, int32_t n_vocab, uint32_t seed, float tau,
+                                                float eta, int32_t m) {
     struct smpl_mirostat * c = GGML_CALLOC(1, sizeof(*c));
     if (c) {
         c->n_vocab = n_vocab;
@@ -204,7 +210,10 @@ struct llama_sampler * llama_sampler_init_mirostat(int32_t n_vocab, uint32_t see
     return smpl_mirostat_new(&smpl_mirostat_i, n_vocab, seed, tau, eta, m);
 }
 
-static const char * smpl_mirostat_v2_name(const struct llama_sampler * smpl) { (void) smpl; return "mirostat-v2"; }
+static const char * smpl_mirostat_v2_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "mirostat-v2";
+}
 
 static void smpl_mirostat_v2_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     struct smpl_mirostat * c = smpl->ctx;
@@ -229,8 +238,12 @@ static void smpl_mirostat_v2_apply(struct llama_sampler * smpl, llama_token_data
 }
 
 static const struct llama_sampler_i smpl_mirostat_v2_i = {
-    .name = smpl_mirostat_v2_name, .apply = smpl_mirostat_v2_apply, .reset = smpl_mirostat_reset,
-    .clone = smpl_mirostat_clone, .free = smpl_mirostat_free, .copy_state = smpl_mirostat_copy_state,
+    .name = smpl_mirostat_v2_name,
+    .apply = smpl_mirostat_v2_apply,
+    .reset = smpl_mirostat_reset,
+    .clone = smpl_mirostat_clone,
+    .free = smpl_mirostat_free,
+    .copy_state = smpl_mirostat_copy_state,
 };
 
 struct llama_sampler * llama_sampler_init_mirostat_v2(uint32_t seed, float tau, float eta) {
@@ -264,7 +277,10 @@ static void smpl_penalties_free_ctx(void * p) {
 
 static void smpl_penalties_free(struct llama_sampler * smpl) { smpl_penalties_free_ctx(smpl->ctx); }
 
-static const char * smpl_penalties_name(const struct llama_sampler * smpl) { (void) smpl; return "penalties"; }
+static const char * smpl_penalties_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "penalties";
+}
 
 static bool smpl_counts_fit(int32_t ** counts, size_t * n_counts, llama_token t) {
     if ((size_t) t < *n_counts) {
@@ -356,16 +372,21 @@ static bool smpl_penalties_copy_into(struct smpl_penalties * d, const struct smp
 SMPL_CLONE_COPY_DEEP(smpl_penalties, struct smpl_penalties, smpl_penalties_copy_into, smpl_penalties_free_ctx)
 
 static const struct llama_sampler_i smpl_penalties_i = {
-    .name = smpl_penalties_name, .accept = smpl_penalties_accept, .apply = smpl_penalties_apply,
-    .reset = smpl_penalties_reset, .clone = smpl_penalties_clone, .free = smpl_penalties_free,
+    .name = smpl_penalties_name,
+    .accept = smpl_penalties_accept,
+    .apply = smpl_penalties_apply,
+    .reset = smpl_penalties_reset,
+    .clone = smpl_penalties_clone,
+    .free = smpl_penalties_free,
     .copy_state = smpl_penalties_copy_state,
 };
 
-struct llama_sampler * llama_sampler_init_penalties(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat, float penalty_freq, float penalty_present) {
+struct llama_sampler * llama_sampler_init_penalties(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat,
+                                                    float penalty_freq, float penalty_present) {
     struct smpl_penalties * c = GGML_CALLOC(1, sizeof(*c));
     if (c) {
-        c->repeat  = penalty_repeat > 0.0f ? penalty_repeat : 1.0f;
-        c->freq    = isfinite(penalty_freq) ? penalty_freq : 0.0f;
+        c->repeat = penalty_repeat > 0.0f ? penalty_repeat : 1.0f;
+        c->freq = isfinite(penalty_freq) ? penalty_freq : 0.0f;
         c->present = isfinite(penalty_present) ? penalty_present : 0.0f;
         c->hist.limit = penalty_last_n > 0 ? (size_t) penalty_last_n : 0;
         if (n_vocab > 0 && n_vocab <= SMPL_MAX_TOKEN_ID && !smpl_counts_fit(&c->counts, &c->n_counts, n_vocab - 1)) {
@@ -388,9 +409,9 @@ struct llama_sampler * llama_sampler_init_penalties(int32_t n_vocab, int32_t pen
 // Only the last penalty_last_n tokens are looked at (-1: up to SMPL_DRY_MAX_HISTORY; 0: off).
 // multiplier <= 0, base < 1 (or NaN) disables; allowed_length < 1 counts as 1.
 
-#define SMPL_DRY_MAX_HISTORY   65536
-#define SMPL_DRY_MAX_BREAKER   64   // bytes of a breaker string looked at
-#define SMPL_DRY_MAX_TAIL      32   // tokens after the head token of a multi-token breaker
+#define SMPL_DRY_MAX_HISTORY 65536
+#define SMPL_DRY_MAX_BREAKER 64   // bytes of a breaker string looked at
+#define SMPL_DRY_MAX_TAIL    32   // tokens after the head token of a multi-token breaker
 
 struct smpl_dry_breaker {
     llama_token head;
@@ -426,11 +447,12 @@ static void smpl_dry_free_ctx(void * p) {
 
 static void smpl_dry_free(struct llama_sampler * smpl) { smpl_dry_free_ctx(smpl->ctx); }
 
-static const char * smpl_dry_name(const struct llama_sampler * smpl) { (void) smpl; return "dry"; }
-
-static bool smpl_dry_enabled(const struct smpl_dry * c) {
-    return c->multiplier > 0.0f && c->base >= 1.0f && c->hist.limit > 0;
+static const char * smpl_dry_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "dry";
 }
+
+static bool smpl_dry_enabled(const struct smpl_dry * c) { return c->multiplier > 0.0f && c->base >= 1.0f && c->hist.limit > 0; }
 
 static void smpl_dry_accept(struct llama_sampler * smpl, llama_token token) {
     struct smpl_dry * c = smpl->ctx;
@@ -444,7 +466,10 @@ static size_t smpl_dry_find(const struct smpl_dry * c, llama_token head) {
     size_t lo = 0, hi = c->n_breakers;
     while (lo < hi) {
         const size_t mid = (lo + hi) / 2;
-        if (c->breakers[mid].head < head) lo = mid + 1; else hi = mid;
+        if (c->breakers[mid].head < head)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -541,9 +566,7 @@ static void smpl_dry_apply(struct llama_sampler * smpl, llama_token_data_array *
     }
 }
 
-static void smpl_dry_reset(struct llama_sampler * smpl) {
-    smpl_hist_clear(&((struct smpl_dry *) smpl->ctx)->hist);
-}
+static void smpl_dry_reset(struct llama_sampler * smpl) { smpl_hist_clear(&((struct smpl_dry *) smpl->ctx)->hist); }
 
 static bool smpl_dry_copy_into(struct smpl_dry * d, const struct smpl_dry * s) {
     struct smpl_dry_breaker * br = NULL;
@@ -553,12 +576,16 @@ static bool smpl_dry_copy_into(struct smpl_dry * d, const struct smpl_dry * s) {
     if (s->n_tails) tails = GGML_MALLOC(s->n_tails * sizeof(*tails));
     if (!max_len || (s->n_breakers && !br) || (s->n_tails && !tails) || !smpl_hist_copy(&d->hist, &s->hist)) {
         LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
-        free(br); free(tails); free(max_len);
+        free(br);
+        free(tails);
+        free(max_len);
         return false;
     }
     if (br) memcpy(br, s->breakers, s->n_breakers * sizeof(*br));
     if (tails) memcpy(tails, s->tails, s->n_tails * sizeof(*tails));
-    free(d->breakers); free(d->tails); free(d->max_len);
+    free(d->breakers);
+    free(d->tails);
+    free(d->max_len);
     d->breakers = br;
     d->n_breakers = s->n_breakers;
     d->tails = tails;
@@ -575,12 +602,17 @@ static bool smpl_dry_copy_into(struct smpl_dry * d, const struct smpl_dry * s) {
 SMPL_CLONE_COPY_DEEP(smpl_dry, struct smpl_dry, smpl_dry_copy_into, smpl_dry_free_ctx)
 
 static const struct llama_sampler_i smpl_dry_i = {
-    .name = smpl_dry_name, .accept = smpl_dry_accept, .apply = smpl_dry_apply,
-    .reset = smpl_dry_reset, .clone = smpl_dry_clone, .free = smpl_dry_free,
+    .name = smpl_dry_name,
+    .accept = smpl_dry_accept,
+    .apply = smpl_dry_apply,
+    .reset = smpl_dry_reset,
+    .clone = smpl_dry_clone,
+    .free = smpl_dry_free,
     .copy_state = smpl_dry_copy_state,
 };
 
-static bool smpl_dry_add(struct smpl_dry * c, size_t * cap_b, size_t * cap_t, llama_token head, const llama_token * tail, size_t tail_len) {
+static bool smpl_dry_add(struct smpl_dry * c, size_t * cap_b, size_t * cap_t, llama_token head, const llama_token * tail,
+                         size_t tail_len) {
     if (c->n_breakers == *cap_b) {
         const size_t cap = *cap_b ? *cap_b * 2 : 16;
         struct smpl_dry_breaker * p = GGML_REALLOC(c->breakers, cap * sizeof(*p));
@@ -607,7 +639,7 @@ static bool smpl_dry_add(struct smpl_dry * c, size_t * cap_b, size_t * cap_t, ll
 }
 
 static int smpl_dry_cmp(const void * a, const void * b) {
-    const struct smpl_dry_breaker * x = a, * y = b;
+    const struct smpl_dry_breaker *x = a, *y = b;
     if (x->head != y->head) return x->head < y->head ? -1 : 1;
     if (x->tail_off != y->tail_off) return x->tail_off < y->tail_off ? -1 : 1;
     return 0;
@@ -622,7 +654,8 @@ static bool smpl_mem_contains(const char * hay, size_t n_hay, const char * needl
 }
 
 // Finds, for every breaker string, the tokens that contain it and the tokens that start it.
-static bool smpl_dry_build_breakers(struct smpl_dry * c, const struct llama_vocab * vocab, const char ** seq_breakers, size_t num_breakers) {
+static bool smpl_dry_build_breakers(struct smpl_dry * c, const struct llama_vocab * vocab, const char ** seq_breakers,
+                                    size_t num_breakers) {
     size_t cap_b = 0, cap_t = 0;
     char piece[256];
     llama_token tail[SMPL_DRY_MAX_TAIL];
@@ -633,8 +666,8 @@ static bool smpl_dry_build_breakers(struct smpl_dry * c, const struct llama_voca
         }
         size_t len = strlen(s);
         if (len > SMPL_DRY_MAX_BREAKER) {
-            LLAMA_LOG_WARN("llama_sampler_init_dry: sequence breaker %zu is %zu bytes; using its first %d\n",
-                           bi, len, SMPL_DRY_MAX_BREAKER);
+            LLAMA_LOG_WARN("llama_sampler_init_dry: sequence breaker %zu is %zu bytes; using its first %d\n", bi, len,
+                           SMPL_DRY_MAX_BREAKER);
             len = SMPL_DRY_MAX_BREAKER;
         }
         // Tokens of each remainder s[o..] for o in 1..len-1, tokenized once.
@@ -669,7 +702,9 @@ static bool smpl_dry_build_breakers(struct smpl_dry * c, const struct llama_voca
     return true;
 }
 
-struct llama_sampler * llama_sampler_init_dry(const struct llama_vocab * vocab, float dry_multiplier, float dry_base, int32_t dry_allowed_length, int32_t dry_penalty_last_n, const char ** seq_breakers, size_t num_breakers) {
+struct llama_sampler * llama_sampler_init_dry(const struct llama_vocab * vocab, float dry_multiplier, float dry_base,
+                                              int32_t dry_allowed_length, int32_t dry_penalty_last_n, const char ** seq_breakers,
+                                              size_t num_breakers) {
     const struct llama_vocab * v = llama_vocab_resolve(vocab, __func__);
     if (!v) {
         return NULL;
@@ -731,7 +766,10 @@ static void smpl_logit_bias_free_ctx(void * p) {
 
 static void smpl_logit_bias_free(struct llama_sampler * smpl) { smpl_logit_bias_free_ctx(smpl->ctx); }
 
-static const char * smpl_logit_bias_name(const struct llama_sampler * smpl) { (void) smpl; return "logit-bias"; }
+static const char * smpl_logit_bias_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "logit-bias";
+}
 
 static void smpl_logit_bias_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     const struct smpl_logit_bias * c = smpl->ctx;
@@ -762,11 +800,14 @@ static void smpl_logit_bias_apply(struct llama_sampler * smpl, llama_token_data_
 static struct llama_sampler * smpl_logit_bias_clone(const struct llama_sampler * smpl);
 
 static const struct llama_sampler_i smpl_logit_bias_i = {
-    .name = smpl_logit_bias_name, .apply = smpl_logit_bias_apply, .clone = smpl_logit_bias_clone,
+    .name = smpl_logit_bias_name,
+    .apply = smpl_logit_bias_apply,
+    .clone = smpl_logit_bias_clone,
     .free = smpl_logit_bias_free,
 };
 
-static struct llama_sampler * smpl_logit_bias_make(int32_t n_vocab, int32_t n_logit_bias, const llama_logit_bias * logit_bias, bool quiet) {
+static struct llama_sampler * smpl_logit_bias_make(int32_t n_vocab, int32_t n_logit_bias, const llama_logit_bias * logit_bias,
+                                                   bool quiet) {
     struct smpl_logit_bias * c = GGML_CALLOC(1, sizeof(*c));
     if (!c) {
         LLAMA_LOG_ERROR("llama_sampler_init_logit_bias: out of memory\n");
@@ -785,7 +826,8 @@ static struct llama_sampler * smpl_logit_bias_make(int32_t n_vocab, int32_t n_lo
         const llama_logit_bias b = logit_bias[i];
         if (b.token < 0 || (n_vocab > 0 && b.token >= n_vocab) || b.token >= SMPL_MAX_TOKEN_ID || isnan(b.bias)) {
             if (!quiet) {
-                LLAMA_LOG_WARN("llama_sampler_init_logit_bias: ignoring entry %d (token %d, bias %g)\n", i, b.token, (double) b.bias);
+                LLAMA_LOG_WARN("llama_sampler_init_logit_bias: ignoring entry %d (token %d, bias %g)\n", i, b.token,
+                               (double) b.bias);
             }
             continue;
         }
@@ -850,7 +892,10 @@ static void smpl_adaptive_p_free_ctx(void * p) {
 
 static void smpl_adaptive_p_free(struct llama_sampler * smpl) { smpl_adaptive_p_free_ctx(smpl->ctx); }
 
-static const char * smpl_adaptive_p_name(const struct llama_sampler * smpl) { (void) smpl; return "adaptive-p"; }
+static const char * smpl_adaptive_p_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "adaptive-p";
+}
 
 static void smpl_adaptive_p_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     struct smpl_adaptive_p * c = smpl->ctx;
@@ -901,8 +946,12 @@ static void smpl_adaptive_p_reset(struct llama_sampler * smpl) {
 SMPL_CLONE_COPY_SCRATCH(smpl_adaptive_p, struct smpl_adaptive_p, smpl_adaptive_p_free_ctx)
 
 static const struct llama_sampler_i smpl_adaptive_p_i = {
-    .name = smpl_adaptive_p_name, .apply = smpl_adaptive_p_apply, .reset = smpl_adaptive_p_reset,
-    .clone = smpl_adaptive_p_clone, .free = smpl_adaptive_p_free, .copy_state = smpl_adaptive_p_copy_state,
+    .name = smpl_adaptive_p_name,
+    .apply = smpl_adaptive_p_apply,
+    .reset = smpl_adaptive_p_reset,
+    .clone = smpl_adaptive_p_clone,
+    .free = smpl_adaptive_p_free,
+    .copy_state = smpl_adaptive_p_copy_state,
 };
 
 struct llama_sampler * llama_sampler_init_adaptive_p(float target, float decay, uint32_t seed) {

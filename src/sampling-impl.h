@@ -63,51 +63,49 @@ void smpl_buf_free(struct smpl_buf * buf);
 // kinds of sampler state; each macro defines static NAME_clone and NAME_copy_state.
 
 // State T is plain data: a clone and a state copy are struct copies.
-#define SMPL_CLONE_COPY_PLAIN(NAME, T, FREE_CTX)                                                 \
-    static struct llama_sampler * NAME##_clone(const struct llama_sampler * smpl) {             \
-        T * c = GGML_MALLOC(sizeof(*c));                                                         \
-        if (c) {                                                                                 \
-            *c = *(const T *) smpl->ctx;                                                         \
-        }                                                                                        \
-        return smpl_new(smpl->iface, c, FREE_CTX);                                               \
-    }                                                                                            \
+#define SMPL_CLONE_COPY_PLAIN(NAME, T, FREE_CTX)                                                  \
+    static struct llama_sampler * NAME##_clone(const struct llama_sampler * smpl) {               \
+        T * c = GGML_MALLOC(sizeof(*c));                                                          \
+        if (c) {                                                                                  \
+            *c = *(const T *) smpl->ctx;                                                          \
+        }                                                                                         \
+        return smpl_new(smpl->iface, c, FREE_CTX);                                                \
+    }                                                                                             \
     static void NAME##_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) { \
-        *(T *) dst->ctx = *(const T *) src->ctx;                                                 \
+        *(T *) dst->ctx = *(const T *) src->ctx;                                                  \
     }
 
 // Plain data but for its scratch buffer (member scratch), which is not state: a clone starts
 // without one, and a state copy keeps the destination's.
-#define SMPL_CLONE_COPY_SCRATCH(NAME, T, FREE_CTX)                                               \
-    static struct llama_sampler * NAME##_clone(const struct llama_sampler * smpl) {             \
-        T * c = GGML_MALLOC(sizeof(*c));                                                         \
-        if (c) {                                                                                 \
-            *c = *(const T *) smpl->ctx;                                                         \
-            c->scratch.data = NULL;                                                              \
-            c->scratch.cap = 0;                                                                  \
-        }                                                                                        \
-        return smpl_new(smpl->iface, c, FREE_CTX);                                               \
-    }                                                                                            \
+#define SMPL_CLONE_COPY_SCRATCH(NAME, T, FREE_CTX)                                                \
+    static struct llama_sampler * NAME##_clone(const struct llama_sampler * smpl) {               \
+        T * c = GGML_MALLOC(sizeof(*c));                                                          \
+        if (c) {                                                                                  \
+            *c = *(const T *) smpl->ctx;                                                          \
+            c->scratch.data = NULL;                                                               \
+            c->scratch.cap = 0;                                                                   \
+        }                                                                                         \
+        return smpl_new(smpl->iface, c, FREE_CTX);                                                \
+    }                                                                                             \
     static void NAME##_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) { \
-        T * d = dst->ctx;                                                                        \
-        struct smpl_buf keep = d->scratch;                                                       \
-        *d = *(const T *) src->ctx;                                                              \
-        d->scratch = keep;                                                                       \
+        T * d = dst->ctx;                                                                         \
+        struct smpl_buf keep = d->scratch;                                                        \
+        *d = *(const T *) src->ctx;                                                               \
+        d->scratch = keep;                                                                        \
     }
 
 // State that owns memory: COPY_INTO(T * dst, const T * src) copies it deeply into dst (which
 // may hold older state) and returns false when out of memory.
-#define SMPL_CLONE_COPY_DEEP(NAME, T, COPY_INTO, FREE_CTX)                                       \
-    static struct llama_sampler * NAME##_clone(const struct llama_sampler * smpl) {             \
-        T * c = GGML_CALLOC(1, sizeof(*c));                                                      \
-        if (c && !COPY_INTO(c, smpl->ctx)) {                                                     \
-            FREE_CTX(c);                                                                         \
-            return NULL;                                                                         \
-        }                                                                                        \
-        return smpl_new(smpl->iface, c, FREE_CTX);                                               \
-    }                                                                                            \
-    static void NAME##_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) { \
-        COPY_INTO(dst->ctx, src->ctx);                                                           \
-    }
+#define SMPL_CLONE_COPY_DEEP(NAME, T, COPY_INTO, FREE_CTX)                          \
+    static struct llama_sampler * NAME##_clone(const struct llama_sampler * smpl) { \
+        T * c = GGML_CALLOC(1, sizeof(*c));                                         \
+        if (c && !COPY_INTO(c, smpl->ctx)) {                                        \
+            FREE_CTX(c);                                                            \
+            return NULL;                                                            \
+        }                                                                           \
+        return smpl_new(smpl->iface, c, FREE_CTX);                                  \
+    }                                                                               \
+    static void NAME##_copy_state(struct llama_sampler * dst, const struct llama_sampler * src) { COPY_INTO(dst->ctx, src->ctx); }
 
 // ---- candidate-array helpers ----
 
@@ -133,9 +131,7 @@ static inline uint32_t smpl_float_asc(float f) {
 }
 
 // Key that sorts ascending in the order "highest logit first" (NaN last, with -inf).
-static inline uint32_t smpl_desc_key(float logit) {
-    return ~smpl_float_asc(smpl_key(logit));
-}
+static inline uint32_t smpl_desc_key(float logit) { return ~smpl_float_asc(smpl_key(logit)); }
 
 // Stable LSD radix sort of n pairs by key (ascending); a and tmp hold n pairs each.
 // Returns whichever of the two buffers ends up holding the sorted pairs.

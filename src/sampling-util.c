@@ -14,7 +14,7 @@
 
 void smpl_rng_seed(struct smpl_rng * rng, uint32_t seed) {
     rng->state = 0;
-    rng->inc   = (54u << 1) | 1u;
+    rng->inc = (54u << 1) | 1u;
     smpl_rng_next(rng);
     rng->state += (uint64_t) seed;
     smpl_rng_next(rng);
@@ -28,9 +28,7 @@ uint32_t smpl_rng_next(struct smpl_rng * rng) {
     return (xorshifted >> rot) | (xorshifted << ((32u - rot) & 31u));
 }
 
-double smpl_rng_uniform(struct smpl_rng * rng) {
-    return (double) smpl_rng_next(rng) * (1.0 / 4294967296.0);
-}
+double smpl_rng_uniform(struct smpl_rng * rng) { return (double) smpl_rng_next(rng) * (1.0 / 4294967296.0); }
 
 int64_t smpl_time_ns(void) {
     struct timespec ts;
@@ -84,7 +82,7 @@ void * smpl_buf_reserve(struct smpl_buf * buf, size_t n) {
     }
     free(buf->data);
     buf->data = p;
-    buf->cap  = cap;
+    buf->cap = cap;
     return p;
 }
 
@@ -92,7 +90,7 @@ void smpl_buf_free(struct smpl_buf * buf) {
     if (buf) {
         free(buf->data);
         buf->data = NULL;
-        buf->cap  = 0;
+        buf->cap = 0;
     }
 }
 
@@ -146,9 +144,7 @@ int64_t smpl_argmax(const llama_token_data_array * cur_p) {
     return smpl_argmax_strided(&cur_p->data[0].logit, 3, cur_p->size);
 }
 
-int64_t smpl_argmax_row(const float * logits, size_t n) {
-    return n == 0 || !logits ? -1 : smpl_argmax_strided(logits, 1, n);
-}
+int64_t smpl_argmax_row(const float * logits, size_t n) { return n == 0 || !logits ? -1 : smpl_argmax_strided(logits, 1, n); }
 
 // exp(x) for x <= 0 or -inf (never NaN) without a libm call and without a floating-point
 // comparison, so that the loop over candidates vectorises: |x| is clamped to 87 on its bits,
@@ -216,7 +212,10 @@ void smpl_softmax(llama_token_data_array * cur_p) {
         const size_t end = n - i > 4096 ? i + 4096 : n;
         float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
         for (; i + 4 <= end; i += 4) {
-            s0 += d[i + 0].p; s1 += d[i + 1].p; s2 += d[i + 2].p; s3 += d[i + 3].p;
+            s0 += d[i + 0].p;
+            s1 += d[i + 1].p;
+            s2 += d[i + 2].p;
+            s3 += d[i + 3].p;
         }
         for (; i < end; i++) {
             s0 += d[i].p;
@@ -271,7 +270,9 @@ smpl_kv * smpl_radix_sort(smpl_kv * a, smpl_kv * tmp, size_t n) {
         for (size_t i = 0; i < n; i++) {
             tmp[count[(a[i].key >> shift) & 0xff]++] = a[i];
         }
-        smpl_kv * t = a; a = tmp; tmp = t;
+        smpl_kv * t = a;
+        a = tmp;
+        tmp = t;
     }
     return a;
 }
@@ -289,9 +290,7 @@ void smpl_sort_by_keys(llama_token_data_array * cur_p, smpl_kv * kv) {
 }
 
 // Max-heap on (key, pos): the root is the worst of the k kept candidates.
-static inline bool smpl_kv_less(smpl_kv a, smpl_kv b) {
-    return a.key < b.key || (a.key == b.key && a.pos < b.pos);
-}
+static inline bool smpl_kv_less(smpl_kv a, smpl_kv b) { return a.key < b.key || (a.key == b.key && a.pos < b.pos); }
 
 static void smpl_heap_sift_down(smpl_kv * h, size_t n, size_t i) {
     for (;;) {
@@ -299,7 +298,9 @@ static void smpl_heap_sift_down(smpl_kv * h, size_t n, size_t i) {
         if (l < n && smpl_kv_less(h[m], h[l])) m = l;
         if (r < n && smpl_kv_less(h[m], h[r])) m = r;
         if (m == i) return;
-        smpl_kv t = h[i]; h[i] = h[m]; h[m] = t;
+        smpl_kv t = h[i];
+        h[i] = h[m];
+        h[m] = t;
         i = m;
     }
 }
@@ -329,7 +330,9 @@ static inline void smpl_heap_top(const float * l, size_t stride, size_t n, size_
     }
     // Heap sort: repeatedly move the root (worst) to the end -> ascending (key, pos).
     for (size_t m = k; m > 1; m--) {
-        smpl_kv t = h[0]; h[0] = h[m - 1]; h[m - 1] = t;
+        smpl_kv t = h[0];
+        h[0] = h[m - 1];
+        h[m - 1] = t;
         smpl_heap_sift_down(h, m - 1, 0);
     }
 }
@@ -385,9 +388,7 @@ static bool smpl_sort_full(llama_token_data_array * cur_p, struct smpl_buf * scr
 }
 
 // The heap wins while k is a small fraction of n; beyond that a linear radix sort is cheaper.
-bool smpl_use_heap(size_t k, size_t n) {
-    return k <= 4096 && k * 8 <= n;
-}
+bool smpl_use_heap(size_t k, size_t n) { return k <= 4096 && k * 8 <= n; }
 
 bool smpl_sort_top(llama_token_data_array * cur_p, size_t k, struct smpl_buf * scratch) {
     const size_t n = cur_p->size;
@@ -404,9 +405,7 @@ bool smpl_sort_top(llama_token_data_array * cur_p, size_t k, struct smpl_buf * s
     return smpl_select_top(cur_p, k, true, scratch);
 }
 
-bool smpl_sort(llama_token_data_array * cur_p, struct smpl_buf * scratch) {
-    return smpl_sort_top(cur_p, cur_p->size, scratch);
-}
+bool smpl_sort(llama_token_data_array * cur_p, struct smpl_buf * scratch) { return smpl_sort_top(cur_p, cur_p->size, scratch); }
 
 void smpl_top_k_impl(llama_token_data_array * cur_p, size_t k, struct smpl_buf * scratch) {
     const size_t n = cur_p->size;
@@ -414,8 +413,7 @@ void smpl_top_k_impl(llama_token_data_array * cur_p, size_t k, struct smpl_buf *
         return;
     }
     if (!cur_p->sorted) {
-        bool ok = smpl_use_heap(k, n) ? smpl_select_top(cur_p, k, false, scratch)
-                                      : smpl_sort_full(cur_p, scratch);
+        bool ok = smpl_use_heap(k, n) ? smpl_select_top(cur_p, k, false, scratch) : smpl_sort_full(cur_p, scratch);
         if (!ok) {
             return; // logged; leaving the array whole is the safe fallback
         }

@@ -46,7 +46,7 @@ struct llama_sampler * llama_sampler_init(const struct llama_sampler_i * iface, 
         return NULL;
     }
     smpl->iface = iface;
-    smpl->ctx   = ctx;
+    smpl->ctx = ctx;
     return smpl;
 }
 
@@ -121,8 +121,8 @@ void llama_sampler_copy(const struct llama_sampler * src, struct llama_sampler *
         return;
     }
     if (src->iface != dst->iface) {
-        LLAMA_LOG_ERROR("%s: samplers are of different types ('%s' -> '%s')\n", __func__,
-                        llama_sampler_name(src), llama_sampler_name(dst));
+        LLAMA_LOG_ERROR("%s: samplers are of different types ('%s' -> '%s')\n", __func__, llama_sampler_name(src),
+                        llama_sampler_name(dst));
         return;
     }
     if (!dst->iface->copy_state) {
@@ -242,12 +242,12 @@ static void smpl_chain_copy_state(struct llama_sampler * dst, const struct llama
 }
 
 static const struct llama_sampler_i smpl_chain_i = {
-    .name       = smpl_chain_name,
-    .accept     = smpl_chain_accept,
-    .apply      = smpl_chain_apply,
-    .reset      = smpl_chain_reset,
-    .clone      = smpl_chain_clone,
-    .free       = smpl_chain_free,
+    .name = smpl_chain_name,
+    .accept = smpl_chain_accept,
+    .apply = smpl_chain_apply,
+    .reset = smpl_chain_reset,
+    .clone = smpl_chain_clone,
+    .free = smpl_chain_free,
     .copy_state = smpl_chain_copy_state,
 };
 
@@ -400,8 +400,8 @@ llama_token llama_sampler_sample(struct llama_sampler * smpl, struct llama_conte
         token = cur_p.data[cur_p.selected].id;
     } else {
         LLAMA_LOG_ERROR("%s: no token was selected (selected = %lld of %zu): end the chain with a "
-                        "sampler that picks one (greedy, dist, mirostat, ...)\n", __func__,
-                        (long long) cur_p.selected, cur_p.size);
+                        "sampler that picks one (greedy, dist, mirostat, ...)\n",
+                        __func__, (long long) cur_p.selected, cur_p.size);
     }
     if (!chain) {
         free(cand);
@@ -448,9 +448,8 @@ void llama_perf_sampler_print(const struct llama_sampler * chain) {
         return;
     }
     const struct llama_perf_sampler_data d = llama_perf_sampler(chain);
-    LLAMA_LOG_INFO("%s:    sampling time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)\n",
-                   __func__, d.t_sample_ms, d.n_sample,
-                   d.n_sample > 0 ? d.t_sample_ms / d.n_sample : 0.0,
+    LLAMA_LOG_INFO("%s:    sampling time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)\n", __func__,
+                   d.t_sample_ms, d.n_sample, d.n_sample > 0 ? d.t_sample_ms / d.n_sample : 0.0,
                    d.t_sample_ms > 0.0 ? 1e3 * d.n_sample / d.t_sample_ms : 0.0);
 }
 
@@ -466,7 +465,10 @@ void llama_perf_sampler_reset(struct llama_sampler * chain) {
 // ---------------------------------------------------------------------------------------------
 // greedy
 
-static const char * smpl_greedy_name(const struct llama_sampler * smpl) { (void) smpl; return "greedy"; }
+static const char * smpl_greedy_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "greedy";
+}
 
 static void smpl_greedy_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     (void) smpl;
@@ -474,13 +476,11 @@ static void smpl_greedy_apply(struct llama_sampler * smpl, llama_token_data_arra
 }
 
 static const struct llama_sampler_i smpl_greedy_i = {
-    .name  = smpl_greedy_name,
+    .name = smpl_greedy_name,
     .apply = smpl_greedy_apply,
 };
 
-struct llama_sampler * llama_sampler_init_greedy(void) {
-    return llama_sampler_init(&smpl_greedy_i, NULL);
-}
+struct llama_sampler * llama_sampler_init_greedy(void) { return llama_sampler_init(&smpl_greedy_i, NULL); }
 
 // ---------------------------------------------------------------------------------------------
 // dist: draws from softmax(logits) in array order with the sampler's PCG32 stream
@@ -491,7 +491,10 @@ struct smpl_dist {
     struct smpl_rng rng;
 };
 
-static const char * smpl_dist_name(const struct llama_sampler * smpl) { (void) smpl; return "dist"; }
+static const char * smpl_dist_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "dist";
+}
 
 static void smpl_dist_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     struct smpl_dist * c = smpl->ctx;
@@ -515,11 +518,11 @@ SMPL_CLONE_COPY_PLAIN(smpl_dist, struct smpl_dist, free)
 static void smpl_dist_free(struct llama_sampler * smpl) { free(smpl->ctx); }
 
 static const struct llama_sampler_i smpl_dist_i = {
-    .name       = smpl_dist_name,
-    .apply      = smpl_dist_apply,
-    .reset      = smpl_dist_reset,
-    .clone      = smpl_dist_clone,
-    .free       = smpl_dist_free,
+    .name = smpl_dist_name,
+    .apply = smpl_dist_apply,
+    .reset = smpl_dist_reset,
+    .clone = smpl_dist_clone,
+    .free = smpl_dist_free,
     .copy_state = smpl_dist_copy_state,
 };
 
@@ -557,7 +560,8 @@ static void smpl_param_free(struct llama_sampler * smpl) { smpl_param_free_ctx(s
 
 SMPL_CLONE_COPY_SCRATCH(smpl_param, struct smpl_param, smpl_param_free_ctx)
 
-static struct llama_sampler * smpl_param_new(const struct llama_sampler_i * iface, float p, float t, size_t min_keep, uint32_t seed) {
+static struct llama_sampler * smpl_param_new(const struct llama_sampler_i * iface, float p, float t, size_t min_keep,
+                                             uint32_t seed) {
     struct smpl_param * c = GGML_CALLOC(1, sizeof(*c));
     if (c) {
         c->p = p;
@@ -572,7 +576,10 @@ static struct llama_sampler * smpl_param_new(const struct llama_sampler_i * ifac
 
 // ---- top-k: keeps the k highest logits, sorted; k <= 0 or k >= size: no change ----
 
-static const char * smpl_top_k_name(const struct llama_sampler * smpl) { (void) smpl; return "top-k"; }
+static const char * smpl_top_k_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "top-k";
+}
 
 static void smpl_top_k_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     struct smpl_param * c = smpl->ctx;
@@ -584,8 +591,11 @@ static void smpl_top_k_apply(struct llama_sampler * smpl, llama_token_data_array
 }
 
 static const struct llama_sampler_i smpl_top_k_i = {
-    .name = smpl_top_k_name, .apply = smpl_top_k_apply, .clone = smpl_param_clone,
-    .free = smpl_param_free, .copy_state = smpl_param_copy_state,
+    .name = smpl_top_k_name,
+    .apply = smpl_top_k_apply,
+    .clone = smpl_param_clone,
+    .free = smpl_param_free,
+    .copy_state = smpl_param_copy_state,
 };
 
 struct llama_sampler * llama_sampler_init_top_k(int32_t k) {
@@ -654,7 +664,10 @@ static bool smpl_chain_sample_row(struct smpl_chain * c, const float * logits, i
 // p >= 1 or NaN: no change. p <= 0: keeps max(1, min_keep). min_keep >= size: keeps all.
 // Fills p (softmax over the candidates before truncation) and leaves the kept prefix sorted.
 
-static const char * smpl_top_p_name(const struct llama_sampler * smpl) { (void) smpl; return "top-p"; }
+static const char * smpl_top_p_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "top-p";
+}
 
 // First m >= max(1, min_keep) with sum(p[0..m)) >= p over the sorted prefix [0, n_sorted); 0 if none.
 static size_t smpl_top_p_cut(const llama_token_data_array * cur_p, size_t n_sorted, float p, size_t min_keep) {
@@ -692,7 +705,8 @@ static size_t smpl_top_p_bucketed(llama_token_data_array * cur_p, float p, size_
     const float scale = (float) (SMPL_TOP_P_BUCKETS - 1) / (max - min);
     double mass[SMPL_TOP_P_BUCKETS] = { 0 };
     size_t count[SMPL_TOP_P_BUCKETS] = { 0 };
-    uint8_t * bucket = smpl_buf_reserve(scratch, n + n * (sizeof(llama_token_data) + 2 * sizeof(smpl_kv) + sizeof(llama_token_data)));
+    uint8_t * bucket =
+        smpl_buf_reserve(scratch, n + n * (sizeof(llama_token_data) + 2 * sizeof(smpl_kv) + sizeof(llama_token_data)));
     if (!bucket) {
         return 0;
     }
@@ -769,8 +783,11 @@ static void smpl_top_p_apply(struct llama_sampler * smpl, llama_token_data_array
 }
 
 static const struct llama_sampler_i smpl_top_p_i = {
-    .name = smpl_top_p_name, .apply = smpl_top_p_apply, .clone = smpl_param_clone,
-    .free = smpl_param_free, .copy_state = smpl_param_copy_state,
+    .name = smpl_top_p_name,
+    .apply = smpl_top_p_apply,
+    .clone = smpl_param_clone,
+    .free = smpl_param_free,
+    .copy_state = smpl_param_copy_state,
 };
 
 struct llama_sampler * llama_sampler_init_top_p(float p, size_t min_keep) {
@@ -781,7 +798,10 @@ struct llama_sampler * llama_sampler_init_top_p(float p, size_t min_keep) {
 // p <= 0 or NaN: no change. Too few kept (p > 1, or fewer than min_keep): keeps the
 // max(1, min_keep) highest instead, sorted. Otherwise the kept candidates keep their order.
 
-static const char * smpl_min_p_name(const struct llama_sampler * smpl) { (void) smpl; return "min-p"; }
+static const char * smpl_min_p_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "min-p";
+}
 
 static void smpl_min_p_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     struct smpl_param * c = smpl->ctx;
@@ -813,8 +833,11 @@ static void smpl_min_p_apply(struct llama_sampler * smpl, llama_token_data_array
 }
 
 static const struct llama_sampler_i smpl_min_p_i = {
-    .name = smpl_min_p_name, .apply = smpl_min_p_apply, .clone = smpl_param_clone,
-    .free = smpl_param_free, .copy_state = smpl_param_copy_state,
+    .name = smpl_min_p_name,
+    .apply = smpl_min_p_apply,
+    .clone = smpl_param_clone,
+    .free = smpl_param_free,
+    .copy_state = smpl_param_copy_state,
 };
 
 struct llama_sampler * llama_sampler_init_min_p(float p, size_t min_keep) {
@@ -825,7 +848,10 @@ struct llama_sampler * llama_sampler_init_min_p(float p, size_t min_keep) {
 // prefix of that order whose probability reaches p (at least max(1, min_keep)).
 // p >= 1 or NaN: no change. Result is in typicality order (sorted = false), p filled.
 
-static const char * smpl_typical_name(const struct llama_sampler * smpl) { (void) smpl; return "typical"; }
+static const char * smpl_typical_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "typical";
+}
 
 static void smpl_typical_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     struct smpl_param * c = smpl->ctx;
@@ -860,8 +886,11 @@ static void smpl_typical_apply(struct llama_sampler * smpl, llama_token_data_arr
 }
 
 static const struct llama_sampler_i smpl_typical_i = {
-    .name = smpl_typical_name, .apply = smpl_typical_apply, .clone = smpl_param_clone,
-    .free = smpl_param_free, .copy_state = smpl_param_copy_state,
+    .name = smpl_typical_name,
+    .apply = smpl_typical_apply,
+    .clone = smpl_param_clone,
+    .free = smpl_param_free,
+    .copy_state = smpl_param_copy_state,
 };
 
 struct llama_sampler * llama_sampler_init_typical(float p, size_t min_keep) {
@@ -874,7 +903,10 @@ struct llama_sampler * llama_sampler_init_typical(float p, size_t min_keep) {
 // p <= 0, t > 0.5 or size < 2. The random draw is made only when those static conditions
 // pass. One pass, no sort: the kept candidates keep their order (and sorted stays valid).
 
-static const char * smpl_xtc_name(const struct llama_sampler * smpl) { (void) smpl; return "xtc"; }
+static const char * smpl_xtc_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "xtc";
+}
 
 static void smpl_xtc_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     struct smpl_param * c = smpl->ctx;
@@ -916,8 +948,12 @@ static void smpl_param_reset(struct llama_sampler * smpl) {
 }
 
 static const struct llama_sampler_i smpl_xtc_i = {
-    .name = smpl_xtc_name, .apply = smpl_xtc_apply, .reset = smpl_param_reset,
-    .clone = smpl_param_clone, .free = smpl_param_free, .copy_state = smpl_param_copy_state,
+    .name = smpl_xtc_name,
+    .apply = smpl_xtc_apply,
+    .reset = smpl_param_reset,
+    .clone = smpl_param_clone,
+    .free = smpl_param_free,
+    .copy_state = smpl_param_copy_state,
 };
 
 struct llama_sampler * llama_sampler_init_xtc(float p, float t, size_t min_keep, uint32_t seed) {
@@ -968,7 +1004,10 @@ static void smpl_temp_impl(llama_token_data_array * cur_p, float t) {
     }
 }
 
-static const char * smpl_temp_name(const struct llama_sampler * smpl) { (void) smpl; return "temp"; }
+static const char * smpl_temp_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "temp";
+}
 
 static void smpl_temp_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     smpl_temp_impl(cur_p, ((const struct smpl_temp *) smpl->ctx)->t);
@@ -979,8 +1018,11 @@ SMPL_CLONE_COPY_PLAIN(smpl_temp, struct smpl_temp, free)
 static void smpl_temp_free(struct llama_sampler * smpl) { free(smpl->ctx); }
 
 static const struct llama_sampler_i smpl_temp_i = {
-    .name = smpl_temp_name, .apply = smpl_temp_apply, .clone = smpl_temp_clone,
-    .free = smpl_temp_free, .copy_state = smpl_temp_copy_state,
+    .name = smpl_temp_name,
+    .apply = smpl_temp_apply,
+    .clone = smpl_temp_clone,
+    .free = smpl_temp_free,
+    .copy_state = smpl_temp_copy_state,
 };
 
 static struct llama_sampler * smpl_temp_new(const struct llama_sampler_i * iface, float t, float delta, float exponent) {
@@ -993,16 +1035,17 @@ static struct llama_sampler * smpl_temp_new(const struct llama_sampler_i * iface
     return smpl_new(iface, c, free);
 }
 
-struct llama_sampler * llama_sampler_init_temp(float t) {
-    return smpl_temp_new(&smpl_temp_i, t, 0.0f, 1.0f);
-}
+struct llama_sampler * llama_sampler_init_temp(float t) { return smpl_temp_new(&smpl_temp_i, t, 0.0f, 1.0f); }
 
 // ---- temp-ext (DynaTemp, Zhu et al. 2023): delta > 0 picks
 //   T = max(0, t - delta) + 2 * delta * (H / log(size))^exponent   (H: entropy of softmax)
 // and applies it like temp (T <= 0 keeps only the max); then fills p with the new softmax.
 // delta <= 0 (or NaN): plain temp(t). size <= 1: no change.
 
-static const char * smpl_temp_ext_name(const struct llama_sampler * smpl) { (void) smpl; return "temp-ext"; }
+static const char * smpl_temp_ext_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "temp-ext";
+}
 
 static void smpl_temp_ext_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     const struct smpl_temp * c = smpl->ctx;
@@ -1032,8 +1075,11 @@ static void smpl_temp_ext_apply(struct llama_sampler * smpl, llama_token_data_ar
 }
 
 static const struct llama_sampler_i smpl_temp_ext_i = {
-    .name = smpl_temp_ext_name, .apply = smpl_temp_ext_apply, .clone = smpl_temp_clone,
-    .free = smpl_temp_free, .copy_state = smpl_temp_copy_state,
+    .name = smpl_temp_ext_name,
+    .apply = smpl_temp_ext_apply,
+    .clone = smpl_temp_clone,
+    .free = smpl_temp_free,
+    .copy_state = smpl_temp_copy_state,
 };
 
 struct llama_sampler * llama_sampler_init_temp_ext(float t, float delta, float exponent) {
@@ -1044,7 +1090,10 @@ struct llama_sampler * llama_sampler_init_temp_ext(float t, float delta, float e
 // is the population standard deviation of the finite logits. n <= 0 or NaN, or size <= 1: no
 // change. No finite logit: no change.
 
-static const char * smpl_top_n_sigma_name(const struct llama_sampler * smpl) { (void) smpl; return "top-n-sigma"; }
+static const char * smpl_top_n_sigma_name(const struct llama_sampler * smpl) {
+    (void) smpl;
+    return "top-n-sigma";
+}
 
 static void smpl_top_n_sigma_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) {
     const float nsig = ((const struct smpl_temp *) smpl->ctx)->t;
@@ -1086,10 +1135,11 @@ static void smpl_top_n_sigma_apply(struct llama_sampler * smpl, llama_token_data
 }
 
 static const struct llama_sampler_i smpl_top_n_sigma_i = {
-    .name = smpl_top_n_sigma_name, .apply = smpl_top_n_sigma_apply, .clone = smpl_temp_clone,
-    .free = smpl_temp_free, .copy_state = smpl_temp_copy_state,
+    .name = smpl_top_n_sigma_name,
+    .apply = smpl_top_n_sigma_apply,
+    .clone = smpl_temp_clone,
+    .free = smpl_temp_free,
+    .copy_state = smpl_temp_copy_state,
 };
 
-struct llama_sampler * llama_sampler_init_top_n_sigma(float n) {
-    return smpl_temp_new(&smpl_top_n_sigma_i, n, 0.0f, 0.0f);
-}
+struct llama_sampler * llama_sampler_init_top_n_sigma(float n) { return smpl_temp_new(&smpl_top_n_sigma_i, n, 0.0f, 0.0f); }

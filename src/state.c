@@ -48,9 +48,7 @@ static void st_write(struct st_writer * w, const void * p, size_t size) {
     w->n += size;
 }
 
-static void st_u32(struct st_writer * w, uint32_t v) {
-    st_write(w, &v, sizeof(v));
-}
+static void st_u32(struct st_writer * w, uint32_t v) { st_write(w, &v, sizeof(v)); }
 
 struct st_reader {
     const uint8_t * src;
@@ -91,8 +89,13 @@ static void st_fingerprint(struct st_writer * w, const struct llama_context * ct
 
 static bool st_check_fingerprint(struct st_reader * r, const struct llama_context * ctx, const char * func) {
     const struct llama_memory_i * kv = &ctx->kv;
-    const uint32_t want[7] = { kv->n_layer, kv->n_embd_k_gqa, kv->n_embd_v_gqa, (uint32_t) kv->type_k,
-                               (uint32_t) kv->type_v, ctx->model->hparams.n_vocab, ctx->model->hparams.n_embd };
+    const uint32_t want[7] = { kv->n_layer,
+                               kv->n_embd_k_gqa,
+                               kv->n_embd_v_gqa,
+                               (uint32_t) kv->type_k,
+                               (uint32_t) kv->type_v,
+                               ctx->model->hparams.n_vocab,
+                               ctx->model->hparams.n_embd };
     static const char * names[7] = { "n_layer", "n_embd_k_gqa", "n_embd_v_gqa", "type_k", "type_v", "n_vocab", "n_embd" };
     for (int i = 0; i < 7; i++) {
         const uint32_t got = st_r32(r);
@@ -368,7 +371,8 @@ static bool st_read_rs(struct st_reader * r, struct llama_memory_recurrent * rs,
         const llama_pos p0 = (llama_pos) st_r32(r), p1 = (llama_pos) st_r32(r);
         const uint32_t s = dest >= 0 ? (uint32_t) dest : src;
         if (r->err || s >= rs->n_slots || p0 < 0 || p1 < p0) {
-            LLAMA_LOG_ERROR("%s: malformed recurrent state (sequence %u of %u, positions %d..%d)\n", func, s, rs->n_slots, p0, p1);
+            LLAMA_LOG_ERROR("%s: malformed recurrent state (sequence %u of %u, positions %d..%d)\n", func, s, rs->n_slots, p0,
+                            p1);
             ok = false;
             break;
         }
@@ -423,9 +427,7 @@ size_t llama_state_get_size(struct llama_context * ctx) {
     return st_write_full(ctx, NULL, 0);
 }
 
-size_t llama_get_state_size(struct llama_context * ctx) {
-    return llama_state_get_size(ctx);
-}
+size_t llama_get_state_size(struct llama_context * ctx) { return llama_state_get_size(ctx); }
 
 size_t llama_state_get_data(struct llama_context * ctx, uint8_t * dst, size_t size) {
     if (!llama_context_checked(ctx, __func__)) {
@@ -442,9 +444,7 @@ size_t llama_state_get_data(struct llama_context * ctx, uint8_t * dst, size_t si
     return n;
 }
 
-size_t llama_copy_state_data(struct llama_context * ctx, uint8_t * dst) {
-    return llama_state_get_data(ctx, dst, SIZE_MAX);
-}
+size_t llama_copy_state_data(struct llama_context * ctx, uint8_t * dst) { return llama_state_get_data(ctx, dst, SIZE_MAX); }
 
 size_t llama_state_set_data(struct llama_context * ctx, const uint8_t * src, size_t size) {
     if (!llama_context_checked(ctx, __func__)) {
@@ -472,26 +472,36 @@ size_t llama_state_set_data(struct llama_context * ctx, const uint8_t * src, siz
     }
     // Nothing is allocated for sizes the blob claims but does not hold.
     const size_t need = (size_t) n_tok * sizeof(int32_t) + ((flags & 1u) ? (size_t) n_out * n_vocab * sizeof(float) : 0) +
-                        ((flags & 2u) ? (size_t) n_out * n_embd * sizeof(float) : 0);
+        ((flags & 2u) ? (size_t) n_out * n_embd * sizeof(float) : 0);
     if (need > r.size - r.n) {
-        LLAMA_LOG_ERROR("%s: the state is truncated (its output section needs %zu bytes, %zu remain)\n", func, need, r.size - r.n);
+        LLAMA_LOG_ERROR("%s: the state is truncated (its output section needs %zu bytes, %zu remain)\n", func, need,
+                        r.size - r.n);
         return 0;
     }
     bool ok = true;
     if (n_tok > ctx->output_ids_cap) {
         int32_t * p = GGML_REALLOC(ctx->output_ids, n_tok * sizeof(int32_t));
         ok = p != NULL;
-        if (p) { ctx->output_ids = p; ctx->output_ids_cap = n_tok; }
+        if (p) {
+            ctx->output_ids = p;
+            ctx->output_ids_cap = n_tok;
+        }
     }
     if (ok && (flags & 1u) && n_out > ctx->logits_cap) {
         float * p = GGML_REALLOC(ctx->logits, (size_t) n_out * n_vocab * sizeof(float));
         ok = p != NULL;
-        if (p) { ctx->logits = p; ctx->logits_cap = n_out; }
+        if (p) {
+            ctx->logits = p;
+            ctx->logits_cap = n_out;
+        }
     }
     if (ok && (flags & 2u) && n_out > ctx->embd_cap) {
         float * p = GGML_REALLOC(ctx->embd, (size_t) n_out * n_embd * sizeof(float));
         ok = p != NULL;
-        if (p) { ctx->embd = p; ctx->embd_cap = n_out; }
+        if (p) {
+            ctx->embd = p;
+            ctx->embd_cap = n_out;
+        }
     }
     if (!ok) {
         LLAMA_LOG_ERROR("%s: out of memory\n", func);
@@ -525,9 +535,7 @@ size_t llama_state_set_data(struct llama_context * ctx, const uint8_t * src, siz
     return r.n;
 }
 
-size_t llama_set_state_data(struct llama_context * ctx, const uint8_t * src) {
-    return llama_state_set_data(ctx, src, SIZE_MAX);
-}
+size_t llama_set_state_data(struct llama_context * ctx, const uint8_t * src) { return llama_state_set_data(ctx, src, SIZE_MAX); }
 
 // ---------------------------------------------------------------------------------------------
 // one sequence
@@ -738,7 +746,8 @@ static size_t st_parse_header(const uint8_t * buf, size_t size, uint32_t magic, 
     }
     memcpy(hdr, buf, sizeof(hdr));
     if (hdr[0] != magic || hdr[1] != version) {
-        LLAMA_LOG_ERROR("%s: '%s' has magic 0x%08x version %u; expected 0x%08x version %u\n", func, path, hdr[0], hdr[1], magic, version);
+        LLAMA_LOG_ERROR("%s: '%s' has magic 0x%08x version %u; expected 0x%08x version %u\n", func, path, hdr[0], hdr[1], magic,
+                        version);
         return 0;
     }
     if (hdr[2] > capacity) {
@@ -763,7 +772,8 @@ static size_t st_parse_header(const uint8_t * buf, size_t size, uint32_t magic, 
     return sizeof(hdr) + tok_bytes;
 }
 
-bool llama_state_save_file(struct llama_context * ctx, const char * path_session, const llama_token * tokens, size_t n_token_count) {
+bool llama_state_save_file(struct llama_context * ctx, const char * path_session, const llama_token * tokens,
+                           size_t n_token_count) {
     if (!llama_context_checked(ctx, __func__)) {
         return false;
     }
@@ -774,13 +784,15 @@ bool llama_state_save_file(struct llama_context * ctx, const char * path_session
         return false;
     }
     const size_t got = st_write_full(ctx, buf, n);
-    const size_t w = got ? st_save(path_session, LLAMA_SESSION_MAGIC, LLAMA_SESSION_VERSION, tokens, n_token_count,
-                                   buf, got, "llama_state_save_file") : 0;
+    const size_t w = got ? st_save(path_session, LLAMA_SESSION_MAGIC, LLAMA_SESSION_VERSION, tokens, n_token_count, buf, got,
+                                   "llama_state_save_file")
+                         : 0;
     free(buf);
     return w != 0;
 }
 
-bool llama_save_session_file(struct llama_context * ctx, const char * path_session, const llama_token * tokens, size_t n_token_count) {
+bool llama_save_session_file(struct llama_context * ctx, const char * path_session, const llama_token * tokens,
+                             size_t n_token_count) {
     return llama_state_save_file(ctx, path_session, tokens, n_token_count);
 }
 
@@ -795,8 +807,8 @@ bool llama_state_load_file(struct llama_context * ctx, const char * path_session
     if (buf == NULL) {
         return false;
     }
-    const size_t off = st_parse_header(buf, size, LLAMA_SESSION_MAGIC, LLAMA_SESSION_VERSION, tokens_out,
-                                       n_token_capacity, n_token_count_out, path_session, func);
+    const size_t off = st_parse_header(buf, size, LLAMA_SESSION_MAGIC, LLAMA_SESSION_VERSION, tokens_out, n_token_capacity,
+                                       n_token_count_out, path_session, func);
     bool ok = off != 0 && llama_state_set_data(ctx, buf + off, size - off) == size - off;
     if (off != 0 && !ok) {
         LLAMA_LOG_ERROR("%s: the state in '%s' could not be restored\n", func, path_session);
@@ -822,8 +834,9 @@ size_t llama_state_seq_save_file(struct llama_context * ctx, const char * filepa
         return 0;
     }
     const size_t got = st_write_seq(ctx, buf, n, seq_id);
-    const size_t w = got ? st_save(filepath, LLAMA_STATE_SEQ_MAGIC, LLAMA_STATE_SEQ_VERSION, tokens, n_token_count,
-                                   buf, got, "llama_state_seq_save_file") : 0;
+    const size_t w = got ? st_save(filepath, LLAMA_STATE_SEQ_MAGIC, LLAMA_STATE_SEQ_VERSION, tokens, n_token_count, buf, got,
+                                   "llama_state_seq_save_file")
+                         : 0;
     free(buf);
     return w;
 }
@@ -840,8 +853,8 @@ size_t llama_state_seq_load_file(struct llama_context * ctx, const char * filepa
         return 0;
     }
     size_t total = 0;
-    const size_t off = st_parse_header(buf, size, LLAMA_STATE_SEQ_MAGIC, LLAMA_STATE_SEQ_VERSION, tokens_out,
-                                       n_token_capacity, n_token_count_out, filepath, func);
+    const size_t off = st_parse_header(buf, size, LLAMA_STATE_SEQ_MAGIC, LLAMA_STATE_SEQ_VERSION, tokens_out, n_token_capacity,
+                                       n_token_count_out, filepath, func);
     if (off != 0) {
         const size_t n = llama_state_seq_set_data(ctx, buf + off, size - off, dest_seq_id);
         total = n == size - off ? size : 0;

@@ -27,15 +27,15 @@ uint8_t unicode_cpt_value(uint32_t cp) {
 #define N_ UNICODE_FLAG_N
 #define P_ UNICODE_FLAG_P
 #define M_ UNICODE_FLAG_M
-#define GC_FLAGS(ws) \
-    0 | ws, 0 | ws, 0 | ws, 0 | ws, 0 | ws,            /* Cn Cc Cf Co Cs */ \
-    L_ | ws, L_ | ws, L_ | ws, L_ | ws, L_ | ws,       /* Lu Ll Lt Lm Lo */ \
-    M_ | ws, M_ | ws, M_ | ws,                         /* Mn Mc Me */ \
-    N_ | ws, N_ | ws, N_ | ws,                         /* Nd Nl No */ \
-    P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, /* Pc Pd Ps Pe Pi Pf Po */ \
-    0 | ws, 0 | ws, 0 | ws, 0 | ws,                    /* Sm Sc Sk So */ \
-    0 | ws, 0 | ws, 0 | ws,                            /* Zs Zl Zp */ \
-    0 | ws, 0 | ws                                     /* unused: 30, 31 */
+#define GC_FLAGS(ws)                                                                              \
+    0 | ws, 0 | ws, 0 | ws, 0 | ws, 0 | ws,            /* Cn Cc Cf Co Cs */                                  \
+        L_ | ws, L_ | ws, L_ | ws, L_ | ws, L_ | ws,       /* Lu Ll Lt Lm Lo */                         \
+        M_ | ws, M_ | ws, M_ | ws,                         /* Mn Mc Me */                                                 \
+        N_ | ws, N_ | ws, N_ | ws,                         /* Nd Nl No */                                                 \
+        P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, P_ | ws, /* Pc Pd Ps Pe Pi Pf Po */ \
+        0 | ws, 0 | ws, 0 | ws, 0 | ws,                    /* Sm Sc Sk So */                                         \
+        0 | ws, 0 | ws, 0 | ws,                            /* Zs Zl Zp */                                                    \
+        0 | ws, 0 | ws                                     /* unused: 30, 31 */
 
 const uint8_t unicode_value_flags[64] = { GC_FLAGS(0), GC_FLAGS(UNICODE_FLAG_WS) };
 
@@ -55,11 +55,17 @@ uint32_t unicode_utf8_decode(const uint8_t * s, size_t n, size_t * len) {
     size_t need;
     uint32_t cp, min;
     if ((b0 & 0xE0) == 0xC0) {
-        need = 2; cp = b0 & 0x1F; min = 0x80;
+        need = 2;
+        cp = b0 & 0x1F;
+        min = 0x80;
     } else if ((b0 & 0xF0) == 0xE0) {
-        need = 3; cp = b0 & 0x0F; min = 0x800;
+        need = 3;
+        cp = b0 & 0x0F;
+        min = 0x800;
     } else if ((b0 & 0xF8) == 0xF0) {
-        need = 4; cp = b0 & 0x07; min = 0x10000;
+        need = 4;
+        cp = b0 & 0x07;
+        min = 0x10000;
     } else {
         return UNICODE_INVALID;  // continuation byte or 0xF8..0xFF
     }

@@ -15,13 +15,36 @@ extern "C" {
 
 // General categories, in the order of the generator's CATEGORIES list.
 enum unicode_gc {
-    UNICODE_GC_CN, UNICODE_GC_CC, UNICODE_GC_CF, UNICODE_GC_CO, UNICODE_GC_CS,
-    UNICODE_GC_LU, UNICODE_GC_LL, UNICODE_GC_LT, UNICODE_GC_LM, UNICODE_GC_LO,
-    UNICODE_GC_MN, UNICODE_GC_MC, UNICODE_GC_ME,
-    UNICODE_GC_ND, UNICODE_GC_NL, UNICODE_GC_NO,
-    UNICODE_GC_PC, UNICODE_GC_PD, UNICODE_GC_PS, UNICODE_GC_PE, UNICODE_GC_PI, UNICODE_GC_PF, UNICODE_GC_PO,
-    UNICODE_GC_SM, UNICODE_GC_SC, UNICODE_GC_SK, UNICODE_GC_SO,
-    UNICODE_GC_ZS, UNICODE_GC_ZL, UNICODE_GC_ZP,
+    UNICODE_GC_CN,
+    UNICODE_GC_CC,
+    UNICODE_GC_CF,
+    UNICODE_GC_CO,
+    UNICODE_GC_CS,
+    UNICODE_GC_LU,
+    UNICODE_GC_LL,
+    UNICODE_GC_LT,
+    UNICODE_GC_LM,
+    UNICODE_GC_LO,
+    UNICODE_GC_MN,
+    UNICODE_GC_MC,
+    UNICODE_GC_ME,
+    UNICODE_GC_ND,
+    UNICODE_GC_NL,
+    UNICODE_GC_NO,
+    UNICODE_GC_PC,
+    UNICODE_GC_PD,
+    UNICODE_GC_PS,
+    UNICODE_GC_PE,
+    UNICODE_GC_PI,
+    UNICODE_GC_PF,
+    UNICODE_GC_PO,
+    UNICODE_GC_SM,
+    UNICODE_GC_SC,
+    UNICODE_GC_SK,
+    UNICODE_GC_SO,
+    UNICODE_GC_ZS,
+    UNICODE_GC_ZL,
+    UNICODE_GC_ZP,
     UNICODE_GC_COUNT,
 };
 
@@ -40,10 +63,10 @@ enum unicode_gc {
 
 // Generated tables (unicode-data.c).
 extern const uint32_t unicode_direct_limit;
-extern const uint8_t  unicode_direct[];
+extern const uint8_t unicode_direct[];
 extern const uint32_t unicode_n_ranges;
 extern const uint32_t unicode_range_start[];
-extern const uint8_t  unicode_range_value[];
+extern const uint8_t unicode_range_value[];
 
 // Table value of cp (enum unicode_gc | UNICODE_WS_BIT); Cn for values past U+10FFFF.
 uint8_t unicode_cpt_value(uint32_t cp);
@@ -55,9 +78,7 @@ uint32_t unicode_cpt_flags(uint32_t cp);
 extern const uint8_t unicode_value_flags[64];
 
 // unicode_cpt_flags for cp < 0x80, inlined for the tokenizers' ASCII fast paths.
-static inline uint32_t unicode_cpt_flags_fast(uint32_t cp) {
-    return unicode_value_flags[unicode_direct[cp]];
-}
+static inline uint32_t unicode_cpt_flags_fast(uint32_t cp) { return unicode_value_flags[unicode_direct[cp]]; }
 
 // Decodes the code point at s (n > 0 bytes available) and stores its byte length in *len.
 // A byte that does not start a well-formed sequence (overlong, surrogate, > U+10FFFF,

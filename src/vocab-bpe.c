@@ -42,19 +42,16 @@ static inline uint32_t bpe_at(const struct bpe_text * t, size_t pos, size_t * le
 #define F_M  UNICODE_FLAG_M
 
 // Neither whitespace, letter nor number: [^\s\p{L}\p{N}] (an invalid byte counts here).
-static inline bool bpe_is_other(uint32_t flags) {
-    return (flags & (F_WS | F_L | F_N)) == 0;
-}
+static inline bool bpe_is_other(uint32_t flags) { return (flags & (F_WS | F_L | F_N)) == 0; }
 
 // The same, with marks excluded too when the letter class includes them (qwen35).
-static inline bool bpe_is_other_m(uint32_t flags, uint32_t letters) {
-    return (flags & (F_WS | F_N | letters)) == 0;
-}
+static inline bool bpe_is_other_m(uint32_t flags, uint32_t letters) { return (flags & (F_WS | F_N | letters)) == 0; }
 
 // End of the run of code points from pos whose flags include any of mask.
 static size_t bpe_scan(const struct bpe_text * t, size_t pos, uint32_t mask) {
     while (pos < t->end) {
-        size_t len; uint32_t fl;
+        size_t len;
+        uint32_t fl;
         bpe_at(t, pos, &len, &fl);
         if (!(fl & mask)) {
             break;
@@ -67,7 +64,8 @@ static size_t bpe_scan(const struct bpe_text * t, size_t pos, uint32_t mask) {
 // End of the run of "other" code points from pos (letters: the flags that count as letters).
 static size_t bpe_scan_other_m(const struct bpe_text * t, size_t pos, uint32_t letters) {
     while (pos < t->end) {
-        size_t len; uint32_t fl;
+        size_t len;
+        uint32_t fl;
         bpe_at(t, pos, &len, &fl);
         if (!bpe_is_other_m(fl, letters)) {
             break;
@@ -78,13 +76,9 @@ static size_t bpe_scan_other_m(const struct bpe_text * t, size_t pos, uint32_t l
 }
 
 // End of the run of "other" code points from pos.
-static size_t bpe_scan_other(const struct bpe_text * t, size_t pos) {
-    return bpe_scan_other_m(t, pos, F_L);
-}
+static size_t bpe_scan_other(const struct bpe_text * t, size_t pos) { return bpe_scan_other_m(t, pos, F_L); }
 
-static inline int bpe_lower(uint8_t c) {
-    return (c >= 'A' && c <= 'Z') ? c + 32 : c;
-}
+static inline int bpe_lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
 // Contractions after an apostrophe at pos: 's 't 'm 'd (2 bytes), 're 've 'll (3 bytes).
 // Case-insensitive for ASCII letters when icase (llama3's [sS] classes), else exact.
@@ -110,7 +104,8 @@ static size_t bpe_contraction(const struct bpe_text * t, size_t pos, bool icase)
 static size_t bpe_ws_not_before_nonspace(const struct bpe_text * t, size_t pos) {
     size_t p = pos, last = pos;
     while (p < t->end) {
-        size_t len; uint32_t fl;
+        size_t len;
+        uint32_t fl;
         bpe_at(t, p, &len, &fl);
         if (!(fl & F_WS)) {
             break;
@@ -131,12 +126,14 @@ static size_t bpe_match_gpt2(const struct bpe_text * t, size_t pos) {
     if (e) {
         return e;
     }
-    size_t len0; uint32_t f0;
+    size_t len0;
+    uint32_t f0;
     const uint32_t c0 = bpe_at(t, pos, &len0, &f0);
     size_t start = pos;
     uint32_t f = f0;
     if (c0 == ' ' && pos + 1 < t->end) {
-        size_t len1; uint32_t f1;
+        size_t len1;
+        uint32_t f1;
         bpe_at(t, pos + 1, &len1, &f1);
         if (!(f1 & F_WS)) {  // the optional space is taken only if a class run follows
             start = pos + 1;
@@ -166,14 +163,16 @@ static size_t bpe_match_llama3(const struct bpe_text * t, size_t pos, int max_di
     if (e) {
         return e;
     }
-    size_t len0; uint32_t f0;
+    size_t len0;
+    uint32_t f0;
     const uint32_t c0 = bpe_at(t, pos, &len0, &f0);
     // [^\r\n\p{L}\p{N}]?\p{L}+
     if (f0 & letters) {
         return bpe_scan(t, pos, letters);
     }
     if (c0 != '\r' && c0 != '\n' && !(f0 & F_N) && pos + len0 < t->end) {
-        size_t len1; uint32_t f1;
+        size_t len1;
+        uint32_t f1;
         bpe_at(t, pos + len0, &len1, &f1);
         if (f1 & letters) {
             return bpe_scan(t, pos + len0, letters);
@@ -183,7 +182,8 @@ static size_t bpe_match_llama3(const struct bpe_text * t, size_t pos, int max_di
     if (f0 & F_N) {
         size_t p = pos;
         for (int i = 0; i < max_digits && p < t->end; i++) {
-            size_t len; uint32_t fl;
+            size_t len;
+            uint32_t fl;
             bpe_at(t, p, &len, &fl);
             if (!(fl & F_N)) {
                 break;
@@ -197,7 +197,8 @@ static size_t bpe_match_llama3(const struct bpe_text * t, size_t pos, int max_di
         size_t start = pos;
         uint32_t f = f0;
         if (c0 == ' ' && pos + 1 < t->end) {
-            size_t len1; uint32_t f1;
+            size_t len1;
+            uint32_t f1;
             bpe_at(t, pos + 1, &len1, &f1);
             if (bpe_is_other_m(f1, letters)) {
                 start = pos + 1;
@@ -216,7 +217,8 @@ static size_t bpe_match_llama3(const struct bpe_text * t, size_t pos, int max_di
     // \s*[\r\n]+ : up to the last \r or \n of the whitespace run.
     size_t p = pos, after_nl = 0;
     while (p < t->end) {
-        size_t len; uint32_t fl;
+        size_t len;
+        uint32_t fl;
         const uint32_t c = bpe_at(t, p, &len, &fl);
         if (!(fl & F_WS)) {
             break;
@@ -238,7 +240,8 @@ static size_t bpe_match_llama3(const struct bpe_text * t, size_t pos, int max_di
 static size_t bpe_match_punct(const struct bpe_text * t, size_t pos) {
     size_t p = pos;
     while (p < t->end) {
-        size_t len; uint32_t fl;
+        size_t len;
+        uint32_t fl;
         const uint32_t c = bpe_at(t, p, &len, &fl);
         if (!(fl & F_P) && !(c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' || c == '~' || c == '|')) {
             break;
@@ -250,7 +253,8 @@ static size_t bpe_match_punct(const struct bpe_text * t, size_t pos) {
 
 // \p{N}+ (all) or \p{N} (one code point).
 static size_t bpe_match_digits(const struct bpe_text * t, size_t pos, bool all) {
-    size_t len; uint32_t fl;
+    size_t len;
+    uint32_t fl;
     bpe_at(t, pos, &len, &fl);
     if (!(fl & F_N)) {
         return 0;
@@ -272,19 +276,25 @@ static size_t bpe_match_3digits(const struct bpe_text * t, size_t pos) {
 }
 
 enum bpe_pattern {
-    BPE_PAT_GPT2, BPE_PAT_LLAMA3, BPE_PAT_QWEN2, BPE_PAT_QWEN35, BPE_PAT_PUNCT, BPE_PAT_N_ALL, BPE_PAT_N_ONE,
+    BPE_PAT_GPT2,
+    BPE_PAT_LLAMA3,
+    BPE_PAT_QWEN2,
+    BPE_PAT_QWEN35,
+    BPE_PAT_PUNCT,
+    BPE_PAT_N_ALL,
+    BPE_PAT_N_ONE,
     BPE_PAT_3DIGITS,
 };
 
 static size_t bpe_match(enum bpe_pattern pat, const struct bpe_text * t, size_t pos) {
     switch (pat) {
-        case BPE_PAT_GPT2:    return bpe_match_gpt2(t, pos);
-        case BPE_PAT_LLAMA3:  return bpe_match_llama3(t, pos, 3, F_L);
-        case BPE_PAT_QWEN2:   return bpe_match_llama3(t, pos, 1, F_L);
-        case BPE_PAT_QWEN35:  return bpe_match_llama3(t, pos, 1, F_L | F_M);
-        case BPE_PAT_PUNCT:   return bpe_match_punct(t, pos);
-        case BPE_PAT_N_ALL:   return bpe_match_digits(t, pos, true);
-        case BPE_PAT_N_ONE:   return bpe_match_digits(t, pos, false);
+        case BPE_PAT_GPT2: return bpe_match_gpt2(t, pos);
+        case BPE_PAT_LLAMA3: return bpe_match_llama3(t, pos, 3, F_L);
+        case BPE_PAT_QWEN2: return bpe_match_llama3(t, pos, 1, F_L);
+        case BPE_PAT_QWEN35: return bpe_match_llama3(t, pos, 1, F_L | F_M);
+        case BPE_PAT_PUNCT: return bpe_match_punct(t, pos);
+        case BPE_PAT_N_ALL: return bpe_match_digits(t, pos, true);
+        case BPE_PAT_N_ONE: return bpe_match_digits(t, pos, false);
         case BPE_PAT_3DIGITS: return bpe_match_3digits(t, pos);
     }
     return 0;
@@ -317,7 +327,8 @@ static void bpe_split_level(const struct bpe_split * sp, int level, size_t start
             bpe_split_level(sp, level + 1, start + pos, start + e);
             pos = gap = e;
         } else {
-            size_t len; uint32_t fl;
+            size_t len;
+            uint32_t fl;
             bpe_at(&t, pos, &len, &fl);
             pos += len;
         }
@@ -406,23 +417,41 @@ static bool bpe_regex_pretokenize(const struct llama_vocab * vocab, const char *
 bool llama_vocab_bpe_pretokenize(const struct llama_vocab * vocab, const char * text, size_t len,
                                  void (*emit)(void * user, size_t start, size_t end), void * user) {
     static const enum bpe_pattern pats_default[] = { BPE_PAT_PUNCT, BPE_PAT_GPT2, BPE_PAT_N_ALL, BPE_PAT_3DIGITS };
-    static const enum bpe_pattern pats_llama3[]  = { BPE_PAT_LLAMA3 };
-    static const enum bpe_pattern pats_qwen2[]   = { BPE_PAT_QWEN2 };
-    static const enum bpe_pattern pats_qwen35[]  = { BPE_PAT_QWEN35 };
-    static const enum bpe_pattern pats_gpt2[]    = { BPE_PAT_GPT2 };
-    static const enum bpe_pattern pats_smollm[]  = { BPE_PAT_N_ONE, BPE_PAT_GPT2 };
+    static const enum bpe_pattern pats_llama3[] = { BPE_PAT_LLAMA3 };
+    static const enum bpe_pattern pats_qwen2[] = { BPE_PAT_QWEN2 };
+    static const enum bpe_pattern pats_qwen35[] = { BPE_PAT_QWEN35 };
+    static const enum bpe_pattern pats_gpt2[] = { BPE_PAT_GPT2 };
+    static const enum bpe_pattern pats_smollm[] = { BPE_PAT_N_ONE, BPE_PAT_GPT2 };
     if (len == 0) {
         return true;
     }
     struct bpe_split sp = { NULL, 0, (const uint8_t *) text, emit, user };
     switch (vocab->pre_type) {
-        case LLAMA_VOCAB_PRE_TYPE_DEFAULT: sp.pats = pats_default; sp.n_pats = 4; break;
-        case LLAMA_VOCAB_PRE_TYPE_LLAMA3:  sp.pats = pats_llama3;  sp.n_pats = 1; break;
-        case LLAMA_VOCAB_PRE_TYPE_QWEN2:   sp.pats = pats_qwen2;   sp.n_pats = 1; break;
-        case LLAMA_VOCAB_PRE_TYPE_QWEN35:  sp.pats = pats_qwen35;  sp.n_pats = 1; break;
-        case LLAMA_VOCAB_PRE_TYPE_GPT2:    sp.pats = pats_gpt2;    sp.n_pats = 1; break;
-        case LLAMA_VOCAB_PRE_TYPE_SMOLLM:  sp.pats = pats_smollm;  sp.n_pats = 2; break;
-        case LLAMA_VOCAB_PRE_TYPE_REGEX:   return bpe_regex_pretokenize(vocab, text, len, emit, user);
+        case LLAMA_VOCAB_PRE_TYPE_DEFAULT:
+            sp.pats = pats_default;
+            sp.n_pats = 4;
+            break;
+        case LLAMA_VOCAB_PRE_TYPE_LLAMA3:
+            sp.pats = pats_llama3;
+            sp.n_pats = 1;
+            break;
+        case LLAMA_VOCAB_PRE_TYPE_QWEN2:
+            sp.pats = pats_qwen2;
+            sp.n_pats = 1;
+            break;
+        case LLAMA_VOCAB_PRE_TYPE_QWEN35:
+            sp.pats = pats_qwen35;
+            sp.n_pats = 1;
+            break;
+        case LLAMA_VOCAB_PRE_TYPE_GPT2:
+            sp.pats = pats_gpt2;
+            sp.n_pats = 1;
+            break;
+        case LLAMA_VOCAB_PRE_TYPE_SMOLLM:
+            sp.pats = pats_smollm;
+            sp.n_pats = 2;
+            break;
+        case LLAMA_VOCAB_PRE_TYPE_REGEX: return bpe_regex_pretokenize(vocab, text, len, emit, user);
     }
     bpe_split_level(&sp, 0, 0, len);
     return true;
@@ -687,8 +716,7 @@ static void bpe_tokenize_stretch(const struct llama_vocab * vocab, const char * 
 // tokenizer.ggml.model "whitespace": the text is cut at whitespace, which is dropped, and each
 // word is tokenized on its own.
 // One word of a whitespace vocab, lowercased code point by code point first when the vocab says so.
-static void bpe_tokenize_word(const struct llama_vocab * vocab, const char * text, size_t len,
-                              struct llama_vocab_tokens * out) {
+static void bpe_tokenize_word(const struct llama_vocab * vocab, const char * text, size_t len, struct llama_vocab_tokens * out) {
     if (!vocab->words_lowercase) {
         bpe_tokenize_stretch(vocab, text, len, out);
         return;
@@ -715,8 +743,7 @@ static void bpe_tokenize_word(const struct llama_vocab * vocab, const char * tex
     }
 }
 
-static void bpe_tokenize_words(const struct llama_vocab * vocab, const char * text, size_t len,
-                               struct llama_vocab_tokens * out) {
+static void bpe_tokenize_words(const struct llama_vocab * vocab, const char * text, size_t len, struct llama_vocab_tokens * out) {
     size_t word = 0, pos = 0;
     while (pos < len) {
         size_t clen;
@@ -734,11 +761,10 @@ static void bpe_tokenize_words(const struct llama_vocab * vocab, const char * te
     }
 }
 
-void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len,
-                              struct llama_vocab_tokens * out) {
+void llama_vocab_bpe_tokenize(const struct llama_vocab * vocab, const char * text, size_t len, struct llama_vocab_tokens * out) {
     switch (vocab->bpe_session) {
         case LLAMA_VOCAB_BPE_WORDS: bpe_tokenize_words(vocab, text, len, out); break;
-        case LLAMA_VOCAB_BPE_DNA:   llama_vocab_dna_tokenize(vocab, text, len, bpe_tokenize_stretch, out); break;
-        default:                    bpe_tokenize_stretch(vocab, text, len, out); break;
+        case LLAMA_VOCAB_BPE_DNA: llama_vocab_dna_tokenize(vocab, text, len, bpe_tokenize_stretch, out); break;
+        default: bpe_tokenize_stretch(vocab, text, len, out); break;
     }
 }

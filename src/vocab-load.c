@@ -16,9 +16,19 @@
 
 // Texts of tokens that end a turn; they join the end-of-generation set whenever present.
 static const char * const VOCAB_EOG_TEXTS[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<|end_of_text|>", "<EOT>", "_<EOT>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
-    "<|return|>", "<|call|>",   // o200k_harmony (gpt-oss): the reply's end, a tool call's end
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|eom_id|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "<\xef\xbd\x9c"
+    "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+    "<|return|>",
+    "<|call|>",   // o200k_harmony (gpt-oss): the reply's end, a tool call's end
 };
 
 // Integer metadata of any integer type; false if absent (a wrong type is logged).
@@ -28,18 +38,18 @@ static bool vocab_get_int(const struct gguf_context * g, const char * key, int64
         return false;
     }
     switch (gguf_get_kv_type(g, id)) {
-        case GGUF_TYPE_UINT8:  *out = gguf_get_val_u8(g, id);  return true;
-        case GGUF_TYPE_INT8:   *out = gguf_get_val_i8(g, id);  return true;
+        case GGUF_TYPE_UINT8: *out = gguf_get_val_u8(g, id); return true;
+        case GGUF_TYPE_INT8: *out = gguf_get_val_i8(g, id); return true;
         case GGUF_TYPE_UINT16: *out = gguf_get_val_u16(g, id); return true;
-        case GGUF_TYPE_INT16:  *out = gguf_get_val_i16(g, id); return true;
+        case GGUF_TYPE_INT16: *out = gguf_get_val_i16(g, id); return true;
         case GGUF_TYPE_UINT32: *out = gguf_get_val_u32(g, id); return true;
-        case GGUF_TYPE_INT32:  *out = gguf_get_val_i32(g, id); return true;
+        case GGUF_TYPE_INT32: *out = gguf_get_val_i32(g, id); return true;
         case GGUF_TYPE_UINT64: {
             const uint64_t u = gguf_get_val_u64(g, id);
             *out = u > INT64_MAX ? -1 : (int64_t) u;
             return true;
         }
-        case GGUF_TYPE_INT64:  *out = gguf_get_val_i64(g, id); return true;
+        case GGUF_TYPE_INT64: *out = gguf_get_val_i64(g, id); return true;
         default:
             LLAMA_LOG_WARN("llama_vocab_load: %s has type %s, expected an integer; ignored\n", key,
                            gguf_type_name(gguf_get_kv_type(g, id)));
@@ -84,8 +94,8 @@ static bool vocab_read_id(struct llama_vocab * v, const struct gguf_context * g,
     if (x < 0 || x >= v->n_tokens) {
         // -1 (and some converters' UINT32_MAX) mean "none"; anything else out of range is a mistake.
         if (x != -1 && x != (int64_t) UINT32_MAX) {
-            LLAMA_LOG_ERROR("llama_vocab_load: %s = token id %" PRId64 " is not in the vocabulary (%d tokens)\n",
-                            key, x, v->n_tokens);
+            LLAMA_LOG_ERROR("llama_vocab_load: %s = token id %" PRId64 " is not in the vocabulary (%d tokens)\n", key, x,
+                            v->n_tokens);
             return false;
         }
         *id = LLAMA_TOKEN_NULL;
@@ -95,9 +105,7 @@ static bool vocab_read_id(struct llama_vocab * v, const struct gguf_context * g,
     return true;
 }
 
-static bool vocab_is_hex(char c) {
-    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f');
-}
+static bool vocab_is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f'); }
 
 // A token's text as the tokenizer needs it: valid UTF-8, and BYTE tokens spelled <0xHH>;
 // false (logged, naming the token id) otherwise.
@@ -112,8 +120,8 @@ static bool vocab_check_token(size_t id, const char * text, size_t len, int32_t 
     }
     if (type == LLAMA_TOKEN_TYPE_BYTE &&
         !(len == 6 && memcmp(text, "<0x", 3) == 0 && vocab_is_hex(text[3]) && vocab_is_hex(text[4]) && text[5] == '>')) {
-        LLAMA_LOG_ERROR("llama_vocab_load: token %zu has type BYTE but its text '%.*s' is not <0xHH>\n",
-                        id, (int) (len < 32 ? len : 32), text);
+        LLAMA_LOG_ERROR("llama_vocab_load: token %zu has type BYTE but its text '%.*s' is not <0xHH>\n", id,
+                        (int) (len < 32 ? len : 32), text);
         return false;
     }
     return true;
@@ -132,13 +140,13 @@ static llama_token vocab_find_any(const struct llama_vocab * v, const char * con
 
 static int32_t vocab_attr_of_type(int32_t type) {
     switch (type) {
-        case LLAMA_TOKEN_TYPE_NORMAL:       return LLAMA_TOKEN_ATTR_NORMAL;
-        case LLAMA_TOKEN_TYPE_UNKNOWN:      return LLAMA_TOKEN_ATTR_UNKNOWN;
-        case LLAMA_TOKEN_TYPE_CONTROL:      return LLAMA_TOKEN_ATTR_CONTROL;
+        case LLAMA_TOKEN_TYPE_NORMAL: return LLAMA_TOKEN_ATTR_NORMAL;
+        case LLAMA_TOKEN_TYPE_UNKNOWN: return LLAMA_TOKEN_ATTR_UNKNOWN;
+        case LLAMA_TOKEN_TYPE_CONTROL: return LLAMA_TOKEN_ATTR_CONTROL;
         case LLAMA_TOKEN_TYPE_USER_DEFINED: return LLAMA_TOKEN_ATTR_USER_DEFINED;
-        case LLAMA_TOKEN_TYPE_UNUSED:       return LLAMA_TOKEN_ATTR_UNUSED;
-        case LLAMA_TOKEN_TYPE_BYTE:         return LLAMA_TOKEN_ATTR_BYTE;
-        default:                            return LLAMA_TOKEN_ATTR_UNDEFINED;
+        case LLAMA_TOKEN_TYPE_UNUSED: return LLAMA_TOKEN_ATTR_UNUSED;
+        case LLAMA_TOKEN_TYPE_BYTE: return LLAMA_TOKEN_ATTR_BYTE;
+        default: return LLAMA_TOKEN_ATTR_UNDEFINED;
     }
 }
 
@@ -149,8 +157,8 @@ static bool vocab_is_special_text(const struct llama_vocab * v, const struct lla
     if (t->type == LLAMA_TOKEN_TYPE_USER_DEFINED && v->type == LLAMA_VOCAB_TYPE_UGM) {
         return false;
     }
-    return t->len > 0 && (t->type == LLAMA_TOKEN_TYPE_CONTROL || t->type == LLAMA_TOKEN_TYPE_USER_DEFINED ||
-                          t->type == LLAMA_TOKEN_TYPE_UNKNOWN);
+    return t->len > 0 &&
+        (t->type == LLAMA_TOKEN_TYPE_CONTROL || t->type == LLAMA_TOKEN_TYPE_USER_DEFINED || t->type == LLAMA_TOKEN_TYPE_UNKNOWN);
 }
 
 static bool vocab_build_trie(struct llama_vocab * v) {
@@ -212,8 +220,8 @@ static bool vocab_build_trie(struct llama_vocab * v) {
 // Looks up n texts at once: every stage first issues the loads of all n lookups, so their cache
 // misses overlap instead of following one another (a vocab of 100k+ tokens does not fit in cache
 // and loading 300k merges means about a million lookups).
-static void vocab_find_batch(const struct llama_vocab * v, const char * const * texts, const size_t * lens,
-                             llama_token * out, int n) {
+static void vocab_find_batch(const struct llama_vocab * v, const char * const * texts, const size_t * lens, llama_token * out,
+                             int n) {
     uint64_t hash[256];
     uint32_t cand[256];  // candidate id + 1 (tag matched), 0 if none
     GGML_ASSERT(n <= 256);
@@ -270,7 +278,9 @@ static bool vocab_build_merges(struct llama_vocab * v, const struct gguf_context
     }
     v->merges_mask = size - 1;
 
-    enum { BATCH = 64 };
+    enum {
+        BATCH = 64
+    };
     const char * texts[3 * BATCH];
     size_t lens[3 * BATCH];
     llama_token ids[3 * BATCH];
@@ -381,7 +391,8 @@ static bool vocab_load_type(const struct gguf_context * g, const char * model, e
         LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.model '%s' is not supported (supported: 'llama' "
                         "SentencePiece, 'gpt2' byte-level BPE, 'gemma4' SentencePiece-style BPE, 'whitespace' and "
                         "'hybriddna' BPE, 't5' unigram, 'rwkv' RWKV world, 'bert' WordPiece, 'plamo2' PLaMo-2, "
-                        "'test', 'none' / 'no_vocab')\n", model);
+                        "'test', 'none' / 'no_vocab')\n",
+                        model);
         return false;
     }
     if (*type == LLAMA_VOCAB_TYPE_BPE) {
@@ -543,7 +554,7 @@ static bool vocab_load_tables(struct llama_vocab * v, const struct gguf_context 
         for (int32_t i = 0; i < v->n_tokens && v->spm_words_independent; i++) {
             const struct llama_vocab_token * t = &v->tokens[i];
             const bool mergeable = t->type == LLAMA_TOKEN_TYPE_NORMAL || t->type == LLAMA_TOKEN_TYPE_USER_DEFINED ||
-                                   t->type == LLAMA_TOKEN_TYPE_UNUSED || t->type == LLAMA_TOKEN_TYPE_UNDEFINED;
+                t->type == LLAMA_TOKEN_TYPE_UNUSED || t->type == LLAMA_TOKEN_TYPE_UNDEFINED;
             if (mergeable && !llama_vocab_spm_words_independent(v->text + t->off, t->len)) {
                 v->spm_words_independent = false;
             }
@@ -565,8 +576,7 @@ static bool vocab_load_tables(struct llama_vocab * v, const struct gguf_context 
             v->byte_token[b] = node ? v->rwkv_trie.node_token[node] : -1;
             continue;
         }
-        if (type == LLAMA_VOCAB_TYPE_SPM || type == LLAMA_VOCAB_TYPE_UGM || type == LLAMA_VOCAB_TYPE_PLAMO2 ||
-            v->bpe_raw_utf8) {
+        if (type == LLAMA_VOCAB_TYPE_SPM || type == LLAMA_VOCAB_TYPE_UGM || type == LLAMA_VOCAB_TYPE_PLAMO2 || v->bpe_raw_utf8) {
             len = (size_t) snprintf(buf, sizeof(buf), "<0x%02X>", b);
         } else {
             len = unicode_utf8_encode(unicode_byte_to_cpt((uint8_t) b), buf);
@@ -580,7 +590,10 @@ static bool vocab_load_tables(struct llama_vocab * v, const struct gguf_context 
 }
 
 // Special ids the file may name, and where they go.
-static const struct { const char * key; size_t off; } VOCAB_ID_KEYS[] = {
+static const struct {
+    const char * key;
+    size_t off;
+} VOCAB_ID_KEYS[] = {
     { "tokenizer.ggml.bos_token_id", offsetof(struct llama_vocab, bos) },
     { "tokenizer.ggml.eos_token_id", offsetof(struct llama_vocab, eos) },
     { "tokenizer.ggml.eot_token_id", offsetof(struct llama_vocab, eot) },
@@ -661,7 +674,8 @@ static bool vocab_load_specials(struct llama_vocab * v, const struct gguf_contex
     vocab_get_bool(g, "tokenizer.ggml.add_sep_token", &v->add_sep);
     if (v->force_bos && !v->add_bos) {
         LLAMA_LOG_WARN("llama_vocab_load: tokenizer.ggml.add_bos_token is false, but the '%s' pre-tokenizer's "
-                       "model needs BOS: adding it\n", v->pre_name);
+                       "model needs BOS: adding it\n",
+                       v->pre_name);
         v->add_bos = true;
     }
     if (type == LLAMA_VOCAB_TYPE_UGM) {
@@ -694,8 +708,9 @@ static bool vocab_load_specials(struct llama_vocab * v, const struct gguf_contex
 // Phase 6: the special tokens the file does not name, found by their usual texts, and the
 // end-of-generation set (eos, eot, eom and every turn-ending token present).
 static void vocab_load_by_text(struct llama_vocab * v) {
-    static const char * const eot[] = { "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                        "<EOT>", "_<EOT>" };
+    static const char * const eot[] = {
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "_<EOT>"
+    };
     static const char * const eom[] = { "<|eom_id|>" };
     static const char * const pre[] = { "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xe2\x96\x81<PRE>" };
     static const char * const suf[] = { "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xe2\x96\x81<SUF>" };
@@ -703,7 +718,11 @@ static void vocab_load_by_text(struct llama_vocab * v) {
     static const char * const pad[] = { "<|fim_pad|>", "<fim-pad>", "<fim_pad>" };
     static const char * const rep[] = { "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<reponame>" };
     static const char * const sep[] = { "<|file_sep|>", "<file_sep>" };
-    const struct { llama_token * id; const char * const * texts; size_t n; } by_text[] = {
+    const struct {
+        llama_token * id;
+        const char * const * texts;
+        size_t n;
+    } by_text[] = {
         { &v->eot, eot, sizeof(eot) / sizeof(eot[0]) },     { &v->eom, eom, 1 },
         { &v->fim_pre, pre, sizeof(pre) / sizeof(pre[0]) }, { &v->fim_suf, suf, sizeof(suf) / sizeof(suf[0]) },
         { &v->fim_mid, mid, sizeof(mid) / sizeof(mid[0]) }, { &v->fim_pad, pad, sizeof(pad) / sizeof(pad[0]) },
@@ -834,4 +853,3 @@ void llama_vocab_free(struct llama_vocab * vocab) {
     vocab->magic = LLAMA_MAGIC_DEAD;
     free(vocab);
 }
-

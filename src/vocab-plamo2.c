@@ -48,8 +48,7 @@ static bool plamo2_known(const struct llama_vocab * v, const uint8_t * s, size_t
         if (e->id1 == 0) {
             return false;
         }
-        if (e->tag == (uint32_t) (h >> 32) && e->len == n &&
-            memcmp(v->text + v->tokens[e->id1 - 1].off + e->off, s, n) == 0) {
+        if (e->tag == (uint32_t) (h >> 32) && e->len == n && memcmp(v->text + v->tokens[e->id1 - 1].off + e->off, s, n) == 0) {
             return true;
         }
     }
@@ -104,8 +103,7 @@ bool llama_vocab_plamo2_load(struct llama_vocab * v) {
         const struct llama_vocab_token * t = &v->tokens[i];
         // rounded in double as the reference does; the clamp only keeps the cast defined
         const double s = round((double) t->score * 1e4);
-        p->score[i] = isfinite(s) && s > PLAMO2_INVALID_SCORE ? (int32_t) (s < INT32_MAX ? s : INT32_MAX)
-                                                               : PLAMO2_INVALID_SCORE;
+        p->score[i] = isfinite(s) && s > PLAMO2_INVALID_SCORE ? (int32_t) (s < INT32_MAX ? s : INT32_MAX) : PLAMO2_INVALID_SCORE;
         if (t->type == LLAMA_TOKEN_TYPE_BYTE || t->len == 0) {
             continue;
         }
@@ -161,8 +159,7 @@ static size_t plamo2_next_suffix(const struct llama_vocab * v, const uint8_t * s
     return plamo2_known(v, s + i, cl) ? cl : 0;
 }
 
-void llama_vocab_plamo2_tokenize(const struct llama_vocab * v, const char * text, size_t len,
-                                 struct llama_vocab_tokens * out) {
+void llama_vocab_plamo2_tokenize(const struct llama_vocab * v, const char * text, size_t len, struct llama_vocab_tokens * out) {
     const uint8_t * s = (const uint8_t *) text;
     if (len >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF) {
         s += 3;  // U+FEFF
@@ -261,8 +258,7 @@ done:
     free(ids);
 }
 
-void llama_vocab_test_tokenize(const struct llama_vocab * v, const char * text, size_t len,
-                               struct llama_vocab_tokens * out) {
+void llama_vocab_test_tokenize(const struct llama_vocab * v, const char * text, size_t len, struct llama_vocab_tokens * out) {
     const uint32_t n_vocab = (uint32_t) v->n_tokens;
     for (size_t pos = 0; pos < len; pos += 5) {
         const size_t n = len - pos < 5 ? len - pos : 5;

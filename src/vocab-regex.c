@@ -23,7 +23,17 @@ struct rx_class {
     bool neg;
 };
 
-enum { N_CLASS, N_CAT, N_ALT, N_REP, N_LOOK, N_BOL, N_EOL, N_WORDB, N_EMPTY };
+enum {
+    N_CLASS,
+    N_CAT,
+    N_ALT,
+    N_REP,
+    N_LOOK,
+    N_BOL,
+    N_EOL,
+    N_WORDB,
+    N_EMPTY
+};
 
 struct rx_node {
     int type;
@@ -33,7 +43,17 @@ struct rx_node {
     int32_t next;       // next sibling
 };
 
-enum { I_CLASS, I_RUN, I_SPLIT, I_JMP, I_LOOK, I_BOL, I_EOL, I_WORDB, I_MATCH };
+enum {
+    I_CLASS,
+    I_RUN,
+    I_SPLIT,
+    I_JMP,
+    I_LOOK,
+    I_BOL,
+    I_EOL,
+    I_WORDB,
+    I_MATCH
+};
 
 struct rx_inst {
     uint8_t op;
@@ -129,9 +149,7 @@ static void rx_class_add_range(struct rx_parser * p, int32_t c, uint32_t lo, uin
 // unicode_gc): a value is the category, plus 32 with the White_Space bit.
 #define RX_GC_MASK(gcs) ((uint64_t) (gcs) | (uint64_t) (gcs) << 32)
 
-static uint64_t rx_gc_mask(uint32_t gcs) {
-    return RX_GC_MASK(gcs);
-}
+static uint64_t rx_gc_mask(uint32_t gcs) { return RX_GC_MASK(gcs); }
 
 #define GC(x) (1u << UNICODE_GC_##x)
 #define GCS_L (GC(LU) | GC(LL) | GC(LT) | GC(LM) | GC(LO))
@@ -146,28 +164,31 @@ static const uint64_t RX_WS_MASK = 0xFFFFFFFF00000000ull;  // every value with t
 
 // Han script (Unicode 16.0 Scripts.txt).
 static const uint32_t RX_HAN[][2] = {
-    { 0x2E80, 0x2E99 }, { 0x2E9B, 0x2EF3 }, { 0x2F00, 0x2FD5 }, { 0x3005, 0x3005 }, { 0x3007, 0x3007 },
-    { 0x3021, 0x3029 }, { 0x3038, 0x303B }, { 0x3400, 0x4DBF }, { 0x4E00, 0x9FFF }, { 0xF900, 0xFA6D },
-    { 0xFA70, 0xFAD9 }, { 0x16FE2, 0x16FE3 }, { 0x16FF0, 0x16FF1 }, { 0x20000, 0x2A6DF }, { 0x2A700, 0x2B739 },
+    { 0x2E80, 0x2E99 },   { 0x2E9B, 0x2EF3 },   { 0x2F00, 0x2FD5 },   { 0x3005, 0x3005 },   { 0x3007, 0x3007 },
+    { 0x3021, 0x3029 },   { 0x3038, 0x303B },   { 0x3400, 0x4DBF },   { 0x4E00, 0x9FFF },   { 0xF900, 0xFA6D },
+    { 0xFA70, 0xFAD9 },   { 0x16FE2, 0x16FE3 }, { 0x16FF0, 0x16FF1 }, { 0x20000, 0x2A6DF }, { 0x2A700, 0x2B739 },
     { 0x2B740, 0x2B81D }, { 0x2B820, 0x2CEA1 }, { 0x2CEB0, 0x2EBE0 }, { 0x2EBF0, 0x2EE5D }, { 0x2F800, 0x2FA1D },
     { 0x30000, 0x3134A }, { 0x31350, 0x323AF },
 };
 
 // Adds \p{name} (or, negated, \P{name}) to class c; false if the name is unknown.
 static bool rx_class_add_property(struct rx_parser * p, int32_t c, const char * name, size_t n, bool negated) {
-    static const struct { const char * name; uint32_t gcs; } props[] = {
-        { "L", GCS_L }, { "Lu", GC(LU) }, { "Ll", GC(LL) }, { "Lt", GC(LT) }, { "Lm", GC(LM) }, { "Lo", GC(LO) },
-        { "M", GCS_M }, { "Mn", GC(MN) }, { "Mc", GC(MC) }, { "Me", GC(ME) },
-        { "N", GCS_N }, { "Nd", GC(ND) }, { "Nl", GC(NL) }, { "No", GC(NO) },
-        { "P", GCS_P }, { "Pc", GC(PC) }, { "Pd", GC(PD) }, { "Ps", GC(PS) }, { "Pe", GC(PE) }, { "Pi", GC(PI) },
-        { "Pf", GC(PF) }, { "Po", GC(PO) },
-        { "S", GCS_S }, { "Sm", GC(SM) }, { "Sc", GC(SC) }, { "Sk", GC(SK) }, { "So", GC(SO) },
-        { "Z", GCS_Z }, { "Zs", GC(ZS) }, { "Zl", GC(ZL) }, { "Zp", GC(ZP) }, { "C", GCS_C },
+    static const struct {
+        const char * name;
+        uint32_t gcs;
+    } props[] = {
+        { "L", GCS_L },   { "Lu", GC(LU) }, { "Ll", GC(LL) }, { "Lt", GC(LT) }, { "Lm", GC(LM) }, { "Lo", GC(LO) },
+        { "M", GCS_M },   { "Mn", GC(MN) }, { "Mc", GC(MC) }, { "Me", GC(ME) }, { "N", GCS_N },   { "Nd", GC(ND) },
+        { "Nl", GC(NL) }, { "No", GC(NO) }, { "P", GCS_P },   { "Pc", GC(PC) }, { "Pd", GC(PD) }, { "Ps", GC(PS) },
+        { "Pe", GC(PE) }, { "Pi", GC(PI) }, { "Pf", GC(PF) }, { "Po", GC(PO) }, { "S", GCS_S },   { "Sm", GC(SM) },
+        { "Sc", GC(SC) }, { "Sk", GC(SK) }, { "So", GC(SO) }, { "Z", GCS_Z },   { "Zs", GC(ZS) }, { "Zl", GC(ZL) },
+        { "Zp", GC(ZP) }, { "C", GCS_C },
     };
     for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
         if (strlen(props[i].name) == n && memcmp(props[i].name, name, n) == 0) {
             const uint64_t m = rx_gc_mask(props[i].gcs);
-            p->re->cls[c].val_mask |= negated ? ~m & ~(1ull << VOCAB_REGEX_VAL_INVALID) & ~(1ull << (VOCAB_REGEX_VAL_INVALID + 32)) : m;
+            p->re->cls[c].val_mask |=
+                negated ? ~m & ~(1ull << VOCAB_REGEX_VAL_INVALID) & ~(1ull << (VOCAB_REGEX_VAL_INVALID + 32)) : m;
             return true;
         }
     }
@@ -484,11 +505,17 @@ static int32_t rx_parse_repeat(struct rx_parser * p) {
         const char c = p->pat[p->pos];
         uint32_t min, max;
         if (c == '*') {
-            min = 0; max = RX_INF; p->pos++;
+            min = 0;
+            max = RX_INF;
+            p->pos++;
         } else if (c == '+') {
-            min = 1; max = RX_INF; p->pos++;
+            min = 1;
+            max = RX_INF;
+            p->pos++;
         } else if (c == '?') {
-            min = 0; max = 1; p->pos++;
+            min = 0;
+            max = 1;
+            p->pos++;
         } else if (c == '{') {
             p->pos++;
             if (!rx_number(p, &min)) {
@@ -609,8 +636,8 @@ static void rx_compile(struct rx_parser * p, int32_t n) {
     const struct rx_node d = p->nodes[n];
     switch (d.type) {
         case N_CLASS: rx_emit(p, I_CLASS, d.a, 0); break;
-        case N_BOL:   rx_emit(p, I_BOL, 0, 0); break;
-        case N_EOL:   rx_emit(p, I_EOL, 0, 0); break;
+        case N_BOL: rx_emit(p, I_BOL, 0, 0); break;
+        case N_EOL: rx_emit(p, I_EOL, 0, 0); break;
         case N_EMPTY: break;
         case N_WORDB: p->re->prog[rx_emit(p, I_WORDB, 0, 0)].neg = (uint8_t) d.a; break;
         case N_CAT:
@@ -790,8 +817,8 @@ static bool rx_push(struct vocab_regex_scratch * s, size_t * sp, struct rx_bt e)
     return true;
 }
 
-static int64_t rx_run(const struct vocab_regex * re, const struct vocab_regex_text * t, size_t start, size_t end,
-                      int32_t pc, size_t pos, struct vocab_regex_scratch * s, size_t base) {
+static int64_t rx_run(const struct vocab_regex * re, const struct vocab_regex_text * t, size_t start, size_t end, int32_t pc,
+                      size_t pos, struct vocab_regex_scratch * s, size_t base) {
     size_t sp = base;
     for (;;) {
         const struct rx_inst * in = &re->prog[pc];
@@ -828,9 +855,7 @@ static int64_t rx_run(const struct vocab_regex * re, const struct vocab_regex_te
                 }
                 pc = in->x;
                 break;
-            case I_JMP:
-                pc = in->x;
-                break;
+            case I_JMP: pc = in->x; break;
             case I_LOOK: {
                 const int64_t r = rx_run(re, t, start, end, pc + 1, pos, s, sp);
                 if (r == -2) {
@@ -855,8 +880,7 @@ static int64_t rx_run(const struct vocab_regex * re, const struct vocab_regex_te
                 pc++;
                 break;
             }
-            case I_MATCH:
-                return (int64_t) pos;
+            case I_MATCH: return (int64_t) pos;
         }
         if (ok) {
             continue;
@@ -878,8 +902,8 @@ static int64_t rx_run(const struct vocab_regex * re, const struct vocab_regex_te
     }
 }
 
-int64_t vocab_regex_match_at(const struct vocab_regex * re, const struct vocab_regex_text * t, size_t start,
-                             size_t end, size_t pos, struct vocab_regex_scratch * scratch) {
+int64_t vocab_regex_match_at(const struct vocab_regex * re, const struct vocab_regex_text * t, size_t start, size_t end,
+                             size_t pos, struct vocab_regex_scratch * scratch) {
     const int64_t r = rx_run(re, t, start, end, 0, pos, scratch, 0);
     return r < 0 ? -1 : r;
 }

@@ -50,8 +50,8 @@ void vocab_regex_scratch_free(struct vocab_regex_scratch * s);
 // Matches re at code point pos of the piece [start, end) of t (the piece's ends are the text's
 // ends for anchors and look-aheads). Returns the end of the match (== pos for an empty match),
 // or -1 when none starts at pos (or memory ran out).
-int64_t vocab_regex_match_at(const struct vocab_regex * re, const struct vocab_regex_text * t, size_t start,
-                             size_t end, size_t pos, struct vocab_regex_scratch * scratch);
+int64_t vocab_regex_match_at(const struct vocab_regex * re, const struct vocab_regex_text * t, size_t start, size_t end,
+                             size_t pos, struct vocab_regex_scratch * scratch);
 
 #ifdef __cplusplus
 }

@@ -59,8 +59,7 @@ bool llama_vocab_rwkv_load(struct llama_vocab * v) {
         }
         const size_t m = llama_vocab_rwkv_unescape(v->text + t->off, t->len, buf);
         if (m == 0 || !llama_vocab_trie_insert(&v->rwkv_trie, (const uint8_t *) buf, m, id)) {
-            LLAMA_LOG_ERROR("llama_vocab_load: RWKV token %d '%.*s' stands for no bytes\n", id, (int) t->len,
-                            v->text + t->off);
+            LLAMA_LOG_ERROR("llama_vocab_load: RWKV token %d '%.*s' stands for no bytes\n", id, (int) t->len, v->text + t->off);
             free(buf);
             return false;
         }
@@ -69,8 +68,7 @@ bool llama_vocab_rwkv_load(struct llama_vocab * v) {
     return true;
 }
 
-void llama_vocab_rwkv_tokenize(const struct llama_vocab * v, const char * text, size_t len,
-                               struct llama_vocab_tokens * out) {
+void llama_vocab_rwkv_tokenize(const struct llama_vocab * v, const char * text, size_t len, struct llama_vocab_tokens * out) {
     const uint8_t * s = (const uint8_t *) text;
     const struct llama_vocab_trie * t = &v->rwkv_trie;
     for (size_t pos = 0; pos < len;) {

@@ -89,8 +89,8 @@ static struct spm_pair spm_heap_pop(struct spm_session * s) {
 
 // Types a merge may produce (sentencepiece keeps control, unknown and byte pieces out of merges).
 static bool spm_mergeable(const struct llama_vocab_token * t) {
-    return t->type == LLAMA_TOKEN_TYPE_NORMAL || t->type == LLAMA_TOKEN_TYPE_USER_DEFINED ||
-           t->type == LLAMA_TOKEN_TYPE_UNUSED || t->type == LLAMA_TOKEN_TYPE_UNDEFINED;
+    return t->type == LLAMA_TOKEN_TYPE_NORMAL || t->type == LLAMA_TOKEN_TYPE_USER_DEFINED || t->type == LLAMA_TOKEN_TYPE_UNUSED ||
+        t->type == LLAMA_TOKEN_TYPE_UNDEFINED;
 }
 
 static void spm_try_pair(struct spm_session * s, int32_t left, int32_t right) {
@@ -194,9 +194,7 @@ static void spm_encode(struct spm_session * s, uint32_t start, uint32_t end, str
     }
 }
 
-static inline bool spm_is_space_at(const char * t, size_t i) {
-    return memcmp(t + i, SPM_SPACE, 3) == 0;
-}
+static inline bool spm_is_space_at(const char * t, size_t i) { return memcmp(t + i, SPM_SPACE, 3) == 0; }
 
 bool llama_vocab_spm_words_independent(const char * text, size_t len) {
     for (size_t k = 1; k + 3 <= len; k++) {

@@ -32,8 +32,8 @@ struct llama_vocab_ugm {
 };
 
 static bool ugm_token_in_trie(const struct llama_vocab_token * t) {
-    return t->len > 0 && (t->type == LLAMA_TOKEN_TYPE_NORMAL || t->type == LLAMA_TOKEN_TYPE_USER_DEFINED ||
-                          t->type == LLAMA_TOKEN_TYPE_UNDEFINED);
+    return t->len > 0 &&
+        (t->type == LLAMA_TOKEN_TYPE_NORMAL || t->type == LLAMA_TOKEN_TYPE_USER_DEFINED || t->type == LLAMA_TOKEN_TYPE_UNDEFINED);
 }
 
 bool llama_vocab_ugm_load(struct llama_vocab * v, const struct gguf_context * g) {
@@ -57,7 +57,8 @@ bool llama_vocab_ugm_load(struct llama_vocab * v, const struct gguf_context * g)
         }
         if (n < 4 || blob % 4 != 0 || (size_t) blob + 4 >= n) {
             LLAMA_LOG_ERROR("llama_vocab_load: tokenizer.ggml.precompiled_charsmap is malformed (%zu bytes, "
-                            "double array of %u)\n", n, blob);
+                            "double array of %u)\n",
+                            n, blob);
             return false;
         }
         u->charsmap = GGML_MALLOC(n);
@@ -127,9 +128,9 @@ static size_t ugm_charsmap_match(const struct llama_vocab_ugm * u, const uint8_t
         return 0;
     }
 #define UNIT_OFFSET(x) (((x) >> 10) << (((x) & (1u << 9)) >> 6))
-#define UNIT_LABEL(x) ((x) & ((1u << 31) | 0xFFu))
-#define UNIT_LEAF(x) (((x) >> 8) & 1u)
-#define UNIT_VALUE(x) ((x) & ((1u << 31) - 1))
+#define UNIT_LABEL(x)  ((x) & ((1u << 31) | 0xFFu))
+#define UNIT_LEAF(x)   (((x) >> 8) & 1u)
+#define UNIT_VALUE(x)  ((x) & ((1u << 31) - 1))
     size_t best = 0;
     uint32_t node = UNIT_OFFSET(u->units[0]);
     for (size_t i = 0; i < n && s[i] != 0; i++) {
@@ -275,8 +276,7 @@ static void ugm_normalize(const struct llama_vocab * v, const uint8_t * s, size_
 
 // ---- Viterbi ----
 
-void llama_vocab_ugm_tokenize(const struct llama_vocab * v, const char * text, size_t len,
-                              struct llama_vocab_tokens * out) {
+void llama_vocab_ugm_tokenize(const struct llama_vocab * v, const char * text, size_t len, struct llama_vocab_tokens * out) {
     const struct llama_vocab_ugm * u = v->ugm;
     struct ugm_buf norm = { NULL, 0, 0, false };
     ugm_normalize(v, (const uint8_t *) text, len, &norm);

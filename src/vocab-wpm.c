@@ -21,8 +21,8 @@
 // BERT's CJK ideograph ranges (as Hugging Face's tokenizers and llama.cpp list them).
 static bool wpm_is_cjk(uint32_t cp) {
     return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
-           (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
-           (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+        (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
+        (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
 // Growable byte buffer of the current word; oom set when memory runs out.
@@ -93,7 +93,7 @@ void llama_vocab_wpm_tokenize(const struct llama_vocab * v, const char * text, s
         for (size_t k = 0; k < np; k++) {
             const uint32_t cp = parts[k];
             const uint8_t val = unicode_cpt_value(cp);
-            const enum unicode_gc gc = (enum unicode_gc) (val & 0x1F);
+            const enum unicode_gc gc = (enum unicode_gc)(val & 0x1F);
             if (val & UNICODE_WS_BIT) {
                 wpm_flush(v, &w, out);
                 continue;

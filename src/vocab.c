@@ -91,8 +91,8 @@ llama_token llama_vocab_find(const struct llama_vocab * vocab, const char * text
     }
 }
 
-bool llama_vocab_merge_find(const struct llama_vocab * vocab, llama_token left, llama_token right,
-                            int32_t * rank, llama_token * result) {
+bool llama_vocab_merge_find(const struct llama_vocab * vocab, llama_token left, llama_token right, int32_t * rank,
+                            llama_token * result) {
     if (vocab->merges == NULL) {
         return false;
     }
@@ -112,9 +112,7 @@ bool llama_vocab_merge_find(const struct llama_vocab * vocab, llama_token left, 
     }
 }
 
-static bool vocab_token_valid(const struct llama_vocab * v, llama_token id) {
-    return id >= 0 && id < v->n_tokens;
-}
+static bool vocab_token_valid(const struct llama_vocab * v, llama_token id) { return id >= 0 && id < v->n_tokens; }
 
 // ---------------------------------------------------------------------------------------------
 // resolving a vocab-or-model argument
@@ -144,9 +142,11 @@ const struct llama_vocab * llama_vocab_resolve(const void * vocab_or_model, cons
 // ---------------------------------------------------------------------------------------------
 // getters (each accepts a vocab or a model)
 
-#define VOCAB_OR(ret) \
+#define VOCAB_OR(ret)                                                    \
     const struct llama_vocab * v = llama_vocab_resolve(vocab, __func__); \
-    if (v == NULL) { return ret; }
+    if (v == NULL) {                                                     \
+        return ret;                                                      \
+    }
 
 const char * llama_vocab_get_text(const struct llama_vocab * vocab, llama_token token) {
     VOCAB_OR(NULL)
@@ -228,9 +228,13 @@ int32_t llama_vocab_n_tokens(const struct llama_vocab * vocab) {
 int32_t llama_n_vocab(const struct llama_vocab * vocab) { return llama_vocab_n_tokens(vocab); }
 
 // Deprecated aliases.
-const char * llama_token_get_text(const struct llama_vocab * vocab, llama_token token) { return llama_vocab_get_text(vocab, token); }
+const char * llama_token_get_text(const struct llama_vocab * vocab, llama_token token) {
+    return llama_vocab_get_text(vocab, token);
+}
 float llama_token_get_score(const struct llama_vocab * vocab, llama_token token) { return llama_vocab_get_score(vocab, token); }
-enum llama_token_attr llama_token_get_attr(const struct llama_vocab * vocab, llama_token token) { return llama_vocab_get_attr(vocab, token); }
+enum llama_token_attr llama_token_get_attr(const struct llama_vocab * vocab, llama_token token) {
+    return llama_vocab_get_attr(vocab, token);
+}
 bool llama_token_is_eog(const struct llama_vocab * vocab, llama_token token) { return llama_vocab_is_eog(vocab, token); }
 bool llama_token_is_control(const struct llama_vocab * vocab, llama_token token) { return llama_vocab_is_control(vocab, token); }
 llama_token llama_token_bos(const struct llama_vocab * vocab) { return llama_vocab_bos(vocab); }
@@ -345,7 +349,8 @@ int32_t llama_tokenize(const struct llama_vocab * vocab, const char * text, int3
     }
     if (v->type == LLAMA_VOCAB_TYPE_NONE) {
         LLAMA_LOG_ERROR("%s: the model has no vocabulary (tokenizer.ggml.model = 'none'): tokenizing is not "
-                        "supported; returning 0 tokens\n", __func__);
+                        "supported; returning 0 tokens\n",
+                        __func__);
         return 0;
     }
     if (n_tokens_max < 0 || tokens == NULL) {
@@ -420,8 +425,7 @@ static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool spe
                 return t->len;
             }
             break;
-        default:
-            break;
+        default: break;
     }
     if (v->type == LLAMA_VOCAB_TYPE_TEST) {
         return (size_t) snprintf(out, 12, "%x", (unsigned) id);  // the id in hex, as llama.cpp's test vocab
@@ -474,8 +478,8 @@ static size_t vocab_piece(const struct llama_vocab * v, llama_token id, bool spe
     return m;
 }
 
-int32_t llama_token_to_piece(const struct llama_vocab * vocab, llama_token token, char * buf, int32_t length,
-                             int32_t lstrip, bool special) {
+int32_t llama_token_to_piece(const struct llama_vocab * vocab, llama_token token, char * buf, int32_t length, int32_t lstrip,
+                             bool special) {
     VOCAB_OR(0)
     if (!vocab_token_valid(v, token)) {
         LLAMA_LOG_ERROR("%s: invalid token id %d (vocab has %d)\n", __func__, token, v->n_tokens);
@@ -562,7 +566,7 @@ int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * t
     // control (or unknown) token is dropped from the first non-empty piece that follows.
     // WPM: each word's first token carries the ▁, so the text's first one is dropped the same way.
     const bool spm_prefix = ((v->type == LLAMA_VOCAB_TYPE_SPM || v->type == LLAMA_VOCAB_TYPE_UGM) && v->add_space_prefix) ||
-                            v->type == LLAMA_VOCAB_TYPE_WPM;
+        v->type == LLAMA_VOCAB_TYPE_WPM;
     bool strip = spm_prefix;
     size_t n = 0;
     for (int32_t i = i0; i < i1; i++) {
@@ -587,7 +591,7 @@ int32_t llama_detokenize(const struct llama_vocab * vocab, const llama_token * t
     if (v->clean_spaces) {
         // Hugging Face's clean_up_tokenization, in its order.
         static const char * const rules[][2] = {
-            { " .", "." }, { " ?", "?" }, { " !", "!" }, { " ,", "," }, { " ' ", "'" },
+            { " .", "." },     { " ?", "?" },   { " !", "!" },   { " ,", "," },     { " ' ", "'" },
             { " n't", "n't" }, { " 'm", "'m" }, { " 's", "'s" }, { " 've", "'ve" }, { " 're", "'re" },
         };
         for (size_t r = 0; r < sizeof(rules) / sizeof(rules[0]); r++) {

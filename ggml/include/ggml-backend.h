@@ -31,11 +31,11 @@ extern "C" {
 #endif
 
 typedef struct ggml_backend_buffer_type * ggml_backend_buffer_type_t;
-typedef struct ggml_backend_buffer      * ggml_backend_buffer_t;
-typedef struct ggml_backend             * ggml_backend_t;
-typedef struct ggml_backend_device      * ggml_backend_dev_t;
-typedef struct ggml_backend_reg         * ggml_backend_reg_t;
-typedef struct ggml_backend_sched       * ggml_backend_sched_t;
+typedef struct ggml_backend_buffer * ggml_backend_buffer_t;
+typedef struct ggml_backend * ggml_backend_t;
+typedef struct ggml_backend_device * ggml_backend_dev_t;
+typedef struct ggml_backend_reg * ggml_backend_reg_t;
+typedef struct ggml_backend_sched * ggml_backend_sched_t;
 
 // ---- buffer types: allocators of buffers of one kind of memory ----
 
@@ -58,7 +58,7 @@ GGML_API ggml_backend_dev_t ggml_backend_buft_get_device(ggml_backend_buffer_typ
 
 // What a buffer holds (the scheduler places nodes on the backend of their weights).
 enum ggml_backend_buffer_usage {
-    GGML_BACKEND_BUFFER_USAGE_ANY     = 0,
+    GGML_BACKEND_BUFFER_USAGE_ANY = 0,
     GGML_BACKEND_BUFFER_USAGE_WEIGHTS = 1,
     GGML_BACKEND_BUFFER_USAGE_COMPUTE = 2,
 };
@@ -125,10 +125,10 @@ GGML_API ggml_backend_dev_t ggml_backend_get_device(ggml_backend_t backend);
 
 // Kind of device.
 enum ggml_backend_dev_type {
-    GGML_BACKEND_DEVICE_TYPE_CPU   = 0,
-    GGML_BACKEND_DEVICE_TYPE_GPU   = 1,  // discrete memory: full offload
+    GGML_BACKEND_DEVICE_TYPE_CPU = 0,
+    GGML_BACKEND_DEVICE_TYPE_GPU = 1,  // discrete memory: full offload
     GGML_BACKEND_DEVICE_TYPE_ACCEL = 2,  // helps the CPU (e.g. BLAS); not offloaded to
-    GGML_BACKEND_DEVICE_TYPE_IGPU  = 3,
+    GGML_BACKEND_DEVICE_TYPE_IGPU = 3,
 };
 
 // Devices found (after ggml_backend_load_all: CPU first, then the others).
@@ -228,16 +228,19 @@ GGML_API ggml_backend_t ggml_backend_sched_get_backend(ggml_backend_sched_t sche
 // Bytes of backend's compute buffer.
 GGML_API size_t ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend);
 // Pins node to backend for the next allocation.
-GGML_API void ggml_backend_sched_set_tensor_backend(ggml_backend_sched_t sched, struct ggml_tensor * node, ggml_backend_t backend);
+GGML_API void ggml_backend_sched_set_tensor_backend(ggml_backend_sched_t sched, struct ggml_tensor * node,
+                                                    ggml_backend_t backend);
 // The backend node was assigned to, or NULL.
 GGML_API ggml_backend_t ggml_backend_sched_get_tensor_backend(ggml_backend_sched_t sched, struct ggml_tensor * node);
 // Sets the per-node callback (NULL: none).
-GGML_API void ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched, ggml_backend_sched_eval_callback callback, void * user_data);
+GGML_API void ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched, ggml_backend_sched_eval_callback callback,
+                                                   void * user_data);
 
 // ---- utilities ----
 
 // One buffer of type buft holding every tensor of ctx that has no data yet; NULL (logged) on failure.
-GGML_API ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_context * ctx, ggml_backend_buffer_type_t buft);
+GGML_API ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_context * ctx,
+                                                                        ggml_backend_buffer_type_t buft);
 // The same in backend's default buffer type.
 GGML_API ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors(struct ggml_context * ctx, ggml_backend_t backend);
 

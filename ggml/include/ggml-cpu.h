@@ -49,7 +49,8 @@ GGML_API bool ggml_backend_is_cpu(ggml_backend_t backend);
 // Threads its computations use (the pool grows when needed).
 GGML_API void ggml_backend_cpu_set_n_threads(ggml_backend_t backend_cpu, int n_threads);
 // Callback polled between nodes; returning true aborts (GGML_STATUS_ABORTED).
-GGML_API void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend_cpu, ggml_abort_callback abort_callback, void * abort_callback_data);
+GGML_API void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend_cpu, ggml_abort_callback abort_callback,
+                                                  void * abort_callback_data);
 // Host memory, 64-byte aligned.
 GGML_API ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void);
 // A CPU buffer over size bytes at ptr owned by the caller (freeing the buffer leaves ptr alone).

@@ -24,42 +24,47 @@
 #include <stdint.h>
 
 #if defined(_WIN32) && !defined(__MINGW32__)
-#  ifdef GGML_BUILD
-#    define GGML_API __declspec(dllexport) extern
-#  else
-#    define GGML_API __declspec(dllimport) extern
-#  endif
+#ifdef GGML_BUILD
+#define GGML_API __declspec(dllexport) extern
 #else
-#  define GGML_API __attribute__((visibility("default"))) extern
+#define GGML_API __declspec(dllimport) extern
+#endif
+#else
+#define GGML_API __attribute__((visibility("default"))) extern
 #endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define GGML_ABI_VERSION    2
-#define GGML_MAX_DIMS       4
-#define GGML_MAX_SRC        10
-#define GGML_MAX_OP_PARAMS  64
-#define GGML_MAX_NAME       64
-#define GGML_MEM_ALIGN      64
+#define GGML_ABI_VERSION        2
+#define GGML_MAX_DIMS           4
+#define GGML_MAX_SRC            10
+#define GGML_MAX_OP_PARAMS      64
+#define GGML_MAX_NAME           64
+#define GGML_MEM_ALIGN          64
 #define GGML_DEFAULT_GRAPH_SIZE 2048
 
 // x rounded up to a multiple of n (any n > 0).
 #define GGML_PAD(x, n) (((x) + (n) - 1) / (n) * (n))
 // Marks a parameter or variable as deliberately unused.
-#define GGML_UNUSED(x) (void)(x)
+#define GGML_UNUSED(x) (void) (x)
 // Reports a broken internal invariant through the abort hook (never for caller input).
-#define GGML_ASSERT(x) do { if (!(x)) ggml_abort(__FILE__, __LINE__, #x); } while (0)
+#define GGML_ASSERT(x)                                \
+    do {                                              \
+        if (!(x)) ggml_abort(__FILE__, __LINE__, #x); \
+    } while (0)
 
 // Half-precision storage types.
 typedef uint16_t ggml_fp16_t;
-typedef struct { uint16_t bits; } ggml_bf16_t;
+typedef struct {
+    uint16_t bits;
+} ggml_bf16_t;
 
 // Element / block types; the numbers are the GGUF on-disk type ids.
 enum ggml_type {
-    GGML_TYPE_F32  = 0,
-    GGML_TYPE_F16  = 1,
+    GGML_TYPE_F32 = 0,
+    GGML_TYPE_F16 = 1,
     GGML_TYPE_Q4_0 = 2,
     GGML_TYPE_Q4_1 = 3,
     // 4 and 5 (Q4_2, Q4_3) were removed from the format
@@ -74,18 +79,18 @@ enum ggml_type {
     GGML_TYPE_Q6_K = 14,
     GGML_TYPE_Q8_K = 15,
     GGML_TYPE_IQ2_XXS = 16,
-    GGML_TYPE_IQ2_XS  = 17,
+    GGML_TYPE_IQ2_XS = 17,
     GGML_TYPE_IQ3_XXS = 18,
-    GGML_TYPE_IQ1_S   = 19,
-    GGML_TYPE_IQ4_NL  = 20,
-    GGML_TYPE_IQ3_S   = 21,
-    GGML_TYPE_IQ2_S   = 22,
-    GGML_TYPE_IQ4_XS  = 23,
-    GGML_TYPE_I8   = 24,
-    GGML_TYPE_I16  = 25,
-    GGML_TYPE_I32  = 26,
-    GGML_TYPE_I64  = 27,
-    GGML_TYPE_F64  = 28,
+    GGML_TYPE_IQ1_S = 19,
+    GGML_TYPE_IQ4_NL = 20,
+    GGML_TYPE_IQ3_S = 21,
+    GGML_TYPE_IQ2_S = 22,
+    GGML_TYPE_IQ4_XS = 23,
+    GGML_TYPE_I8 = 24,
+    GGML_TYPE_I16 = 25,
+    GGML_TYPE_I32 = 26,
+    GGML_TYPE_I64 = 27,
+    GGML_TYPE_F64 = 28,
     GGML_TYPE_IQ1_M = 29,
     GGML_TYPE_BF16 = 30,
     // 31..33 (Q4_0_4_4, Q4_0_4_8, Q4_0_8_8) were removed from the format
@@ -142,19 +147,19 @@ enum ggml_op {
 // Result of a graph computation.
 enum ggml_status {
     GGML_STATUS_ALLOC_FAILED = -2,
-    GGML_STATUS_FAILED       = -1,
-    GGML_STATUS_SUCCESS      =  0,
-    GGML_STATUS_ABORTED      =  1,
+    GGML_STATUS_FAILED = -1,
+    GGML_STATUS_SUCCESS = 0,
+    GGML_STATUS_ABORTED = 1,
 };
 
 // Severity passed to the log callback.
 enum ggml_log_level {
-    GGML_LOG_LEVEL_NONE  = 0,
+    GGML_LOG_LEVEL_NONE = 0,
     GGML_LOG_LEVEL_DEBUG = 1,
-    GGML_LOG_LEVEL_INFO  = 2,
-    GGML_LOG_LEVEL_WARN  = 3,
+    GGML_LOG_LEVEL_INFO = 2,
+    GGML_LOG_LEVEL_WARN = 3,
     GGML_LOG_LEVEL_ERROR = 4,
-    GGML_LOG_LEVEL_CONT  = 5,
+    GGML_LOG_LEVEL_CONT = 5,
 };
 
 // RoPE modes: NORMAL rotates adjacent pairs (x0,x1); NEOX rotates (x[i], x[i + n_dims/2]).
@@ -163,9 +168,9 @@ enum ggml_log_level {
 
 // Tensor flags.
 enum ggml_tensor_flag {
-    GGML_TENSOR_FLAG_INPUT  = 1,
+    GGML_TENSOR_FLAG_INPUT = 1,
     GGML_TENSOR_FLAG_OUTPUT = 2,
-    GGML_TENSOR_FLAG_PARAM  = 4,
+    GGML_TENSOR_FLAG_PARAM = 4,
 };
 
 // Called with each log line; text ends with a newline.
@@ -179,7 +184,7 @@ typedef bool (*ggml_abort_callback)(void * data);
 struct ggml_init_params {
     size_t mem_size;   // bytes
     void * mem_buffer; // caller-owned buffer or NULL
-    bool   no_alloc;   // true: tensors get no data (data == NULL), only metadata
+    bool no_alloc;   // true: tensors get no data (data == NULL), only metadata
 };
 
 // An n-dimensional strided tensor; a view shares its view_src's data.
@@ -187,7 +192,7 @@ struct ggml_tensor {
     enum ggml_type type;
     struct ggml_backend_buffer * buffer; // the buffer holding data, or NULL (a plain context's memory)
     int64_t ne[GGML_MAX_DIMS];  // number of elements per dimension
-    size_t  nb[GGML_MAX_DIMS];  // stride in bytes per dimension
+    size_t nb[GGML_MAX_DIMS];  // stride in bytes per dimension
     enum ggml_op op;
     int32_t op_params[GGML_MAX_OP_PARAMS / sizeof(int32_t)];
     int32_t flags;              // enum ggml_tensor_flag bits
@@ -212,9 +217,9 @@ typedef void (*ggml_from_float_t)(const float * x, void * y, int64_t k);
 struct ggml_type_traits {
     const char * type_name;
     int64_t blck_size;          // elements per block
-    size_t  type_size;          // bytes per block
-    bool    is_quantized;
-    ggml_to_float_t   to_float;
+    size_t type_size;          // bytes per block
+    bool is_quantized;
+    ggml_to_float_t to_float;
     ggml_from_float_t from_float_ref;  // reference (bit-exact with GGUF tools) quantizer
 };
 
@@ -250,8 +255,8 @@ GGML_API const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type typ
 // boundary; dst advances by whole rows); imatrix (n_per_row column weights, or NULL) guides the
 // quantizers that use importance (IQ4_NL, IQ4_XS), the others ignore it. Returns the bytes
 // written, 0 (logged) if the type has no quantizer or start is not at a row.
-GGML_API size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start,
-                                    int64_t nrows, int64_t n_per_row, const float * imatrix);
+GGML_API size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start, int64_t nrows,
+                                    int64_t n_per_row, const float * imatrix);
 // True for the types whose quantizers need an importance matrix (the IQ3 / IQ2 / IQ1 codebooks).
 GGML_API bool ggml_quantize_requires_imatrix(enum ggml_type type);
 // "f32", "q4_0", ...; "NONE" for unknown ids.
@@ -322,9 +327,11 @@ GGML_API struct ggml_tensor * ggml_new_tensor_1d(struct ggml_context * ctx, enum
 // 2-D tensor.
 GGML_API struct ggml_tensor * ggml_new_tensor_2d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1);
 // 3-D tensor.
-GGML_API struct ggml_tensor * ggml_new_tensor_3d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2);
+GGML_API struct ggml_tensor * ggml_new_tensor_3d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1,
+                                                 int64_t ne2);
 // 4-D tensor.
-GGML_API struct ggml_tensor * ggml_new_tensor_4d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
+GGML_API struct ggml_tensor * ggml_new_tensor_4d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1,
+                                                 int64_t ne2, int64_t ne3);
 // 1-element F32 tensor holding value.
 GGML_API struct ggml_tensor * ggml_new_f32(struct ggml_context * ctx, float value);
 // 1-element I32 tensor holding value.
@@ -379,19 +386,25 @@ GGML_API struct ggml_tensor * ggml_set_f32(struct ggml_tensor * tensor, float va
 // 1-D view of ne0 elements at byte offset.
 GGML_API struct ggml_tensor * ggml_view_1d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, size_t offset);
 // 2-D view; nb1 is the row stride in bytes.
-GGML_API struct ggml_tensor * ggml_view_2d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset);
+GGML_API struct ggml_tensor * ggml_view_2d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                           size_t nb1, size_t offset);
 // 3-D view.
-GGML_API struct ggml_tensor * ggml_view_3d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset);
+GGML_API struct ggml_tensor * ggml_view_3d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                           int64_t ne2, size_t nb1, size_t nb2, size_t offset);
 // 4-D view.
-GGML_API struct ggml_tensor * ggml_view_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset);
+GGML_API struct ggml_tensor * ggml_view_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                           int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset);
 // Reshape of a contiguous tensor (same element count).
 GGML_API struct ggml_tensor * ggml_reshape(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 GGML_API struct ggml_tensor * ggml_reshape_1d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0);
 GGML_API struct ggml_tensor * ggml_reshape_2d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1);
-GGML_API struct ggml_tensor * ggml_reshape_3d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2);
-GGML_API struct ggml_tensor * ggml_reshape_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
+GGML_API struct ggml_tensor * ggml_reshape_3d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                              int64_t ne2);
+GGML_API struct ggml_tensor * ggml_reshape_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                              int64_t ne2, int64_t ne3);
 // Moves dim i of a to position axis_i of the result.
-GGML_API struct ggml_tensor * ggml_permute(struct ggml_context * ctx, struct ggml_tensor * a, int axis0, int axis1, int axis2, int axis3);
+GGML_API struct ggml_tensor * ggml_permute(struct ggml_context * ctx, struct ggml_tensor * a, int axis0, int axis1, int axis2,
+                                           int axis3);
 // Swaps dims 0 and 1.
 GGML_API struct ggml_tensor * ggml_transpose(struct ggml_context * ctx, struct ggml_tensor * a);
 
@@ -461,9 +474,9 @@ GGML_API struct ggml_tensor * ggml_gated_delta_net(struct ggml_context * ctx, st
 // ggml_gated_delta_net with K = 1 computed chunk by chunk (chunk tokens at a time, 1..256; the
 // WY form of the chunked algorithm): equal to the token-by-token result to float rounding.
 // Backends without the chunked form (and a per-key-dim g) compute it token by token.
-GGML_API struct ggml_tensor * ggml_gated_delta_net_chunked(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
-                                                           struct ggml_tensor * v, struct ggml_tensor * g, struct ggml_tensor * beta,
-                                                           struct ggml_tensor * state, int64_t chunk);
+GGML_API struct ggml_tensor * ggml_gated_delta_net_chunked(struct ggml_context * ctx, struct ggml_tensor * q,
+                                                           struct ggml_tensor * k, struct ggml_tensor * v, struct ggml_tensor * g,
+                                                           struct ggml_tensor * beta, struct ggml_tensor * state, int64_t chunk);
 // silu(a) * b (fused SwiGLU); same shapes, F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 // SwiGLU over the two halves of dim 0: silu(a[:n/2]) * a[n/2:]; result of a's type.
@@ -474,7 +487,10 @@ GGML_API struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggm
 // Precision a MUL_MAT node asks of its backend (ggml's values). GGML_PREC_F32 on the CPU: Q8_0
 // weights meet activations rounded to 16 bits per 32-block instead of Q8_0's 8 (the lm head
 // asks this: its result goes straight to the logits); other weight types are unaffected.
-enum ggml_prec { GGML_PREC_DEFAULT = 0, GGML_PREC_F32 = 10 };
+enum ggml_prec {
+    GGML_PREC_DEFAULT = 0,
+    GGML_PREC_F32 = 10
+};
 // Sets the precision of MUL_MAT node a (op_params[0]); other nodes are left alone.
 GGML_API void ggml_mul_mat_set_prec(struct ggml_tensor * a, enum ggml_prec prec);
 // Softmax over each row; a F32/F16/BF16, result of a's type.
@@ -482,21 +498,25 @@ GGML_API struct ggml_tensor * ggml_soft_max(struct ggml_context * ctx, struct gg
 GGML_API struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 // softmax(a*scale + mask) per row, result of a's type (F32/F16/BF16); mask (F32 or F16,
 // [ne0, >=ne1], broadcast over dims 2-3) may be NULL; max_bias > 0 enables ALiBi slopes.
-GGML_API struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * mask, float scale, float max_bias);
+GGML_API struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * mask,
+                                                float scale, float max_bias);
 // Attention sinks on a SOFT_MAX node: sinks (F32 [a->ne[2]]) holds one logit per head (dim 2 of a)
 // that joins each row's softmax denominator without an output of its own (gpt-oss); returns
 // soft_max itself, or NULL (logged) when it is not a SOFT_MAX or sinks' shape differs.
 GGML_API struct ggml_tensor * ggml_soft_max_add_sinks(struct ggml_tensor * soft_max, struct ggml_tensor * sinks);
 // Rotary embedding of a [head_dim, n_head, n_tokens, 1] at positions b (I32, n_tokens);
 // c (F32, n_dims/2 frequency divisors) may be NULL; mode GGML_ROPE_TYPE_NORMAL or _NEOX.
-GGML_API struct ggml_tensor * ggml_rope_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c,
-        int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
-        float attn_factor, float beta_fast, float beta_slow);
-GGML_API struct ggml_tensor * ggml_rope_ext_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c,
-        int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
-        float attn_factor, float beta_fast, float beta_slow);
+GGML_API struct ggml_tensor * ggml_rope_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                            struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig, float freq_base,
+                                            float freq_scale, float ext_factor, float attn_factor, float beta_fast,
+                                            float beta_slow);
+GGML_API struct ggml_tensor * ggml_rope_ext_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                                    struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig, float freq_base,
+                                                    float freq_scale, float ext_factor, float attn_factor, float beta_fast,
+                                                    float beta_slow);
 // Plain rope: ggml_rope_ext with freq_base 10000, scale 1, no YaRN.
-GGML_API struct ggml_tensor * ggml_rope(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int n_dims, int mode);
+GGML_API struct ggml_tensor * ggml_rope(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int n_dims,
+                                        int mode);
 // Sets a[i, j] = -inf where i > n_past + j (causal mask); a F32/F16/BF16, result of a's type.
 GGML_API struct ggml_tensor * ggml_diag_mask_inf(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
 GGML_API struct ggml_tensor * ggml_diag_mask_inf_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
@@ -504,13 +524,17 @@ GGML_API struct ggml_tensor * ggml_diag_mask_inf_inplace(struct ggml_context * c
 GGML_API struct ggml_tensor * ggml_get_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 // Writes rows of b (F32, [ne0, n, ...]) into a at row indices c (I32 or I64, [n, ...]),
 // converting to a's type; returns a view of a.
-GGML_API struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c);
+GGML_API struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                            struct ggml_tensor * c);
 // Sum of each row -> [1, ne1, ne2, ne3] of a's type (F32/F16/BF16).
 GGML_API struct ggml_tensor * ggml_sum_rows(struct ggml_context * ctx, struct ggml_tensor * a);
 // Index of the max of each row of a 2-D F32/F16/BF16 tensor -> I32 [ne1].
 GGML_API struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor * a);
 // Row sort orders (ggml's values).
-enum ggml_sort_order { GGML_SORT_ORDER_ASC = 0, GGML_SORT_ORDER_DESC = 1 };
+enum ggml_sort_order {
+    GGML_SORT_ORDER_ASC = 0,
+    GGML_SORT_ORDER_DESC = 1
+};
 // Indices that sort each row of a (F32/F16/BF16) -> I32 of a's shape; equal values keep their order.
 GGML_API struct ggml_tensor * ggml_argsort(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_sort_order order);
 // Indices of the k largest values of each row of a (F32/F16/BF16) -> I32 [k, ne1, ne2, ne3],
@@ -523,13 +547,15 @@ GGML_API struct ggml_tensor * ggml_top_k(struct ggml_context * ctx, struct ggml_
 // BF16 or quantized), b [K, n_b, n_t] F32 with n_b 1 or ids->ne[0], ids I32 [n_used, n_t] ->
 // F32 [M, n_used, n_t]: column (j, t) = as[:, :, ids[j, t]] . b[:, j % n_b, t]. An id outside
 // [0, n_as) fails the computation (logged), never reads outside as.
-GGML_API struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tensor * as, struct ggml_tensor * b, struct ggml_tensor * ids);
+GGML_API struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tensor * as, struct ggml_tensor * b,
+                                              struct ggml_tensor * ids);
 // Concatenation of a and b (same non-quantized type) along dim; result of that type.
 GGML_API struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int dim);
 // Attention: q [D, n_q, H, 1] F32, k [D, n_kv, H_kv, 1], v [Dv, n_kv, H_kv, 1] (F32/F16),
 // mask F16/F32 [n_kv, >=n_q] or NULL -> [Dv, H, n_q, 1] F32 (note the permuted result).
-GGML_API struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k, struct ggml_tensor * v,
-        struct ggml_tensor * mask, float scale, float max_bias, float logit_softcap);
+GGML_API struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                                  struct ggml_tensor * v, struct ggml_tensor * mask, float scale, float max_bias,
+                                                  float logit_softcap);
 
 // Attention sinks on a FLASH_ATTN_EXT node: sinks (F32 [q->ne[2]]) holds one logit per head that
 // joins each row's softmax denominator without a value of its own (gpt-oss), as

@@ -23,25 +23,25 @@
 extern "C" {
 #endif
 
-#define GGUF_MAGIC             "GGUF"
-#define GGUF_VERSION           3
-#define GGUF_DEFAULT_ALIGNMENT 32
+#define GGUF_MAGIC                 "GGUF"
+#define GGUF_VERSION               3
+#define GGUF_DEFAULT_ALIGNMENT     32
 #define GGUF_KEY_GENERAL_ALIGNMENT "general.alignment"
 
 // Value types of metadata.
 enum gguf_type {
-    GGUF_TYPE_UINT8   = 0,
-    GGUF_TYPE_INT8    = 1,
-    GGUF_TYPE_UINT16  = 2,
-    GGUF_TYPE_INT16   = 3,
-    GGUF_TYPE_UINT32  = 4,
-    GGUF_TYPE_INT32   = 5,
+    GGUF_TYPE_UINT8 = 0,
+    GGUF_TYPE_INT8 = 1,
+    GGUF_TYPE_UINT16 = 2,
+    GGUF_TYPE_INT16 = 3,
+    GGUF_TYPE_UINT32 = 4,
+    GGUF_TYPE_INT32 = 5,
     GGUF_TYPE_FLOAT32 = 6,
-    GGUF_TYPE_BOOL    = 7,
-    GGUF_TYPE_STRING  = 8,
-    GGUF_TYPE_ARRAY   = 9,
-    GGUF_TYPE_UINT64  = 10,
-    GGUF_TYPE_INT64   = 11,
+    GGUF_TYPE_BOOL = 7,
+    GGUF_TYPE_STRING = 8,
+    GGUF_TYPE_ARRAY = 9,
+    GGUF_TYPE_UINT64 = 10,
+    GGUF_TYPE_INT64 = 11,
     GGUF_TYPE_FLOAT64 = 12,
     GGUF_TYPE_COUNT,
 };
@@ -86,66 +86,66 @@ GGML_API enum gguf_type gguf_get_kv_type(const struct gguf_context * ctx, int64_
 GGML_API enum gguf_type gguf_get_arr_type(const struct gguf_context * ctx, int64_t key_id);
 
 // Scalar getters: return 0 / false / NULL (logged) on a wrong type or index.
-GGML_API uint8_t      gguf_get_val_u8  (const struct gguf_context * ctx, int64_t key_id);
-GGML_API int8_t       gguf_get_val_i8  (const struct gguf_context * ctx, int64_t key_id);
-GGML_API uint16_t     gguf_get_val_u16 (const struct gguf_context * ctx, int64_t key_id);
-GGML_API int16_t      gguf_get_val_i16 (const struct gguf_context * ctx, int64_t key_id);
-GGML_API uint32_t     gguf_get_val_u32 (const struct gguf_context * ctx, int64_t key_id);
-GGML_API int32_t      gguf_get_val_i32 (const struct gguf_context * ctx, int64_t key_id);
-GGML_API float        gguf_get_val_f32 (const struct gguf_context * ctx, int64_t key_id);
-GGML_API uint64_t     gguf_get_val_u64 (const struct gguf_context * ctx, int64_t key_id);
-GGML_API int64_t      gguf_get_val_i64 (const struct gguf_context * ctx, int64_t key_id);
-GGML_API double       gguf_get_val_f64 (const struct gguf_context * ctx, int64_t key_id);
-GGML_API bool         gguf_get_val_bool(const struct gguf_context * ctx, int64_t key_id);
-GGML_API const char * gguf_get_val_str (const struct gguf_context * ctx, int64_t key_id);
+GGML_API uint8_t gguf_get_val_u8(const struct gguf_context * ctx, int64_t key_id);
+GGML_API int8_t gguf_get_val_i8(const struct gguf_context * ctx, int64_t key_id);
+GGML_API uint16_t gguf_get_val_u16(const struct gguf_context * ctx, int64_t key_id);
+GGML_API int16_t gguf_get_val_i16(const struct gguf_context * ctx, int64_t key_id);
+GGML_API uint32_t gguf_get_val_u32(const struct gguf_context * ctx, int64_t key_id);
+GGML_API int32_t gguf_get_val_i32(const struct gguf_context * ctx, int64_t key_id);
+GGML_API float gguf_get_val_f32(const struct gguf_context * ctx, int64_t key_id);
+GGML_API uint64_t gguf_get_val_u64(const struct gguf_context * ctx, int64_t key_id);
+GGML_API int64_t gguf_get_val_i64(const struct gguf_context * ctx, int64_t key_id);
+GGML_API double gguf_get_val_f64(const struct gguf_context * ctx, int64_t key_id);
+GGML_API bool gguf_get_val_bool(const struct gguf_context * ctx, int64_t key_id);
+GGML_API const char * gguf_get_val_str(const struct gguf_context * ctx, int64_t key_id);
 // Pointer to a non-array scalar value's bytes (NULL for strings/arrays).
 GGML_API const void * gguf_get_val_data(const struct gguf_context * ctx, int64_t key_id);
 // Element count of an array value (0 if not an array).
-GGML_API size_t       gguf_get_arr_n   (const struct gguf_context * ctx, int64_t key_id);
+GGML_API size_t gguf_get_arr_n(const struct gguf_context * ctx, int64_t key_id);
 // Raw elements of a non-string array (NULL for string arrays).
 GGML_API const void * gguf_get_arr_data(const struct gguf_context * ctx, int64_t key_id);
 // Element i of a string array (NULL if not a string array or out of range).
-GGML_API const char * gguf_get_arr_str (const struct gguf_context * ctx, int64_t key_id, size_t i);
+GGML_API const char * gguf_get_arr_str(const struct gguf_context * ctx, int64_t key_id, size_t i);
 // Length in bytes of element i of a string array (or of a string value with i = 0); strings
 // may hold NUL bytes, which gguf_get_arr_str cannot show. 0 if not a string.
-GGML_API size_t       gguf_get_arr_str_len(const struct gguf_context * ctx, int64_t key_id, size_t i);
+GGML_API size_t gguf_get_arr_str_len(const struct gguf_context * ctx, int64_t key_id, size_t i);
 
 // Number of tensors.
-GGML_API int64_t        gguf_get_n_tensors    (const struct gguf_context * ctx);
+GGML_API int64_t gguf_get_n_tensors(const struct gguf_context * ctx);
 // Index of tensor name, or -1.
-GGML_API int64_t        gguf_find_tensor      (const struct gguf_context * ctx, const char * name);
+GGML_API int64_t gguf_find_tensor(const struct gguf_context * ctx, const char * name);
 // Offset of the tensor's data relative to the data section.
-GGML_API size_t         gguf_get_tensor_offset(const struct gguf_context * ctx, int64_t tensor_id);
+GGML_API size_t gguf_get_tensor_offset(const struct gguf_context * ctx, int64_t tensor_id);
 // Tensor name.
-GGML_API const char *   gguf_get_tensor_name  (const struct gguf_context * ctx, int64_t tensor_id);
+GGML_API const char * gguf_get_tensor_name(const struct gguf_context * ctx, int64_t tensor_id);
 // Tensor type.
-GGML_API enum ggml_type gguf_get_tensor_type  (const struct gguf_context * ctx, int64_t tensor_id);
+GGML_API enum ggml_type gguf_get_tensor_type(const struct gguf_context * ctx, int64_t tensor_id);
 // Tensor data size in bytes.
-GGML_API size_t         gguf_get_tensor_size  (const struct gguf_context * ctx, int64_t tensor_id);
+GGML_API size_t gguf_get_tensor_size(const struct gguf_context * ctx, int64_t tensor_id);
 // Number of dims of the tensor (1..4).
-GGML_API int            gguf_get_tensor_n_dims(const struct gguf_context * ctx, int64_t tensor_id);
+GGML_API int gguf_get_tensor_n_dims(const struct gguf_context * ctx, int64_t tensor_id);
 // Size of dim i of the tensor.
-GGML_API int64_t        gguf_get_tensor_ne    (const struct gguf_context * ctx, int64_t tensor_id, int i);
+GGML_API int64_t gguf_get_tensor_ne(const struct gguf_context * ctx, int64_t tensor_id, int i);
 
 // Removes key if present; returns its former index or -1.
 GGML_API int64_t gguf_remove_key(struct gguf_context * ctx, const char * key);
 // Setters: add the key or overwrite its value (and type).
-GGML_API void gguf_set_val_u8  (struct gguf_context * ctx, const char * key, uint8_t  val);
-GGML_API void gguf_set_val_i8  (struct gguf_context * ctx, const char * key, int8_t   val);
-GGML_API void gguf_set_val_u16 (struct gguf_context * ctx, const char * key, uint16_t val);
-GGML_API void gguf_set_val_i16 (struct gguf_context * ctx, const char * key, int16_t  val);
-GGML_API void gguf_set_val_u32 (struct gguf_context * ctx, const char * key, uint32_t val);
-GGML_API void gguf_set_val_i32 (struct gguf_context * ctx, const char * key, int32_t  val);
-GGML_API void gguf_set_val_f32 (struct gguf_context * ctx, const char * key, float    val);
-GGML_API void gguf_set_val_u64 (struct gguf_context * ctx, const char * key, uint64_t val);
-GGML_API void gguf_set_val_i64 (struct gguf_context * ctx, const char * key, int64_t  val);
-GGML_API void gguf_set_val_f64 (struct gguf_context * ctx, const char * key, double   val);
-GGML_API void gguf_set_val_bool(struct gguf_context * ctx, const char * key, bool     val);
-GGML_API void gguf_set_val_str (struct gguf_context * ctx, const char * key, const char * val);
+GGML_API void gguf_set_val_u8(struct gguf_context * ctx, const char * key, uint8_t val);
+GGML_API void gguf_set_val_i8(struct gguf_context * ctx, const char * key, int8_t val);
+GGML_API void gguf_set_val_u16(struct gguf_context * ctx, const char * key, uint16_t val);
+GGML_API void gguf_set_val_i16(struct gguf_context * ctx, const char * key, int16_t val);
+GGML_API void gguf_set_val_u32(struct gguf_context * ctx, const char * key, uint32_t val);
+GGML_API void gguf_set_val_i32(struct gguf_context * ctx, const char * key, int32_t val);
+GGML_API void gguf_set_val_f32(struct gguf_context * ctx, const char * key, float val);
+GGML_API void gguf_set_val_u64(struct gguf_context * ctx, const char * key, uint64_t val);
+GGML_API void gguf_set_val_i64(struct gguf_context * ctx, const char * key, int64_t val);
+GGML_API void gguf_set_val_f64(struct gguf_context * ctx, const char * key, double val);
+GGML_API void gguf_set_val_bool(struct gguf_context * ctx, const char * key, bool val);
+GGML_API void gguf_set_val_str(struct gguf_context * ctx, const char * key, const char * val);
 // Array of n elements of a scalar type (copied).
 GGML_API void gguf_set_arr_data(struct gguf_context * ctx, const char * key, enum gguf_type type, const void * data, size_t n);
 // Array of n strings (copied).
-GGML_API void gguf_set_arr_str (struct gguf_context * ctx, const char * key, const char ** data, size_t n);
+GGML_API void gguf_set_arr_str(struct gguf_context * ctx, const char * key, const char ** data, size_t n);
 // Copies every key/value of src into ctx.
 GGML_API void gguf_set_kv(struct gguf_context * ctx, const struct gguf_context * src);
 
@@ -157,15 +157,15 @@ GGML_API void gguf_set_tensor_type(struct gguf_context * ctx, const char * name,
 GGML_API void gguf_set_tensor_data(struct gguf_context * ctx, const char * name, const void * data);
 
 // Writes the whole file (only_meta: header, kv and tensor infos, no data). false on I/O error.
-GGML_API bool   gguf_write_to_file(const struct gguf_context * ctx, const char * fname, bool only_meta);
+GGML_API bool gguf_write_to_file(const struct gguf_context * ctx, const char * fname, bool only_meta);
 // Bytes of the metadata section including padding to the data section.
 GGML_API size_t gguf_get_meta_size(const struct gguf_context * ctx);
 // Writes the metadata section into data (gguf_get_meta_size bytes).
-GGML_API void   gguf_get_meta_data(const struct gguf_context * ctx, void * data);
+GGML_API void gguf_get_meta_data(const struct gguf_context * ctx, void * data);
 // Serialises the whole file into a malloc'ed buffer (*size bytes); caller frees with gguf_buf_free.
 GGML_API void * gguf_write_to_buf(const struct gguf_context * ctx, size_t * size, bool only_meta);
 // Frees a buffer from gguf_write_to_buf; NULL-safe.
-GGML_API void   gguf_buf_free(void * buf);
+GGML_API void gguf_buf_free(void * buf);
 
 // A model loader reads tensor data through a mapping or a whole-file copy:
 //   struct gguf_mmap * m = use_mmap ? gguf_mmap_open(path) : gguf_file_read_all(path);

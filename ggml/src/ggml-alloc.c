@@ -149,13 +149,23 @@ static struct ggml_alloc_info * ggml_alloc_map_get(struct ggml_alloc_map * m, st
 // Ops whose kernels accept dst sharing src[0]'s memory (they all have _inplace constructors).
 static bool ggml_op_can_inplace(enum ggml_op op) {
     switch (op) {
-        case GGML_OP_ADD: case GGML_OP_SUB: case GGML_OP_MUL: case GGML_OP_DIV:
-        case GGML_OP_SCALE: case GGML_OP_RMS_NORM: case GGML_OP_SILU: case GGML_OP_GELU: case GGML_OP_TANH:
-        case GGML_OP_SIGMOID: case GGML_OP_SOFTPLUS: case GGML_OP_CLAMP: case GGML_OP_L2_NORM:
-        case GGML_OP_SOFT_MAX: case GGML_OP_ROPE: case GGML_OP_DIAG_MASK_INF:
-            return true;
-        default:
-            return false;
+        case GGML_OP_ADD:
+        case GGML_OP_SUB:
+        case GGML_OP_MUL:
+        case GGML_OP_DIV:
+        case GGML_OP_SCALE:
+        case GGML_OP_RMS_NORM:
+        case GGML_OP_SILU:
+        case GGML_OP_GELU:
+        case GGML_OP_TANH:
+        case GGML_OP_SIGMOID:
+        case GGML_OP_SOFTPLUS:
+        case GGML_OP_CLAMP:
+        case GGML_OP_L2_NORM:
+        case GGML_OP_SOFT_MAX:
+        case GGML_OP_ROPE:
+        case GGML_OP_DIAG_MASK_INF: return true;
+        default: return false;
     }
 }
 
@@ -186,13 +196,9 @@ static void ggml_alloc_tensor(struct ggml_vspace * vs, struct ggml_alloc_info * 
 
 static bool gallocr_plan(struct ggml_gallocr * ga, struct ggml_cgraph * g, bool keep);
 
-bool ggml_gallocr_alloc_graph(struct ggml_gallocr * ga, struct ggml_cgraph * g) {
-    return gallocr_plan(ga, g, true);
-}
+bool ggml_gallocr_alloc_graph(struct ggml_gallocr * ga, struct ggml_cgraph * g) { return gallocr_plan(ga, g, true); }
 
-bool ggml_gallocr_reserve(struct ggml_gallocr * ga, struct ggml_cgraph * g) {
-    return gallocr_plan(ga, g, false);
-}
+bool ggml_gallocr_reserve(struct ggml_gallocr * ga, struct ggml_cgraph * g) { return gallocr_plan(ga, g, false); }
 
 // Plans g's memory and grows the buffer to the peak; with keep, the tensors get their places
 // (data, buffer), otherwise they are left without data as they came.
@@ -224,8 +230,7 @@ static bool gallocr_plan(struct ggml_gallocr * ga, struct ggml_cgraph * g, bool 
     const char * buf_hi = buf_lo ? buf_lo + ga->buffer_size : NULL;
     // Ours: placed by an earlier plan of this allocator (tagged in `extra`, which survives the
     // buffer moving when it grows) or pointing into the current buffer. Ours are placed again.
-#define OURS(t) ((t)->extra == (void *) ga || \
-                 (buf_lo && (const char *) (t)->data >= buf_lo && (const char *) (t)->data < buf_hi))
+#define OURS(t) ((t)->extra == (void *) ga || (buf_lo && (const char *) (t)->data >= buf_lo && (const char *) (t)->data < buf_hi))
 
     // Pass 0: what needs memory.
     for (int i = 0; i < g->n_leafs; i++) {
@@ -275,8 +280,8 @@ static bool gallocr_plan(struct ggml_gallocr * ga, struct ggml_cgraph * g, bool 
         if (info->needs_alloc && !info->allocated) {
             struct ggml_tensor * s0 = node->src[0];
             struct ggml_alloc_info * si = s0 ? ggml_alloc_map_get(&map, s0) : NULL;
-            if (si && ggml_op_can_inplace(node->op) && !s0->view_src && si->allocated && si->owns_block &&
-                !si->is_leaf && si->last_use == i && !(s0->flags & (GGML_TENSOR_FLAG_INPUT | GGML_TENSOR_FLAG_OUTPUT)) &&
+            if (si && ggml_op_can_inplace(node->op) && !s0->view_src && si->allocated && si->owns_block && !si->is_leaf &&
+                si->last_use == i && !(s0->flags & (GGML_TENSOR_FLAG_INPUT | GGML_TENSOR_FLAG_OUTPUT)) &&
                 ggml_same_layout(s0, node) && ggml_is_contiguous(node)) {
                 // The source dies here: the node overwrites it in place.
                 info->offset = si->offset;
@@ -310,7 +315,8 @@ static bool gallocr_plan(struct ggml_gallocr * ga, struct ggml_cgraph * g, bool 
     if (vs.peak > ga->buffer_size) {
         ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(ga->buft, vs.peak);
         if (!buf) {
-            GGML_LOG_ERROR("ggml_gallocr_alloc_graph: cannot allocate a %s buffer of %zu bytes", ggml_backend_buft_name(ga->buft), vs.peak);
+            GGML_LOG_ERROR("ggml_gallocr_alloc_graph: cannot allocate a %s buffer of %zu bytes", ggml_backend_buft_name(ga->buft),
+                           vs.peak);
             ok = false;
         } else {
             ggml_backend_buffer_free(ga->buf);

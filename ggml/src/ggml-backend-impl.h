@@ -15,12 +15,12 @@ extern "C" {
 #define GGML_BACKEND_API_VERSION 1
 
 struct ggml_backend_buffer_type_i {
-    const char *          (*get_name)      (ggml_backend_buffer_type_t buft);
-    ggml_backend_buffer_t (*alloc_buffer)  (ggml_backend_buffer_type_t buft, size_t size);  // NULL (logged) on failure
-    size_t                (*get_alignment) (ggml_backend_buffer_type_t buft);
-    size_t                (*get_max_size)  (ggml_backend_buffer_type_t buft);                // optional: SIZE_MAX
-    size_t                (*get_alloc_size)(ggml_backend_buffer_type_t buft, const struct ggml_tensor * t); // optional: ggml_nbytes
-    bool                  (*is_host)       (ggml_backend_buffer_type_t buft);                // optional: false
+    const char * (*get_name)(ggml_backend_buffer_type_t buft);
+    ggml_backend_buffer_t (*alloc_buffer)(ggml_backend_buffer_type_t buft, size_t size);  // NULL (logged) on failure
+    size_t (*get_alignment)(ggml_backend_buffer_type_t buft);
+    size_t (*get_max_size)(ggml_backend_buffer_type_t buft);                // optional: SIZE_MAX
+    size_t (*get_alloc_size)(ggml_backend_buffer_type_t buft, const struct ggml_tensor * t); // optional: ggml_nbytes
+    bool (*is_host)(ggml_backend_buffer_type_t buft);                // optional: false
 };
 
 struct ggml_backend_buffer_type {
@@ -30,15 +30,15 @@ struct ggml_backend_buffer_type {
 };
 
 struct ggml_backend_buffer_i {
-    void   (*free_buffer)  (ggml_backend_buffer_t buffer);                      // optional
-    void * (*get_base)     (ggml_backend_buffer_t buffer);
+    void (*free_buffer)(ggml_backend_buffer_t buffer);                      // optional
+    void * (*get_base)(ggml_backend_buffer_t buffer);
     enum ggml_status (*init_tensor)(ggml_backend_buffer_t buffer, struct ggml_tensor * t); // optional
-    void   (*memset_tensor)(ggml_backend_buffer_t buffer, struct ggml_tensor * t, uint8_t value, size_t offset, size_t size);
-    void   (*set_tensor)   (ggml_backend_buffer_t buffer, struct ggml_tensor * t, const void * data, size_t offset, size_t size);
-    void   (*get_tensor)   (ggml_backend_buffer_t buffer, const struct ggml_tensor * t, void * data, size_t offset, size_t size);
+    void (*memset_tensor)(ggml_backend_buffer_t buffer, struct ggml_tensor * t, uint8_t value, size_t offset, size_t size);
+    void (*set_tensor)(ggml_backend_buffer_t buffer, struct ggml_tensor * t, const void * data, size_t offset, size_t size);
+    void (*get_tensor)(ggml_backend_buffer_t buffer, const struct ggml_tensor * t, void * data, size_t offset, size_t size);
     // optional: copies src (in any buffer) into dst (in this buffer); false when it cannot
-    bool   (*cpy_tensor)   (ggml_backend_buffer_t buffer, const struct ggml_tensor * src, struct ggml_tensor * dst);
-    void   (*clear)        (ggml_backend_buffer_t buffer, uint8_t value);
+    bool (*cpy_tensor)(ggml_backend_buffer_t buffer, const struct ggml_tensor * src, struct ggml_tensor * dst);
+    void (*clear)(ggml_backend_buffer_t buffer, uint8_t value);
 };
 
 struct ggml_backend_buffer {
@@ -51,7 +51,7 @@ struct ggml_backend_buffer {
 
 // A buffer object (free with ggml_backend_buffer_free); NULL on out of memory.
 GGML_API ggml_backend_buffer_t ggml_backend_buffer_init(ggml_backend_buffer_type_t buft, struct ggml_backend_buffer_i iface,
-                                               void * context, size_t size);
+                                                        void * context, size_t size);
 
 struct ggml_backend_i {
     const char * (*get_name)(ggml_backend_t backend);

@@ -28,11 +28,11 @@
 
 struct sched_split {
     int backend;
-    int i_start, i_end;                          // nodes [i_start, i_end) of the graph
-    struct ggml_cgraph * gf;                     // those nodes (the graph itself on the fast path)
+    int i_start, i_end; // nodes [i_start, i_end) of the graph
+    struct ggml_cgraph * gf; // those nodes (the graph itself on the fast path)
     int n_inputs;
-    struct ggml_tensor * inputs[SCHED_MAX_INPUTS];  // sources (roots) in another backend's memory
-    struct ggml_tensor * copies[SCHED_MAX_INPUTS];  // their copies in this backend's memory
+    struct ggml_tensor * inputs[SCHED_MAX_INPUTS]; // sources (roots) in another backend's memory
+    struct ggml_tensor * copies[SCHED_MAX_INPUTS]; // their copies in this backend's memory
 };
 
 // tensor -> int map (open addressing on the pointer)
@@ -49,15 +49,15 @@ struct ggml_backend_sched {
     ggml_gallocr_t galloc[SCHED_MAX_BACKENDS];
     size_t graph_size;
 
-    struct ggml_context * ctx;                   // copies and sub-graphs of the current graph
+    struct ggml_context * ctx; // copies and sub-graphs of the current graph
     size_t ctx_size;
 
-    struct ggml_cgraph * graph;                  // the allocated graph, or NULL
-    bool unchanged;                              // graph_unchanged promised for the next compute
+    struct ggml_cgraph * graph; // the allocated graph, or NULL
+    bool unchanged; // graph_unchanged promised for the next compute
 
-    struct sched_map assign;                     // tensor -> backend of the current graph
-    struct ggml_tensor ** pin_t;                 // tensors pinned by the caller ...
-    int * pin_b;                                 // ... to these backends
+    struct sched_map assign; // tensor -> backend of the current graph
+    struct ggml_tensor ** pin_t; // tensors pinned by the caller ...
+    int * pin_b; // ... to these backends
     int n_pins, pins_cap;
     struct sched_split * splits;
     int n_splits, splits_cap;
@@ -88,8 +88,10 @@ static bool map_reset(struct sched_map * m, size_t n) {
         m->vals = GGML_MALLOC(cap * sizeof(*m->vals));
         m->cap = (m->keys && m->vals) ? cap : 0;
         if (!m->cap) {
-            free(m->keys); free(m->vals);
-            m->keys = NULL; m->vals = NULL;
+            free(m->keys);
+            free(m->vals);
+            m->keys = NULL;
+            m->vals = NULL;
             return false;
         }
     } else if (m->cap) {
@@ -115,7 +117,8 @@ static void map_set(struct sched_map * m, const struct ggml_tensor * t, int v) {
 
 ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_backend_buffer_type_t * bufts, int n_backends,
                                             size_t graph_size, bool parallel, bool op_offload) {
-    (void) parallel; (void) op_offload;
+    (void) parallel;
+    (void) op_offload;
     if (!backends || n_backends < 1 || n_backends > SCHED_MAX_BACKENDS) {
         GGML_LOG_ERROR("ggml_backend_sched_new: need 1..%d backends (got %d)", SCHED_MAX_BACKENDS, n_backends);
         return NULL;
@@ -127,7 +130,8 @@ ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_back
         }
     }
     if (!ggml_backend_is_cpu(backends[n_backends - 1])) {
-        GGML_LOG_ERROR("ggml_backend_sched_new: the last backend must be the CPU (got %s)", ggml_backend_name(backends[n_backends - 1]));
+        GGML_LOG_ERROR("ggml_backend_sched_new: the last backend must be the CPU (got %s)",
+                       ggml_backend_name(backends[n_backends - 1]));
         return NULL;
     }
     struct ggml_backend_sched * s = GGML_CALLOC(1, sizeof(*s));
@@ -155,8 +159,10 @@ void ggml_backend_sched_free(ggml_backend_sched_t s) {
         ggml_gallocr_free(s->galloc[i]);
     }
     ggml_free(s->ctx);
-    free(s->assign.keys); free(s->assign.vals);
-    free(s->pin_t); free(s->pin_b);
+    free(s->assign.keys);
+    free(s->assign.vals);
+    free(s->pin_t);
+    free(s->pin_b);
     free(s->splits);
     free(s);
 }
@@ -172,9 +178,7 @@ void ggml_backend_sched_reset(ggml_backend_sched_t s) {
 
 // ---- assignment ----
 
-static ggml_backend_buffer_t tensor_buf(const struct ggml_tensor * t) {
-    return t->view_src ? t->view_src->buffer : t->buffer;
-}
+static ggml_backend_buffer_t tensor_buf(const struct ggml_tensor * t) { return t->view_src ? t->view_src->buffer : t->buffer; }
 
 // The first backend that computes on buf's memory, or -1.
 static int sched_buffer_backend(ggml_backend_sched_t s, ggml_backend_buffer_t buf) {
@@ -192,7 +196,7 @@ static int sched_data_backend(ggml_backend_sched_t s, const struct ggml_tensor *
         return b >= 0 ? b : -2;
     }
     const struct ggml_tensor * r = t->view_src ? t->view_src : t;
-    return r->data ? s->n_backends - 1 : -1;   // plain host memory: the CPU
+    return r->data ? s->n_backends - 1 : -1; // plain host memory: the CPU
 }
 
 static bool sched_is_weight(const struct ggml_tensor * t) {
@@ -263,7 +267,7 @@ static bool sched_ensure_ctx(ggml_backend_sched_t s, const struct ggml_cgraph * 
     const size_t n = (size_t) g->n_nodes + (size_t) g->n_leafs;
     // copies and views of copies, one split graph per node at most, one graph per backend
     const size_t need = 2 * n * ggml_tensor_overhead() + (n + 2 * SCHED_MAX_BACKENDS) * ggml_graph_overhead_custom(1, false) +
-                        (size_t) (2 * SCHED_MAX_BACKENDS + 4) * ggml_graph_overhead_custom(n + 1, false);
+        (size_t) (2 * SCHED_MAX_BACKENDS + 4) * ggml_graph_overhead_custom(n + 1, false);
     if (s->ctx && s->ctx_size >= need) {
         ggml_reset(s->ctx);
         return true;
@@ -285,8 +289,9 @@ static bool sched_assign_backends(ggml_backend_sched_t s, struct ggml_cgraph * g
         struct ggml_tensor * t = g->leafs[i];
         const int b = sched_data_backend(s, t);
         if (b == -2) {
-            GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: tensor '%s' is in a %s buffer that no backend of the scheduler can use",
-                           t->name, ggml_backend_buffer_name(tensor_buf(t)));
+            GGML_LOG_ERROR(
+                "ggml_backend_sched_alloc_graph: tensor '%s' is in a %s buffer that no backend of the scheduler can use", t->name,
+                ggml_backend_buffer_name(tensor_buf(t)));
             return false;
         }
         const int pin = sched_pin_of(s, t);
@@ -296,8 +301,9 @@ static bool sched_assign_backends(ggml_backend_sched_t s, struct ggml_cgraph * g
         struct ggml_tensor * n = g->nodes[i];
         const int b = sched_pick_node(s, n);
         if (b < 0) {
-            GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: node '%s' (%s) is in a %s buffer that no backend of the scheduler can use",
-                           n->name, ggml_op_name(n->op), ggml_backend_buffer_name(tensor_buf(n)));
+            GGML_LOG_ERROR(
+                "ggml_backend_sched_alloc_graph: node '%s' (%s) is in a %s buffer that no backend of the scheduler can use",
+                n->name, ggml_op_name(n->op), ggml_backend_buffer_name(tensor_buf(n)));
             return false;
         }
         if (!ggml_op_is_view(n->op) && !ggml_backend_supports_op(s->backends[b], n)) {
@@ -313,7 +319,7 @@ static bool sched_assign_backends(ggml_backend_sched_t s, struct ggml_cgraph * g
         for (int j = 0; j < GGML_MAX_SRC; j++) {
             struct ggml_tensor * src = n->src[j];
             if (src && map_get(&s->assign, src) == -1) {
-                map_set(&s->assign, src, map_get(&s->assign, n));   // a data-less input: its first consumer's
+                map_set(&s->assign, src, map_get(&s->assign, n)); // a data-less input: its first consumer's
             }
         }
     }
@@ -353,7 +359,8 @@ static bool sched_copy_inputs(ggml_backend_sched_t s, struct sched_split * cur, 
         }
         if (!copy) {
             if (cur->n_inputs == SCHED_MAX_INPUTS) {
-                GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: split %d needs more than %d inputs", s->n_splits - 1, SCHED_MAX_INPUTS);
+                GGML_LOG_ERROR("ggml_backend_sched_alloc_graph: split %d needs more than %d inputs", s->n_splits - 1,
+                               SCHED_MAX_INPUTS);
                 return false;
             }
             if (!ggml_is_contiguous(root)) {
@@ -410,7 +417,8 @@ static bool sched_alloc_backends(ggml_backend_sched_t s, struct ggml_cgraph * g)
     int32_t * saved_flags = GGML_MALLOC(((size_t) s->n_copies + 1) * sizeof(int32_t));
     struct ggml_tensor ** kept = GGML_MALLOC(((size_t) s->n_copies + 1) * sizeof(*kept));
     if (!saved_flags || !kept) {
-        free(saved_flags); free(kept);
+        free(saved_flags);
+        free(kept);
         return false;
     }
     int n_kept = 0;
@@ -433,7 +441,10 @@ static bool sched_alloc_backends(ggml_backend_sched_t s, struct ggml_cgraph * g)
         for (int i = 0; i < g->n_leafs; i++) nl += map_get(&s->assign, g->leafs[i]) == b;
         if (nn == 0 && nl == 0) continue;
         struct ggml_cgraph * bg = sched_graph_of(s, nn, nl);
-        if (!bg) { ok = false; break; }
+        if (!bg) {
+            ok = false;
+            break;
+        }
         for (int k = 0; k < s->n_splits; k++) {
             const struct sched_split * sp = &s->splits[k];
             if (sp->backend != b) continue;
@@ -571,17 +582,11 @@ void ggml_backend_sched_synchronize(ggml_backend_sched_t s) {
 
 // ---- queries ----
 
-int ggml_backend_sched_get_n_splits(ggml_backend_sched_t s) {
-    return s ? s->n_splits : 0;
-}
+int ggml_backend_sched_get_n_splits(ggml_backend_sched_t s) { return s ? s->n_splits : 0; }
 
-int ggml_backend_sched_get_n_copies(ggml_backend_sched_t s) {
-    return s ? s->n_copies : 0;
-}
+int ggml_backend_sched_get_n_copies(ggml_backend_sched_t s) { return s ? s->n_copies : 0; }
 
-int ggml_backend_sched_get_n_backends(ggml_backend_sched_t s) {
-    return s ? s->n_backends : 0;
-}
+int ggml_backend_sched_get_n_backends(ggml_backend_sched_t s) { return s ? s->n_backends : 0; }
 
 ggml_backend_t ggml_backend_sched_get_backend(ggml_backend_sched_t s, int i) {
     return s && i >= 0 && i < s->n_backends ? s->backends[i] : NULL;
@@ -599,7 +604,10 @@ void ggml_backend_sched_set_tensor_backend(ggml_backend_sched_t s, struct ggml_t
     for (int i = 0; i < s->n_backends; i++) {
         if (s->backends[i] == backend) {
             for (int k = 0; k < s->n_pins; k++) {
-                if (s->pin_t[k] == node) { s->pin_b[k] = i; return; }
+                if (s->pin_t[k] == node) {
+                    s->pin_b[k] = i;
+                    return;
+                }
             }
             if (s->n_pins == s->pins_cap) {
                 const int cap = s->pins_cap ? 2 * s->pins_cap : 16;

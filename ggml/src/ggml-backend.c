@@ -17,9 +17,7 @@
 
 // ---- buffer types ----
 
-const char * ggml_backend_buft_name(ggml_backend_buffer_type_t buft) {
-    return buft ? buft->iface.get_name(buft) : "NULL";
-}
+const char * ggml_backend_buft_name(ggml_backend_buffer_type_t buft) { return buft ? buft->iface.get_name(buft) : "NULL"; }
 
 ggml_backend_buffer_t ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
     if (!buft) {
@@ -48,9 +46,7 @@ bool ggml_backend_buft_is_host(ggml_backend_buffer_type_t buft) {
     return buft && buft->iface.is_host ? buft->iface.is_host(buft) : false;
 }
 
-ggml_backend_dev_t ggml_backend_buft_get_device(ggml_backend_buffer_type_t buft) {
-    return buft ? buft->device : NULL;
-}
+ggml_backend_dev_t ggml_backend_buft_get_device(ggml_backend_buffer_type_t buft) { return buft ? buft->device : NULL; }
 
 // ---- buffers ----
 
@@ -87,9 +83,7 @@ void * ggml_backend_buffer_get_base(ggml_backend_buffer_t buffer) {
     return buffer && buffer->size ? buffer->iface.get_base(buffer) : NULL;
 }
 
-size_t ggml_backend_buffer_get_size(ggml_backend_buffer_t buffer) {
-    return buffer ? buffer->size : 0;
-}
+size_t ggml_backend_buffer_get_size(ggml_backend_buffer_t buffer) { return buffer ? buffer->size : 0; }
 
 size_t ggml_backend_buffer_get_alignment(ggml_backend_buffer_t buffer) {
     return buffer ? ggml_backend_buft_get_alignment(buffer->buft) : GGML_MEM_ALIGN;
@@ -115,9 +109,7 @@ enum ggml_backend_buffer_usage ggml_backend_buffer_get_usage(ggml_backend_buffer
     return buffer ? buffer->usage : GGML_BACKEND_BUFFER_USAGE_ANY;
 }
 
-ggml_backend_buffer_type_t ggml_backend_buffer_get_type(ggml_backend_buffer_t buffer) {
-    return buffer ? buffer->buft : NULL;
-}
+ggml_backend_buffer_type_t ggml_backend_buffer_get_type(ggml_backend_buffer_t buffer) { return buffer ? buffer->buft : NULL; }
 
 enum ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buffer, struct ggml_tensor * t, void * addr) {
     if (!buffer || !t) {
@@ -163,7 +155,8 @@ static ggml_backend_buffer_t tensor_buffer_checked(const struct ggml_tensor * t,
         buf = &g_plain_host;
     }
     if (offset > ggml_nbytes(t) || size > ggml_nbytes(t) - offset) {
-        GGML_LOG_ERROR("%s: range [%zu, %zu) is outside tensor '%s' (%zu bytes)", func, offset, offset + size, t->name, ggml_nbytes(t));
+        GGML_LOG_ERROR("%s: range [%zu, %zu) is outside tensor '%s' (%zu bytes)", func, offset, offset + size, t->name,
+                       ggml_nbytes(t));
         return NULL;
     }
     return buf;
@@ -201,7 +194,8 @@ void ggml_backend_tensor_copy(struct ggml_tensor * src, struct ggml_tensor * dst
     }
     const size_t n = ggml_nbytes(src);
     if (n != ggml_nbytes(dst) || src->type != dst->type || !ggml_is_contiguous(src) || !ggml_is_contiguous(dst)) {
-        GGML_LOG_ERROR("ggml_backend_tensor_copy: '%s' and '%s' differ in type or size, or are not contiguous", src->name, dst->name);
+        GGML_LOG_ERROR("ggml_backend_tensor_copy: '%s' and '%s' differ in type or size, or are not contiguous", src->name,
+                       dst->name);
         return;
     }
     if (ggml_backend_buffer_is_host(bs)) {
@@ -223,9 +217,7 @@ void ggml_backend_tensor_copy(struct ggml_tensor * src, struct ggml_tensor * dst
 
 // ---- backends ----
 
-const char * ggml_backend_name(ggml_backend_t backend) {
-    return backend ? backend->iface.get_name(backend) : "NULL";
-}
+const char * ggml_backend_name(ggml_backend_t backend) { return backend ? backend->iface.get_name(backend) : "NULL"; }
 
 void ggml_backend_free(ggml_backend_t backend) {
     if (backend) {
@@ -274,12 +266,14 @@ enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_
             }
             ggml_backend_buffer_t buf = t->view_src ? t->view_src->buffer : t->buffer;
             if (buf && !ggml_backend_supports_buft(backend, buf->buft)) {
-                GGML_LOG_ERROR("ggml_backend_graph_compute: tensor '%s' of node %d is in a %s buffer, which backend %s cannot use",
-                               t->name, i, ggml_backend_buffer_name(buf), ggml_backend_name(backend));
+                GGML_LOG_ERROR(
+                    "ggml_backend_graph_compute: tensor '%s' of node %d is in a %s buffer, which backend %s cannot use", t->name,
+                    i, ggml_backend_buffer_name(buf), ggml_backend_name(backend));
                 return GGML_STATUS_FAILED;
             }
             if (!buf && t->data && !ggml_backend_is_cpu(backend)) {
-                GGML_LOG_ERROR("ggml_backend_graph_compute: tensor '%s' of node %d is host memory outside any buffer; backend %s cannot use it",
+                GGML_LOG_ERROR("ggml_backend_graph_compute: tensor '%s' of node %d is host memory outside any buffer; backend %s "
+                               "cannot use it",
                                t->name, i, ggml_backend_name(backend));
                 return GGML_STATUS_FAILED;
             }
@@ -293,19 +287,13 @@ enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_
     return backend->iface.graph_compute(backend, graph);
 }
 
-ggml_backend_dev_t ggml_backend_get_device(ggml_backend_t backend) {
-    return backend ? backend->device : NULL;
-}
+ggml_backend_dev_t ggml_backend_get_device(ggml_backend_t backend) { return backend ? backend->device : NULL; }
 
 // ---- devices ----
 
-const char * ggml_backend_dev_name(ggml_backend_dev_t dev) {
-    return dev ? dev->iface.get_name(dev) : "NULL";
-}
+const char * ggml_backend_dev_name(ggml_backend_dev_t dev) { return dev ? dev->iface.get_name(dev) : "NULL"; }
 
-const char * ggml_backend_dev_description(ggml_backend_dev_t dev) {
-    return dev ? dev->iface.get_description(dev) : "NULL";
-}
+const char * ggml_backend_dev_description(ggml_backend_dev_t dev) { return dev ? dev->iface.get_description(dev) : "NULL"; }
 
 void ggml_backend_dev_memory(ggml_backend_dev_t dev, size_t * free_mem, size_t * total) {
     size_t f = 0, t = 0;
@@ -340,9 +328,7 @@ bool ggml_backend_dev_supports_buft(ggml_backend_dev_t dev, ggml_backend_buffer_
     return dev && buft && dev->iface.supports_buft(dev, buft);
 }
 
-bool ggml_backend_dev_is_test(ggml_backend_dev_t dev) {
-    return dev && dev->is_test;
-}
+bool ggml_backend_dev_is_test(ggml_backend_dev_t dev) { return dev && dev->is_test; }
 
 // ---- the registry ----
 
@@ -429,13 +415,9 @@ ggml_backend_reg_t ggml_backend_reg_by_name(const char * name) {
     return NULL;
 }
 
-const char * ggml_backend_reg_name(ggml_backend_reg_t reg) {
-    return reg ? reg->iface.get_name(reg) : "NULL";
-}
+const char * ggml_backend_reg_name(ggml_backend_reg_t reg) { return reg ? reg->iface.get_name(reg) : "NULL"; }
 
-size_t ggml_backend_reg_dev_count(ggml_backend_reg_t reg) {
-    return reg ? reg->iface.get_device_count(reg) : 0;
-}
+size_t ggml_backend_reg_dev_count(ggml_backend_reg_t reg) { return reg ? reg->iface.get_device_count(reg) : 0; }
 
 ggml_backend_dev_t ggml_backend_reg_dev_get(ggml_backend_reg_t reg, size_t index) {
     if (!reg || index >= ggml_backend_reg_dev_count(reg)) {
@@ -550,7 +532,8 @@ ggml_backend_reg_t ggml_backend_load(const char * path) {
     }
     registry_init_builtin();
     ggml_backend_register(reg);
-    GGML_LOG_INFO("ggml_backend_load: loaded %s (%s, %zu devices)", path, ggml_backend_reg_name(reg), ggml_backend_reg_dev_count(reg));
+    GGML_LOG_INFO("ggml_backend_load: loaded %s (%s, %zu devices)", path, ggml_backend_reg_name(reg),
+                  ggml_backend_reg_dev_count(reg));
     return reg;   // the handle stays open for the life of the process
 #endif
 }
@@ -628,7 +611,8 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_conte
         return NULL;
     }
     if (total > ggml_backend_buft_get_max_size(buft)) {
-        GGML_LOG_ERROR("ggml_backend_alloc_ctx_tensors_from_buft: %zu bytes exceed the %s buffer type's maximum", total, ggml_backend_buft_name(buft));
+        GGML_LOG_ERROR("ggml_backend_alloc_ctx_tensors_from_buft: %zu bytes exceed the %s buffer type's maximum", total,
+                       ggml_backend_buft_name(buft));
         return NULL;
     }
     ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(buft, total);

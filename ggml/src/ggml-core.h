@@ -12,8 +12,8 @@ extern "C" {
 // New tensor in ctx. With view_src non-NULL the tensor shares view_src's data at byte offset
 // view_offs (view_src is resolved to its root, offsets accumulate); the caller sets nb for
 // non-contiguous views. NULL (logged) on bad arguments or a full arena.
-struct ggml_tensor * ggml_new_tensor_impl(struct ggml_context * ctx, enum ggml_type type, int n_dims,
-                                          const int64_t * ne, struct ggml_tensor * view_src, size_t view_offs);
+struct ggml_tensor * ggml_new_tensor_impl(struct ggml_context * ctx, enum ggml_type type, int n_dims, const int64_t * ne,
+                                          struct ggml_tensor * view_src, size_t view_offs);
 
 // Writes "f32 [4, 3, 1, 1]" (type and ne) of t into buf; returns buf. "NULL" for t == NULL.
 const char * ggml_tensor_desc(const struct ggml_tensor * t, char * buf, size_t size);
@@ -22,9 +22,7 @@ const char * ggml_tensor_desc(const struct ggml_tensor * t, char * buf, size_t s
 #define GGML_TENSOR_DESC_SIZE 96
 
 // Root of a view chain: the tensor that owns the data t sees.
-static inline struct ggml_tensor * ggml_tensor_root(struct ggml_tensor * t) {
-    return t->view_src ? t->view_src : t;
-}
+static inline struct ggml_tensor * ggml_tensor_root(struct ggml_tensor * t) { return t->view_src ? t->view_src : t; }
 
 // 64-byte aligned heap memory (NULL on failure); free with ggml_aligned_free (NULL-safe).
 void * ggml_aligned_malloc(size_t size);

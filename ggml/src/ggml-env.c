@@ -9,14 +9,10 @@
 #include <string.h>
 
 // On unless the value is exactly "0".
-static bool env_on_unless_zero(const char * v) {
-    return !(v && strcmp(v, "0") == 0);
-}
+static bool env_on_unless_zero(const char * v) { return !(v && strcmp(v, "0") == 0); }
 
 // Off unless set to something other than "" or "0".
-static bool env_off_unless_set(const char * v) {
-    return v && v[0] && strcmp(v, "0") != 0;
-}
+static bool env_off_unless_set(const char * v) { return v && v[0] && strcmp(v, "0") != 0; }
 
 void ggml_env_read(struct ggml_env * out) {
     const char * variant = getenv("GGML_CPU_VARIANT");
@@ -57,7 +53,7 @@ const char * ggml_env_summary(void) {
     snprintf(buf, sizeof(buf),
              "GGML_CPU_VARIANT=%s GGML_CPU_GEMM=%d GGML_FUSE=%d GGML_THREADS_ADAPT=%d GGML_PROFILE=%d GGML_TEST_DEVICE=%d "
              "GGML_CUDA_GRAPHS=%d",
-             p->cpu_variant[0] ? p->cpu_variant : "auto", p->cpu_gemm, now.fuse, now.threads_adapt, p->profile,
-             p->test_device, p->cuda_graphs);
+             p->cpu_variant[0] ? p->cpu_variant : "auto", p->cpu_gemm, now.fuse, now.threads_adapt, p->profile, p->test_device,
+             p->cuda_graphs);
     return buf;
 }

@@ -3,21 +3,13 @@
 #include "ggml-impl.h"
 #include "ggml-cpu/cpu-impl.h"
 
-float ggml_fp16_to_fp32(ggml_fp16_t x) {
-    return ggml_compute_fp16_to_fp32(x);
-}
+float ggml_fp16_to_fp32(ggml_fp16_t x) { return ggml_compute_fp16_to_fp32(x); }
 
-ggml_fp16_t ggml_fp32_to_fp16(float x) {
-    return ggml_compute_fp32_to_fp16(x);
-}
+ggml_fp16_t ggml_fp32_to_fp16(float x) { return ggml_compute_fp32_to_fp16(x); }
 
-float ggml_bf16_to_fp32(ggml_bf16_t x) {
-    return ggml_compute_bf16_to_fp32(x);
-}
+float ggml_bf16_to_fp32(ggml_bf16_t x) { return ggml_compute_bf16_to_fp32(x); }
 
-ggml_bf16_t ggml_fp32_to_bf16(float x) {
-    return ggml_compute_fp32_to_bf16(x);
-}
+ggml_bf16_t ggml_fp32_to_bf16(float x) { return ggml_compute_fp32_to_bf16(x); }
 
 #if defined(__x86_64__) || defined(_M_X64)
 // F16C row kernels (ggml-fp16-avx2.c); they return how many leading elements they converted.

@@ -40,8 +40,8 @@ extern "C" {
 
 // ggml_log_internal (ggml.h) logs through the callback set by ggml_log_set.
 #define GGML_LOG_DEBUG(...) ggml_log_internal(GGML_LOG_LEVEL_DEBUG, __VA_ARGS__)
-#define GGML_LOG_INFO(...)  ggml_log_internal(GGML_LOG_LEVEL_INFO,  __VA_ARGS__)
-#define GGML_LOG_WARN(...)  ggml_log_internal(GGML_LOG_LEVEL_WARN,  __VA_ARGS__)
+#define GGML_LOG_INFO(...)  ggml_log_internal(GGML_LOG_LEVEL_INFO, __VA_ARGS__)
+#define GGML_LOG_WARN(...)  ggml_log_internal(GGML_LOG_LEVEL_WARN, __VA_ARGS__)
 #define GGML_LOG_ERROR(...) ggml_log_internal(GGML_LOG_LEVEL_ERROR, __VA_ARGS__)
 
 // GGML_ASSERT, GGML_PAD and GGML_UNUSED are in ggml.h; the allocation wrappers (GGML_MALLOC,
@@ -50,18 +50,14 @@ extern "C" {
 #define GGML_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GGML_MAX(a, b) ((a) > (b) ? (a) : (b))
 
-static inline int32_t ggml_get_op_params_i32(const struct ggml_tensor * t, int i) {
-    return t->op_params[i];
-}
+static inline int32_t ggml_get_op_params_i32(const struct ggml_tensor * t, int i) { return t->op_params[i]; }
 static inline float ggml_get_op_params_f32(const struct ggml_tensor * t, int i) {
-    float v; memcpy(&v, &t->op_params[i], sizeof(v)); return v;
+    float v;
+    memcpy(&v, &t->op_params[i], sizeof(v));
+    return v;
 }
-static inline void ggml_set_op_params_i32(struct ggml_tensor * t, int i, int32_t v) {
-    t->op_params[i] = v;
-}
-static inline void ggml_set_op_params_f32(struct ggml_tensor * t, int i, float v) {
-    memcpy(&t->op_params[i], &v, sizeof(v));
-}
+static inline void ggml_set_op_params_i32(struct ggml_tensor * t, int i, int32_t v) { t->op_params[i] = v; }
+static inline void ggml_set_op_params_f32(struct ggml_tensor * t, int i, float v) { memcpy(&t->op_params[i], &v, sizeof(v)); }
 
 // Graph storage (arena-allocated): nodes in execution order plus the leaves they read.
 struct ggml_cgraph {
@@ -77,14 +73,13 @@ struct ggml_cgraph {
 
 // True for ops that only reinterpret their source's data (no computation).
 static inline bool ggml_op_is_view(enum ggml_op op) {
-    return op == GGML_OP_NONE || op == GGML_OP_RESHAPE || op == GGML_OP_VIEW ||
-           op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
+    return op == GGML_OP_NONE || op == GGML_OP_RESHAPE || op == GGML_OP_VIEW || op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
 }
 
 // Fast inline half conversions (the exported functions call these).
 static inline float ggml_compute_fp16_to_fp32(ggml_fp16_t h) {
-    const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp  = (h >> 10) & 0x1F;
+    const uint32_t sign = (uint32_t) (h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1F;
     uint32_t mant = h & 0x3FF;
     uint32_t bits;
     if (exp == 0) {
@@ -92,7 +87,10 @@ static inline float ggml_compute_fp16_to_fp32(ggml_fp16_t h) {
             bits = sign;
         } else { // subnormal: normalise
             exp = 127 - 15 + 1;
-            while ((mant & 0x400) == 0) { mant <<= 1; exp--; }
+            while ((mant & 0x400) == 0) {
+                mant <<= 1;
+                exp--;
+            }
             mant &= 0x3FF;
             bits = sign | (exp << 23) | (mant << 13);
         }
@@ -101,19 +99,22 @@ static inline float ggml_compute_fp16_to_fp32(ggml_fp16_t h) {
     } else {
         bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
     }
-    float f; memcpy(&f, &bits, sizeof(f)); return f;
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
 }
 
 static inline ggml_fp16_t ggml_compute_fp32_to_fp16(float f) {
-    uint32_t x; memcpy(&x, &f, sizeof(x));
+    uint32_t x;
+    memcpy(&x, &f, sizeof(x));
     const uint32_t sign = (x >> 16) & 0x8000;
     const uint32_t absx = x & 0x7FFFFFFFu;
-    if (absx > 0x7F800000u) return (ggml_fp16_t)(sign | 0x7E00); // NaN
+    if (absx > 0x7F800000u) return (ggml_fp16_t) (sign | 0x7E00); // NaN
     if (absx >= 0x477FF000u) {                                  // overflow -> inf
-        return (ggml_fp16_t)(sign | 0x7C00);
+        return (ggml_fp16_t) (sign | 0x7C00);
     }
     if (absx < 0x38800000u) {                                   // subnormal or zero
-        if (absx < 0x33000000u) return (ggml_fp16_t)sign;       // < 2^-25 rounds to 0
+        if (absx < 0x33000000u) return (ggml_fp16_t) sign;       // < 2^-25 rounds to 0
         const uint32_t e = absx >> 23;
         uint32_t m = (absx & 0x7FFFFF) | 0x800000;
         // value = m * 2^(e-150); half subnormal unit = 2^-24 -> q = m * 2^(e-126)
@@ -122,24 +123,30 @@ static inline ggml_fp16_t ggml_compute_fp32_to_fp16(float f) {
         const uint32_t rem = m & ((1u << sh) - 1);
         const uint32_t half = 1u << (sh - 1);
         if (rem > half || (rem == half && (q & 1))) q++;
-        return (ggml_fp16_t)(sign | q);
+        return (ggml_fp16_t) (sign | q);
     }
     uint32_t h = ((absx >> 13) - (112u << 10));                 // rebias exponent
     const uint32_t rem = absx & 0x1FFF;
     if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;        // round to nearest even
-    return (ggml_fp16_t)(sign | h);
+    return (ggml_fp16_t) (sign | h);
 }
 
 static inline float ggml_compute_bf16_to_fp32(ggml_bf16_t h) {
-    uint32_t bits = (uint32_t)h.bits << 16;
-    float f; memcpy(&f, &bits, sizeof(f)); return f;
+    uint32_t bits = (uint32_t) h.bits << 16;
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
 }
 
 static inline ggml_bf16_t ggml_compute_fp32_to_bf16(float f) {
-    uint32_t x; memcpy(&x, &f, sizeof(x));
+    uint32_t x;
+    memcpy(&x, &f, sizeof(x));
     ggml_bf16_t r;
-    if ((x & 0x7FFFFFFFu) > 0x7F800000u) { r.bits = (uint16_t)((x >> 16) | 64); return r; } // quiet NaN
-    r.bits = (uint16_t)((x + (0x7FFF + ((x >> 16) & 1))) >> 16);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) {
+        r.bits = (uint16_t) ((x >> 16) | 64);
+        return r;
+    } // quiet NaN
+    r.bits = (uint16_t) ((x + (0x7FFF + ((x >> 16) & 1))) >> 16);
     return r;
 }
 

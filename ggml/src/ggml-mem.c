@@ -26,13 +26,9 @@ static bool mem_fail_now(void) {
     return atomic_fetch_add_explicit(&g_count, 1, memory_order_relaxed) == at;
 }
 
-void * ggml_mem_malloc(size_t size) {
-    return mem_fail_now() ? NULL : malloc(size);
-}
+void * ggml_mem_malloc(size_t size) { return mem_fail_now() ? NULL : malloc(size); }
 
-void * ggml_mem_calloc(size_t n, size_t size) {
-    return mem_fail_now() ? NULL : calloc(n, size);
-}
+void * ggml_mem_calloc(size_t n, size_t size) { return mem_fail_now() ? NULL : calloc(n, size); }
 
 void * ggml_mem_realloc(void * ptr, size_t size) {
     // A failed realloc leaves ptr allocated, as realloc does.
@@ -74,6 +70,4 @@ void ggml_test_fail_alloc_after(int64_t k) {
     atomic_store(&g_fail_at, k < 0 ? -1 : (long long) k);
 }
 
-int64_t ggml_test_alloc_count(void) {
-    return (int64_t) atomic_load(&g_count);
-}
+int64_t ggml_test_alloc_count(void) { return (int64_t) atomic_load(&g_count); }

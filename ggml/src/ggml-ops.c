@@ -8,8 +8,8 @@
 #define DESC(t, buf) ggml_tensor_desc((t), (buf), sizeof(buf))
 
 // Logs "<op>: <why>: a=<desc> b=<desc>" and returns NULL.
-static struct ggml_tensor * ggml_op_fail(const char * op, const char * why,
-                                         const struct ggml_tensor * a, const struct ggml_tensor * b) {
+static struct ggml_tensor * ggml_op_fail(const char * op, const char * why, const struct ggml_tensor * a,
+                                         const struct ggml_tensor * b) {
     char da[GGML_TENSOR_DESC_SIZE], db[GGML_TENSOR_DESC_SIZE];
     if (b) {
         GGML_LOG_ERROR("%s: %s: a = %s, b = %s", op, why, DESC(a, da), DESC(b, db));
@@ -19,15 +19,12 @@ static struct ggml_tensor * ggml_op_fail(const char * op, const char * why,
     return NULL;
 }
 
-static bool ggml_is_float_type(enum ggml_type t) {
-    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
-}
+static bool ggml_is_float_type(enum ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16; }
 
 // New node: a fresh tensor of `type`/`ne`, or (inplace) a view of a with a's shape.
-static struct ggml_tensor * ggml_new_node(struct ggml_context * ctx, enum ggml_op op, struct ggml_tensor * a,
-                                          bool inplace, enum ggml_type type, const int64_t * ne) {
-    struct ggml_tensor * t = inplace ? ggml_view_tensor(ctx, a)
-                                     : ggml_new_tensor_impl(ctx, type, GGML_MAX_DIMS, ne, NULL, 0);
+static struct ggml_tensor * ggml_new_node(struct ggml_context * ctx, enum ggml_op op, struct ggml_tensor * a, bool inplace,
+                                          enum ggml_type type, const int64_t * ne) {
+    struct ggml_tensor * t = inplace ? ggml_view_tensor(ctx, a) : ggml_new_tensor_impl(ctx, type, GGML_MAX_DIMS, ne, NULL, 0);
     if (!t) {
         return NULL;
     }
@@ -180,8 +177,8 @@ struct ggml_tensor * ggml_scale_inplace(struct ggml_context * ctx, struct ggml_t
     return ggml_scale_impl(ctx, a, s, true);
 }
 
-static struct ggml_tensor * ggml_norm_impl(struct ggml_context * ctx, enum ggml_op op, const char * name,
-                                           struct ggml_tensor * a, float eps, bool inplace) {
+static struct ggml_tensor * ggml_norm_impl(struct ggml_context * ctx, enum ggml_op op, const char * name, struct ggml_tensor * a,
+                                           float eps, bool inplace) {
     if (!ggml_check_float(name, a)) {
         return NULL;
     }
@@ -207,8 +204,8 @@ struct ggml_tensor * ggml_norm(struct ggml_context * ctx, struct ggml_tensor * a
     return ggml_norm_impl(ctx, GGML_OP_NORM, "ggml_norm", a, eps, false);
 }
 
-static struct ggml_tensor * ggml_unary_impl(struct ggml_context * ctx, enum ggml_op op, const char * name,
-                                            struct ggml_tensor * a, bool inplace) {
+static struct ggml_tensor * ggml_unary_impl(struct ggml_context * ctx, enum ggml_op op, const char * name, struct ggml_tensor * a,
+                                            bool inplace) {
     if (!ggml_check_float(name, a)) {
         return NULL;
     }
@@ -288,7 +285,8 @@ struct ggml_tensor * ggml_ssm_conv(struct ggml_context * ctx, struct ggml_tensor
     }
     const int64_t d_conv = c->ne[0], d_inner = c->ne[1];
     if (d_conv < 1 || c->ne[2] != 1 || c->ne[3] != 1 || sx->ne[3] != 1 || sx->ne[1] != d_inner || sx->ne[0] < d_conv) {
-        return ggml_op_fail("ggml_ssm_conv", "shapes must be sx [d_conv-1+n_t, d_inner, n_s], c [d_conv, d_inner], n_t >= 1", sx, c);
+        return ggml_op_fail("ggml_ssm_conv", "shapes must be sx [d_conv-1+n_t, d_inner, n_s], c [d_conv, d_inner], n_t >= 1", sx,
+                            c);
     }
     if (c->nb[0] != ggml_type_size(c->type)) {
         return ggml_op_fail("ggml_ssm_conv", "c must have contiguous rows", sx, c);
@@ -464,8 +462,8 @@ struct ggml_tensor * ggml_soft_max(struct ggml_context * ctx, struct ggml_tensor
 struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggml_tensor * a) {
     return ggml_soft_max_impl(ctx, "ggml_soft_max_inplace", a, NULL, 1.0f, 0.0f, true);
 }
-struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * mask,
-                                       float scale, float max_bias) {
+struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * mask, float scale,
+                                       float max_bias) {
     return ggml_soft_max_impl(ctx, "ggml_soft_max_ext", a, mask, scale, max_bias, false);
 }
 
@@ -518,9 +516,9 @@ struct ggml_tensor * ggml_diag_mask_inf_inplace(struct ggml_context * ctx, struc
 // ---- rotary embedding ----
 
 static struct ggml_tensor * ggml_rope_impl(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
-                                           struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig,
-                                           float freq_base, float freq_scale, float ext_factor, float attn_factor,
-                                           float beta_fast, float beta_slow, bool inplace) {
+                                           struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig, float freq_base,
+                                           float freq_scale, float ext_factor, float attn_factor, float beta_fast,
+                                           float beta_slow, bool inplace) {
     const char * name = inplace ? "ggml_rope_ext_inplace" : "ggml_rope_ext";
     if (!a || !b) {
         return ggml_op_fail(name, "NULL input", a, b);
@@ -565,18 +563,19 @@ static struct ggml_tensor * ggml_rope_impl(struct ggml_context * ctx, struct ggm
     return t;
 }
 
-struct ggml_tensor * ggml_rope_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c,
-                                   int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
-                                   float attn_factor, float beta_fast, float beta_slow) {
-    return ggml_rope_impl(ctx, a, b, c, n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor,
-                          attn_factor, beta_fast, beta_slow, false);
+struct ggml_tensor * ggml_rope_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                   struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig, float freq_base,
+                                   float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow) {
+    return ggml_rope_impl(ctx, a, b, c, n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast,
+                          beta_slow, false);
 }
 
-struct ggml_tensor * ggml_rope_ext_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c,
-                                           int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
-                                           float attn_factor, float beta_fast, float beta_slow) {
-    return ggml_rope_impl(ctx, a, b, c, n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor,
-                          attn_factor, beta_fast, beta_slow, true);
+struct ggml_tensor * ggml_rope_ext_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                           struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig, float freq_base,
+                                           float freq_scale, float ext_factor, float attn_factor, float beta_fast,
+                                           float beta_slow) {
+    return ggml_rope_impl(ctx, a, b, c, n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast,
+                          beta_slow, true);
 }
 
 struct ggml_tensor * ggml_rope(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int n_dims, int mode) {
@@ -607,7 +606,8 @@ struct ggml_tensor * ggml_get_rows(struct ggml_context * ctx, struct ggml_tensor
     return t;
 }
 
-struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, struct ggml_tensor * c) {
+struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                   struct ggml_tensor * c) {
     if (!a || !b || !c) {
         return ggml_op_fail("ggml_set_rows", "NULL input", a, b ? b : c);
     }
@@ -620,8 +620,8 @@ struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor
     if (b->ne[0] != a->ne[0] || b->ne[2] != a->ne[2] || b->ne[3] != a->ne[3]) {
         return ggml_op_fail("ggml_set_rows", "b must be [a->ne[0], n, a->ne[2], a->ne[3]]", a, b);
     }
-    if (c->ne[0] != b->ne[1] || c->ne[1] <= 0 || c->ne[2] <= 0 || b->ne[2] % c->ne[1] != 0 ||
-        b->ne[3] % c->ne[2] != 0 || c->ne[3] != 1) {
+    if (c->ne[0] != b->ne[1] || c->ne[1] <= 0 || c->ne[2] <= 0 || b->ne[2] % c->ne[1] != 0 || b->ne[3] % c->ne[2] != 0 ||
+        c->ne[3] != 1) {
         return ggml_op_fail("ggml_set_rows", "ids c must be [n, d1, d2] with b->ne[2] % d1 == 0, b->ne[3] % d2 == 0", b, c);
     }
     if (a->type != b->type) {
@@ -698,8 +698,8 @@ struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor *
 // ---- attention ----
 
 struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
-                                         struct ggml_tensor * v, struct ggml_tensor * mask,
-                                         float scale, float max_bias, float logit_softcap) {
+                                         struct ggml_tensor * v, struct ggml_tensor * mask, float scale, float max_bias,
+                                         float logit_softcap) {
     const char * name = "ggml_flash_attn_ext";
     if (!q || !k || !v) {
         return ggml_op_fail(name, "NULL input", q, q ? (k ? v : k) : NULL);

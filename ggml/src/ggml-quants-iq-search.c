@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IQS_NB 8      // grid neighbours kept per off-grid point
+#define IQS_NB   8      // grid neighbours kept per off-grid point
 #define IQS_NTRY 16   // candidate scales per sub-block
 
 struct iq_book {
@@ -34,7 +34,15 @@ struct iq_book {
     bool ok;
 };
 
-enum { IQB_3XXS, IQB_3S, IQB_2XXS, IQB_2XS, IQB_2S, IQB_1S, IQB_COUNT };
+enum {
+    IQB_3XXS,
+    IQB_3S,
+    IQB_2XXS,
+    IQB_2XS,
+    IQB_2S,
+    IQB_1S,
+    IQB_COUNT
+};
 static struct iq_book books[IQB_COUNT];
 static pthread_once_t books_once = PTHREAD_ONCE_INIT;
 
@@ -45,31 +53,39 @@ static int iq_key(const uint8_t * l, int dim, int nlev) {
 }
 
 static void book_build(struct iq_book * b, int dim, const uint8_t * lev, int nlev, bool signed_lev, const void * grid, int n) {
-    b->dim = dim; b->nlev = nlev; b->n = n;
-    memcpy(b->lev, lev, (size_t)nlev);
-    for (int j = 0; j < nlev; j++) b->flev[j] = signed_lev ? (float)(int8_t)lev[j] : (float)lev[j];
+    b->dim = dim;
+    b->nlev = nlev;
+    b->n = n;
+    memcpy(b->lev, lev, (size_t) nlev);
+    for (int j = 0; j < nlev; j++) b->flev[j] = signed_lev ? (float) (int8_t) lev[j] : (float) lev[j];
     int nkeys = 1;
     for (int j = 0; j < dim; j++) nkeys *= nlev;
-    b->map = malloc(sizeof(int16_t) * (size_t)nkeys);
-    b->nbr = malloc(sizeof(uint16_t) * (size_t)nkeys * IQS_NB);
-    b->gl = malloc((size_t)n * (size_t)dim);
+    b->map = malloc(sizeof(int16_t) * (size_t) nkeys);
+    b->nbr = malloc(sizeof(uint16_t) * (size_t) nkeys * IQS_NB);
+    b->gl = malloc((size_t) n * (size_t) dim);
     if (!b->map || !b->nbr || !b->gl) return;
     for (int k = 0; k < nkeys; k++) b->map[k] = -1;
     for (int i = 0; i < n; i++) {
-        const uint8_t * e = (const uint8_t *)grid + (size_t)i * (size_t)dim;
+        const uint8_t * e = (const uint8_t *) grid + (size_t) i * (size_t) dim;
         for (int j = 0; j < dim; j++) {
             int li = 0;
             while (li < nlev && lev[li] != e[j]) li++;
-            b->gl[i * dim + j] = (uint8_t)li;
+            b->gl[i * dim + j] = (uint8_t) li;
         }
-        b->map[iq_key(b->gl + i * dim, dim, nlev)] = (int16_t)i;
+        b->map[iq_key(b->gl + i * dim, dim, nlev)] = (int16_t) i;
     }
     uint8_t l[8];
     for (int k = 0; k < nkeys; k++) {
         int kk = k;
-        for (int j = 0; j < dim; j++) { l[j] = (uint8_t)(kk % nlev); kk /= nlev; }
+        for (int j = 0; j < dim; j++) {
+            l[j] = (uint8_t) (kk % nlev);
+            kk /= nlev;
+        }
         float bd[IQS_NB];
-        for (int t = 0; t < IQS_NB; t++) { bd[t] = INFINITY; b->nbr[k * IQS_NB + t] = 0; }
+        for (int t = 0; t < IQS_NB; t++) {
+            bd[t] = INFINITY;
+            b->nbr[k * IQS_NB + t] = 0;
+        }
         for (int i = 0; i < n; i++) {
             float dist = 0.0f;
             for (int j = 0; j < dim; j++) {
@@ -78,9 +94,13 @@ static void book_build(struct iq_book * b, int dim, const uint8_t * lev, int nle
             }
             if (dist >= bd[IQS_NB - 1]) continue;
             int t = IQS_NB - 1;
-            while (t > 0 && bd[t - 1] > dist) { bd[t] = bd[t - 1]; b->nbr[k * IQS_NB + t] = b->nbr[k * IQS_NB + t - 1]; t--; }
+            while (t > 0 && bd[t - 1] > dist) {
+                bd[t] = bd[t - 1];
+                b->nbr[k * IQS_NB + t] = b->nbr[k * IQS_NB + t - 1];
+                t--;
+            }
             bd[t] = dist;
-            b->nbr[k * IQS_NB + t] = (uint16_t)i;
+            b->nbr[k * IQS_NB + t] = (uint16_t) i;
         }
     }
     b->ok = true;
@@ -102,14 +122,14 @@ static void books_init(void) {
 // Best grid entry for a * id - shift under weights w (shift: IQ1's delta, else 0); adds to
 // sum(w q a) and sum(w q^2) with q = level + shift, and returns the entry (its weighted squared
 // error in *err when err is not NULL).
-static int iq_code_shift(const struct iq_book * b, const float * a, const float * w, float id, float shift,
-                         float * sqx, float * sq2, float * err) {
+static int iq_code_shift(const struct iq_book * b, const float * a, const float * w, float id, float shift, float * sqx,
+                         float * sq2, float * err) {
     uint8_t l[8];
     for (int j = 0; j < b->dim; j++) {
         const float v = a[j] * id - shift;
         int li = 0;
         while (li + 1 < b->nlev && fabsf(v - b->flev[li + 1]) < fabsf(v - b->flev[li])) li++;
-        l[j] = (uint8_t)li;
+        l[j] = (uint8_t) li;
     }
     const int key = iq_key(l, b->dim, b->nlev);
     int best = b->map[key];
@@ -122,7 +142,10 @@ static int iq_code_shift(const struct iq_book * b, const float * a, const float 
                 const float df = a[j] * id - shift - b->flev[b->gl[i * b->dim + j]];
                 e += w[j] * df * df;
             }
-            if (e < be) { be = e; best = i; }
+            if (e < be) {
+                be = e;
+                best = i;
+            }
         }
     }
     float e = 0.0f;
@@ -150,7 +173,7 @@ static float iq_sub_scale(const struct iq_book * b, const float * a, const float
     float best = -1.0f, scale = amax / top;
     // stretches of the top level over amax, then amax on each level (flat blocks)
     for (int t = 0; t < IQS_NTRY + b->nlev; t++) {
-        const float id = t < IQS_NTRY ? top * (0.6f + 0.04f * (float)t) / amax : b->flev[t - IQS_NTRY] / amax;
+        const float id = t < IQS_NTRY ? top * (0.6f + 0.04f * (float) t) / amax : b->flev[t - IQS_NTRY] / amax;
         float sqx = 0.0f, sq2 = 0.0f;
         for (int g = 0; g < n; g += b->dim) iq_code(b, a + g, w + g, id, &sqx, &sq2);
         if (sq2 > 0.0f && sqx * sqx > best * sq2) {
@@ -169,7 +192,8 @@ static void iq_weights(const float * x, const float * qw, float * w) {
     const float sigma2 = 2.0f * s / QK_IQ;
     for (int j = 0; j < QK_IQ; j++) w[j] = (qw ? qw[j] : 1.0f) * sqrtf(sigma2 + x[j] * x[j]);
     // all-zero weights (zero activations in the imatrix) would leave the search blind
-    for (int j = 0; j < QK_IQ; j++) if (!(w[j] > 0.0f)) w[j] = 1e-12f;
+    for (int j = 0; j < QK_IQ; j++)
+        if (!(w[j] > 0.0f)) w[j] = 1e-12f;
 }
 
 // Magnitudes and sign bits of a super-block; with parity, each 8 values get an even number of
@@ -181,11 +205,11 @@ static void iq_signs(const float * x, const float * w, bool parity, float * a, u
         for (int j = 0; j < 8; j++) {
             const float v = x[8 * g + j];
             a[8 * g + j] = fabsf(v);
-            if (v < 0.0f) m |= (uint8_t)(1u << j);
+            if (v < 0.0f) m |= (uint8_t) (1u << j);
             if (w[8 * g + j] * v * v < w[8 * g + low] * x[8 * g + low] * x[8 * g + low]) low = j;
         }
         if (parity && (__builtin_popcount(m) & 1)) {
-            m ^= (uint8_t)(1u << low);
+            m ^= (uint8_t) (1u << low);
             a[8 * g + low] = 0.0f;
         }
         neg[g] = m;
@@ -194,8 +218,8 @@ static void iq_signs(const float * x, const float * w, bool parity, float * a, u
 
 // Codes one super-block: sub-block scales as d * (2 s + 1) * unit (s 4-bit), the grid index of
 // every group in idx. Returns d (fp16-rounded).
-static float iq_block(const struct iq_book * b, const float * a, const float * w, int sub, float unit,
-                      uint8_t * s4, uint16_t * idx) {
+static float iq_block(const struct iq_book * b, const float * a, const float * w, int sub, float unit, uint8_t * s4,
+                      uint16_t * idx) {
     float sc[QK_IQ / 16], smax = 0.0f;
     const int nsub = QK_IQ / sub;
     for (int ib = 0; ib < nsub; ib++) {
@@ -204,19 +228,19 @@ static float iq_block(const struct iq_book * b, const float * a, const float * w
     }
     const float d = GGML_FP16_TO_FP32(GGML_FP32_TO_FP16(smax / (31.0f * unit)));
     for (int ib = 0; ib < nsub; ib++) {
-        int s0 = d > 0.0f ? (int)lrintf((sc[ib] / (d * unit) - 1.0f) * 0.5f) : 0;
+        int s0 = d > 0.0f ? (int) lrintf((sc[ib] / (d * unit) - 1.0f) * 0.5f) : 0;
         s0 = s0 < 0 ? 0 : (s0 > 15 ? 15 : s0);
         // the stored scales are odd multiples of d * unit, a coarse step for small ones: the
         // neighbours of the nearest are coded too and the smallest weighted error kept
         float best = INFINITY;
         const int s_lo = s0 > 0 ? s0 - 1 : 0;
         for (int s = s_lo; s <= (s0 < 15 ? s0 + 1 : 15); s++) {
-            const float db = d * unit * (float)(2 * s + 1);
+            const float db = d * unit * (float) (2 * s + 1);
             const float id = db > 0.0f ? 1.0f / db : 0.0f;
             float sqx = 0.0f, sq2 = 0.0f, e = 0.0f;
             uint16_t ix[QK_IQ / 4];
             for (int g = 0; g < sub; g += b->dim) {
-                ix[g / b->dim] = (uint16_t)iq_code(b, a + ib * sub + g, w + ib * sub + g, id, &sqx, &sq2);
+                ix[g / b->dim] = (uint16_t) iq_code(b, a + ib * sub + g, w + ib * sub + g, id, &sqx, &sq2);
             }
             for (int g = 0; g < sub; g += b->dim) {
                 for (int j = 0; j < b->dim; j++) {
@@ -226,8 +250,8 @@ static float iq_block(const struct iq_book * b, const float * a, const float * w
             }
             if (s == s_lo || e < best) {
                 best = e;
-                s4[ib] = (uint8_t)s;
-                memcpy(idx + ib * sub / b->dim, ix, sizeof(uint16_t) * (size_t)(sub / b->dim));
+                s4[ib] = (uint8_t) s;
+                memcpy(idx + ib * sub / b->dim, ix, sizeof(uint16_t) * (size_t) (sub / b->dim));
             }
         }
     }
@@ -252,11 +276,11 @@ bool quantize_row_iq3_s_imat(const float * x, block_iq3_s * y, int64_t k, const 
         memset(&y[i], 0, sizeof(y[i]));
         y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 32, 1.0f, s4, idx));
         for (int l = 0; l < QK_IQ / 4; l++) {
-            y[i].qs[l] = (uint8_t)(idx[l] & 255);
-            y[i].qh[l / 8] |= (uint8_t)((idx[l] >> 8) << (l % 8));
+            y[i].qs[l] = (uint8_t) (idx[l] & 255);
+            y[i].qh[l / 8] |= (uint8_t) ((idx[l] >> 8) << (l % 8));
         }
         memcpy(y[i].signs, neg, sizeof(neg));
-        for (int ib = 0; ib < 8; ib++) y[i].scales[ib / 2] |= (uint8_t)(s4[ib] << (4 * (ib % 2)));
+        for (int ib = 0; ib < 8; ib++) y[i].scales[ib / 2] |= (uint8_t) (s4[ib] << (4 * (ib % 2)));
     }
     return true;
 }
@@ -272,10 +296,10 @@ bool quantize_row_iq3_xxs_imat(const float * x, block_iq3_xxs * y, int64_t k, co
         iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
         iq_signs(xb, w, true, a, neg);
         y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 32, 0.25f, s4, idx));
-        for (int l = 0; l < QK_IQ / 4; l++) y[i].qs[l] = (uint8_t)idx[l];
+        for (int l = 0; l < QK_IQ / 4; l++) y[i].qs[l] = (uint8_t) idx[l];
         for (int ib = 0; ib < 8; ib++) {
-            uint32_t word = (uint32_t)s4[ib] << 28;
-            for (int g = 0; g < 4; g++) word |= (uint32_t)(neg[4 * ib + g] & 127) << (7 * g);
+            uint32_t word = (uint32_t) s4[ib] << 28;
+            for (int g = 0; g < 4; g++) word |= (uint32_t) (neg[4 * ib + g] & 127) << (7 * g);
             memcpy(y[i].qs + QK_IQ / 4 + 4 * ib, &word, sizeof(word));
         }
     }
@@ -294,10 +318,10 @@ bool quantize_row_iq2_xxs_imat(const float * x, block_iq2_xxs * y, int64_t k, co
         iq_signs(xb, w, true, a, neg);
         y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 32, 0.125f, s4, idx));
         for (int ib = 0; ib < 8; ib++) {
-            uint32_t wd[2] = { 0, (uint32_t)s4[ib] << 28 };
+            uint32_t wd[2] = { 0, (uint32_t) s4[ib] << 28 };
             for (int g = 0; g < 4; g++) {
-                wd[0] |= (uint32_t)idx[4 * ib + g] << (8 * g);
-                wd[1] |= (uint32_t)(neg[4 * ib + g] & 127) << (7 * g);
+                wd[0] |= (uint32_t) idx[4 * ib + g] << (8 * g);
+                wd[1] |= (uint32_t) (neg[4 * ib + g] & 127) << (7 * g);
             }
             memcpy(y[i].qs + 4 * ib, wd, sizeof(wd));
         }
@@ -317,8 +341,8 @@ bool quantize_row_iq2_xs_imat(const float * x, block_iq2_xs * y, int64_t k, cons
         iq_signs(xb, w, true, a, neg);
         y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 16, 0.125f, s4, idx));
         memset(y[i].scales, 0, sizeof(y[i].scales));
-        for (int l = 0; l < QK_IQ / 8; l++) y[i].qs[l] = (uint16_t)(idx[l] | ((neg[l] & 127) << 9));
-        for (int ib = 0; ib < 16; ib++) y[i].scales[ib / 2] |= (uint8_t)(s4[ib] << (4 * (ib % 2)));
+        for (int l = 0; l < QK_IQ / 8; l++) y[i].qs[l] = (uint16_t) (idx[l] | ((neg[l] & 127) << 9));
+        for (int ib = 0; ib < 16; ib++) y[i].scales[ib / 2] |= (uint8_t) (s4[ib] << (4 * (ib % 2)));
     }
     return true;
 }
@@ -336,11 +360,11 @@ bool quantize_row_iq2_s_imat(const float * x, block_iq2_s * y, int64_t k, const 
         memset(&y[i], 0, sizeof(y[i]));
         y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 16, 0.125f, s4, idx));
         for (int l = 0; l < QK_IQ / 8; l++) {
-            y[i].qs[l] = (uint8_t)(idx[l] & 255);
-            y[i].qh[l / 4] |= (uint8_t)((idx[l] >> 8) << (2 * (l % 4)));
+            y[i].qs[l] = (uint8_t) (idx[l] & 255);
+            y[i].qh[l / 4] |= (uint8_t) ((idx[l] >> 8) << (2 * (l % 4)));
             y[i].qs[QK_IQ / 8 + l] = neg[l];
         }
-        for (int ib = 0; ib < 16; ib++) y[i].scales[ib / 2] |= (uint8_t)(s4[ib] << (4 * (ib % 2)));
+        for (int ib = 0; ib < 16; ib++) y[i].scales[ib / 2] |= (uint8_t) (s4[ib] << (4 * (ib % 2)));
     }
     return true;
 }
@@ -350,14 +374,14 @@ bool quantize_row_iq2_s_imat(const float * x, block_iq2_s * y, int64_t k, const 
 
 // Codes n values (entries of 8) at inverse scale id: the entries in idx, delta signs in neg
 // (one per entry; with shared >= 0 all take that sign, else each its better one).
-static void iq1_fit(const struct iq_book * b, const float * x, const float * w, int n, float id, int shared,
-                    uint16_t * idx, uint8_t * neg, float * sqx, float * sq2) {
+static void iq1_fit(const struct iq_book * b, const float * x, const float * w, int n, float id, int shared, uint16_t * idx,
+                    uint8_t * neg, float * sqx, float * sq2) {
     for (int g = 0; g < n; g += 8) {
         float ax = 0.0f, a2 = 0.0f, bx = 0.0f, b2 = 0.0f, ea = 0.0f, eb = 0.0f;
         const int ia = iq_code_shift(b, x + g, w + g, id, IQ1S_DELTA, &ax, &a2, &ea);
         const int ib = shared == 0 ? ia : iq_code_shift(b, x + g, w + g, id, -IQ1S_DELTA, &bx, &b2, &eb);
         const bool use_neg = shared == 1 || (shared < 0 && eb < ea);
-        idx[g / 8] = (uint16_t)(use_neg ? ib : ia);
+        idx[g / 8] = (uint16_t) (use_neg ? ib : ia);
         neg[g / 8] = use_neg;
         *sqx += use_neg ? bx : ax;
         *sq2 += use_neg ? b2 : a2;
@@ -376,7 +400,7 @@ static float iq1_scale(const struct iq_book * b, const float * x, const float * 
     float best = -1.0f, scale = 0.0f;
     for (int sg = 0; sg < (shared ? 2 : 1); sg++) {
         for (int t = 0; t < IQS_NTRY; t++) {
-            const float id = 1.125f * (0.5f + 0.05f * (float)t) / amax;
+            const float id = 1.125f * (0.5f + 0.05f * (float) t) / amax;
             float sqx = 0.0f, sq2 = 0.0f;
             iq1_fit(b, x, w, n, id, shared ? sg : -1, idx, neg, &sqx, &sq2);
             if (sqx > 0.0f && sq2 > 0.0f && sqx * sqx > best * sq2) {
@@ -391,8 +415,8 @@ static float iq1_scale(const struct iq_book * b, const float * x, const float * 
 
 // Codes one IQ1 super-block: 3-bit scales s4 per group of `sub`, entries idx, delta signs neg
 // (per entry), and returns the fp16-rounded d.
-static float iq1_block(const struct iq_book * b, const float * x, const float * w, int sub, bool shared,
-                       uint8_t * s4, uint16_t * idx, uint8_t * neg) {
+static float iq1_block(const struct iq_book * b, const float * x, const float * w, int sub, bool shared, uint8_t * s4,
+                       uint16_t * idx, uint8_t * neg) {
     float sc[QK_IQ / 16], smax = 0.0f;
     int sh[QK_IQ / 16];
     const int ng = QK_IQ / sub;
@@ -402,13 +426,13 @@ static float iq1_block(const struct iq_book * b, const float * x, const float * 
     }
     const float d = GGML_FP16_TO_FP32(GGML_FP32_TO_FP16(smax / 15.0f));
     for (int ig = 0; ig < ng; ig++) {
-        int s = d > 0.0f ? (int)lrintf((sc[ig] / d - 1.0f) * 0.5f) : 0;
+        int s = d > 0.0f ? (int) lrintf((sc[ig] / d - 1.0f) * 0.5f) : 0;
         s = s < 0 ? 0 : (s > 7 ? 7 : s);
-        s4[ig] = (uint8_t)s;
-        const float db = d * (float)(2 * s + 1);
+        s4[ig] = (uint8_t) s;
+        const float db = d * (float) (2 * s + 1);
         float sqx = 0.0f, sq2 = 0.0f;
-        iq1_fit(b, x + ig * sub, w + ig * sub, sub, db > 0.0f ? 1.0f / db : 0.0f, sh[ig],
-                idx + ig * sub / 8, neg + ig * sub / 8, &sqx, &sq2);
+        iq1_fit(b, x + ig * sub, w + ig * sub, sub, db > 0.0f ? 1.0f / db : 0.0f, sh[ig], idx + ig * sub / 8, neg + ig * sub / 8,
+                &sqx, &sq2);
     }
     return d;
 }
@@ -424,10 +448,10 @@ bool quantize_row_iq1_s_imat(const float * x, block_iq1_s * y, int64_t k, const 
         iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
         y[i].d = GGML_FP32_TO_FP16(iq1_block(b, xb, w, 32, true, s4, idx, neg));
         for (int ib = 0; ib < 8; ib++) {
-            uint16_t h = (uint16_t)((s4[ib] << 12) | (neg[4 * ib] ? 0x8000 : 0));
+            uint16_t h = (uint16_t) ((s4[ib] << 12) | (neg[4 * ib] ? 0x8000 : 0));
             for (int l = 0; l < 4; l++) {
-                y[i].qs[4 * ib + l] = (uint8_t)(idx[4 * ib + l] & 255);
-                h |= (uint16_t)((idx[4 * ib + l] >> 8) << (3 * l));
+                y[i].qs[4 * ib + l] = (uint8_t) (idx[4 * ib + l] & 255);
+                h |= (uint16_t) ((idx[4 * ib + l] >> 8) << (3 * l));
             }
             y[i].qh[ib] = h;
         }
@@ -447,12 +471,12 @@ bool quantize_row_iq1_m_imat(const float * x, block_iq1_m * y, int64_t k, const 
         const ggml_fp16_t d = GGML_FP32_TO_FP16(iq1_block(b, xb, w, 16, false, s4, idx, neg));
         memset(&y[i], 0, sizeof(y[i]));
         for (int e = 0; e < QK_IQ / 8; e++) {
-            y[i].qs[e] = (uint8_t)(idx[e] & 255);
-            y[i].qh[e / 2] |= (uint8_t)((((idx[e] >> 8) & 7) | (neg[e] ? 8 : 0)) << (4 * (e % 2)));
+            y[i].qs[e] = (uint8_t) (idx[e] & 255);
+            y[i].qh[e / 2] |= (uint8_t) ((((idx[e] >> 8) & 7) | (neg[e] ? 8 : 0)) << (4 * (e % 2)));
         }
         uint16_t sc[4] = { 0, 0, 0, 0 };
-        for (int ks = 0; ks < 16; ks++) sc[ks / 4] |= (uint16_t)(s4[ks] << (3 * (ks % 4)));
-        for (int j = 0; j < 4; j++) sc[j] |= (uint16_t)(((d >> (4 * j)) & 0xF) << 12);
+        for (int ks = 0; ks < 16; ks++) sc[ks / 4] |= (uint16_t) (s4[ks] << (3 * (ks % 4)));
+        for (int j = 0; j < 4; j++) sc[j] |= (uint16_t) (((d >> (4 * j)) & 0xF) << 12);
         memcpy(y[i].scales, sc, sizeof(sc));
     }
     return true;

@@ -17,7 +17,7 @@ const int8_t ggml_kvalues_mxfp4[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, 
 
 // ---- IQ4_NL / IQ4_XS ----
 
-#define IQ4_NTRY 7
+#define IQ4_NTRY      7
 #define IQ4_GROUP_EPS 1e-15f
 
 // floor_index[f + 128]: the last IQ4_NL level <= f, for integers f in [-128, 127] (the levels
@@ -29,7 +29,7 @@ static const uint8_t * iq4_floor_index(void) {
         for (int f = -128; f < 128; f++) {
             int lo = 0;
             while (lo < 15 && ggml_kvalues_iq4nl[lo + 1] <= f) lo++;
-            t[f + 128] = (uint8_t)lo;
+            t[f + 128] = (uint8_t) lo;
         }
         __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
     }
@@ -40,7 +40,7 @@ static const uint8_t * iq4_floor_index(void) {
 static inline int iq4_nearest(const int8_t * v, float a) {
     if (a <= v[0]) return 0;
     if (a >= v[15]) return 15;
-    const int lo = iq4_floor_index()[(int)floorf(a) + 128];
+    const int lo = iq4_floor_index()[(int) floorf(a) + 128];
     return a - v[lo] <= v[lo + 1] - a ? lo : lo + 1;
 }
 
@@ -62,7 +62,10 @@ static void iq4_score(const float * x, const float * w, int n, float id, float *
 static float iq4_group_scale(const float * x, const float * w, int n) {
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < n; j++) {
-        if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
+        if (fabsf(x[j]) > amax) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
     }
     if (amax < IQ4_GROUP_EPS) return 0.0f;
     const float v0 = ggml_kvalues_iq4nl[0];
@@ -88,7 +91,7 @@ static void iq4_weights(const float * x, const float * qw, int n, float sigma2, 
 static float iq4_sigma2(const float * x, int n) {
     float s = 0.0f;
     for (int j = 0; j < n; j++) s += x[j] * x[j];
-    return 2.0f * s / (float)n;
+    return 2.0f * s / (float) n;
 }
 
 // Packs 32 levels of x * id into 16 bytes (element j low nibble, j + 16 high).
@@ -96,7 +99,7 @@ static void iq4_pack32(const float * x, float id, uint8_t * qs) {
     for (int j = 0; j < 16; j++) {
         const int l0 = iq4_nearest(ggml_kvalues_iq4nl, id * x[j]);
         const int l1 = iq4_nearest(ggml_kvalues_iq4nl, id * x[j + 16]);
-        qs[j] = (uint8_t)(l0 | (l1 << 4));
+        qs[j] = (uint8_t) (l0 | (l1 << 4));
     }
 }
 
@@ -113,9 +116,7 @@ void quantize_row_iq4_nl_imat(const float * x, block_iq4_nl * y, int64_t k, cons
     }
 }
 
-void quantize_row_iq4_nl_ref(const float * x, block_iq4_nl * y, int64_t k) {
-    quantize_row_iq4_nl_imat(x, y, k, NULL);
-}
+void quantize_row_iq4_nl_ref(const float * x, block_iq4_nl * y, int64_t k) { quantize_row_iq4_nl_imat(x, y, k, NULL); }
 
 void quantize_row_iq4_xs_imat(const float * x, block_iq4_xs * y, int64_t k, const float * qw) {
     const int64_t nb = k / QK_IQ;
@@ -127,7 +128,10 @@ void quantize_row_iq4_xs_imat(const float * x, block_iq4_xs * y, int64_t k, cons
             float w[32];
             iq4_weights(xb + 32 * ib, qw ? qw + i * QK_IQ + 32 * ib : NULL, 32, sigma2, w);
             scales[ib] = iq4_group_scale(xb + 32 * ib, w, 32);
-            if (fabsf(scales[ib]) > amax) { amax = fabsf(scales[ib]); max = scales[ib]; }
+            if (fabsf(scales[ib]) > amax) {
+                amax = fabsf(scales[ib]);
+                max = scales[ib];
+            }
         }
         // the sub-block scales become 6-bit multiples of d = -max / 32 (so the largest is -32 * d)
         y[i].d = GGML_FP32_TO_FP16(-max / 32.0f);
@@ -136,28 +140,26 @@ void quantize_row_iq4_xs_imat(const float * x, block_iq4_xs * y, int64_t k, cons
         y[i].scales_h = 0;
         memset(y[i].scales_l, 0, sizeof(y[i].scales_l));
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
-            int l = (int)lrintf(id * scales[ib]);
+            int l = (int) lrintf(id * scales[ib]);
             l = l < -32 ? -32 : (l > 31 ? 31 : l);
-            const float dl = d * (float)l;
+            const float dl = d * (float) l;
             iq4_pack32(xb + 32 * ib, dl != 0.0f ? 1.0f / dl : 0.0f, y[i].qs + 16 * ib);
             const int ls = l + 32;
-            y[i].scales_l[ib / 2] |= (uint8_t)((ls & 0xF) << (4 * (ib % 2)));
-            y[i].scales_h |= (uint16_t)((ls >> 4) << (2 * ib));
+            y[i].scales_l[ib / 2] |= (uint8_t) ((ls & 0xF) << (4 * (ib % 2)));
+            y[i].scales_h |= (uint16_t) ((ls >> 4) << (2 * ib));
         }
     }
 }
 
-void quantize_row_iq4_xs_ref(const float * x, block_iq4_xs * y, int64_t k) {
-    quantize_row_iq4_xs_imat(x, y, k, NULL);
-}
+void quantize_row_iq4_xs_ref(const float * x, block_iq4_xs * y, int64_t k) { quantize_row_iq4_xs_imat(x, y, k, NULL); }
 
 void dequantize_row_iq4_nl(const block_iq4_nl * x, float * y, int64_t k) {
     const int64_t nb = k / QK4_NL;
     for (int64_t i = 0; i < nb; i++) {
         const float d = GGML_FP16_TO_FP32(x[i].d);
         for (int j = 0; j < 16; j++) {
-            y[i * 32 + j]      = d * (float)ggml_kvalues_iq4nl[x[i].qs[j] & 0xF];
-            y[i * 32 + j + 16] = d * (float)ggml_kvalues_iq4nl[x[i].qs[j] >> 4];
+            y[i * 32 + j] = d * (float) ggml_kvalues_iq4nl[x[i].qs[j] & 0xF];
+            y[i * 32 + j + 16] = d * (float) ggml_kvalues_iq4nl[x[i].qs[j] >> 4];
         }
     }
 }
@@ -168,12 +170,12 @@ void dequantize_row_iq4_xs(const block_iq4_xs * x, float * y, int64_t k) {
         const float d = GGML_FP16_TO_FP32(x[i].d);
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             const int ls = ((x[i].scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((x[i].scales_h >> (2 * ib)) & 3) << 4);
-            const float dl = d * (float)(ls - 32);
+            const float dl = d * (float) (ls - 32);
             const uint8_t * q = x[i].qs + 16 * ib;
             float * yb = y + i * QK_IQ + 32 * ib;
             for (int j = 0; j < 16; j++) {
-                yb[j]      = dl * (float)ggml_kvalues_iq4nl[q[j] & 0xF];
-                yb[j + 16] = dl * (float)ggml_kvalues_iq4nl[q[j] >> 4];
+                yb[j] = dl * (float) ggml_kvalues_iq4nl[q[j] & 0xF];
+                yb[j + 16] = dl * (float) ggml_kvalues_iq4nl[q[j] >> 4];
             }
         }
     }
@@ -184,10 +186,13 @@ void dequantize_row_iq4_xs(const block_iq4_xs * x, float * y, int64_t k) {
 // Nearest of the 16 doubled E2M1 levels times d to v (the first on a tie, as NumPy's argmin).
 static inline int mxfp4_nearest(float d, float v) {
     int best = 0;
-    float err = fabsf(d * (float)ggml_kvalues_mxfp4[0] - v);
+    float err = fabsf(d * (float) ggml_kvalues_mxfp4[0] - v);
     for (int l = 1; l < 16; l++) {
-        const float e = fabsf(d * (float)ggml_kvalues_mxfp4[l] - v);
-        if (e < err) { err = e; best = l; }
+        const float e = fabsf(d * (float) ggml_kvalues_mxfp4[l] - v);
+        if (e < err) {
+            err = e;
+            best = l;
+        }
     }
     return best;
 }
@@ -199,11 +204,11 @@ void quantize_row_mxfp4_ref(const float * x, block_mxfp4 * y, int64_t k) {
         float amax = 0.0f;
         for (int j = 0; j < QK_MXFP4; j++) amax = fmaxf(amax, fabsf(xb[j]));
         // the largest level (12, i.e. 6.0) times 2^(e-128) covers amax: e = floor(log2 amax) - 2 + 127
-        const int e = amax > 0.0f ? (int)(floorf(log2f(amax)) - 2.0f + 127.0f) : 0;
-        y[i].e = (uint8_t)e;
+        const int e = amax > 0.0f ? (int) (floorf(log2f(amax)) - 2.0f + 127.0f) : 0;
+        y[i].e = (uint8_t) e;
         const float d = ggml_e8m0_to_fp32_half(y[i].e);
         for (int j = 0; j < QK_MXFP4 / 2; j++) {
-            y[i].qs[j] = (uint8_t)(mxfp4_nearest(d, xb[j]) | (mxfp4_nearest(d, xb[j + 16]) << 4));
+            y[i].qs[j] = (uint8_t) (mxfp4_nearest(d, xb[j]) | (mxfp4_nearest(d, xb[j + 16]) << 4));
         }
     }
 }
@@ -213,8 +218,8 @@ void dequantize_row_mxfp4(const block_mxfp4 * x, float * y, int64_t k) {
     for (int64_t i = 0; i < nb; i++) {
         const float d = ggml_e8m0_to_fp32_half(x[i].e);
         for (int j = 0; j < 16; j++) {
-            y[i * 32 + j]      = d * (float)ggml_kvalues_mxfp4[x[i].qs[j] & 0xF];
-            y[i * 32 + j + 16] = d * (float)ggml_kvalues_mxfp4[x[i].qs[j] >> 4];
+            y[i * 32 + j] = d * (float) ggml_kvalues_mxfp4[x[i].qs[j] & 0xF];
+            y[i * 32 + j + 16] = d * (float) ggml_kvalues_mxfp4[x[i].qs[j] >> 4];
         }
     }
 }
@@ -223,8 +228,8 @@ void dequantize_row_mxfp4(const block_mxfp4 * x, float * y, int64_t k) {
 
 // Writes the 8 values of a grid entry times db with 8 sign bits.
 static inline void iq_put8(float * y, float db, uint64_t entry, uint8_t signs) {
-    const uint8_t * g = (const uint8_t *)&entry;
-    for (int j = 0; j < 8; j++) y[j] = db * (float)g[j] * (signs >> j & 1 ? -1.0f : 1.0f);
+    const uint8_t * g = (const uint8_t *) &entry;
+    for (int j = 0; j < 8; j++) y[j] = db * (float) g[j] * (signs >> j & 1 ? -1.0f : 1.0f);
 }
 
 void dequantize_row_iq2_xxs(const block_iq2_xxs * x, float * y, int64_t k) {
@@ -234,8 +239,8 @@ void dequantize_row_iq2_xxs(const block_iq2_xxs * x, float * y, int64_t k) {
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             uint32_t w[2];
             memcpy(w, x[i].qs + 4 * ib, sizeof(w));
-            const float db = d * (0.5f + (float)(w[1] >> 28)) * 0.25f;
-            const uint8_t * idx = (const uint8_t *)&w[0];
+            const float db = d * (0.5f + (float) (w[1] >> 28)) * 0.25f;
+            const uint8_t * idx = (const uint8_t *) &w[0];
             for (int l = 0; l < 4; l++) {
                 iq_put8(y + 8 * l, db, ggml_iq2xxs_grid[idx[l]], ggml_iq2_ksigns[(w[1] >> (7 * l)) & 127]);
             }
@@ -250,7 +255,7 @@ void dequantize_row_iq2_xs(const block_iq2_xs * x, float * y, int64_t k) {
         const float d = GGML_FP16_TO_FP32(x[i].d);
         for (int l = 0; l < QK_IQ / 8; l++) {
             const int s = (x[i].scales[l / 4] >> (4 * ((l / 2) % 2))) & 0xF;
-            const float db = d * (0.5f + (float)s) * 0.25f;
+            const float db = d * (0.5f + (float) s) * 0.25f;
             iq_put8(y + 8 * l, db, ggml_iq2xs_grid[x[i].qs[l] & 511], ggml_iq2_ksigns[x[i].qs[l] >> 9]);
         }
         y += QK_IQ;
@@ -264,7 +269,7 @@ void dequantize_row_iq2_s(const block_iq2_s * x, float * y, int64_t k) {
         const uint8_t * signs = x[i].qs + QK_IQ / 8;
         for (int l = 0; l < QK_IQ / 8; l++) {
             const int s = (x[i].scales[l / 4] >> (4 * ((l / 2) % 2))) & 0xF;
-            const float db = d * (0.5f + (float)s) * 0.25f;
+            const float db = d * (0.5f + (float) s) * 0.25f;
             const int idx = x[i].qs[l] | (((x[i].qh[l / 4] >> (2 * (l % 4))) & 3) << 8);
             iq_put8(y + 8 * l, db, ggml_iq2s_grid[idx], signs[l]);
         }
@@ -276,8 +281,8 @@ void dequantize_row_iq2_s(const block_iq2_s * x, float * y, int64_t k) {
 
 // Writes the 4 values of a grid entry times db with 4 sign bits.
 static inline void iq_put4(float * y, float db, uint32_t entry, uint8_t signs) {
-    const uint8_t * g = (const uint8_t *)&entry;
-    for (int j = 0; j < 4; j++) y[j] = db * (float)g[j] * (signs >> j & 1 ? -1.0f : 1.0f);
+    const uint8_t * g = (const uint8_t *) &entry;
+    for (int j = 0; j < 4; j++) y[j] = db * (float) g[j] * (signs >> j & 1 ? -1.0f : 1.0f);
 }
 
 void dequantize_row_iq3_xxs(const block_iq3_xxs * x, float * y, int64_t k) {
@@ -289,10 +294,10 @@ void dequantize_row_iq3_xxs(const block_iq3_xxs * x, float * y, int64_t k) {
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             uint32_t w;
             memcpy(&w, sc + 4 * ib, sizeof(w));
-            const float db = d * (0.5f + (float)(w >> 28)) * 0.5f;
+            const float db = d * (0.5f + (float) (w >> 28)) * 0.5f;
             for (int l = 0; l < 4; l++) {
                 const uint8_t s = ggml_iq2_ksigns[(w >> (7 * l)) & 127];
-                iq_put4(y + 8 * l,     db, ggml_iq3xxs_grid[qs[8 * ib + 2 * l]],     s & 0xF);
+                iq_put4(y + 8 * l, db, ggml_iq3xxs_grid[qs[8 * ib + 2 * l]], s & 0xF);
                 iq_put4(y + 8 * l + 4, db, ggml_iq3xxs_grid[qs[8 * ib + 2 * l + 1]], s >> 4);
             }
             y += 32;
@@ -306,7 +311,7 @@ void dequantize_row_iq3_s(const block_iq3_s * x, float * y, int64_t k) {
         const float d = GGML_FP16_TO_FP32(x[i].d);
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             const int s = (x[i].scales[ib / 2] >> (4 * (ib % 2))) & 0xF;
-            const float db = d * (float)(1 + 2 * s);
+            const float db = d * (float) (1 + 2 * s);
             for (int l = 0; l < 8; l++) {
                 const int g = 8 * ib + l;
                 const int idx = x[i].qs[g] | (((x[i].qh[ib] >> l) & 1) << 8);
@@ -323,8 +328,8 @@ void dequantize_row_iq3_s(const block_iq3_s * x, float * y, int64_t k) {
 // Writes dl * (grid + delta) for the 8 values of an IQ1 grid entry.
 static inline void iq1_put8(float * y, float dl, float delta, int idx) {
     const uint64_t e = ggml_iq1s_grid[idx];
-    const int8_t * g = (const int8_t *)&e;
-    for (int j = 0; j < 8; j++) y[j] = dl * ((float)g[j] + delta);
+    const int8_t * g = (const int8_t *) &e;
+    for (int j = 0; j < 8; j++) y[j] = dl * ((float) g[j] + delta);
 }
 
 void dequantize_row_iq1_s(const block_iq1_s * x, float * y, int64_t k) {
@@ -333,7 +338,7 @@ void dequantize_row_iq1_s(const block_iq1_s * x, float * y, int64_t k) {
         const float d = GGML_FP16_TO_FP32(x[i].d);
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             const uint16_t qh = x[i].qh[ib];
-            const float dl = d * (float)(2 * ((qh >> 12) & 7) + 1);
+            const float dl = d * (float) (2 * ((qh >> 12) & 7) + 1);
             const float delta = qh & 0x8000 ? -IQ1S_DELTA : IQ1S_DELTA;
             for (int l = 0; l < 4; l++) {
                 iq1_put8(y + 8 * l, dl, delta, x[i].qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8));
@@ -352,8 +357,8 @@ void dequantize_row_iq1_m(const block_iq1_m * x, float * y, int64_t k) {
         for (int l = 0; l < QK_IQ / 8; l++) {
             const int ks = l / 2; // 3-bit scale ks (of 16) covers entries 2 ks and 2 ks + 1
             const int s = (sc[ks / 4] >> (3 * (ks % 4))) & 7;
-            const float dl = d * (float)(2 * s + 1);
-            const uint8_t nib = (uint8_t)((x[i].qh[l / 2] >> (4 * (l % 2))) & 0xF);
+            const float dl = d * (float) (2 * s + 1);
+            const uint8_t nib = (uint8_t) ((x[i].qh[l / 2] >> (4 * (l % 2))) & 0xF);
             const float delta = nib & 8 ? -IQ1S_DELTA : IQ1S_DELTA;
             iq1_put8(y + 8 * l, dl, delta, x[i].qs[l] | ((nib & 7) << 8));
         }
@@ -368,7 +373,7 @@ static float tq_levels(const float * x, uint8_t * q) {
     float d = 0.0f;
     for (int j = 0; j < QK_IQ; j++) d = fmaxf(d, fabsf(x[j]));
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (int j = 0; j < QK_IQ; j++) q[j] = (uint8_t)((int)roundf(x[j] * id) + 1);
+    for (int j = 0; j < QK_IQ; j++) q[j] = (uint8_t) ((int) roundf(x[j] * id) + 1);
     return d;
 }
 
@@ -377,7 +382,7 @@ static uint8_t tq1_pack(const uint8_t * q, int stride, int n) {
     int v = 0;
     for (int t = 0; t < n; t++) v = 3 * v + q[t * stride];
     for (int t = n; t < 5; t++) v *= 3;
-    return (uint8_t)((v * 256 + 242) / 243);
+    return (uint8_t) ((v * 256 + 242) / 243);
 }
 
 void quantize_row_tq1_0_ref(const float * x, block_tq1_0 * y, int64_t k) {
@@ -398,11 +403,11 @@ void dequantize_row_tq1_0(const block_tq1_0 * x, float * y, int64_t k) {
         const float d = GGML_FP16_TO_FP32(x[i].d);
         float * yb = y + i * QK_IQ;
         for (int n = 0; n < 5; n++) {
-            for (int j = 0; j < 32; j++) yb[32 * n + j] = d * (float)(ggml_tq1_trit(x[i].qs[j], n) - 1);
-            for (int j = 0; j < 16; j++) yb[160 + 16 * n + j] = d * (float)(ggml_tq1_trit(x[i].qs[32 + j], n) - 1);
+            for (int j = 0; j < 32; j++) yb[32 * n + j] = d * (float) (ggml_tq1_trit(x[i].qs[j], n) - 1);
+            for (int j = 0; j < 16; j++) yb[160 + 16 * n + j] = d * (float) (ggml_tq1_trit(x[i].qs[32 + j], n) - 1);
         }
         for (int n = 0; n < 4; n++) {
-            for (int j = 0; j < 4; j++) yb[240 + 4 * n + j] = d * (float)(ggml_tq1_trit(x[i].qh[j], n) - 1);
+            for (int j = 0; j < 4; j++) yb[240 + 4 * n + j] = d * (float) (ggml_tq1_trit(x[i].qh[j], n) - 1);
         }
     }
 }
@@ -415,7 +420,7 @@ void quantize_row_tq2_0_ref(const float * x, block_tq2_0 * y, int64_t k) {
         for (int c = 0; c < QK_IQ / 128; c++) {
             for (int j = 0; j < 32; j++) {
                 const uint8_t * qc = q + 128 * c + j;
-                y[i].qs[32 * c + j] = (uint8_t)(qc[0] | (qc[32] << 2) | (qc[64] << 4) | (qc[96] << 6));
+                y[i].qs[32 * c + j] = (uint8_t) (qc[0] | (qc[32] << 2) | (qc[64] << 4) | (qc[96] << 6));
             }
         }
         y[i].d = GGML_FP32_TO_FP16(d);
@@ -429,7 +434,7 @@ void dequantize_row_tq2_0(const block_tq2_0 * x, float * y, int64_t k) {
         for (int c = 0; c < QK_IQ / 128; c++) {
             for (int n = 0; n < 4; n++) {
                 for (int j = 0; j < 32; j++) {
-                    y[i * QK_IQ + 128 * c + 32 * n + j] = d * (float)(((x[i].qs[32 * c + j] >> (2 * n)) & 3) - 1);
+                    y[i * QK_IQ + 128 * c + 32 * n + j] = d * (float) (((x[i].qs[32 * c + j] >> (2 * n)) & 3) - 1);
                 }
             }
         }

@@ -30,8 +30,8 @@ static_assert(sizeof(block_iq4_nl) == 2 + QK4_NL / 2, "block_iq4_nl size");
 typedef struct {
     ggml_fp16_t d;
     uint16_t scales_h;
-    uint8_t  scales_l[QK_IQ / 64];
-    uint8_t  qs[QK_IQ / 2];
+    uint8_t scales_l[QK_IQ / 64];
+    uint8_t qs[QK_IQ / 2];
 } block_iq4_xs;
 static_assert(sizeof(block_iq4_xs) == 2 + 2 + QK_IQ / 64 + QK_IQ / 2, "block_iq4_xs size");
 
@@ -55,7 +55,7 @@ static_assert(sizeof(block_iq2_xxs) == 2 + QK_IQ / 4, "block_iq2_xxs size");
 typedef struct {
     ggml_fp16_t d;
     uint16_t qs[QK_IQ / 8];
-    uint8_t  scales[QK_IQ / 32];
+    uint8_t scales[QK_IQ / 32];
 } block_iq2_xs;
 static_assert(sizeof(block_iq2_xs) == 2 + QK_IQ / 4 + QK_IQ / 32, "block_iq2_xs size");
 
@@ -93,7 +93,7 @@ static_assert(sizeof(block_iq3_s) == 2 + 13 * (QK_IQ / 32) + QK_IQ / 64, "block_
 // x = d * (2 s + 1) * (grid +- 1/8).
 typedef struct {
     ggml_fp16_t d;
-    uint8_t  qs[QK_IQ / 8];
+    uint8_t qs[QK_IQ / 8];
     uint16_t qh[QK_IQ / 32];
 } block_iq1_s;
 static_assert(sizeof(block_iq1_s) == 2 + QK_IQ / 8 + QK_IQ / 16, "block_iq1_s size");
@@ -142,7 +142,7 @@ extern const uint8_t ggml_iq2_ksigns[128];
 
 // The MXFP4 scale 2^(e - 128) (half the E8M0 value, since the levels are doubled).
 static inline float ggml_e8m0_to_fp32_half(uint8_t e) {
-    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t) (e - 1) << 23;
     float f;
     memcpy(&f, &bits, sizeof(f));
     return f;
@@ -153,9 +153,9 @@ static inline float ggml_e8m0_to_fp32_half(uint8_t e) {
 
 void quantize_row_iq4_nl_ref(const float * x, block_iq4_nl * y, int64_t k);
 void quantize_row_iq4_xs_ref(const float * x, block_iq4_xs * y, int64_t k);
-void quantize_row_mxfp4_ref (const float * x, block_mxfp4 * y, int64_t k);
-void quantize_row_tq1_0_ref (const float * x, block_tq1_0 * y, int64_t k);
-void quantize_row_tq2_0_ref (const float * x, block_tq2_0 * y, int64_t k);
+void quantize_row_mxfp4_ref(const float * x, block_mxfp4 * y, int64_t k);
+void quantize_row_tq1_0_ref(const float * x, block_tq1_0 * y, int64_t k);
+void quantize_row_tq2_0_ref(const float * x, block_tq2_0 * y, int64_t k);
 
 // IQ4_NL / IQ4_XS with per-column importance weights qw (k floats, NULL: weights x^2).
 void quantize_row_iq4_nl_imat(const float * x, block_iq4_nl * y, int64_t k, const float * qw);
@@ -163,43 +163,42 @@ void quantize_row_iq4_xs_imat(const float * x, block_iq4_xs * y, int64_t k, cons
 
 // The codebook types (ggml-quants-iq-search.c), weights as above; false if the grid tables
 // could not be built (out of memory).
-bool quantize_row_iq3_s_imat  (const float * x, block_iq3_s   * y, int64_t k, const float * qw);
+bool quantize_row_iq3_s_imat(const float * x, block_iq3_s * y, int64_t k, const float * qw);
 bool quantize_row_iq3_xxs_imat(const float * x, block_iq3_xxs * y, int64_t k, const float * qw);
-bool quantize_row_iq2_s_imat  (const float * x, block_iq2_s   * y, int64_t k, const float * qw);
-bool quantize_row_iq2_xs_imat (const float * x, block_iq2_xs  * y, int64_t k, const float * qw);
+bool quantize_row_iq2_s_imat(const float * x, block_iq2_s * y, int64_t k, const float * qw);
+bool quantize_row_iq2_xs_imat(const float * x, block_iq2_xs * y, int64_t k, const float * qw);
 bool quantize_row_iq2_xxs_imat(const float * x, block_iq2_xxs * y, int64_t k, const float * qw);
-bool quantize_row_iq1_s_imat  (const float * x, block_iq1_s   * y, int64_t k, const float * qw);
-bool quantize_row_iq1_m_imat  (const float * x, block_iq1_m   * y, int64_t k, const float * qw);
+bool quantize_row_iq1_s_imat(const float * x, block_iq1_s * y, int64_t k, const float * qw);
+bool quantize_row_iq1_m_imat(const float * x, block_iq1_m * y, int64_t k, const float * qw);
 
 // ---- dequantizers (x: k/QK blocks -> y: k floats) ----
 
-void dequantize_row_iq4_nl (const block_iq4_nl  * x, float * y, int64_t k);
-void dequantize_row_iq4_xs (const block_iq4_xs  * x, float * y, int64_t k);
-void dequantize_row_mxfp4  (const block_mxfp4   * x, float * y, int64_t k);
+void dequantize_row_iq4_nl(const block_iq4_nl * x, float * y, int64_t k);
+void dequantize_row_iq4_xs(const block_iq4_xs * x, float * y, int64_t k);
+void dequantize_row_mxfp4(const block_mxfp4 * x, float * y, int64_t k);
 void dequantize_row_iq2_xxs(const block_iq2_xxs * x, float * y, int64_t k);
-void dequantize_row_iq2_xs (const block_iq2_xs  * x, float * y, int64_t k);
-void dequantize_row_iq2_s  (const block_iq2_s   * x, float * y, int64_t k);
+void dequantize_row_iq2_xs(const block_iq2_xs * x, float * y, int64_t k);
+void dequantize_row_iq2_s(const block_iq2_s * x, float * y, int64_t k);
 void dequantize_row_iq3_xxs(const block_iq3_xxs * x, float * y, int64_t k);
-void dequantize_row_iq3_s  (const block_iq3_s   * x, float * y, int64_t k);
-void dequantize_row_iq1_s  (const block_iq1_s   * x, float * y, int64_t k);
-void dequantize_row_iq1_m  (const block_iq1_m   * x, float * y, int64_t k);
-void dequantize_row_tq1_0  (const block_tq1_0   * x, float * y, int64_t k);
-void dequantize_row_tq2_0  (const block_tq2_0   * x, float * y, int64_t k);
+void dequantize_row_iq3_s(const block_iq3_s * x, float * y, int64_t k);
+void dequantize_row_iq1_s(const block_iq1_s * x, float * y, int64_t k);
+void dequantize_row_iq1_m(const block_iq1_m * x, float * y, int64_t k);
+void dequantize_row_tq1_0(const block_tq1_0 * x, float * y, int64_t k);
+void dequantize_row_tq2_0(const block_tq2_0 * x, float * y, int64_t k);
 
 // The fp16 super-block scale of an IQ1_M block (spread over the top nibbles of its scales).
 static inline float ggml_iq1_m_scale(const block_iq1_m * b) {
     uint16_t sc[4];
     memcpy(sc, b->scales, sizeof(sc));
-    const ggml_fp16_t h = (ggml_fp16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
-                                        (sc[3] & 0xF000));
+    const ggml_fp16_t h = (ggml_fp16_t) ((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
     return GGML_FP16_TO_FP32(h);
 }
 
 // Trit n (0..4) of a stored TQ1_0 byte q, in {0, 1, 2}.
 static inline int ggml_tq1_trit(uint8_t q, int n) {
     static const uint8_t pow3[5] = { 1, 3, 9, 27, 81 };
-    const uint8_t v = (uint8_t)(q * pow3[n]);
-    return (int)(((uint16_t)v * 3) >> 8);
+    const uint8_t v = (uint8_t) (q * pow3[n]);
+    return (int) (((uint16_t) v * 3) >> 8);
 }
 
 #ifdef __cplusplus

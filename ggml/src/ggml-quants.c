@@ -13,9 +13,7 @@
 // ---- helpers ----
 
 // Round half away from zero (C roundf; gguf's np_roundf gives the same result).
-static inline int quants_round_away(float v) {
-    return (int)roundf(v);
-}
+static inline int quants_round_away(float v) { return (int) roundf(v); }
 
 // ---- q4_0 ----
 
@@ -26,17 +24,20 @@ void quantize_row_q4_0_ref(const float * x, block_q4_0 * y, int64_t k) {
         float amax = 0.0f, max = 0.0f;
         for (int j = 0; j < QK4_0; j++) {
             // the first element of largest magnitude wins, like NumPy's argmax
-            if (amax < fabsf(xb[j])) { amax = fabsf(xb[j]); max = xb[j]; }
+            if (amax < fabsf(xb[j])) {
+                amax = fabsf(xb[j]);
+                max = xb[j];
+            }
         }
-        const float d  = max / -8.0f;
+        const float d = max / -8.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = GGML_FP32_TO_FP16(d);
         for (int j = 0; j < QK4_0 / 2; j++) {
             const float x0 = xb[j] * id + 8.5f;
             const float x1 = xb[j + QK4_0 / 2] * id + 8.5f;
-            const int q0 = GGML_MIN(15, (int)x0);
-            const int q1 = GGML_MIN(15, (int)x1);
-            y[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
+            const int q0 = GGML_MIN(15, (int) x0);
+            const int q1 = GGML_MIN(15, (int) x1);
+            y[i].qs[j] = (uint8_t) (q0 | (q1 << 4));
         }
     }
 }
@@ -46,8 +47,8 @@ void dequantize_row_q4_0(const block_q4_0 * x, float * y, int64_t k) {
     for (int64_t i = 0; i < nb; i++) {
         const float d = GGML_FP16_TO_FP32(x[i].d);
         for (int j = 0; j < QK4_0 / 2; j++) {
-            y[i * QK4_0 + j]             = d * (float)((x[i].qs[j] & 0x0F) - 8);
-            y[i * QK4_0 + j + QK4_0 / 2] = d * (float)((x[i].qs[j] >> 4) - 8);
+            y[i * QK4_0 + j] = d * (float) ((x[i].qs[j] & 0x0F) - 8);
+            y[i * QK4_0 + j + QK4_0 / 2] = d * (float) ((x[i].qs[j] >> 4) - 8);
         }
     }
 }
@@ -63,16 +64,16 @@ void quantize_row_q4_1_ref(const float * x, block_q4_1 * y, int64_t k) {
             if (xb[j] < min) min = xb[j];
             if (xb[j] > max) max = xb[j];
         }
-        const float d  = (max - min) / 15.0f;
+        const float d = (max - min) / 15.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = GGML_FP32_TO_FP16(d);
         y[i].m = GGML_FP32_TO_FP16(min);
         for (int j = 0; j < QK4_1 / 2; j++) {
             const float x0 = (xb[j] - min) * id + 0.5f;
             const float x1 = (xb[j + QK4_1 / 2] - min) * id + 0.5f;
-            const int q0 = GGML_MIN(15, (int)x0);
-            const int q1 = GGML_MIN(15, (int)x1);
-            y[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
+            const int q0 = GGML_MIN(15, (int) x0);
+            const int q1 = GGML_MIN(15, (int) x1);
+            y[i].qs[j] = (uint8_t) (q0 | (q1 << 4));
         }
     }
 }
@@ -83,9 +84,9 @@ void dequantize_row_q4_1(const block_q4_1 * x, float * y, int64_t k) {
         const float d = GGML_FP16_TO_FP32(x[i].d);
         const float m = GGML_FP16_TO_FP32(x[i].m);
         for (int j = 0; j < QK4_1 / 2; j++) {
-            const float v0 = d * (float)(x[i].qs[j] & 0x0F);
-            const float v1 = d * (float)(x[i].qs[j] >> 4);
-            y[i * QK4_1 + j]             = v0 + m;
+            const float v0 = d * (float) (x[i].qs[j] & 0x0F);
+            const float v1 = d * (float) (x[i].qs[j] >> 4);
+            y[i * QK4_1 + j] = v0 + m;
             y[i * QK4_1 + j + QK4_1 / 2] = v1 + m;
         }
     }
@@ -99,18 +100,21 @@ void quantize_row_q5_0_ref(const float * x, block_q5_0 * y, int64_t k) {
         const float * xb = x + i * QK5_0;
         float amax = 0.0f, max = 0.0f;
         for (int j = 0; j < QK5_0; j++) {
-            if (amax < fabsf(xb[j])) { amax = fabsf(xb[j]); max = xb[j]; }
+            if (amax < fabsf(xb[j])) {
+                amax = fabsf(xb[j]);
+                max = xb[j];
+            }
         }
-        const float d  = max / -16.0f;
+        const float d = max / -16.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = GGML_FP32_TO_FP16(d);
         uint32_t qh = 0;
         for (int j = 0; j < QK5_0 / 2; j++) {
             const float x0 = xb[j] * id + 16.5f;
             const float x1 = xb[j + QK5_0 / 2] * id + 16.5f;
-            const uint32_t q0 = (uint32_t)GGML_MIN(31, (int)x0);
-            const uint32_t q1 = (uint32_t)GGML_MIN(31, (int)x1);
-            y[i].qs[j] = (uint8_t)((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+            const uint32_t q0 = (uint32_t) GGML_MIN(31, (int) x0);
+            const uint32_t q1 = (uint32_t) GGML_MIN(31, (int) x1);
+            y[i].qs[j] = (uint8_t) ((q0 & 0x0F) | ((q1 & 0x0F) << 4));
             qh |= ((q0 & 0x10) >> 4) << j;
             qh |= ((q1 & 0x10) >> 4) << (j + QK5_0 / 2);
         }
@@ -125,10 +129,10 @@ void dequantize_row_q5_0(const block_q5_0 * x, float * y, int64_t k) {
         uint32_t qh;
         memcpy(&qh, x[i].qh, sizeof(qh));
         for (int j = 0; j < QK5_0 / 2; j++) {
-            const int h0 = (int)((qh >> j) & 1) << 4;
-            const int h1 = (int)((qh >> (j + QK5_0 / 2)) & 1) << 4;
-            y[i * QK5_0 + j]             = d * (float)(((x[i].qs[j] & 0x0F) | h0) - 16);
-            y[i * QK5_0 + j + QK5_0 / 2] = d * (float)(((x[i].qs[j] >> 4) | h1) - 16);
+            const int h0 = (int) ((qh >> j) & 1) << 4;
+            const int h1 = (int) ((qh >> (j + QK5_0 / 2)) & 1) << 4;
+            y[i * QK5_0 + j] = d * (float) (((x[i].qs[j] & 0x0F) | h0) - 16);
+            y[i * QK5_0 + j + QK5_0 / 2] = d * (float) (((x[i].qs[j] >> 4) | h1) - 16);
         }
     }
 }
@@ -144,7 +148,7 @@ void quantize_row_q5_1_ref(const float * x, block_q5_1 * y, int64_t k) {
             if (xb[j] < min) min = xb[j];
             if (xb[j] > max) max = xb[j];
         }
-        const float d  = (max - min) / 31.0f;
+        const float d = (max - min) / 31.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = GGML_FP32_TO_FP16(d);
         y[i].m = GGML_FP32_TO_FP16(min);
@@ -152,9 +156,9 @@ void quantize_row_q5_1_ref(const float * x, block_q5_1 * y, int64_t k) {
         for (int j = 0; j < QK5_1 / 2; j++) {
             const float x0 = (xb[j] - min) * id + 0.5f;
             const float x1 = (xb[j + QK5_1 / 2] - min) * id + 0.5f;
-            const uint32_t q0 = (uint32_t)GGML_MIN(31, (int)x0);
-            const uint32_t q1 = (uint32_t)GGML_MIN(31, (int)x1);
-            y[i].qs[j] = (uint8_t)((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+            const uint32_t q0 = (uint32_t) GGML_MIN(31, (int) x0);
+            const uint32_t q1 = (uint32_t) GGML_MIN(31, (int) x1);
+            y[i].qs[j] = (uint8_t) ((q0 & 0x0F) | ((q1 & 0x0F) << 4));
             qh |= ((q0 & 0x10) >> 4) << j;
             qh |= ((q1 & 0x10) >> 4) << (j + QK5_1 / 2);
         }
@@ -170,11 +174,11 @@ void dequantize_row_q5_1(const block_q5_1 * x, float * y, int64_t k) {
         uint32_t qh;
         memcpy(&qh, x[i].qh, sizeof(qh));
         for (int j = 0; j < QK5_1 / 2; j++) {
-            const int h0 = (int)((qh >> j) & 1) << 4;
-            const int h1 = (int)((qh >> (j + QK5_1 / 2)) & 1) << 4;
-            const float v0 = d * (float)((x[i].qs[j] & 0x0F) | h0);
-            const float v1 = d * (float)((x[i].qs[j] >> 4) | h1);
-            y[i * QK5_1 + j]             = v0 + m;
+            const int h0 = (int) ((qh >> j) & 1) << 4;
+            const int h1 = (int) ((qh >> (j + QK5_1 / 2)) & 1) << 4;
+            const float v0 = d * (float) ((x[i].qs[j] & 0x0F) | h0);
+            const float v1 = d * (float) ((x[i].qs[j] >> 4) | h1);
+            y[i * QK5_1 + j] = v0 + m;
             y[i * QK5_1 + j + QK5_1 / 2] = v1 + m;
         }
     }
@@ -188,10 +192,10 @@ void quantize_row_q8_0_ref(const float * x, block_q8_0 * y, int64_t k) {
         const float * xb = x + i * QK8_0;
         float amax = 0.0f;
         for (int j = 0; j < QK8_0; j++) amax = GGML_MAX(amax, fabsf(xb[j]));
-        const float d  = amax / 127.0f;
+        const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = GGML_FP32_TO_FP16(d);
-        for (int j = 0; j < QK8_0; j++) y[i].qs[j] = (int8_t)quants_round_away(xb[j] * id);
+        for (int j = 0; j < QK8_0; j++) y[i].qs[j] = (int8_t) quants_round_away(xb[j] * id);
     }
 }
 
@@ -199,7 +203,7 @@ void dequantize_row_q8_0(const block_q8_0 * x, float * y, int64_t k) {
     const int64_t nb = k / QK8_0;
     for (int64_t i = 0; i < nb; i++) {
         const float d = GGML_FP16_TO_FP32(x[i].d);
-        for (int j = 0; j < QK8_0; j++) y[i * QK8_0 + j] = (float)x[i].qs[j] * d;
+        for (int j = 0; j < QK8_0; j++) y[i * QK8_0 + j] = (float) x[i].qs[j] * d;
     }
 }
 
@@ -211,16 +215,16 @@ void quantize_row_q8_1_ref(const float * x, block_q8_1 * y, int64_t k) {
         const float * xb = x + i * QK8_1;
         float amax = 0.0f;
         for (int j = 0; j < QK8_1; j++) amax = GGML_MAX(amax, fabsf(xb[j]));
-        const float d  = amax / 127.0f;
+        const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         int sum = 0;
         for (int j = 0; j < QK8_1; j++) {
             const int q = quants_round_away(xb[j] * id);
-            y[i].qs[j] = (int8_t)q;
+            y[i].qs[j] = (int8_t) q;
             sum += q;
         }
         y[i].d = d;
-        y[i].s = d * (float)sum;
+        y[i].s = d * (float) sum;
     }
 }
 
@@ -228,28 +232,28 @@ void dequantize_row_q8_1(const block_q8_1 * x, float * y, int64_t k) {
     const int64_t nb = k / QK8_1;
     for (int64_t i = 0; i < nb; i++) {
         const float d = x[i].d;
-        for (int j = 0; j < QK8_1; j++) y[i * QK8_1 + j] = (float)x[i].qs[j] * d;
+        for (int j = 0; j < QK8_1; j++) y[i * QK8_1 + j] = (float) x[i].qs[j] * d;
     }
 }
 
 // ---- half-precision rows ----
 
 void ggml_quants_f16_to_f32_row(const void * x, float * y, int64_t k) {
-    const ggml_fp16_t * h = (const ggml_fp16_t *)x;
+    const ggml_fp16_t * h = (const ggml_fp16_t *) x;
     for (int64_t i = 0; i < k; i++) y[i] = GGML_FP16_TO_FP32(h[i]);
 }
 
 void ggml_quants_f32_to_f16_row(const float * x, void * y, int64_t k) {
-    ggml_fp16_t * h = (ggml_fp16_t *)y;
+    ggml_fp16_t * h = (ggml_fp16_t *) y;
     for (int64_t i = 0; i < k; i++) h[i] = GGML_FP32_TO_FP16(x[i]);
 }
 
 void ggml_quants_bf16_to_f32_row(const void * x, float * y, int64_t k) {
-    const ggml_bf16_t * h = (const ggml_bf16_t *)x;
+    const ggml_bf16_t * h = (const ggml_bf16_t *) x;
     for (int64_t i = 0; i < k; i++) y[i] = ggml_compute_bf16_to_fp32(h[i]);
 }
 
 void ggml_quants_f32_to_bf16_row(const float * x, void * y, int64_t k) {
-    ggml_bf16_t * h = (ggml_bf16_t *)y;
+    ggml_bf16_t * h = (ggml_bf16_t *) y;
     for (int64_t i = 0; i < k; i++) h[i] = ggml_compute_fp32_to_bf16(x[i]);
 }

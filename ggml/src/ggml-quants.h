@@ -20,13 +20,13 @@
 extern "C" {
 #endif
 
-#define QK4_0 32
-#define QK4_1 32
-#define QK5_0 32
-#define QK5_1 32
-#define QK8_0 32
-#define QK8_1 32
-#define QK_K  256
+#define QK4_0        32
+#define QK4_1        32
+#define QK5_0        32
+#define QK5_1        32
+#define QK8_0        32
+#define QK8_1        32
+#define QK_K         256
 #define K_SCALE_SIZE 12
 
 // 4-bit, symmetric: x = d * (q - 8). Element j in the low nibble of qs[j], j+16 in the high.
@@ -121,15 +121,15 @@ static_assert(sizeof(block_q5_K) == 2 * 2 + K_SCALE_SIZE + QK_K / 2 + QK_K / 8, 
 typedef struct {
     uint8_t ql[QK_K / 2];
     uint8_t qh[QK_K / 4];
-    int8_t  scales[QK_K / 16];
+    int8_t scales[QK_K / 16];
     ggml_fp16_t d;
 } block_q6_K;
 static_assert(sizeof(block_q6_K) == 2 + QK_K / 16 + 3 * QK_K / 4, "block_q6_K size");
 
 // 8-bit activations for the K-quants: float scale and per-16 sums of qs (for the mins).
 typedef struct {
-    float   d;
-    int8_t  qs[QK_K];
+    float d;
+    int8_t qs[QK_K];
     int16_t bsums[QK_K / 16];
 } block_q8_K;
 static_assert(sizeof(block_q8_K) == 4 + QK_K + QK_K / 16 * 2, "block_q8_K size");
@@ -178,7 +178,7 @@ static inline void ggml_quants_get_scale_min_k4(int j, const uint8_t * q, uint8_
         *m = q[j + 4] & 63;
     } else {
         *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4)  | ((q[j - 0] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
     }
 }
 
@@ -191,8 +191,8 @@ static inline void ggml_quants_q3_K_scale_words(const uint8_t * s, uint32_t out[
     memcpy(&w1, s + 4, 4);
     memcpy(&w2, s + 8, 4);
     const uint32_t lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
-    out[0] = (w0 & lo4)        | (((w2 >> 0) & lo2) << 4);
-    out[1] = (w1 & lo4)        | (((w2 >> 2) & lo2) << 4);
+    out[0] = (w0 & lo4) | (((w2 >> 0) & lo2) << 4);
+    out[1] = (w1 & lo4) | (((w2 >> 2) & lo2) << 4);
     out[2] = ((w0 >> 4) & lo4) | (((w2 >> 4) & lo2) << 4);
     out[3] = ((w1 >> 4) & lo4) | (((w2 >> 6) & lo2) << 4);
 }
@@ -207,17 +207,17 @@ static inline void ggml_quants_unpack_q3_K_scales(const uint8_t * s, int8_t * au
 // The 8 scales and 8 mins of a q4_K / q5_K block as words (bytes 0-3 in *_lo, 4-7 in *_hi).
 // Bytes 0-3 hold scales 0-3 (low 6 bits) and the top bits of scales 4-7; bytes 4-7 the same
 // for the mins; bytes 8-11 the low nibbles of scales 4-7 (low) and mins 4-7 (high).
-static inline void ggml_quants_k4_scale_words(const uint8_t * q, uint32_t * sc_lo, uint32_t * sc_hi,
-                                              uint32_t * m_lo, uint32_t * m_hi) {
+static inline void ggml_quants_k4_scale_words(const uint8_t * q, uint32_t * sc_lo, uint32_t * sc_hi, uint32_t * m_lo,
+                                              uint32_t * m_hi) {
     uint32_t w0, w1, w2;
     memcpy(&w0, q, 4);
     memcpy(&w1, q + 4, 4);
     memcpy(&w2, q + 8, 4);
     const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
     *sc_lo = w0 & lo6;
-    *m_lo  = w1 & lo6;
+    *m_lo = w1 & lo6;
     *sc_hi = (w2 & lo4) | (((w0 >> 6) & lo2) << 4);
-    *m_hi  = ((w2 >> 4) & lo4) | (((w1 >> 6) & lo2) << 4);
+    *m_hi = ((w2 >> 4) & lo4) | (((w1 >> 6) & lo2) << 4);
 }
 
 #ifdef __cplusplus

@@ -24,10 +24,10 @@ static void ggml_log_default(enum ggml_log_level level, const char * text, void 
 }
 
 static ggml_log_callback g_log_callback = ggml_log_default;
-static void *            g_log_user_data = NULL;
+static void * g_log_user_data = NULL;
 
 void ggml_log_set(ggml_log_callback callback, void * user_data) {
-    g_log_callback  = callback ? callback : ggml_log_default;
+    g_log_callback = callback ? callback : ggml_log_default;
     g_log_user_data = callback ? user_data : NULL;
 }
 
@@ -75,9 +75,7 @@ static void ggml_abort_default(const char * file, int line, const char * message
 
 static ggml_abort_hook g_abort_hook = ggml_abort_default;
 
-void ggml_set_abort_hook(ggml_abort_hook hook) {
-    g_abort_hook = hook ? hook : ggml_abort_default;
-}
+void ggml_set_abort_hook(ggml_abort_hook hook) { g_abort_hook = hook ? hook : ggml_abort_default; }
 
 void ggml_abort(const char * file, int line, const char * message) {
     g_abort_hook(file, line, message);
@@ -92,7 +90,7 @@ void ggml_abort(const char * file, int line, const char * message) {
 #define ABI_FIELD(s, f) { #s, #f, offsetof(struct s, f) }
 
 static const struct ggml_abi_struct g_abi_structs[] = {
-    { "ggml_tensor",      sizeof(struct ggml_tensor) },
+    { "ggml_tensor", sizeof(struct ggml_tensor) },
     { "ggml_init_params", sizeof(struct ggml_init_params) },
     { "ggml_type_traits", sizeof(struct ggml_type_traits) },
     { "gguf_init_params", sizeof(struct gguf_init_params) },
@@ -128,9 +126,7 @@ static const struct ggml_abi_field g_abi_fields[] = {
 
 #undef ABI_FIELD
 
-int ggml_abi_version(void) {
-    return GGML_ABI_VERSION;
-}
+int ggml_abi_version(void) { return GGML_ABI_VERSION; }
 
 size_t ggml_abi_struct_size(const char * struct_name) {
     if (!struct_name) {
@@ -149,8 +145,7 @@ size_t ggml_abi_field_offset(const char * struct_name, const char * field_name) 
         return (size_t) -1;
     }
     for (size_t i = 0; i < sizeof(g_abi_fields) / sizeof(g_abi_fields[0]); i++) {
-        if (strcmp(g_abi_fields[i].struct_name, struct_name) == 0 &&
-            strcmp(g_abi_fields[i].field_name, field_name) == 0) {
+        if (strcmp(g_abi_fields[i].struct_name, struct_name) == 0 && strcmp(g_abi_fields[i].field_name, field_name) == 0) {
             return g_abi_fields[i].offset;
         }
     }
@@ -175,9 +170,7 @@ int64_t ggml_blck_size(enum ggml_type type) {
     return tt && tt->blck_size > 0 ? tt->blck_size : 1;
 }
 
-size_t ggml_row_size(enum ggml_type type, int64_t ne) {
-    return ggml_type_size(type) * (size_t) (ne / ggml_blck_size(type));
-}
+size_t ggml_row_size(enum ggml_type type, int64_t ne) { return ggml_type_size(type) * (size_t) (ne / ggml_blck_size(type)); }
 
 bool ggml_is_quantized(enum ggml_type type) {
     const struct ggml_type_traits * tt = ggml_get_type_traits(type);
@@ -185,43 +178,43 @@ bool ggml_is_quantized(enum ggml_type type) {
 }
 
 static const char * const g_op_names[GGML_OP_COUNT] = {
-    [GGML_OP_NONE]           = "NONE",
-    [GGML_OP_DUP]            = "DUP",
-    [GGML_OP_ADD]            = "ADD",
-    [GGML_OP_SUB]            = "SUB",
-    [GGML_OP_MUL]            = "MUL",
-    [GGML_OP_DIV]            = "DIV",
-    [GGML_OP_SCALE]          = "SCALE",
-    [GGML_OP_RMS_NORM]       = "RMS_NORM",
-    [GGML_OP_NORM]           = "NORM",
-    [GGML_OP_SILU]           = "SILU",
-    [GGML_OP_GELU]           = "GELU",
-    [GGML_OP_SWIGLU]         = "SWIGLU",
-    [GGML_OP_MUL_MAT]        = "MUL_MAT",
-    [GGML_OP_SOFT_MAX]       = "SOFT_MAX",
-    [GGML_OP_ROPE]           = "ROPE",
-    [GGML_OP_DIAG_MASK_INF]  = "DIAG_MASK_INF",
-    [GGML_OP_GET_ROWS]       = "GET_ROWS",
-    [GGML_OP_SET_ROWS]       = "SET_ROWS",
-    [GGML_OP_SUM_ROWS]       = "SUM_ROWS",
-    [GGML_OP_ARGMAX]         = "ARGMAX",
-    [GGML_OP_CONCAT]         = "CONCAT",
-    [GGML_OP_CPY]            = "CPY",
-    [GGML_OP_CONT]           = "CONT",
-    [GGML_OP_RESHAPE]        = "RESHAPE",
-    [GGML_OP_VIEW]           = "VIEW",
-    [GGML_OP_PERMUTE]        = "PERMUTE",
-    [GGML_OP_TRANSPOSE]      = "TRANSPOSE",
+    [GGML_OP_NONE] = "NONE",
+    [GGML_OP_DUP] = "DUP",
+    [GGML_OP_ADD] = "ADD",
+    [GGML_OP_SUB] = "SUB",
+    [GGML_OP_MUL] = "MUL",
+    [GGML_OP_DIV] = "DIV",
+    [GGML_OP_SCALE] = "SCALE",
+    [GGML_OP_RMS_NORM] = "RMS_NORM",
+    [GGML_OP_NORM] = "NORM",
+    [GGML_OP_SILU] = "SILU",
+    [GGML_OP_GELU] = "GELU",
+    [GGML_OP_SWIGLU] = "SWIGLU",
+    [GGML_OP_MUL_MAT] = "MUL_MAT",
+    [GGML_OP_SOFT_MAX] = "SOFT_MAX",
+    [GGML_OP_ROPE] = "ROPE",
+    [GGML_OP_DIAG_MASK_INF] = "DIAG_MASK_INF",
+    [GGML_OP_GET_ROWS] = "GET_ROWS",
+    [GGML_OP_SET_ROWS] = "SET_ROWS",
+    [GGML_OP_SUM_ROWS] = "SUM_ROWS",
+    [GGML_OP_ARGMAX] = "ARGMAX",
+    [GGML_OP_CONCAT] = "CONCAT",
+    [GGML_OP_CPY] = "CPY",
+    [GGML_OP_CONT] = "CONT",
+    [GGML_OP_RESHAPE] = "RESHAPE",
+    [GGML_OP_VIEW] = "VIEW",
+    [GGML_OP_PERMUTE] = "PERMUTE",
+    [GGML_OP_TRANSPOSE] = "TRANSPOSE",
     [GGML_OP_FLASH_ATTN_EXT] = "FLASH_ATTN_EXT",
-    [GGML_OP_TANH]           = "TANH",
-    [GGML_OP_MUL_MAT_ID]     = "MUL_MAT_ID",
-    [GGML_OP_ARGSORT]        = "ARGSORT",
-    [GGML_OP_TOP_K]          = "TOP_K",
-    [GGML_OP_SIGMOID]        = "SIGMOID",
-    [GGML_OP_SOFTPLUS]       = "SOFTPLUS",
-    [GGML_OP_CLAMP]          = "CLAMP",
-    [GGML_OP_L2_NORM]        = "L2_NORM",
-    [GGML_OP_SSM_CONV]       = "SSM_CONV",
+    [GGML_OP_TANH] = "TANH",
+    [GGML_OP_MUL_MAT_ID] = "MUL_MAT_ID",
+    [GGML_OP_ARGSORT] = "ARGSORT",
+    [GGML_OP_TOP_K] = "TOP_K",
+    [GGML_OP_SIGMOID] = "SIGMOID",
+    [GGML_OP_SOFTPLUS] = "SOFTPLUS",
+    [GGML_OP_CLAMP] = "CLAMP",
+    [GGML_OP_L2_NORM] = "L2_NORM",
+    [GGML_OP_SSM_CONV] = "SSM_CONV",
     [GGML_OP_GATED_DELTA_NET] = "GATED_DELTA_NET",
 };
 
@@ -242,16 +235,14 @@ void * ggml_aligned_malloc(size_t size) {
     return GGML_ALIGNED_ALLOC(GGML_MEM_ALIGN, size);
 }
 
-void ggml_aligned_free(void * ptr) {
-    ggml_mem_aligned_free(ptr);
-}
+void ggml_aligned_free(void * ptr) { ggml_mem_aligned_free(ptr); }
 
 // ---------------------------------------------------------------------------------------------
 // context arena: [object header | payload] records bump-allocated and 64-byte aligned
 
 enum ggml_object_type {
     GGML_OBJECT_TENSOR = 0,
-    GGML_OBJECT_GRAPH  = 1,
+    GGML_OBJECT_GRAPH = 1,
 };
 
 struct ggml_object {
@@ -268,7 +259,7 @@ struct ggml_context {
     char * mem;           // aligned base of the usable arena
     size_t mem_size;      // usable bytes from mem
     void * mem_owned;     // buffer to free, or NULL when the caller owns it
-    bool   no_alloc;
+    bool no_alloc;
     size_t used;          // bump offset from mem
     struct ggml_object * first;
     struct ggml_object * last;
@@ -295,7 +286,7 @@ struct ggml_context * ggml_init(struct ggml_init_params params) {
     }
     // A caller's buffer may start unaligned: skip to the first aligned byte.
     const size_t skip = (size_t) (GGML_PAD((uintptr_t) buf, GGML_MEM_ALIGN) - (uintptr_t) buf);
-    ctx->mem      = buf + (skip <= size ? skip : size);
+    ctx->mem = buf + (skip <= size ? skip : size);
     ctx->mem_size = skip <= size ? size - skip : 0;
     ctx->no_alloc = params.no_alloc;
     return ctx;
@@ -313,22 +304,16 @@ void ggml_reset(struct ggml_context * ctx) {
     if (!ctx) {
         return;
     }
-    ctx->used  = 0;
+    ctx->used = 0;
     ctx->first = NULL;
-    ctx->last  = NULL;
+    ctx->last = NULL;
 }
 
-size_t ggml_used_mem(const struct ggml_context * ctx) {
-    return ctx ? ctx->used : 0;
-}
+size_t ggml_used_mem(const struct ggml_context * ctx) { return ctx ? ctx->used : 0; }
 
-size_t ggml_tensor_overhead(void) {
-    return GGML_OBJECT_SIZE + GGML_TENSOR_SIZE;
-}
+size_t ggml_tensor_overhead(void) { return GGML_OBJECT_SIZE + GGML_TENSOR_SIZE; }
 
-bool ggml_get_no_alloc(struct ggml_context * ctx) {
-    return ctx ? ctx->no_alloc : false;
-}
+bool ggml_get_no_alloc(struct ggml_context * ctx) { return ctx ? ctx->no_alloc : false; }
 
 void ggml_set_no_alloc(struct ggml_context * ctx, bool no_alloc) {
     if (ctx) {
@@ -346,8 +331,8 @@ static struct ggml_object * ggml_new_object(struct ggml_context * ctx, enum ggml
     }
     const size_t end = pay_offs + GGML_PAD(size, GGML_MEM_ALIGN);
     if (end > ctx->mem_size) {
-        GGML_LOG_ERROR("ggml_new_object: context arena exhausted: need %zu more bytes, %zu of %zu in use",
-                       end - ctx->used, ctx->used, ctx->mem_size);
+        GGML_LOG_ERROR("ggml_new_object: context arena exhausted: need %zu more bytes, %zu of %zu in use", end - ctx->used,
+                       ctx->used, ctx->mem_size);
         return NULL;
     }
     struct ggml_object * obj = (struct ggml_object *) (ctx->mem + obj_offs);
@@ -382,15 +367,15 @@ const char * ggml_tensor_desc(const struct ggml_tensor * t, char * buf, size_t s
     if (!t) {
         snprintf(buf, size, "NULL");
     } else {
-        snprintf(buf, size, "%s [%lld, %lld, %lld, %lld]%s%s%s", ggml_type_name(t->type),
-                 (long long) t->ne[0], (long long) t->ne[1], (long long) t->ne[2], (long long) t->ne[3],
-                 t->name[0] ? " '" : "", t->name, t->name[0] ? "'" : "");
+        snprintf(buf, size, "%s [%lld, %lld, %lld, %lld]%s%s%s", ggml_type_name(t->type), (long long) t->ne[0],
+                 (long long) t->ne[1], (long long) t->ne[2], (long long) t->ne[3], t->name[0] ? " '" : "", t->name,
+                 t->name[0] ? "'" : "");
     }
     return buf;
 }
 
-struct ggml_tensor * ggml_new_tensor_impl(struct ggml_context * ctx, enum ggml_type type, int n_dims,
-                                          const int64_t * ne, struct ggml_tensor * view_src, size_t view_offs) {
+struct ggml_tensor * ggml_new_tensor_impl(struct ggml_context * ctx, enum ggml_type type, int n_dims, const int64_t * ne,
+                                          struct ggml_tensor * view_src, size_t view_offs) {
     if (!ctx) {
         GGML_LOG_ERROR("ggml_new_tensor: NULL context");
         return NULL;
@@ -414,8 +399,8 @@ struct ggml_tensor * ggml_new_tensor_impl(struct ggml_context * ctx, enum ggml_t
     }
     const int64_t blck = tt->blck_size > 0 ? tt->blck_size : 1;
     if (shape[0] % blck != 0) {
-        GGML_LOG_ERROR("ggml_new_tensor: ne[0] = %lld is not a multiple of the %s block size %lld",
-                       (long long) shape[0], tt->type_name, (long long) blck);
+        GGML_LOG_ERROR("ggml_new_tensor: ne[0] = %lld is not a multiple of the %s block size %lld", (long long) shape[0],
+                       tt->type_name, (long long) blck);
         return NULL;
     }
     // Contiguous strides; the product doubles as the data size and must not overflow.
@@ -429,8 +414,8 @@ struct ggml_tensor * ggml_new_tensor_impl(struct ggml_context * ctx, enum ggml_t
     }
     ok = ok && ggml_mul_ok(nb[3], (size_t) shape[3], &total);
     if (!ok || total > (size_t) INT64_MAX / 2) {
-        GGML_LOG_ERROR("ggml_new_tensor: shape [%lld, %lld, %lld, %lld] overflows the size",
-                       (long long) shape[0], (long long) shape[1], (long long) shape[2], (long long) shape[3]);
+        GGML_LOG_ERROR("ggml_new_tensor: shape [%lld, %lld, %lld, %lld] overflows the size", (long long) shape[0],
+                       (long long) shape[1], (long long) shape[2], (long long) shape[3]);
         return NULL;
     }
 
@@ -440,8 +425,8 @@ struct ggml_tensor * ggml_new_tensor_impl(struct ggml_context * ctx, enum ggml_t
         const size_t src_bytes = ggml_nbytes(view_src);
         if (view_offs > src_bytes || total > src_bytes - view_offs) {
             char d[GGML_TENSOR_DESC_SIZE];
-            GGML_LOG_ERROR("ggml_new_tensor: view of %zu bytes at offset %zu exceeds its source %s (%zu bytes)",
-                           total, view_offs, ggml_tensor_desc(view_src, d, sizeof(d)), src_bytes);
+            GGML_LOG_ERROR("ggml_new_tensor: view of %zu bytes at offset %zu exceeds its source %s (%zu bytes)", total, view_offs,
+                           ggml_tensor_desc(view_src, d, sizeof(d)), src_bytes);
             return NULL;
         }
     }
@@ -464,7 +449,7 @@ struct ggml_tensor * ggml_new_tensor_impl(struct ggml_context * ctx, enum ggml_t
         t->nb[i] = nb[i];
     }
     t->op = GGML_OP_NONE;
-    t->view_src  = view_src;
+    t->view_src = view_src;
     t->view_offs = view_src ? view_offs : 0;
     if (view_src) {
         t->data = view_src->data ? (char *) view_src->data + view_offs : NULL;
@@ -494,7 +479,8 @@ struct ggml_tensor * ggml_new_tensor_3d(struct ggml_context * ctx, enum ggml_typ
     return ggml_new_tensor_impl(ctx, type, 3, ne, NULL, 0);
 }
 
-struct ggml_tensor * ggml_new_tensor_4d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
+struct ggml_tensor * ggml_new_tensor_4d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2,
+                                        int64_t ne3) {
     const int64_t ne[4] = { ne0, ne1, ne2, ne3 };
     return ggml_new_tensor_impl(ctx, type, 4, ne, NULL, 0);
 }
@@ -613,9 +599,7 @@ struct ggml_tensor * ggml_format_name(struct ggml_tensor * tensor, const char * 
     return tensor;
 }
 
-const char * ggml_get_name(const struct ggml_tensor * tensor) {
-    return tensor ? tensor->name : NULL;
-}
+const char * ggml_get_name(const struct ggml_tensor * tensor) { return tensor ? tensor->name : NULL; }
 
 void ggml_set_input(struct ggml_tensor * tensor) {
     if (tensor) {
@@ -656,13 +640,9 @@ size_t ggml_nbytes(const struct ggml_tensor * t) {
     return n;
 }
 
-int64_t ggml_nelements(const struct ggml_tensor * t) {
-    return t ? t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3] : 0;
-}
+int64_t ggml_nelements(const struct ggml_tensor * t) { return t ? t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3] : 0; }
 
-int64_t ggml_nrows(const struct ggml_tensor * t) {
-    return t ? t->ne[1] * t->ne[2] * t->ne[3] : 0;
-}
+int64_t ggml_nrows(const struct ggml_tensor * t) { return t ? t->ne[1] * t->ne[2] * t->ne[3] : 0; }
 
 int ggml_n_dims(const struct ggml_tensor * t) {
     if (!t) {
@@ -695,9 +675,7 @@ bool ggml_is_permuted(const struct ggml_tensor * t) {
     return t && (t->nb[0] > t->nb[1] || t->nb[1] > t->nb[2] || t->nb[2] > t->nb[3]);
 }
 
-bool ggml_is_transposed(const struct ggml_tensor * t) {
-    return t && t->nb[0] > t->nb[1];
-}
+bool ggml_is_transposed(const struct ggml_tensor * t) { return t && t->nb[0] > t->nb[1]; }
 
 bool ggml_are_same_shape(const struct ggml_tensor * a, const struct ggml_tensor * b) {
     if (!a || !b) {
@@ -723,9 +701,7 @@ bool ggml_can_repeat(const struct ggml_tensor * b, const struct ggml_tensor * a)
     return true;
 }
 
-void * ggml_get_data(const struct ggml_tensor * tensor) {
-    return tensor ? tensor->data : NULL;
-}
+void * ggml_get_data(const struct ggml_tensor * tensor) { return tensor ? tensor->data : NULL; }
 
 float * ggml_get_data_f32(const struct ggml_tensor * tensor) {
     if (!tensor || tensor->type != GGML_TYPE_F32) {
@@ -758,30 +734,28 @@ float ggml_get_f32_1d(const struct ggml_tensor * tensor, int64_t i) {
         return NAN;
     }
     switch (tensor->type) {
-        case GGML_TYPE_F32:  return *(const float *) p;
-        case GGML_TYPE_F16:  return ggml_compute_fp16_to_fp32(*(const ggml_fp16_t *) p);
+        case GGML_TYPE_F32: return *(const float *) p;
+        case GGML_TYPE_F16: return ggml_compute_fp16_to_fp32(*(const ggml_fp16_t *) p);
         case GGML_TYPE_BF16: return ggml_compute_bf16_to_fp32(*(const ggml_bf16_t *) p);
-        case GGML_TYPE_F64:  return (float) *(const double *) p;
-        case GGML_TYPE_I8:   return (float) *(const int8_t *) p;
-        case GGML_TYPE_I16:  return (float) *(const int16_t *) p;
-        case GGML_TYPE_I32:  return (float) *(const int32_t *) p;
-        case GGML_TYPE_I64:  return (float) *(const int64_t *) p;
-        default:
-            GGML_LOG_ERROR("ggml_get_f32_1d: type %s is not supported", ggml_type_name(tensor->type));
-            return NAN;
+        case GGML_TYPE_F64: return (float) *(const double *) p;
+        case GGML_TYPE_I8: return (float) *(const int8_t *) p;
+        case GGML_TYPE_I16: return (float) *(const int16_t *) p;
+        case GGML_TYPE_I32: return (float) *(const int32_t *) p;
+        case GGML_TYPE_I64: return (float) *(const int64_t *) p;
+        default: GGML_LOG_ERROR("ggml_get_f32_1d: type %s is not supported", ggml_type_name(tensor->type)); return NAN;
     }
 }
 
 static void ggml_store_f32(enum ggml_type type, void * p, float v) {
     switch (type) {
-        case GGML_TYPE_F32:  *(float *) p = v; break;
-        case GGML_TYPE_F16:  *(ggml_fp16_t *) p = ggml_compute_fp32_to_fp16(v); break;
+        case GGML_TYPE_F32: *(float *) p = v; break;
+        case GGML_TYPE_F16: *(ggml_fp16_t *) p = ggml_compute_fp32_to_fp16(v); break;
         case GGML_TYPE_BF16: *(ggml_bf16_t *) p = ggml_compute_fp32_to_bf16(v); break;
-        case GGML_TYPE_F64:  *(double *) p = v; break;
-        case GGML_TYPE_I8:   *(int8_t *) p = (int8_t) v; break;
-        case GGML_TYPE_I16:  *(int16_t *) p = (int16_t) v; break;
-        case GGML_TYPE_I32:  *(int32_t *) p = (int32_t) v; break;
-        case GGML_TYPE_I64:  *(int64_t *) p = (int64_t) v; break;
+        case GGML_TYPE_F64: *(double *) p = v; break;
+        case GGML_TYPE_I8: *(int8_t *) p = (int8_t) v; break;
+        case GGML_TYPE_I16: *(int16_t *) p = (int16_t) v; break;
+        case GGML_TYPE_I32: *(int32_t *) p = (int32_t) v; break;
+        case GGML_TYPE_I64: *(int64_t *) p = (int64_t) v; break;
         default: break;
     }
 }
@@ -816,8 +790,8 @@ struct ggml_tensor * ggml_set_f32(struct ggml_tensor * tensor, float value) {
 // ---------------------------------------------------------------------------------------------
 // views: metadata over the source's data, never a copy
 
-static struct ggml_tensor * ggml_view_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_dims,
-                                           const int64_t * ne, const size_t * nb, size_t offset, const char * fn) {
+static struct ggml_tensor * ggml_view_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_dims, const int64_t * ne,
+                                           const size_t * nb, size_t offset, const char * fn) {
     if (!a) {
         GGML_LOG_ERROR("%s: NULL source", fn);
         return NULL;
@@ -839,7 +813,8 @@ static struct ggml_tensor * ggml_view_impl(struct ggml_context * ctx, struct ggm
     const size_t ts = ggml_type_size(a->type);
     const int64_t blck = ggml_blck_size(a->type);
     if (ts == 0 || shape[0] % blck != 0) {
-        GGML_LOG_ERROR("%s: ne[0] = %lld is not a multiple of the %s block size", fn, (long long) shape[0], ggml_type_name(a->type));
+        GGML_LOG_ERROR("%s: ne[0] = %lld is not a multiple of the %s block size", fn, (long long) shape[0],
+                       ggml_type_name(a->type));
         return NULL;
     }
     size_t strides[GGML_MAX_DIMS];
@@ -857,9 +832,9 @@ static struct ggml_tensor * ggml_view_impl(struct ggml_context * ctx, struct ggm
     const size_t root_bytes = ggml_nbytes(root);
     if (offset > root_bytes || base + offset > root_bytes || span > root_bytes - base - offset) {
         char d[GGML_TENSOR_DESC_SIZE];
-        GGML_LOG_ERROR("%s: view [%lld, %lld, %lld, %lld] at offset %zu spans %zu bytes, beyond %s (%zu bytes)",
-                       fn, (long long) shape[0], (long long) shape[1], (long long) shape[2], (long long) shape[3],
-                       base + offset, span, ggml_tensor_desc(root, d, sizeof(d)), root_bytes);
+        GGML_LOG_ERROR("%s: view [%lld, %lld, %lld, %lld] at offset %zu spans %zu bytes, beyond %s (%zu bytes)", fn,
+                       (long long) shape[0], (long long) shape[1], (long long) shape[2], (long long) shape[3], base + offset,
+                       span, ggml_tensor_desc(root, d, sizeof(d)), root_bytes);
         return NULL;
     }
     // Create as a 1-element-span view, then install the real shape and strides.
@@ -884,7 +859,8 @@ struct ggml_tensor * ggml_view_1d(struct ggml_context * ctx, struct ggml_tensor 
     return ggml_view_impl(ctx, a, 1, ne, NULL, offset, "ggml_view_1d");
 }
 
-struct ggml_tensor * ggml_view_2d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset) {
+struct ggml_tensor * ggml_view_2d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, size_t nb1,
+                                  size_t offset) {
     const int64_t ne[2] = { ne0, ne1 };
     const size_t nb[1] = { nb1 };
     return ggml_view_impl(ctx, a, 2, ne, nb, offset, "ggml_view_2d");
@@ -897,8 +873,8 @@ struct ggml_tensor * ggml_view_3d(struct ggml_context * ctx, struct ggml_tensor 
     return ggml_view_impl(ctx, a, 3, ne, nb, offset, "ggml_view_3d");
 }
 
-struct ggml_tensor * ggml_view_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3,
-                                  size_t nb1, size_t nb2, size_t nb3, size_t offset) {
+struct ggml_tensor * ggml_view_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2,
+                                  int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
     const int64_t ne[4] = { ne0, ne1, ne2, ne3 };
     const size_t nb[3] = { nb1, nb2, nb3 };
     return ggml_view_impl(ctx, a, 4, ne, nb, offset, "ggml_view_4d");
@@ -919,8 +895,8 @@ static struct ggml_tensor * ggml_reshape_impl(struct ggml_context * ctx, struct 
         return NULL;
     }
     if (n != ggml_nelements(a)) {
-        GGML_LOG_ERROR("ggml_reshape: %lld elements requested, source %s has %lld",
-                       (long long) n, ggml_tensor_desc(a, d, sizeof(d)), (long long) ggml_nelements(a));
+        GGML_LOG_ERROR("ggml_reshape: %lld elements requested, source %s has %lld", (long long) n,
+                       ggml_tensor_desc(a, d, sizeof(d)), (long long) ggml_nelements(a));
         return NULL;
     }
     struct ggml_tensor * t = ggml_new_tensor_impl(ctx, a->type, n_dims, ne, a, 0);
@@ -956,7 +932,8 @@ struct ggml_tensor * ggml_reshape_3d(struct ggml_context * ctx, struct ggml_tens
     return ggml_reshape_impl(ctx, a, 3, ne);
 }
 
-struct ggml_tensor * ggml_reshape_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
+struct ggml_tensor * ggml_reshape_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2,
+                                     int64_t ne3) {
     const int64_t ne[4] = { ne0, ne1, ne2, ne3 };
     return ggml_reshape_impl(ctx, a, 4, ne);
 }
@@ -1014,7 +991,7 @@ static size_t ggml_graph_hash_size(size_t size) {
 
 static size_t ggml_graph_nbytes(size_t size) {
     return GGML_PAD(sizeof(struct ggml_cgraph), sizeof(void *)) +
-           (2 * size + ggml_graph_hash_size(size)) * sizeof(struct ggml_tensor *);
+        (2 * size + ggml_graph_hash_size(size)) * sizeof(struct ggml_tensor *);
 }
 
 size_t ggml_graph_overhead_custom(size_t size, bool grads) {
@@ -1022,9 +999,7 @@ size_t ggml_graph_overhead_custom(size_t size, bool grads) {
     return GGML_OBJECT_SIZE + GGML_PAD(ggml_graph_nbytes(size), GGML_MEM_ALIGN);
 }
 
-size_t ggml_graph_overhead(void) {
-    return ggml_graph_overhead_custom(GGML_DEFAULT_GRAPH_SIZE, false);
-}
+size_t ggml_graph_overhead(void) { return ggml_graph_overhead_custom(GGML_DEFAULT_GRAPH_SIZE, false); }
 
 struct ggml_cgraph * ggml_new_graph_custom(struct ggml_context * ctx, size_t size, bool grads) {
     if (!ctx) {
@@ -1135,7 +1110,10 @@ void ggml_build_forward_expand(struct ggml_cgraph * g, struct ggml_tensor * tens
     }
     // Iterative DFS (deep transformer graphs would stress the C stack): each frame remembers
     // the next dependency to look at; a tensor is emitted once all its dependencies are.
-    struct frame { struct ggml_tensor * t; int next; };
+    struct frame {
+        struct ggml_tensor * t;
+        int next;
+    };
     struct frame local[64];
     struct frame * stack = local;
     size_t cap = sizeof(local) / sizeof(local[0]);
@@ -1177,9 +1155,7 @@ void ggml_build_forward_expand(struct ggml_cgraph * g, struct ggml_tensor * tens
     }
 }
 
-int ggml_graph_n_nodes(const struct ggml_cgraph * g) {
-    return g ? g->n_nodes : 0;
-}
+int ggml_graph_n_nodes(const struct ggml_cgraph * g) { return g ? g->n_nodes : 0; }
 
 struct ggml_tensor * ggml_graph_node(struct ggml_cgraph * g, int i) {
     if (!g) {
@@ -1194,9 +1170,7 @@ struct ggml_tensor * ggml_graph_node(struct ggml_cgraph * g, int i) {
     return g->nodes[i];
 }
 
-int ggml_graph_n_leafs(const struct ggml_cgraph * g) {
-    return g ? g->n_leafs : 0;
-}
+int ggml_graph_n_leafs(const struct ggml_cgraph * g) { return g ? g->n_leafs : 0; }
 
 struct ggml_tensor * ggml_graph_get_tensor(const struct ggml_cgraph * g, const char * name) {
     if (!g || !name) {

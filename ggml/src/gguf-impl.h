@@ -39,7 +39,7 @@ struct gguf_tensor_info {
 struct gguf_context {
     uint32_t version;
     size_t alignment;          // power of two
-    bool   from_input;         // parsed from a file/buffer (data_offset is the input's)
+    bool from_input;         // parsed from a file/buffer (data_offset is the input's)
     size_t data_offset;        // bytes from the file start to the data section (if from_input)
     size_t data_end;           // end of the furthest tensor, relative to the data section
     struct gguf_kv * kv;
@@ -61,8 +61,7 @@ bool gguf_tensor_nbytes(enum ggml_type type, const int64_t ne[GGML_MAX_DIMS], si
 void gguf_recompute_offsets(struct gguf_context * ctx);
 // True for a nonzero power of two <= GGUF_MAX_ALIGNMENT.
 bool gguf_alignment_is_valid(uint64_t a);
-#define GGUF_MAX_ALIGNMENT ((size_t)1 << 20)
-
+#define GGUF_MAX_ALIGNMENT ((size_t) 1 << 20)
 
 // True if map is a real memory mapping (false for gguf_file_read_all's copy).
 bool gguf_mmap_is_mapped(const struct gguf_mmap * map);

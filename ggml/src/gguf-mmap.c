@@ -8,21 +8,21 @@
 #include <string.h>
 
 #ifdef _WIN32
-#  ifndef WIN32_LEAN_AND_MEAN
-#    define WIN32_LEAN_AND_MEAN
-#  endif
-#  include <windows.h>
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
 #else
-#  include <fcntl.h>
-#  include <sys/mman.h>
-#  include <sys/stat.h>
-#  include <unistd.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #endif
 
 struct gguf_mmap {
     void * addr;   // NULL for an empty file
     size_t size;
-    bool   mapped; // true: unmap on close; false: free on close
+    bool mapped; // true: unmap on close; false: free on close
 };
 
 #ifdef _WIN32
@@ -30,8 +30,7 @@ struct gguf_mmap {
 static void gguf_log_win32_error(const char * what, const char * fname) {
     char msg[256];
     DWORD err = GetLastError();
-    if (!FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL, err,
-                        0, msg, sizeof(msg), NULL)) {
+    if (!FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL, err, 0, msg, sizeof(msg), NULL)) {
         snprintf(msg, sizeof(msg), "error %lu", (unsigned long) err);
     }
     GGML_LOG_ERROR("gguf: %s '%s': %s\n", what, fname, msg);
@@ -39,8 +38,7 @@ static void gguf_log_win32_error(const char * what, const char * fname) {
 
 // Opens fname for reading and returns its size; INVALID_HANDLE_VALUE (logged) on failure.
 static HANDLE gguf_open_win32(const char * fname, size_t * size) {
-    HANDLE h = CreateFileA(fname, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING,
-                           FILE_ATTRIBUTE_NORMAL, NULL);
+    HANDLE h = CreateFileA(fname, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
     if (h == INVALID_HANDLE_VALUE) {
         gguf_log_win32_error("cannot open", fname);
         return h;
@@ -113,7 +111,8 @@ struct gguf_mmap * gguf_file_read_all(const char * fname) {
     void * buf = size > 0 ? GGML_MALLOC(size) : NULL;
     if (m == NULL || (size > 0 && buf == NULL)) {
         GGML_LOG_ERROR("gguf_file_read_all: cannot allocate %zu bytes for '%s'\n", size, fname);
-        free(m); free(buf);
+        free(m);
+        free(buf);
         CloseHandle(h);
         return NULL;
     }
@@ -123,7 +122,8 @@ struct gguf_mmap * gguf_file_read_all(const char * fname) {
         DWORD got = 0;
         if (!ReadFile(h, (char *) buf + done, chunk, &got, NULL) || got == 0) {
             gguf_log_win32_error("read failed for", fname);
-            free(m); free(buf);
+            free(m);
+            free(buf);
             CloseHandle(h);
             return NULL;
         }
@@ -272,14 +272,8 @@ void gguf_mmap_close(struct gguf_mmap * map) {
 
 #endif // _WIN32
 
-const void * gguf_mmap_addr(const struct gguf_mmap * map) {
-    return map != NULL ? map->addr : NULL;
-}
+const void * gguf_mmap_addr(const struct gguf_mmap * map) { return map != NULL ? map->addr : NULL; }
 
-size_t gguf_mmap_size(const struct gguf_mmap * map) {
-    return map != NULL ? map->size : 0;
-}
+size_t gguf_mmap_size(const struct gguf_mmap * map) { return map != NULL ? map->size : 0; }
 
-bool gguf_mmap_is_mapped(const struct gguf_mmap * map) {
-    return map != NULL && map->mapped;
-}
+bool gguf_mmap_is_mapped(const struct gguf_mmap * map) { return map != NULL && map->mapped; }

@@ -22,8 +22,8 @@ static bool gguf_host_le(void) {
 // ---- building values ----
 
 // Fills kv (zeroed) with a copy of key and n elements of a fixed-size type.
-static bool gguf_kv_make_scalars(struct gguf_kv * kv, const char * key, enum gguf_type type, bool is_array,
-                                 const void * data, size_t n) {
+static bool gguf_kv_make_scalars(struct gguf_kv * kv, const char * key, enum gguf_type type, bool is_array, const void * data,
+                                 size_t n) {
     const size_t esz = gguf_type_size(type);
     size_t bytes;
     if (!ggml_size_mul_ok(n, esz, &bytes)) {
@@ -52,8 +52,8 @@ static bool gguf_kv_make_scalars(struct gguf_kv * kv, const char * key, enum ggu
 }
 
 // Fills kv (zeroed) with a copy of key and n strings (lens NULL: NUL-terminated).
-static bool gguf_kv_make_strings(struct gguf_kv * kv, const char * key, bool is_array,
-                                 const char * const * strs, const size_t * lens, size_t n) {
+static bool gguf_kv_make_strings(struct gguf_kv * kv, const char * key, bool is_array, const char * const * strs,
+                                 const size_t * lens, size_t n) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         const size_t len = lens != NULL ? lens[i] : strlen(strs[i]);
@@ -135,8 +135,7 @@ static void gguf_kv_install(struct gguf_context * ctx, struct gguf_kv * nkv, con
             memcpy(&a, nkv->data, sizeof(a));
         }
         if (nkv->type != GGUF_TYPE_UINT32 || !gguf_alignment_is_valid(a)) {
-            GGML_LOG_ERROR("%s: '" GGUF_KEY_GENERAL_ALIGNMENT "' must be a u32 power of two in 1..%zu\n",
-                           fn, GGUF_MAX_ALIGNMENT);
+            GGML_LOG_ERROR("%s: '" GGUF_KEY_GENERAL_ALIGNMENT "' must be a u32 power of two in 1..%zu\n", fn, GGUF_MAX_ALIGNMENT);
             gguf_kv_clear(nkv);
             return;
         }
@@ -167,8 +166,7 @@ static void gguf_kv_install(struct gguf_context * ctx, struct gguf_kv * nkv, con
     }
 }
 
-static void gguf_set_scalar(struct gguf_context * ctx, const char * key, enum gguf_type type,
-                            const void * val, const char * fn) {
+static void gguf_set_scalar(struct gguf_context * ctx, const char * key, enum gguf_type type, const void * val, const char * fn) {
     if (!gguf_check_key(ctx, key, fn)) {
         return;
     }
@@ -180,21 +178,21 @@ static void gguf_set_scalar(struct gguf_context * ctx, const char * key, enum gg
     gguf_kv_install(ctx, &nkv, fn);
 }
 
-#define GGUF_DEFINE_SETTER(suffix, ctype, gtype)                                              \
-    void gguf_set_val_##suffix(struct gguf_context * ctx, const char * key, ctype val) {      \
-        gguf_set_scalar(ctx, key, gtype, &val, __func__);                                     \
+#define GGUF_DEFINE_SETTER(suffix, ctype, gtype)                                         \
+    void gguf_set_val_##suffix(struct gguf_context * ctx, const char * key, ctype val) { \
+        gguf_set_scalar(ctx, key, gtype, &val, __func__);                                \
     }
 
-GGUF_DEFINE_SETTER(u8,  uint8_t,  GGUF_TYPE_UINT8)
-GGUF_DEFINE_SETTER(i8,  int8_t,   GGUF_TYPE_INT8)
+GGUF_DEFINE_SETTER(u8, uint8_t, GGUF_TYPE_UINT8)
+GGUF_DEFINE_SETTER(i8, int8_t, GGUF_TYPE_INT8)
 GGUF_DEFINE_SETTER(u16, uint16_t, GGUF_TYPE_UINT16)
-GGUF_DEFINE_SETTER(i16, int16_t,  GGUF_TYPE_INT16)
+GGUF_DEFINE_SETTER(i16, int16_t, GGUF_TYPE_INT16)
 GGUF_DEFINE_SETTER(u32, uint32_t, GGUF_TYPE_UINT32)
-GGUF_DEFINE_SETTER(i32, int32_t,  GGUF_TYPE_INT32)
-GGUF_DEFINE_SETTER(f32, float,    GGUF_TYPE_FLOAT32)
+GGUF_DEFINE_SETTER(i32, int32_t, GGUF_TYPE_INT32)
+GGUF_DEFINE_SETTER(f32, float, GGUF_TYPE_FLOAT32)
 GGUF_DEFINE_SETTER(u64, uint64_t, GGUF_TYPE_UINT64)
-GGUF_DEFINE_SETTER(i64, int64_t,  GGUF_TYPE_INT64)
-GGUF_DEFINE_SETTER(f64, double,   GGUF_TYPE_FLOAT64)
+GGUF_DEFINE_SETTER(i64, int64_t, GGUF_TYPE_INT64)
+GGUF_DEFINE_SETTER(f64, double, GGUF_TYPE_FLOAT64)
 
 void gguf_set_val_bool(struct gguf_context * ctx, const char * key, bool val) {
     const uint8_t b = val ? 1 : 0;
@@ -222,8 +220,8 @@ void gguf_set_arr_data(struct gguf_context * ctx, const char * key, enum gguf_ty
         return;
     }
     if (gguf_type_size(type) == 0) {
-        GGML_LOG_ERROR("%s: '%s': element type %s is not a fixed-size type (use gguf_set_arr_str for strings)\n",
-                       __func__, key, gguf_type_name(type));
+        GGML_LOG_ERROR("%s: '%s': element type %s is not a fixed-size type (use gguf_set_arr_str for strings)\n", __func__, key,
+                       gguf_type_name(type));
         return;
     }
     if (data == NULL && n > 0) {
@@ -435,9 +433,7 @@ static void gguf_out_zeros(struct gguf_out * o, size_t n) {
     }
 }
 
-static void gguf_out_pad(struct gguf_out * o, size_t align) {
-    gguf_out_zeros(o, GGML_PAD(o->pos, align) - o->pos);
-}
+static void gguf_out_pad(struct gguf_out * o, size_t align) { gguf_out_zeros(o, GGML_PAD(o->pos, align) - o->pos); }
 
 static void gguf_out_u32(struct gguf_out * o, uint32_t v) {
     const uint8_t b[4] = { (uint8_t) v, (uint8_t) (v >> 8), (uint8_t) (v >> 16), (uint8_t) (v >> 24) };
@@ -522,8 +518,8 @@ static void gguf_out_data(struct gguf_out * o, const struct gguf_context * ctx) 
 static bool gguf_check_data_present(const struct gguf_context * ctx, const char * fn) {
     for (int64_t i = 0; i < ctx->n_ti; i++) {
         if (ctx->ti[i].data == NULL && ctx->ti[i].size > 0) {
-            GGML_LOG_ERROR("%s: tensor '%s' has no data (use gguf_set_tensor_data, or write only the metadata)\n",
-                           fn, ctx->ti[i].name);
+            GGML_LOG_ERROR("%s: tensor '%s' has no data (use gguf_set_tensor_data, or write only the metadata)\n", fn,
+                           ctx->ti[i].name);
             return false;
         }
     }
@@ -583,9 +579,7 @@ void * gguf_write_to_buf(const struct gguf_context * ctx, size_t * size, bool on
     return buf;
 }
 
-void gguf_buf_free(void * buf) {
-    free(buf);
-}
+void gguf_buf_free(void * buf) { free(buf); }
 
 bool gguf_write_to_file(const struct gguf_context * ctx, const char * fname, bool only_meta) {
     if (ctx == NULL || fname == NULL) {

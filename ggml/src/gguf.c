@@ -24,17 +24,11 @@ static const size_t GGUF_TYPE_SIZES[GGUF_TYPE_COUNT] = {
 // Bytes a tensor info needs at least: name length, a 1-byte name, n_dims, one ne, type, offset.
 #define GGUF_MIN_TENSOR_BYTES (8 + 1 + 4 + 8 + 4 + 8)
 
-const char * gguf_type_name(enum gguf_type type) {
-    return (unsigned) type < GGUF_TYPE_COUNT ? GGUF_TYPE_NAMES[type] : "unknown";
-}
+const char * gguf_type_name(enum gguf_type type) { return (unsigned) type < GGUF_TYPE_COUNT ? GGUF_TYPE_NAMES[type] : "unknown"; }
 
-size_t gguf_type_size(enum gguf_type type) {
-    return (unsigned) type < GGUF_TYPE_COUNT ? GGUF_TYPE_SIZES[type] : 0;
-}
+size_t gguf_type_size(enum gguf_type type) { return (unsigned) type < GGUF_TYPE_COUNT ? GGUF_TYPE_SIZES[type] : 0; }
 
-bool gguf_alignment_is_valid(uint64_t a) {
-    return a != 0 && (a & (a - 1)) == 0 && a <= GGUF_MAX_ALIGNMENT;
-}
+bool gguf_alignment_is_valid(uint64_t a) { return a != 0 && (a & (a - 1)) == 0 && a <= GGUF_MAX_ALIGNMENT; }
 
 static bool gguf_host_is_little_endian(void) {
     const uint16_t one = 1;
@@ -48,7 +42,9 @@ static void gguf_bswap_elems(void * data, size_t n, size_t esz) {
     uint8_t * p = data;
     for (size_t i = 0; i < n; i++, p += esz) {
         for (size_t a = 0, b = esz - 1; a < b; a++, b--) {
-            const uint8_t t = p[a]; p[a] = p[b]; p[b] = t;
+            const uint8_t t = p[a];
+            p[a] = p[b];
+            p[b] = t;
         }
     }
 }
@@ -102,9 +98,7 @@ struct gguf_reader {
     const char * src; // file name or "<buffer>", for messages
 };
 
-static size_t gguf_rd_left(const struct gguf_reader * r) {
-    return r->size - r->pos;
-}
+static size_t gguf_rd_left(const struct gguf_reader * r) { return r->size - r->pos; }
 
 static bool gguf_rd_raw(struct gguf_reader * r, void * dst, size_t n) {
     if (n > gguf_rd_left(r)) {
@@ -243,11 +237,11 @@ static bool gguf_read_strings(struct gguf_reader * r, struct gguf_kv * kv, const
         }
         if (len > gguf_rd_left(r)) {
             if (is_arr) {
-                gguf_refuse(r, "key '%s': string #%zu has length %" PRIu64 " but only %zu bytes remain",
-                            gguf_printable(key, pk), i, len, gguf_rd_left(r));
+                gguf_refuse(r, "key '%s': string #%zu has length %" PRIu64 " but only %zu bytes remain", gguf_printable(key, pk),
+                            i, len, gguf_rd_left(r));
             } else {
-                gguf_refuse(r, "key '%s': string value has length %" PRIu64 " but only %zu bytes remain",
-                            gguf_printable(key, pk), len, gguf_rd_left(r));
+                gguf_refuse(r, "key '%s': string value has length %" PRIu64 " but only %zu bytes remain", gguf_printable(key, pk),
+                            len, gguf_rd_left(r));
             }
             return false;
         }
@@ -312,8 +306,7 @@ static bool gguf_read_scalars(struct gguf_reader * r, struct gguf_kv * kv, const
         const uint8_t * b = kv->data;
         for (size_t i = 0; i < n; i++) {
             if (b[i] > 1) {
-                gguf_refuse(r, "key '%s': bool element #%zu has value %u (must be 0 or 1)",
-                            gguf_printable(key, pk), i, b[i]);
+                gguf_refuse(r, "key '%s': bool element #%zu has value %u (must be 0 or 1)", gguf_printable(key, pk), i, b[i]);
                 return false;
             }
         }
@@ -334,13 +327,11 @@ static char * gguf_read_name(struct gguf_reader * r, const char * what, int64_t 
         return NULL;
     }
     if (len > max_len) {
-        gguf_refuse(r, "%s #%" PRId64 ": name length %" PRIu64 " exceeds the maximum of %" PRIu64,
-                    what, idx, len, max_len);
+        gguf_refuse(r, "%s #%" PRId64 ": name length %" PRIu64 " exceeds the maximum of %" PRIu64, what, idx, len, max_len);
         return NULL;
     }
     if (len > gguf_rd_left(r)) {
-        gguf_refuse(r, "%s #%" PRId64 ": name length %" PRIu64 " but only %zu bytes remain",
-                    what, idx, len, gguf_rd_left(r));
+        gguf_refuse(r, "%s #%" PRId64 ": name length %" PRIu64 " but only %zu bytes remain", what, idx, len, gguf_rd_left(r));
         return NULL;
     }
     if (memchr(r->data + r->pos, '\0', (size_t) len) != NULL) {
@@ -376,8 +367,8 @@ static bool gguf_read_kv(struct gguf_reader * r, struct gguf_context * ctx, stru
         return false;
     }
     if (type >= GGUF_TYPE_COUNT) {
-        gguf_refuse(r, "key '%s': invalid value type %" PRIu32 " (valid: 0..%d)",
-                    gguf_printable(kv->key, pk), type, GGUF_TYPE_COUNT - 1);
+        gguf_refuse(r, "key '%s': invalid value type %" PRIu32 " (valid: 0..%d)", gguf_printable(kv->key, pk), type,
+                    GGUF_TYPE_COUNT - 1);
         return false;
     }
     kv->type = (enum gguf_type) type;
@@ -395,8 +386,8 @@ static bool gguf_read_kv(struct gguf_reader * r, struct gguf_context * ctx, stru
             return false;
         }
         if (et >= GGUF_TYPE_COUNT) {
-            gguf_refuse(r, "key '%s': invalid array element type %" PRIu32 " (valid: 0..%d)",
-                        gguf_printable(kv->key, pk), et, GGUF_TYPE_COUNT - 1);
+            gguf_refuse(r, "key '%s': invalid array element type %" PRIu32 " (valid: 0..%d)", gguf_printable(kv->key, pk), et,
+                        GGUF_TYPE_COUNT - 1);
             return false;
         }
         if (!gguf_rd_u64(r, &n)) {
@@ -404,8 +395,8 @@ static bool gguf_read_kv(struct gguf_reader * r, struct gguf_context * ctx, stru
             return false;
         }
         if (n > gguf_rd_left(r)) { // every element takes at least one byte
-            gguf_refuse(r, "key '%s': array count %" PRIu64 " exceeds the %zu bytes that remain",
-                        gguf_printable(kv->key, pk), n, gguf_rd_left(r));
+            gguf_refuse(r, "key '%s': array count %" PRIu64 " exceeds the %zu bytes that remain", gguf_printable(kv->key, pk), n,
+                        gguf_rd_left(r));
             return false;
         }
         kv->elem_type = (enum gguf_type) et;
@@ -471,9 +462,10 @@ static bool gguf_read_tensor_info(struct gguf_reader * r, struct gguf_context * 
         } else if ((type >= 31 && type <= 33) || (type >= 36 && type <= 38)) {
             // Q4_0_4_4 / Q4_0_4_8 / Q4_0_8_8 and IQ4_NL_4_4 / _4_8 / _8_8: interleaved layouts
             // that llama.cpp now makes at load time from Q4_0 / IQ4_NL
-            gguf_refuse(r, "tensor '%s': type %" PRIu32 " (a %s layout) was removed from the format; "
-                        "convert from the %s file", pn, type, type <= 33 ? "repacked Q4_0" : "repacked IQ4_NL",
-                        type <= 33 ? "Q4_0" : "IQ4_NL");
+            gguf_refuse(r,
+                        "tensor '%s': type %" PRIu32 " (a %s layout) was removed from the format; "
+                        "convert from the %s file",
+                        pn, type, type <= 33 ? "repacked Q4_0" : "repacked IQ4_NL", type <= 33 ? "Q4_0" : "IQ4_NL");
         } else {
             gguf_refuse(r, "tensor '%s': unknown or unsupported tensor type %" PRIu32, pn, type);
         }
@@ -481,13 +473,14 @@ static bool gguf_read_tensor_info(struct gguf_reader * r, struct gguf_context * 
     }
     ti->type = (enum ggml_type) type;
     if (ti->ne[0] % tr->blck_size != 0) {
-        gguf_refuse(r, "tensor '%s': ne[0] = %" PRId64 " is not a multiple of the block size %" PRId64 " of type %s",
-                    pn, ti->ne[0], tr->blck_size, tr->type_name ? tr->type_name : "?");
+        gguf_refuse(r, "tensor '%s': ne[0] = %" PRId64 " is not a multiple of the block size %" PRId64 " of type %s", pn,
+                    ti->ne[0], tr->blck_size, tr->type_name ? tr->type_name : "?");
         return false;
     }
     if (!gguf_tensor_nbytes(ti->type, ti->ne, &ti->size)) {
-        gguf_refuse(r, "tensor '%s': shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "] overflows the element count or byte size",
-                    pn, ti->ne[0], ti->ne[1], ti->ne[2], ti->ne[3]);
+        gguf_refuse(
+            r, "tensor '%s': shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "] overflows the element count or byte size",
+            pn, ti->ne[0], ti->ne[1], ti->ne[2], ti->ne[3]);
         return false;
     }
     uint64_t offset;
@@ -526,8 +519,8 @@ static bool gguf_read_alignment(struct gguf_reader * r, struct gguf_context * ct
     uint32_t a;
     memcpy(&a, kv->data, sizeof(a));
     if (!gguf_alignment_is_valid(a)) {
-        gguf_refuse(r, "key '" GGUF_KEY_GENERAL_ALIGNMENT "': value %" PRIu32 " is not a power of two in 1..%zu",
-                    a, GGUF_MAX_ALIGNMENT);
+        gguf_refuse(r, "key '" GGUF_KEY_GENERAL_ALIGNMENT "': value %" PRIu32 " is not a power of two in 1..%zu", a,
+                    GGUF_MAX_ALIGNMENT);
         return false;
     }
     ctx->alignment = a;
@@ -558,7 +551,8 @@ static bool gguf_check_tensor_data(struct gguf_reader * r, struct gguf_context *
     for (int64_t i = 0; i < ctx->n_ti; i++) {
         const struct gguf_tensor_info * ti = &ctx->ti[i];
         if (ti->offset > avail || ti->size > avail - ti->offset) {
-            gguf_refuse(r, "tensor '%s': data [%zu, +%zu bytes) extends past the end of the file "
+            gguf_refuse(r,
+                        "tensor '%s': data [%zu, +%zu bytes) extends past the end of the file "
                         "(the data section at byte %zu holds %zu bytes)",
                         gguf_printable(ti->name, pn), ti->offset, ti->size, ctx->data_offset, avail);
             return false;
@@ -587,8 +581,7 @@ static bool gguf_check_tensor_data(struct gguf_reader * r, struct gguf_context *
         }
         if (owner >= 0 && s->offset < end) {
             gguf_refuse(r, "tensor '%s': data at offset %zu overlaps tensor '%s' (which ends at %zu)",
-                        gguf_printable(ctx->ti[s->idx].name, pn), s->offset,
-                        gguf_printable(ctx->ti[owner].name, pm), end);
+                        gguf_printable(ctx->ti[s->idx].name, pn), s->offset, gguf_printable(ctx->ti[owner].name, pm), end);
             ok = false;
         }
         if (s->offset + s->size > end) {
@@ -601,8 +594,7 @@ static bool gguf_check_tensor_data(struct gguf_reader * r, struct gguf_context *
 }
 
 // Creates the ggml context holding one tensor per GGUF tensor (data copied unless no_alloc).
-static bool gguf_make_ggml_ctx(struct gguf_reader * r, struct gguf_context * ctx,
-                               struct gguf_init_params params) {
+static bool gguf_make_ggml_ctx(struct gguf_reader * r, struct gguf_context * ctx, struct gguf_init_params params) {
     char pn[GGUF_PRINTABLE_MAX];
     size_t mem;
     bool ok = ggml_size_mul_ok((size_t) ctx->n_ti + 1, ggml_tensor_overhead(), &mem);
@@ -639,8 +631,7 @@ static bool gguf_make_ggml_ctx(struct gguf_reader * r, struct gguf_context * ctx
     return true;
 }
 
-static struct gguf_context * gguf_parse(const uint8_t * data, size_t size, const char * src,
-                                        struct gguf_init_params params) {
+static struct gguf_context * gguf_parse(const uint8_t * data, size_t size, const char * src, struct gguf_init_params params) {
     struct gguf_reader rd = { data, size, 0, src };
     struct gguf_reader * r = &rd;
     struct gguf_strset names = { NULL, 0 };
@@ -663,8 +654,8 @@ static struct gguf_context * gguf_parse(const uint8_t * data, size_t size, const
         return NULL;
     }
     if (memcmp(magic, GGUF_MAGIC, 4) != 0) {
-        gguf_refuse(r, "bad magic %02x %02x %02x %02x (expected \"GGUF\")",
-                    (unsigned char) magic[0], (unsigned char) magic[1], (unsigned char) magic[2], (unsigned char) magic[3]);
+        gguf_refuse(r, "bad magic %02x %02x %02x %02x (expected \"GGUF\")", (unsigned char) magic[0], (unsigned char) magic[1],
+                    (unsigned char) magic[2], (unsigned char) magic[3]);
         return NULL;
     }
     uint32_t version;
@@ -675,8 +666,10 @@ static struct gguf_context * gguf_parse(const uint8_t * data, size_t size, const
     if (version != 2 && version != 3) {
         const uint32_t swapped = (version >> 24) | ((version >> 8) & 0xff00u) | ((version << 8) & 0xff0000u) | (version << 24);
         if (swapped >= 1 && swapped <= 3 && version > 0xffff) {
-            gguf_refuse(r, "version field reads %" PRIu32 ": this is a big-endian (byte-swapped) GGUF v%" PRIu32
-                        " file; only little-endian files are supported", version, swapped);
+            gguf_refuse(r,
+                        "version field reads %" PRIu32 ": this is a big-endian (byte-swapped) GGUF v%" PRIu32
+                        " file; only little-endian files are supported",
+                        version, swapped);
         } else if (version == 1) {
             gguf_refuse(r, "GGUF version 1 is not supported (it used 32-bit counts); convert the file to version 3");
         } else {
@@ -695,12 +688,11 @@ static struct gguf_context * gguf_parse(const uint8_t * data, size_t size, const
     }
     const size_t left = gguf_rd_left(r);
     if (n_kv > left / GGUF_MIN_KV_BYTES) {
-        gguf_refuse(r, "n_kv = %" PRIu64 ", but the %zu bytes that remain hold at most %zu key/value pairs",
-                    n_kv, left, left / GGUF_MIN_KV_BYTES);
+        gguf_refuse(r, "n_kv = %" PRIu64 ", but the %zu bytes that remain hold at most %zu key/value pairs", n_kv, left,
+                    left / GGUF_MIN_KV_BYTES);
         return NULL;
     }
-    if (n_tensors > left / GGUF_MIN_TENSOR_BYTES ||
-        n_kv * GGUF_MIN_KV_BYTES + n_tensors * GGUF_MIN_TENSOR_BYTES > left) {
+    if (n_tensors > left / GGUF_MIN_TENSOR_BYTES || n_kv * GGUF_MIN_KV_BYTES + n_tensors * GGUF_MIN_TENSOR_BYTES > left) {
         gguf_refuse(r, "n_tensors = %" PRIu64 " (with n_kv = %" PRIu64 "), but the %zu bytes that remain cannot hold that many",
                     n_tensors, n_kv, left);
         return NULL;
@@ -817,13 +809,9 @@ void gguf_free(struct gguf_context * ctx) {
 
 // ---- accessors ----
 
-uint32_t gguf_get_version(const struct gguf_context * ctx) {
-    return ctx != NULL ? ctx->version : 0;
-}
+uint32_t gguf_get_version(const struct gguf_context * ctx) { return ctx != NULL ? ctx->version : 0; }
 
-size_t gguf_get_alignment(const struct gguf_context * ctx) {
-    return ctx != NULL ? ctx->alignment : 0;
-}
+size_t gguf_get_alignment(const struct gguf_context * ctx) { return ctx != NULL ? ctx->alignment : 0; }
 
 size_t gguf_get_data_offset(const struct gguf_context * ctx) {
     if (ctx == NULL) {
@@ -832,9 +820,7 @@ size_t gguf_get_data_offset(const struct gguf_context * ctx) {
     return ctx->from_input ? ctx->data_offset : gguf_get_meta_size(ctx);
 }
 
-int64_t gguf_get_n_kv(const struct gguf_context * ctx) {
-    return ctx != NULL ? ctx->n_kv : 0;
-}
+int64_t gguf_get_n_kv(const struct gguf_context * ctx) { return ctx != NULL ? ctx->n_kv : 0; }
 
 int64_t gguf_find_key(const struct gguf_context * ctx, const char * key) {
     if (ctx == NULL || key == NULL) {
@@ -900,24 +886,24 @@ static const void * gguf_scalar_at(const struct gguf_context * ctx, int64_t key_
 
 #define GGUF_DEFINE_GETTER(suffix, ctype, gtype)                                   \
     ctype gguf_get_val_##suffix(const struct gguf_context * ctx, int64_t key_id) { \
-        const void * p = gguf_scalar_at(ctx, key_id, gtype, __func__);              \
-        ctype v = 0;                                                                \
-        if (p != NULL) {                                                            \
-            memcpy(&v, p, sizeof(v));                                               \
-        }                                                                           \
-        return v;                                                                   \
+        const void * p = gguf_scalar_at(ctx, key_id, gtype, __func__);             \
+        ctype v = 0;                                                               \
+        if (p != NULL) {                                                           \
+            memcpy(&v, p, sizeof(v));                                              \
+        }                                                                          \
+        return v;                                                                  \
     }
 
-GGUF_DEFINE_GETTER(u8,  uint8_t,  GGUF_TYPE_UINT8)
-GGUF_DEFINE_GETTER(i8,  int8_t,   GGUF_TYPE_INT8)
+GGUF_DEFINE_GETTER(u8, uint8_t, GGUF_TYPE_UINT8)
+GGUF_DEFINE_GETTER(i8, int8_t, GGUF_TYPE_INT8)
 GGUF_DEFINE_GETTER(u16, uint16_t, GGUF_TYPE_UINT16)
-GGUF_DEFINE_GETTER(i16, int16_t,  GGUF_TYPE_INT16)
+GGUF_DEFINE_GETTER(i16, int16_t, GGUF_TYPE_INT16)
 GGUF_DEFINE_GETTER(u32, uint32_t, GGUF_TYPE_UINT32)
-GGUF_DEFINE_GETTER(i32, int32_t,  GGUF_TYPE_INT32)
-GGUF_DEFINE_GETTER(f32, float,    GGUF_TYPE_FLOAT32)
+GGUF_DEFINE_GETTER(i32, int32_t, GGUF_TYPE_INT32)
+GGUF_DEFINE_GETTER(f32, float, GGUF_TYPE_FLOAT32)
 GGUF_DEFINE_GETTER(u64, uint64_t, GGUF_TYPE_UINT64)
-GGUF_DEFINE_GETTER(i64, int64_t,  GGUF_TYPE_INT64)
-GGUF_DEFINE_GETTER(f64, double,   GGUF_TYPE_FLOAT64)
+GGUF_DEFINE_GETTER(i64, int64_t, GGUF_TYPE_INT64)
+GGUF_DEFINE_GETTER(f64, double, GGUF_TYPE_FLOAT64)
 
 bool gguf_get_val_bool(const struct gguf_context * ctx, int64_t key_id) {
     const uint8_t * p = gguf_scalar_at(ctx, key_id, GGUF_TYPE_BOOL, __func__);
@@ -989,9 +975,7 @@ size_t gguf_get_arr_str_len(const struct gguf_context * ctx, int64_t key_id, siz
     return kv->str_offs[i + 1] - kv->str_offs[i] - 1;
 }
 
-int64_t gguf_get_n_tensors(const struct gguf_context * ctx) {
-    return ctx != NULL ? ctx->n_ti : 0;
-}
+int64_t gguf_get_n_tensors(const struct gguf_context * ctx) { return ctx != NULL ? ctx->n_ti : 0; }
 
 int64_t gguf_find_tensor(const struct gguf_context * ctx, const char * name) {
     if (ctx == NULL || name == NULL) {

@@ -17,7 +17,7 @@ drafting slots at once, what their sequences lack of the target's tokens, then n
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import numpy as np
 

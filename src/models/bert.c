@@ -11,7 +11,12 @@
 // token of its sequence (llama_encode runs the batch with a non-causal mask).
 #include "../llama-graph.h"
 
-#define GB(expr) do { if ((expr) == NULL) { return false; } } while (0)
+#define GB(expr)              \
+    do {                      \
+        if ((expr) == NULL) { \
+            return false;     \
+        }                     \
+    } while (0)
 
 // LayerNorm(x) * w + b.
 static struct ggml_tensor * bert_norm(struct llm_graph * g, struct ggml_tensor * x, struct ggml_tensor * w,
@@ -28,7 +33,7 @@ static struct ggml_tensor * bert_add(struct ggml_context * c, struct ggml_tensor
 bool llm_build_bert(struct llm_graph * g) {
     const struct llama_model * model = g->model;
     struct ggml_context * c = g->c;
-    struct ggml_tensor * x, * cur, * h;
+    struct ggml_tensor *x, *cur, *h;
     GB(x = llm_graph_inp_embd(g));
     if (model->type_embd != NULL) {
         // every token is of type 0 ("sentence A"), as llama.cpp and its converters have it

@@ -16,7 +16,7 @@
 bool llm_build_gemma3(struct llm_graph * g) {
     const struct llama_model * model = g->model;
     struct ggml_context * c = g->c;
-    struct ggml_tensor * x, * cur, * h;
+    struct ggml_tensor *x, *cur, *h;
     if ((x = llm_graph_inp_embd(g)) == NULL) {
         return false;
     }
@@ -28,13 +28,11 @@ bool llm_build_gemma3(struct llm_graph * g) {
         if (cur == NULL) {
             break; // last layer, no rows out
         }
-        if ((cur = llm_graph_norm(g, cur, L->attn_post_norm)) == NULL ||
-            !llm_graph_out_rows(g, il, &cur, &x) ||
-            (h = ggml_add(c, cur, x)) == NULL ||
-            (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
+        if ((cur = llm_graph_norm(g, cur, L->attn_post_norm)) == NULL || !llm_graph_out_rows(g, il, &cur, &x) ||
+            (h = ggml_add(c, cur, x)) == NULL || (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
             (cur = llm_graph_ffn(g, il, cur, LLM_FFN_GEGLU)) == NULL ||
-            (cur = llm_graph_norm(g, cur, L->ffn_post_norm)) == NULL ||
-            (x = ggml_add(c, cur, h)) == NULL || (x = llm_graph_cvec(g, il, x)) == NULL) {
+            (cur = llm_graph_norm(g, cur, L->ffn_post_norm)) == NULL || (x = ggml_add(c, cur, h)) == NULL ||
+            (x = llm_graph_cvec(g, il, x)) == NULL) {
             return false;
         }
     }

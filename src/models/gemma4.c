@@ -24,7 +24,12 @@
 
 #include <math.h>
 
-#define G(expr) do { if ((expr) == NULL) { return NULL; } } while (0)
+#define G(expr)               \
+    do {                      \
+        if ((expr) == NULL) { \
+            return NULL;      \
+        }                     \
+    } while (0)
 
 // The per-layer inputs of the ubatch, [n_pl, n_tokens, n_layer], from the token ids and the
 // scaled embeddings x (transformers' get_per_layer_inputs + project_per_layer_inputs).
@@ -33,7 +38,7 @@ static struct ggml_tensor * gemma4_ple_inputs(struct llm_graph * g, struct ggml_
     const struct llama_model * m = g->model;
     const struct llama_hparams * hp = g->hp;
     const int64_t n_pl = hp->n_embd_per_layer, n_layer = hp->n_layer, n = g->n_tokens;
-    struct ggml_tensor * tok, * proj;
+    struct ggml_tensor *tok, *proj;
     G(tok = ggml_get_rows(c, m->ple_tok_embd, g->res->inp_tokens));    // [n_pl * n_layer, n]
     G(tok = ggml_reshape_3d(c, tok, n_pl, n_layer, n));
     G(tok = ggml_scale(c, tok, sqrtf((float) n_pl)));
@@ -70,7 +75,7 @@ static struct ggml_tensor * gemma4_moe(struct llm_graph * g, const struct llama_
                                        struct ggml_tensor * d) {
     struct ggml_context * c = g->c;
     const int64_t n_embd = h->ne[0], n_tokens = h->ne[1], n_expert = g->hp->n_expert, n_used = g->hp->n_expert_used;
-    struct ggml_tensor * r, * p, * chosen, * w, * ws, * sum, * m, * gu, * gate, * up, * y;
+    struct ggml_tensor *r, *p, *chosen, *w, *ws, *sum, *m, *gu, *gate, *up, *y;
     G(r = llm_graph_norm(g, h, NULL));
     G(r = ggml_scale(c, r, 1.0f / sqrtf((float) n_embd)));
     G(r = ggml_mul(c, r, L->ffn_gate_inp_s));
@@ -139,7 +144,7 @@ bool llm_build_gemma4(struct llm_graph * g) {
     const struct llama_model * model = g->model;
     const struct llama_hparams * hp = g->hp;
     struct ggml_context * c = g->c;
-    struct ggml_tensor * x, * cur, * h, * ple = NULL;
+    struct ggml_tensor *x, *cur, *h, *ple = NULL;
     if ((x = llm_graph_inp_embd(g)) == NULL) {
         return false;
     }
@@ -164,14 +169,11 @@ bool llm_build_gemma4(struct llm_graph * g) {
         if (cur == NULL) {
             break; // last layer, no rows out
         }
-        if ((cur = llm_graph_norm(g, cur, L->attn_post_norm)) == NULL ||
-            (!kept && !llm_graph_out_rows(g, il, &cur, &x)) ||
-            (h = ggml_add(c, cur, x)) == NULL ||
-            (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
+        if ((cur = llm_graph_norm(g, cur, L->attn_post_norm)) == NULL || (!kept && !llm_graph_out_rows(g, il, &cur, &x)) ||
+            (h = ggml_add(c, cur, x)) == NULL || (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
             (cur = llm_graph_ffn_dense(g, il, cur, LLM_FFN_GEGLU)) == NULL ||
             (L->ffn_gate_inp != NULL && (cur = gemma4_moe(g, L, h, cur)) == NULL) ||
-            (cur = llm_graph_norm(g, cur, L->ffn_post_norm)) == NULL ||
-            (x = ggml_add(c, cur, h)) == NULL) {
+            (cur = llm_graph_norm(g, cur, L->ffn_post_norm)) == NULL || (x = ggml_add(c, cur, h)) == NULL) {
             return false;
         }
         if (ple != NULL) {

@@ -14,7 +14,7 @@
 bool llm_build_llama(struct llm_graph * g) {
     const struct llama_model * model = g->model;
     struct ggml_context * c = g->c;
-    struct ggml_tensor * x, * cur, * h;
+    struct ggml_tensor *x, *cur, *h;
     if ((x = llm_graph_inp_embd(g)) == NULL) {
         return false;
     }
@@ -30,10 +30,8 @@ bool llm_build_llama(struct llm_graph * g) {
         if (cur == NULL) {
             break; // last layer, no rows out
         }
-        if (!llm_graph_out_rows(g, il, &cur, &x) ||
-            (h = ggml_add(c, cur, x)) == NULL ||
-            (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL ||
-            (cur = llm_graph_ffn(g, il, cur, LLM_FFN_SWIGLU)) == NULL ||
+        if (!llm_graph_out_rows(g, il, &cur, &x) || (h = ggml_add(c, cur, x)) == NULL ||
+            (cur = llm_graph_norm(g, h, L->ffn_norm)) == NULL || (cur = llm_graph_ffn(g, il, cur, LLM_FFN_SWIGLU)) == NULL ||
             (x = ggml_add(c, cur, h)) == NULL || (x = llm_graph_cvec(g, il, x)) == NULL) {
             return false;
         }

@@ -11,7 +11,13 @@
 #include <string.h>
 
 static int n_fail = 0;
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); n_fail++; } } while (0)
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+            n_fail++;                                                                \
+        }                                                                            \
+    } while (0)
 
 static struct ggml_context * meta_ctx(int n) {
     struct ggml_init_params p = { (size_t) n * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
@@ -20,7 +26,11 @@ static struct ggml_context * meta_ctx(int n) {
 
 // y = relu-free softmax(W x) with W on `where`; returns the scheduler's split count.
 static int run(ggml_backend_t where, ggml_backend_t cpu, float * out) {
-    enum { K = 32, M = 16, N = 3 };
+    enum {
+        K = 32,
+        M = 16,
+        N = 3
+    };
     float w[M * K], x[N * K];
     for (int i = 0; i < M * K; i++) w[i] = sinf((float) i * 0.37f);
     for (int i = 0; i < N * K; i++) x[i] = cosf((float) i * 0.11f);

@@ -13,11 +13,17 @@
 
 static int n_fail = 0;
 
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); n_fail++; } } while (0)
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+            n_fail++;                                                                \
+        }                                                                            \
+    } while (0)
 
 // ---- log capture ----
 
-static int  n_errors = 0;
+static int n_errors = 0;
 static char last_error[1024];
 
 static void capture_log(enum ggml_log_level level, const char * text, void * user_data) {
@@ -261,7 +267,8 @@ static void test_op_validation(void) {
     CHECK(mm && mm->ne[0] == 5 && mm->ne[1] == 3 && mm->ne[2] == 6 && mm->type == GGML_TYPE_F32);
     CHECK(mm && mm->src[0] == w && mm->src[1] == act && mm->op == GGML_OP_MUL_MAT);
 
-    struct ggml_tensor * ro = ggml_rope_ext(ctx, x, i32, NULL, 32, GGML_ROPE_TYPE_NEOX, 4096, 500000.0f, 0.5f, 0.0f, 1.0f, 32.0f, 1.0f);
+    struct ggml_tensor * ro =
+        ggml_rope_ext(ctx, x, i32, NULL, 32, GGML_ROPE_TYPE_NEOX, 4096, 500000.0f, 0.5f, 0.0f, 1.0f, 32.0f, 1.0f);
     CHECK(ro && ggml_get_op_params_i32(ro, 1) == 32 && ggml_get_op_params_i32(ro, 2) == GGML_ROPE_TYPE_NEOX);
     CHECK(ro && ggml_get_op_params_i32(ro, 4) == 4096 && ggml_get_op_params_f32(ro, 5) == 500000.0f);
     CHECK(ro && ggml_get_op_params_f32(ro, 6) == 0.5f && ggml_get_op_params_f32(ro, 9) == 32.0f);
@@ -342,10 +349,10 @@ static void test_graph(void) {
     fill(a, 1.0f);
     float a0[1000];
     memcpy(a0, a->data, sizeof(a0));
-    struct ggml_tensor * b  = ggml_scale_inplace(ctx, a, 3.0f);
+    struct ggml_tensor * b = ggml_scale_inplace(ctx, a, 3.0f);
     struct ggml_tensor * c1 = ggml_scale(ctx, b, 1.0f);
     struct ggml_tensor * c2 = ggml_scale(ctx, b, 2.0f);
-    struct ggml_tensor * d  = ggml_add(ctx, c1, c2);
+    struct ggml_tensor * d = ggml_add(ctx, c1, c2);
     struct ggml_cgraph * g = ggml_new_graph(ctx);
     ggml_build_forward_expand(g, d);
     ggml_build_forward_expand(g, d);  // idempotent
@@ -405,7 +412,8 @@ static void test_graph(void) {
 // ---- memory planner ----
 
 // A small MLP-like chain; `inplace` ops exercise block reuse.
-static struct ggml_tensor * build_net(struct ggml_context * ctx, struct ggml_tensor * w, struct ggml_tensor * x, struct ggml_tensor * bias) {
+static struct ggml_tensor * build_net(struct ggml_context * ctx, struct ggml_tensor * w, struct ggml_tensor * x,
+                                      struct ggml_tensor * bias) {
     struct ggml_tensor * h = ggml_mul_mat(ctx, w, x);          // [64, 16]
     for (int i = 0; i < 6; i++) {
         struct ggml_tensor * t = ggml_add(ctx, h, bias);
@@ -424,7 +432,9 @@ static void test_gallocr(void) {
     struct ggml_tensor * w = ggml_new_tensor_2d(wctx, GGML_TYPE_F32, 32, 64);
     struct ggml_tensor * x = ggml_new_tensor_2d(wctx, GGML_TYPE_F32, 32, 16);
     struct ggml_tensor * bias = ggml_new_tensor_1d(wctx, GGML_TYPE_F32, 64);
-    fill(w, -0.5f); fill(x, 0.1f); fill(bias, 0.2f);
+    fill(w, -0.5f);
+    fill(x, 0.1f);
+    fill(bias, 0.2f);
     for (int i = 0; i < 64 * 32; i++) ((float *) w->data)[i] *= 0.05f;
 
     // Reference: everything allocated.
@@ -546,7 +556,8 @@ static void test_threadpool(void) {
     struct ggml_context * ctx = new_ctx(1 << 24, false);
     struct ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 192);
     struct ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 24);
-    fill(w, -1.0f); fill(x, 0.5f);
+    fill(w, -1.0f);
+    fill(x, 0.5f);
     struct ggml_tensor * h = ggml_mul_mat(ctx, w, x);
     for (int i = 0; i < 20; i++) {
         h = ggml_add(ctx, ggml_silu(ctx, h), ggml_scale(ctx, h, 0.01f));
@@ -668,7 +679,10 @@ static uint16_t ref_to_half(float x) {
     int lo = 0, hi = 0x7BFF; // largest h with value <= a
     while (lo < hi) {
         const int mid = (lo + hi + 1) / 2;
-        if (ref_half_value((uint16_t) mid) <= a) lo = mid; else hi = mid - 1;
+        if (ref_half_value((uint16_t) mid) <= a)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     const double dlo = a - ref_half_value((uint16_t) lo), dhi = ref_half_value((uint16_t) (lo + 1)) - a;
     const int r = dlo < dhi ? lo : dhi < dlo ? lo + 1 : (lo % 2 == 0 ? lo : lo + 1);

@@ -18,7 +18,13 @@
 
 static int n_fail = 0;
 
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); n_fail++; } } while (0)
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+            n_fail++;                                                                \
+        }                                                                            \
+    } while (0)
 
 static void fill(struct ggml_tensor * t, uint32_t seed, float scale) {
     uint32_t x = seed * 2654435761u + 1;

@@ -22,14 +22,15 @@
 static int g_failures = 0;
 static int g_checks = 0;
 
-#define CHECK(cond, ...) do {                                                  \
-        g_checks++;                                                            \
-        if (!(cond)) {                                                         \
-            g_failures++;                                                      \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
-        }                                                                      \
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        g_checks++;                                                         \
+        if (!(cond)) {                                                      \
+            g_failures++;                                                   \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fprintf(stderr, "\n");                                          \
+        }                                                                   \
     } while (0)
 
 // ---- log capture ----
@@ -132,8 +133,11 @@ static void check_valid(const char * name, const char * path, const uint8_t * by
     struct gguf_context * g_full = gguf_init_from_file(path, (struct gguf_init_params) { false, &full });
     CHECK(g_buf != NULL && g_meta != NULL && g_full != NULL, "%s: valid file refused: %s", name, g_log);
     if (g_buf == NULL || g_meta == NULL || g_full == NULL) {
-        gguf_free(g_buf); gguf_free(g_meta); gguf_free(g_full);
-        ggml_free(meta); ggml_free(full);
+        gguf_free(g_buf);
+        gguf_free(g_meta);
+        gguf_free(g_full);
+        ggml_free(meta);
+        ggml_free(full);
         free(copy);
         return;
     }
@@ -187,8 +191,11 @@ static void check_valid(const char * name, const char * path, const uint8_t * by
     }
     gguf_buf_free(w1);
 
-    gguf_free(g_buf); gguf_free(g_meta); gguf_free(g_full);
-    ggml_free(meta); ggml_free(full);
+    gguf_free(g_buf);
+    gguf_free(g_meta);
+    gguf_free(g_full);
+    ggml_free(meta);
+    ggml_free(full);
     free(copy);
 }
 
@@ -242,15 +249,30 @@ static int check_truncations(const char * name, const uint8_t * bytes, size_t si
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void) {
-    g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17;
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
     return g_rng;
 }
 
 // Random corruption of a valid file: the reader may accept or refuse, but must stay in
 // bounds (ASan) and consistent (every accepted tensor lies inside the input).
 static int fuzz(const uint8_t * bytes, size_t size, int iters) {
-    static const uint64_t interesting[] = { 0, 1, 2, 31, 32, 33, 63, 64, 0x7fffffffffffffffull, 0x8000000000000000ull,
-                                            0xffffffffffffffffull, 0xffffffffull, 0x100000000ull, 1ull << 62, 1ull << 61 };
+    static const uint64_t interesting[] = { 0,
+                                            1,
+                                            2,
+                                            31,
+                                            32,
+                                            33,
+                                            63,
+                                            64,
+                                            0x7fffffffffffffffull,
+                                            0x8000000000000000ull,
+                                            0xffffffffffffffffull,
+                                            0xffffffffull,
+                                            0x100000000ull,
+                                            1ull << 62,
+                                            1ull << 61 };
     int accepted = 0;
     for (int it = 0; it < iters; it++) {
         uint8_t * copy = exact_copy(bytes, size);
@@ -339,7 +361,9 @@ static void test_writer(void) {
     struct ggml_tensor * a = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, 64, 3);
     struct ggml_tensor * b = ggml_new_tensor_1d(gctx, GGML_TYPE_Q8_0, 64);
     struct ggml_tensor * c = ggml_new_tensor_1d(gctx, GGML_TYPE_F16, 5);
-    ggml_set_name(a, "a"); ggml_set_name(b, "b"); ggml_set_name(c, "c");
+    ggml_set_name(a, "a");
+    ggml_set_name(b, "b");
+    ggml_set_name(c, "c");
     for (size_t i = 0; i < ggml_nbytes(a); i++) ((uint8_t *) a->data)[i] = (uint8_t) i;
     for (size_t i = 0; i < ggml_nbytes(b); i++) ((uint8_t *) b->data)[i] = (uint8_t) (3 * i);
     for (size_t i = 0; i < ggml_nbytes(c); i++) ((uint8_t *) c->data)[i] = (uint8_t) (7 * i);
@@ -397,10 +421,12 @@ static void test_writer(void) {
         CHECK(strcmp(gguf_get_val_str(r, gguf_find_key(r, "t.str")), "hello") == 0, "str");
         const int64_t ka = gguf_find_key(r, "t.arr_i32");
         CHECK(gguf_get_kv_type(r, ka) == GGUF_TYPE_ARRAY && gguf_get_arr_type(r, ka) == GGUF_TYPE_INT32 &&
-              gguf_get_arr_n(r, ka) == 4 && memcmp(gguf_get_arr_data(r, ka), ints, sizeof(ints)) == 0, "arr_i32");
+                  gguf_get_arr_n(r, ka) == 4 && memcmp(gguf_get_arr_data(r, ka), ints, sizeof(ints)) == 0,
+              "arr_i32");
         const int64_t ks = gguf_find_key(r, "t.arr_str");
         CHECK(gguf_get_arr_n(r, ks) == 3 && strcmp(gguf_get_arr_str(r, ks, 2), strs[2]) == 0 &&
-              strcmp(gguf_get_arr_str(r, ks, 1), "") == 0 && gguf_get_arr_str(r, ks, 3) == NULL, "arr_str");
+                  strcmp(gguf_get_arr_str(r, ks, 1), "") == 0 && gguf_get_arr_str(r, ks, 3) == NULL,
+              "arr_str");
         CHECK(gguf_get_arr_str_len(r, ks, 2) == strlen(strs[2]), "arr_str_len");
         CHECK(gguf_get_arr_data(r, ks) == NULL, "arr_data of a string array is NULL");
         const int64_t kf = gguf_find_key(r, "t.f32");
@@ -410,7 +436,8 @@ static void test_writer(void) {
         for (int i = 0; i < 3; i++) {
             struct ggml_tensor * t = ggml_get_tensor(rctx, ts[i]->name);
             CHECK(t != NULL && t->type == ts[i]->type && ggml_nbytes(t) == ggml_nbytes(ts[i]) &&
-                  memcmp(t->data, ts[i]->data, ggml_nbytes(t)) == 0, "tensor %s round trip", ts[i]->name);
+                      memcmp(t->data, ts[i]->data, ggml_nbytes(t)) == 0,
+                  "tensor %s round trip", ts[i]->name);
         }
         // gguf_set_kv copies everything, including the alignment.
         struct gguf_context * w2 = gguf_init_empty();
@@ -419,7 +446,8 @@ static void test_writer(void) {
         gguf_set_kv(w2, w2); // self-copy is a no-op
         CHECK(gguf_get_n_kv(w2) == gguf_get_n_kv(r), "set_kv from itself");
         CHECK(gguf_remove_key(w2, gguf_get_key(w2, gguf_find_key(w2, GGUF_KEY_GENERAL_ALIGNMENT))) >= 0 &&
-              gguf_get_alignment(w2) == GGUF_DEFAULT_ALIGNMENT, "removing the alignment restores the default");
+                  gguf_get_alignment(w2) == GGUF_DEFAULT_ALIGNMENT,
+              "removing the alignment restores the default");
         gguf_free(w2);
     }
     gguf_free(r);
@@ -530,7 +558,7 @@ int main(void) {
     remove(g_tmp_path);
     ggml_log_set(NULL, NULL);
 
-    printf("test_gguf: %d refused files, %d valid files, %d truncations, fuzz accepted %d; %d checks, %d failures\n",
-           n_bad, n_ok, n_trunc, n_fuzz_ok, g_checks, g_failures);
+    printf("test_gguf: %d refused files, %d valid files, %d truncations, fuzz accepted %d; %d checks, %d failures\n", n_bad, n_ok,
+           n_trunc, n_fuzz_ok, g_checks, g_failures);
     return g_failures == 0 ? 0 : 1;
 }

@@ -15,7 +15,13 @@
 
 static int n_fail = 0;
 
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); n_fail++; } } while (0)
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+            n_fail++;                                                                \
+        }                                                                            \
+    } while (0)
 
 int main(void) {
     CHECK(ggml_abi_version() == GGML_ABI_VERSION);

@@ -19,18 +19,21 @@
 
 static int g_cases, g_failed;
 
-#define CHECK(cond, ...) do {                                                    \
-        g_cases++;                                                              \
-        if (!(cond)) {                                                          \
-            g_failed++;                                                         \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n");                                              \
-        }                                                                       \
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        g_cases++;                                                          \
+        if (!(cond)) {                                                      \
+            g_failed++;                                                     \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fprintf(stderr, "\n");                                          \
+        }                                                                   \
     } while (0)
 
 static void quiet(enum ggml_log_level level, const char * text, void * user_data) {
-    (void) level; (void) text; (void) user_data;
+    (void) level;
+    (void) text;
+    (void) user_data;
 }
 
 // Decodes one token of each sequence in seqs[0..n) at position pos[seq] (then advanced); returns
@@ -113,14 +116,14 @@ int main(void) {
         // sequence 0 holds 20 + 30 (+ 1) cells, 20 + 100 (+ 1) in the last case: per layer and KV
         // head it scores exactly those (the tiny model: 2 layers, 1 KV head)
         CHECK(w_short == 2 * (20 + 30 + 1), "seq 0 alone scores its own cells: %lld", (long long) w_short);
-        CHECK(w_long == w_short, "seq 0's work does not grow with seq 1's 300 cells: %lld vs %lld",
-              (long long) w_long, (long long) w_short);
+        CHECK(w_long == w_short, "seq 0's work does not grow with seq 1's 300 cells: %lld vs %lld", (long long) w_long,
+              (long long) w_short);
         CHECK(w_longer == 2 * (20 + 100 + 1), "seq 0's work with 500-cell neighbours: %lld", (long long) w_longer);
         // the batched step: every sequence in one tile (the tiny model's 2 heads per KV head: 8
         // positions per tile), which scores the union of their cells, each once
         const int64_t cells_short = (20 + 31 + 1) + (8 + 30 + 1) + (5 + 30 + 1) + (5 + 30 + 1);
-        CHECK(b_short == 2 * cells_short, "batched step scores each cell once: %lld vs %lld",
-              (long long) b_short, (long long) (2 * cells_short));
+        CHECK(b_short == 2 * cells_short, "batched step scores each cell once: %lld vs %lld", (long long) b_short,
+              (long long) (2 * cells_short));
         CHECK(b_long - b_short == 2 * ((300 - 8) + (151 - 5)), "batched step grows by the longer sequences' own cells: %lld",
               (long long) (b_long - b_short));
         llama_model_free(m);

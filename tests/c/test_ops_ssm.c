@@ -12,12 +12,22 @@
 static int g_fail = 0;
 static int g_checks = 0;
 
-#define EXPECT(cond, ...) do { g_checks++; if (!(cond)) { g_fail++; fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); } } while (0)
+#define EXPECT(cond, ...)                                        \
+    do {                                                         \
+        g_checks++;                                              \
+        if (!(cond)) {                                           \
+            g_fail++;                                            \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+        }                                                        \
+    } while (0)
 
 static uint64_t g_state = 0x2545F4914F6CDD1Dull;
 static double urand(double lo, double hi) {
-    g_state ^= g_state << 13; g_state ^= g_state >> 7; g_state ^= g_state << 17;
+    g_state ^= g_state << 13;
+    g_state ^= g_state >> 7;
+    g_state ^= g_state << 17;
     return lo + (hi - lo) * (double) (g_state >> 11) / (double) (1ull << 53);
 }
 
@@ -27,10 +37,12 @@ static float * at(const struct ggml_tensor * t, int64_t i0, int64_t i1, int64_t 
 }
 
 static void randomize(struct ggml_tensor * t, double lo, double hi) {
-    for (int64_t i3 = 0; i3 < t->ne[3]; i3++) for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
-    for (int64_t i1 = 0; i1 < t->ne[1]; i1++) for (int64_t i0 = 0; i0 < t->ne[0]; i0++) {
-        *at(t, i0, i1, i2, i3) = (float) urand(lo, hi);
-    }
+    for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < t->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < t->ne[0]; i0++) {
+                    *at(t, i0, i1, i2, i3) = (float) urand(lo, hi);
+                }
 }
 
 static bool compute(struct ggml_context * ctx, struct ggml_tensor * out, int nth) {
@@ -50,7 +62,9 @@ static double worst(const float * got, const double * want, int64_t n) {
 }
 
 static void quiet(enum ggml_log_level level, const char * text, void * user) {
-    (void) level; (void) text; (void) user;
+    (void) level;
+    (void) text;
+    (void) user;
 }
 
 static void test_ssm_conv(void) {
@@ -66,11 +80,13 @@ static void test_ssm_conv(void) {
         struct ggml_tensor * y = ggml_ssm_conv(ctx, sx, c);
         EXPECT(y && compute(ctx, y, nth), "ssm_conv computes (nth %d)", nth);
         double * want = malloc(sizeof(double) * (size_t) (ch * n_t * n_s));
-        for (int64_t s = 0; s < n_s; s++) for (int64_t t = 0; t < n_t; t++) for (int64_t k = 0; k < ch; k++) {
-            double acc = 0.0;
-            for (int64_t j = 0; j < d_conv; j++) acc += (double) *at(c, j, k, 0, 0) * *at(sx, t + j, k, s, 0);
-            want[(s * n_t + t) * ch + k] = acc;
-        }
+        for (int64_t s = 0; s < n_s; s++)
+            for (int64_t t = 0; t < n_t; t++)
+                for (int64_t k = 0; k < ch; k++) {
+                    double acc = 0.0;
+                    for (int64_t j = 0; j < d_conv; j++) acc += (double) *at(c, j, k, 0, 0) * *at(sx, t + j, k, s, 0);
+                    want[(s * n_t + t) * ch + k] = acc;
+                }
         EXPECT(y && worst(y->data, want, ch * n_t * n_s) < 1e-5, "ssm_conv matches the loop (nth %d)", nth);
         free(want);
         ggml_free(ctx);
@@ -87,35 +103,42 @@ static void test_gated_delta_net(void) {
         struct ggml_tensor * g = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, H, n_t, n_s);
         struct ggml_tensor * b = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, H, n_t, n_s);
         struct ggml_tensor * st = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, S, S, H, n_s);
-        randomize(q, -0.3, 0.3); randomize(k, -0.3, 0.3); randomize(v, -1, 1);
-        randomize(g, -1, -0.05); randomize(b, 0.1, 0.9); randomize(st, -0.5, 0.5);
+        randomize(q, -0.3, 0.3);
+        randomize(k, -0.3, 0.3);
+        randomize(v, -1, 1);
+        randomize(g, -1, -0.05);
+        randomize(b, 0.1, 0.9);
+        randomize(st, -0.5, 0.5);
         struct ggml_tensor * o = ggml_gated_delta_net(ctx, q, k, v, g, b, st, K);
         EXPECT(o && compute(ctx, o, nth), "gated_delta_net computes (nth %d)", nth);
         const int64_t n_out = S * H * n_t * n_s, n_st = S * S * H * n_s;
         double * want = calloc((size_t) (n_out + K * n_st), sizeof(double));
         double * M = malloc(sizeof(double) * (size_t) (S * S));  // M[i*S + j]: key i, value j
-        for (int64_t s = 0; s < n_s; s++) for (int64_t h = 0; h < H; h++) {
-            for (int64_t i = 0; i < S; i++) for (int64_t j = 0; j < S; j++) M[i * S + j] = *at(st, i, j, h, s);
-            for (int64_t t = 0; t < n_t; t++) {
-                const double decay = exp(*at(g, 0, h, t, s)), beta = *at(b, 0, h, t, s);
-                for (int64_t i = 0; i < S * S; i++) M[i] *= decay;
-                for (int64_t j = 0; j < S; j++) {
-                    double pred = 0.0;
-                    for (int64_t i = 0; i < S; i++) pred += M[i * S + j] * *at(k, i, h % H_k, t, s);
-                    const double d = beta * (*at(v, j, h, t, s) - pred);
-                    for (int64_t i = 0; i < S; i++) M[i * S + j] += *at(k, i, h % H_k, t, s) * d;
-                }
-                for (int64_t j = 0; j < S; j++) {
-                    double y = 0.0;
-                    for (int64_t i = 0; i < S; i++) y += M[i * S + j] * *at(q, i, h % H_k, t, s);
-                    want[((s * n_t + t) * H + h) * S + j] = y / sqrt((double) S);
-                }
-                const int64_t back = n_t - 1 - t;
-                for (int64_t i = 0; back < K && i < S; i++) for (int64_t j = 0; j < S; j++) {
-                    want[n_out + back * n_st + ((s * H + h) * S + j) * S + i] = M[i * S + j];
+        for (int64_t s = 0; s < n_s; s++)
+            for (int64_t h = 0; h < H; h++) {
+                for (int64_t i = 0; i < S; i++)
+                    for (int64_t j = 0; j < S; j++) M[i * S + j] = *at(st, i, j, h, s);
+                for (int64_t t = 0; t < n_t; t++) {
+                    const double decay = exp(*at(g, 0, h, t, s)), beta = *at(b, 0, h, t, s);
+                    for (int64_t i = 0; i < S * S; i++) M[i] *= decay;
+                    for (int64_t j = 0; j < S; j++) {
+                        double pred = 0.0;
+                        for (int64_t i = 0; i < S; i++) pred += M[i * S + j] * *at(k, i, h % H_k, t, s);
+                        const double d = beta * (*at(v, j, h, t, s) - pred);
+                        for (int64_t i = 0; i < S; i++) M[i * S + j] += *at(k, i, h % H_k, t, s) * d;
+                    }
+                    for (int64_t j = 0; j < S; j++) {
+                        double y = 0.0;
+                        for (int64_t i = 0; i < S; i++) y += M[i * S + j] * *at(q, i, h % H_k, t, s);
+                        want[((s * n_t + t) * H + h) * S + j] = y / sqrt((double) S);
+                    }
+                    const int64_t back = n_t - 1 - t;
+                    for (int64_t i = 0; back < K && i < S; i++)
+                        for (int64_t j = 0; j < S; j++) {
+                            want[n_out + back * n_st + ((s * H + h) * S + j) * S + i] = M[i * S + j];
+                        }
                 }
             }
-        }
         EXPECT(o && worst(o->data, want, n_out + K * n_st) < 1e-5, "gated_delta_net matches the loop (nth %d)", nth);
         free(M);
         free(want);
@@ -129,7 +152,7 @@ static void test_elementwise(void) {
     const int n = (int) (sizeof(xs) / sizeof(xs[0]));
     struct ggml_tensor * x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n);
     memcpy(x->data, xs, sizeof(xs));
-    struct ggml_tensor * sg = ggml_sigmoid(ctx, x), * sp = ggml_softplus(ctx, x);
+    struct ggml_tensor *sg = ggml_sigmoid(ctx, x), *sp = ggml_softplus(ctx, x);
     EXPECT(compute(ctx, sg, 1) && compute(ctx, sp, 1), "sigmoid / softplus compute");
     double wsg[10], wsp[10];
     for (int i = 0; i < n; i++) {
@@ -147,7 +170,10 @@ static void test_elementwise(void) {
     struct ggml_tensor * l2 = ggml_l2_norm(ctx, r, 1e-6f);
     EXPECT(compute(ctx, l2, 2), "l2_norm computes");
     double len1 = 0.0, len0 = 0.0;
-    for (int i = 0; i < 37; i++) { len0 += fabs(((float *) l2->data)[i]); len1 += pow(((float *) l2->data)[37 + i], 2); }
+    for (int i = 0; i < 37; i++) {
+        len0 += fabs(((float *) l2->data)[i]);
+        len1 += pow(((float *) l2->data)[37 + i], 2);
+    }
     EXPECT(len0 == 0.0 && fabs(len1 - 1.0) < 1e-6, "l2_norm: zero row %g, unit row %g", len0, len1);
     ggml_free(ctx);
 }

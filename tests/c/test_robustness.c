@@ -29,7 +29,8 @@ static char g_log[8192];   // text of the log lines since the last log_reset()
 static size_t g_log_n;
 
 static void on_log(enum ggml_log_level level, const char * text, void * user_data) {
-    (void) level; (void) user_data;
+    (void) level;
+    (void) user_data;
     const size_t n = strlen(text);
     if (g_log_n + n < sizeof(g_log)) {
         memcpy(g_log + g_log_n, text, n + 1);
@@ -45,14 +46,15 @@ static void log_reset(void) {
     g_log_n = 0;
 }
 
-#define CHECK(cond, ...) do {                                                    \
-        g_cases++;                                                              \
-        if (!(cond)) {                                                          \
-            g_failed++;                                                         \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n   log: %s\n", g_log);                           \
-        }                                                                       \
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        g_cases++;                                                          \
+        if (!(cond)) {                                                      \
+            g_failed++;                                                     \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fprintf(stderr, "\n   log: %s\n", g_log);                       \
+        }                                                                   \
     } while (0)
 
 // The call must have logged a reason containing `what`.
@@ -96,7 +98,9 @@ static int decode_tokens(struct llama_context * ctx, const llama_token * toks, i
 }
 
 // pos_min / pos_max of sequences 0 and 1, to compare the cache before and after a call.
-struct cache_view { llama_pos v[4]; };
+struct cache_view {
+    llama_pos v[4];
+};
 
 static struct cache_view cache_of(struct llama_context * ctx) {
     llama_memory_t mem = llama_get_memory(ctx);
@@ -105,9 +109,7 @@ static struct cache_view cache_of(struct llama_context * ctx) {
     return c;
 }
 
-static bool same_cache(struct cache_view a, struct cache_view b) {
-    return memcmp(&a, &b, sizeof(a)) == 0;
-}
+static bool same_cache(struct cache_view a, struct cache_view b) { return memcmp(&a, &b, sizeof(a)) == 0; }
 
 // ---------------------------------------------------------------------------------------------
 
@@ -330,7 +332,7 @@ static void test_tokenizer(struct llama_model * m) {
     llama_token toks[64];
     for (int i = 0; i < 64; i++) toks[i] = -77;
     // invalid UTF-8 of every kind, embedded NUL: tokens in range, nothing past the buffer
-    const char * bad[] = { "\xe2\x82", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\x80\x80", "\xf8\x88\x80\x80\x80",
+    const char * bad[] = { "\xe2\x82",         "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\x80\x80", "\xf8\x88\x80\x80\x80",
                            "\xf4\x90\x80\x80", "\xff\xfe", "a\xc3" };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const int32_t n = llama_tokenize(v, bad[i], (int32_t) strlen(bad[i]), toks, 32, true, true);
@@ -376,14 +378,26 @@ static void test_samplers(void) {
     llama_token_data cand[6];
     const float logits[6] = { 1.0f, NAN, INFINITY, -INFINITY, 2.0f, NAN };
     struct llama_sampler * s[] = {
-        llama_sampler_init_greedy(), llama_sampler_init_dist(1), llama_sampler_init_top_k(-5),
-        llama_sampler_init_top_k(INT32_MAX), llama_sampler_init_top_p(-1.0f, 0), llama_sampler_init_top_p(NAN, 1),
-        llama_sampler_init_min_p(2.0f, 0), llama_sampler_init_min_p(NAN, 0), llama_sampler_init_typical(-3.0f, 0),
-        llama_sampler_init_temp(-1.0f), llama_sampler_init_temp(NAN), llama_sampler_init_temp(INFINITY),
-        llama_sampler_init_temp_ext(1.0f, -5.0f, NAN), llama_sampler_init_xtc(2.0f, -1.0f, 0, 3),
-        llama_sampler_init_top_n_sigma(-1.0f), llama_sampler_init_mirostat(6, 1, -1.0f, NAN, 0),
-        llama_sampler_init_mirostat_v2(1, NAN, -2.0f), llama_sampler_init_penalties(6, -7, NAN, INFINITY, -1.0f),
-        llama_sampler_init_logit_bias(6, -3, NULL), llama_sampler_init_adaptive_p(NAN, -1.0f, 2),
+        llama_sampler_init_greedy(),
+        llama_sampler_init_dist(1),
+        llama_sampler_init_top_k(-5),
+        llama_sampler_init_top_k(INT32_MAX),
+        llama_sampler_init_top_p(-1.0f, 0),
+        llama_sampler_init_top_p(NAN, 1),
+        llama_sampler_init_min_p(2.0f, 0),
+        llama_sampler_init_min_p(NAN, 0),
+        llama_sampler_init_typical(-3.0f, 0),
+        llama_sampler_init_temp(-1.0f),
+        llama_sampler_init_temp(NAN),
+        llama_sampler_init_temp(INFINITY),
+        llama_sampler_init_temp_ext(1.0f, -5.0f, NAN),
+        llama_sampler_init_xtc(2.0f, -1.0f, 0, 3),
+        llama_sampler_init_top_n_sigma(-1.0f),
+        llama_sampler_init_mirostat(6, 1, -1.0f, NAN, 0),
+        llama_sampler_init_mirostat_v2(1, NAN, -2.0f),
+        llama_sampler_init_penalties(6, -7, NAN, INFINITY, -1.0f),
+        llama_sampler_init_logit_bias(6, -3, NULL),
+        llama_sampler_init_adaptive_p(NAN, -1.0f, 2),
     };
     const int n_s = (int) (sizeof(s) / sizeof(s[0]));
     for (int i = 0; i < n_s; i++) {
@@ -395,8 +409,8 @@ static void test_samplers(void) {
             }
             llama_sampler_apply(s[i], &arr);
             CHECK(arr.size <= 6 && arr.selected >= -1 && arr.selected < (int64_t) arr.size,
-                  "sampler %s (%s): size %zu selected %lld", llama_sampler_name(s[i]), empty ? "empty" : "NaN/inf",
-                  arr.size, (long long) arr.selected);
+                  "sampler %s (%s): size %zu selected %lld", llama_sampler_name(s[i]), empty ? "empty" : "NaN/inf", arr.size,
+                  (long long) arr.selected);
             if (!empty && arr.selected >= 0) {
                 CHECK(!isnan(arr.data[arr.selected].logit), "sampler %s picked a NaN logit", llama_sampler_name(s[i]));
             }
@@ -466,7 +480,8 @@ static void test_one_layer_model(void) {
     waitpid(pid, &st, 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
           "one-layer model, 10 tokens in ubatches of 8: %s %d (context.c ctx_set_inputs writes inp_mask, which has no memory "
-          "when graph.c stops before attention)", WIFSIGNALED(st) ? "killed by signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+          "when graph.c stops before attention)",
+          WIFSIGNALED(st) ? "killed by signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
     unlink(path);
 }
 
@@ -477,7 +492,9 @@ static jmp_buf g_jmp;
 static int g_hook_calls;
 
 static void hook_longjmp(const char * file, int line, const char * message) {
-    (void) file; (void) line; (void) message;
+    (void) file;
+    (void) line;
+    (void) message;
     g_hook_calls++;
     longjmp(g_jmp, 1);
 }
@@ -537,13 +554,14 @@ static int full_run(void) {
         // state: whole context, then one sequence into another
         const size_t n_st = llama_state_get_size(ctx);
         uint8_t * st = n_st > 0 ? malloc(n_st) : NULL;
-        const bool ok_full = st != NULL && llama_state_get_data(ctx, st, n_st) == n_st && llama_state_set_data(ctx, st, n_st) == n_st;
+        const bool ok_full =
+            st != NULL && llama_state_get_data(ctx, st, n_st) == n_st && llama_state_set_data(ctx, st, n_st) == n_st;
         free(st);
         if (!ok_full) goto done;
         const size_t n_seq = llama_state_seq_get_size(ctx, 0);
         st = n_seq > 0 ? malloc(n_seq) : NULL;
         const bool ok_seq = st != NULL && llama_state_seq_get_data(ctx, st, n_seq, 0) == n_seq &&
-                            llama_state_seq_set_data(ctx, st, n_seq, 1) == n_seq;
+            llama_state_seq_set_data(ctx, st, n_seq, 1) == n_seq;
         free(st);
         if (!ok_seq) goto done;
     }
@@ -576,8 +594,8 @@ static void test_alloc_failures(void) {
         absorbed += got == 9; // the failure was survived (a fallback), not an error
     }
     CHECK(full_run() == 9, "a clean run after %lld failure runs", (long long) k);
-    printf("  alloc failures: %lld runs (allocation k of %lld failed in run k); stopped at stage",
-           (long long) k, (long long) total);
+    printf("  alloc failures: %lld runs (allocation k of %lld failed in run k); stopped at stage", (long long) k,
+           (long long) total);
     for (int i = 0; i < 10; i++) printf(" %d:%d", i, by_stage[i]);
     printf("; %d failures absorbed\n", absorbed);
 }

@@ -11,7 +11,13 @@
 
 static int n_fail = 0;
 
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); n_fail++; } } while (0)
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+            n_fail++;                                                                \
+        }                                                                            \
+    } while (0)
 
 static int n_errors = 0;
 
@@ -24,7 +30,7 @@ static void count_errors(enum ggml_log_level level, const char * text, void * us
 }
 
 #define N_SETS 9
-#define N_MAX 300
+#define N_MAX  300
 
 // Candidate sets: random, ties, NaN, +inf, -inf, all -inf, all NaN, empty, one.
 static size_t make_set(int which, llama_token_data * d, unsigned * seed) {
@@ -51,25 +57,25 @@ static size_t make_set(int which, llama_token_data * d, unsigned * seed) {
 
 typedef struct llama_sampler * (*make_fn)(void);
 
-static struct llama_sampler * mk_greedy(void)    { return llama_sampler_init_greedy(); }
-static struct llama_sampler * mk_dist(void)      { return llama_sampler_init_dist(7); }
+static struct llama_sampler * mk_greedy(void) { return llama_sampler_init_greedy(); }
+static struct llama_sampler * mk_dist(void) { return llama_sampler_init_dist(7); }
 static struct llama_sampler * mk_dist_rand(void) { return llama_sampler_init_dist(LLAMA_DEFAULT_SEED); }
-static struct llama_sampler * mk_top_k(void)     { return llama_sampler_init_top_k(40); }
+static struct llama_sampler * mk_top_k(void) { return llama_sampler_init_top_k(40); }
 static struct llama_sampler * mk_top_k_big(void) { return llama_sampler_init_top_k(1 << 30); }
-static struct llama_sampler * mk_top_p(void)     { return llama_sampler_init_top_p(0.9f, 1); }
-static struct llama_sampler * mk_top_p_0(void)   { return llama_sampler_init_top_p(0.0f, 1000000); }
-static struct llama_sampler * mk_min_p(void)     { return llama_sampler_init_min_p(0.05f, 1); }
-static struct llama_sampler * mk_min_p_2(void)   { return llama_sampler_init_min_p(2.0f, 3); }
-static struct llama_sampler * mk_typical(void)   { return llama_sampler_init_typical(0.9f, 1); }
-static struct llama_sampler * mk_temp(void)      { return llama_sampler_init_temp(0.7f); }
-static struct llama_sampler * mk_temp_0(void)    { return llama_sampler_init_temp(-1.0f); }
-static struct llama_sampler * mk_temp_ext(void)  { return llama_sampler_init_temp_ext(0.8f, 0.5f, 1.0f); }
-static struct llama_sampler * mk_xtc(void)       { return llama_sampler_init_xtc(1.0f, 0.01f, 1, 3); }
-static struct llama_sampler * mk_sigma(void)     { return llama_sampler_init_top_n_sigma(1.0f); }
-static struct llama_sampler * mk_miro(void)      { return llama_sampler_init_mirostat(N_MAX, 3, 5.0f, 0.1f, 100); }
-static struct llama_sampler * mk_miro2(void)     { return llama_sampler_init_mirostat_v2(3, 5.0f, 0.1f); }
-static struct llama_sampler * mk_pen(void)       { return llama_sampler_init_penalties(N_MAX, 64, 1.2f, 0.1f, 0.1f); }
-static struct llama_sampler * mk_adaptive(void)  { return llama_sampler_init_adaptive_p(0.3f, 0.9f, 3); }
+static struct llama_sampler * mk_top_p(void) { return llama_sampler_init_top_p(0.9f, 1); }
+static struct llama_sampler * mk_top_p_0(void) { return llama_sampler_init_top_p(0.0f, 1000000); }
+static struct llama_sampler * mk_min_p(void) { return llama_sampler_init_min_p(0.05f, 1); }
+static struct llama_sampler * mk_min_p_2(void) { return llama_sampler_init_min_p(2.0f, 3); }
+static struct llama_sampler * mk_typical(void) { return llama_sampler_init_typical(0.9f, 1); }
+static struct llama_sampler * mk_temp(void) { return llama_sampler_init_temp(0.7f); }
+static struct llama_sampler * mk_temp_0(void) { return llama_sampler_init_temp(-1.0f); }
+static struct llama_sampler * mk_temp_ext(void) { return llama_sampler_init_temp_ext(0.8f, 0.5f, 1.0f); }
+static struct llama_sampler * mk_xtc(void) { return llama_sampler_init_xtc(1.0f, 0.01f, 1, 3); }
+static struct llama_sampler * mk_sigma(void) { return llama_sampler_init_top_n_sigma(1.0f); }
+static struct llama_sampler * mk_miro(void) { return llama_sampler_init_mirostat(N_MAX, 3, 5.0f, 0.1f, 100); }
+static struct llama_sampler * mk_miro2(void) { return llama_sampler_init_mirostat_v2(3, 5.0f, 0.1f); }
+static struct llama_sampler * mk_pen(void) { return llama_sampler_init_penalties(N_MAX, 64, 1.2f, 0.1f, 0.1f); }
+static struct llama_sampler * mk_adaptive(void) { return llama_sampler_init_adaptive_p(0.3f, 0.9f, 3); }
 static struct llama_sampler * mk_bias(void) {
     const llama_logit_bias b[3] = { { 1, 2.0f }, { 5, -INFINITY }, { 100000, 1.0f } };
     return llama_sampler_init_logit_bias(N_MAX, 3, b);
@@ -87,9 +93,9 @@ static struct llama_sampler * mk_chain(void) {
 }
 
 static const make_fn makers[] = {
-    mk_greedy, mk_dist, mk_dist_rand, mk_top_k, mk_top_k_big, mk_top_p, mk_top_p_0, mk_min_p, mk_min_p_2,
-    mk_typical, mk_temp, mk_temp_0, mk_temp_ext, mk_xtc, mk_sigma, mk_miro, mk_miro2, mk_pen, mk_adaptive,
-    mk_bias, mk_chain,
+    mk_greedy, mk_dist,    mk_dist_rand, mk_top_k, mk_top_k_big, mk_top_p,    mk_top_p_0,
+    mk_min_p,  mk_min_p_2, mk_typical,   mk_temp,  mk_temp_0,    mk_temp_ext, mk_xtc,
+    mk_sigma,  mk_miro,    mk_miro2,     mk_pen,   mk_adaptive,  mk_bias,     mk_chain,
 };
 
 // Picks a token if the sampler is a final one; checks the array stays consistent.
@@ -178,11 +184,22 @@ static void test_nulls(void) {
 }
 
 // A sampler defined by user code through llama_sampler_init.
-struct counter { int applies, accepts, frees; };
+struct counter {
+    int applies, accepts, frees;
+};
 
-static const char * cnt_name(const struct llama_sampler * s) { (void) s; return "counter"; }
-static void cnt_apply(struct llama_sampler * s, llama_token_data_array * a) { (void) a; ((struct counter *) s->ctx)->applies++; }
-static void cnt_accept(struct llama_sampler * s, llama_token t) { (void) t; ((struct counter *) s->ctx)->accepts++; }
+static const char * cnt_name(const struct llama_sampler * s) {
+    (void) s;
+    return "counter";
+}
+static void cnt_apply(struct llama_sampler * s, llama_token_data_array * a) {
+    (void) a;
+    ((struct counter *) s->ctx)->applies++;
+}
+static void cnt_accept(struct llama_sampler * s, llama_token t) {
+    (void) t;
+    ((struct counter *) s->ctx)->accepts++;
+}
 static void cnt_free(struct llama_sampler * s) { ((struct counter *) s->ctx)->frees++; }
 
 static void test_user_sampler(void) {

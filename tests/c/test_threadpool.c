@@ -20,7 +20,13 @@
 
 static int n_fail = 0;
 
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); n_fail++; } } while (0)
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+            n_fail++;                                                                \
+        }                                                                            \
+    } while (0)
 
 static void fill(struct ggml_tensor * t, uint32_t seed) {
     uint32_t x = seed * 2654435761u + 1;
@@ -43,7 +49,15 @@ struct decode_graph {
     struct ggml_tensor * out;
 };
 
-enum { D = 64, H = 6, HKV = 2, E = D * H, F = 3 * E, LAYERS = 3, NKV = 40 };
+enum {
+    D = 64,
+    H = 6,
+    HKV = 2,
+    E = D * H,
+    F = 3 * E,
+    LAYERS = 3,
+    NKV = 40
+};
 
 static struct decode_graph build_decode(void) {
     struct decode_graph g = { 0 };
@@ -142,8 +156,8 @@ static void test_same_bits(bool adapt) {
             }
         }
         if (bad) {
-            fprintf(stderr, "  %d threads (adaptive %d): %d of 40 computations differ from one thread\n", counts[t],
-                    (int) adapt, bad);
+            fprintf(stderr, "  %d threads (adaptive %d): %d of 40 computations differ from one thread\n", counts[t], (int) adapt,
+                    bad);
         }
         CHECK(bad == 0 && failed == 0);
         ggml_threadpool_free(tp);
@@ -196,7 +210,8 @@ static void test_n_tasks(void) {
     CHECK(ggml_cpu_n_tasks_max(add, 4) == 4);
     CHECK(ggml_cpu_n_tasks(add, 4) == 4);
     CHECK(ggml_cpu_n_tasks(add, 1) == 1);
-    struct ggml_tensor * tiny = ggml_add(c, ggml_new_tensor_2d(c, GGML_TYPE_F32, 64, 4), ggml_new_tensor_2d(c, GGML_TYPE_F32, 64, 4));
+    struct ggml_tensor * tiny =
+        ggml_add(c, ggml_new_tensor_2d(c, GGML_TYPE_F32, 64, 4), ggml_new_tensor_2d(c, GGML_TYPE_F32, 64, 4));
     CHECK(ggml_cpu_n_tasks(tiny, 4) == 1);
     struct ggml_tensor * q = ggml_new_tensor_3d(c, GGML_TYPE_F32, 64, 1, 9);
     struct ggml_tensor * k = ggml_new_tensor_3d(c, GGML_TYPE_F16, 64, 32, 3);
@@ -221,11 +236,11 @@ static double adapt_share(adapt_timing_fn f, int n, int from) {
         const int arm = ggml_adapt_arm(&e);
         const double ms = f(arm, i, arm != prev);
         // n_threads never "quiet" (thread 0 asleep 8% of the time): the arms are compared
-        ggml_adapt_record(&e, arm, (uint64_t) (ms*1e6), arm ? (uint64_t) (ms*0.08e6) : 0);
+        ggml_adapt_record(&e, arm, (uint64_t) (ms * 1e6), arm ? (uint64_t) (ms * 0.08e6) : 0);
         prev = arm;
         multi += i >= from && arm;
     }
-    return (double) multi/(n - from);
+    return (double) multi / (n - from);
 }
 
 // a server's decoding: two threads 5.5 ms with a 20 ms hiccup every 10th, 15 ms right after a
@@ -235,16 +250,26 @@ static double sim_server(int arm, int i, bool switched) {
     return switched ? 15.0 : i % 10 == 3 ? 20.0 : 5.5;
 }
 // more runnable threads than cores: two threads 20 ms, one 8
-static double sim_busy(int arm, int i, bool switched) { (void) i; (void) switched; return arm ? 20.0 : 8.0; }
+static double sim_busy(int arm, int i, bool switched) {
+    (void) i;
+    (void) switched;
+    return arm ? 20.0 : 8.0;
+}
 // the machine gets busy at 100, or quiet again at 100
-static double sim_gets_busy(int arm, int i, bool switched) { (void) switched; return arm ? (i < 100 ? 5.0 : 20.0) : 8.0; }
-static double sim_gets_quiet(int arm, int i, bool switched) { (void) switched; return arm ? (i < 100 ? 20.0 : 5.0) : 8.0; }
+static double sim_gets_busy(int arm, int i, bool switched) {
+    (void) switched;
+    return arm ? (i < 100 ? 5.0 : 20.0) : 8.0;
+}
+static double sim_gets_quiet(int arm, int i, bool switched) {
+    (void) switched;
+    return arm ? (i < 100 ? 20.0 : 5.0) : 8.0;
+}
 
 static void test_adapt_decisions(void) {
     const double server = adapt_share(sim_server, 400, 20), busy = adapt_share(sim_busy, 400, 20);
     const double gets_busy = adapt_share(sim_gets_busy, 400, 115), gets_quiet = adapt_share(sim_gets_quiet, 400, 200);
-    fprintf(stderr, "  adaptive count, share on n_threads: server %.2f busy %.2f gets busy %.2f gets quiet %.2f\n",
-            server, busy, gets_busy, gets_quiet);
+    fprintf(stderr, "  adaptive count, share on n_threads: server %.2f busy %.2f gets busy %.2f gets quiet %.2f\n", server, busy,
+            gets_busy, gets_quiet);
     CHECK(server >= 0.9);
     CHECK(busy <= 0.15);
     CHECK(gets_busy <= 0.15);

@@ -13,8 +13,16 @@
 static int n_fail = 0;
 static int n_check = 0;
 
-#define CHECK(cond, ...) do { n_check++; if (!(cond)) { n_fail++; \
-    fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        n_check++;                                               \
+        if (!(cond)) {                                           \
+            n_fail++;                                            \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fputc('\n', stderr);                                 \
+        }                                                        \
+    } while (0)
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 static float rng_uniform(float lo, float hi) {
@@ -43,8 +51,8 @@ static int close_to(float got, double want) {
 static float g[MAXN + 16], u[MAXN + 16], y[MAXN + 16], y2[MAXN + 16];
 
 static void fill(int n) {
-    static const float special[] = { -INFINITY, INFINITY, NAN, 0.0f, -0.0f, 88.0f, -88.0f, 90.0f, -90.0f,
-                                     87.5f, -87.5f, 1e-30f, -1e-30f, 200.0f, -200.0f, 1e30f, -1e30f };
+    static const float special[] = { -INFINITY, INFINITY, NAN,    0.0f,    -0.0f,  88.0f,   -88.0f, 90.0f, -90.0f,
+                                     87.5f,     -87.5f,   1e-30f, -1e-30f, 200.0f, -200.0f, 1e30f,  -1e30f };
     for (int i = 0; i < n; i++) {
         g[i] = rng_uniform(-12.0f, 12.0f);
         u[i] = rng_uniform(-3.0f, 3.0f);
@@ -60,19 +68,21 @@ static void check_set(enum ggml_cpu_kernel_variant v) {
     const char * name = ggml_cpu_kernel_variant_name(v);
     int lens[90], nl = 0;
     for (int n = 0; n <= 80; n++) lens[nl++] = n;
-    lens[nl++] = 1000; lens[nl++] = 5632; lens[nl++] = 5637;
+    lens[nl++] = 1000;
+    lens[nl++] = 5632;
+    lens[nl++] = 5637;
     for (int li = 0; li < nl; li++) {
         const int n = lens[li];
         for (int off = 0; off < 3; off += 2) { // aligned and unaligned starts
             fill(n + off);
-            const float * gp = g + off, * up = u + off;
+            const float *gp = g + off, *up = u + off;
             // silu
             y[off + n] = 12345.0f; // the element past the row must stay untouched
             k->silu_f32(n, y + off, gp);
             CHECK(y[off + n] == 12345.0f, "%s silu n=%d wrote past the row", name, n);
             for (int i = 0; i < n; i++) {
-                CHECK(close_to(y[off + i], silu_ref(gp[i])), "%s silu n=%d i=%d x=%g: %g want %g",
-                      name, n, i, gp[i], y[off + i], silu_ref(gp[i]));
+                CHECK(close_to(y[off + i], silu_ref(gp[i])), "%s silu n=%d i=%d x=%g: %g want %g", name, n, i, gp[i], y[off + i],
+                      silu_ref(gp[i]));
             }
             // swiglu
             y[off + n] = 12345.0f;
@@ -80,12 +90,12 @@ static void check_set(enum ggml_cpu_kernel_variant v) {
             CHECK(y[off + n] == 12345.0f, "%s swiglu n=%d wrote past the row", name, n);
             for (int i = 0; i < n; i++) {
                 const double want = silu_ref(gp[i]) * (double) up[i];
-                CHECK(close_to(y[off + i], want), "%s swiglu n=%d i=%d g=%g u=%g: %g want %g",
-                      name, n, i, gp[i], up[i], y[off + i], want);
+                CHECK(close_to(y[off + i], want), "%s swiglu n=%d i=%d g=%g u=%g: %g want %g", name, n, i, gp[i], up[i],
+                      y[off + i], want);
             }
             // the same row in pieces (cut at 16-element boundaries and elsewhere): same bits
             memset(y2, 0, sizeof(y2));
-            for (int s = 0; s < n; ) {
+            for (int s = 0; s < n;) {
                 const int len = s % 3 == 0 ? 16 : 5 + s % 11;
                 const int m = len < n - s ? len : n - s;
                 k->swiglu_f32(m, y2 + off + s, gp + s, up + s);
@@ -116,8 +126,7 @@ int main(void) {
         printf("%s: checked\n", ggml_cpu_kernel_variant_name(sets[i]));
     }
     // the selected set's table is one of the tables above
-    CHECK(ggml_cpu_vec_kernels_selected() == ggml_cpu_vec_kernels_get(ggml_cpu_kernel_variant_selected()),
-          "selected table");
+    CHECK(ggml_cpu_vec_kernels_selected() == ggml_cpu_vec_kernels_get(ggml_cpu_kernel_variant_selected()), "selected table");
     printf("%d checks, %d failures\n", n_check, n_fail);
     return n_fail ? 1 : 0;
 }

@@ -38,7 +38,10 @@ static float frand(unsigned & s) {
 // a finite fp16 super-block scale (at offset 0; IQ1_M's in the top nibbles of its scale words).
 static void random_blocks(enum ggml_type t, std::vector<char> & q, unsigned & seed) {
     const size_t ts = ggml_type_size(t);
-    for (size_t i = 0; i < q.size(); i++) { seed = seed * 1664525u + 1013904223u; q[i] = (char) (seed >> 24); }
+    for (size_t i = 0; i < q.size(); i++) {
+        seed = seed * 1664525u + 1013904223u;
+        q[i] = (char) (seed >> 24);
+    }
     for (size_t b = 0; b < q.size() / ts; b++) {
         const uint16_t h = 0x2E66; // about 0.1
         char * blk = q.data() + b * ts;
@@ -66,8 +69,10 @@ static void check_type(enum ggml_type t) {
     unsigned seed = 1234u + (unsigned) t;
     for (int64_t i = 0; i < n; i++) x[i] = frand(seed) * (1.0f + (float) (i % 37) / 9.0f);
     std::vector<char> q(ggml_row_size(t, n));
-    if (tr->from_float_ref) tr->from_float_ref(x.data(), q.data(), n);
-    else random_blocks(t, q, seed);
+    if (tr->from_float_ref)
+        tr->from_float_ref(x.data(), q.data(), n);
+    else
+        random_blocks(t, q, seed);
     tr->to_float(q.data(), ref.data(), n);
     deq_host h{ q.data(), n / 8, got.data() };
     if (!cu_dispatch_type(t, h)) {
@@ -100,8 +105,7 @@ static void check_q8_0_quantizer(void) {
     g_failures += !same;
 }
 
-template <typename B>
-static bool same_bytes(const char * what, const std::vector<B> & a, const std::vector<B> & b) {
+template <typename B> static bool same_bytes(const char * what, const std::vector<B> & a, const std::vector<B> & b) {
     const bool same = memcmp(a.data(), b.data(), a.size() * sizeof(B)) == 0;
     printf("%s %s: %zu blocks\n", same ? "ok  " : "FAIL", what, a.size());
     g_failures += !same;
@@ -131,14 +135,20 @@ struct unit_dot_check {
         const int64_t n = 1024;
         std::vector<float> w(n), x(n), wd(n), xd(n);
         unsigned seed = 4321u + (unsigned) T;
-        for (int64_t i = 0; i < n; i++) { w[i] = frand(seed); x[i] = frand(seed) * 3.0f; }
+        for (int64_t i = 0; i < n; i++) {
+            w[i] = frand(seed);
+            x[i] = frand(seed) * 3.0f;
+        }
         std::vector<char> wq(ggml_row_size(t, n)), xq(ggml_row_size(vt, n));
         ggml_get_type_traits(t)->from_float_ref(w.data(), wq.data(), n);
         ggml_get_type_traits(vt)->from_float_ref(x.data(), xq.data(), n);
         ggml_get_type_traits(t)->to_float(wq.data(), wd.data(), n);
         ggml_get_type_traits(vt)->to_float(xq.data(), xd.data(), n);
         double want = 0.0, mag = 0.0;
-        for (int64_t i = 0; i < n; i++) { want += (double) wd[i] * xd[i]; mag += fabs((double) wd[i] * xd[i]); }
+        for (int64_t i = 0; i < n; i++) {
+            want += (double) wd[i] * xd[i];
+            mag += fabs((double) wd[i] * xd[i]);
+        }
         float got = 0.0f;
         for (int64_t u = 0; u < n / 32; u++) got = cu_unit_dot<T>(wq.data(), xq.data(), u, got);
         const bool ok = fabs(got - want) <= 1e-5 * mag + 1e-6;
@@ -153,7 +163,10 @@ static void check_a16_dot(void) {
     const int64_t n = 1024;
     std::vector<float> w(n), x(n), wd(n);
     unsigned seed = 555u;
-    for (int64_t i = 0; i < n; i++) { w[i] = frand(seed); x[i] = frand(seed) * (float) (1 + i / 100); }
+    for (int64_t i = 0; i < n; i++) {
+        w[i] = frand(seed);
+        x[i] = frand(seed) * (float) (1 + i / 100);
+    }
     for (int64_t i = 64; i < 96; i++) x[i] = 0.0f;   // an all-zero block
     std::vector<char> wq(ggml_row_size(GGML_TYPE_Q8_0, n));
     ggml_get_type_traits(GGML_TYPE_Q8_0)->from_float_ref(w.data(), wq.data(), n);
@@ -161,7 +174,10 @@ static void check_a16_dot(void) {
     std::vector<cu_block_a16> xa(n / 32);
     for (int64_t b = 0; b < n / 32; b++) cu_quantize_act<CU_ACT_A16>(x.data() + 32 * b, &xa[b]);
     double want = 0.0, mag = 0.0;
-    for (int64_t i = 0; i < n; i++) { want += (double) wd[i] * x[i]; mag += fabs((double) wd[i] * x[i]); }
+    for (int64_t i = 0; i < n; i++) {
+        want += (double) wd[i] * x[i];
+        mag += fabs((double) wd[i] * x[i]);
+    }
     float got = 0.0f;
     for (int64_t u = 0; u < n / 32; u++) got = cu_unit_dot<CU_TYPE_Q8_0_A16>(wq.data(), (const char *) xa.data(), u, got);
     const bool ok = fabs(got - want) <= 1e-4 * mag + 1e-6;
@@ -170,17 +186,16 @@ static void check_a16_dot(void) {
 }
 
 int main(void) {
-    const enum ggml_type types[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,
-                                     GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
-                                     GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_NL,
-                                     GGML_TYPE_IQ4_XS, GGML_TYPE_MXFP4, GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS,
-                                     GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS, GGML_TYPE_IQ3_S, GGML_TYPE_IQ1_S,
-                                     GGML_TYPE_IQ1_M, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0 };
+    const enum ggml_type types[] = { GGML_TYPE_F32,   GGML_TYPE_F16,     GGML_TYPE_BF16,   GGML_TYPE_Q4_0,   GGML_TYPE_Q4_1,
+                                     GGML_TYPE_Q5_0,  GGML_TYPE_Q5_1,    GGML_TYPE_Q8_0,   GGML_TYPE_Q2_K,   GGML_TYPE_Q3_K,
+                                     GGML_TYPE_Q4_K,  GGML_TYPE_Q5_K,    GGML_TYPE_Q6_K,   GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS,
+                                     GGML_TYPE_MXFP4, GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S,  GGML_TYPE_IQ3_XXS,
+                                     GGML_TYPE_IQ3_S, GGML_TYPE_IQ1_S,   GGML_TYPE_IQ1_M,  GGML_TYPE_TQ1_0,  GGML_TYPE_TQ2_0 };
     for (enum ggml_type t : types) check_type(t);
     check_q8_0_quantizer();
     check_act_quantizers();
-    const enum ggml_type qtypes[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
-                                      GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
+    const enum ggml_type qtypes[] = { GGML_TYPE_Q4_0,   GGML_TYPE_Q4_1,   GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
+                                      GGML_TYPE_Q2_K,   GGML_TYPE_Q3_K,   GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
                                       GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS, GGML_TYPE_MXFP4 };
     for (enum ggml_type t : qtypes) {
         unit_dot_check c;

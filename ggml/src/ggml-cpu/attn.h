@@ -31,7 +31,7 @@ extern "C" {
 // Cells per block.
 #define GGML_FA_BLOCK 64
 // Rows per tile at most: the lanes of qt.
-#define GGML_FA_ROWS 16
+#define GGML_FA_ROWS  16
 
 // The rows of one tile and their state.
 struct ggml_fa_rows {
@@ -42,13 +42,13 @@ struct ggml_fa_rows {
     const float * const * mask;  // row i's additive mask for the current block's cells, or NULL
     const float * slope;         // per row: ALiBi slope the mask is multiplied by
     float scale, softcap;        // softcap 0: none
-    float   * s;                 // row i's visible keys: scores (then p) at s + i*lds,
+    float * s;                 // row i's visible keys: scores (then p) at s + i*lds,
     int32_t * cell;              //   their cells at cell + i*lds
     int64_t lds;
     int64_t * n;                 // per row: visible keys so far (0 at start)
     int64_t * next;              // per row: first list entry accum has not consumed (0 at start)
-    float * m, * l;              // per row: maximum score (-inf at start), sum of p
-    float * o, * o2;             // row i's accumulators (even / odd list entries) at o + i*ldo,
+    float *m, *l;              // per row: maximum score (-inf at start), sum of p
+    float *o, *o2;             // row i's accumulators (even / odd list entries) at o + i*ldo,
     int64_t ldo;                 //   o2 + i*ldo (0 at start)
 };
 
@@ -74,8 +74,8 @@ void ggml_cpu_fa_cells_reset(void);
 struct ggml_fa_kernels ggml_fa_kernels_get(enum ggml_cpu_kernel_variant v);
 
 void ggml_fa_kernels_init_generic(struct ggml_fa_kernels * k);
-void ggml_fa_kernels_init_avx2   (struct ggml_fa_kernels * k);
-void ggml_fa_kernels_init_avx512 (struct ggml_fa_kernels * k);
+void ggml_fa_kernels_init_avx2(struct ggml_fa_kernels * k);
+void ggml_fa_kernels_init_avx512(struct ggml_fa_kernels * k);
 
 #ifdef __cplusplus
 }

@@ -16,60 +16,58 @@ bool ggml_cpu_compute_forward(const struct ggml_compute_params * params, struct 
         case GGML_OP_RESHAPE:
         case GGML_OP_VIEW:
         case GGML_OP_PERMUTE:
-        case GGML_OP_TRANSPOSE:
-            return true; // metadata only
-        case GGML_OP_DUP:            ggml_compute_forward_dup(params, node);            return true;
-        case GGML_OP_CONT:           ggml_compute_forward_dup(params, node);            return true;
-        case GGML_OP_CPY:            ggml_compute_forward_cpy(params, node);            return true;
-        case GGML_OP_ADD:            ggml_compute_forward_add(params, node);            return true;
-        case GGML_OP_SUB:            ggml_compute_forward_sub(params, node);            return true;
-        case GGML_OP_MUL:            ggml_compute_forward_mul(params, node);            return true;
-        case GGML_OP_DIV:            ggml_compute_forward_div(params, node);            return true;
-        case GGML_OP_SCALE:          ggml_compute_forward_scale(params, node);          return true;
-        case GGML_OP_RMS_NORM:       ggml_compute_forward_rms_norm(params, node);       return true;
-        case GGML_OP_NORM:           ggml_compute_forward_norm(params, node);           return true;
-        case GGML_OP_SILU:           ggml_compute_forward_silu(params, node);           return true;
-        case GGML_OP_GELU:           ggml_compute_forward_gelu(params, node);           return true;
-        case GGML_OP_TANH:           ggml_compute_forward_tanh(params, node);           return true;
-        case GGML_OP_SIGMOID:        ggml_compute_forward_sigmoid(params, node);        return true;
-        case GGML_OP_SOFTPLUS:       ggml_compute_forward_softplus(params, node);       return true;
-        case GGML_OP_CLAMP:          ggml_compute_forward_clamp(params, node);          return true;
-        case GGML_OP_L2_NORM:        ggml_compute_forward_l2_norm(params, node);        return true;
-        case GGML_OP_SSM_CONV:       ggml_compute_forward_ssm_conv(params, node);       return true;
+        case GGML_OP_TRANSPOSE: return true; // metadata only
+        case GGML_OP_DUP: ggml_compute_forward_dup(params, node); return true;
+        case GGML_OP_CONT: ggml_compute_forward_dup(params, node); return true;
+        case GGML_OP_CPY: ggml_compute_forward_cpy(params, node); return true;
+        case GGML_OP_ADD: ggml_compute_forward_add(params, node); return true;
+        case GGML_OP_SUB: ggml_compute_forward_sub(params, node); return true;
+        case GGML_OP_MUL: ggml_compute_forward_mul(params, node); return true;
+        case GGML_OP_DIV: ggml_compute_forward_div(params, node); return true;
+        case GGML_OP_SCALE: ggml_compute_forward_scale(params, node); return true;
+        case GGML_OP_RMS_NORM: ggml_compute_forward_rms_norm(params, node); return true;
+        case GGML_OP_NORM: ggml_compute_forward_norm(params, node); return true;
+        case GGML_OP_SILU: ggml_compute_forward_silu(params, node); return true;
+        case GGML_OP_GELU: ggml_compute_forward_gelu(params, node); return true;
+        case GGML_OP_TANH: ggml_compute_forward_tanh(params, node); return true;
+        case GGML_OP_SIGMOID: ggml_compute_forward_sigmoid(params, node); return true;
+        case GGML_OP_SOFTPLUS: ggml_compute_forward_softplus(params, node); return true;
+        case GGML_OP_CLAMP: ggml_compute_forward_clamp(params, node); return true;
+        case GGML_OP_L2_NORM: ggml_compute_forward_l2_norm(params, node); return true;
+        case GGML_OP_SSM_CONV: ggml_compute_forward_ssm_conv(params, node); return true;
         case GGML_OP_GATED_DELTA_NET: ggml_compute_forward_gated_delta_net(params, node); return true;
-        case GGML_OP_SWIGLU:         ggml_compute_forward_swiglu(params, node);         return true;
-        case GGML_OP_MUL_MAT:        ggml_compute_forward_mul_mat(params, node);        return true;
-        case GGML_OP_SOFT_MAX:       ggml_compute_forward_soft_max(params, node);       return true;
-        case GGML_OP_ROPE:           ggml_compute_forward_rope(params, node);           return true;
-        case GGML_OP_DIAG_MASK_INF:  ggml_compute_forward_diag_mask_inf(params, node);  return true;
-        case GGML_OP_GET_ROWS:       ggml_compute_forward_get_rows(params, node);       return true;
-        case GGML_OP_SET_ROWS:       ggml_compute_forward_set_rows(params, node);       return true;
-        case GGML_OP_SUM_ROWS:       ggml_compute_forward_sum_rows(params, node);       return true;
-        case GGML_OP_ARGMAX:         ggml_compute_forward_argmax(params, node);         return true;
-        case GGML_OP_CONCAT:         ggml_compute_forward_concat(params, node);         return true;
+        case GGML_OP_SWIGLU: ggml_compute_forward_swiglu(params, node); return true;
+        case GGML_OP_MUL_MAT: ggml_compute_forward_mul_mat(params, node); return true;
+        case GGML_OP_SOFT_MAX: ggml_compute_forward_soft_max(params, node); return true;
+        case GGML_OP_ROPE: ggml_compute_forward_rope(params, node); return true;
+        case GGML_OP_DIAG_MASK_INF: ggml_compute_forward_diag_mask_inf(params, node); return true;
+        case GGML_OP_GET_ROWS: ggml_compute_forward_get_rows(params, node); return true;
+        case GGML_OP_SET_ROWS: ggml_compute_forward_set_rows(params, node); return true;
+        case GGML_OP_SUM_ROWS: ggml_compute_forward_sum_rows(params, node); return true;
+        case GGML_OP_ARGMAX: ggml_compute_forward_argmax(params, node); return true;
+        case GGML_OP_CONCAT: ggml_compute_forward_concat(params, node); return true;
         case GGML_OP_FLASH_ATTN_EXT: ggml_compute_forward_flash_attn_ext(params, node); return true;
-        case GGML_OP_ARGSORT:        ggml_compute_forward_argsort(params, node);        return true;
-        case GGML_OP_TOP_K:          ggml_compute_forward_top_k(params, node);          return true;
-        case GGML_OP_MUL_MAT_ID:     ggml_compute_forward_mul_mat_id(params, node);     return true;
-        case GGML_OP_COUNT:
-            break;
+        case GGML_OP_ARGSORT: ggml_compute_forward_argsort(params, node); return true;
+        case GGML_OP_TOP_K: ggml_compute_forward_top_k(params, node); return true;
+        case GGML_OP_MUL_MAT_ID: ggml_compute_forward_mul_mat_id(params, node); return true;
+        case GGML_OP_COUNT: break;
     }
     if (params->ith == 0) {
-        GGML_LOG_ERROR("ggml_graph_compute: op %s (%d) of node '%s' (%s) has no CPU kernel",
-                       ggml_op_name(node->op), (int) node->op, node->name, ggml_type_name(node->type));
+        GGML_LOG_ERROR("ggml_graph_compute: op %s (%d) of node '%s' (%s) has no CPU kernel", ggml_op_name(node->op),
+                       (int) node->op, node->name, ggml_type_name(node->type));
     }
     return false;
 }
 
 size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads) {
     switch (node->op) {
-        case GGML_OP_MUL_MAT:        return ggml_cpu_work_size_mul_mat(node, n_threads);
-        case GGML_OP_SOFT_MAX:       return ggml_cpu_work_size_soft_max(node, n_threads);
+        case GGML_OP_MUL_MAT: return ggml_cpu_work_size_mul_mat(node, n_threads);
+        case GGML_OP_SOFT_MAX: return ggml_cpu_work_size_soft_max(node, n_threads);
         case GGML_OP_FLASH_ATTN_EXT: return ggml_cpu_work_size_flash_attn_ext(node, n_threads);
-        case GGML_OP_ARGSORT:        return ggml_cpu_work_size_argsort(node, n_threads);
-        case GGML_OP_MUL_MAT_ID:     return ggml_cpu_work_size_mul_mat_id(node, n_threads);
+        case GGML_OP_ARGSORT: return ggml_cpu_work_size_argsort(node, n_threads);
+        case GGML_OP_MUL_MAT_ID: return ggml_cpu_work_size_mul_mat_id(node, n_threads);
         case GGML_OP_GATED_DELTA_NET: return ggml_cpu_work_size_gated_delta_net(node, n_threads);
-        default:                     return 0;
+        default: return 0;
     }
 }
 
@@ -89,22 +87,17 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
         case GGML_OP_MUL_MAT_ID:
         case GGML_OP_DUP:
         case GGML_OP_CONT:
-        case GGML_OP_CPY:
-            return ggml_nelements(node); // tiles of rows x columns; contiguous copies split bytes
-        case GGML_OP_GET_ROWS:
-            return ggml_nelements(node->src[1]);
+        case GGML_OP_CPY: return ggml_nelements(node); // tiles of rows x columns; contiguous copies split bytes
+        case GGML_OP_GET_ROWS: return ggml_nelements(node->src[1]);
         case GGML_OP_SET_ROWS:
         case GGML_OP_SUM_ROWS:
         case GGML_OP_ARGMAX:
         case GGML_OP_ARGSORT:
         case GGML_OP_TOP_K:
         case GGML_OP_ROPE:
-        case GGML_OP_SOFT_MAX:
-            return ggml_nrows(node->src[0]);
-        case GGML_OP_SSM_CONV:
-            return (node->ne[0] + 15) / 16 * node->ne[2];  // blocks of 16 channels x sequences
-        case GGML_OP_GATED_DELTA_NET:
-            return node->src[2]->ne[1] * node->src[2]->ne[3]; // heads x sequences
+        case GGML_OP_SOFT_MAX: return ggml_nrows(node->src[0]);
+        case GGML_OP_SSM_CONV: return (node->ne[0] + 15) / 16 * node->ne[2];  // blocks of 16 channels x sequences
+        case GGML_OP_GATED_DELTA_NET: return node->src[2]->ne[1] * node->src[2]->ne[3]; // heads x sequences
         case GGML_OP_ADD:
         case GGML_OP_SUB:
         case GGML_OP_MUL:
@@ -120,8 +113,7 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
             // flat element ranges across rows (ggml_cpu_ew_split), so one long row splits too;
             // a share under GGML_CPU_EW_MIN_UNIT floats saves less than the barrier costs
             return ggml_nelements(node) / GGML_CPU_EW_MIN_UNIT;
-        default:
-            return ggml_nrows(node); // FLASH_ATTN_EXT: [Dv, heads, queries, seqs]: heads x queries
+        default: return ggml_nrows(node); // FLASH_ATTN_EXT: [Dv, heads, queries, seqs]: heads x queries
     }
 }
 
@@ -163,12 +155,8 @@ int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
         case GGML_OP_SWIGLU:
             work = 4 * ggml_nelements(node); // an exp or tanh per element
             break;
-        case GGML_OP_ROPE:
-            work = 2 * ggml_nelements(node);
-            break;
-        case GGML_OP_SSM_CONV:
-            work = ggml_nelements(node) * node->src[1]->ne[0];
-            break;
+        case GGML_OP_ROPE: work = 2 * ggml_nelements(node); break;
+        case GGML_OP_SSM_CONV: work = ggml_nelements(node) * node->src[1]->ne[0]; break;
         case GGML_OP_GATED_DELTA_NET:
             // per token and value head: four passes over the S x S state
             work = 4 * ggml_nelements(node->src[2]) * node->src[2]->ne[0];
@@ -177,15 +165,11 @@ int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
         case GGML_OP_TOP_K:
         case GGML_OP_SUM_ROWS:
         case GGML_OP_CPY:
-        case GGML_OP_SET_ROWS:
-            work = ggml_nelements(node->src[0]);
-            break;
+        case GGML_OP_SET_ROWS: work = ggml_nelements(node->src[0]); break;
         case GGML_OP_ARGSORT:
             work = 8 * ggml_nelements(node->src[0]); // log2(n) merge passes
             break;
-        default:
-            work = ggml_nelements(node);
-            break;
+        default: work = ggml_nelements(node); break;
     }
     const int64_t n = work / GGML_CPU_MIN_WORK_PER_TASK;
     if (n <= 1) {

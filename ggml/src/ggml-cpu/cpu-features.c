@@ -27,7 +27,9 @@
 #if defined(__linux__)
 // Counts distinct (package, core) pairs over the configured CPUs in sysfs; 0 if unavailable.
 static int ggml_cpu_count_cores_sysfs(void) {
-    enum { MAX_CPUS = 4096 };
+    enum {
+        MAX_CPUS = 4096
+    };
     long n_cpus = sysconf(_SC_NPROCESSORS_CONF);
     if (n_cpus <= 0 || n_cpus > MAX_CPUS) {
         n_cpus = MAX_CPUS;
@@ -126,24 +128,24 @@ static struct ggml_cpu_feature_set ggml_cpu_detect(void) {
     const unsigned max_leaf = a;
     __cpuid(1, a, b, c, d);
     const bool osxsave = (c >> 27) & 1;
-    const bool avx     = (c >> 28) & 1;
-    const bool fma     = (c >> 12) & 1;
-    const bool f16c    = (c >> 29) & 1;
+    const bool avx = (c >> 28) & 1;
+    const bool fma = (c >> 12) & 1;
+    const bool f16c = (c >> 29) & 1;
     const uint64_t xcr0 = osxsave ? ggml_cpu_xgetbv0() : 0;
     const bool os_ymm = (xcr0 & 0x6) == 0x6;            // SSE + AVX state
     const bool os_zmm = os_ymm && (xcr0 & 0xE0) == 0xE0; // opmask + ZMM0-15 hi + ZMM16-31
     if (!avx || !os_ymm || max_leaf < 7) {
         return fs;
     }
-    fs.fma  = fma;
+    fs.fma = fma;
     fs.f16c = f16c;
     __cpuid_count(7, 0, a, b, c, d);
-    fs.avx2       = (b >> 5) & 1;
-    fs.bmi2       = (b >> 8) & 1;
-    fs.avx512f    = os_zmm && ((b >> 16) & 1);
-    fs.avx512dq   = fs.avx512f && ((b >> 17) & 1);
-    fs.avx512bw   = fs.avx512f && ((b >> 30) & 1);
-    fs.avx512vl   = fs.avx512f && ((b >> 31) & 1);
+    fs.avx2 = (b >> 5) & 1;
+    fs.bmi2 = (b >> 8) & 1;
+    fs.avx512f = os_zmm && ((b >> 16) & 1);
+    fs.avx512dq = fs.avx512f && ((b >> 17) & 1);
+    fs.avx512bw = fs.avx512f && ((b >> 30) & 1);
+    fs.avx512vl = fs.avx512f && ((b >> 31) & 1);
     fs.avx512vnni = fs.avx512f && ((c >> 11) & 1);
     if (fs.avx512f && a >= 1) {
         unsigned a1, b1, c1, d1;
@@ -177,11 +179,22 @@ static void ggml_cpu_features_init(void) {
     char * s = g_cpu_features_str;
     const size_t cap = sizeof(g_cpu_features_str);
     s[0] = '\0';
-    const struct { bool on; const char * name; } list[] = {
-        { fs.avx2, "avx2" }, { fs.fma, "fma" }, { fs.f16c, "f16c" }, { fs.bmi2, "bmi2" },
-        { fs.avx512f, "avx512f" }, { fs.avx512bw, "avx512bw" }, { fs.avx512vl, "avx512vl" },
-        { fs.avx512dq, "avx512dq" }, { fs.avx512vnni, "avx512vnni" }, { fs.avx512bf16, "avx512bf16" },
-        { fs.neon, "neon" }, { fs.dotprod, "dotprod" },
+    const struct {
+        bool on;
+        const char * name;
+    } list[] = {
+        { fs.avx2, "avx2" },
+        { fs.fma, "fma" },
+        { fs.f16c, "f16c" },
+        { fs.bmi2, "bmi2" },
+        { fs.avx512f, "avx512f" },
+        { fs.avx512bw, "avx512bw" },
+        { fs.avx512vl, "avx512vl" },
+        { fs.avx512dq, "avx512dq" },
+        { fs.avx512vnni, "avx512vnni" },
+        { fs.avx512bf16, "avx512bf16" },
+        { fs.neon, "neon" },
+        { fs.dotprod, "dotprod" },
     };
     for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++) {
         if (list[i].on) {
@@ -194,7 +207,9 @@ static void ggml_cpu_features_init(void) {
 #if defined(_WIN32)
 static INIT_ONCE g_features_once = INIT_ONCE_STATIC_INIT;
 static BOOL CALLBACK ggml_cpu_features_init_win(PINIT_ONCE once, PVOID param, PVOID * ctx) {
-    (void) once; (void) param; (void) ctx;
+    (void) once;
+    (void) param;
+    (void) ctx;
     ggml_cpu_features_init();
     return TRUE;
 }
@@ -210,17 +225,18 @@ static const struct ggml_cpu_feature_set * ggml_cpu_features_get(void) {
 }
 #endif
 
-int ggml_cpu_has_avx2(void)        { const struct ggml_cpu_feature_set * f = ggml_cpu_features_get(); return f->avx2 && f->fma && f->f16c; }
-int ggml_cpu_has_f16c(void)        { return ggml_cpu_features_get()->f16c; }
+int ggml_cpu_has_avx2(void) {
+    const struct ggml_cpu_feature_set * f = ggml_cpu_features_get();
+    return f->avx2 && f->fma && f->f16c;
+}
+int ggml_cpu_has_f16c(void) { return ggml_cpu_features_get()->f16c; }
 
 int ggml_cpu_has_avx512(void) {
     const struct ggml_cpu_feature_set * f = ggml_cpu_features_get();
     return f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq;
 }
 
-const char * ggml_cpu_variant(void) {
-    return ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected());
-}
+const char * ggml_cpu_variant(void) { return ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected()); }
 
 const char * ggml_cpu_features(void) {
     ggml_cpu_features_get();

@@ -48,8 +48,8 @@ typedef void (*ggml_vec_dot_x4_t)(int n, float * s, size_t bs, const void * x, c
 // CPU-side traits per type: the fast activation quantizer and the dot kernel.
 struct ggml_type_traits_cpu {
     ggml_from_float_t from_float;   // fast quantizer for activations (F32 -> this type)
-    ggml_vec_dot_t    vec_dot;      // this type . vec_dot_type
-    enum ggml_type    vec_dot_type; // type b's rows are converted to before vec_dot
+    ggml_vec_dot_t vec_dot;      // this type . vec_dot_type
+    enum ggml_type vec_dot_type; // type b's rows are converted to before vec_dot
     ggml_vec_dot_x4_t vec_dot_x4;   // 4 columns at once with vec_dot's bits, or NULL
 };
 
@@ -63,43 +63,43 @@ int ggml_cpu_has_f16c(void);
 int ggml_cpu_has_avx512(void);      // AVX-512 F + BW + VL + DQ
 
 // Kernels, one per op (ops-<family>.c).
-void ggml_compute_forward_dup          (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_cpy          (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_add          (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_sub          (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_mul          (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_div          (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_scale        (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_rms_norm     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_norm         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_dup(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_cpy(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_add(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_sub(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_mul(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_div(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_scale(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_rms_norm(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_norm(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 // Whether rms_norm node `norm` followed by `mul` (norm times a 1-D F32 weight row) can run fused.
 bool ggml_cpu_rms_norm_mul_fusable(const struct ggml_tensor * norm, const struct ggml_tensor * mul);
 // rms_norm(norm->src[0]) * weight into mul, bit-identical to the two kernels one after the other.
 void ggml_compute_forward_rms_norm_mul(const struct ggml_compute_params * params, struct ggml_tensor * norm,
                                        struct ggml_tensor * mul);
-void ggml_compute_forward_tanh         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_sigmoid      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_softplus     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_clamp        (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_l2_norm      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_ssm_conv     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_tanh(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_sigmoid(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_softplus(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_clamp(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_l2_norm(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_ssm_conv(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_gated_delta_net(const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_silu         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_gelu         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_swiglu       (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_mul_mat      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_soft_max     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_rope         (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_silu(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_gelu(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_swiglu(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_mul_mat(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_soft_max(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_rope(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_diag_mask_inf(const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_get_rows     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_set_rows     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_sum_rows     (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_argmax       (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_concat       (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_get_rows(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_set_rows(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_sum_rows(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_argmax(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_concat(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_argsort      (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_top_k        (const struct ggml_compute_params * params, struct ggml_tensor * dst);
-void ggml_compute_forward_mul_mat_id   (const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_argsort(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_top_k(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_mul_mat_id(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 // Row converter from F32 to a vec_dot_type (NULL for F32: a plain copy), shared by the matmuls.
 ggml_from_float_t ggml_cpu_mm_converter(enum ggml_type vdt);
 

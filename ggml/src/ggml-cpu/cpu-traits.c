@@ -30,8 +30,8 @@ static const char * const variant_names[GGML_CPU_KERNELS_COUNT] = {
 #if defined(__x86_64__) || defined(__i386__)
 static bool cpu_has_avx2(void) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2") &&
+        __builtin_cpu_supports("f16c");
 }
 static bool cpu_has_avxvnni(void) {
 #if defined(GGML_CPU_EMULATE_AVXVNNI)
@@ -44,10 +44,8 @@ static bool cpu_has_avxvnni(void) {
 }
 static bool cpu_has_avx512(void) {
     // the set uses VNNI (vpdpbusd) throughout, so plain AVX-512F is not enough
-    return cpu_has_avx2() &&
-           __builtin_cpu_supports("avx512f")  && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vnni");
+    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
 }
 #endif
 
@@ -109,7 +107,7 @@ static void tables_init(void) {
 
     enum ggml_cpu_kernel_variant best = GGML_CPU_KERNELS_PORTABLE;
     for (int v = 0; v < GGML_CPU_KERNELS_COUNT; v++) {
-        if (variant_ok[v]) best = (enum ggml_cpu_kernel_variant)v;
+        if (variant_ok[v]) best = (enum ggml_cpu_kernel_variant) v;
     }
     variant_selected = best;
 
@@ -120,25 +118,24 @@ static void tables_init(void) {
             if (strcmp(env, variant_names[v]) == 0) want = v;
         }
         if (want < 0) {
-            GGML_LOG_WARN("GGML_CPU_VARIANT=%s is not one of portable, avx2, avxvnni, avx512, neon; using %s\n",
-                          env, variant_names[best]);
-        } else if (!variant_ok[want] || want > (int)best) {
-            GGML_LOG_WARN("GGML_CPU_VARIANT=%s is not available on this CPU/build; using %s\n",
-                          env, variant_names[best]);
+            GGML_LOG_WARN("GGML_CPU_VARIANT=%s is not one of portable, avx2, avxvnni, avx512, neon; using %s\n", env,
+                          variant_names[best]);
+        } else if (!variant_ok[want] || want > (int) best) {
+            GGML_LOG_WARN("GGML_CPU_VARIANT=%s is not available on this CPU/build; using %s\n", env, variant_names[best]);
         } else {
-            variant_selected = (enum ggml_cpu_kernel_variant)want;
+            variant_selected = (enum ggml_cpu_kernel_variant) want;
         }
     }
 }
 
 const char * ggml_cpu_kernel_variant_name(enum ggml_cpu_kernel_variant v) {
-    if ((int)v < 0 || v >= GGML_CPU_KERNELS_COUNT) return "unknown";
+    if ((int) v < 0 || v >= GGML_CPU_KERNELS_COUNT) return "unknown";
     return variant_names[v];
 }
 
 bool ggml_cpu_kernel_variant_available(enum ggml_cpu_kernel_variant v) {
     pthread_once(&tables_once, tables_init);
-    if ((int)v < 0 || v >= GGML_CPU_KERNELS_COUNT) return false;
+    if ((int) v < 0 || v >= GGML_CPU_KERNELS_COUNT) return false;
     return variant_ok[v];
 }
 
@@ -149,21 +146,21 @@ enum ggml_cpu_kernel_variant ggml_cpu_kernel_variant_selected(void) {
 
 const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu_variant(enum ggml_type type, enum ggml_cpu_kernel_variant v) {
     pthread_once(&tables_once, tables_init);
-    if ((int)v < 0 || v >= GGML_CPU_KERNELS_COUNT || !variant_ok[v]) return NULL;
-    if ((int)type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT; // the all-zero entry
+    if ((int) v < 0 || v >= GGML_CPU_KERNELS_COUNT || !variant_ok[v]) return NULL;
+    if ((int) type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT; // the all-zero entry
     return &variant_tables[v][type];
 }
 
 const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu(enum ggml_type type) {
     pthread_once(&tables_once, tables_init);
-    if ((int)type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT;
+    if ((int) type < 0 || type >= GGML_TYPE_COUNT) type = GGML_TYPE_COUNT;
     return &variant_tables[variant_selected][type];
 }
 
 const struct ggml_gemm_traits * ggml_gemm_get_traits_variant(enum ggml_type type, enum ggml_cpu_kernel_variant v) {
     pthread_once(&tables_once, tables_init);
-    if ((int)v < 0 || v >= GGML_CPU_KERNELS_COUNT || !variant_ok[v]) return NULL;
-    if ((int)type < 0 || type >= GGML_TYPE_COUNT || gemm_tables[v][type].qb == 0) return NULL;
+    if ((int) v < 0 || v >= GGML_CPU_KERNELS_COUNT || !variant_ok[v]) return NULL;
+    if ((int) type < 0 || type >= GGML_TYPE_COUNT || gemm_tables[v][type].qb == 0) return NULL;
     return &gemm_tables[v][type];
 }
 

@@ -40,8 +40,16 @@ static inline __m256i emu_dpbusd(__m256i acc, __m256i u, __m256i s) {
 #define _mm256_dpbusd_avx_epi32 emu_dpbusd
 #endif
 
-static inline int32_t ld_i32(const void * p) { int32_t v; memcpy(&v, p, 4); return v; }
-static inline float   ld_f32(const void * p) { float v;   memcpy(&v, p, 4); return v; }
+static inline int32_t ld_i32(const void * p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline float ld_f32(const void * p) {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
 
 // A dword broadcast from memory: vbroadcastss is a plain load on Zen, vpbroadcastd also takes a
 // shuffle slot from the vector pipes the maddubs need.
@@ -50,18 +58,20 @@ static inline __m256i bcast_i32(const void * p) { return _mm256_castps_si256(_mm
 static inline __m256 neg_ps(__m256 x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
 
 // Level vector g of half h of a repacked block (pkv: its packed vectors of that half).
-static inline __attribute__((always_inline)) __m256i
-level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h, const int QB, const int PK) {
+static inline __attribute__((always_inline)) __m256i level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h,
+                                                               const int QB, const int PK) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), m10 = _mm256_set1_epi8(0x10);
     if (PK == 7 || PK == 8) {
         // 2-bit levels at bits 2g (16-bit shifts: bits from the neighbour byte fall outside the
         // mask); q3_K's third bit g (pkv[1], already moved down for an odd block) to bit 2
         const __m256i m3 = _mm256_set1_epi8(0x03);
-        __m256i w = _mm256_and_si256(g == 0 ? pkv[0] : _mm256_srli_epi16(pkv[0], 2*g), m3);
+        __m256i w = _mm256_and_si256(g == 0 ? pkv[0] : _mm256_srli_epi16(pkv[0], 2 * g), m3);
         if (PK == 8) {
             const __m256i hv = pkv[1];
-            const __m256i hb = g == 0 ? _mm256_slli_epi16(hv, 2) : g == 1 ? _mm256_slli_epi16(hv, 1)
-                             : g == 2 ? hv : _mm256_srli_epi16(hv, 1);
+            const __m256i hb = g == 0 ? _mm256_slli_epi16(hv, 2)
+                : g == 1              ? _mm256_slli_epi16(hv, 1)
+                : g == 2              ? hv
+                                      : _mm256_srli_epi16(hv, 1);
             w = _mm256_or_si256(w, _mm256_and_si256(hb, _mm256_set1_epi8(0x04)));
         }
         return w;
@@ -69,26 +79,29 @@ level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h, const int QB, c
     if (PK == 4) {
         const __m256i nv = pkv[g % 2], tv = pkv[2];
         const __m256i lo = _mm256_and_si256(g < 2 ? nv : _mm256_srli_epi16(nv, 4), m4);
-        const __m256i th = g == 0 ? _mm256_slli_epi16(tv, 4) : g == 1 ? _mm256_slli_epi16(tv, 2)
-                         : g == 2 ? tv : _mm256_srli_epi16(tv, 2);
+        const __m256i th = g == 0 ? _mm256_slli_epi16(tv, 4)
+            : g == 1              ? _mm256_slli_epi16(tv, 2)
+            : g == 2              ? tv
+                                  : _mm256_srli_epi16(tv, 2);
         return _mm256_or_si256(lo, _mm256_and_si256(th, m30));
     }
-    const __m256i pk = pkv[g % (QB/8)];
-    __m256i w = _mm256_and_si256(g < QB/8 ? pk : _mm256_srli_epi16(pk, 4), m4);
+    const __m256i pk = pkv[g % (QB / 8)];
+    __m256i w = _mm256_and_si256(g < QB / 8 ? pk : _mm256_srli_epi16(pk, 4), m4);
     if (PK == 9 || PK == 10) {
         // iq4_nl / iq4_xs: kvalues_iq4nl + 128 by nibble
-        const __m256i lut = _mm256_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char) 129, (char) 141, (char) 153,
-                                             (char) 166, (char) 181, (char) 197, (char) 217, (char) 241,
-                                             1, 24, 45, 63, 79, 93, 106, 118, (char) 129, (char) 141, (char) 153,
-                                             (char) 166, (char) 181, (char) 197, (char) 217, (char) 241);
+        const __m256i lut =
+            _mm256_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char) 129, (char) 141, (char) 153, (char) 166, (char) 181,
+                             (char) 197, (char) 217, (char) 241, 1, 24, 45, 63, 79, 93, 106, 118, (char) 129, (char) 141,
+                             (char) 153, (char) 166, (char) 181, (char) 197, (char) 217, (char) 241);
         return _mm256_shuffle_epi8(lut, w);
     }
     if (PK == 5 || PK == 6) {
-        const __m256i hv = pkv[QB/8];
+        const __m256i hv = pkv[QB / 8];
         const __m256i hb = g < 4 ? _mm256_slli_epi16(hv, 4 - g) : g == 4 ? hv : _mm256_srli_epi16(hv, g - 4);
         w = _mm256_or_si256(w, _mm256_and_si256(hb, m10));
     }
-    (void) pb; (void) h;
+    (void) pb;
+    (void) h;
     return w;
 }
 
@@ -99,50 +112,53 @@ level_vec(const uint8_t * pb, const __m256i * pkv, int g, int h, const int QB, c
 // 9 / 10 = repacked iq4_nl / iq4_xs (nibbles as 1's, levels by table; iq4_xs: a header as q4_K's).
 // LB: bits of the largest level (4, 5, 6; 8 = q8_0, signed trick). GNR: columns of the group
 // layout (8, or 1 for the compact column). NH x CW: halves x columns of one pass.
-static inline __attribute__((always_inline)) void
-pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-     int h0, int c0, const int QB, const int SB, const int SA, const bool MIN, const bool CORR, const int PK,
-     const int LB, const int GNR, const int NH, const int CW) {
+static inline __attribute__((always_inline)) void pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst,
+                                                       int64_t ldc, int nr, int nc, int h0, int c0, const int QB, const int SB,
+                                                       const int SA, const bool MIN, const bool CORR, const int PK, const int LB,
+                                                       const int GNR, const int NH, const int CW) {
     const bool NIB = PK == 1 || PK == 3 || PK == 5 || PK == 6 || PK == 9 || PK == 10; // levels as nibbles (and fifth bits)
     const bool H5 = PK == 5 || PK == 6, KH = PK == 3 || PK == 6;  // fifth bits; q4_K-style header
-    const size_t lvb = PK == 1 || PK == 3 || PK == 9 || PK == 10 ? (size_t) QB*GGML_GEMM_MR/2 : H5 ? (size_t) QB*GGML_GEMM_MR/2 + 64
-                     : PK == 4 ? (size_t) 192 : (size_t) QB*GGML_GEMM_MR;
+    const size_t lvb = PK == 1 || PK == 3 || PK == 9 || PK == 10 ? (size_t) QB * GGML_GEMM_MR / 2
+        : H5                                                     ? (size_t) QB * GGML_GEMM_MR / 2 + 64
+        : PK == 4                                                ? (size_t) 192
+                                                                 : (size_t) QB * GGML_GEMM_MR;
     const size_t scb = PK ? 32 : 64;
     const bool LOW = PK == 7 || PK == 8; // repacked q2_K / q3_K
     // (q3_K's blocks alternate 64 and 128 bytes: its pointer steps below)
     const size_t pbb = LOW ? (PK == 7 ? 64 : 96) : KH || PK == 4 || PK == 10 ? lvb : lvb + scb + (MIN ? scb : 0);
-    const size_t gbb = (size_t) (QB + 8)*GNR;
-    const int NA = SB/SA; // activation scales per superblock
-    const size_t sbb = (size_t) 4*GNR*NA + (size_t) SB*gbb;
-    const int64_t nsb = K/(QB*SB);
+    const size_t gbb = (size_t) (QB + 8) * GNR;
+    const int NA = SB / SA; // activation scales per superblock
+    const size_t sbb = (size_t) 4 * GNR * NA + (size_t) SB * gbb;
+    const int64_t nsb = K / (QB * SB);
     const bool S8 = LB == 8 && !GEMM_X86_VNNI; // q8_0 without VNNI: signed values, no corr
     // level vectors whose s16 products are summed before one madd
     const int G16m = LB <= 4 ? 8 : LB == 5 ? 4 : LB == 6 ? 2 : 1;
-    const int G16 = G16m < QB/4 ? G16m : QB/4;
+    const int G16 = G16m < QB / 4 ? G16m : QB / 4;
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i bias = _mm256_set1_epi8((char) 0x80);
     __m256 acc[2][8], t[2][8];
-    for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) acc[hh][c] = t[hh][c] = _mm256_setzero_ps();
+    for (int hh = 0; hh < NH; hh++)
+        for (int c = 0; c < CW; c++) acc[hh][c] = t[hh][c] = _mm256_setzero_ps();
     const uint8_t * pb = panel;
     for (int64_t i = 0; i < nsb; i++) {
-        const uint8_t * sbp = group + (size_t) i*sbb;
-        const uint8_t * ab = sbp + 4*GNR*NA;
+        const uint8_t * sbp = group + (size_t) i * sbb;
+        const uint8_t * ab = sbp + 4 * GNR * NA;
         // repacked q4_K: d[16], dmin[16] (fp16), sc[8][16], mn[8][16]; q6_K: sc[16][16], d[16]
         const uint8_t * hd = pb;
         __m256 dsb[2], ndsb[2];
         for (int hh = 0; hh < NH; hh++) {
             const int h = h0 + hh;
             if (KH) {
-                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 16*h)));
-                ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16*h))));
+                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 16 * h)));
+                ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16 * h))));
             } else if (PK == 4) {
-                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 256 + 16*h)));
+                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 256 + 16 * h)));
             } else if (LOW || PK == 10) {
-                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 16*h)));
-                if (PK == 7) ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16*h))));
+                dsb[hh] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 16 * h)));
+                if (PK == 7) ndsb[hh] = neg_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (hd + 32 + 16 * h))));
             }
         }
-        if (KH) pb += 64 + 2*8*GGML_GEMM_MR;
+        if (KH) pb += 64 + 2 * 8 * GGML_GEMM_MR;
         if (PK == 4) pb += 256 + 32;
         if (PK == 7) pb += 64 + 256;
         if (PK == 8) pb += 32 + 256;
@@ -150,9 +166,9 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
         // blocks in runs of one activation scale: the run (1 or 2 blocks for q8_1) unrolls, so
         // whether a block opens or closes its run is known at compile time
         for (int ja = 0; ja < NA; ja++) {
-            #pragma GCC unroll 2
+#pragma GCC unroll 2
             for (int jr = 0; jr < SA; jr++) {
-                const int j = ja*SA + jr;
+                const int j = ja * SA + jr;
                 if (GNR == 1 || PK) {
                     // token generation streams the weights from DRAM once: the lines 2 KiB ahead
                     // are asked for now (the hardware prefetcher alone left the 1-column kernel at
@@ -162,24 +178,26 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                     for (size_t o = 0; o < pbb; o += 64) _mm_prefetch((const char *) pb + 2048 + o, _MM_HINT_T0);
                 }
                 __m256i ia[2][8], s16[2][8];
-                for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
+                for (int hh = 0; hh < NH; hh++)
+                    for (int c = 0; c < CW; c++) {
                     // without VNNI ia starts at the first madd (not live across the first group's
                     // products: with 8 columns the registers would not suffice)
-                    ia[hh][c] = GEMM_X86_VNNI && CORR ? bcast_i32(ab + QB*GNR + 4*c) : _mm256_setzero_si256();
-                    s16[hh][c] = _mm256_setzero_si256();
-                }
+                        ia[hh][c] = GEMM_X86_VNNI && CORR ? bcast_i32(ab + QB * GNR + 4 * c) : _mm256_setzero_si256();
+                        s16[hh][c] = _mm256_setzero_si256();
+                    }
                 __m256i pkv[2][5];
                 for (int hh = 0; hh < NH; hh++) {
                     const int h = h0 + hh;
                     if (NIB) {
-                        for (int k = 0; k < QB/8 + H5; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+                        for (int k = 0; k < QB / 8 + H5; k++)
+                            pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64 * k + 32 * h));
                     } else if (PK == 4) {
-                        for (int k = 0; k < 3; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64*k + 32*h));
+                        for (int k = 0; k < 3; k++) pkv[hh][k] = _mm256_loadu_si256((const __m256i *) (pb + 64 * k + 32 * h));
                     } else if (LOW) {
-                        pkv[hh][0] = _mm256_loadu_si256((const __m256i *) (pb + 32*h));
+                        pkv[hh][0] = _mm256_loadu_si256((const __m256i *) (pb + 32 * h));
                         if (PK == 8) {
                             // the pair's third bits: 128 bytes past its first block, 64 past its second
-                            const __m256i hv = _mm256_loadu_si256((const __m256i *) (pb + ((j & 1) ? 64 : 128) + 32*h));
+                            const __m256i hv = _mm256_loadu_si256((const __m256i *) (pb + ((j & 1) ? 64 : 128) + 32 * h));
                             pkv[hh][1] = (j & 1) ? _mm256_srli_epi16(hv, 4) : hv;
                         }
                     }
@@ -189,11 +207,11 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                 // otherwise stay live across it, and with the 12 accumulators that spills: 0.6x)
                 const bool STAGE = CW == 4 && H5;
                 __m256i wst[8];
-                for (int g = 0; g < (STAGE ? QB/4 : 0); g++) wst[g] = level_vec(pb, pkv[0], g, h0, QB, PK);
+                for (int g = 0; g < (STAGE ? QB / 4 : 0); g++) wst[g] = level_vec(pb, pkv[0], g, h0, QB, PK);
                 if (STAGE) __asm__ volatile("" : : "r"(wst) : "memory");
-                #pragma GCC unroll 8
-                for (int g = 0; g < QB/4; g++) {
-                    #pragma GCC unroll 8
+#pragma GCC unroll 8
+                for (int g = 0; g < QB / 4; g++) {
+#pragma GCC unroll 8
                     for (int hh = 0; hh < NH; hh++) {
                         const int h = h0 + hh;
                         __m256i w;
@@ -202,22 +220,25 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                         } else if (NIB || PK == 4 || LOW) {
                             w = level_vec(pb, pkv[hh], g, h, QB, PK);
                         } else {
-                            w = _mm256_loadu_si256((const __m256i *) (pb + 64*g + 32*h));
+                            w = _mm256_loadu_si256((const __m256i *) (pb + 64 * g + 32 * h));
                         }
                         __m256i wabs = w;
                         if (S8) {
                             w = _mm256_xor_si256(w, bias); // q
                             wabs = _mm256_sign_epi8(w, w);
                         }
-                        #pragma GCC unroll 8
+#pragma GCC unroll 8
                         for (int c = 0; c < CW; c++) {
-                            const __m256i av = bcast_i32(ab + 4*GNR*g + 4*c);
-    #if GEMM_X86_VNNI
+                            const __m256i av = bcast_i32(ab + 4 * GNR * g + 4 * c);
+#if GEMM_X86_VNNI
                             ia[hh][c] = _mm256_dpbusd_avx_epi32(ia[hh][c], w, av);
-                            (void) wabs; (void) s16; (void) ones; (void) G16;
-    #else
-                            const __m256i p = S8 ? _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, w))
-                                                 : _mm256_maddubs_epi16(w, av);
+                            (void) wabs;
+                            (void) s16;
+                            (void) ones;
+                            (void) G16;
+#else
+                            const __m256i p =
+                                S8 ? _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, w)) : _mm256_maddubs_epi16(w, av);
                             s16[hh][c] = g % G16 == 0 ? p : _mm256_add_epi16(s16[hh][c], p);
                             // keeps the chain in program order: re-associated, the compiler computes
                             // every product of a block first and spills them (store-bound: 0.7x)
@@ -225,53 +246,67 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
                             if (g % G16 == G16 - 1) {
                                 const __m256i s32 = _mm256_madd_epi16(s16[hh][c], ones);
                                 ia[hh][c] = g >= G16 ? _mm256_add_epi32(ia[hh][c], s32)
-                                          : CORR && !S8 ? _mm256_add_epi32(bcast_i32(ab + QB*GNR + 4*c), s32) : s32;
+                                    : CORR && !S8    ? _mm256_add_epi32(bcast_i32(ab + QB * GNR + 4 * c), s32)
+                                                     : s32;
                                 __asm__("" : "+x"(ia[hh][c]));
                             }
-    #endif
+#endif
                         }
                     }
                 }
                 for (int hh = 0; hh < NH; hh++) {
                     const int h = h0 + hh;
-                    const __m256 d = KH ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-                                                   _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h)))))
-                                   : PK == 4 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                                   _mm_loadl_epi64((const __m128i *) (hd + 16*j + 8*h)))))
-                                   : PK == 7 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_cvtepu8_epi32(
-                                                   _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h))), _mm256_set1_epi32(15))))
-                                   : PK == 8 || PK == 10 ? _mm256_mul_ps(dsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                                   _mm_loadl_epi64((const __m128i *) (hd + 32 + 16*j + 8*h)))))
-                                   : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + 16*h)))
-                                        : _mm256_loadu_ps((const float *) (pb + lvb + 32*h));
+                    const __m256 d = KH ? _mm256_mul_ps(dsb[hh],
+                                                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                                            _mm_loadl_epi64((const __m128i *) (hd + 64 + 16 * j + 8 * h)))))
+                        : PK == 4
+                        ? _mm256_mul_ps(
+                              dsb[hh],
+                              _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *) (hd + 16 * j + 8 * h)))))
+                        : PK == 7
+                        ? _mm256_mul_ps(dsb[hh],
+                                        _mm256_cvtepi32_ps(_mm256_and_si256(
+                                            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) (hd + 64 + 16 * j + 8 * h))),
+                                            _mm256_set1_epi32(15))))
+                        : PK == 8 || PK == 10 ? _mm256_mul_ps(dsb[hh],
+                                                              _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                                  _mm_loadl_epi64((const __m128i *) (hd + 32 + 16 * j + 8 * h)))))
+                        : PK                  ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + 16 * h)))
+                                              : _mm256_loadu_ps((const float *) (pb + lvb + 32 * h));
                     if (SB == 1) {
                         for (int c = 0; c < CW; c++) {
-                            const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(ld_f32(sbp + 4*c)));
+                            const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(ld_f32(sbp + 4 * c)));
                             acc[hh][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), dd, acc[hh][c]);
                         }
                     } else {
                         // t sums the blocks of one activation scale (gemm.h: the float order)
                         for (int c = 0; c < CW; c++) {
                             t[hh][c] = jr == 0 ? _mm256_mul_ps(_mm256_cvtepi32_ps(ia[hh][c]), d)
-                                                   : _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), d, t[hh][c]);
+                                               : _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[hh][c]), d, t[hh][c]);
                         }
                     }
                     if (MIN) {
-                        const __m256 m = KH ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-                                                       _mm_loadl_epi64((const __m128i *) (hd + 64 + 128 + 16*j + 8*h)))))
-                                       : PK == 7 ? _mm256_mul_ps(ndsb[hh], _mm256_cvtepi32_ps(_mm256_srli_epi32(_mm256_cvtepu8_epi32(
-                                                       _mm_loadl_epi64((const __m128i *) (hd + 64 + 16*j + 8*h))), 4)))
-                                       : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + scb + 16*h)))
-                                            : _mm256_loadu_ps((const float *) (pb + lvb + scb + 32*h));
+                        const __m256 m = KH ? _mm256_mul_ps(ndsb[hh],
+                                                            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                                                (const __m128i *) (hd + 64 + 128 + 16 * j + 8 * h)))))
+                            : PK == 7
+                            ? _mm256_mul_ps(
+                                  ndsb[hh],
+                                  _mm256_cvtepi32_ps(_mm256_srli_epi32(
+                                      _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) (hd + 64 + 16 * j + 8 * h))), 4)))
+                            : PK ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (pb + lvb + scb + 16 * h)))
+                                 : _mm256_loadu_ps((const float *) (pb + lvb + scb + 32 * h));
                         for (int c = 0; c < CW; c++) {
-                            acc[hh][c] = _mm256_fmadd_ps(m, _mm256_set1_ps(ld_f32(ab + QB*GNR + 4*GNR + 4*c)), acc[hh][c]);
+                            acc[hh][c] = _mm256_fmadd_ps(m, _mm256_set1_ps(ld_f32(ab + QB * GNR + 4 * GNR + 4 * c)), acc[hh][c]);
                         }
                     }
                 }
                 if (SB > 1 && jr == SA - 1) {
-                    for (int hh = 0; hh < NH; hh++) for (int c = 0; c < CW; c++) {
-                        acc[hh][c] = _mm256_fmadd_ps(t[hh][c], _mm256_set1_ps(ld_f32(sbp + 4*GNR*ja + 4*c)), acc[hh][c]);
-                    }
+                    for (int hh = 0; hh < NH; hh++)
+                        for (int c = 0; c < CW; c++) {
+                            acc[hh][c] =
+                                _mm256_fmadd_ps(t[hh][c], _mm256_set1_ps(ld_f32(sbp + 4 * GNR * ja + 4 * c)), acc[hh][c]);
+                        }
                 }
                 pb += PK == 8 ? ((j & 1) ? 128 : 64) : pbb;
                 ab += gbb;
@@ -279,26 +314,26 @@ pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64
         }
     }
     for (int hh = 0; hh < NH; hh++) {
-        const int h = h0 + hh, rows = nr - 8*h;
+        const int h = h0 + hh, rows = nr - 8 * h;
         if (rows <= 0) continue;
         for (int c = 0; c < CW && c0 + c < nc; c++) {
-            float * out = dst + (c0 + c)*ldc + 8*h;
+            float * out = dst + (c0 + c) * ldc + 8 * h;
             if (rows >= 8) {
                 _mm256_storeu_ps(out, acc[hh][c]);
             } else {
                 float tmp[8];
                 _mm256_storeu_ps(tmp, acc[hh][c]);
-                memcpy(out, tmp, (size_t) rows*sizeof(float));
+                memcpy(out, tmp, (size_t) rows * sizeof(float));
             }
         }
     }
 }
 
 // A whole tile: columns [0, nc) of the group (GNR 1: the compact column) against 16 rows.
-static inline __attribute__((always_inline)) void
-tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc,
-       const int QB, const int SB, const int SA, const bool MIN, const bool CORR, const int PK, const int LB,
-       const int GNR) {
+static inline __attribute__((always_inline)) void tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst,
+                                                         int64_t ldc, int nr, int nc, const int QB, const int SB, const int SA,
+                                                         const bool MIN, const bool CORR, const int PK, const int LB,
+                                                         const int GNR) {
     // the panel's column offset c0 moves the group pointer: one pass reads columns c0..c0+CW-1
     // without VNNI, 8 columns per pass for 6 columns or more: each decoded level vector serves
     // twice the maddubs (the float accumulators spill to L1, once per block: 1.05x on q8_0,
@@ -314,19 +349,31 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
     } else {
         for (int c0 = 0; c0 < nc; c0 += CW8 ? 8 : 4) {
             const int w = nc - c0 < (CW8 ? 8 : 4) ? nc - c0 : (CW8 ? 8 : 4);
-            const uint8_t * gc = group + 4*c0;
-            float * dc = dst + c0*ldc;
-            for (int h = 0; h < 2 && 8*h < nr; h++) {
+            const uint8_t * gc = group + 4 * c0;
+            float * dc = dst + c0 * ldc;
+            for (int h = 0; h < 2 && 8 * h < nr; h++) {
 #define TILE_PASS(CWv) pass(K, panel, gc, dc, ldc, nr, w, h, 0, QB, SB, SA, MIN, CORR, PK, LB, GNR, 1, CWv)
                 switch (w) {
-                    case 1:  if (!CW8) TILE_PASS(1); break;
-                    case 2:  if (!CW8) TILE_PASS(2); break;
-                    case 3:  TILE_PASS(3); break;
-                    case 4:  TILE_PASS(4); break;
-                    case 5:  if (CW8) TILE_PASS(5); break;
-                    case 6:  if (CW8) TILE_PASS(6); break;
-                    case 7:  if (CW8) TILE_PASS(7); break;
-                    default: if (CW8) TILE_PASS(8); break;
+                    case 1:
+                        if (!CW8) TILE_PASS(1);
+                        break;
+                    case 2:
+                        if (!CW8) TILE_PASS(2);
+                        break;
+                    case 3: TILE_PASS(3); break;
+                    case 4: TILE_PASS(4); break;
+                    case 5:
+                        if (CW8) TILE_PASS(5);
+                        break;
+                    case 6:
+                        if (CW8) TILE_PASS(6);
+                        break;
+                    case 7:
+                        if (CW8) TILE_PASS(7);
+                        break;
+                    default:
+                        if (CW8) TILE_PASS(8);
+                        break;
                 }
 #undef TILE_PASS
             }
@@ -334,44 +381,42 @@ tile_g(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int
     }
 }
 
-#define TILE_FN(name, QB, SB, SA, MIN, CORR, PK, LB)                                                    \
-static inline void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, \
-                 int nr, int nc) {                                                                    \
-    tile_g(K, panel, group, dst, ldc, nr, nc, QB, SB, SA, MIN, CORR, PK, LB, GGML_GEMM_NR);           \
-}                                                                                                     \
-static inline void name##_1(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, \
-                     int nr) {                                                                        \
-    tile_g(K, panel, group, dst, ldc, nr, 1, QB, SB, SA, MIN, CORR, PK, LB, 1);                       \
-}
+#define TILE_FN(name, QB, SB, SA, MIN, CORR, PK, LB)                                                                             \
+    static inline void name(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr, int nc) { \
+        tile_g(K, panel, group, dst, ldc, nr, nc, QB, SB, SA, MIN, CORR, PK, LB, GGML_GEMM_NR);                                  \
+    }                                                                                                                            \
+    static inline void name##_1(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst, int64_t ldc, int nr) {     \
+        tile_g(K, panel, group, dst, ldc, nr, 1, QB, SB, SA, MIN, CORR, PK, LB, 1);                                              \
+    }
 
-TILE_FN(tile_q4_0,  32,  1,  1, false, true,  0, 4)
-TILE_FN(tile_q4_1,  32,  1,  1, true,  false, 0, 4)
-TILE_FN(tile_q5_0,  32,  1,  1, false, true,  0, 5)
-TILE_FN(tile_q5_1,  32,  1,  1, true,  false, 0, 5)
-TILE_FN(tile_q8_0,  32,  1,  1, false, true,  0, 8)
-TILE_FN(tile_q2_K,  16, 16, 16, true,  false, 0, 4)
-TILE_FN(tile_q3_K,  16, 16, 16, false, true,  0, 4)
-TILE_FN(tile_q4_K,  32,  8,  1, true,  false, 0, 4)
-TILE_FN(tile_q5_K,  32,  8,  1, true,  false, 0, 5)
-TILE_FN(tile_q6_K,  16, 16,  2, false, true,  0, 6)
-TILE_FN(tile_rp_q4_0, 32, 1,  1, false, true,  1, 4)
-TILE_FN(tile_rp_q4_1, 32, 1,  1, true,  false, 1, 4)
-TILE_FN(tile_rp_q8_0, 32, 1,  1, false, true,  2, 8)
-TILE_FN(tile_rp_q4_K, 32, 8,  1, true,  false, 3, 4)
-TILE_FN(tile_rp_q6_K, 16, 16, 2, false, true,  4, 6)
-TILE_FN(tile_rp_q5_0, 32, 1,  1, false, true,  5, 5)
-TILE_FN(tile_rp_q5_1, 32, 1,  1, true,  false, 5, 5)
-TILE_FN(tile_rp_q5_K, 32, 8,  1, true,  false, 6, 5)
+TILE_FN(tile_q4_0, 32, 1, 1, false, true, 0, 4)
+TILE_FN(tile_q4_1, 32, 1, 1, true, false, 0, 4)
+TILE_FN(tile_q5_0, 32, 1, 1, false, true, 0, 5)
+TILE_FN(tile_q5_1, 32, 1, 1, true, false, 0, 5)
+TILE_FN(tile_q8_0, 32, 1, 1, false, true, 0, 8)
+TILE_FN(tile_q2_K, 16, 16, 16, true, false, 0, 4)
+TILE_FN(tile_q3_K, 16, 16, 16, false, true, 0, 4)
+TILE_FN(tile_q4_K, 32, 8, 1, true, false, 0, 4)
+TILE_FN(tile_q5_K, 32, 8, 1, true, false, 0, 5)
+TILE_FN(tile_q6_K, 16, 16, 2, false, true, 0, 6)
+TILE_FN(tile_rp_q4_0, 32, 1, 1, false, true, 1, 4)
+TILE_FN(tile_rp_q4_1, 32, 1, 1, true, false, 1, 4)
+TILE_FN(tile_rp_q8_0, 32, 1, 1, false, true, 2, 8)
+TILE_FN(tile_rp_q4_K, 32, 8, 1, true, false, 3, 4)
+TILE_FN(tile_rp_q6_K, 16, 16, 2, false, true, 4, 6)
+TILE_FN(tile_rp_q5_0, 32, 1, 1, false, true, 5, 5)
+TILE_FN(tile_rp_q5_1, 32, 1, 1, true, false, 5, 5)
+TILE_FN(tile_rp_q5_K, 32, 8, 1, true, false, 6, 5)
 TILE_FN(tile_rp_q2_K, 16, 16, 16, true, false, 7, 4)
 TILE_FN(tile_rp_q3_K, 16, 16, 16, false, true, 8, 4)
-TILE_FN(tile_iq4_nl,  32,  1,  1, false, true,  0, 8)
-TILE_FN(tile_iq4_xs,  32,  8,  1, false, true,  0, 8)
-TILE_FN(tile_rp_iq4_nl, 32, 1, 1, false, true,  9, 8)
+TILE_FN(tile_iq4_nl, 32, 1, 1, false, true, 0, 8)
+TILE_FN(tile_iq4_xs, 32, 8, 1, false, true, 0, 8)
+TILE_FN(tile_rp_iq4_nl, 32, 1, 1, false, true, 9, 8)
 TILE_FN(tile_rp_iq4_xs, 32, 8, 1, false, true, 10, 8)
 
-static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
-                        float * dst, int64_t ldc, int nr, int nc) {
-    const uint8_t * p = (const uint8_t *) panel, * g = (const uint8_t *) group;
+static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group, float * dst,
+                       int64_t ldc, int nr, int nc) {
+    const uint8_t *p = (const uint8_t *) panel, *g = (const uint8_t *) group;
     switch (gt->type) {
         case GGML_TYPE_Q4_0: tile_q4_0(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q4_1: tile_q4_1(K, p, g, dst, ldc, nr, nc); break;
@@ -390,8 +435,8 @@ static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void
 }
 
 static void kernel_repacked_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
-                                 float * dst, int64_t ldc, int nr, int nc) {
-    const uint8_t * p = (const uint8_t *) panel, * g = (const uint8_t *) group;
+                                float * dst, int64_t ldc, int nr, int nc) {
+    const uint8_t *p = (const uint8_t *) panel, *g = (const uint8_t *) group;
     switch (gt->type) {
         case GGML_TYPE_Q4_0: tile_rp_q4_0(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_Q4_1: tile_rp_q4_1(K, p, g, dst, ldc, nr, nc); break;
@@ -411,8 +456,8 @@ static void kernel_repacked_x86(const struct ggml_gemm_traits * gt, int64_t K, c
 
 // Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_act_compact).
 static void kernel_repacked1_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
-                                  float * dst, int64_t ldc, int nr, int nc) {
-    const uint8_t * p = (const uint8_t *) panel, * g = (const uint8_t *) group;
+                                 float * dst, int64_t ldc, int nr, int nc) {
+    const uint8_t *p = (const uint8_t *) panel, *g = (const uint8_t *) group;
     (void) nc;
     switch (gt->type) {
         case GGML_TYPE_Q4_0: tile_rp_q4_0_1(K, p, g, dst, ldc, nr); break;
@@ -430,4 +475,3 @@ static void kernel_repacked1_x86(const struct ggml_gemm_traits * gt, int64_t K, 
         default: break;
     }
 }
-

@@ -11,35 +11,35 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define Q8_0_UNIT (16*32 + 32) // bytes of one 32-element block of a repacked q8_0 panel
+#define Q8_0_UNIT (16 * 32 + 32) // bytes of one 32-element block of a repacked q8_0 panel
 
-static inline __attribute__((always_inline)) void
-panel_cols(const uint8_t * panel, int64_t K, const struct ggml_mm_a16 * a, float * const * out, const int NC) {
+static inline __attribute__((always_inline)) void panel_cols(const uint8_t * panel, int64_t K, const struct ggml_mm_a16 * a,
+                                                             float * const * out, const int NC) {
     // row r's two lanes (2r, 2r + 1 of rows 0-7's vector, then of rows 8-15's) to lane r
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     __m512 acc[8];
     for (int c = 0; c < NC; c++) acc[c] = _mm512_setzero_ps();
-    for (int64_t u = 0; u < K/32; u++) {
-        const uint8_t * o = panel + u*Q8_0_UNIT;
+    for (int64_t u = 0; u < K / 32; u++) {
+        const uint8_t * o = panel + u * Q8_0_UNIT;
         __m512i lo[8], hi[8];
         for (int c = 0; c < NC; c++) lo[c] = hi[c] = _mm512_setzero_si512();
         for (int g = 0; g < 8; g++) {
-            const __m512i w0 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *) (o + 64*g)));
-            const __m512i w1 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *) (o + 64*g + 32)));
+            const __m512i w0 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *) (o + 64 * g)));
+            const __m512i w1 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *) (o + 64 * g + 32)));
             for (int c = 0; c < NC; c++) {
                 long long a4;
-                memcpy(&a4, a[c].q + 32*u + 4*g, sizeof(a4));
+                memcpy(&a4, a[c].q + 32 * u + 4 * g, sizeof(a4));
                 const __m512i av = _mm512_set1_epi64(a4);
                 lo[c] = _mm512_dpwssd_epi32(lo[c], w0, av);
                 hi[c] = _mm512_dpwssd_epi32(hi[c], w1, av);
             }
         }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (o + 16*32)));
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (o + 16 * 32)));
         for (int c = 0; c < NC; c++) {
-            const __m512i isum = _mm512_add_epi32(_mm512_permutex2var_epi32(lo[c], even, hi[c]),
-                                                  _mm512_permutex2var_epi32(lo[c], odd, hi[c]));
-            const __m512i v = _mm512_sub_epi32(isum, _mm512_set1_epi32(128*a[c].s[u]));
+            const __m512i isum =
+                _mm512_add_epi32(_mm512_permutex2var_epi32(lo[c], even, hi[c]), _mm512_permutex2var_epi32(lo[c], odd, hi[c]));
+            const __m512i v = _mm512_sub_epi32(isum, _mm512_set1_epi32(128 * a[c].s[u]));
             const __m512 p = _mm512_mul_ps(d, _mm512_set1_ps(a[c].d[u]));
             acc[c] = _mm512_fmadd_ps(p, _mm512_cvtepi32_ps(v), acc[c]);
         }

@@ -43,8 +43,8 @@
 extern "C" {
 #endif
 
-#define GGML_GEMM_MR 16   // weight rows per panel
-#define GGML_GEMM_NR 8    // activation columns per group
+#define GGML_GEMM_MR    16   // weight rows per panel
+#define GGML_GEMM_NR    8    // activation columns per group
 // Fewest columns for which mul_mat takes the GEMM path. Every N takes it (token generation
 // too, with the 1-column kernel): a column's result must not depend on the batch it came in.
 #define GGML_GEMM_MIN_N 1
@@ -52,48 +52,47 @@ extern "C" {
 struct ggml_gemm_traits;
 
 // Unpacks nr (<= 16) weight rows, row i at rows + i*row_stride, of K elements into a panel.
-typedef void (*ggml_gemm_pack_t)(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride,
-                                 int nr, int64_t K, void * panel);
+typedef void (*ggml_gemm_pack_t)(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int nr, int64_t K,
+                                 void * panel);
 // dst[c*ldc + r] = dot(panel row r, group column c) for r < nr (<= 16), c < nc (<= 8).
-typedef void (*ggml_gemm_kernel_t)(const struct ggml_gemm_traits * gt, int64_t K, const void * panel,
-                                   const void * group, float * dst, int64_t ldc, int nr, int nc);
+typedef void (*ggml_gemm_kernel_t)(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
+                                   float * dst, int64_t ldc, int nr, int nc);
 // Fills column c (0..7) of an activation group from one row quantized to act_type.
-typedef void (*ggml_gemm_act_t)(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, int c,
-                                void * group);
+typedef void (*ggml_gemm_act_t)(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, int c, void * group);
 
 // Fills columns [0, nc) of a group from nc rows quantized to act_type (row c at qrows + c*qstride);
 // the caller zeroes the group first when nc < 8.
-typedef void (*ggml_gemm_act_group_t)(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride,
-                                      int nc, int64_t K, void * group);
+typedef void (*ggml_gemm_act_group_t)(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride, int nc, int64_t K,
+                                      void * group);
 
 // One column (token generation) straight from 16 whole weight rows, without a panel: integer
 // block sums row by row (the rows are read in memory order), then the same float arithmetic as
 // the kernel's 1-column tile, so the outputs are the same bits. gv is the column prepared by
 // gemv_prep (gemv_bytes(K) bytes, the end of which gemv uses as scratch: not shared between
 // threads) from its quantized row and its activation group.
-typedef void (*ggml_gemm_gemv_t)(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
-                                 void * gv, float * dst);
-typedef void (*ggml_gemm_gemv_prep_t)(const struct ggml_gemm_traits * gt, const void * qrow, const void * group,
-                                      int64_t K, void * gv);
+typedef void (*ggml_gemm_gemv_t)(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K, void * gv,
+                                 float * dst);
+typedef void (*ggml_gemm_gemv_prep_t)(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
+                                      void * gv);
 
 // How one weight type runs through the GEMM. qb == 0: the type has no GEMM path.
 struct ggml_gemm_traits {
     enum ggml_type type;        // the weight type
-    int  qb;                    // elements per weight block (16 or 32)
-    int  sb;                    // weight blocks per superblock (1, 8 or 16)
-    int  sa;                    // weight blocks per activation scale (1, 2 or 16; divides sb)
-    int  off;                   // value = level - off (0 for the types with a minimum)
+    int qb;                    // elements per weight block (16 or 32)
+    int sb;                    // weight blocks per superblock (1, 8 or 16)
+    int sa;                    // weight blocks per activation scale (1, 2 or 16; divides sb)
+    int off;                   // value = level - off (0 for the types with a minimum)
     bool has_min;               // blocks carry a float minimum m
     enum ggml_type act_type;    // the activations are first quantized to this (vec_dot_type)
-    ggml_gemm_pack_t   pack;    // weight rows -> panel
+    ggml_gemm_pack_t pack;    // weight rows -> panel
     ggml_gemm_kernel_t kernel;  // 16 x 8 tile
-    ggml_gemm_act_t    act;     // quantized activation row -> group column
+    ggml_gemm_act_t act;     // quantized activation row -> group column
     ggml_gemm_act_group_t act_group; // up to 8 quantized rows -> group
     // mul_mat takes the GEMM path for the type (stored and repacked weights alike: the same bits).
     bool accelerated;
-    ggml_gemm_kernel_t    kernel_repacked; // tile on repacked weights (repack.h), or NULL
-    ggml_gemm_kernel_t    kernel_repacked1; // the same, one column in the compact layout, or NULL
-    ggml_gemm_gemv_t      gemv;      // NULL: one column goes through pack + kernel
+    ggml_gemm_kernel_t kernel_repacked; // tile on repacked weights (repack.h), or NULL
+    ggml_gemm_kernel_t kernel_repacked1; // the same, one column in the compact layout, or NULL
+    ggml_gemm_gemv_t gemv;      // NULL: one column goes through pack + kernel
     ggml_gemm_gemv_prep_t gemv_prep;
     // Writes 16 weight rows straight in the repacked layout (repack.h), or returns false (type or
     // row stride not handled: the repacker goes through a panel). NULL: never.
@@ -102,25 +101,25 @@ struct ggml_gemm_traits {
 
 // Bytes of one weight block in a panel.
 static inline size_t ggml_gemm_panel_block_bytes(const struct ggml_gemm_traits * gt) {
-    return (size_t) gt->qb*GGML_GEMM_MR + 64 + (gt->has_min ? 64 : 0);
+    return (size_t) gt->qb * GGML_GEMM_MR + 64 + (gt->has_min ? 64 : 0);
 }
 // Bytes of a panel of 16 rows of K elements.
 static inline size_t ggml_gemm_panel_bytes(const struct ggml_gemm_traits * gt, int64_t K) {
-    return (size_t) (K/gt->qb)*ggml_gemm_panel_block_bytes(gt);
+    return (size_t) (K / gt->qb) * ggml_gemm_panel_block_bytes(gt);
 }
 // Bytes of one activation block (values, corr, s) in a group.
 static inline size_t ggml_gemm_group_block_bytes(const struct ggml_gemm_traits * gt) {
-    return (size_t) gt->qb*GGML_GEMM_NR + 64;
+    return (size_t) gt->qb * GGML_GEMM_NR + 64;
 }
 // Activation scales per superblock.
-static inline int ggml_gemm_n_ascales(const struct ggml_gemm_traits * gt) { return gt->sb/gt->sa; }
+static inline int ggml_gemm_n_ascales(const struct ggml_gemm_traits * gt) { return gt->sb / gt->sa; }
 // Bytes of one activation superblock (da[sb/sa][8], then sb blocks) in a group.
 static inline size_t ggml_gemm_group_sblock_bytes(const struct ggml_gemm_traits * gt) {
-    return 32*(size_t) ggml_gemm_n_ascales(gt) + (size_t) gt->sb*ggml_gemm_group_block_bytes(gt);
+    return 32 * (size_t) ggml_gemm_n_ascales(gt) + (size_t) gt->sb * ggml_gemm_group_block_bytes(gt);
 }
 // Bytes of a group of 8 columns of K elements.
 static inline size_t ggml_gemm_group_bytes(const struct ggml_gemm_traits * gt, int64_t K) {
-    return (size_t) (K/(gt->qb*gt->sb))*ggml_gemm_group_sblock_bytes(gt);
+    return (size_t) (K / (gt->qb * gt->sb)) * ggml_gemm_group_sblock_bytes(gt);
 }
 
 // Turns the GEMM path of mul_mat on or off (tests and benchmarks; the environment variable
@@ -133,13 +132,13 @@ bool ggml_gemm_enabled(void);
 // superblock da[sb/sa], then per block q (qb bytes), corr, s. Token generation on repacked weights
 // reads it: a group's column would touch 8 times the cache lines.
 static inline size_t ggml_gemm_compact_bytes(const struct ggml_gemm_traits * gt, int64_t K) {
-    return (size_t) (K/(gt->qb*gt->sb))*(4*(size_t) ggml_gemm_n_ascales(gt) + (size_t) gt->sb*(gt->qb + 8));
+    return (size_t) (K / (gt->qb * gt->sb)) * (4 * (size_t) ggml_gemm_n_ascales(gt) + (size_t) gt->sb * (gt->qb + 8));
 }
 
 // Bytes of a column prepared for gemv, with gemv's scratch after it (a bound for every type).
 static inline size_t ggml_gemm_gemv_bytes(int64_t K) {
-    const size_t nbp = (size_t) (K/16 + 8);
-    return (size_t) GGML_PAD(K, 128) + nbp*12 + nbp*(16*16 + 64 + 64) + 128;
+    const size_t nbp = (size_t) (K / 16 + 8);
+    return (size_t) GGML_PAD(K, 128) + nbp * 12 + nbp * (16 * 16 + 64 + 64) + 128;
 }
 
 // GEMM traits of type under kernel set v (NULL if the type has no GEMM path or v is unavailable).
@@ -150,19 +149,18 @@ const struct ggml_gemm_traits * ggml_gemm_get_traits(enum ggml_type type);
 // Portable table (gemm-generic.c): every quantized type, scalar kernel, accelerated = false.
 void ggml_gemm_init_generic(struct ggml_gemm_traits * table);
 // ISA overrides (gemm-avx2.c, gemm-avxvnni.c, gemm-avx512.c): kernels (and packers) they accelerate.
-void ggml_gemm_init_avx2  (struct ggml_gemm_traits * table);
+void ggml_gemm_init_avx2(struct ggml_gemm_traits * table);
 void ggml_gemm_init_avxvnni(struct ggml_gemm_traits * table);
 void ggml_gemm_init_avx512(struct ggml_gemm_traits * table);
 
 // Portable pieces, shared by the ISA tables.
-void ggml_gemm_pack_generic  (const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride,
-                              int nr, int64_t K, void * panel);
-void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, const void * panel,
-                              const void * group, float * dst, int64_t ldc, int nr, int nc);
-void ggml_gemm_act_generic   (const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, int c,
-                              void * group);
-void ggml_gemm_act_group_generic(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride,
-                                 int nc, int64_t K, void * group);
+void ggml_gemm_pack_generic(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int nr, int64_t K,
+                            void * panel);
+void ggml_gemm_kernel_generic(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group, float * dst,
+                              int64_t ldc, int nr, int nc);
+void ggml_gemm_act_generic(const struct ggml_gemm_traits * gt, const void * qrow, int64_t K, int c, void * group);
+void ggml_gemm_act_group_generic(const struct ggml_gemm_traits * gt, const void * qrows, size_t qstride, int nc, int64_t K,
+                                 void * group);
 // Column 0 of group (ggml_gemm_group_bytes) in the compact layout (ggml_gemm_compact_bytes).
 void ggml_gemm_act_compact(const struct ggml_gemm_traits * gt, const void * group, int64_t K, void * out);
 // One row quantized to act_type, in the compact layout (ggml_gemm_compact_bytes).
@@ -178,29 +176,27 @@ void ggml_gemm_act_compact_row(const struct ggml_gemm_traits * gt, const void * 
 #define GGML_GEMM_RP_Q2_K 1344
 #define GGML_GEMM_RP_Q3_K 1824
 // Writes 16 q2_K / q3_K rows straight in that layout (any other type: false). Portable.
-bool ggml_gemm_repack_rows_q2_K_q3_K(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride,
-                                     int64_t K, void * out);
+bool ggml_gemm_repack_rows_q2_K_q3_K(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                                     void * out);
 // Repacked iq4_nl (per 32-element block: the 16 rows' nibbles as repacked q4_0's, then d[16]
 // fp16: the stored size) and iq4_xs (per superblock: d[16] fp16, sc[8][16] int8 (ls - 32), then
 // 8 blocks of nibbles: 1.5% over stored). Levels are kvalues_iq4nl + 128, by a table shuffle.
-#define GGML_GEMM_RP_IQ4_NL (16*32/2 + 32)
-#define GGML_GEMM_RP_IQ4_XS (32 + 128 + 8*16*32/2)
+#define GGML_GEMM_RP_IQ4_NL (16 * 32 / 2 + 32)
+#define GGML_GEMM_RP_IQ4_XS (32 + 128 + 8 * 16 * 32 / 2)
 // Writes 16 iq4_nl / iq4_xs rows straight in that layout (any other type: false). Portable.
-bool ggml_gemm_repack_rows_iq4(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
-                               void * out);
+bool ggml_gemm_repack_rows_iq4(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K, void * out);
 // The 6-bit scale ls of block ib of an iq4_xs superblock (x = d*(ls - 32)*kvalue).
 static inline int ggml_gemm_iq4_xs_scale(const void * blk, int ib) {
     const uint8_t * b = (const uint8_t *) blk; // d, scales_h (u16), scales_l[4]
     const int sh = b[2] | (b[3] << 8);
-    return ((b[4 + ib/2] >> (4*(ib % 2))) & 0xF) | (((sh >> (2*ib)) & 3) << 4);
+    return ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (((sh >> (2 * ib)) & 3) << 4);
 }
 // One column on stored rows of a type with repack_rows and kernel_repacked1: the 16 rows
 // repacked into gemv's scratch, then the 1-column kernel (the bits of the repacked path).
-void ggml_gemm_gemv_repacked(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
-                             void * gv, float * dst);
+void ggml_gemm_gemv_repacked(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K, void * gv,
+                             float * dst);
 // gemv_prep of ggml_gemm_gemv_repacked: the column in the compact layout.
-void ggml_gemm_gemv_prep_compact(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K,
-                                 void * gv);
+void ggml_gemm_gemv_prep_compact(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K, void * gv);
 
 #ifdef __cplusplus
 }

@@ -27,9 +27,7 @@ static void cpu_buffer_free(ggml_backend_buffer_t b) {
     free(c);
 }
 
-static void * cpu_buffer_get_base(ggml_backend_buffer_t b) {
-    return ((struct cpu_buffer_ctx *) b->context)->data;
-}
+static void * cpu_buffer_get_base(ggml_backend_buffer_t b) { return ((struct cpu_buffer_ctx *) b->context)->data; }
 
 static void cpu_buffer_memset_tensor(ggml_backend_buffer_t b, struct ggml_tensor * t, uint8_t v, size_t off, size_t n) {
     (void) b;
@@ -56,9 +54,7 @@ static bool cpu_buffer_cpy_tensor(ggml_backend_buffer_t b, const struct ggml_ten
     return false;
 }
 
-static void cpu_buffer_clear(ggml_backend_buffer_t b, uint8_t v) {
-    memset(cpu_buffer_get_base(b), v, b->size);
-}
+static void cpu_buffer_clear(ggml_backend_buffer_t b, uint8_t v) { memset(cpu_buffer_get_base(b), v, b->size); }
 
 static const struct ggml_backend_buffer_i g_cpu_buffer_i = {
     .free_buffer = cpu_buffer_free,
@@ -118,9 +114,7 @@ static struct ggml_backend_buffer_type g_cpu_buft = {
     .context = NULL,
 };
 
-ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void) {
-    return &g_cpu_buft;
-}
+ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void) { return &g_cpu_buft; }
 
 ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size) {
     if (!ptr && size) {
@@ -150,29 +144,37 @@ static void repack_buffer_free(ggml_backend_buffer_t b) {
     free(c);
 }
 
-static void * repack_buffer_get_base(ggml_backend_buffer_t b) {
-    return ((struct repack_buffer_ctx *) b->context)->mem;
-}
+static void * repack_buffer_get_base(ggml_backend_buffer_t b) { return ((struct repack_buffer_ctx *) b->context)->mem; }
 
 // Only the CPU kernels understand the layout: the tensors' stored rows may be gone, so
 // reading or writing them through the buffer is refused.
 static void repack_buffer_memset_tensor(ggml_backend_buffer_t b, struct ggml_tensor * t, uint8_t v, size_t off, size_t n) {
-    (void) b; (void) v; (void) off; (void) n;
+    (void) b;
+    (void) v;
+    (void) off;
+    (void) n;
     GGML_LOG_ERROR("ggml_backend_tensor_memset: '%s' is a repacked CPU weight (read-only)", t->name);
 }
 
 static void repack_buffer_set_tensor(ggml_backend_buffer_t b, struct ggml_tensor * t, const void * d, size_t off, size_t n) {
-    (void) b; (void) d; (void) off; (void) n;
+    (void) b;
+    (void) d;
+    (void) off;
+    (void) n;
     GGML_LOG_ERROR("ggml_backend_tensor_set: '%s' is a repacked CPU weight (read-only)", t->name);
 }
 
 static void repack_buffer_get_tensor(ggml_backend_buffer_t b, const struct ggml_tensor * t, void * d, size_t off, size_t n) {
-    (void) b; (void) d; (void) off; (void) n;
+    (void) b;
+    (void) d;
+    (void) off;
+    (void) n;
     GGML_LOG_ERROR("ggml_backend_tensor_get: '%s' is a repacked CPU weight: its stored layout is not kept", t->name);
 }
 
 static void repack_buffer_clear(ggml_backend_buffer_t b, uint8_t v) {
-    (void) b; (void) v;
+    (void) b;
+    (void) v;
 }
 
 static const struct ggml_backend_buffer_i g_repack_buffer_i = {
@@ -192,7 +194,8 @@ static const char * repack_buft_name(ggml_backend_buffer_type_t t) {
 }
 
 static ggml_backend_buffer_t repack_buft_alloc(ggml_backend_buffer_type_t buft, size_t size) {
-    (void) buft; (void) size;
+    (void) buft;
+    (void) size;
     GGML_LOG_ERROR("ggml_backend_buft_alloc_buffer: CPU_REPACK buffers are made by ggml_backend_cpu_repack_weights");
     return NULL;
 }
@@ -203,17 +206,11 @@ static struct ggml_backend_buffer_type g_repack_buft = {
     .context = NULL,
 };
 
-ggml_backend_buffer_type_t ggml_backend_cpu_repack_buffer_type(void) {
-    return &g_repack_buft;
-}
+ggml_backend_buffer_type_t ggml_backend_cpu_repack_buffer_type(void) { return &g_repack_buft; }
 
-size_t ggml_backend_cpu_repack_size(const struct ggml_tensor * t) {
-    return ggml_cpu_repack_size(t);
-}
+size_t ggml_backend_cpu_repack_size(const struct ggml_tensor * t) { return ggml_cpu_repack_size(t); }
 
-bool ggml_backend_cpu_is_repacked(const struct ggml_tensor * t) {
-    return ggml_cpu_repack_panels(t) != NULL;
-}
+bool ggml_backend_cpu_is_repacked(const struct ggml_tensor * t) { return ggml_cpu_repack_panels(t) != NULL; }
 
 ggml_backend_buffer_t ggml_backend_cpu_repack_weights(struct ggml_tensor * const * ts, int n, int n_threads,
                                                       const struct ggml_backend_cpu_repack_parts * parts,
@@ -233,13 +230,16 @@ ggml_backend_buffer_t ggml_backend_cpu_repack_weights(struct ggml_tensor * const
     struct repack_buffer_ctx * c = GGML_CALLOC(1, sizeof(*c));
     struct ggml_tensor ** copy = GGML_MALLOC((size_t) n * sizeof(*copy));
     if (!c || !copy) {
-        free(fused); free(c); free(copy);
+        free(fused);
+        free(c);
+        free(copy);
         return NULL;
     }
     void * mem = ggml_cpu_repack_all_cb(ts, n, n_threads, fused, (ggml_cpu_repack_done_t) cb, cb_data);
     free(fused);
     if (!mem) {
-        free(c); free(copy);
+        free(c);
+        free(copy);
         return NULL;
     }
     size_t total;
@@ -251,7 +251,8 @@ ggml_backend_buffer_t ggml_backend_cpu_repack_weights(struct ggml_tensor * const
     ggml_backend_buffer_t b = ggml_backend_buffer_init(&g_repack_buft, g_repack_buffer_i, c, total);
     if (!b) {
         ggml_cpu_repack_free(copy, n, mem);
-        free(c); free(copy);
+        free(c);
+        free(copy);
         return NULL;
     }
     ggml_backend_buffer_set_usage(b, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
@@ -328,9 +329,7 @@ static const struct ggml_backend_i g_cpu_backend_i = {
     .cpy_tensor_out = NULL,
 };
 
-bool ggml_backend_is_cpu(ggml_backend_t be) {
-    return be && be->iface.graph_compute == cpu_backend_graph_compute;
-}
+bool ggml_backend_is_cpu(ggml_backend_t be) { return be && be->iface.graph_compute == cpu_backend_graph_compute; }
 
 void ggml_backend_cpu_set_n_threads(ggml_backend_t be, int n_threads) {
     if (!ggml_backend_is_cpu(be)) {
@@ -389,7 +388,8 @@ static enum ggml_backend_dev_type cpu_dev_type(ggml_backend_dev_t d) {
 }
 
 static ggml_backend_t cpu_dev_init(ggml_backend_dev_t d, const char * params) {
-    (void) d; (void) params;
+    (void) d;
+    (void) params;
     return ggml_backend_cpu_init();
 }
 
@@ -420,13 +420,14 @@ static size_t cpu_reg_dev_count(ggml_backend_reg_t r) {
 }
 
 static ggml_backend_dev_t cpu_reg_dev_get(ggml_backend_reg_t r, size_t i) {
-    (void) r; (void) i;
+    (void) r;
+    (void) i;
     return &g_cpu_dev;
 }
 
 static struct ggml_backend_device g_cpu_dev = {
-    .iface = { cpu_dev_name, cpu_dev_description, cpu_dev_memory, cpu_dev_type, cpu_dev_init, cpu_dev_buft,
-               cpu_dev_supports_op, cpu_dev_supports_buft },
+    .iface = { cpu_dev_name, cpu_dev_description, cpu_dev_memory, cpu_dev_type, cpu_dev_init, cpu_dev_buft, cpu_dev_supports_op,
+               cpu_dev_supports_buft },
     .reg = &g_cpu_reg,
     .context = NULL,
     .is_test = false,
@@ -449,7 +450,8 @@ ggml_backend_t ggml_backend_cpu_init(void) {
     ggml_backend_t be = GGML_CALLOC(1, sizeof(*be));
     struct cpu_backend_ctx * c = GGML_CALLOC(1, sizeof(*c));
     if (!be || !c) {
-        free(be); free(c);
+        free(be);
+        free(c);
         GGML_LOG_ERROR("ggml_backend_cpu_init: out of memory");
         return NULL;
     }

@@ -20,8 +20,8 @@
 
 // out[c][r] = dot(row r of a, b[c]) over K (K % 8 == 0) for r < nr <= MR, c < nc <= NR; a's rows
 // lie lda bytes apart, in the kernel's weight type.
-typedef void (*ggml_mm_float_tile_t)(int64_t K, const char * a, size_t lda, int nr,
-                                     const float * const * b, int nc, float * const * out);
+typedef void (*ggml_mm_float_tile_t)(int64_t K, const char * a, size_t lda, int nr, const float * const * b, int nc,
+                                     float * const * out);
 
 // The tile kernel for weights of this type on the selected kernel set; NULL: none (vec_dot path).
 ggml_mm_float_tile_t ggml_mm_float_tile_get(enum ggml_type type);
@@ -60,7 +60,7 @@ void ggml_cpu_mm_deq_compute(const struct ggml_compute_params * params, struct g
 // One activation column at 16 bits: K/32 blocks of qa[32], with da (F32) and sum(qa) per block.
 struct ggml_mm_a16 {
     const int16_t * q;
-    const float   * d;
+    const float * d;
     const int32_t * s;
 };
 // 16 rows of a repacked q8_0 panel (repack.h) times one column: out[r] for r < 16 (AVX2).
@@ -70,7 +70,6 @@ void ggml_mm_q8_0_a16_panel_avx2(const uint8_t * panel, int64_t K, const struct 
 void ggml_mm_q8_0_a16_panel_cols_avx512(const uint8_t * panel, int64_t K, const struct ggml_mm_a16 * a, int nc,
                                         float * const * out);
 // 8 stored q8_0 rows (row r at rows + r*row_stride) times one 16-bit column: out[r] for r < 8 (AVX2).
-void ggml_mm_q8_0_a16_rows8_avx2(const char * rows, size_t row_stride, int64_t K, const struct ggml_mm_a16 * a,
-                                 float * out);
+void ggml_mm_q8_0_a16_rows8_avx2(const char * rows, size_t row_stride, int64_t K, const struct ggml_mm_a16 * a, float * out);
 
 #endif

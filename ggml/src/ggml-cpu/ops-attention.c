@@ -50,49 +50,49 @@ struct fa_plan {
 
 // At most this many bytes of F32 K and V rows cached per thread (about L2 size): longer
 // caches convert block by block, as one-position tiles (decoding) always do.
-#define FA_CACHE_MAX (768u*1024u)
+#define FA_CACHE_MAX (768u * 1024u)
 
 static void fa_plan_make(const struct ggml_tensor * q, const struct ggml_tensor * k, const struct ggml_tensor * v,
                          struct fa_plan * p) {
     memset(p, 0, sizeof(*p));
     const int64_t D = q->ne[0], Dv = v->ne[0];
-    const int64_t group = k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0 ? q->ne[2]/k->ne[2] : 1;
+    const int64_t group = k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0 ? q->ne[2] / k->ne[2] : 1;
     // whole GQA groups at consecutive positions, or a slice of one group's heads
-    p->rows = group >= FA_TILE_ROWS ? FA_TILE_ROWS : GGML_MAX(1, FA_TILE_ROWS/group)*group;
-    p->qf_bytes   = GGML_PAD((size_t) ((FA_TILE_ROWS + 1)*D)*sizeof(float), 64);
-    p->o_bytes    = GGML_PAD((size_t) (2*p->rows*Dv)*sizeof(float), 64);
-    p->kv_bytes   = GGML_PAD((size_t) (GGML_FA_BLOCK*(D + Dv))*sizeof(float), 64);
-    p->mask_bytes = GGML_PAD((size_t) (p->rows*GGML_FA_BLOCK)*sizeof(float), 64);
-    p->lds        = GGML_PAD(k->ne[1], 16);
-    p->list_bytes = GGML_PAD((size_t) (p->rows*p->lds)*(sizeof(float) + sizeof(int32_t)), 64);
-    p->span_bytes = GGML_PAD((size_t) (2*((k->ne[1] + GGML_FA_BLOCK - 1)/GGML_FA_BLOCK))*sizeof(int32_t), 64);
-    const size_t cache = (size_t) (k->ne[1]*(D + Dv))*sizeof(float);
+    p->rows = group >= FA_TILE_ROWS ? FA_TILE_ROWS : GGML_MAX(1, FA_TILE_ROWS / group) * group;
+    p->qf_bytes = GGML_PAD((size_t) ((FA_TILE_ROWS + 1) * D) * sizeof(float), 64);
+    p->o_bytes = GGML_PAD((size_t) (2 * p->rows * Dv) * sizeof(float), 64);
+    p->kv_bytes = GGML_PAD((size_t) (GGML_FA_BLOCK * (D + Dv)) * sizeof(float), 64);
+    p->mask_bytes = GGML_PAD((size_t) (p->rows * GGML_FA_BLOCK) * sizeof(float), 64);
+    p->lds = GGML_PAD(k->ne[1], 16);
+    p->list_bytes = GGML_PAD((size_t) (p->rows * p->lds) * (sizeof(float) + sizeof(int32_t)), 64);
+    p->span_bytes = GGML_PAD((size_t) (2 * ((k->ne[1] + GGML_FA_BLOCK - 1) / GGML_FA_BLOCK)) * sizeof(int32_t), 64);
+    const size_t cache = (size_t) (k->ne[1] * (D + Dv)) * sizeof(float);
     const bool converted = !(k->type == GGML_TYPE_F32 && v->type == GGML_TYPE_F32);
     if (q->ne[1] > 1 && converted && cache <= FA_CACHE_MAX) {
         p->cache_bytes = GGML_PAD(cache, 64);
-        p->conv_bytes  = 2*p->span_bytes;
+        p->conv_bytes = 2 * p->span_bytes;
     }
 }
 
 static size_t fa_thread_bytes(const struct fa_plan * p) {
-    return p->qf_bytes + p->o_bytes + p->kv_bytes + p->mask_bytes + p->list_bytes + p->span_bytes +
-           p->cache_bytes + p->conv_bytes;
+    return p->qf_bytes + p->o_bytes + p->kv_bytes + p->mask_bytes + p->list_bytes + p->span_bytes + p->cache_bytes +
+        p->conv_bytes;
 }
 
 size_t ggml_cpu_work_size_flash_attn_ext(const struct ggml_tensor * dst, int n_threads) {
     struct fa_plan p;
     fa_plan_make(dst->src[0], dst->src[1], dst->src[2], &p);
-    return (size_t) n_threads*fa_thread_bytes(&p);
+    return (size_t) n_threads * fa_thread_bytes(&p);
 }
 
 // ALiBi slope of head h (see ops-softmax.c for the formula); 1 when max_bias is 0.
 static float fa_alibi_slope(float max_bias, int64_t n_head, int64_t h) {
     if (max_bias <= 0.0f) return 1.0f;
     int64_t n_head_log2 = 1;
-    while (n_head_log2*2 <= n_head) n_head_log2 *= 2;
-    const float m0 = powf(2.0f, -max_bias/(float) n_head_log2);
-    const float m1 = powf(2.0f, -max_bias/2.0f/(float) n_head_log2);
-    return h < n_head_log2 ? powf(m0, (float) (h + 1)) : powf(m1, (float) (2*(h - n_head_log2) + 1));
+    while (n_head_log2 * 2 <= n_head) n_head_log2 *= 2;
+    const float m0 = powf(2.0f, -max_bias / (float) n_head_log2);
+    const float m1 = powf(2.0f, -max_bias / 2.0f / (float) n_head_log2);
+    return h < n_head_log2 ? powf(m0, (float) (h + 1)) : powf(m1, (float) (2 * (h - n_head_log2) + 1));
 }
 
 // n elements of a row of t (unit stride or not, any float/quantized type) as floats.
@@ -103,13 +103,13 @@ static void fa_row_to_f32(const struct ggml_tensor * t, const char * row, int64_
     } else if (t->nb[0] == ts) {
         ggml_cpu_row_to_f32(row, t->type, out, n);
     } else {
-        for (int64_t i = 0; i < n; i++) out[i] = ggml_cpu_load_f(row + i*t->nb[0], t->type);
+        for (int64_t i = 0; i < n; i++) out[i] = ggml_cpu_load_f(row + i * t->nb[0], t->type);
     }
 }
 
 // Element j of a mask row (F32 read in place, F16 converted).
 static inline float fa_mask_at(const char * row, int j, const struct ggml_tensor * mask, bool m_f32) {
-    return m_f32 ? ((const float *) row)[j] : ggml_cpu_load_f(row + j*mask->nb[0], mask->type);
+    return m_f32 ? ((const float *) row)[j] : ggml_cpu_load_f(row + j * mask->nb[0], mask->type);
 }
 
 // Whether the 4 floats at m all are -inf (compared as bits: one branch for the 4).
@@ -129,7 +129,7 @@ static inline void fa_prefetch_row(const char * p, size_t n) {
 // Bytes from the first to the last element of a row of t.
 static size_t fa_row_bytes(const struct ggml_tensor * t) {
     const size_t ts = ggml_type_size(t->type);
-    return t->nb[0] == ts ? ggml_row_size(t->type, t->ne[0]) : (size_t) (t->ne[0] - 1)*t->nb[0] + ts;
+    return t->nb[0] == ts ? ggml_row_size(t->type, t->ne[0]) : (size_t) (t->ne[0] - 1) * t->nb[0] + ts;
 }
 
 static bool fa_type_ok(const struct ggml_tensor * t) {
@@ -144,7 +144,7 @@ static const float * fa_block_rows(const struct ggml_tensor * t, int64_t J0, int
                                    const struct ggml_fa_kernels * kern, float * buf, int64_t * ld) {
     const int64_t n = t->ne[0];
     if (t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float) && t->nb[1] % sizeof(float) == 0) {
-        *ld = (int64_t) (t->nb[1]/sizeof(float));
+        *ld = (int64_t) (t->nb[1] / sizeof(float));
         return (const float *) ggml_cpu_ptr(t, 0, J0, hk, i3);
     }
     if (t->type == GGML_TYPE_F16 && t->nb[0] == sizeof(ggml_fp16_t)) {
@@ -152,7 +152,7 @@ static const float * fa_block_rows(const struct ggml_tensor * t, int64_t J0, int
         *ld = n;
         return buf;
     }
-    for (int j = 0; j < nk; j++) fa_row_to_f32(t, ggml_cpu_ptr(t, 0, J0 + j, hk, i3), n, buf + j*n);
+    for (int j = 0; j < nk; j++) fa_row_to_f32(t, ggml_cpu_ptr(t, 0, J0 + j, hk, i3), n, buf + j * n);
     *ld = n;
     return buf;
 }
@@ -161,35 +161,35 @@ static const float * fa_block_rows(const struct ggml_tensor * t, int64_t J0, int
 // rows held since an earlier tile of the same head are reused (the same conversion of the same
 // bits), the others converted into the cache, which then holds the union of both ranges.
 static const float * fa_block_rows_cached(const struct ggml_tensor * t, int64_t j0, int lo, int hi, int64_t hk, int64_t i3,
-                                          const struct ggml_fa_kernels * kern, float * buf, float * cache,
-                                          int32_t * conv, int64_t * ld) {
+                                          const struct ggml_fa_kernels * kern, float * buf, float * cache, int32_t * conv,
+                                          int64_t * ld) {
     if (!cache || (t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float) && t->nb[1] % sizeof(float) == 0)) {
         return fa_block_rows(t, j0 + lo, hi - lo, hk, i3, kern, buf, ld);
     }
     const int64_t n = t->ne[0];
     int clo = conv[0], chi = conv[1];
     if (clo >= chi) {
-        fa_block_rows(t, j0 + lo, hi - lo, hk, i3, kern, cache + (j0 + lo)*n, ld);
+        fa_block_rows(t, j0 + lo, hi - lo, hk, i3, kern, cache + (j0 + lo) * n, ld);
         clo = lo;
         chi = hi;
     } else {
         // the rows missing below and above the held range (the union is contiguous: both
         // ranges are extended to cover the gap between them)
-        if (lo < clo) fa_block_rows(t, j0 + lo, clo - lo, hk, i3, kern, cache + (j0 + lo)*n, ld);
-        if (hi > chi) fa_block_rows(t, j0 + chi, hi - chi, hk, i3, kern, cache + (j0 + chi)*n, ld);
+        if (lo < clo) fa_block_rows(t, j0 + lo, clo - lo, hk, i3, kern, cache + (j0 + lo) * n, ld);
+        if (hi > chi) fa_block_rows(t, j0 + chi, hi - chi, hk, i3, kern, cache + (j0 + chi) * n, ld);
         clo = GGML_MIN(clo, lo);
         chi = GGML_MAX(chi, hi);
     }
     conv[0] = clo;
     conv[1] = chi;
     *ld = n;
-    return cache + (j0 + lo)*n;
+    return cache + (j0 + lo) * n;
 }
 
 void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
-    const struct ggml_tensor * q    = dst->src[0];
-    const struct ggml_tensor * k    = dst->src[1];
-    const struct ggml_tensor * v    = dst->src[2];
+    const struct ggml_tensor * q = dst->src[0];
+    const struct ggml_tensor * k = dst->src[1];
+    const struct ggml_tensor * v = dst->src[2];
     const struct ggml_tensor * mask = dst->src[3];
     const float * sinks = dst->src[4] ? (const float *) dst->src[4]->data : NULL; // F32 [H], or none
 
@@ -197,13 +197,12 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
     fa_plan_make(q, k, v, &p);
     const int64_t D = q->ne[0], n_q = q->ne[1], H = q->ne[2], Dv = v->ne[0], n_kv = k->ne[1];
     const int64_t H_kv = k->ne[2];
-    if (!ggml_cpu_is_float_type(q->type) || !fa_type_ok(k) || !fa_type_ok(v) || dst->type != GGML_TYPE_F32 ||
-        k->ne[0] != D || v->ne[1] != n_kv || v->ne[2] != H_kv || H_kv <= 0 || H % H_kv != 0 ||
-        k->ne[3] <= 0 || v->ne[3] <= 0 || q->ne[3] % k->ne[3] != 0 || q->ne[3] % v->ne[3] != 0 ||
-        D > INT32_MAX || Dv > INT32_MAX || n_kv > INT32_MAX ||
+    if (!ggml_cpu_is_float_type(q->type) || !fa_type_ok(k) || !fa_type_ok(v) || dst->type != GGML_TYPE_F32 || k->ne[0] != D ||
+        v->ne[1] != n_kv || v->ne[2] != H_kv || H_kv <= 0 || H % H_kv != 0 || k->ne[3] <= 0 || v->ne[3] <= 0 ||
+        q->ne[3] % k->ne[3] != 0 || q->ne[3] % v->ne[3] != 0 || D > INT32_MAX || Dv > INT32_MAX || n_kv > INT32_MAX ||
         (mask && ((mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) || mask->ne[0] < n_kv || mask->ne[1] < n_q)) ||
         (dst->src[4] && (dst->src[4]->type != GGML_TYPE_F32 || ggml_nelements(dst->src[4]) != H)) ||
-        params->wsize < (size_t) params->nth*fa_thread_bytes(&p)) {
+        params->wsize < (size_t) params->nth * fa_thread_bytes(&p)) {
         if (params->ith == 0) {
             GGML_LOG_ERROR("FLASH_ATTN_EXT: unsupported shapes/types (q %s D=%lld, k %s, v %s, H=%lld, H_kv=%lld)\n",
                            ggml_type_name(q->type), (long long) D, ggml_type_name(k->type), ggml_type_name(v->type),
@@ -212,35 +211,41 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
         return;
     }
     const float max_bias = ggml_get_op_params_f32(dst, 1);
-    const float softcap  = ggml_get_op_params_f32(dst, 2);
-    const int64_t group = H/H_kv, R = p.rows;
+    const float softcap = ggml_get_op_params_f32(dst, 2);
+    const int64_t group = H / H_kv, R = p.rows;
     const struct ggml_fa_kernels kern = ggml_fa_kernels_get(ggml_cpu_kernel_variant_selected());
 
-    char * ws = (char *) params->wdata + (size_t) params->ith*fa_thread_bytes(&p);
+    char * ws = (char *) params->wdata + (size_t) params->ith * fa_thread_bytes(&p);
     float * qt = (float *) ws;
-    float * qf = qt + FA_TILE_ROWS*D;                   ws += p.qf_bytes;
-    float * o  = (float *) ws;
-    float * o2 = o + R*Dv;                              ws += p.o_bytes;
+    float * qf = qt + FA_TILE_ROWS * D;
+    ws += p.qf_bytes;
+    float * o = (float *) ws;
+    float * o2 = o + R * Dv;
+    ws += p.o_bytes;
     float * kb = (float *) ws;
-    float * vb = kb + GGML_FA_BLOCK*D;                  ws += p.kv_bytes;
-    float * mbuf = (float *) ws;                        ws += p.mask_bytes;
+    float * vb = kb + GGML_FA_BLOCK * D;
+    ws += p.kv_bytes;
+    float * mbuf = (float *) ws;
+    ws += p.mask_bytes;
     float * ls = (float *) ws;
-    int32_t * lc = (int32_t *) (ls + R*p.lds);          ws += p.list_bytes;
-    int32_t * span = (int32_t *) ws;                    ws += p.span_bytes;
+    int32_t * lc = (int32_t *) (ls + R * p.lds);
+    ws += p.list_bytes;
+    int32_t * span = (int32_t *) ws;
+    ws += p.span_bytes;
     float * cache = p.cache_bytes ? (float *) ws : NULL;
-    float * kcache = cache, * vcache = cache ? cache + n_kv*D : NULL;
+    float *kcache = cache, *vcache = cache ? cache + n_kv * D : NULL;
     ws += p.cache_bytes;
-    int32_t * kconv = (int32_t *) ws, * vconv = kconv + p.span_bytes/sizeof(int32_t);
+    int32_t *kconv = (int32_t *) ws, *vconv = kconv + p.span_bytes / sizeof(int32_t);
     int64_t cached_hk = -1, cached_k3 = -1, cached_v3 = -1;
 
     const size_t k_row_bytes = fa_row_bytes(k), v_row_bytes = fa_row_bytes(v);
     const bool m_f32 = mask && mask->type == GGML_TYPE_F32 && mask->nb[0] == sizeof(float);
 
     // tiles per (batch, KV head): positions in steps of R/group, or (group >= R) slices of heads
-    const int64_t slices = group >= R ? (group + R - 1)/R : 1;
-    const int64_t per_pos = group >= R ? 1 : R/group;
-    const int64_t tiles_per_head = (n_q + per_pos - 1)/per_pos*slices;
-    const int64_t n_tiles = q->ne[3]*H_kv*tiles_per_head;
+    const int64_t slices = group >= R ? (group + R - 1) / R : 1;
+    const int64_t per_pos = group >= R ? 1 : R / group;
+    const int64_t tiles_per_head = (n_q + per_pos - 1) / per_pos * slices;
+    const int64_t n_tiles = q->ne[3] * H_kv * tiles_per_head;
 
     int64_t hs[FA_TILE_ROWS], iqs[FA_TILE_ROWS];
     const char * mrows[FA_TILE_ROWS];
@@ -248,43 +253,61 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
     float slopes[FA_TILE_ROWS], mv[FA_TILE_ROWS], lv[FA_TILE_ROWS];
     int64_t nv[FA_TILE_ROWS], next[FA_TILE_ROWS];
     for (int64_t t = params->ith; t < n_tiles; t += params->nth) {
-        const int64_t i3 = t/(H_kv*tiles_per_head);
-        const int64_t hk = (t - i3*H_kv*tiles_per_head)/tiles_per_head;
-        const int64_t ti = t - (i3*H_kv + hk)*tiles_per_head;
-        const int64_t k3 = i3/(q->ne[3]/k->ne[3]), v3 = i3/(q->ne[3]/v->ne[3]);
-        const int64_t n_blk = (n_kv + GGML_FA_BLOCK - 1)/GGML_FA_BLOCK;
+        const int64_t i3 = t / (H_kv * tiles_per_head);
+        const int64_t hk = (t - i3 * H_kv * tiles_per_head) / tiles_per_head;
+        const int64_t ti = t - (i3 * H_kv + hk) * tiles_per_head;
+        const int64_t k3 = i3 / (q->ne[3] / k->ne[3]), v3 = i3 / (q->ne[3] / v->ne[3]);
+        const int64_t n_blk = (n_kv + GGML_FA_BLOCK - 1) / GGML_FA_BLOCK;
         if (cache && (hk != cached_hk || k3 != cached_k3 || v3 != cached_v3)) { // another head: nothing held yet
-            memset(kconv, 0, (size_t) (2*n_blk)*sizeof(int32_t));
-            memset(vconv, 0, (size_t) (2*n_blk)*sizeof(int32_t));
+            memset(kconv, 0, (size_t) (2 * n_blk) * sizeof(int32_t));
+            memset(vconv, 0, (size_t) (2 * n_blk) * sizeof(int32_t));
             cached_hk = hk;
             cached_k3 = k3;
             cached_v3 = v3;
         }
         int nr = 0;
         if (group >= R) {
-            const int64_t iq = ti/slices, h0 = hk*group + (ti % slices)*R;
-            for (int64_t i = 0; i < R && h0 + i < (hk + 1)*group; i++, nr++) { hs[nr] = h0 + i; iqs[nr] = iq; }
+            const int64_t iq = ti / slices, h0 = hk * group + (ti % slices) * R;
+            for (int64_t i = 0; i < R && h0 + i < (hk + 1) * group; i++, nr++) {
+                hs[nr] = h0 + i;
+                iqs[nr] = iq;
+            }
         } else {
-            for (int64_t i = 0; i < R && ti*per_pos + i/group < n_q; i++, nr++) {
-                hs[nr] = hk*group + i % group;
-                iqs[nr] = ti*per_pos + i/group;
+            for (int64_t i = 0; i < R && ti * per_pos + i / group < n_q; i++, nr++) {
+                hs[nr] = hk * group + i % group;
+                iqs[nr] = ti * per_pos + i / group;
             }
         }
-        memset(qt, 0, (size_t) (FA_TILE_ROWS*D)*sizeof(float));
+        memset(qt, 0, (size_t) (FA_TILE_ROWS * D) * sizeof(float));
         for (int i = 0; i < nr; i++) {
             fa_row_to_f32(q, ggml_cpu_ptr(q, 0, iqs[i], hs[i], i3), D, qf);
-            for (int64_t d = 0; d < D; d++) qt[d*FA_TILE_ROWS + i] = qf[d];
+            for (int64_t d = 0; d < D; d++) qt[d * FA_TILE_ROWS + i] = qf[d];
             mrows[i] = mask ? ggml_cpu_ptr(mask, 0, iqs[i], hs[i] % mask->ne[2], i3 % mask->ne[3]) : NULL;
             slopes[i] = fa_alibi_slope(max_bias, H, hs[i]);
             mv[i] = -INFINITY;
             lv[i] = 0.0f;
             nv[i] = next[i] = 0;
         }
-        memset(o, 0, (size_t) (nr*Dv)*sizeof(float));
-        memset(o2, 0, (size_t) (nr*Dv)*sizeof(float));
-        const struct ggml_fa_rows rows = { nr, (int) D, (int) Dv, qt, mask ? mblk : NULL, slopes,
-                                           ggml_get_op_params_f32(dst, 0), softcap > 0.0f ? softcap : 0.0f,
-                                           ls, lc, p.lds, nv, next, mv, lv, o, o2, Dv };
+        memset(o, 0, (size_t) (nr * Dv) * sizeof(float));
+        memset(o2, 0, (size_t) (nr * Dv) * sizeof(float));
+        const struct ggml_fa_rows rows = { nr,
+                                           (int) D,
+                                           (int) Dv,
+                                           qt,
+                                           mask ? mblk : NULL,
+                                           slopes,
+                                           ggml_get_op_params_f32(dst, 0),
+                                           softcap > 0.0f ? softcap : 0.0f,
+                                           ls,
+                                           lc,
+                                           p.lds,
+                                           nv,
+                                           next,
+                                           mv,
+                                           lv,
+                                           o,
+                                           o2,
+                                           Dv };
 
         int64_t vlo = n_kv, vhi = 0; // the cells of the first and last spans
         // the span of each block's cells some row sees ([lo, hi), relative to the block; empty
@@ -292,11 +315,11 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
         // without the masked cells at its ends, as the padding of n_kv past a sequence's end)
         for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
             const int nk = (int) GGML_MIN(GGML_FA_BLOCK, n_kv - j0);
-            int32_t * sp = span + 2*(j0/GGML_FA_BLOCK);
+            int32_t * sp = span + 2 * (j0 / GGML_FA_BLOCK);
             int lo = mask ? nk : 0, hi = mask ? 0 : nk;
             for (int i = 0; mask && i < nr; i++) {
                 if (i > 0 && mrows[i] == mrows[i - 1]) continue; // same mask row as the previous
-                const char * mr = mrows[i] + j0*mask->nb[0];
+                const char * mr = mrows[i] + j0 * mask->nb[0];
                 int a = 0, b = nk;
                 if (m_f32) { // 4 cells at a time first: the blocks past a causal diagonal are all -inf
                     while (a + 4 <= lo && fa_ninf4((const float *) mr + a)) a += 4;
@@ -328,9 +351,9 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
         // same cells; its rows are asked for now, to arrive while this tile computes
         const int64_t tn = t + params->nth;
         if (!cache && tiles_per_head == slices && tn < n_tiles && vlo < vhi) {
-            const int64_t i3n = tn/(H_kv*tiles_per_head);
-            const int64_t hkn = (tn - i3n*H_kv*tiles_per_head)/tiles_per_head;
-            const int64_t k3n = i3n/(q->ne[3]/k->ne[3]), v3n = i3n/(q->ne[3]/v->ne[3]);
+            const int64_t i3n = tn / (H_kv * tiles_per_head);
+            const int64_t hkn = (tn - i3n * H_kv * tiles_per_head) / tiles_per_head;
+            const int64_t k3n = i3n / (q->ne[3] / k->ne[3]), v3n = i3n / (q->ne[3] / v->ne[3]);
             if (hkn != hk || k3n != k3) {
                 for (int64_t j = vlo; j < vhi; j++) fa_prefetch_row(ggml_cpu_ptr(k, 0, j, hkn, k3n), k_row_bytes);
             }
@@ -341,7 +364,7 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
         // pass 1: scores of the visible keys, K block by K block, only the span of cells some row sees
         int64_t scored = 0;
         for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
-            const int32_t * sp = span + 2*(j0/GGML_FA_BLOCK);
+            const int32_t * sp = span + 2 * (j0 / GGML_FA_BLOCK);
             const int lo = sp[0], hi = sp[1];
             if (lo >= hi) continue;
             scored += hi - lo;
@@ -353,14 +376,14 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
                 if (m_f32) {
                     mblk[i] = (const float *) mrows[i] + j0 + lo;
                 } else {
-                    float * mb = mbuf + i*GGML_FA_BLOCK;
-                    for (int j = lo; j < hi; j++) mb[j - lo] = ggml_cpu_load_f(mrows[i] + (j0 + j)*mask->nb[0], mask->type);
+                    float * mb = mbuf + i * GGML_FA_BLOCK;
+                    for (int j = lo; j < hi; j++) mb[j - lo] = ggml_cpu_load_f(mrows[i] + (j0 + j) * mask->nb[0], mask->type);
                     mblk[i] = mb;
                 }
             }
             int64_t ldk;
-            const float * kp = fa_block_rows_cached(k, j0, lo, hi, hk, k3, &kern, kb, kcache,
-                                                    kconv + 2*(j0/GGML_FA_BLOCK), &ldk);
+            const float * kp =
+                fa_block_rows_cached(k, j0, lo, hi, hk, k3, &kern, kb, kcache, kconv + 2 * (j0 / GGML_FA_BLOCK), &ldk);
             kern.scores(&rows, j0 + lo, hi - lo, kp, ldk);
         }
         atomic_fetch_add_explicit(&fa_cells_scored, scored, memory_order_relaxed);
@@ -374,21 +397,21 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
         // pass 2: p * v, V block by V block, only where some row has a visible key
         for (int64_t j0 = 0; j0 < n_kv; j0 += GGML_FA_BLOCK) {
             const int nk = (int) GGML_MIN(GGML_FA_BLOCK, n_kv - j0);
-            const int32_t * sp = span + 2*(j0/GGML_FA_BLOCK);
+            const int32_t * sp = span + 2 * (j0 / GGML_FA_BLOCK);
             bool used = false;
-            for (int i = 0; i < nr && !used; i++) used = next[i] < nv[i] && lc[i*p.lds + next[i]] < j0 + nk;
+            for (int i = 0; i < nr && !used; i++) used = next[i] < nv[i] && lc[i * p.lds + next[i]] < j0 + nk;
             if (!used) continue;
             // every list entry in the block lies in the block's span
             int64_t ldv;
-            const float * vp = fa_block_rows_cached(v, j0, sp[0], sp[1], hk, v3, &kern, vb, vcache,
-                                                    vconv + 2*(j0/GGML_FA_BLOCK), &ldv);
+            const float * vp =
+                fa_block_rows_cached(v, j0, sp[0], sp[1], hk, v3, &kern, vb, vcache, vconv + 2 * (j0 / GGML_FA_BLOCK), &ldv);
             kern.accum(&rows, j0 + sp[0], sp[1] - sp[0], vp, ldv);
         }
 
         for (int i = 0; i < nr; i++) {
             float * out = (float *) ggml_cpu_ptr(dst, 0, hs[i], iqs[i], i3);
-            const float inv = lv[i] > 0.0f ? 1.0f/lv[i] : 0.0f;
-            for (int64_t c = 0; c < Dv; c++) out[c] = (o[i*Dv + c] + o2[i*Dv + c])*inv;
+            const float inv = lv[i] > 0.0f ? 1.0f / lv[i] : 0.0f;
+            for (int64_t c = 0; c < Dv; c++) out[c] = (o[i * Dv + c] + o2[i * Dv + c]) * inv;
         }
     }
 }

@@ -9,25 +9,46 @@
 #include "ops-util.h"
 #include "vec.h"
 
-enum binary_op { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
+enum binary_op {
+    BIN_ADD,
+    BIN_SUB,
+    BIN_MUL,
+    BIN_DIV
+};
 
 // z[i] = x[i] op y[i]; z may equal x (inplace), so z and x are not restrict.
 static void binary_vec_f32(enum binary_op op, int64_t n, float * z, const float * x, const float * restrict y) {
     switch (op) {
-        case BIN_ADD: for (int64_t i = 0; i < n; i++) z[i] = x[i] + y[i]; break;
-        case BIN_SUB: for (int64_t i = 0; i < n; i++) z[i] = x[i] - y[i]; break;
-        case BIN_MUL: for (int64_t i = 0; i < n; i++) z[i] = x[i] * y[i]; break;
-        case BIN_DIV: for (int64_t i = 0; i < n; i++) z[i] = x[i] / y[i]; break;
+        case BIN_ADD:
+            for (int64_t i = 0; i < n; i++) z[i] = x[i] + y[i];
+            break;
+        case BIN_SUB:
+            for (int64_t i = 0; i < n; i++) z[i] = x[i] - y[i];
+            break;
+        case BIN_MUL:
+            for (int64_t i = 0; i < n; i++) z[i] = x[i] * y[i];
+            break;
+        case BIN_DIV:
+            for (int64_t i = 0; i < n; i++) z[i] = x[i] / y[i];
+            break;
     }
 }
 
 // z[i] = x[i] op y (y broadcast as a scalar; ne10 == 1 is common for per-row scales).
 static void binary_vec_scalar_f32(enum binary_op op, int64_t n, float * z, const float * x, float y) {
     switch (op) {
-        case BIN_ADD: for (int64_t i = 0; i < n; i++) z[i] = x[i] + y; break;
-        case BIN_SUB: for (int64_t i = 0; i < n; i++) z[i] = x[i] - y; break;
-        case BIN_MUL: for (int64_t i = 0; i < n; i++) z[i] = x[i] * y; break;
-        case BIN_DIV: for (int64_t i = 0; i < n; i++) z[i] = x[i] / y; break;
+        case BIN_ADD:
+            for (int64_t i = 0; i < n; i++) z[i] = x[i] + y;
+            break;
+        case BIN_SUB:
+            for (int64_t i = 0; i < n; i++) z[i] = x[i] - y;
+            break;
+        case BIN_MUL:
+            for (int64_t i = 0; i < n; i++) z[i] = x[i] * y;
+            break;
+        case BIN_DIV:
+            for (int64_t i = 0; i < n; i++) z[i] = x[i] / y;
+            break;
     }
 }
 
@@ -44,8 +65,7 @@ static inline float binary_apply(enum binary_op op, float a, float b) {
 static bool binary_types_ok(const struct ggml_tensor * dst) {
     const struct ggml_tensor * src0 = dst->src[0];
     const struct ggml_tensor * src1 = dst->src[1];
-    return ggml_cpu_is_float_type(src0->type) && ggml_cpu_is_float_type(src1->type) &&
-           ggml_cpu_is_float_type(dst->type);
+    return ggml_cpu_is_float_type(src0->type) && ggml_cpu_is_float_type(src1->type) && ggml_cpu_is_float_type(dst->type);
 }
 
 static void binary_forward(const struct ggml_compute_params * params, struct ggml_tensor * dst, enum binary_op op) {
@@ -53,8 +73,8 @@ static void binary_forward(const struct ggml_compute_params * params, struct ggm
     const struct ggml_tensor * src1 = dst->src[1];
     if (!binary_types_ok(dst)) {
         if (params->ith == 0) {
-            GGML_LOG_ERROR("%s: unsupported types %s, %s -> %s\n", ggml_op_name(dst->op),
-                           ggml_type_name(src0->type), ggml_type_name(src1->type), ggml_type_name(dst->type));
+            GGML_LOG_ERROR("%s: unsupported types %s, %s -> %s\n", ggml_op_name(dst->op), ggml_type_name(src0->type),
+                           ggml_type_name(src1->type), ggml_type_name(dst->type));
         }
         return;
     }
@@ -62,14 +82,14 @@ static void binary_forward(const struct ggml_compute_params * params, struct ggm
     const int64_t ne10 = src1->ne[0], ne11 = src1->ne[1], ne12 = src1->ne[2], ne13 = src1->ne[3];
 
     const bool fast = src0->type == GGML_TYPE_F32 && src1->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 &&
-                      src0->nb[0] == sizeof(float) && src1->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
+        src0->nb[0] == sizeof(float) && src1->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
 
     int64_t e, e1, i0, n, i1, i2, i3;
     ggml_cpu_ew_split(ggml_nelements(dst), params->ith, params->nth, &e, &e1);
     while (ggml_cpu_ew_next(dst, &e, e1, &i0, &n, &i1, &i2, &i3)) {
         const char * x = ggml_cpu_ptr(src0, 0, i1, i2, i3);
         const char * y = ggml_cpu_ptr(src1, 0, i1 % ne11, i2 % ne12, i3 % ne13);
-        char *       z = ggml_cpu_ptr(dst,  0, i1, i2, i3);
+        char * z = ggml_cpu_ptr(dst, 0, i1, i2, i3);
 
         if (fast) {
             float * zf = (float *) z;
@@ -78,8 +98,8 @@ static void binary_forward(const struct ggml_compute_params * params, struct ggm
                 binary_vec_scalar_f32(op, n, zf + i0, xf + i0, *(const float *) y);
             } else {
                 // pieces of the segment that each stay within one repetition of the src1 row
-                for (int64_t i = i0; i < i0 + n; ) {
-                    const int64_t j   = i % ne10;
+                for (int64_t i = i0; i < i0 + n;) {
+                    const int64_t j = i % ne10;
                     const int64_t len = ne10 - j < i0 + n - i ? ne10 - j : i0 + n - i;
                     binary_vec_f32(op, len, zf + i, xf + i, (const float *) y + j);
                     i += len;
@@ -92,9 +112,9 @@ static void binary_forward(const struct ggml_compute_params * params, struct ggm
         const enum ggml_type t0 = src0->type, t1 = src1->type, td = dst->type;
         int64_t i10 = i0 % ne10;
         for (int64_t i = i0; i < i0 + n; i++) {
-            const float a = ggml_cpu_load_f(x + i*nb00, t0);
-            const float b = ggml_cpu_load_f(y + i10*nb10, t1);
-            ggml_cpu_store_f(z + i*nb0, td, binary_apply(op, a, b));
+            const float a = ggml_cpu_load_f(x + i * nb00, t0);
+            const float b = ggml_cpu_load_f(y + i10 * nb10, t1);
+            ggml_cpu_store_f(z + i * nb0, td, binary_apply(op, a, b));
             i10 = i10 + 1 == ne10 ? 0 : i10 + 1;
         }
     }

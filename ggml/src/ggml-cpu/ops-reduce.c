@@ -22,7 +22,7 @@ void ggml_compute_forward_sum_rows(const struct ggml_compute_params * params, st
             s = ggml_cpu_vec_sum(ne0, (const float *) x);
         } else {
             double acc = 0.0;
-            for (int64_t i = 0; i < ne0; i++) acc += ggml_cpu_load_f(x + i*src0->nb[0], src0->type);
+            for (int64_t i = 0; i < ne0; i++) acc += ggml_cpu_load_f(x + i * src0->nb[0], src0->type);
             s = (float) acc;
         }
         ggml_cpu_store_f(ggml_cpu_ptr(dst, 0, i1, i2, i3), dst->type, s);
@@ -52,13 +52,19 @@ void ggml_compute_forward_argmax(const struct ggml_compute_params * params, stru
             const float * xf = (const float *) x;
             const float m = ggml_cpu_vec_max(ne0, xf);
             for (int64_t i = 0; i < ne0; i++) {
-                if (xf[i] == m) { best = i; break; }
+                if (xf[i] == m) {
+                    best = i;
+                    break;
+                }
             }
         } else {
             float m = -INFINITY;
             for (int64_t i = 0; i < ne0; i++) {
-                const float v = ggml_cpu_load_f(x + i*src0->nb[0], src0->type);
-                if (v > m) { m = v; best = i; }
+                const float v = ggml_cpu_load_f(x + i * src0->nb[0], src0->type);
+                if (v > m) {
+                    m = v;
+                    best = i;
+                }
             }
         }
         *(int32_t *) ggml_cpu_ptr(dst, i1, i2, i3, 0) = (int32_t) best;

@@ -12,7 +12,7 @@
 #include "ops-util.h"
 
 struct sort_pair {
-    float   v;
+    float v;
     int32_t i;
 };
 
@@ -38,7 +38,7 @@ static inline bool sort_before(bool desc, const struct sort_pair * x, const stru
 static void sort_load_row(const struct ggml_tensor * src, int64_t i1, int64_t i2, int64_t i3, struct sort_pair * p) {
     const char * x = ggml_cpu_ptr(src, 0, i1, i2, i3);
     for (int64_t i = 0; i < src->ne[0]; i++) {
-        p[i].v = ggml_cpu_load_f(x + i*src->nb[0], src->type);
+        p[i].v = ggml_cpu_load_f(x + i * src->nb[0], src->type);
         p[i].i = (int32_t) i;
     }
 }
@@ -46,14 +46,16 @@ static void sort_load_row(const struct ggml_tensor * src, int64_t i1, int64_t i2
 // Sorts n pairs of a (tmp: n more pairs of scratch); returns the buffer that holds the result.
 static struct sort_pair * sort_merge(bool desc, struct sort_pair * a, struct sort_pair * tmp, int64_t n) {
     for (int64_t w = 1; w < n; w *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2*w) {
-            const int64_t mid = GGML_MIN(n, lo + w), hi = GGML_MIN(n, lo + 2*w);
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            const int64_t mid = GGML_MIN(n, lo + w), hi = GGML_MIN(n, lo + 2 * w);
             int64_t i = lo, j = mid, o = lo;
             while (i < mid && j < hi) tmp[o++] = sort_before(desc, &a[j], &a[i]) ? a[j++] : a[i++];
             while (i < mid) tmp[o++] = a[i++];
-            while (j < hi)  tmp[o++] = a[j++];
+            while (j < hi) tmp[o++] = a[j++];
         }
-        struct sort_pair * s = a; a = tmp; tmp = s;
+        struct sort_pair * s = a;
+        a = tmp;
+        tmp = s;
     }
     return a;
 }
@@ -114,11 +116,11 @@ void ggml_compute_forward_top_k(const struct ggml_compute_params * params, struc
         const bool cached = k <= GGML_CPU_CHUNK;
         int64_t n = 0; // entries of out[] filled, in sorted order
         for (int64_t i = 0; i < ne0; i++) {
-            const float v = ggml_cpu_load_f(x + i*src0->nb[0], src0->type);
+            const float v = ggml_cpu_load_f(x + i * src0->nb[0], src0->type);
             // indices arrive in increasing order, so an equal value never displaces one in the list
             int64_t pos = n;
             while (pos > 0) {
-                const float w = cached ? best[pos - 1] : ggml_cpu_load_f(x + out[pos - 1]*src0->nb[0], src0->type);
+                const float w = cached ? best[pos - 1] : ggml_cpu_load_f(x + out[pos - 1] * src0->nb[0], src0->type);
                 if (!sort_before_desc(v, (int32_t) i, w, out[pos - 1])) break;
                 pos--;
             }

@@ -10,10 +10,10 @@
 
 // 0xFF in byte j where bit j of w is set.
 static inline __m256i bits_to_bytes_32_w(uint32_t w) {
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
-                                           0x0101010101010101LL, 0x0000000000000000LL);
-    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w), shuf);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    const __m256i shuf =
+        _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0x0000000000000000LL);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int) w), shuf);
+    const __m256i bit = _mm256_set1_epi64x((long long) 0x8040201008040201ULL);
     return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
 }
 

@@ -23,9 +23,7 @@ static inline __m256i q5_high_bits(const uint8_t * p) {
 }
 
 // sum(u * y) for unsigned u < 128 and signed y, as 8 int32 lanes.
-static inline __m256i dot_u8_i8(__m256i u, __m256i y) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y);
-}
+static inline __m256i dot_u8_i8(__m256i u, __m256i y) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y); }
 
 // sum((u - off) * y): the offset's share is one more VNNI dot of off against y.
 static inline __m256i dot_u8_off_i8(__m256i u, __m256i y, char off) {
@@ -36,19 +34,19 @@ static inline __m256i dot_u8_off_i8(__m256i u, __m256i y, char off) {
 
 // bf16 pairs with vdpbf16ps: each lane accumulates two products per instruction.
 static void vec_dot_bf16_bf16_dp(int n, float * s, const void * x, const void * y) {
-    const ggml_bf16_t * a = (const ggml_bf16_t *)x;
-    const ggml_bf16_t * b = (const ggml_bf16_t *)y;
+    const ggml_bf16_t * a = (const ggml_bf16_t *) x;
+    const ggml_bf16_t * b = (const ggml_bf16_t *) y;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     int i = 0;
     for (; i + 64 <= n; i += 64) {
-        acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_loadu_si512(a + i),      (__m512bh)_mm512_loadu_si512(b + i));
-        acc1 = _mm512_dpbf16_ps(acc1, (__m512bh)_mm512_loadu_si512(a + i + 32), (__m512bh)_mm512_loadu_si512(b + i + 32));
+        acc0 = _mm512_dpbf16_ps(acc0, (__m512bh) _mm512_loadu_si512(a + i), (__m512bh) _mm512_loadu_si512(b + i));
+        acc1 = _mm512_dpbf16_ps(acc1, (__m512bh) _mm512_loadu_si512(a + i + 32), (__m512bh) _mm512_loadu_si512(b + i + 32));
     }
     for (; i < n; i += 32) {
         const int r = n - i;
-        const __mmask32 m = r >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << r) - 1);
-        acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_maskz_loadu_epi16(m, a + i),
-                                (__m512bh)_mm512_maskz_loadu_epi16(m, b + i));
+        const __mmask32 m = r >= 32 ? 0xFFFFFFFFu : (__mmask32) ((1u << r) - 1);
+        acc0 =
+            _mm512_dpbf16_ps(acc0, (__m512bh) _mm512_maskz_loadu_epi16(m, a + i), (__m512bh) _mm512_maskz_loadu_epi16(m, b + i));
     }
     *s = hsum_f32_16(_mm512_add_ps(acc0, acc1));
 }
@@ -56,24 +54,24 @@ static void vec_dot_bf16_bf16_dp(int n, float * s, const void * x, const void * 
 // ---- 32-element blocks (four per step, VNNI integer dots) ----
 
 static inline __m256i block_dot_q8_0(const block_q8_0 * a, const int8_t * q8) {
-    const __m256i x = _mm256_loadu_si256((const __m256i *)a->qs);
-    const __m256i y = _mm256_loadu_si256((const __m256i *)q8);
+    const __m256i x = _mm256_loadu_si256((const __m256i *) a->qs);
+    const __m256i y = _mm256_loadu_si256((const __m256i *) q8);
     // |x| . (y with x's sign) keeps the first operand unsigned
     return dot_u8_i8(_mm256_abs_epi8(x), _mm256_sign_epi8(y, x));
 }
 static inline __m256i block_dot_q4_0(const block_q4_0 * a, const int8_t * q8) {
-    return dot_u8_off_i8(unpack_nibbles_32(a->qs), _mm256_loadu_si256((const __m256i *)q8), 8);
+    return dot_u8_off_i8(unpack_nibbles_32(a->qs), _mm256_loadu_si256((const __m256i *) q8), 8);
 }
 static inline __m256i block_dot_q4_1(const block_q4_1 * a, const int8_t * q8) {
-    return dot_u8_i8(unpack_nibbles_32(a->qs), _mm256_loadu_si256((const __m256i *)q8));
+    return dot_u8_i8(unpack_nibbles_32(a->qs), _mm256_loadu_si256((const __m256i *) q8));
 }
 static inline __m256i block_dot_q5_0(const block_q5_0 * a, const int8_t * q8) {
     const __m256i u = _mm256_or_si256(unpack_nibbles_32(a->qs), q5_high_bits(a->qh));
-    return dot_u8_off_i8(u, _mm256_loadu_si256((const __m256i *)q8), 16);
+    return dot_u8_off_i8(u, _mm256_loadu_si256((const __m256i *) q8), 16);
 }
 static inline __m256i block_dot_q5_1(const block_q5_1 * a, const int8_t * q8) {
     const __m256i u = _mm256_or_si256(unpack_nibbles_32(a->qs), q5_high_bits(a->qh));
-    return dot_u8_i8(u, _mm256_loadu_si256((const __m256i *)q8));
+    return dot_u8_i8(u, _mm256_loadu_si256((const __m256i *) q8));
 }
 
 VEC_DOT_SYM(vec_dot_q8_0_q8_0, block_q8_0, block_dot_q8_0)
@@ -89,17 +87,14 @@ VEC_DOT_MIN(vec_dot_q5_1_q8_1, block_q5_1, block_dot_q5_1)
 // sub-blocks; vpermw spreads the matching scales over its lanes.
 
 // The 32 bytes at p in both 256-bit halves.
-static inline __m512i bcast256(const void * p) {
-    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
-}
+static inline __m512i bcast256(const void * p) { return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) p)); }
 
 // int16 lanes [s[first] x8, s[first+1] x8, s[first+2] x8, s[first+3] x8] of the 16 int16 in s16.
 static inline __m512i scales_by16(__m512i s16, int first) {
-    const __m512i idx = _mm512_add_epi16(_mm512_set_epi64(0x0003000300030003LL, 0x0003000300030003LL,
-                                                          0x0002000200020002LL, 0x0002000200020002LL,
-                                                          0x0001000100010001LL, 0x0001000100010001LL,
-                                                          0x0000000000000000LL, 0x0000000000000000LL),
-                                         _mm512_set1_epi16((short)first));
+    const __m512i idx =
+        _mm512_add_epi16(_mm512_set_epi64(0x0003000300030003LL, 0x0003000300030003LL, 0x0002000200020002LL, 0x0002000200020002LL,
+                                          0x0001000100010001LL, 0x0001000100010001LL, 0x0000000000000000LL, 0x0000000000000000LL),
+                         _mm512_set1_epi16((short) first));
     return _mm512_permutexvar_epi16(idx, s16);
 }
 
@@ -107,24 +102,24 @@ static inline __m512i scales_by16(__m512i s16, int first) {
 static inline __m128i q3_K_scales(const uint8_t * s) {
     uint32_t w[4];
     ggml_quants_q3_K_scale_words(s, w);
-    return _mm_sub_epi8(_mm_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]), _mm_set1_epi8(32));
+    return _mm_sub_epi8(_mm_setr_epi32((int) w[0], (int) w[1], (int) w[2], (int) w[3]), _mm_set1_epi8(32));
 }
 
 // q2_K (Q3 false) and q3_K (Q3 true) against NC columns of q8_K (y + k*by, results at
 // s + k*bs): the levels of each 128-element step are decoded once for the NC columns, and every
 // column sees the instructions of the 1-column kernel in the same order (NC = 4 gives the bits
 // of 4 calls with NC = 1).
-static inline __attribute__((always_inline)) void
-dot_k23_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC, const bool Q3) {
-    const block_q2_K * a2 = (const block_q2_K *)x;
-    const block_q3_K * a3 = (const block_q3_K *)x;
+static inline __attribute__((always_inline)) void dot_k23_cols(int n, float * s, size_t bs, const void * x, const void * y,
+                                                               size_t by, const int NC, const bool Q3) {
+    const block_q2_K * a2 = (const block_q2_K *) x;
+    const block_q3_K * a3 = (const block_q3_K *) x;
     const int nb = n / QK_K;
     const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
     const __m512i sh01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const __m512i sh23 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
     __m512 acc[4];
     __m256 accm[4]; // q2_K: the mins' term
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int k = 0; k < NC; k++) {
         acc[k] = _mm512_setzero_ps();
         accm[k] = _mm256_setzero_ps();
@@ -138,7 +133,7 @@ dot_k23_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t
             sc16_256 = _mm256_cvtepi8_epi16(q3_K_scales(a3[i].scales));
             hm = bcast256(a3[i].hmask);
         } else {
-            const __m128i sc8 = _mm_loadu_si128((const __m128i *)a2[i].scales);
+            const __m128i sc8 = _mm_loadu_si128((const __m128i *) a2[i].scales);
             mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0F)));
             sc16_256 = _mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0x0F)));
         }
@@ -146,11 +141,11 @@ dot_k23_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t
         const uint8_t * qs = Q3 ? a3[i].qs : a2[i].qs;
         const block_q8_K * bk[4];
         __m512i sumi[4];
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int k = 0; k < NC; k++) {
-            bk[k] = (const block_q8_K *)((const char *)y + (size_t)k * by) + i;
+            bk[k] = (const block_q8_K *) ((const char *) y + (size_t) k * by) + i;
             if (Q3) {
-                const __m256i bsums = _mm256_loadu_si256((const __m256i *)bk[k]->bsums);
+                const __m256i bsums = _mm256_loadu_si256((const __m256i *) bk[k]->bsums);
                 const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16_256), 2);
                 sumi[k] = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), offs));
                 sumi[k] = _mm512_inserti64x4(sumi[k], _mm256_setzero_si256(), 1);
@@ -158,22 +153,22 @@ dot_k23_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t
                 sumi[k] = _mm512_setzero_si512();
             }
         }
-        #pragma GCC unroll 2
+#pragma GCC unroll 2
         for (int c = 0; c < QK_K / 128; c++) {
             const __m512i q = bcast256(qs + 32 * c);
             __m512i v01 = _mm512_and_si512(_mm512_srlv_epi16(q, sh01), m3);
             __m512i v23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
             if (Q3) {
                 // hmask bit 4c+sh belongs to the levels taken with shift 2*sh
-                const __m512i bit01 = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * c))),
-                                                         _mm256_set1_epi8((char)(1 << (4 * c + 1))), 1);
-                const __m512i bit23 = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * c + 2))),
-                                                         _mm256_set1_epi8((char)(1 << (4 * c + 3))), 1);
+                const __m512i bit01 =
+                    _mm512_inserti64x4(_mm512_set1_epi8((char) (1 << (4 * c))), _mm256_set1_epi8((char) (1 << (4 * c + 1))), 1);
+                const __m512i bit23 = _mm512_inserti64x4(_mm512_set1_epi8((char) (1 << (4 * c + 2))),
+                                                         _mm256_set1_epi8((char) (1 << (4 * c + 3))), 1);
                 v01 = _mm512_mask_add_epi8(v01, _mm512_test_epi8_mask(hm, bit01), v01, four);
                 v23 = _mm512_mask_add_epi8(v23, _mm512_test_epi8_mask(hm, bit23), v23, four);
             }
             const __m512i s01 = scales_by16(sc16, 8 * c), s23 = scales_by16(sc16, 8 * c + 4);
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int k = 0; k < NC; k++) {
                 const __m512i y01 = _mm512_loadu_si512(bk[k]->qs + 128 * c);
                 const __m512i y23 = _mm512_loadu_si512(bk[k]->qs + 128 * c + 64);
@@ -181,33 +176,33 @@ dot_k23_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t
                 sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(v23, y23), s23);
             }
         }
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int k = 0; k < NC; k++) {
             if (Q3) {
                 const float d = bk[k]->d * FP16_TO_FP32(a3[i].d);
                 acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi[k]), acc[k]);
             } else {
-                const __m256i summs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bk[k]->bsums), mins);
+                const __m256i summs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *) bk[k]->bsums), mins);
                 const float dall = bk[k]->d * FP16_TO_FP32(a2[i].d);
                 const float dmin = bk[k]->d * FP16_TO_FP32(a2[i].dmin);
-                acc[k]  = _mm512_fmadd_ps(_mm512_set1_ps(dall), _mm512_cvtepi32_ps(sumi[k]), acc[k]);
+                acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(dall), _mm512_cvtepi32_ps(sumi[k]), acc[k]);
                 accm[k] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin), _mm256_cvtepi32_ps(summs), accm[k]);
             }
         }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int k = 0; k < NC; k++) {
-        *(float *)((char *)s + (size_t)k * bs) = Q3 ? _mm512_reduce_add_ps(acc[k])
-                                                    : _mm512_reduce_add_ps(acc[k]) + hsum_f32_8(accm[k]);
+        *(float *) ((char *) s + (size_t) k * bs) =
+            Q3 ? _mm512_reduce_add_ps(acc[k]) : _mm512_reduce_add_ps(acc[k]) + hsum_f32_8(accm[k]);
     }
 }
 
-static inline __attribute__((always_inline)) void
-dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
+static inline __attribute__((always_inline)) void dot_q2_K_cols(int n, float * s, size_t bs, const void * x, const void * y,
+                                                                size_t by, const int NC) {
     dot_k23_cols(n, s, bs, x, y, by, NC, false);
 }
-static inline __attribute__((always_inline)) void
-dot_q3_K_cols(int n, float * s, size_t bs, const void * x, const void * y, size_t by, const int NC) {
+static inline __attribute__((always_inline)) void dot_q3_K_cols(int n, float * s, size_t bs, const void * x, const void * y,
+                                                                size_t by, const int NC) {
     dot_k23_cols(n, s, bs, x, y, by, NC, true);
 }
 
@@ -260,7 +255,7 @@ static void quantize_row_q8_1_avx512(const float * x, void * vy, int64_t k) {
 // l's sign), as q8_0) ----
 
 static inline __m256i level_dot32(__m256i lv, const int8_t * q8) {
-    return dot_u8_i8(_mm256_abs_epi8(lv), _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q8), lv));
+    return dot_u8_i8(_mm256_abs_epi8(lv), _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *) q8), lv));
 }
 
 #include "quants-iq-lut.h"

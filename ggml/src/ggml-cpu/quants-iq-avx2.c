@@ -13,7 +13,7 @@
 
 // 32 signed levels dotted with 32 activations.
 static inline __m256i level_dot32(__m256i lv, const int8_t * q8) {
-    return dot_i8_32(lv, _mm256_loadu_si256((const __m256i *)q8));
+    return dot_i8_32(lv, _mm256_loadu_si256((const __m256i *) q8));
 }
 
 #include "quants-iq-lut.h"
@@ -24,30 +24,31 @@ static inline __m256i level_dot32(__m256i lv, const int8_t * q8) {
 // of sign_word is set, as 8 int32 lanes (lane k: values 4k..4k+3).
 static inline __m256i grid_dot32(__m256i mag, uint32_t sign_word, const int8_t * q8) {
     const __m256i neg = _mm256_or_si256(bits_to_bytes_32_w(sign_word), _mm256_set1_epi8(1)); // -1 or +1
-    const __m256i y = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q8), neg);
+    const __m256i y = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *) q8), neg);
     return _mm256_madd_epi16(_mm256_maddubs_epi16(mag, y), _mm256_set1_epi16(1));
 }
 
 static inline uint32_t ksigns4(uint32_t w) {
-    return (uint32_t)ggml_iq2_ksigns[w & 127] | ((uint32_t)ggml_iq2_ksigns[(w >> 7) & 127] << 8) |
-           ((uint32_t)ggml_iq2_ksigns[(w >> 14) & 127] << 16) | ((uint32_t)ggml_iq2_ksigns[(w >> 21) & 127] << 24);
+    return (uint32_t) ggml_iq2_ksigns[w & 127] | ((uint32_t) ggml_iq2_ksigns[(w >> 7) & 127] << 8) |
+        ((uint32_t) ggml_iq2_ksigns[(w >> 14) & 127] << 16) | ((uint32_t) ggml_iq2_ksigns[(w >> 21) & 127] << 24);
 }
 
 static void vec_dot_iq2_xxs_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq2_xxs * a = (const block_iq2_xxs *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_iq2_xxs * a = (const block_iq2_xxs *) x;
+    const block_q8_K * b = (const block_q8_K *) y;
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             uint32_t w[2];
             memcpy(w, a[i].qs + 4 * ib, sizeof(w));
-            const __m256i mag = _mm256_set_epi64x((long long)ggml_iq2xxs_grid[w[0] >> 24], (long long)ggml_iq2xxs_grid[(w[0] >> 16) & 255],
-                                                  (long long)ggml_iq2xxs_grid[(w[0] >> 8) & 255], (long long)ggml_iq2xxs_grid[w[0] & 255]);
+            const __m256i mag =
+                _mm256_set_epi64x((long long) ggml_iq2xxs_grid[w[0] >> 24], (long long) ggml_iq2xxs_grid[(w[0] >> 16) & 255],
+                                  (long long) ggml_iq2xxs_grid[(w[0] >> 8) & 255], (long long) ggml_iq2xxs_grid[w[0] & 255]);
             const __m256i p = grid_dot32(mag, ksigns4(w[1]), b[i].qs + 32 * ib);
-            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_set1_epi32((int)(2 * (w[1] >> 28) + 1))));
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_set1_epi32((int) (2 * (w[1] >> 28) + 1))));
         }
-        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float)hsum_i32_8(isum);
+        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
     }
     *s = sum;
 }
@@ -58,72 +59,73 @@ static inline __m256i nibble_scales_16(uint8_t sc) {
 }
 
 static void vec_dot_iq2_xs_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq2_xs * a = (const block_iq2_xs *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_iq2_xs * a = (const block_iq2_xs *) x;
+    const block_q8_K * b = (const block_q8_K *) y;
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             const uint16_t * q = a[i].qs + 4 * ib;
-            const __m256i mag = _mm256_set_epi64x((long long)ggml_iq2xs_grid[q[3] & 511], (long long)ggml_iq2xs_grid[q[2] & 511],
-                                                  (long long)ggml_iq2xs_grid[q[1] & 511], (long long)ggml_iq2xs_grid[q[0] & 511]);
-            const uint32_t sw = (uint32_t)ggml_iq2_ksigns[q[0] >> 9] | ((uint32_t)ggml_iq2_ksigns[q[1] >> 9] << 8) |
-                                ((uint32_t)ggml_iq2_ksigns[q[2] >> 9] << 16) | ((uint32_t)ggml_iq2_ksigns[q[3] >> 9] << 24);
+            const __m256i mag =
+                _mm256_set_epi64x((long long) ggml_iq2xs_grid[q[3] & 511], (long long) ggml_iq2xs_grid[q[2] & 511],
+                                  (long long) ggml_iq2xs_grid[q[1] & 511], (long long) ggml_iq2xs_grid[q[0] & 511]);
+            const uint32_t sw = (uint32_t) ggml_iq2_ksigns[q[0] >> 9] | ((uint32_t) ggml_iq2_ksigns[q[1] >> 9] << 8) |
+                ((uint32_t) ggml_iq2_ksigns[q[2] >> 9] << 16) | ((uint32_t) ggml_iq2_ksigns[q[3] >> 9] << 24);
             const __m256i p = grid_dot32(mag, sw, b[i].qs + 32 * ib);
             isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, nibble_scales_16(a[i].scales[ib])));
         }
-        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float)hsum_i32_8(isum);
+        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
     }
     *s = sum;
 }
 
 static void vec_dot_iq2_s_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq2_s * a = (const block_iq2_s *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_iq2_s * a = (const block_iq2_s *) x;
+    const block_q8_K * b = (const block_q8_K *) y;
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             const uint8_t * q = a[i].qs + 4 * ib;
             const int h = a[i].qh[ib];
-            const __m256i mag = _mm256_set_epi64x((long long)ggml_iq2s_grid[q[3] | ((h << 2) & 0x300)],
-                                                  (long long)ggml_iq2s_grid[q[2] | ((h << 4) & 0x300)],
-                                                  (long long)ggml_iq2s_grid[q[1] | ((h << 6) & 0x300)],
-                                                  (long long)ggml_iq2s_grid[q[0] | ((h << 8) & 0x300)]);
+            const __m256i mag = _mm256_set_epi64x(
+                (long long) ggml_iq2s_grid[q[3] | ((h << 2) & 0x300)], (long long) ggml_iq2s_grid[q[2] | ((h << 4) & 0x300)],
+                (long long) ggml_iq2s_grid[q[1] | ((h << 6) & 0x300)], (long long) ggml_iq2s_grid[q[0] | ((h << 8) & 0x300)]);
             uint32_t sw;
             memcpy(&sw, a[i].qs + QK_IQ / 8 + 4 * ib, sizeof(sw));
             const __m256i p = grid_dot32(mag, sw, b[i].qs + 32 * ib);
             isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, nibble_scales_16(a[i].scales[ib])));
         }
-        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float)hsum_i32_8(isum);
+        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
     }
     *s = sum;
 }
 
 static void vec_dot_iq3_xxs_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq3_xxs * a = (const block_iq3_xxs *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_iq3_xxs * a = (const block_iq3_xxs *) x;
+    const block_q8_K * b = (const block_q8_K *) y;
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             const uint8_t * q = a[i].qs + 8 * ib;
-            const __m256i mag = _mm256_set_epi32((int)ggml_iq3xxs_grid[q[7]], (int)ggml_iq3xxs_grid[q[6]], (int)ggml_iq3xxs_grid[q[5]],
-                                                 (int)ggml_iq3xxs_grid[q[4]], (int)ggml_iq3xxs_grid[q[3]], (int)ggml_iq3xxs_grid[q[2]],
-                                                 (int)ggml_iq3xxs_grid[q[1]], (int)ggml_iq3xxs_grid[q[0]]);
+            const __m256i mag =
+                _mm256_set_epi32((int) ggml_iq3xxs_grid[q[7]], (int) ggml_iq3xxs_grid[q[6]], (int) ggml_iq3xxs_grid[q[5]],
+                                 (int) ggml_iq3xxs_grid[q[4]], (int) ggml_iq3xxs_grid[q[3]], (int) ggml_iq3xxs_grid[q[2]],
+                                 (int) ggml_iq3xxs_grid[q[1]], (int) ggml_iq3xxs_grid[q[0]]);
             uint32_t w;
             memcpy(&w, a[i].qs + QK_IQ / 4 + 4 * ib, sizeof(w));
             const __m256i p = grid_dot32(mag, ksigns4(w), b[i].qs + 32 * ib);
-            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_set1_epi32((int)(2 * (w >> 28) + 1))));
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_set1_epi32((int) (2 * (w >> 28) + 1))));
         }
-        sum += 0.25f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float)hsum_i32_8(isum);
+        sum += 0.25f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
     }
     *s = sum;
 }
 
 static void vec_dot_iq3_s_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq3_s * a = (const block_iq3_s *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_iq3_s * a = (const block_iq3_s *) x;
+    const block_q8_K * b = (const block_q8_K *) y;
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
@@ -131,15 +133,15 @@ static void vec_dot_iq3_s_q8_K(int n, float * s, const void * x, const void * y)
             const uint8_t * q = a[i].qs + 8 * ib;
             const int h = a[i].qh[ib];
             int e[8];
-            for (int l = 0; l < 8; l++) e[l] = (int)ggml_iq3s_grid[q[l] | (((h >> l) & 1) << 8)];
-            const __m256i mag = _mm256_loadu_si256((const __m256i *)e);
+            for (int l = 0; l < 8; l++) e[l] = (int) ggml_iq3s_grid[q[l] | (((h >> l) & 1) << 8)];
+            const __m256i mag = _mm256_loadu_si256((const __m256i *) e);
             uint32_t sw;
             memcpy(&sw, a[i].signs + 4 * ib, sizeof(sw));
             const __m256i p = grid_dot32(mag, sw, b[i].qs + 32 * ib);
             const int ls = 2 * ((a[i].scales[ib / 2] >> (4 * (ib % 2))) & 0xF) + 1;
             isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_set1_epi32(ls)));
         }
-        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float)hsum_i32_8(isum);
+        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
     }
     *s = sum;
 }
@@ -148,35 +150,35 @@ static void vec_dot_iq3_s_q8_K(int n, float * s, const void * x, const void * y)
 
 // The int8 levels 8 g + delta of four grid entries (delta bytes: +1, or -1 where neg bit k is set).
 static inline __m256i iq1_levels(int i0, int i1, int i2, int i3, int neg) {
-    const __m256i g = _mm256_set_epi64x((long long)ggml_iq1s_grid[i3], (long long)ggml_iq1s_grid[i2],
-                                        (long long)ggml_iq1s_grid[i1], (long long)ggml_iq1s_grid[i0]);
+    const __m256i g = _mm256_set_epi64x((long long) ggml_iq1s_grid[i3], (long long) ggml_iq1s_grid[i2],
+                                        (long long) ggml_iq1s_grid[i1], (long long) ggml_iq1s_grid[i0]);
     const __m256i d = _mm256_set_epi64x(neg & 8 ? -1LL : 0x0101010101010101LL, neg & 4 ? -1LL : 0x0101010101010101LL,
                                         neg & 2 ? -1LL : 0x0101010101010101LL, neg & 1 ? -1LL : 0x0101010101010101LL);
     return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), d);
 }
 
 static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq1_s * a = (const block_iq1_s *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_iq1_s * a = (const block_iq1_s *) x;
+    const block_q8_K * b = (const block_q8_K *) y;
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             const int qh = a[i].qh[ib];
             const uint8_t * q = a[i].qs + 4 * ib;
-            const __m256i lv = iq1_levels(q[0] | ((qh << 8) & 0x700), q[1] | ((qh << 5) & 0x700),
-                                          q[2] | ((qh << 2) & 0x700), q[3] | ((qh >> 1) & 0x700), qh & 0x8000 ? 15 : 0);
-            const __m256i p = dot_i8_32(lv, _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * ib)));
+            const __m256i lv = iq1_levels(q[0] | ((qh << 8) & 0x700), q[1] | ((qh << 5) & 0x700), q[2] | ((qh << 2) & 0x700),
+                                          q[3] | ((qh >> 1) & 0x700), qh & 0x8000 ? 15 : 0);
+            const __m256i p = dot_i8_32(lv, _mm256_loadu_si256((const __m256i *) (b[i].qs + 32 * ib)));
             isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_set1_epi32(2 * ((qh >> 12) & 7) + 1)));
         }
-        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float)hsum_i32_8(isum);
+        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
     }
     *s = sum;
 }
 
 static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq1_m * a = (const block_iq1_m *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_iq1_m * a = (const block_iq1_m *) x;
+    const block_q8_K * b = (const block_q8_K *) y;
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
         uint16_t sc[4];
@@ -186,14 +188,14 @@ static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y)
             const uint8_t * q = a[i].qs + 4 * ib;
             const int h0 = a[i].qh[2 * ib], h1 = a[i].qh[2 * ib + 1];
             const int neg = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
-            const __m256i lv = iq1_levels(q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700),
-                                          q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700), neg);
-            const __m256i p = dot_i8_32(lv, _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * ib)));
+            const __m256i lv = iq1_levels(q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700), q[2] | ((h1 << 8) & 0x700),
+                                          q[3] | ((h1 << 4) & 0x700), neg);
+            const __m256i p = dot_i8_32(lv, _mm256_loadu_si256((const __m256i *) (b[i].qs + 32 * ib)));
             const int s0 = (sc[ib / 2] >> (6 * (ib % 2))) & 7, s1 = (sc[ib / 2] >> (6 * (ib % 2) + 3)) & 7;
             const __m256i ls = _mm256_set_m128i(_mm_set1_epi32(2 * s1 + 1), _mm_set1_epi32(2 * s0 + 1));
             isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, ls));
         }
-        sum += 0.125f * (ggml_iq1_m_scale(&a[i]) * b[i].d) * (float)hsum_i32_8(isum);
+        sum += 0.125f * (ggml_iq1_m_scale(&a[i]) * b[i].d) * (float) hsum_i32_8(isum);
     }
     *s = sum;
 }
@@ -201,22 +203,23 @@ static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y)
 // ---- TQ2_0: four 2-bit planes per 32 bytes; sum((q - 1) y) = sum(q y) - sum(y) ----
 
 static void vec_dot_tq2_0_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_tq2_0 * a = (const block_tq2_0 *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_tq2_0 * a = (const block_tq2_0 *) x;
+    const block_q8_K * b = (const block_q8_K *) y;
     const __m256i m3 = _mm256_set1_epi8(3);
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int c = 0; c < QK_IQ / 128; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
+            const __m256i q = _mm256_loadu_si256((const __m256i *) (a[i].qs + 32 * c));
             for (int t = 0; t < 4; t++) {
                 const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * t), m3);
-                isum = _mm256_add_epi32(isum, dot_u8_i8_32(u, _mm256_loadu_si256((const __m256i *)(b[i].qs + 128 * c + 32 * t))));
+                isum =
+                    _mm256_add_epi32(isum, dot_u8_i8_32(u, _mm256_loadu_si256((const __m256i *) (b[i].qs + 128 * c + 32 * t))));
             }
         }
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i bs = _mm256_loadu_si256((const __m256i *) b[i].bsums);
         const int ysum = hsum_i32_8(_mm256_madd_epi16(bs, _mm256_set1_epi16(1)));
-        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float)(hsum_i32_8(isum) - ysum);
+        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float) (hsum_i32_8(isum) - ysum);
     }
     *s = sum;
 }
@@ -225,7 +228,7 @@ static void vec_dot_tq2_0_q8_K(int n, float * s, const void * x, const void * y)
 
 // The trits (0..2) of the 32 bytes q for multiplier m = 3^n.
 static inline __m256i tq1_trits32(__m256i q, int m) {
-    const __m256i mul = _mm256_set1_epi16((short)m), lo8 = _mm256_set1_epi16(0xFF), three = _mm256_set1_epi16(3);
+    const __m256i mul = _mm256_set1_epi16((short) m), lo8 = _mm256_set1_epi16(0xFF), three = _mm256_set1_epi16(3);
     const __m256i lo = _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(q, lo8), mul), lo8);
     const __m256i hi = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(q, 8), mul), lo8);
     const __m256i tlo = _mm256_srli_epi16(_mm256_mullo_epi16(lo, three), 8);
@@ -234,16 +237,16 @@ static inline __m256i tq1_trits32(__m256i q, int m) {
 }
 
 static void vec_dot_tq1_0_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_tq1_0 * a = (const block_tq1_0 *)x;
-    const block_q8_K * b = (const block_q8_K *)y;
+    const block_tq1_0 * a = (const block_tq1_0 *) x;
+    const block_q8_K * b = (const block_q8_K *) y;
     static const int pow3[5] = { 1, 3, 9, 27, 81 };
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
-        const __m256i q = _mm256_loadu_si256((const __m256i *)a[i].qs);
+        const __m256i q = _mm256_loadu_si256((const __m256i *) a[i].qs);
         __m256i isum = _mm256_setzero_si256();
         for (int t = 0; t < 5; t++) {
-            isum = _mm256_add_epi32(isum, dot_u8_i8_32(tq1_trits32(q, pow3[t]),
-                                                       _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * t))));
+            isum = _mm256_add_epi32(
+                isum, dot_u8_i8_32(tq1_trits32(q, pow3[t]), _mm256_loadu_si256((const __m256i *) (b[i].qs + 32 * t))));
         }
         int rest = 0; // the 16-byte and 4-byte groups (80 + 16 values)
         for (int t = 0; t < 5; t++) {
@@ -252,9 +255,9 @@ static void vec_dot_tq1_0_q8_K(int n, float * s, const void * x, const void * y)
         for (int t = 0; t < 4; t++) {
             for (int j = 0; j < 4; j++) rest += ggml_tq1_trit(a[i].qh[j], t) * b[i].qs[240 + 4 * t + j];
         }
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+        const __m256i bs = _mm256_loadu_si256((const __m256i *) b[i].bsums);
         const int ysum = hsum_i32_8(_mm256_madd_epi16(bs, _mm256_set1_epi16(1)));
-        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float)(hsum_i32_8(isum) + rest - ysum);
+        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float) (hsum_i32_8(isum) + rest - ysum);
     }
     *s = sum;
 }
@@ -262,12 +265,12 @@ static void vec_dot_tq1_0_q8_K(int n, float * s, const void * x, const void * y)
 void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
     iq_lut_install(t);
     t[GGML_TYPE_IQ2_XXS].vec_dot = vec_dot_iq2_xxs_q8_K;
-    t[GGML_TYPE_IQ2_XS].vec_dot  = vec_dot_iq2_xs_q8_K;
-    t[GGML_TYPE_IQ2_S].vec_dot   = vec_dot_iq2_s_q8_K;
+    t[GGML_TYPE_IQ2_XS].vec_dot = vec_dot_iq2_xs_q8_K;
+    t[GGML_TYPE_IQ2_S].vec_dot = vec_dot_iq2_s_q8_K;
     t[GGML_TYPE_IQ3_XXS].vec_dot = vec_dot_iq3_xxs_q8_K;
-    t[GGML_TYPE_IQ3_S].vec_dot   = vec_dot_iq3_s_q8_K;
-    t[GGML_TYPE_TQ2_0].vec_dot   = vec_dot_tq2_0_q8_K;
-    t[GGML_TYPE_TQ1_0].vec_dot   = vec_dot_tq1_0_q8_K;
-    t[GGML_TYPE_IQ1_S].vec_dot   = vec_dot_iq1_s_q8_K;
-    t[GGML_TYPE_IQ1_M].vec_dot   = vec_dot_iq1_m_q8_K;
+    t[GGML_TYPE_IQ3_S].vec_dot = vec_dot_iq3_s_q8_K;
+    t[GGML_TYPE_TQ2_0].vec_dot = vec_dot_tq2_0_q8_K;
+    t[GGML_TYPE_TQ1_0].vec_dot = vec_dot_tq1_0_q8_K;
+    t[GGML_TYPE_IQ1_S].vec_dot = vec_dot_iq1_s_q8_K;
+    t[GGML_TYPE_IQ1_M].vec_dot = vec_dot_iq1_m_q8_K;
 }

@@ -22,14 +22,14 @@
 static inline float neon_fp16_to_f32(ggml_fp16_t h) {
     __fp16 v;
     memcpy(&v, &h, sizeof(v));
-    return (float)v;
+    return (float) v;
 }
 
 // ---- float types ----
 
 static void vec_dot_f32_f32(int n, float * s, const void * x, const void * y) {
-    const float * a = (const float *)x;
-    const float * b = (const float *)y;
+    const float * a = (const float *) x;
+    const float * b = (const float *) y;
     float32x4_t acc[4] = { vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f) };
     int i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -41,13 +41,11 @@ static void vec_dot_f32_f32(int n, float * s, const void * x, const void * y) {
     *s = sum;
 }
 
-static inline float32x4_t load_f16x4(const ggml_fp16_t * p) {
-    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
-}
+static inline float32x4_t load_f16x4(const ggml_fp16_t * p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 
 static void vec_dot_f16_f16(int n, float * s, const void * x, const void * y) {
-    const ggml_fp16_t * a = (const ggml_fp16_t *)x;
-    const ggml_fp16_t * b = (const ggml_fp16_t *)y;
+    const ggml_fp16_t * a = (const ggml_fp16_t *) x;
+    const ggml_fp16_t * b = (const ggml_fp16_t *) y;
     float32x4_t acc[4] = { vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f) };
     int i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -60,12 +58,12 @@ static void vec_dot_f16_f16(int n, float * s, const void * x, const void * y) {
 }
 
 static inline float32x4_t load_bf16x4(const ggml_bf16_t * p) {
-    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const uint16_t *)p), 16));
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const uint16_t *) p), 16));
 }
 
 static void vec_dot_bf16_bf16(int n, float * s, const void * x, const void * y) {
-    const ggml_bf16_t * a = (const ggml_bf16_t *)x;
-    const ggml_bf16_t * b = (const ggml_bf16_t *)y;
+    const ggml_bf16_t * a = (const ggml_bf16_t *) x;
+    const ggml_bf16_t * b = (const ggml_bf16_t *) y;
     float32x4_t acc[4] = { vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f) };
     int i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -99,7 +97,7 @@ static inline int quantize_32_away(const float * x, float id, int8_t * q) {
 }
 
 static void quantize_row_q8_0(const float * x, void * vy, int64_t k) {
-    block_q8_0 * y = (block_q8_0 *)vy;
+    block_q8_0 * y = (block_q8_0 *) vy;
     const int64_t nb = k / QK8_0;
     for (int64_t i = 0; i < nb; i++) {
         const float d = amax_32(x + i * QK8_0) / 127.0f;
@@ -110,20 +108,20 @@ static void quantize_row_q8_0(const float * x, void * vy, int64_t k) {
 }
 
 static void quantize_row_q8_1(const float * x, void * vy, int64_t k) {
-    block_q8_1 * y = (block_q8_1 *)vy;
+    block_q8_1 * y = (block_q8_1 *) vy;
     const int64_t nb = k / QK8_1;
     for (int64_t i = 0; i < nb; i++) {
         const float d = amax_32(x + i * QK8_1) / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         const int sum = quantize_32_away(x + i * QK8_1, id, y[i].qs);
         y[i].d = d;
-        y[i].s = d * (float)sum;
+        y[i].s = d * (float) sum;
     }
 }
 
 // q8_K rounds half to even (fcvtns), as the reference does.
 static void quantize_row_q8_K(const float * x, void * vy, int64_t k) {
-    block_q8_K * y = (block_q8_K *)vy;
+    block_q8_K * y = (block_q8_K *) vy;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++, x += QK_K) {
         float amax = 0.0f;
@@ -142,14 +140,14 @@ static void quantize_row_q8_K(const float * x, void * vy, int64_t k) {
             const int16x8_t h0 = vcombine_s16(vmovn_s32(v[0]), vmovn_s32(v[1]));
             const int16x8_t h1 = vcombine_s16(vmovn_s32(v[2]), vmovn_s32(v[3]));
             vst1q_s8(y[i].qs + j, vcombine_s8(vmovn_s16(h0), vmovn_s16(h1)));
-            y[i].bsums[j / 16] = (int16_t)vaddvq_s32(vaddq_s32(vaddq_s32(v[0], v[1]), vaddq_s32(v[2], v[3])));
+            y[i].bsums[j / 16] = (int16_t) vaddvq_s32(vaddq_s32(vaddq_s32(v[0], v[1]), vaddq_s32(v[2], v[3])));
         }
         y[i].d = 1.0f / iscale;
     }
 }
 
 static void from_float_f16(const float * x, void * y, int64_t k) {
-    ggml_fp16_t * h = (ggml_fp16_t *)y;
+    ggml_fp16_t * h = (ggml_fp16_t *) y;
     int64_t i = 0;
     for (; i + 4 <= k; i += 4) vst1_u16(h + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
     for (; i < k; i++) h[i] = GGML_FP32_TO_FP16(x[i]);
@@ -163,7 +161,7 @@ static inline int32x4_t neon_i8dot_emul(int32x4_t acc, int8x16_t a, int8x16_t b)
 }
 
 #if !defined(__ARM_FEATURE_DOTPROD)
-#define NEON_NAME(name) name##_nodot
+#define NEON_NAME(name)       name##_nodot
 #define NEON_I8DOT(acc, a, b) neon_i8dot_emul(acc, a, b)
 #include "quants-neon-kernels.h"
 #undef NEON_NAME
@@ -179,7 +177,7 @@ static inline int32x4_t neon_i8dot_emul(int32x4_t acc, int8x16_t a, int8x16_t b)
 #pragma GCC target("arch=armv8.2-a+dotprod")
 #endif
 
-#define NEON_NAME(name) name##_dot
+#define NEON_NAME(name)       name##_dot
 #define NEON_I8DOT(acc, a, b) vdotq_s32(acc, a, b)
 #include "quants-neon-kernels.h"
 #undef NEON_NAME
@@ -207,8 +205,8 @@ static bool cpu_has_dotprod(void) {
 }
 
 void ggml_cpu_quants_init_neon(struct ggml_type_traits_cpu * t) {
-    t[GGML_TYPE_F32].vec_dot  = vec_dot_f32_f32;
-    t[GGML_TYPE_F16].vec_dot  = vec_dot_f16_f16;
+    t[GGML_TYPE_F32].vec_dot = vec_dot_f32_f32;
+    t[GGML_TYPE_F16].vec_dot = vec_dot_f16_f16;
     t[GGML_TYPE_F16].from_float = from_float_f16;
     t[GGML_TYPE_BF16].vec_dot = vec_dot_bf16_bf16;
     t[GGML_TYPE_Q8_0].from_float = quantize_row_q8_0;

@@ -35,10 +35,10 @@ extern "C" {
 // Kernel sets, best last. The numeric order is the preference order on x86.
 enum ggml_cpu_kernel_variant {
     GGML_CPU_KERNELS_PORTABLE = 0,
-    GGML_CPU_KERNELS_AVX2     = 1,
-    GGML_CPU_KERNELS_AVXVNNI  = 2, // AVX2 plus 256-bit VNNI (the GEMM tiles; vec_dot as avx2)
-    GGML_CPU_KERNELS_AVX512   = 3,
-    GGML_CPU_KERNELS_NEON     = 4,
+    GGML_CPU_KERNELS_AVX2 = 1,
+    GGML_CPU_KERNELS_AVXVNNI = 2, // AVX2 plus 256-bit VNNI (the GEMM tiles; vec_dot as avx2)
+    GGML_CPU_KERNELS_AVX512 = 3,
+    GGML_CPU_KERNELS_NEON = 4,
     GGML_CPU_KERNELS_COUNT,
 };
 
@@ -53,8 +53,8 @@ const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu_variant(enum ggml_t
 
 // ---- portable kernels (quants-generic.c) ----
 
-void ggml_vec_dot_f32_f32_generic  (int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_f16_f16_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_f32_f32_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_f16_f16_generic(int n, float * s, const void * x, const void * y);
 void ggml_vec_dot_bf16_bf16_generic(int n, float * s, const void * x, const void * y);
 void ggml_vec_dot_q4_0_q8_0_generic(int n, float * s, const void * x, const void * y);
 void ggml_vec_dot_q4_1_q8_1_generic(int n, float * s, const void * x, const void * y);
@@ -67,18 +67,18 @@ void ggml_vec_dot_q4_K_q8_1_generic(int n, float * s, const void * x, const void
 void ggml_vec_dot_q5_K_q8_1_generic(int n, float * s, const void * x, const void * y);
 void ggml_vec_dot_q6_K_q8_1_generic(int n, float * s, const void * x, const void * y);
 
-void ggml_vec_dot_iq4_nl_q8_0_generic (int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_iq4_xs_q8_0_generic (int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_mxfp4_q8_0_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq4_nl_q8_0_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq4_xs_q8_0_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_mxfp4_q8_0_generic(int n, float * s, const void * x, const void * y);
 void ggml_vec_dot_iq2_xxs_q8_K_generic(int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_iq2_xs_q8_K_generic (int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_iq2_s_q8_K_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq2_xs_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq2_s_q8_K_generic(int n, float * s, const void * x, const void * y);
 void ggml_vec_dot_iq3_xxs_q8_K_generic(int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_iq3_s_q8_K_generic  (int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_iq1_s_q8_K_generic  (int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_iq1_m_q8_K_generic  (int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_tq1_0_q8_K_generic  (int n, float * s, const void * x, const void * y);
-void ggml_vec_dot_tq2_0_q8_K_generic  (int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq3_s_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq1_s_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_iq1_m_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_tq1_0_q8_K_generic(int n, float * s, const void * x, const void * y);
+void ggml_vec_dot_tq2_0_q8_K_generic(int n, float * s, const void * x, const void * y);
 
 void ggml_quantize_row_q8_0_generic(const float * x, void * y, int64_t k);
 void ggml_quantize_row_q8_1_generic(const float * x, void * y, int64_t k);
@@ -90,21 +90,19 @@ void ggml_cpu_quants_init_generic(struct ggml_type_traits_cpu * table);
 void ggml_cpu_quants_init_iq_generic(struct ggml_type_traits_cpu * table);
 
 // Overrides table entries with the ISA's kernels (defined only where the file is compiled).
-void ggml_cpu_quants_init_avx2  (struct ggml_type_traits_cpu * table);
+void ggml_cpu_quants_init_avx2(struct ggml_type_traits_cpu * table);
 void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * table); // quants-iq-avx2.c, called by the above
 void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * table);
-void ggml_cpu_quants_init_neon  (struct ggml_type_traits_cpu * table);
+void ggml_cpu_quants_init_neon(struct ggml_type_traits_cpu * table);
 
 // vec_dot_<w>_<a> (one column) and vec_dot_x4_<w>_<a> (four, ggml_vec_dot_x4_t) of an ISA file,
 // both from its always-inline dot_<w>_cols(n, s, bs, x, y, by, NC): one body, so the four
 // columns get the one column's instructions and bits.
-#define GGML_VEC_DOT_COLS(w, a)                                                                   \
-static void vec_dot_##w##_##a(int n, float * s, const void * x, const void * y) {                 \
-    dot_##w##_cols(n, s, 0, x, y, 0, 1);                                                          \
-}                                                                                                 \
-static void vec_dot_x4_##w##_##a(int n, float * s, size_t bs, const void * x, const void * y, size_t by) { \
-    dot_##w##_cols(n, s, bs, x, y, by, 4);                                                        \
-}
+#define GGML_VEC_DOT_COLS(w, a)                                                                                              \
+    static void vec_dot_##w##_##a(int n, float * s, const void * x, const void * y) { dot_##w##_cols(n, s, 0, x, y, 0, 1); } \
+    static void vec_dot_x4_##w##_##a(int n, float * s, size_t bs, const void * x, const void * y, size_t by) {               \
+        dot_##w##_cols(n, s, bs, x, y, by, 4);                                                                               \
+    }
 
 #ifdef __cplusplus
 }

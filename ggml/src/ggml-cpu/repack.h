@@ -81,8 +81,8 @@ struct ggml_cpu_repack_fused {
 // ggml_cpu_repack_all, with ts[i] made of fused[i]'s parts where fused (may be NULL) says so,
 // calling done(s, false/true, done_data) around the repacking for each tensor s whose stored
 // rows are read (ts[i] itself, or its parts).
-void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_threads,
-                              const struct ggml_cpu_repack_fused * fused, ggml_cpu_repack_done_t done, void * done_data);
+void * ggml_cpu_repack_all_cb(struct ggml_tensor * const * ts, int n, int n_threads, const struct ggml_cpu_repack_fused * fused,
+                              ggml_cpu_repack_done_t done, void * done_data);
 // Detaches the copies made by ggml_cpu_repack_all from ts[0..n) and frees buf (NULL-safe).
 void ggml_cpu_repack_free(struct ggml_tensor * const * ts, int n, void * buf);
 

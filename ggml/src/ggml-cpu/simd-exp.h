@@ -14,8 +14,8 @@ static inline __m512 ggml_simd_exp16(__m512 x) {
     const __m512 lo = _mm512_set1_ps(-87.3365447504f);
     const __m512 hi = _mm512_set1_ps(88.3762626647949f);
     const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-    const __m512 n  = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
     __m512 p = _mm512_set1_ps(1.9875691500e-4f);
@@ -38,8 +38,8 @@ static inline __m256 ggml_simd_exp8(__m256 x) {
     const __m256 lo = _mm256_set1_ps(-87.3365447504f);
     const __m256 hi = _mm256_set1_ps(88.3762626647949f);
     const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-    const __m256 n  = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 n =
+        _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
     __m256 p = _mm256_set1_ps(1.9875691500e-4f);

@@ -7,8 +7,10 @@
 static uint64_t ggml_adapt_key(const struct ggml_cgraph * g) {
     uint64_t h = 1469598103934665603ull;
     const uint64_t v[] = {
-        (uint64_t) g->n_nodes, (uint64_t) g->n_leafs,
-        g->n_nodes ? (uint64_t) g->nodes[0]->ne[0] : 0, g->n_nodes ? (uint64_t) g->nodes[0]->ne[1] : 0,
+        (uint64_t) g->n_nodes,
+        (uint64_t) g->n_leafs,
+        g->n_nodes ? (uint64_t) g->nodes[0]->ne[0] : 0,
+        g->n_nodes ? (uint64_t) g->nodes[0]->ne[1] : 0,
         g->n_nodes ? (uint64_t) g->nodes[g->n_nodes - 1]->ne[0] : 0,
         g->n_nodes ? (uint64_t) g->nodes[g->n_nodes - 1]->ne[1] : 0,
     };
@@ -106,8 +108,8 @@ void ggml_adapt_record(struct ggml_adapt_entry * e, int arm, uint64_t ns, uint64
     const bool flip = e->lt[other] < e->lt[e->choice] - GGML_ADAPT_MARGIN;
     if (arm == other || e->countdown <= 0) {
         // A re-try of the other count just ended: wait longer before the next one while it loses.
-        e->interval = flip ? GGML_ADAPT_PROBE_MIN
-                           : (e->interval * 2 > GGML_ADAPT_PROBE_MAX ? GGML_ADAPT_PROBE_MAX : e->interval * 2);
+        e->interval =
+            flip ? GGML_ADAPT_PROBE_MIN : (e->interval * 2 > GGML_ADAPT_PROBE_MAX ? GGML_ADAPT_PROBE_MAX : e->interval * 2);
         e->countdown = e->interval;
     }
     if (flip) {

@@ -23,18 +23,47 @@
 #if defined(_WIN32) && !defined(__MINGW32__)
 // Minimal pthread shim over Win32 primitives: the pool needs nothing more.
 #include <windows.h>
-typedef HANDLE             pthread_t;
-typedef CRITICAL_SECTION   pthread_mutex_t;
+typedef HANDLE pthread_t;
+typedef CRITICAL_SECTION pthread_mutex_t;
 typedef CONDITION_VARIABLE pthread_cond_t;
-static inline int pthread_mutex_init(pthread_mutex_t * m, void * a) { (void) a; InitializeCriticalSection(m); return 0; }
-static inline int pthread_mutex_destroy(pthread_mutex_t * m) { DeleteCriticalSection(m); return 0; }
-static inline int pthread_mutex_lock(pthread_mutex_t * m) { EnterCriticalSection(m); return 0; }
-static inline int pthread_mutex_unlock(pthread_mutex_t * m) { LeaveCriticalSection(m); return 0; }
-static inline int pthread_cond_init(pthread_cond_t * c, void * a) { (void) a; InitializeConditionVariable(c); return 0; }
-static inline int pthread_cond_destroy(pthread_cond_t * c) { (void) c; return 0; }
-static inline int pthread_cond_wait(pthread_cond_t * c, pthread_mutex_t * m) { SleepConditionVariableCS(c, m, INFINITE); return 0; }
-static inline int pthread_cond_broadcast(pthread_cond_t * c) { WakeAllConditionVariable(c); return 0; }
-struct ggml_win_thread { void * (*fn)(void *); void * arg; };
+static inline int pthread_mutex_init(pthread_mutex_t * m, void * a) {
+    (void) a;
+    InitializeCriticalSection(m);
+    return 0;
+}
+static inline int pthread_mutex_destroy(pthread_mutex_t * m) {
+    DeleteCriticalSection(m);
+    return 0;
+}
+static inline int pthread_mutex_lock(pthread_mutex_t * m) {
+    EnterCriticalSection(m);
+    return 0;
+}
+static inline int pthread_mutex_unlock(pthread_mutex_t * m) {
+    LeaveCriticalSection(m);
+    return 0;
+}
+static inline int pthread_cond_init(pthread_cond_t * c, void * a) {
+    (void) a;
+    InitializeConditionVariable(c);
+    return 0;
+}
+static inline int pthread_cond_destroy(pthread_cond_t * c) {
+    (void) c;
+    return 0;
+}
+static inline int pthread_cond_wait(pthread_cond_t * c, pthread_mutex_t * m) {
+    SleepConditionVariableCS(c, m, INFINITE);
+    return 0;
+}
+static inline int pthread_cond_broadcast(pthread_cond_t * c) {
+    WakeAllConditionVariable(c);
+    return 0;
+}
+struct ggml_win_thread {
+    void * (*fn)(void *);
+    void * arg;
+};
 static inline DWORD WINAPI ggml_win_thread_main(LPVOID p) {
     struct ggml_win_thread t = *(struct ggml_win_thread *) p;
     free(p);
@@ -45,9 +74,13 @@ static inline int pthread_create(pthread_t * th, void * attr, void * (*fn)(void 
     (void) attr;
     struct ggml_win_thread * t = malloc(sizeof(*t));
     if (!t) return -1;
-    t->fn = fn; t->arg = arg;
+    t->fn = fn;
+    t->arg = arg;
     *th = CreateThread(NULL, 0, ggml_win_thread_main, t, 0, NULL);
-    if (!*th) { free(t); return -1; }
+    if (!*th) {
+        free(t);
+        return -1;
+    }
     return 0;
 }
 static inline int pthread_join(pthread_t th, void ** ret) {
@@ -69,7 +102,7 @@ static inline void ggml_cpu_relax(void) { _mm_pause(); }
 #elif defined(__aarch64__)
 static inline void ggml_cpu_relax(void) { __asm__ volatile("yield" ::: "memory"); }
 #else
-static inline void ggml_cpu_relax(void) { }
+static inline void ggml_cpu_relax(void) {}
 #endif
 
 // Pause-spins before a waiter at a barrier sleeps (other processes may need the core). About
@@ -90,7 +123,7 @@ static inline void ggml_cpu_relax(void) { }
 #ifndef GGML_SPIN_JOIN
 #define GGML_SPIN_JOIN 8192
 #endif
-#define GGML_CACHE_LINE 64
+#define GGML_CACHE_LINE  64
 #define GGML_START_SHIFT 10 // n_threads <= 512 fits below
 
 // ---------------------------------------------------------------------------------------------
@@ -100,7 +133,7 @@ static inline void ggml_cpu_relax(void) { }
 // at exit. Off, the cost is one predictable branch per node.
 
 #define GGML_PROF_THREADS 8
-#define GGML_PROF_KEYS (GGML_OP_COUNT + GGML_TYPE_COUNT)
+#define GGML_PROF_KEYS    (GGML_OP_COUNT + GGML_TYPE_COUNT)
 
 struct ggml_prof_slot {
     uint64_t calls;   // nodes this thread ran (or skipped as extra thread)
@@ -157,14 +190,14 @@ void ggml_prof_init(void);
 // mean of each, runs the faster, and now and then re-tries the other (less often while it
 // keeps losing). GGML_THREADS_ADAPT=0 turns this off.
 
-#define GGML_ADAPT_SLOTS 8
-#define GGML_ADAPT_MIN_NS 300000.0   // graphs faster than this keep n_threads (tests, toys)
+#define GGML_ADAPT_SLOTS     8
+#define GGML_ADAPT_MIN_NS    300000.0   // graphs faster than this keep n_threads (tests, toys)
 #define GGML_ADAPT_PROBE_MIN 4       // computes between re-tries of the losing count...
 #define GGML_ADAPT_PROBE_MAX 32      // ...doubling up to this while it keeps losing
-#define GGML_ADAPT_ALPHA 0.25        // weight of a new sample in the running mean of log(ns)
-#define GGML_ADAPT_MARGIN 0.03       // the other count must be 3% faster to take over
-#define GGML_ADAPT_CLIP 0.405        // log(1.5): a sample counts as at most 1.5x off the mean
-#define GGML_ADAPT_QUIET 0.05         // thread 0 asleep at barriers for less than this share: "quiet"
+#define GGML_ADAPT_ALPHA     0.25        // weight of a new sample in the running mean of log(ns)
+#define GGML_ADAPT_MARGIN    0.03       // the other count must be 3% faster to take over
+#define GGML_ADAPT_CLIP      0.405        // log(1.5): a sample counts as at most 1.5x off the mean
+#define GGML_ADAPT_QUIET     0.05         // thread 0 asleep at barriers for less than this share: "quiet"
 
 struct ggml_adapt_entry {
     uint64_t key;       // graph kind (0: free slot)
@@ -219,7 +252,7 @@ struct ggml_threadpool {
     struct ggml_worker * workers;
 
     pthread_mutex_t mutex;           // guards sleeping on cond
-    pthread_cond_t  cond;
+    pthread_cond_t cond;
     // Starts a computation: (generation << GGML_START_SHIFT) | n_threads in one word, so a
     // worker that wakes late never pairs one computation's thread count with another's start.
     _Alignas(GGML_CACHE_LINE) atomic_uint start;

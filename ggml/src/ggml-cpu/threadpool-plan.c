@@ -15,12 +15,10 @@
 
 static bool ggml_fuse_marked(const struct ggml_tensor * t) {
     return (ggml_get_op_params_i32(t, GGML_FUSE_WORD) & ~0xff) == GGML_FUSE_TAG << 8 &&
-           (ggml_get_op_params_i32(t, GGML_FUSE_WORD) & 0xff) == 1;
+        (ggml_get_op_params_i32(t, GGML_FUSE_WORD) & 0xff) == 1;
 }
 
-static void ggml_fuse_unmark(struct ggml_tensor * t) {
-    ggml_set_op_params_i32(t, GGML_FUSE_WORD, 0);
-}
+static void ggml_fuse_unmark(struct ggml_tensor * t) { ggml_set_op_params_i32(t, GGML_FUSE_WORD, 0); }
 
 // Marks each fusable norm with its number of consumers; unmarks (and so keeps unfused) those
 // with more than one. Returns the number left to fuse.

@@ -5,7 +5,7 @@ struct ggml_prof_state g_prof;
 
 static void ggml_prof_key_name(int key, char * buf, size_t n) {
     if (key >= GGML_OP_COUNT) {
-        snprintf(buf, n, "MUL_MAT %s", ggml_type_name((enum ggml_type) (key - GGML_OP_COUNT)));
+        snprintf(buf, n, "MUL_MAT %s", ggml_type_name((enum ggml_type)(key - GGML_OP_COUNT)));
     } else {
         snprintf(buf, n, "%s", ggml_op_name((enum ggml_op) key));
     }
@@ -21,15 +21,19 @@ static void ggml_prof_print(void) {
     for (int k = 0; k < GGML_PROF_KEYS; k++) {
         run0 += (double) g_prof.slot[0][k].ns_run;
     }
-    fprintf(stderr, "\nGGML_PROFILE: %llu graph computes, per compute: %.0f nodes (%.0f with work), %.0f node barriers, up to %d threads\n",
-            (unsigned long long) g_prof.n_graphs, g_prof.n_nodes / ng, g_prof.n_work_nodes / ng, g_prof.n_barriers / ng, nt);
-    fprintf(stderr, "per compute (us): %.1f in ggml_graph_compute = set-up %.1f + nodes + final join %.1f; "
-                    "%.1f between computes (graph build, allocation, caller)\n",
+    fprintf(
+        stderr,
+        "\nGGML_PROFILE: %llu graph computes, per compute: %.0f nodes (%.0f with work), %.0f node barriers, up to %d threads\n",
+        (unsigned long long) g_prof.n_graphs, g_prof.n_nodes / ng, g_prof.n_work_nodes / ng, g_prof.n_barriers / ng, nt);
+    fprintf(stderr,
+            "per compute (us): %.1f in ggml_graph_compute = set-up %.1f + nodes + final join %.1f; "
+            "%.1f between computes (graph build, allocation, caller)\n",
             g_prof.ns_total / ng / 1e3, g_prof.ns_setup / ng / 1e3, g_prof.ns_join / ng / 1e3,
             g_prof.n_graphs > 1 ? g_prof.ns_gap / (ng - 1) / 1e3 : 0.0);
     if (g_prof.n_adapt_single + g_prof.n_adapt_multi > 0) {
-        fprintf(stderr, "adaptive thread count (GGML_THREADS_ADAPT): %llu computes with one thread, %llu with all "
-                        "(thread 0 slept %.1f us per compute at barriers)\n",
+        fprintf(stderr,
+                "adaptive thread count (GGML_THREADS_ADAPT): %llu computes with one thread, %llu with all "
+                "(thread 0 slept %.1f us per compute at barriers)\n",
                 (unsigned long long) g_prof.n_adapt_single, (unsigned long long) g_prof.n_adapt_multi,
                 (double) g_prof.ns_blocked0 / (double) g_prof.n_graphs / 1e3);
     }

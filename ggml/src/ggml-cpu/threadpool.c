@@ -67,9 +67,7 @@ static uint64_t ggml_barrier_wait_spin(struct ggml_barrier * b, int n, int max_s
     return dt ? dt : 1;
 }
 
-static uint64_t ggml_barrier_wait(struct ggml_barrier * b, int n) {
-    return ggml_barrier_wait_spin(b, n, GGML_SPIN_BEFORE_YIELD);
-}
+static uint64_t ggml_barrier_wait(struct ggml_barrier * b, int n) { return ggml_barrier_wait_spin(b, n, GGML_SPIN_BEFORE_YIELD); }
 
 void ggml_cpu_kernel_failed(const struct ggml_compute_params * params) {
     if (params && params->tp) {
@@ -135,7 +133,7 @@ static void ggml_threadpool_run(struct ggml_threadpool * tp, int ith, int nth) {
             if (plan[i].fused) {
                 ggml_compute_forward_rms_norm_mul(&params, node, plan[i].fused);
             } else if (!ggml_cpu_compute_forward(&params, node) ||
-                atomic_load_explicit(&tp->kernel_failed, memory_order_relaxed)) {
+                       atomic_load_explicit(&tp->kernel_failed, memory_order_relaxed)) {
                 ggml_threadpool_stop_at(tp, i, GGML_STATUS_FAILED);
                 stopping = true;
             }
@@ -301,9 +299,7 @@ void ggml_threadpool_free(struct ggml_threadpool * tp) {
     ggml_aligned_free(tp);
 }
 
-int ggml_threadpool_get_n_threads(const struct ggml_threadpool * tp) {
-    return tp ? tp->n_threads : 0;
-}
+int ggml_threadpool_get_n_threads(const struct ggml_threadpool * tp) { return tp ? tp->n_threads : 0; }
 
 void ggml_threadpool_set_n_threads(struct ggml_threadpool * tp, int n_threads) {
     if (!tp) {

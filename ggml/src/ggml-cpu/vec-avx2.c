@@ -9,7 +9,6 @@
 #include <immintrin.h>
 #include <math.h>
 
-
 // x / (1 + exp(-x)); at x = -inf the quotient is -inf/inf, replaced by the limit -0.
 static inline __m256 vec_silu8(__m256 x) {
     const __m256 e = ggml_simd_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
@@ -96,23 +95,22 @@ static float axpy_dot_f32_avx2(int64_t n, float * x, float a, const float * y, c
 
 // Tiles of R rows of C by up to 32 columns (4 registers per row, masked at the right edge):
 // the accumulators stay in registers over the whole k loop.
-static inline __attribute__((always_inline)) void gemm_tile_avx2(int R, int64_t k, float * C, int64_t ldc,
-                                                                  const float * A, int64_t lda, const float * B,
-                                                                  int64_t ldb, const __m256i mk[4]) {
+static inline __attribute__((always_inline)) void gemm_tile_avx2(int R, int64_t k, float * C, int64_t ldc, const float * A,
+                                                                 int64_t lda, const float * B, int64_t ldb, const __m256i mk[4]) {
     __m256 acc[2][4];
     for (int r = 0; r < R; r++) {
-        for (int v = 0; v < 4; v++) acc[r][v] = _mm256_maskload_ps(C + r*ldc + 8*v, mk[v]);
+        for (int v = 0; v < 4; v++) acc[r][v] = _mm256_maskload_ps(C + r * ldc + 8 * v, mk[v]);
     }
     for (int64_t p = 0; p < k; p++) {
         __m256 b[4];
-        for (int v = 0; v < 4; v++) b[v] = _mm256_maskload_ps(B + p*ldb + 8*v, mk[v]);
+        for (int v = 0; v < 4; v++) b[v] = _mm256_maskload_ps(B + p * ldb + 8 * v, mk[v]);
         for (int r = 0; r < R; r++) {
-            const __m256 a = _mm256_broadcast_ss(A + r*lda + p);
+            const __m256 a = _mm256_broadcast_ss(A + r * lda + p);
             for (int v = 0; v < 4; v++) acc[r][v] = _mm256_fmadd_ps(a, b[v], acc[r][v]);
         }
     }
     for (int r = 0; r < R; r++) {
-        for (int v = 0; v < 4; v++) _mm256_maskstore_ps(C + r*ldc + 8*v, mk[v], acc[r][v]);
+        for (int v = 0; v < 4; v++) _mm256_maskstore_ps(C + r * ldc + 8 * v, mk[v], acc[r][v]);
     }
 }
 
@@ -121,19 +119,19 @@ static void gemm_acc_f32_avx2(int64_t m, int64_t n, int64_t k, float * C, int64_
     for (int64_t j = 0; j < n; j += 32) {
         __m256i mk[4];
         for (int v = 0; v < 4; v++) {
-            const int64_t rem = n - j - 8*v;
+            const int64_t rem = n - j - 8 * v;
             mk[v] = vec_lanes8(rem >= 8 ? 8 : rem > 0 ? rem : 0);
         }
         int64_t i = 0;
-        for (; i + 2 <= m; i += 2) gemm_tile_avx2(2, k, C + i*ldc + j, ldc, A + i*lda, lda, B + j, ldb, mk);
-        for (; i < m; i++)         gemm_tile_avx2(1, k, C + i*ldc + j, ldc, A + i*lda, lda, B + j, ldb, mk);
+        for (; i + 2 <= m; i += 2) gemm_tile_avx2(2, k, C + i * ldc + j, ldc, A + i * lda, lda, B + j, ldb, mk);
+        for (; i < m; i++) gemm_tile_avx2(1, k, C + i * ldc + j, ldc, A + i * lda, lda, B + j, ldb, mk);
     }
 }
 
 void ggml_cpu_vec_init_avx2(struct ggml_cpu_vec_kernels * k) {
-    k->silu_f32   = silu_f32_avx2;
+    k->silu_f32 = silu_f32_avx2;
     k->swiglu_f32 = swiglu_f32_avx2;
     k->scale_dot_f32 = scale_dot_f32_avx2;
-    k->axpy_dot_f32  = axpy_dot_f32_avx2;
-    k->gemm_acc_f32  = gemm_acc_f32_avx2;
+    k->axpy_dot_f32 = axpy_dot_f32_avx2;
+    k->gemm_acc_f32 = gemm_acc_f32_avx2;
 }

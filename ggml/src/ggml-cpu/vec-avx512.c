@@ -8,13 +8,11 @@
 #include <immintrin.h>
 #include <math.h>
 
-
 // x / (1 + exp(-x)); at x = -inf the quotient is -inf/inf, replaced by the limit -0.
 static inline __m512 vec_silu16(__m512 x) {
     const __m512 e = ggml_simd_exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
     const __m512 y = _mm512_div_ps(x, _mm512_add_ps(e, _mm512_set1_ps(1.0f)));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), y,
-                                _mm512_set1_ps(-0.0f));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), y, _mm512_set1_ps(-0.0f));
 }
 
 static void silu_f32_avx512(int64_t n, float * y, const float * x) {
@@ -44,23 +42,23 @@ static void swiglu_f32_avx512(int64_t n, float * y, const float * g, const float
 // Tiles of R rows of C by up to 64 columns (4 registers per row, masked at the right edge):
 // the R x 4 accumulators stay in registers over the whole k loop, each B row segment is
 // loaded once per tile and each A element broadcast once.
-static inline __attribute__((always_inline)) void gemm_tile_avx512(int R, int64_t k, float * C, int64_t ldc,
-                                                                    const float * A, int64_t lda, const float * B,
-                                                                    int64_t ldb, const __mmask16 mk[4]) {
+static inline __attribute__((always_inline)) void gemm_tile_avx512(int R, int64_t k, float * C, int64_t ldc, const float * A,
+                                                                   int64_t lda, const float * B, int64_t ldb,
+                                                                   const __mmask16 mk[4]) {
     __m512 acc[4][4];
     for (int r = 0; r < R; r++) {
-        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_maskz_loadu_ps(mk[v], C + r*ldc + 16*v);
+        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_maskz_loadu_ps(mk[v], C + r * ldc + 16 * v);
     }
     for (int64_t p = 0; p < k; p++) {
         __m512 b[4];
-        for (int v = 0; v < 4; v++) b[v] = _mm512_maskz_loadu_ps(mk[v], B + p*ldb + 16*v);
+        for (int v = 0; v < 4; v++) b[v] = _mm512_maskz_loadu_ps(mk[v], B + p * ldb + 16 * v);
         for (int r = 0; r < R; r++) {
-            const __m512 a = _mm512_set1_ps(A[r*lda + p]);
+            const __m512 a = _mm512_set1_ps(A[r * lda + p]);
             for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
         }
     }
     for (int r = 0; r < R; r++) {
-        for (int v = 0; v < 4; v++) _mm512_mask_storeu_ps(C + r*ldc + 16*v, mk[v], acc[r][v]);
+        for (int v = 0; v < 4; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, mk[v], acc[r][v]);
     }
 }
 
@@ -69,17 +67,17 @@ static void gemm_acc_f32_avx512(int64_t m, int64_t n, int64_t k, float * C, int6
     for (int64_t j = 0; j < n; j += 64) {
         __mmask16 mk[4];
         for (int v = 0; v < 4; v++) {
-            const int64_t rem = n - j - 16*v;
+            const int64_t rem = n - j - 16 * v;
             mk[v] = rem >= 16 ? (__mmask16) 0xFFFF : rem > 0 ? (__mmask16) ((1u << rem) - 1) : (__mmask16) 0;
         }
         int64_t i = 0;
-        for (; i + 4 <= m; i += 4) gemm_tile_avx512(4, k, C + i*ldc + j, ldc, A + i*lda, lda, B + j, ldb, mk);
-        for (; i < m; i++)         gemm_tile_avx512(1, k, C + i*ldc + j, ldc, A + i*lda, lda, B + j, ldb, mk);
+        for (; i + 4 <= m; i += 4) gemm_tile_avx512(4, k, C + i * ldc + j, ldc, A + i * lda, lda, B + j, ldb, mk);
+        for (; i < m; i++) gemm_tile_avx512(1, k, C + i * ldc + j, ldc, A + i * lda, lda, B + j, ldb, mk);
     }
 }
 
 void ggml_cpu_vec_init_avx512(struct ggml_cpu_vec_kernels * k) {
-    k->silu_f32   = silu_f32_avx512;
+    k->silu_f32 = silu_f32_avx512;
     k->swiglu_f32 = swiglu_f32_avx512;
     k->gemm_acc_f32 = gemm_acc_f32_avx512;
 }

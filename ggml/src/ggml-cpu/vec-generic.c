@@ -9,19 +9,19 @@ static void silu_f32_generic(int64_t n, float * y, const float * x) {
 }
 
 static void swiglu_f32_generic(int64_t n, float * y, const float * g, const float * u) {
-    for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_silu(g[i])*u[i];
+    for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_silu(g[i]) * u[i];
 }
 
 // Sum of x[i] * y[i] with GGML_CPU_RLANES independent partial sums (vectorizes without -ffast-math).
 static float dot_f32_lanes(int64_t n, const float * restrict x, const float * restrict y) {
-    float acc[GGML_CPU_RLANES] = {0};
+    float acc[GGML_CPU_RLANES] = { 0 };
     int64_t i = 0;
     for (; i + GGML_CPU_RLANES <= n; i += GGML_CPU_RLANES) {
-        for (int j = 0; j < GGML_CPU_RLANES; j++) acc[j] += x[i + j]*y[i + j];
+        for (int j = 0; j < GGML_CPU_RLANES; j++) acc[j] += x[i + j] * y[i + j];
     }
     float s = 0.0f;
     for (int j = 0; j < GGML_CPU_RLANES; j++) s += acc[j];
-    for (; i < n; i++) s += x[i]*y[i];
+    for (; i < n; i++) s += x[i] * y[i];
     return s;
 }
 
@@ -31,28 +31,28 @@ static float scale_dot_f32_generic(int64_t n, float * x, float s, const float * 
 }
 
 static float axpy_dot_f32_generic(int64_t n, float * x, float a, const float * y, const float * z) {
-    for (int64_t i = 0; i < n; i++) x[i] += a*y[i];
+    for (int64_t i = 0; i < n; i++) x[i] += a * y[i];
     return dot_f32_lanes(n, x, z);
 }
 
 static void gemm_acc_f32_generic(int64_t m, int64_t n, int64_t k, float * C, int64_t ldc, const float * A, int64_t lda,
                                  const float * B, int64_t ldb) {
     for (int64_t i = 0; i < m; i++) {
-        float * restrict c = C + i*ldc;
+        float * restrict c = C + i * ldc;
         for (int64_t p = 0; p < k; p++) {
-            const float a = A[i*lda + p];
-            const float * restrict b = B + p*ldb;
-            for (int64_t j = 0; j < n; j++) c[j] += a*b[j];
+            const float a = A[i * lda + p];
+            const float * restrict b = B + p * ldb;
+            for (int64_t j = 0; j < n; j++) c[j] += a * b[j];
         }
     }
 }
 
 void ggml_cpu_vec_init_generic(struct ggml_cpu_vec_kernels * k) {
-    k->silu_f32   = silu_f32_generic;
+    k->silu_f32 = silu_f32_generic;
     k->swiglu_f32 = swiglu_f32_generic;
     k->scale_dot_f32 = scale_dot_f32_generic;
-    k->axpy_dot_f32  = axpy_dot_f32_generic;
-    k->gemm_acc_f32  = gemm_acc_f32_generic;
+    k->axpy_dot_f32 = axpy_dot_f32_generic;
+    k->gemm_acc_f32 = gemm_acc_f32_generic;
 }
 
 static struct ggml_cpu_vec_kernels vec_tables[GGML_CPU_KERNELS_COUNT];

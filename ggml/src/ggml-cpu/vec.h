@@ -34,8 +34,8 @@ struct ggml_cpu_vec_kernels {
     float (*axpy_dot_f32)(int64_t n, float * x, float a, const float * y, const float * z);
     // C[m x n] += A[m x k] B[k x n], all row-major F32 with row strides ldc, lda, ldb (floats);
     // C overlaps neither A nor B (the chunked delta rule's small products: ops-ssm.c).
-    void (*gemm_acc_f32)(int64_t m, int64_t n, int64_t k, float * C, int64_t ldc, const float * A, int64_t lda,
-                         const float * B, int64_t ldb);
+    void (*gemm_acc_f32)(int64_t m, int64_t n, int64_t k, float * C, int64_t ldc, const float * A, int64_t lda, const float * B,
+                         int64_t ldb);
 };
 
 // The kernels of kernel set v (the portable ones where v has none or the CPU cannot run it).
@@ -45,18 +45,18 @@ const struct ggml_cpu_vec_kernels * ggml_cpu_vec_kernels_get(enum ggml_cpu_kerne
 const struct ggml_cpu_vec_kernels * ggml_cpu_vec_kernels_selected(void);
 
 void ggml_cpu_vec_init_generic(struct ggml_cpu_vec_kernels * k);
-void ggml_cpu_vec_init_avx2   (struct ggml_cpu_vec_kernels * k);
-void ggml_cpu_vec_init_avx512 (struct ggml_cpu_vec_kernels * k);
+void ggml_cpu_vec_init_avx2(struct ggml_cpu_vec_kernels * k);
+void ggml_cpu_vec_init_avx512(struct ggml_cpu_vec_kernels * k);
 
 // Thread ith of nth's share [*e0, *e1) of the n elements of an elementwise op, the elements
 // numbered row after row: nth near-equal ranges that start at multiples of GGML_CPU_EW_ALIGN.
 static inline void ggml_cpu_ew_split(int64_t n, int ith, int nth, int64_t * e0, int64_t * e1) {
-    const int64_t nb  = (n + GGML_CPU_EW_ALIGN - 1) / GGML_CPU_EW_ALIGN;
+    const int64_t nb = (n + GGML_CPU_EW_ALIGN - 1) / GGML_CPU_EW_ALIGN;
     const int64_t per = nb / nth, rem = nb % nth;
-    const int64_t b0  = ith*per + (ith < rem ? ith : rem);
-    const int64_t b1  = b0 + per + (ith < rem ? 1 : 0);
-    *e0 = b0*GGML_CPU_EW_ALIGN < n ? b0*GGML_CPU_EW_ALIGN : n;
-    *e1 = b1*GGML_CPU_EW_ALIGN < n ? b1*GGML_CPU_EW_ALIGN : n;
+    const int64_t b0 = ith * per + (ith < rem ? ith : rem);
+    const int64_t b1 = b0 + per + (ith < rem ? 1 : 0);
+    *e0 = b0 * GGML_CPU_EW_ALIGN < n ? b0 * GGML_CPU_EW_ALIGN : n;
+    *e1 = b1 * GGML_CPU_EW_ALIGN < n ? b1 * GGML_CPU_EW_ALIGN : n;
 }
 
 #ifdef __cplusplus

@@ -27,7 +27,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#define CUDA_NAME "CUDA"
+#define CUDA_NAME        "CUDA"
 #define CUDA_MAX_DEVICES 16
 
 // True if the call succeeded; otherwise logs `what` with CUDA's reason and clears the error.
@@ -36,16 +36,19 @@ bool cuda_ok(cudaError_t err, const char * what);
 
 // A tensor as kernels see it: device address, sizes and byte strides, type.
 struct cu_tensor {
-    char *  data;
+    char * data;
     int64_t ne[4];
     int64_t nb[4];
-    int     type;
+    int type;
 };
 
 static inline cu_tensor cu_desc(const struct ggml_tensor * t) {
     cu_tensor d;
     d.data = (char *) t->data;
-    for (int i = 0; i < 4; i++) { d.ne[i] = t->ne[i]; d.nb[i] = (int64_t) t->nb[i]; }
+    for (int i = 0; i < 4; i++) {
+        d.ne[i] = t->ne[i];
+        d.nb[i] = (int64_t) t->nb[i];
+    }
     d.type = (int) t->type;
     return d;
 }
@@ -99,29 +102,31 @@ void cuda_pool_free(cuda_backend_ctx * ctx);
 
 static __device__ __forceinline__ float cu_load_f(const char * p, int type) {
     switch (type) {
-        case GGML_TYPE_F32:  return *(const float *) p;
-        case GGML_TYPE_F16:  return __half2float(*(const __half *) p);
+        case GGML_TYPE_F32: return *(const float *) p;
+        case GGML_TYPE_F16: return __half2float(*(const __half *) p);
         case GGML_TYPE_BF16: return __bfloat162float(*(const __nv_bfloat16 *) p);
-        case GGML_TYPE_I32:  return (float) *(const int32_t *) p;
-        default:             return 0.0f;
+        case GGML_TYPE_I32: return (float) *(const int32_t *) p;
+        default: return 0.0f;
     }
 }
 
 static __device__ __forceinline__ void cu_store_f(char * p, int type, float v) {
     switch (type) {
-        case GGML_TYPE_F32:  *(float *) p = v; break;
-        case GGML_TYPE_F16:  *(__half *) p = __float2half_rn(v); break;
+        case GGML_TYPE_F32: *(float *) p = v; break;
+        case GGML_TYPE_F16: *(__half *) p = __float2half_rn(v); break;
         case GGML_TYPE_BF16: *(__nv_bfloat16 *) p = __float2bfloat16_rn(v); break;
-        case GGML_TYPE_I32:  *(int32_t *) p = (int32_t) v; break;
+        case GGML_TYPE_I32: *(int32_t *) p = (int32_t) v; break;
         default: break;
     }
 }
 
 // Coordinates of flat (row-major over ne) index i.
-static __device__ __forceinline__ void cu_unflatten(const cu_tensor & t, int64_t i, int64_t & i0, int64_t & i1,
-                                                    int64_t & i2, int64_t & i3) {
-    i0 = i % t.ne[0]; i /= t.ne[0];
-    i1 = i % t.ne[1]; i /= t.ne[1];
+static __device__ __forceinline__ void cu_unflatten(const cu_tensor & t, int64_t i, int64_t & i0, int64_t & i1, int64_t & i2,
+                                                    int64_t & i3) {
+    i0 = i % t.ne[0];
+    i /= t.ne[0];
+    i1 = i % t.ne[1];
+    i /= t.ne[1];
     i2 = i % t.ne[2];
     i3 = i / t.ne[2];
 }
@@ -130,9 +135,7 @@ static __device__ __forceinline__ char * cu_ptr(const cu_tensor & t, int64_t i0,
     return t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
 }
 
-static inline bool cu_is_float(enum ggml_type t) {
-    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
-}
+static inline bool cu_is_float(enum ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16; }
 
 // Grid size for n items of `per` per block (at least 1, capped at 2^31-1 blocks).
 static inline unsigned cu_blocks(int64_t n, int per) {

@@ -90,8 +90,7 @@ static __device__ __forceinline__ int64_t cu_row_id(const cu_tensor & ids, int64
 }
 
 // grid.y: one row of dst per id; x: chunks of 8 elements (quantized and float types alike)
-template <int T>
-static __global__ void k_get_rows_q(cu_tensor s, cu_tensor ids, cu_tensor d) {
+template <int T> static __global__ void k_get_rows_q(cu_tensor s, cu_tensor ids, cu_tensor d) {
     const int64_t r = blockIdx.y + (int64_t) gridDim.y * blockIdx.z;
     if (r >= cu_nelements(ids)) return;
     const int64_t i10 = r % ids.ne[0], i11 = (r / ids.ne[0]) % ids.ne[1], i12 = r / (ids.ne[0] * ids.ne[1]);
@@ -124,7 +123,9 @@ static __global__ void k_get_rows_f(cu_tensor s, cu_tensor ids, cu_tensor d) {
 }
 
 struct get_rows_launch {
-    dim3 g; cudaStream_t st; cu_tensor ds, di, dd;
+    dim3 g;
+    cudaStream_t st;
+    cu_tensor ds, di, dd;
     template <int T> void operator()() { k_get_rows_q<T><<<g, 128, 0, st>>>(ds, di, dd); }
 };
 

@@ -4,8 +4,21 @@
 // it is written at the same place, so inplace nodes (dst viewing src0) are safe.
 #include "common.cuh"
 
-enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
-enum { UN_SCALE, UN_SILU, UN_GELU, UN_TANH, UN_SIGMOID, UN_SOFTPLUS, UN_CLAMP };
+enum {
+    BIN_ADD,
+    BIN_SUB,
+    BIN_MUL,
+    BIN_DIV
+};
+enum {
+    UN_SCALE,
+    UN_SILU,
+    UN_GELU,
+    UN_TANH,
+    UN_SIGMOID,
+    UN_SOFTPLUS,
+    UN_CLAMP
+};
 
 static __global__ void k_binary(cu_tensor a, cu_tensor b, cu_tensor d, int op, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += (int64_t) gridDim.x * blockDim.x) {
@@ -18,7 +31,7 @@ static __global__ void k_binary(cu_tensor a, cu_tensor b, cu_tensor d, int op, i
             case BIN_ADD: r = x + y; break;
             case BIN_SUB: r = x - y; break;
             case BIN_MUL: r = x * y; break;
-            default:      r = x / y; break;
+            default: r = x / y; break;
         }
         cu_store_f(cu_ptr(d, i0, i1, i2, i3), d.type, r);
     }
@@ -41,10 +54,13 @@ static __global__ void k_unary(cu_tensor a, cu_tensor d, int op, float s, float 
         cu_unflatten(d, i, i0, i1, i2, i3);
         const float x = cu_load_f(cu_ptr(a, i0, i1, i2, i3), a.type);
         // tanhf: CUDA's is within 2 ulp, NaN / +-inf / -0 as C's (the tests' tanh tolerances)
-        const float r = op == UN_SCALE ? x * s : op == UN_SILU ? cu_silu(x) : op == UN_TANH ? tanhf(x) :
-                        op == UN_SIGMOID ? 1.0f / (1.0f + expf(-x)) :
-                        op == UN_SOFTPLUS ? (x > 20.0f ? x : log1pf(expf(x))) :
-                        op == UN_CLAMP ? (x < s ? s : (x > s2 ? s2 : x)) : cu_gelu(x);
+        const float r = op == UN_SCALE ? x * s
+            : op == UN_SILU            ? cu_silu(x)
+            : op == UN_TANH            ? tanhf(x)
+            : op == UN_SIGMOID         ? 1.0f / (1.0f + expf(-x))
+            : op == UN_SOFTPLUS        ? (x > 20.0f ? x : log1pf(expf(x)))
+            : op == UN_CLAMP           ? (x < s ? s : (x > s2 ? s2 : x))
+                                       : cu_gelu(x);
         cu_store_f(cu_ptr(d, i0, i1, i2, i3), d.type, r);
     }
 }
@@ -94,16 +110,23 @@ static unsigned ew_grid(int64_t n) {
 }
 
 bool cuda_op_binary(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
-    const int op = dst->op == GGML_OP_ADD ? BIN_ADD : dst->op == GGML_OP_SUB ? BIN_SUB : dst->op == GGML_OP_MUL ? BIN_MUL : BIN_DIV;
+    const int op = dst->op == GGML_OP_ADD ? BIN_ADD
+        : dst->op == GGML_OP_SUB          ? BIN_SUB
+        : dst->op == GGML_OP_MUL          ? BIN_MUL
+                                          : BIN_DIV;
     const int64_t n = ggml_nelements(dst);
     k_binary<<<ew_grid(n), 256, 0, ctx->stream>>>(cu_desc(dst->src[0]), cu_desc(dst->src[1]), cu_desc(dst), op, n);
     return true;
 }
 
 bool cuda_op_unary(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
-    const int op = dst->op == GGML_OP_SCALE ? UN_SCALE : dst->op == GGML_OP_SILU ? UN_SILU :
-                   dst->op == GGML_OP_TANH ? UN_TANH : dst->op == GGML_OP_SIGMOID ? UN_SIGMOID :
-                   dst->op == GGML_OP_SOFTPLUS ? UN_SOFTPLUS : dst->op == GGML_OP_CLAMP ? UN_CLAMP : UN_GELU;
+    const int op = dst->op == GGML_OP_SCALE ? UN_SCALE
+        : dst->op == GGML_OP_SILU           ? UN_SILU
+        : dst->op == GGML_OP_TANH           ? UN_TANH
+        : dst->op == GGML_OP_SIGMOID        ? UN_SIGMOID
+        : dst->op == GGML_OP_SOFTPLUS       ? UN_SOFTPLUS
+        : dst->op == GGML_OP_CLAMP          ? UN_CLAMP
+                                            : UN_GELU;
     const float s = op == UN_SCALE || op == UN_CLAMP ? ggml_get_op_params_f32(dst, 0) : 0.0f;
     const float s2 = op == UN_CLAMP ? ggml_get_op_params_f32(dst, 1) : 0.0f;
     const int64_t n = ggml_nelements(dst);

@@ -11,8 +11,8 @@
 #include "common.cuh"
 #include "quants.cuh"
 
-#define FA_WARPS 4
-#define FA_DMAX 256
+#define FA_WARPS    4
+#define FA_DMAX     256
 #define FA_PER_LANE (FA_DMAX / 32)
 
 struct fa_args {
@@ -85,7 +85,10 @@ static __global__ void __launch_bounds__(32 * FA_WARPS) k_flash_attn(fa_args a) 
         }
         M = mn;
     }
-    if (lane == 0) { sh_m[w] = M; sh_l[w] = L; }
+    if (lane == 0) {
+        sh_m[w] = M;
+        sh_l[w] = L;
+    }
 #pragma unroll
     for (int i = 0; i < FA_PER_LANE; i++) {
         const int64_t dd = lane + 32 * i;
@@ -121,7 +124,8 @@ bool cuda_supports_flash_attn(const struct ggml_tensor * dst) {
     const struct ggml_tensor * m = dst->src[3];
     if (!q || !k || !v || dst->type != GGML_TYPE_F32 || !cu_is_float(q->type) || !fa_kv_ok(k) || !fa_kv_ok(v)) return false;
     const int64_t D = q->ne[0], Dv = v->ne[0], n_kv = k->ne[1], H = q->ne[2], H_kv = k->ne[2];
-    if (D > FA_DMAX || Dv > FA_DMAX || k->ne[0] != D || v->ne[1] != n_kv || v->ne[2] != H_kv || H_kv <= 0 || H % H_kv != 0) return false;
+    if (D > FA_DMAX || Dv > FA_DMAX || k->ne[0] != D || v->ne[1] != n_kv || v->ne[2] != H_kv || H_kv <= 0 || H % H_kv != 0)
+        return false;
     if (k->ne[3] <= 0 || v->ne[3] <= 0 || q->ne[3] % k->ne[3] != 0 || q->ne[3] % v->ne[3] != 0) return false;
     if (H > 65535 || q->ne[3] > 65535 || q->ne[1] > 0x7fffffff) return false;
     if (m && ((m->type != GGML_TYPE_F32 && m->type != GGML_TYPE_F16) || m->ne[0] < n_kv || m->ne[1] < q->ne[1])) return false;

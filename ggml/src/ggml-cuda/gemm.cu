@@ -19,8 +19,7 @@
 
 // ---- dequantization to F16 rows ----
 
-template <int T>
-static __global__ void k_dequant_f16(cu_tensor s, __half * d, int64_t ld) {
+template <int T> static __global__ void k_dequant_f16(cu_tensor s, __half * d, int64_t ld) {
     const int64_t r = blockIdx.y + (int64_t) gridDim.y * blockIdx.z;
     if (r >= s.ne[1] * s.ne[2] * s.ne[3]) return;
     const int64_t r1 = r % s.ne[1], r2 = (r / s.ne[1]) % s.ne[2], r3 = r / (s.ne[1] * s.ne[2]);
@@ -56,7 +55,8 @@ bool cuda_dequant_rows_f16(cuda_backend_ctx * ctx, const struct ggml_tensor * sr
     const int64_t rows = ggml_nrows(src0);
     const int64_t gy = rows < 65535 ? (rows < 1 ? 1 : rows) : 65535;
     const int64_t gx = GGML_MIN(64, (ld / 8 + 127) / 128);
-    dequant_launch l{ dim3((unsigned) GGML_MAX(1, gx), (unsigned) gy, (unsigned) ((rows + gy - 1) / gy)), ctx->stream, cu_desc(src0), dst, ld };
+    dequant_launch l{ dim3((unsigned) GGML_MAX(1, gx), (unsigned) gy, (unsigned) ((rows + gy - 1) / gy)), ctx->stream,
+                      cu_desc(src0), dst, ld };
     if (!cu_dispatch_type(src0->type, l)) {
         GGML_LOG_ERROR("CUDA: dequantizing %s is not supported", ggml_type_name(src0->type));
         return false;
@@ -66,17 +66,17 @@ bool cuda_dequant_rows_f16(cuda_backend_ctx * ctx, const struct ggml_tensor * sr
 
 // ---- tensor-core GEMM ----
 
-#define GT_M 64
-#define GT_N 64
-#define GT_K 32
+#define GT_M   64
+#define GT_N   64
+#define GT_K   32
 #define GT_LDS (GT_K + 8)      // halfs per staged row (keeps 32-byte fragment alignment)
 #define GT_LDC (GT_N + 4)
 
 // C[m, n] of slice z = sum_k A[m, k] * (B[n, k] + L[n, k]); A: rows of slice (i12 / r2, i13 / r3),
 // B and L (high and low parts): rows of z
-static __global__ void __launch_bounds__(128) k_gemm_f16(const __half * A, const __half * B, const __half * L, cu_tensor d,
-                                                         int64_t M, int64_t N, int64_t Kp, int64_t ne02, int64_t ne12,
-                                                         int64_t r2, int64_t r3) {
+static __global__ void __launch_bounds__(128)
+    k_gemm_f16(const __half * A, const __half * B, const __half * L, cu_tensor d, int64_t M, int64_t N, int64_t Kp, int64_t ne02,
+               int64_t ne12, int64_t r2, int64_t r3) {
     using namespace nvcuda;
     __shared__ __align__(32) __half As[GT_M][GT_LDS];
     __shared__ __align__(32) __half Bs[GT_N][GT_LDS];
@@ -119,7 +119,8 @@ static __global__ void __launch_bounds__(128) k_gemm_f16(const __half * A, const
         __syncthreads();
     }
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) wmma::store_matrix_sync(&Cs[wm + 16 * i][wn + 16 * j], acc[i][j], GT_LDC, wmma::mem_row_major);
+        for (int j = 0; j < 2; j++)
+            wmma::store_matrix_sync(&Cs[wm + 16 * i][wn + 16 * j], acc[i][j], GT_LDC, wmma::mem_row_major);
     __syncthreads();
     for (int t = threadIdx.x; t < GT_M * GT_N; t += blockDim.x) {
         const int mm = t % GT_M, nn = t / GT_M;
@@ -144,8 +145,8 @@ bool cuda_mul_mat_gemm_f16(cuda_backend_ctx * ctx, const struct ggml_tensor * sr
         return false;
     }
     const dim3 g((unsigned) ((M + GT_M - 1) / GT_M), (unsigned) ((N + GT_N - 1) / GT_N), (unsigned) slices1);
-    k_gemm_f16<<<g, 128, 0, ctx->stream>>>(A, B, L, cu_desc(dst), M, N, Kp, src0->ne[2], src1->ne[2],
-                                           src1->ne[2] / src0->ne[2], src1->ne[3] / src0->ne[3]);
+    k_gemm_f16<<<g, 128, 0, ctx->stream>>>(A, B, L, cu_desc(dst), M, N, Kp, src0->ne[2], src1->ne[2], src1->ne[2] / src0->ne[2],
+                                           src1->ne[3] / src0->ne[3]);
     return true;
 }
 
@@ -187,7 +188,7 @@ bool cuda_mul_mat_generic(cuda_backend_ctx * ctx, const struct ggml_tensor * src
         return false;
     }
     const dim3 g((unsigned) ((src0->ne[1] + GG_T - 1) / GG_T), (unsigned) ((src1->ne[1] + GG_T - 1) / GG_T), (unsigned) slices1);
-    k_gemm_generic<<<g, dim3(GG_T, GG_T), 0, ctx->stream>>>(cu_desc(src0), cu_desc(src1), cu_desc(dst),
-                                                            src1->ne[2] / src0->ne[2], src1->ne[3] / src0->ne[3]);
+    k_gemm_generic<<<g, dim3(GG_T, GG_T), 0, ctx->stream>>>(cu_desc(src0), cu_desc(src1), cu_desc(dst), src1->ne[2] / src0->ne[2],
+                                                            src1->ne[3] / src0->ne[3]);
     return true;
 }

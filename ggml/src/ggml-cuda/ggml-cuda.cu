@@ -34,9 +34,7 @@ bool cuda_ok(cudaError_t err, const char * what) {
     return false;
 }
 
-void cuda_pool_reset(cuda_backend_ctx * ctx) {
-    ctx->pool.used = 0;
-}
+void cuda_pool_reset(cuda_backend_ctx * ctx) { ctx->pool.used = 0; }
 
 void * cuda_pool_alloc(cuda_backend_ctx * ctx, size_t size) {
     cuda_pool & p = ctx->pool;
@@ -112,9 +110,7 @@ static void cuda_buffer_free(ggml_backend_buffer_t b) {
     free(c);
 }
 
-static void * cuda_buffer_base(ggml_backend_buffer_t b) {
-    return ((cuda_buffer_ctx *) b->context)->ptr;
-}
+static void * cuda_buffer_base(ggml_backend_buffer_t b) { return ((cuda_buffer_ctx *) b->context)->ptr; }
 
 static void cuda_buffer_memset(ggml_backend_buffer_t b, struct ggml_tensor * t, uint8_t v, size_t off, size_t n) {
     cuda_buffer_ctx * c = (cuda_buffer_ctx *) b->context;
@@ -168,14 +164,13 @@ static bool cuda_buffer_cpy(ggml_backend_buffer_t b, const struct ggml_tensor * 
     const int ddev = ((cuda_buffer_ctx *) b->context)->device;
     cudaSetDevice(ddev);
     if (sdev == ddev) {
-        return cuda_ok(cudaMemcpy(dst->data, src->data, ggml_nbytes(src), cudaMemcpyDeviceToDevice), "cudaMemcpy (device to device)");
+        return cuda_ok(cudaMemcpy(dst->data, src->data, ggml_nbytes(src), cudaMemcpyDeviceToDevice),
+                       "cudaMemcpy (device to device)");
     }
     return cuda_ok(cudaMemcpyPeer(dst->data, ddev, src->data, sdev, ggml_nbytes(src)), "cudaMemcpyPeer");
 }
 
-static const char * cuda_buft_name(ggml_backend_buffer_type_t t) {
-    return ((cuda_device_ctx *) t->context)->name;
-}
+static const char * cuda_buft_name(ggml_backend_buffer_type_t t) { return ((cuda_device_ctx *) t->context)->name; }
 
 static ggml_backend_buffer_t cuda_buft_alloc(ggml_backend_buffer_type_t buft, size_t size) {
     cuda_device_ctx * d = (cuda_device_ctx *) buft->context;
@@ -220,41 +215,39 @@ static bool cuda_buft_is_host(ggml_backend_buffer_type_t t) {
 static bool cuda_compute_node(cuda_backend_ctx * ctx, struct ggml_tensor * n) {
     switch (n->op) {
         case GGML_OP_DUP:
-        case GGML_OP_CONT:          return cuda_op_cpy(ctx, n->src[0], n);
-        case GGML_OP_CPY:           return cuda_op_cpy(ctx, n->src[0], n);
+        case GGML_OP_CONT: return cuda_op_cpy(ctx, n->src[0], n);
+        case GGML_OP_CPY: return cuda_op_cpy(ctx, n->src[0], n);
         case GGML_OP_ADD:
         case GGML_OP_SUB:
         case GGML_OP_MUL:
-        case GGML_OP_DIV:           return cuda_op_binary(ctx, n);
+        case GGML_OP_DIV: return cuda_op_binary(ctx, n);
         case GGML_OP_SCALE:
         case GGML_OP_SILU:
         case GGML_OP_GELU:
         case GGML_OP_TANH:
         case GGML_OP_SIGMOID:
-        case GGML_OP_SOFTPLUS:      return cuda_op_unary(ctx, n);
-        case GGML_OP_CLAMP:         return cuda_op_unary(ctx, n);
-        case GGML_OP_L2_NORM:       return cuda_op_norm(ctx, n, 2);
-        case GGML_OP_SSM_CONV:      return cuda_op_ssm_conv(ctx, n);
+        case GGML_OP_SOFTPLUS: return cuda_op_unary(ctx, n);
+        case GGML_OP_CLAMP: return cuda_op_unary(ctx, n);
+        case GGML_OP_L2_NORM: return cuda_op_norm(ctx, n, 2);
+        case GGML_OP_SSM_CONV: return cuda_op_ssm_conv(ctx, n);
         case GGML_OP_GATED_DELTA_NET: return cuda_op_gated_delta_net(ctx, n);
-        case GGML_OP_MUL_MAT_ID:    return cuda_op_mul_mat_id(ctx, n);
+        case GGML_OP_MUL_MAT_ID: return cuda_op_mul_mat_id(ctx, n);
         case GGML_OP_ARGSORT:
-        case GGML_OP_TOP_K:         return cuda_op_sort(ctx, n);
-        case GGML_OP_SWIGLU:        return cuda_op_swiglu(ctx, n);
-        case GGML_OP_RMS_NORM:      return cuda_op_norm(ctx, n, 1);
-        case GGML_OP_NORM:          return cuda_op_norm(ctx, n, 0);
-        case GGML_OP_MUL_MAT:       return cuda_op_mul_mat(ctx, n);
-        case GGML_OP_SOFT_MAX:      return cuda_op_soft_max(ctx, n);
-        case GGML_OP_ROPE:          return cuda_op_rope(ctx, n);
+        case GGML_OP_TOP_K: return cuda_op_sort(ctx, n);
+        case GGML_OP_SWIGLU: return cuda_op_swiglu(ctx, n);
+        case GGML_OP_RMS_NORM: return cuda_op_norm(ctx, n, 1);
+        case GGML_OP_NORM: return cuda_op_norm(ctx, n, 0);
+        case GGML_OP_MUL_MAT: return cuda_op_mul_mat(ctx, n);
+        case GGML_OP_SOFT_MAX: return cuda_op_soft_max(ctx, n);
+        case GGML_OP_ROPE: return cuda_op_rope(ctx, n);
         case GGML_OP_DIAG_MASK_INF: return cuda_op_diag_mask_inf(ctx, n);
-        case GGML_OP_GET_ROWS:      return cuda_op_get_rows(ctx, n);
-        case GGML_OP_SET_ROWS:      return cuda_op_set_rows(ctx, n);
-        case GGML_OP_SUM_ROWS:      return cuda_op_sum_rows(ctx, n);
-        case GGML_OP_ARGMAX:        return cuda_op_argmax(ctx, n);
-        case GGML_OP_CONCAT:        return cuda_op_concat(ctx, n);
+        case GGML_OP_GET_ROWS: return cuda_op_get_rows(ctx, n);
+        case GGML_OP_SET_ROWS: return cuda_op_set_rows(ctx, n);
+        case GGML_OP_SUM_ROWS: return cuda_op_sum_rows(ctx, n);
+        case GGML_OP_ARGMAX: return cuda_op_argmax(ctx, n);
+        case GGML_OP_CONCAT: return cuda_op_concat(ctx, n);
         case GGML_OP_FLASH_ATTN_EXT: return cuda_op_flash_attn(ctx, n);
-        default:
-            GGML_LOG_ERROR("CUDA: op %s is not implemented", ggml_op_name(n->op));
-            return false;
+        default: GGML_LOG_ERROR("CUDA: op %s is not implemented", ggml_op_name(n->op)); return false;
     }
 }
 
@@ -269,7 +262,8 @@ static bool cuda_queue_graph(cuda_backend_ctx * ctx, struct ggml_cgraph * gf) {
         }
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess) {
-            GGML_LOG_ERROR("CUDA: launching node %d '%s' (%s) failed: %s", i, n->name, ggml_op_name(n->op), cudaGetErrorString(err));
+            GGML_LOG_ERROR("CUDA: launching node %d '%s' (%s) failed: %s", i, n->name, ggml_op_name(n->op),
+                           cudaGetErrorString(err));
             return false;
         }
     }
@@ -366,7 +360,8 @@ static enum ggml_status cuda_backend_graph_compute(ggml_backend_t be, struct ggm
             } else {
                 if (++ctx->graph.n_failures >= 3) {
                     ctx->graph.disabled = true;   // e.g. the scratch pool keeps growing
-                    GGML_LOG_INFO("CUDA: graph capture failed %d times; CUDA graphs are off for %s", ctx->graph.n_failures, ctx->name);
+                    GGML_LOG_INFO("CUDA: graph capture failed %d times; CUDA graphs are off for %s", ctx->graph.n_failures,
+                                  ctx->name);
                 } else {
                     GGML_LOG_DEBUG("CUDA: graph capture failed; computing node by node");
                 }
@@ -402,9 +397,7 @@ static void cuda_backend_graph_unchanged(ggml_backend_t be, struct ggml_cgraph *
     ctx->unchanged_graph = gf;
 }
 
-static const char * cuda_backend_name(ggml_backend_t be) {
-    return ((cuda_backend_ctx *) be->context)->name;
-}
+static const char * cuda_backend_name(ggml_backend_t be) { return ((cuda_backend_ctx *) be->context)->name; }
 
 static void cuda_backend_free(ggml_backend_t be) {
     cuda_backend_ctx * ctx = (cuda_backend_ctx *) be->context;
@@ -435,13 +428,9 @@ static const struct ggml_backend_i g_cuda_backend_i = {
 
 // ---- device interface ----
 
-static const char * cuda_dev_name(ggml_backend_dev_t d) {
-    return ((cuda_device_ctx *) d->context)->name;
-}
+static const char * cuda_dev_name(ggml_backend_dev_t d) { return ((cuda_device_ctx *) d->context)->name; }
 
-static const char * cuda_dev_description(ggml_backend_dev_t d) {
-    return ((cuda_device_ctx *) d->context)->description;
-}
+static const char * cuda_dev_description(ggml_backend_dev_t d) { return ((cuda_device_ctx *) d->context)->description; }
 
 static void cuda_dev_memory(ggml_backend_dev_t d, size_t * free_b, size_t * total) {
     cudaSetDevice(((cuda_device_ctx *) d->context)->device);
@@ -496,9 +485,7 @@ static ggml_backend_buffer_type_t cuda_dev_buft(ggml_backend_dev_t d) {
     return &g_bufts[((cuda_device_ctx *) d->context)->device];
 }
 
-static bool cuda_float(const struct ggml_tensor * t) {
-    return t && cu_is_float(t->type);
-}
+static bool cuda_float(const struct ggml_tensor * t) { return t && cu_is_float(t->type); }
 
 static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor * op) {
     (void) d;
@@ -509,17 +496,14 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
         case GGML_OP_RESHAPE:
         case GGML_OP_VIEW:
         case GGML_OP_PERMUTE:
-        case GGML_OP_TRANSPOSE:
-            return true;
+        case GGML_OP_TRANSPOSE: return true;
         case GGML_OP_DUP:
         case GGML_OP_CONT:
-        case GGML_OP_CPY:
-            return s0 && cuda_supports_cpy(s0, op);
+        case GGML_OP_CPY: return s0 && cuda_supports_cpy(s0, op);
         case GGML_OP_ADD:
         case GGML_OP_SUB:
         case GGML_OP_MUL:
-        case GGML_OP_DIV:
-            return cuda_float(s0) && cuda_float(s1) && cuda_float(op) && ggml_can_repeat(s1, s0);
+        case GGML_OP_DIV: return cuda_float(s0) && cuda_float(s1) && cuda_float(op) && ggml_can_repeat(s1, s0);
         case GGML_OP_GELU:
             // the exact (erf) flavour has no kernel here: it stays on the CPU
             return op->op_params[0] == 0 && cuda_float(s0) && cuda_float(op);
@@ -533,55 +517,47 @@ static bool cuda_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tensor 
         case GGML_OP_RMS_NORM:
         case GGML_OP_NORM:
         case GGML_OP_DIAG_MASK_INF:
-        case GGML_OP_SUM_ROWS:
-            return cuda_float(s0) && cuda_float(op);
-        case GGML_OP_SWIGLU:
-            return cuda_float(s0) && cuda_float(op) && (!s1 || cuda_float(s1));
+        case GGML_OP_SUM_ROWS: return cuda_float(s0) && cuda_float(op);
+        case GGML_OP_SWIGLU: return cuda_float(s0) && cuda_float(op) && (!s1 || cuda_float(s1));
         case GGML_OP_SSM_CONV:
-        case GGML_OP_GATED_DELTA_NET:
-            return cuda_supports_ssm(op);
+        case GGML_OP_GATED_DELTA_NET: return cuda_supports_ssm(op);
         case GGML_OP_SOFT_MAX:
-            return cuda_float(s0) && cuda_float(op) &&
-                   (!s1 || s1->type == GGML_TYPE_F32 || s1->type == GGML_TYPE_F16) &&
-                   (!op->src[2] || op->src[2]->type == GGML_TYPE_F32);
+            return cuda_float(s0) && cuda_float(op) && (!s1 || s1->type == GGML_TYPE_F32 || s1->type == GGML_TYPE_F16) &&
+                (!op->src[2] || op->src[2]->type == GGML_TYPE_F32);
         case GGML_OP_ROPE: {
             const int n_dims = ggml_get_op_params_i32(op, 1);
             const struct ggml_tensor * ff = op->src[2];
-            return cuda_float(s0) && cuda_float(op) && s1 && s1->type == GGML_TYPE_I32 && s1->ne[0] >= s0->ne[2] &&
-                   n_dims > 0 && n_dims % 2 == 0 && n_dims <= s0->ne[0] &&
-                   (!ff || (ff->type == GGML_TYPE_F32 && ff->ne[0] >= n_dims / 2 && ggml_is_contiguous(ff)));
+            return cuda_float(s0) && cuda_float(op) && s1 && s1->type == GGML_TYPE_I32 && s1->ne[0] >= s0->ne[2] && n_dims > 0 &&
+                n_dims % 2 == 0 && n_dims <= s0->ne[0] &&
+                (!ff || (ff->type == GGML_TYPE_F32 && ff->ne[0] >= n_dims / 2 && ggml_is_contiguous(ff)));
         }
         case GGML_OP_GET_ROWS:
             if (!s0 || !s1 || s1->type != GGML_TYPE_I32 || !cuda_float(op)) return false;
             if (s0->type == GGML_TYPE_I32 || cu_is_float(s0->type)) return true;
             return cu_type_has_deq8(s0->type) && s0->nb[0] == ggml_type_size(s0->type);
         case GGML_OP_SET_ROWS:
-            if (!cuda_float(s0) || !s1 || (s1->type != GGML_TYPE_I32 && s1->type != GGML_TYPE_I64) || s0->ne[0] != op->ne[0]) return false;
+            if (!cuda_float(s0) || !s1 || (s1->type != GGML_TYPE_I32 && s1->type != GGML_TYPE_I64) || s0->ne[0] != op->ne[0])
+                return false;
             if (cu_is_float(op->type)) return true;
             return op->type == GGML_TYPE_Q8_0 && op->ne[0] % QK8_0 == 0 && op->nb[0] == ggml_type_size(GGML_TYPE_Q8_0);
-        case GGML_OP_ARGMAX:
-            return cuda_float(s0) && op->type == GGML_TYPE_I32;
+        case GGML_OP_ARGMAX: return cuda_float(s0) && op->type == GGML_TYPE_I32;
         case GGML_OP_CONCAT: {
             const int dim = ggml_get_op_params_i32(op, 0);
             if (dim < 0 || dim >= GGML_MAX_DIMS || !s0 || !s1) return false;
             const bool same = s0->type == op->type && s1->type == op->type && !ggml_is_quantized(op->type) &&
-                              ggml_blck_size(op->type) == 1 && ggml_type_size(op->type) <= 8;
+                ggml_blck_size(op->type) == 1 && ggml_type_size(op->type) <= 8;
             return same || (cuda_float(s0) && cuda_float(s1) && cuda_float(op));
         }
         case GGML_OP_MUL_MAT:
             if (!s0 || !s1 || s1->type != GGML_TYPE_F32 || op->type != GGML_TYPE_F32) return false;
             if (cu_is_float(s0->type)) return true;
             return cuda_supports_mul_mat_type(s0->type) && s0->nb[0] == ggml_type_size(s0->type) &&
-                   s0->ne[0] % ggml_blck_size(s0->type) == 0;
-        case GGML_OP_FLASH_ATTN_EXT:
-            return cuda_supports_flash_attn(op);
-        case GGML_OP_MUL_MAT_ID:
-            return cuda_supports_mul_mat_id(op);
+                s0->ne[0] % ggml_blck_size(s0->type) == 0;
+        case GGML_OP_FLASH_ATTN_EXT: return cuda_supports_flash_attn(op);
+        case GGML_OP_MUL_MAT_ID: return cuda_supports_mul_mat_id(op);
         case GGML_OP_ARGSORT:
-        case GGML_OP_TOP_K:
-            return cuda_supports_sort(op);
-        default:
-            return false;
+        case GGML_OP_TOP_K: return cuda_supports_sort(op);
+        default: return false;
     }
 }
 

@@ -10,9 +10,7 @@
 #include "common.cuh"
 #include "quants.cuh"
 
-bool cuda_supports_mul_mat_type(enum ggml_type t) {
-    return cu_type_has_deq8(t);
-}
+bool cuda_supports_mul_mat_type(enum ggml_type t) { return cu_type_has_deq8(t); }
 
 bool cuda_op_mul_mat(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
     const struct ggml_tensor * s0 = dst->src[0];

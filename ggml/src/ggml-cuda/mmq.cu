@@ -7,7 +7,7 @@
 #include "common.cuh"
 #include "qdot.cuh"
 
-#define MMQ_COLS 8
+#define MMQ_COLS  8
 #define MMQ_WARPS 4
 
 // x: src1 [K, N, B2, B3] F32 (any strides) -> y: per column (row_bytes apart), K / qk blocks of
@@ -66,8 +66,7 @@ struct mmq_args {
     int64_t r2, r3;
 };
 
-template <int T>
-static __global__ void __launch_bounds__(32 * MMQ_WARPS) k_mmq(mmq_args a) {
+template <int T> static __global__ void __launch_bounds__(32 * MMQ_WARPS) k_mmq(mmq_args a) {
     const int64_t m = (int64_t) blockIdx.x * MMQ_WARPS + threadIdx.y;
     if (m >= a.w.ne[1]) return;
     const int64_t n0 = (int64_t) blockIdx.y * MMQ_COLS;
@@ -100,7 +99,7 @@ static __global__ void __launch_bounds__(32 * MMQ_WARPS) k_mmq(mmq_args a) {
 
 struct mmq_launch {
     cuda_backend_ctx * ctx;
-    const struct ggml_tensor * src0, * src1;
+    const struct ggml_tensor *src0, *src1;
     struct ggml_tensor * dst;
     bool ok;
     template <int T> void operator()() {
@@ -113,7 +112,10 @@ struct mmq_launch {
         const int64_t row_bytes = nb_per_row * (int64_t) sizeof(VB);
         const int64_t n_rows = src1->ne[1] * src1->ne[2] * src1->ne[3];
         char * act = (char *) cuda_pool_alloc(ctx, (size_t) (row_bytes * n_rows));
-        if (!act) { ok = false; return; }
+        if (!act) {
+            ok = false;
+            return;
+        }
         const int64_t n = nb_per_row * n_rows;
         if (V == GGML_TYPE_Q8_K) {
             const int64_t blocks = (n + 3) / 4;   // four warps per block
@@ -151,9 +153,8 @@ struct mmq_probe {
 // head) meet 16-bit activations, as on the CPU (ggml-cpu/matmul-float.h: 2D weight, F32
 // activations and output, rows contiguous).
 static int mmq_type(const struct ggml_tensor * src0, const struct ggml_tensor * src1, const struct ggml_tensor * dst) {
-    const bool a16 = dst->op_params[0] == GGML_PREC_F32 && src0->type == GGML_TYPE_Q8_0 && src0->ne[2] == 1 &&
-                     src0->ne[3] == 1 && src1->ne[2] == 1 && src1->ne[3] == 1 && src1->nb[0] == sizeof(float) &&
-                     dst->nb[0] == sizeof(float);
+    const bool a16 = dst->op_params[0] == GGML_PREC_F32 && src0->type == GGML_TYPE_Q8_0 && src0->ne[2] == 1 && src0->ne[3] == 1 &&
+        src1->ne[2] == 1 && src1->ne[3] == 1 && src1->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float);
     return a16 ? CU_TYPE_Q8_0_A16 : (int) src0->type;
 }
 
@@ -161,8 +162,8 @@ bool cuda_mul_mat_q_supported(const struct ggml_tensor * src0, const struct ggml
     mmq_probe p;
     if (!cu_dispatch_qtype(src0->type, p)) return false;
     const int64_t qk = p.qk;
-    return src0->ne[0] % qk == 0 && src0->ne[0] % ggml_blck_size(src0->type) == 0 && src0->nb[0] == ggml_type_size(src0->type) && src1->type == GGML_TYPE_F32 &&
-           (src1->ne[1] + MMQ_COLS - 1) / MMQ_COLS <= 65535 && src1->ne[2] * src1->ne[3] <= 65535;
+    return src0->ne[0] % qk == 0 && src0->ne[0] % ggml_blck_size(src0->type) == 0 && src0->nb[0] == ggml_type_size(src0->type) &&
+        src1->type == GGML_TYPE_F32 && (src1->ne[1] + MMQ_COLS - 1) / MMQ_COLS <= 65535 && src1->ne[2] * src1->ne[3] <= 65535;
 }
 
 bool cuda_mul_mat_q(cuda_backend_ctx * ctx, const struct ggml_tensor * src0, const struct ggml_tensor * src1,

@@ -8,7 +8,7 @@
 #include "quants.cuh"
 
 #define MMV_MAX_COLS 8
-#define MMV_WARPS 4
+#define MMV_WARPS    4
 
 struct mmv_args {
     cu_tensor s0, s1, d;
@@ -16,8 +16,7 @@ struct mmv_args {
     int ncols;
 };
 
-template <int T>
-static __global__ void __launch_bounds__(32 * MMV_WARPS) k_mmv(mmv_args a) {
+template <int T> static __global__ void __launch_bounds__(32 * MMV_WARPS) k_mmv(mmv_args a) {
     const int64_t m = (int64_t) blockIdx.x * MMV_WARPS + threadIdx.y;
     if (m >= a.s0.ne[1]) return;
     const int64_t z = blockIdx.y;
@@ -82,7 +81,8 @@ bool cuda_mul_mat_vec(cuda_backend_ctx * ctx, const struct ggml_tensor * src0, c
         GGML_LOG_ERROR("CUDA: mul_mat_vec: %d columns x %lld slices out of range", a.ncols, (long long) slices);
         return false;
     }
-    mmv_launch l{ dim3((unsigned) ((src0->ne[1] + MMV_WARPS - 1) / MMV_WARPS), (unsigned) slices), dim3(32, MMV_WARPS), ctx->stream, a };
+    mmv_launch l{ dim3((unsigned) ((src0->ne[1] + MMV_WARPS - 1) / MMV_WARPS), (unsigned) slices), dim3(32, MMV_WARPS),
+                  ctx->stream, a };
     if (!cu_dispatch_type(src0->type, l)) {
         GGML_LOG_ERROR("CUDA: mul_mat_vec of %s is not supported", ggml_type_name(src0->type));
         return false;

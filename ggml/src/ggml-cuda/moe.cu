@@ -19,8 +19,7 @@ struct mmid_args {
     int * err;
 };
 
-template <int T>
-static __global__ void __launch_bounds__(32 * MMID_WARPS) k_mmid(mmid_args a) {
+template <int T> static __global__ void __launch_bounds__(32 * MMID_WARPS) k_mmid(mmid_args a) {
     const int64_t m = (int64_t) blockIdx.x * MMID_WARPS + threadIdx.y;
     if (m >= a.as.ne[1]) return;
     const int64_t p = blockIdx.y;               // pair: j + t*n_used
@@ -62,11 +61,11 @@ struct mmid_launch {
 };
 
 bool cuda_supports_mul_mat_id(const struct ggml_tensor * op) {
-    const struct ggml_tensor * as = op->src[0], * b = op->src[1], * ids = op->src[2];
+    const struct ggml_tensor *as = op->src[0], *b = op->src[1], *ids = op->src[2];
     return as && b && ids && cu_type_has_deq8(as->type) && b->type == GGML_TYPE_F32 && b->nb[0] == sizeof(float) &&
-           ids->type == GGML_TYPE_I32 && op->type == GGML_TYPE_F32 && as->nb[0] == ggml_type_size(as->type) &&
-           (as->type == GGML_TYPE_F32 || as->type == GGML_TYPE_F16 || as->type == GGML_TYPE_BF16 || as->ne[0] % 8 == 0) &&
-           ids->ne[0] * ids->ne[1] <= 65535;
+        ids->type == GGML_TYPE_I32 && op->type == GGML_TYPE_F32 && as->nb[0] == ggml_type_size(as->type) &&
+        (as->type == GGML_TYPE_F32 || as->type == GGML_TYPE_F16 || as->type == GGML_TYPE_BF16 || as->ne[0] % 8 == 0) &&
+        ids->ne[0] * ids->ne[1] <= 65535;
 }
 
 bool cuda_op_mul_mat_id(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
@@ -124,7 +123,7 @@ bool cuda_supports_sort(const struct ggml_tensor * op) {
     const struct ggml_tensor * s = op->src[0];
     // the rank is n^2 comparisons per row: long rows (a vocabulary) stay on the CPU
     return s && cu_is_float(s->type) && op->type == GGML_TYPE_I32 && op->nb[0] == sizeof(int32_t) && s->ne[0] <= 4096 &&
-           ggml_nrows(s) <= 0x7fffffff;
+        ggml_nrows(s) <= 0x7fffffff;
 }
 
 bool cuda_op_sort(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {

@@ -71,7 +71,8 @@ static dim3 rows_grid(int64_t n_rows) {
 
 bool cuda_op_norm(cuda_backend_ctx * ctx, struct ggml_tensor * dst, int mode) {
     const struct ggml_tensor * a = dst->src[0];
-    k_norm<<<rows_grid(ggml_nrows(a)), ROW_THREADS, 0, ctx->stream>>>(cu_desc(a), cu_desc(dst), ggml_get_op_params_f32(dst, 0), mode);
+    k_norm<<<rows_grid(ggml_nrows(a)), ROW_THREADS, 0, ctx->stream>>>(cu_desc(a), cu_desc(dst), ggml_get_op_params_f32(dst, 0),
+                                                                      mode);
     return true;
 }
 
@@ -87,7 +88,8 @@ static __device__ float alibi_slope(float max_bias, int64_t n_head, int64_t h) {
 
 // Values of the row are recomputed from x and the mask in each pass (no scratch): three reads.
 // sinks (or nullptr): head i2's logit joins the max and the denominator, without an output column.
-static __global__ void k_soft_max(cu_tensor a, cu_tensor m, bool has_mask, const float * sinks, cu_tensor d, float scale, float max_bias) {
+static __global__ void k_soft_max(cu_tensor a, cu_tensor m, bool has_mask, const float * sinks, cu_tensor d, float scale,
+                                  float max_bias) {
     __shared__ float sh[32];
     const int64_t r = blockIdx.x + (int64_t) gridDim.x * blockIdx.y;
     if (r >= a.ne[1] * a.ne[2] * a.ne[3]) return;
@@ -131,9 +133,9 @@ bool cuda_op_soft_max(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
     const struct ggml_tensor * a = dst->src[0];
     const struct ggml_tensor * m = dst->src[1];
     const cu_tensor dm = m ? cu_desc(m) : cu_desc(a);
-    k_soft_max<<<rows_grid(ggml_nrows(a)), ROW_THREADS, 0, ctx->stream>>>(cu_desc(a), dm, m != nullptr,
-        dst->src[2] ? (const float *) dst->src[2]->data : nullptr, cu_desc(dst),
-                                                                         ggml_get_op_params_f32(dst, 0), ggml_get_op_params_f32(dst, 1));
+    k_soft_max<<<rows_grid(ggml_nrows(a)), ROW_THREADS, 0, ctx->stream>>>(
+        cu_desc(a), dm, m != nullptr, dst->src[2] ? (const float *) dst->src[2]->data : nullptr, cu_desc(dst),
+        ggml_get_op_params_f32(dst, 0), ggml_get_op_params_f32(dst, 1));
     return true;
 }
 
@@ -158,7 +160,10 @@ bool cuda_op_sum_rows(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
 
 // (value, index) pairs: larger value wins, equal values the smaller index; NaN never wins
 static __device__ __forceinline__ void am_merge(float & v, int & i, float v2, int i2) {
-    if (v2 > v || (v2 == v && i2 < i)) { v = v2; i = i2; }
+    if (v2 > v || (v2 == v && i2 < i)) {
+        v = v2;
+        i = i2;
+    }
 }
 
 static __global__ void k_argmax(cu_tensor a, cu_tensor d) {
@@ -178,7 +183,10 @@ static __global__ void k_argmax(cu_tensor a, cu_tensor d) {
         am_merge(bv, bi, v2, i2x);
     }
     const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-    if (l == 0) { shv[w] = bv; shi[w] = bi; }
+    if (l == 0) {
+        shv[w] = bv;
+        shi[w] = bi;
+    }
     __syncthreads();
     if (w == 0) {
         bv = l < (int) (blockDim.x / 32) ? shv[l] : -INFINITY;

@@ -78,14 +78,30 @@ CU_HD void cu_quantize_a16(const float * x, cu_block_a16 * y) {
 // Pseudo types after ggml's: Q8_0 weights (their bytes are Q8_0's) of a GGML_PREC_F32 product,
 // and its 16-bit activations.
 #define CU_TYPE_Q8_0_A16 (GGML_TYPE_COUNT + 1)
-#define CU_ACT_A16 (GGML_TYPE_COUNT + 2)
+#define CU_ACT_A16       (GGML_TYPE_COUNT + 2)
 
 // The activation type the CPU pairs with weight type T: its type, values per block, block.
 template <int T> struct cu_vdt;
-struct cu_act_q8_0 { static constexpr int type = GGML_TYPE_Q8_0; static constexpr int qk = 32;   typedef block_q8_0 block; };
-struct cu_act_q8_1 { static constexpr int type = GGML_TYPE_Q8_1; static constexpr int qk = 32;   typedef block_q8_1 block; };
-struct cu_act_q8_K { static constexpr int type = GGML_TYPE_Q8_K; static constexpr int qk = QK_K; typedef block_q8_K block; };
-struct cu_act_a16  { static constexpr int type = CU_ACT_A16;     static constexpr int qk = 32;   typedef cu_block_a16 block; };
+struct cu_act_q8_0 {
+    static constexpr int type = GGML_TYPE_Q8_0;
+    static constexpr int qk = 32;
+    typedef block_q8_0 block;
+};
+struct cu_act_q8_1 {
+    static constexpr int type = GGML_TYPE_Q8_1;
+    static constexpr int qk = 32;
+    typedef block_q8_1 block;
+};
+struct cu_act_q8_K {
+    static constexpr int type = GGML_TYPE_Q8_K;
+    static constexpr int qk = QK_K;
+    typedef block_q8_K block;
+};
+struct cu_act_a16 {
+    static constexpr int type = CU_ACT_A16;
+    static constexpr int qk = 32;
+    typedef cu_block_a16 block;
+};
 template <> struct cu_vdt<GGML_TYPE_Q4_0> : cu_act_q8_0 {};
 template <> struct cu_vdt<GGML_TYPE_Q5_0> : cu_act_q8_0 {};
 template <> struct cu_vdt<GGML_TYPE_Q8_0> : cu_act_q8_0 {};
@@ -99,7 +115,7 @@ template <> struct cu_vdt<GGML_TYPE_Q6_K> : cu_act_q8_1 {};
 template <> struct cu_vdt<CU_TYPE_Q8_0_A16> : cu_act_a16 {};
 template <> struct cu_vdt<GGML_TYPE_IQ4_NL> : cu_act_q8_0 {};
 template <> struct cu_vdt<GGML_TYPE_IQ4_XS> : cu_act_q8_0 {};
-template <> struct cu_vdt<GGML_TYPE_MXFP4>  : cu_act_q8_0 {};
+template <> struct cu_vdt<GGML_TYPE_MXFP4> : cu_act_q8_0 {};
 
 // ---- integer helpers: 4 int8 products per instruction (dp4a), unaligned-safe word loads ----
 
@@ -119,9 +135,7 @@ CU_HD int cu_ld16x2(const uint8_t * p) {
 }
 
 // 4 bytes at a 4-byte aligned address
-CU_HD int cu_ld32(const void * p) {
-    return *(const int *) p;
-}
+CU_HD int cu_ld32(const void * p) { return *(const int *) p; }
 
 // bits b..b+3 of v moved to bit 4 of bytes 0..3
 CU_HD int cu_bits_to_b4(uint32_t v, int b) {
@@ -137,7 +151,8 @@ CU_HD int cu_bits_to_b4(uint32_t v, int b) {
 
 template <int T> CU_HD float cu_unit_dot(const char * w, const char * a, int64_t u, float acc);
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_0>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_0>(const char * w, const char * a, int64_t u, float acc) {
     const block_q4_0 * x = (const block_q4_0 *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     int sumi = 0, sumy = 0;
@@ -151,7 +166,8 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_0
     return fmaf((float) (sumi - 8 * sumy), cu_h2f(x->d) * cu_h2f(y->d), acc);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_1>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_1>(const char * w, const char * a, int64_t u, float acc) {
     const block_q4_1 * x = (const block_q4_1 *) w + u;
     const block_q8_1 * y = (const block_q8_1 *) a + u;
     int sumi = 0;
@@ -168,7 +184,8 @@ static __host__ __device__ __forceinline__ uint32_t cu_qh32(const uint8_t * qh) 
     return (uint32_t) qh[0] | ((uint32_t) qh[1] << 8) | ((uint32_t) qh[2] << 16) | ((uint32_t) qh[3] << 24);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_0>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_0>(const char * w, const char * a, int64_t u, float acc) {
     const block_q5_0 * x = (const block_q5_0 *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     const uint32_t qh = cu_qh32(x->qh);
@@ -183,7 +200,8 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_0
     return fmaf((float) (sumi - 16 * sumy), cu_h2f(x->d) * cu_h2f(y->d), acc);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_1>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_1>(const char * w, const char * a, int64_t u, float acc) {
     const block_q5_1 * x = (const block_q5_1 *) w + u;
     const block_q8_1 * y = (const block_q8_1 *) a + u;
     const uint32_t qh = cu_qh32(x->qh);
@@ -197,7 +215,8 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_1
     return fmaf(cu_h2f(x->m), y->s, acc);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q8_0>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q8_0>(const char * w, const char * a, int64_t u, float acc) {
     const block_q8_0 * x = (const block_q8_0 *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     int sumi = 0;
@@ -208,7 +227,8 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q8_0
 }
 
 // Q8_0 weights against 16-bit activations: acc = fma(d_w * da, isum, acc), as the CPU's chain.
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<CU_TYPE_Q8_0_A16>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<CU_TYPE_Q8_0_A16>(const char * w, const char * a, int64_t u, float acc) {
     const block_q8_0 * x = (const block_q8_0 *) w + u;
     const cu_block_a16 * y = (const cu_block_a16 *) a + u;
     int sumi = 0;
@@ -219,7 +239,8 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<CU_TYPE_Q8_0_A
 // K-quants: unit u is sub-range j = u % 8 of super-block u / 8. q8_K, q8_1, q2_K, q4_K and q5_K
 // blocks keep 4-byte alignment; q3_K (110 bytes) and q6_K (210) only 2: read in halves.
 // q2_K / q3_K meet Q8_K activations (one scale per 256): the unit's part of the CPU's block sum.
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q2_K>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q2_K>(const char * w, const char * a, int64_t u, float acc) {
     const block_q2_K * x = (const block_q2_K *) w + u / 8;
     const block_q8_K * y = (const block_q8_K *) a + u / 8;
     const int j = (int) (u % 8), e0 = 32 * j;
@@ -238,7 +259,8 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q2_K
     return acc + ((y->d * cu_h2f(x->d)) * (float) isum - (y->d * cu_h2f(x->dmin)) * (float) summs);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q3_K>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q3_K>(const char * w, const char * a, int64_t u, float acc) {
     const block_q3_K * x = (const block_q3_K *) w + u / 8;
     const block_q8_K * y = (const block_q8_K *) a + u / 8;
     const int j = (int) (u % 8), e0 = 32 * j;
@@ -264,7 +286,8 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q3_K
 
 // q4_K / q5_K against Q8_1: the unit is one weight block of 32 (d_blk = d * sc, m_blk = -dmin * m,
 // both exact in F32) under one activation scale.
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_K>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_K>(const char * w, const char * a, int64_t u, float acc) {
     const block_q4_K * x = (const block_q4_K *) w + u / 8;
     const block_q8_1 * y = (const block_q8_1 *) a + u;
     const int j = (int) (u % 8);
@@ -279,7 +302,8 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q4_K
     return fmaf(t, y->d, acc);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_K>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_K>(const char * w, const char * a, int64_t u, float acc) {
     const block_q5_K * x = (const block_q5_K *) w + u / 8;
     const block_q8_1 * y = (const block_q8_1 *) a + u;
     const int j = (int) (u % 8);
@@ -299,7 +323,8 @@ template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q5_K
 
 // q6_K against Q8_1: two weight blocks of 16 (levels 0..63, offset 32; d_blk = d * scale) under
 // one activation scale: t = isum0 * d0, t = fma(isum1, d1, t), acc = fma(t, da, acc).
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q6_K>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_Q6_K>(const char * w, const char * a, int64_t u, float acc) {
     const block_q6_K * x = (const block_q6_K *) w + u / 8;
     const block_q8_1 * y = (const block_q8_1 *) a + u;
     const int j = (int) (u % 8);
@@ -340,20 +365,23 @@ CU_HD int cu_lut_dot32(const uint8_t * qs, const int8_t * lut, const block_q8_0 
     return sumi;
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_IQ4_NL>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_IQ4_NL>(const char * w, const char * a, int64_t u, float acc) {
     const block_iq4_nl * x = (const block_iq4_nl *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     return fmaf((float) cu_lut_dot32(x->qs, CU_KV_IQ4NL, y), cu_h2f(x->d) * cu_h2f(y->d), acc);
 }
 
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_MXFP4>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_MXFP4>(const char * w, const char * a, int64_t u, float acc) {
     const block_mxfp4 * x = (const block_mxfp4 *) w + u;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     return fmaf((float) cu_lut_dot32(x->qs, CU_KV_MXFP4, y), cu_e8m0_half(x->e) * cu_h2f(y->d), acc);
 }
 
 // IQ4_XS: unit u is sub-block u % 8 of super-block u / 8, under activation block u.
-template <> __host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_IQ4_XS>(const char * w, const char * a, int64_t u, float acc) {
+template <>
+__host__ __device__ __forceinline__ float cu_unit_dot<GGML_TYPE_IQ4_XS>(const char * w, const char * a, int64_t u, float acc) {
     const block_iq4_xs * x = (const block_iq4_xs *) w + u / 8;
     const block_q8_0 * y = (const block_q8_0 *) a + u;
     const int j = (int) (u % 8);
@@ -393,7 +421,7 @@ template <typename F> static bool cu_dispatch_qtype(int t, F && f) {
         case GGML_TYPE_Q6_K: f.template operator()<GGML_TYPE_Q6_K>(); return true;
         case GGML_TYPE_IQ4_NL: f.template operator()<GGML_TYPE_IQ4_NL>(); return true;
         case GGML_TYPE_IQ4_XS: f.template operator()<GGML_TYPE_IQ4_XS>(); return true;
-        case GGML_TYPE_MXFP4:  f.template operator()<GGML_TYPE_MXFP4>();  return true;
+        case GGML_TYPE_MXFP4: f.template operator()<GGML_TYPE_MXFP4>(); return true;
         default: return false;
     }
 }

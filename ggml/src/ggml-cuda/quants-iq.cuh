@@ -7,15 +7,42 @@
 
 #include "iq-grids.cuh"
 
-template <> struct cu_qtraits<GGML_TYPE_IQ2_XXS> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_iq2_xxs); };
-template <> struct cu_qtraits<GGML_TYPE_IQ2_XS>  { static constexpr int qk = 256; static constexpr int ts = sizeof(block_iq2_xs); };
-template <> struct cu_qtraits<GGML_TYPE_IQ2_S>   { static constexpr int qk = 256; static constexpr int ts = sizeof(block_iq2_s); };
-template <> struct cu_qtraits<GGML_TYPE_IQ3_XXS> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_iq3_xxs); };
-template <> struct cu_qtraits<GGML_TYPE_IQ3_S>   { static constexpr int qk = 256; static constexpr int ts = sizeof(block_iq3_s); };
-template <> struct cu_qtraits<GGML_TYPE_IQ1_S>   { static constexpr int qk = 256; static constexpr int ts = sizeof(block_iq1_s); };
-template <> struct cu_qtraits<GGML_TYPE_IQ1_M>   { static constexpr int qk = 256; static constexpr int ts = sizeof(block_iq1_m); };
-template <> struct cu_qtraits<GGML_TYPE_TQ1_0>   { static constexpr int qk = 256; static constexpr int ts = sizeof(block_tq1_0); };
-template <> struct cu_qtraits<GGML_TYPE_TQ2_0>   { static constexpr int qk = 256; static constexpr int ts = sizeof(block_tq2_0); };
+template <> struct cu_qtraits<GGML_TYPE_IQ2_XXS> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_iq2_xxs);
+};
+template <> struct cu_qtraits<GGML_TYPE_IQ2_XS> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_iq2_xs);
+};
+template <> struct cu_qtraits<GGML_TYPE_IQ2_S> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_iq2_s);
+};
+template <> struct cu_qtraits<GGML_TYPE_IQ3_XXS> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_iq3_xxs);
+};
+template <> struct cu_qtraits<GGML_TYPE_IQ3_S> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_iq3_s);
+};
+template <> struct cu_qtraits<GGML_TYPE_IQ1_S> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_iq1_s);
+};
+template <> struct cu_qtraits<GGML_TYPE_IQ1_M> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_iq1_m);
+};
+template <> struct cu_qtraits<GGML_TYPE_TQ1_0> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_tq1_0);
+};
+template <> struct cu_qtraits<GGML_TYPE_TQ2_0> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_tq2_0);
+};
 
 // n values of a grid entry (its bytes, low first) times db, negated where sign bit j is set.
 static __host__ __device__ __forceinline__ void cu_grid_put(uint64_t entry, int n, float db, unsigned signs, float * v) {
@@ -112,7 +139,7 @@ template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_TQ1_0>(co
     for (int i = 0; i < 8; i++) {
         const int e = 8 * (int) (c % 32) + i;
         const int t = e < 160 ? cu_tq1_trit(b->qs[e % 32], e / 32)
-                    : e < 240 ? cu_tq1_trit(b->qs[32 + (e - 160) % 16], (e - 160) / 16)
+            : e < 240         ? cu_tq1_trit(b->qs[32 + (e - 160) % 16], (e - 160) / 16)
                               : cu_tq1_trit(b->qh[(e - 240) % 4], (e - 240) / 4);
         v[i] = d * (float) (t - 1);
     }

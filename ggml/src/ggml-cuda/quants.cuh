@@ -9,38 +9,84 @@
 #include "common.cuh"
 #include "../ggml-quants.h"
 
-static __host__ __device__ __forceinline__ float cu_h2f(ggml_fp16_t h) {
-    return __half2float(__ushort_as_half(h));
-}
+static __host__ __device__ __forceinline__ float cu_h2f(ggml_fp16_t h) { return __half2float(__ushort_as_half(h)); }
 
 // 6-bit scale and min of sub-block j of a q4_K / q5_K block (the packing of get_scale_min_k4).
 static __host__ __device__ __forceinline__ void cu_scale_min_k4(int j, const uint8_t * q, float & sc, float & m) {
     if (j < 4) {
         sc = (float) (q[j] & 63);
-        m  = (float) (q[j + 4] & 63);
+        m = (float) (q[j + 4] & 63);
     } else {
         sc = (float) ((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        m  = (float) ((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+        m = (float) ((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
     }
 }
 
 template <int T> struct cu_qtraits;
-template <> struct cu_qtraits<GGML_TYPE_F32>  { static constexpr int qk = 1;   static constexpr int ts = 4; };
-template <> struct cu_qtraits<GGML_TYPE_F16>  { static constexpr int qk = 1;   static constexpr int ts = 2; };
-template <> struct cu_qtraits<GGML_TYPE_BF16> { static constexpr int qk = 1;   static constexpr int ts = 2; };
-template <> struct cu_qtraits<GGML_TYPE_Q4_0> { static constexpr int qk = 32;  static constexpr int ts = sizeof(block_q4_0); };
-template <> struct cu_qtraits<GGML_TYPE_Q4_1> { static constexpr int qk = 32;  static constexpr int ts = sizeof(block_q4_1); };
-template <> struct cu_qtraits<GGML_TYPE_Q5_0> { static constexpr int qk = 32;  static constexpr int ts = sizeof(block_q5_0); };
-template <> struct cu_qtraits<GGML_TYPE_Q5_1> { static constexpr int qk = 32;  static constexpr int ts = sizeof(block_q5_1); };
-template <> struct cu_qtraits<GGML_TYPE_Q8_0> { static constexpr int qk = 32;  static constexpr int ts = sizeof(block_q8_0); };
-template <> struct cu_qtraits<GGML_TYPE_Q2_K> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_q2_K); };
-template <> struct cu_qtraits<GGML_TYPE_Q3_K> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_q3_K); };
-template <> struct cu_qtraits<GGML_TYPE_Q4_K> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_q4_K); };
-template <> struct cu_qtraits<GGML_TYPE_Q5_K> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_q5_K); };
-template <> struct cu_qtraits<GGML_TYPE_Q6_K> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_q6_K); };
-template <> struct cu_qtraits<GGML_TYPE_IQ4_NL> { static constexpr int qk = 32;  static constexpr int ts = sizeof(block_iq4_nl); };
-template <> struct cu_qtraits<GGML_TYPE_IQ4_XS> { static constexpr int qk = 256; static constexpr int ts = sizeof(block_iq4_xs); };
-template <> struct cu_qtraits<GGML_TYPE_MXFP4>  { static constexpr int qk = 32;  static constexpr int ts = sizeof(block_mxfp4); };
+template <> struct cu_qtraits<GGML_TYPE_F32> {
+    static constexpr int qk = 1;
+    static constexpr int ts = 4;
+};
+template <> struct cu_qtraits<GGML_TYPE_F16> {
+    static constexpr int qk = 1;
+    static constexpr int ts = 2;
+};
+template <> struct cu_qtraits<GGML_TYPE_BF16> {
+    static constexpr int qk = 1;
+    static constexpr int ts = 2;
+};
+template <> struct cu_qtraits<GGML_TYPE_Q4_0> {
+    static constexpr int qk = 32;
+    static constexpr int ts = sizeof(block_q4_0);
+};
+template <> struct cu_qtraits<GGML_TYPE_Q4_1> {
+    static constexpr int qk = 32;
+    static constexpr int ts = sizeof(block_q4_1);
+};
+template <> struct cu_qtraits<GGML_TYPE_Q5_0> {
+    static constexpr int qk = 32;
+    static constexpr int ts = sizeof(block_q5_0);
+};
+template <> struct cu_qtraits<GGML_TYPE_Q5_1> {
+    static constexpr int qk = 32;
+    static constexpr int ts = sizeof(block_q5_1);
+};
+template <> struct cu_qtraits<GGML_TYPE_Q8_0> {
+    static constexpr int qk = 32;
+    static constexpr int ts = sizeof(block_q8_0);
+};
+template <> struct cu_qtraits<GGML_TYPE_Q2_K> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_q2_K);
+};
+template <> struct cu_qtraits<GGML_TYPE_Q3_K> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_q3_K);
+};
+template <> struct cu_qtraits<GGML_TYPE_Q4_K> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_q4_K);
+};
+template <> struct cu_qtraits<GGML_TYPE_Q5_K> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_q5_K);
+};
+template <> struct cu_qtraits<GGML_TYPE_Q6_K> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_q6_K);
+};
+template <> struct cu_qtraits<GGML_TYPE_IQ4_NL> {
+    static constexpr int qk = 32;
+    static constexpr int ts = sizeof(block_iq4_nl);
+};
+template <> struct cu_qtraits<GGML_TYPE_IQ4_XS> {
+    static constexpr int qk = 256;
+    static constexpr int ts = sizeof(block_iq4_xs);
+};
+template <> struct cu_qtraits<GGML_TYPE_MXFP4> {
+    static constexpr int qk = 32;
+    static constexpr int ts = sizeof(block_mxfp4);
+};
 
 // The 16 levels of IQ4_NL and MXFP4 (the values of ggml-quants-iq.c's tables, which the library
 // does not export): device code reads them from constant memory, host code from plain arrays.
@@ -82,7 +128,14 @@ template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_F32>(cons
     const float4 * p = (const float4 *) (row + c * 32);
     if (((uintptr_t) p & 15) == 0) {
         const float4 a = p[0], b = p[1];
-        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+        v[0] = a.x;
+        v[1] = a.y;
+        v[2] = a.z;
+        v[3] = a.w;
+        v[4] = b.x;
+        v[5] = b.y;
+        v[6] = b.z;
+        v[7] = b.w;
     } else {
         const float * f = (const float *) p;
         for (int i = 0; i < 8; i++) v[i] = f[i];
@@ -123,7 +176,8 @@ template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_0>(con
     const block_q5_0 * b = (const block_q5_0 *) row + c / 4;
     const int p = (int) (c % 4);
     const float d = cu_h2f(b->d);
-    const uint32_t qh = (uint32_t) b->qh[0] | ((uint32_t) b->qh[1] << 8) | ((uint32_t) b->qh[2] << 16) | ((uint32_t) b->qh[3] << 24);
+    const uint32_t qh =
+        (uint32_t) b->qh[0] | ((uint32_t) b->qh[1] << 8) | ((uint32_t) b->qh[2] << 16) | ((uint32_t) b->qh[3] << 24);
     const uint8_t * q = b->qs + 8 * (p & 1);
     const int sh = p >= 2 ? 4 : 0;
     for (int i = 0; i < 8; i++) {
@@ -137,7 +191,8 @@ template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q5_1>(con
     const block_q5_1 * b = (const block_q5_1 *) row + c / 4;
     const int p = (int) (c % 4);
     const float d = cu_h2f(b->d), m = cu_h2f(b->m);
-    const uint32_t qh = (uint32_t) b->qh[0] | ((uint32_t) b->qh[1] << 8) | ((uint32_t) b->qh[2] << 16) | ((uint32_t) b->qh[3] << 24);
+    const uint32_t qh =
+        (uint32_t) b->qh[0] | ((uint32_t) b->qh[1] << 8) | ((uint32_t) b->qh[2] << 16) | ((uint32_t) b->qh[3] << 24);
     const uint8_t * q = b->qs + 8 * (p & 1);
     const int sh = p >= 2 ? 4 : 0;
     for (int i = 0; i < 8; i++) {
@@ -158,7 +213,7 @@ template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q8_0>(con
 // q2_K: element e of the block: half n = e/128, s = (e%128)/32 (shift 2s), l = e%32 -> qs[32n + l];
 // scale byte (e/16).
 template <> __host__ __device__ __forceinline__ void cu_deq8<GGML_TYPE_Q2_K>(const char * row, int64_t c, float * v) {
-    const block_q2_K * b = (const block_q2_K * ) row + c / 32;
+    const block_q2_K * b = (const block_q2_K *) row + c / 32;
     const int e = 8 * (int) (c % 32);
     const float d = cu_h2f(b->d), dmin = cu_h2f(b->dmin);
     const uint8_t sc = b->scales[e / 16];
@@ -274,8 +329,8 @@ static __host__ __device__ __forceinline__ void cu_quantize_q8_0(const float * x
 // Calls F.template operator()<T>() for the runtime type t; false for a type without cu_deq8.
 template <typename F> static bool cu_dispatch_type(int t, F && f) {
     switch (t) {
-        case GGML_TYPE_F32:  f.template operator()<GGML_TYPE_F32>();  return true;
-        case GGML_TYPE_F16:  f.template operator()<GGML_TYPE_F16>();  return true;
+        case GGML_TYPE_F32: f.template operator()<GGML_TYPE_F32>(); return true;
+        case GGML_TYPE_F16: f.template operator()<GGML_TYPE_F16>(); return true;
         case GGML_TYPE_BF16: f.template operator()<GGML_TYPE_BF16>(); return true;
         case GGML_TYPE_Q4_0: f.template operator()<GGML_TYPE_Q4_0>(); return true;
         case GGML_TYPE_Q4_1: f.template operator()<GGML_TYPE_Q4_1>(); return true;
@@ -289,16 +344,16 @@ template <typename F> static bool cu_dispatch_type(int t, F && f) {
         case GGML_TYPE_Q6_K: f.template operator()<GGML_TYPE_Q6_K>(); return true;
         case GGML_TYPE_IQ4_NL: f.template operator()<GGML_TYPE_IQ4_NL>(); return true;
         case GGML_TYPE_IQ4_XS: f.template operator()<GGML_TYPE_IQ4_XS>(); return true;
-        case GGML_TYPE_MXFP4:  f.template operator()<GGML_TYPE_MXFP4>();  return true;
+        case GGML_TYPE_MXFP4: f.template operator()<GGML_TYPE_MXFP4>(); return true;
         case GGML_TYPE_IQ2_XXS: f.template operator()<GGML_TYPE_IQ2_XXS>(); return true;
-        case GGML_TYPE_IQ2_XS:  f.template operator()<GGML_TYPE_IQ2_XS>();  return true;
-        case GGML_TYPE_IQ2_S:   f.template operator()<GGML_TYPE_IQ2_S>();   return true;
+        case GGML_TYPE_IQ2_XS: f.template operator()<GGML_TYPE_IQ2_XS>(); return true;
+        case GGML_TYPE_IQ2_S: f.template operator()<GGML_TYPE_IQ2_S>(); return true;
         case GGML_TYPE_IQ3_XXS: f.template operator()<GGML_TYPE_IQ3_XXS>(); return true;
-        case GGML_TYPE_IQ3_S:   f.template operator()<GGML_TYPE_IQ3_S>();   return true;
-        case GGML_TYPE_IQ1_S:   f.template operator()<GGML_TYPE_IQ1_S>();   return true;
-        case GGML_TYPE_IQ1_M:   f.template operator()<GGML_TYPE_IQ1_M>();   return true;
-        case GGML_TYPE_TQ1_0:   f.template operator()<GGML_TYPE_TQ1_0>();   return true;
-        case GGML_TYPE_TQ2_0:   f.template operator()<GGML_TYPE_TQ2_0>();   return true;
+        case GGML_TYPE_IQ3_S: f.template operator()<GGML_TYPE_IQ3_S>(); return true;
+        case GGML_TYPE_IQ1_S: f.template operator()<GGML_TYPE_IQ1_S>(); return true;
+        case GGML_TYPE_IQ1_M: f.template operator()<GGML_TYPE_IQ1_M>(); return true;
+        case GGML_TYPE_TQ1_0: f.template operator()<GGML_TYPE_TQ1_0>(); return true;
+        case GGML_TYPE_TQ2_0: f.template operator()<GGML_TYPE_TQ2_0>(); return true;
         default: return false;
     }
 }
@@ -306,14 +361,31 @@ template <typename F> static bool cu_dispatch_type(int t, F && f) {
 // True for the types cu_deq8 reads.
 static inline bool cu_type_has_deq8(enum ggml_type t) {
     switch (t) {
-        case GGML_TYPE_F32: case GGML_TYPE_F16: case GGML_TYPE_BF16:
-        case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1: case GGML_TYPE_Q8_0:
-        case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K:
-        case GGML_TYPE_IQ4_NL: case GGML_TYPE_IQ4_XS: case GGML_TYPE_MXFP4:
-        case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ3_XXS:
-        case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ1_M: case GGML_TYPE_TQ1_0: case GGML_TYPE_TQ2_0:
-            return true;
-        default:
-            return false;
+        case GGML_TYPE_F32:
+        case GGML_TYPE_F16:
+        case GGML_TYPE_BF16:
+        case GGML_TYPE_Q4_0:
+        case GGML_TYPE_Q4_1:
+        case GGML_TYPE_Q5_0:
+        case GGML_TYPE_Q5_1:
+        case GGML_TYPE_Q8_0:
+        case GGML_TYPE_Q2_K:
+        case GGML_TYPE_Q3_K:
+        case GGML_TYPE_Q4_K:
+        case GGML_TYPE_Q5_K:
+        case GGML_TYPE_Q6_K:
+        case GGML_TYPE_IQ4_NL:
+        case GGML_TYPE_IQ4_XS:
+        case GGML_TYPE_MXFP4:
+        case GGML_TYPE_IQ2_XXS:
+        case GGML_TYPE_IQ2_XS:
+        case GGML_TYPE_IQ2_S:
+        case GGML_TYPE_IQ3_XXS:
+        case GGML_TYPE_IQ3_S:
+        case GGML_TYPE_IQ1_S:
+        case GGML_TYPE_IQ1_M:
+        case GGML_TYPE_TQ1_0:
+        case GGML_TYPE_TQ2_0: return true;
+        default: return false;
     }
 }

@@ -72,7 +72,7 @@ bool cuda_op_rope(cuda_backend_ctx * ctx, struct ggml_tensor * dst) {
     p.theta_scale = powf(base, -2.0f / (float) p.n_dims);
     p.corr_low = p.corr_high = 0.0f;
     if (p.ext_factor != 0.0f) {
-        p.corr_low  = fmaxf(0.0f, floorf(rope_corr_dim(p.n_dims, n_ctx_orig, beta_fast, base)));
+        p.corr_low = fmaxf(0.0f, floorf(rope_corr_dim(p.n_dims, n_ctx_orig, beta_fast, base)));
         p.corr_high = fminf((float) (p.n_dims - 1), ceilf(rope_corr_dim(p.n_dims, n_ctx_orig, beta_slow, base)));
     }
     const int64_t n_rows = ggml_nrows(a);

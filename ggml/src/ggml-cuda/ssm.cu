@@ -39,8 +39,8 @@ static __device__ __forceinline__ float gdn_dot(const float * row, const float *
     return s;
 }
 
-static __global__ void k_gated_delta_net(cu_tensor q, cu_tensor k, cu_tensor v, cu_tensor g, cu_tensor b,
-                                         const float * state, float * out, int S, int64_t K) {
+static __global__ void k_gated_delta_net(cu_tensor q, cu_tensor k, cu_tensor v, cu_tensor g, cu_tensor b, const float * state,
+                                         float * out, int S, int64_t K) {
     __shared__ float sq[GDN_MAX_S], sk[GDN_MAX_S], sg[GDN_MAX_S];
     const int64_t H = v.ne[1], n_t = v.ne[2], n_s = v.ne[3], H_k = q.ne[1];
     const int64_t h = blockIdx.x % H, s = blockIdx.x / H, hk = h % H_k;

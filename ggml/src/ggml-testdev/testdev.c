@@ -69,9 +69,7 @@ static void testdev_buffer_free(ggml_backend_buffer_t b) {
     free(c);
 }
 
-static void * testdev_buffer_base(ggml_backend_buffer_t b) {
-    return ((struct testdev_buffer_ctx *) b->context)->mem;
-}
+static void * testdev_buffer_base(ggml_backend_buffer_t b) { return ((struct testdev_buffer_ctx *) b->context)->mem; }
 
 static void testdev_buffer_memset(ggml_backend_buffer_t b, struct ggml_tensor * t, uint8_t v, size_t off, size_t n) {
     (void) b;
@@ -265,13 +263,10 @@ static bool testdev_dev_supports_op(ggml_backend_dev_t d, const struct ggml_tens
         case GGML_OP_ARGMAX:
         case GGML_OP_SUM_ROWS:
         case GGML_OP_CONCAT:
-        case GGML_OP_DIAG_MASK_INF:
-            return false;
+        case GGML_OP_DIAG_MASK_INF: return false;
         case GGML_OP_MUL_MAT:
-        case GGML_OP_MUL_MAT_ID:
-            return op->src[0]->type != GGML_TYPE_Q2_K && op->src[0]->type != GGML_TYPE_Q3_K;
-        default:
-            return op->op < GGML_OP_COUNT;
+        case GGML_OP_MUL_MAT_ID: return op->src[0]->type != GGML_TYPE_Q2_K && op->src[0]->type != GGML_TYPE_Q3_K;
+        default: return op->op < GGML_OP_COUNT;
     }
 }
 
@@ -291,7 +286,8 @@ static size_t testdev_reg_dev_count(ggml_backend_reg_t r) {
 }
 
 static ggml_backend_dev_t testdev_reg_dev_get(ggml_backend_reg_t r, size_t i) {
-    (void) r; (void) i;
+    (void) r;
+    (void) i;
     return &g_testdev_dev;
 }
 
@@ -309,6 +305,4 @@ static struct ggml_backend_device g_testdev_dev = {
     .is_test = true,
 };
 
-ggml_backend_reg_t ggml_backend_testdev_reg(void) {
-    return &g_testdev_reg;
-}
+ggml_backend_reg_t ggml_backend_testdev_reg(void) { return &g_testdev_reg; }
