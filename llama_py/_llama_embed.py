@@ -78,7 +78,7 @@ class _EmbedMixin:
             lists.append(toks)
         return [v[0] for v in self._embed_tokens(lists, 1)] if lists else []
 
-    def create_embedding(self, input: Union[str, List[str]], model: Optional[str] = None,
+    def create_embedding(self, input: Union[str, List[str]], model: Optional[str] = None, *,
                          dimensions: Optional[int] = None) -> Dict[str, Any]:
         """OpenAI-style embeddings response for one text or a list of texts. dimensions (as
         OpenAI's parameter): the first dimensions components of each pooled vector, renormalized

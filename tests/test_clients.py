@@ -285,13 +285,15 @@ def test_guidance_openai_gen_and_json(served, client):
     lm = guidance.models.OpenAI("smollm2", base_url=served + "/v1", api_key="unused", echo=False)
     with user():
         lm += "Name the capital of France."
+    # guidance 0.3.1 leaves out a falsy temperature (`if node.temperature:`), so 0 would reach the
+    # server as its default sampling; 1e-4 is sent and is greedy for any logit gap above ~1e-3
     with assistant():
-        out = lm + gen("answer", max_tokens=12, temperature=0)
+        out = lm + gen("answer", max_tokens=12, temperature=1e-4)
     ref = client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "Name the capital of France."}],
                                          max_tokens=12, temperature=0).choices[0].message.content
     assert out["answer"] == ref
     with user():
         lm2 = lm + " Then describe John, 30, as JSON."
     with assistant():
-        out = lm2 + guidance.json("person", schema=User, max_tokens=60, temperature=0)
+        out = lm2 + guidance.json("person", schema=User, max_tokens=60, temperature=1e-4)
     User.model_validate_json(out["person"])

@@ -5,7 +5,7 @@ cached in ~/.cache/llama_py; or $LLAMA_PY_LCP_SDIST) and parsed with `ast` (neve
 copied). For each module of the package, each public top-level function / class / constant must
 exist in llama_py's counterpart (install_as_llama_cpp's mapping), and each function's and public
 method's parameters must match: names, kinds and defaults for keyword-usable parameters, the
-count for positional-only ones. Known gaps are listed below and asserted to stay exactly known.
+count for positional-only ones; ours may add keyword-only parameters with defaults at the end. Known gaps are listed below and asserted to stay exactly known.
 `python tests/test_llama_cpp_python_surface.py` prints the table (present / same signature / tested).
 """
 from __future__ import annotations
@@ -133,6 +133,11 @@ def _compare(ref: ast.FunctionDef, ours, constants) -> str:
     op = [(n, _KIND[p.kind], p.default) for n, p in sig.parameters.items()]
     if op and op[0][0] in ("self", "cls") and op[0][1] != "posonly" and (not rp or rp[0][0] != op[0][0]):
         op = op[1:]
+    # our extensions: keyword-only parameters with defaults after all of the reference's (no call
+    # written for llama-cpp-python can reach them, e.g. create_embedding's dimensions)
+    while len(op) > len(rp) and op[-1][1] == "kwonly" and op[-1][2] is not inspect.Parameter.empty \
+            and not any(k == "varkw" for _, k, _ in rp):
+        op = op[:-1]
     if [k for _, k, _ in rp] != [k for _, k, _ in op]:
         return f"kinds {[k for _, k, _ in rp]} vs {[k for _, k, _ in op]}"
     for (rn, kind, rd), (on, _, od) in zip(rp, op):
