@@ -422,6 +422,9 @@ def test_llama_cpp_server_entry_points(smollm2_path, lcp):
         assert r["usage"]["completion_tokens"] == 3 and r["model"] == "smol"
     with pytest.raises(ValueError, match="unknown settings"):
         settings.ModelSettings(model="x", n_ctxx=1)
+    for field in ("lora_path", "draft_model"):  # a capability not wired here is an error, never ignored
+        with pytest.raises(ValueError, match=field):
+            settings.ModelSettings(model="x", **{field: "adapter.gguf"})
 
 
 def test_llama_cpp_internals_as_their_tests_use_them(smollm2_path, llm, lcp):

@@ -9,7 +9,10 @@
 Settings take llama-cpp-python's field names. What llama_py's server uses: model, model_alias,
 n_ctx (one request's context: its server runs one request at a time, ours as many as
 `n_parallel`, default 1 here, each with n_ctx cells), n_batch, n_threads, n_gpu_layers,
-chat_format, api_key, host, port. The other fields are accepted and have no effect (logged).
+chat_format, api_key, host, port. Settings that ask for a capability this entry point does not
+wire (lora_base / lora_path, draft_model, clip_model_path) are a ValueError naming them; llama_py's
+own `serve` has `--lora` and `--draft-model`. The other fields are accepted and have no effect
+(logged).
 """
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ _SERVER_DEFAULTS: Dict[str, Any] = {
     "host": "localhost", "port": 8000, "ssl_keyfile": None, "ssl_certfile": None, "api_key": None,
     "interrupt_requests": True, "disable_ping_events": False, "root_path": "",
 }
+# asking for these and silently not getting them would change what the model does
+_REFUSED = {"lora_base", "lora_path", "draft_model", "clip_model_path"}
 _USED = {"model", "model_alias", "n_gpu_layers", "n_ctx", "n_batch", "n_threads", "chat_format", "n_parallel",
          "host", "port", "api_key"}
 
@@ -49,6 +54,10 @@ class _Fields:
             raise ValueError(f"{type(self).__name__}: unknown settings {sorted(unknown)}")
         for k, v in self._defaults.items():
             setattr(self, k, kwargs.get(k, v))
+        refused = sorted(k for k in kwargs if k in _REFUSED and kwargs[k] is not None)
+        if refused:
+            raise ValueError(f"{type(self).__name__}: {', '.join(refused)} not supported by the llama_cpp.server "
+                             "entry point (use `python -m llama_py serve --lora PATH` / `--draft-model PATH`)")
         ignored = sorted(k for k in kwargs if k not in _USED and kwargs[k] != self._defaults[k])
         if ignored:
             log.warning("%s: %s have no effect on llama_py's server", type(self).__name__, ", ".join(ignored))
