@@ -8,6 +8,8 @@ llama.cpp's (0.3.36 sdist), and run by the engine:
   - our F32 logits within 1e-3 relative of transformers', batch (flash attention off and on) and
     token by token through the KV cache; the float64 NumPy reference (llama_ref.py) likewise;
   - a MoE layer whose experts all hold the same weights gives the dense FFN's logits;
+  - tied router logits: ties between equal experts give transformers' logits; other ties take
+    the lower expert index (torch.topk has no tie rule: test_router_ties);
   - GGUF names as gguf-py's constants list them;
   - bad files (expert_used_count > expert_count, wrong expert tensor shapes, missing experts)
     refused at load, naming the field.
@@ -250,6 +252,57 @@ def test_identical_experts_equal_dense_ffn(tiny, tmp_path):
     err = rel_err(moe, den)
     print(f"\nidentical experts vs dense FFN: {err:.2e}", end="")
     assert err < 1e-5, err
+
+
+def _tied_variant(t, tmp_path: Path, edit) -> TA.Tiny:
+    """A copy of tiny model t (a transformers checkpoint) with edit(layer.mlp) applied to each
+    layer, saved and converted by our converter."""
+    import copy
+    import shutil
+    model = copy.deepcopy(t.model)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            edit(layer.mlp)
+    d = tmp_path / "tied"
+    shutil.copytree(t.path, d, ignore=shutil.ignore_patterns("*.gguf", "*.safetensors"))
+    model.save_pretrained(str(d))
+    return TA.Tiny(d, model, t.tok, t.arch)
+
+
+def test_router_ties(tiny, tmp_path):
+    """Exactly tied router logits. torch.topk has no rule for ties: its CPU kernel calls
+    std::partial_sort when 64 * k <= n_expert, else std::nth_element then std::sort, so which of
+    equal experts win depends on n_expert, k and where the ties sit (zero logits: 8 experts top-3
+    -> 6, 5, 4; 64 top-8 -> 40..47; 128 top-8 -> 81..88; and C++ libraries differ). llama.cpp's
+    CPU top-k (std::partial_sort) has none either. Ours takes the lower index first (a stable
+    sort's order), always, as the float64 reference does. So:
+      - experts paired with identical router rows and identical weights (ties between equals):
+        transformers' logits, whichever of a pair either side picks;
+      - a zero router (every expert tied, distinct experts): the float64 reference's choice,
+        experts 0..k-1; transformers' logits then differ, as printed."""
+    t = tiny["qwen3moe"]
+    toks = t.ids(TA.LONG)[:40]
+
+    def pair(mlp):
+        for j in range(0, N_EXPERT, 2):
+            mlp.gate.weight[j + 1] = mlp.gate.weight[j]
+            mlp.experts.gate_up_proj[j + 1] = mlp.experts.gate_up_proj[j]
+            mlp.experts.down_proj[j + 1] = mlp.experts.down_proj[j]
+
+    paired = _tied_variant(t, tmp_path / "pair", pair)
+    ref = TA.hf_logits(paired.model, toks)
+    err = max(rel_err(TA.our_batch(paired.gguf, [toks])[0], ref), rel_err(TA.our_stepwise(paired.gguf, toks), ref))
+    assert err < 1e-3, err
+
+    zero = _tied_variant(t, tmp_path / "zero", lambda mlp: mlp.gate.weight.zero_())
+    ours = TA.our_batch(zero.gguf, [toks])[0]
+    err_ref = rel_err(ours, LlamaRef(str(zero.gguf)).forward(toks))
+    err_step = rel_err(TA.our_stepwise(zero.gguf, toks), ours)
+    hf_picks = torch.topk(torch.zeros(N_EXPERT), N_USED).indices.tolist()
+    print(f"\npaired ties vs transformers {err:.2e}; zero router vs float64 {err_ref:.2e}, vs transformers "
+          f"{rel_err(ours, TA.hf_logits(zero.model, toks)):.2e} (torch.topk picks {hf_picks}, ours "
+          f"{list(range(N_USED))})", end="")
+    assert err_ref < 1e-4 and err_step < 1e-4, (err_ref, err_step)
 
 
 @pytest.mark.parametrize("keys", [
