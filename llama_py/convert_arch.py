@@ -476,6 +476,67 @@ ARCHS["gpt_oss"] = ArchSpec("gpt-oss", ("GptOssForCausalLM",), {}, write_head_di
                             check=_gpt_oss_check, keys=_gpt_oss_keys, layer_for=_gpt_oss_layer)
 
 
+# granitemoe (Granite 3.x MoE; GraniteMoeShared adds an ungated shared expert): llama attention,
+# the experts stored fused as JetMoE's parallel experts, input_linear [n_expert, 2 n_ff_exp, n_embd]
+# (gate rows, then up rows) and output_linear [n_expert, n_embd, n_ff_exp]; split as llama.cpp does
+def _granitemoe_layer(hp, il: int) -> Dict[str, LayerTensor]:
+    E, F, X, S = EXP, FF_EXP, EMBD, FF_SHEXP
+
+    def half(k, axis):
+        def f(a, hp):
+            n = a.shape[axis] // 2
+            return np.ascontiguousarray(a[:, k * n:(k + 1) * n] if axis == 1 else a[k * n:(k + 1) * n])
+        return f
+    m = _attn()
+    m.update({
+        "post_attention_layernorm.weight": LayerTensor("ffn_norm.weight", (X,)),
+        "block_sparse_moe.router.layer.weight": LayerTensor("ffn_gate_inp.weight", (E, X)),
+        "block_sparse_moe.input_linear.weight::gate": LayerTensor("ffn_gate_exps.weight", (E, F, X), fn=half(0, 1),
+                                                                  src_shape=(E, "ff_exp2", X)),
+        "block_sparse_moe.input_linear.weight::up": LayerTensor("ffn_up_exps.weight", (E, F, X), fn=half(1, 1),
+                                                                src_shape=(E, "ff_exp2", X)),
+        "block_sparse_moe.output_linear.weight": LayerTensor("ffn_down_exps.weight", (E, X, F)),
+    })
+    if _granite_shared(hp.config):
+        m.update({
+            "shared_mlp.input_linear.weight::gate": LayerTensor("ffn_gate_shexp.weight", (S, X), fn=half(0, 0),
+                                                                src_shape=("ff_shexp2", X)),
+            "shared_mlp.input_linear.weight::up": LayerTensor("ffn_up_shexp.weight", (S, X), fn=half(1, 0),
+                                                              src_shape=("ff_shexp2", X)),
+            "shared_mlp.output_linear.weight": LayerTensor("ffn_down_shexp.weight", (X, S)),
+        })
+    return m
+
+
+def _granite_shared(config: dict) -> int:
+    return int(config.get("shared_intermediate_size") or 0)
+
+
+def _granitemoe_check(config: dict, hp) -> None:
+    _llama_check(config, hp)
+    _moe_check(config, hp)
+    if config.get("position_embedding_type", "rope") != "rope":
+        _err("config.json: granitemoe without rope (position_embedding_type) is not supported")
+
+
+def _granitemoe_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    # transformers' defaults are 1.0 each; attention.scale replaces 1/sqrt(head size)
+    out = _moe_keys(config, hp) + [
+        ("attention.scale", "f32", float(config.get("attention_multiplier", 1.0))),
+        ("embedding_scale", "f32", float(config.get("embedding_multiplier", 1.0))),
+        ("residual_scale", "f32", float(config.get("residual_multiplier", 1.0))),
+        ("logit_scale", "f32", float(config.get("logits_scaling", 1.0)))]
+    if _granite_shared(config):
+        out.append(("expert_shared_feed_forward_length", "u32", _granite_shared(config)))
+    return out
+
+
+ARCHS["granitemoe"] = ArchSpec("granitemoe", ("GraniteMoeForCausalLM",), {}, check=_granitemoe_check,
+                               keys=_granitemoe_keys, layer_for=_granitemoe_layer)
+ARCHS["granitemoeshared"] = ArchSpec("granitemoe", ("GraniteMoeSharedForCausalLM",), {}, check=_granitemoe_check,
+                                     keys=_granitemoe_keys, layer_for=_granitemoe_layer)
+
+
 def _add_encoders() -> None:
     from .convert_encoder import ENCODER_ARCHS, add_gemma_embedding
     ARCHS.update(ENCODER_ARCHS)
@@ -514,8 +575,10 @@ def shape(sym: Tuple[str, ...], hp) -> Tuple[int, ...]:
     sizes = {EMBD: hp.n_embd, FF: hp.n_ff, FF2: 2 * hp.n_ff, Q: n_q, KV: n_kv, QKV: n_q + 2 * n_kv,
              HEAD: hp.head_dim, EXP: _n_expert(hp.config),
              FF_EXP: int(hp.config.get("moe_intermediate_size") or hp.n_ff), Q2: 2 * n_q, ONE: 1,
-             FF_SHEXP: int(hp.config.get("shared_expert_intermediate_size") or 0), "nhead": hp.n_head}
+             FF_SHEXP: int(hp.config.get("shared_expert_intermediate_size") or _granite_shared(hp.config)),
+             "nhead": hp.n_head}
     sizes["ff_exp2"] = 2 * sizes[FF_EXP]
+    sizes["ff_shexp2"] = 2 * sizes[FF_SHEXP]
     c = hp.config
     if c.get("linear_num_value_heads"):
         inner = int(c["linear_value_head_dim"]) * int(c["linear_num_value_heads"])

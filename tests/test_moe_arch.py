@@ -1,8 +1,10 @@
 """Mixture-of-experts architectures on tiny random-weight transformers models: Qwen3MoeForCausalLM
 (GGUF qwen3moe: qwen3 attention, softmax routing, top-k weights renormalised),
 Qwen2MoeForCausalLM (qwen2moe: Q/K/V biases, weights not renormalised, a sigmoid-gated shared
-expert), MixtralForCausalLM (GGUF llama with expert_count > 0) and OlmoeForCausalLM (olmoe: RMS norms
-over the whole Q and K vectors, weights not renormalised), converted by our converter and by
+expert), MixtralForCausalLM (GGUF llama with expert_count > 0), OlmoeForCausalLM (olmoe: RMS norms
+over the whole Q and K vectors, weights not renormalised) and GraniteMoe(Shared)ForCausalLM
+(granitemoe: embedding / attention / residual / logit multipliers, fused experts split, an
+ungated shared expert), converted by our converter and by
 llama.cpp's (0.3.36 sdist), and run by the engine:
 
   - our F32 logits within 1e-3 relative of transformers', batch (flash attention off and on) and
@@ -75,11 +77,25 @@ def _olmoe_config(n_vocab, bos, eos):
         eos_token_id=eos, pad_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
 
+def _granitemoe_config(n_vocab, bos, eos, shared=0):
+    # multipliers away from 1 (and from 1/sqrt(head size)) so each one shows if dropped
+    kw = dict(shared_intermediate_size=shared) if shared else {}
+    return (transformers.GraniteMoeSharedConfig if shared else transformers.GraniteMoeConfig)(
+        vocab_size=n_vocab, hidden_size=64, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_local_experts=N_EXPERT, num_experts_per_tok=N_USED, max_position_embeddings=512,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=None,
+        embedding_multiplier=2.0, attention_multiplier=0.09, residual_multiplier=0.6, logits_scaling=3.0,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **kw)
+
+
 # name -> (config, model class, tokenizer, GGUF architecture)
 MODELS = {"qwen3moe": (_qwen3moe_config, "Qwen3MoeForCausalLM", "bpe", "qwen3moe"),
           "qwen2moe": (_qwen2moe_config, "Qwen2MoeForCausalLM", "bpe", "qwen2moe"),
           "mixtral": (_mixtral_config, "MixtralForCausalLM", "spm", "llama"),
-          "olmoe": (_olmoe_config, "OlmoeForCausalLM", "bpe", "olmoe")}
+          "olmoe": (_olmoe_config, "OlmoeForCausalLM", "bpe", "olmoe"),
+          "granitemoe": (_granitemoe_config, "GraniteMoeForCausalLM", "bpe", "granitemoe"),
+          "granitemoeshared": (lambda n, b, e: _granitemoe_config(n, b, e, shared=40), "GraniteMoeSharedForCausalLM",
+                               "bpe", "granitemoe")}
 
 
 @pytest.fixture(scope="module")
@@ -358,6 +374,17 @@ def test_bad_expert_files_are_refused(tiny, tmp_path):
     _rewrite(mx, bad, keys={"llama.expert_count": None})
     assert "llama.expert_used_count = 2 without llama.expert_count" in _load_error(bad)
 
+
+
+def test_granitemoe_bad_scales_are_refused(tiny, tmp_path):
+    src, bad = tiny["granitemoe"].gguf, tmp_path / "bad.gguf"
+    f32 = gguf.GGUFValueType.FLOAT32
+    _rewrite(src, bad, keys={"granitemoe.logit_scale": (0.0, f32)})
+    assert "granitemoe.logit_scale = 0 must be finite and not 0" in _load_error(bad)
+    _rewrite(src, bad, keys={"granitemoe.residual_scale": (float("nan"), f32)})
+    assert "granitemoe.residual_scale = nan must be finite" in _load_error(bad)
+    _rewrite(src, bad, keys={"granitemoe.logit_scale": None})
+    assert "missing required key 'granitemoe.logit_scale'" in _load_error(bad)
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc for VmHWM")
 def test_repacked_experts_do_not_double_memory(tiny, tmp_path):
