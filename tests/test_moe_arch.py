@@ -448,6 +448,33 @@ def test_offload_to_test_device_is_bit_identical(tiny, name):
         ggml.ggml_backend_test_device_enable(False)
 
 
+
+def test_make_moe_model_writes_the_mix_directly(tiny, tmp_path):
+    """scripts/make_moe_model.py --quantize (benchmark files of real shapes in seconds): every
+    tensor gets the type our quantizer gives the F16 model of that shape, the quantized rows are
+    whole, valid blocks (finite when the gguf package dequantizes them, near the drawn scale), and
+    the file runs."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from make_moe_model import PRESETS, write_moe_model
+    from make_synthetic_model import quantize
+    from gguf.quants import dequantize
+    shape = dict(PRESETS["tiny"], arch="olmoe", n_layer=3, n_embd=256, n_head=4, n_head_kv=4, head_dim=64,
+                 n_expert=6, n_expert_used=2, n_ff_exp=256)
+    direct, f16, q = tmp_path / "direct.gguf", tmp_path / "f16.gguf", tmp_path / "q.gguf"
+    write_moe_model(direct, **shape, quantize_mix="Q4_K_M", vocab=tiny["olmoe"].gguf, seed=5)
+    write_moe_model(f16, **shape, ftype="f16", vocab=tiny["olmoe"].gguf, seed=5)
+    quantize(f16, q, "Q4_K_M")
+    got = {t.name: t for t in gguf.GGUFReader(str(direct)).tensors}
+    want = {t.name: t.tensor_type for t in gguf.GGUFReader(str(q)).tensors}
+    assert {n: t.tensor_type for n, t in got.items()} == want
+    assert {t.name for t in got.values() if t.tensor_type == gguf.GGMLQuantizationType.Q6_K} >= {
+        "output.weight", "blk.2.attn_v.weight", "blk.2.ffn_down_exps.weight"}
+    w = dequantize(got["blk.1.ffn_up_exps.weight"].data, gguf.GGMLQuantizationType.Q4_K)
+    assert np.isfinite(w).all() and 0.5 < w.std() * np.sqrt(256) < 1.5, w.std()
+    toks = tiny["olmoe"].ids(TA.LONG)[:16]
+    logits = TA.our_batch(direct, [toks])[0]
+    assert np.isfinite(logits).all() and logits.std() > 0
+
 @pytest.mark.parametrize("qtype", ["Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q2_K"])
 def test_quantized_experts(tiny, tmp_path, qtype):
     """Experts in the K-quant and legacy types (our quantizer, make_moe_model.py file): repacked
