@@ -28,7 +28,7 @@ void ggml_abort(const char * file, int line, const char * message) {
 C
 $CC -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-unused-function \
     -static -I"$ROOT/ggml/include" -I"$ROOT/include" -I"$S" \
-    "$ROOT/tests/c/test_quants_simd.c" "$S/ggml-quants.c" "$S/ggml-quants-k.c" "$S/ggml-quants-iq.c" "$S/ggml-quants-iq-grids.c" "$S/ggml-types.c" \
+    "$ROOT/tests/c/test_quants_simd.c" "$S/ggml-quants.c" "$S/ggml-quants-k.c" "$S/ggml-quants-iq.c" "$S/ggml-quants-iq-grids.c" "$S/ggml-quants-iq-search.c" "$S/ggml-types.c" \
     "$S/ggml-cpu/cpu-traits.c" "$S/ggml-cpu/quants-generic.c" "$S/ggml-cpu/quants-iq-generic.c" "$S/ggml-cpu/quants-neon.c" \
     "$S/ggml-cpu/gemm-generic.c" "$S/ggml-env.c" "$OUT/hooks.c" \
     -lm -lpthread -o "$OUT/test_quants_simd"
