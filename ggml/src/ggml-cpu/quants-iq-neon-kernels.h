@@ -126,12 +126,10 @@ static void NEON_NAME(vec_dot_iq2_s_q8_K)(int n, float * s, const void * x, cons
             const uint8_t * sg = signs + 4 * ib;
             const int h = a[i].qh[ib];
             const int8_t * q8 = b[i].qs + 32 * ib;
-            const int32x4_t p0 =
-                NEON_NAME(grid_dot16)(vdupq_n_s32(0), ggml_iq2s_grid[q[0] | ((h << 8) & 0x300)],
-                                      ggml_iq2s_grid[q[1] | ((h << 6) & 0x300)], sg[0], sg[1], q8);
-            const int32x4_t p1 =
-                NEON_NAME(grid_dot16)(vdupq_n_s32(0), ggml_iq2s_grid[q[2] | ((h << 4) & 0x300)],
-                                      ggml_iq2s_grid[q[3] | ((h << 2) & 0x300)], sg[2], sg[3], q8 + 16);
+            const int32x4_t p0 = NEON_NAME(grid_dot16)(vdupq_n_s32(0), ggml_iq2s_grid[q[0] | ((h << 8) & 0x300)],
+                                                       ggml_iq2s_grid[q[1] | ((h << 6) & 0x300)], sg[0], sg[1], q8);
+            const int32x4_t p1 = NEON_NAME(grid_dot16)(vdupq_n_s32(0), ggml_iq2s_grid[q[2] | ((h << 4) & 0x300)],
+                                                       ggml_iq2s_grid[q[3] | ((h << 2) & 0x300)], sg[2], sg[3], q8 + 16);
             const int sc = a[i].scales[ib];
             isum += (2 * (sc & 0xF) + 1) * vaddvq_s32(p0) + (2 * (sc >> 4) + 1) * vaddvq_s32(p1);
         }
@@ -152,8 +150,9 @@ static void NEON_NAME(vec_dot_iq3_xxs_q8_K)(int n, float * s, const void * x, co
             const int8_t * q8 = b[i].qs + 32 * ib;
             uint32_t w;
             memcpy(&w, a[i].qs + QK_IQ / 4 + 4 * ib, sizeof(w));
-            int32x4_t p = NEON_NAME(grid_dot16)(vdupq_n_s32(0), neon_iq3_pair(grid[q[0]], grid[q[1]]), neon_iq3_pair(grid[q[2]], grid[q[3]]),
-                                                ggml_iq2_ksigns[w & 127], ggml_iq2_ksigns[(w >> 7) & 127], q8);
+            int32x4_t p = NEON_NAME(grid_dot16)(vdupq_n_s32(0), neon_iq3_pair(grid[q[0]], grid[q[1]]),
+                                                neon_iq3_pair(grid[q[2]], grid[q[3]]), ggml_iq2_ksigns[w & 127],
+                                                ggml_iq2_ksigns[(w >> 7) & 127], q8);
             p = NEON_NAME(grid_dot16)(p, neon_iq3_pair(grid[q[4]], grid[q[5]]), neon_iq3_pair(grid[q[6]], grid[q[7]]),
                                       ggml_iq2_ksigns[(w >> 14) & 127], ggml_iq2_ksigns[(w >> 21) & 127], q8 + 16);
             isum += (int) (2 * (w >> 28) + 1) * vaddvq_s32(p); // (0.5 + s) / 2 = (2 s + 1) / 4
@@ -176,7 +175,8 @@ static void NEON_NAME(vec_dot_iq3_s_q8_K)(int n, float * s, const void * x, cons
             const int8_t * q8 = b[i].qs + 32 * ib;
             uint32_t g[8];
             for (int l = 0; l < 8; l++) g[l] = ggml_iq3s_grid[q[l] | (((h >> l) & 1) << 8)];
-            int32x4_t p = NEON_NAME(grid_dot16)(vdupq_n_s32(0), neon_iq3_pair(g[0], g[1]), neon_iq3_pair(g[2], g[3]), sg[0], sg[1], q8);
+            int32x4_t p =
+                NEON_NAME(grid_dot16)(vdupq_n_s32(0), neon_iq3_pair(g[0], g[1]), neon_iq3_pair(g[2], g[3]), sg[0], sg[1], q8);
             p = NEON_NAME(grid_dot16)(p, neon_iq3_pair(g[4], g[5]), neon_iq3_pair(g[6], g[7]), sg[2], sg[3], q8 + 16);
             const int ls = 2 * ((a[i].scales[ib / 2] >> (4 * (ib % 2))) & 0xF) + 1;
             isum += ls * vaddvq_s32(p);

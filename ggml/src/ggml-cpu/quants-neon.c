@@ -221,7 +221,7 @@ static inline int8x16_t neon_tq1_trits16(uint8x16_t q, uint8_t m) {
 #pragma GCC pop_options
 #endif
 
-static bool cpu_has_dotprod(void) {
+bool ggml_cpu_neon_has_dotprod(void) {
 #if defined(NEON_DOTPROD_ALWAYS)
     return true;
 #elif defined(__linux__)
@@ -243,7 +243,7 @@ void ggml_cpu_quants_init_neon(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q8_0].from_float = quantize_row_q8_0;
     t[GGML_TYPE_Q8_1].from_float = quantize_row_q8_1;
     t[GGML_TYPE_Q8_K].from_float = quantize_row_q8_K;
-    if (cpu_has_dotprod()) {
+    if (ggml_cpu_neon_has_dotprod()) {
         install_dot(t);
         install_iq_dot(t);
     } else {

@@ -94,6 +94,8 @@ void ggml_cpu_quants_init_avx2(struct ggml_type_traits_cpu * table);
 void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * table); // quants-iq-avx2.c, called by the above
 void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * table);
 void ggml_cpu_quants_init_neon(struct ggml_type_traits_cpu * table);
+// Whether this CPU has the ARMv8.2 dot product (sdot; quants-neon.c, aarch64 builds only).
+bool ggml_cpu_neon_has_dotprod(void);
 
 // vec_dot_<w>_<a> (one column) and vec_dot_x4_<w>_<a> (four, ggml_vec_dot_x4_t) of an ISA file,
 // both from its always-inline dot_<w>_cols(n, s, bs, x, y, by, NC): one body, so the four
