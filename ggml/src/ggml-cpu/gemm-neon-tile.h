@@ -77,16 +77,16 @@ static void GN_NAME(kernel)(const struct ggml_gemm_traits * gt, int64_t K, const
     GN_NAME(tile)(gt, K, (const uint8_t *) panel, (const uint8_t *) group, dst, ldc, nr, nc, GN_PANEL, GGML_GEMM_NR);
 }
 
-#define GN_REPACKED_CASES(GNR, NC)                                                                                        \
-    switch (gt->type) {                                                                                                   \
-        case GGML_TYPE_Q4_0:                                                                                              \
-        case GGML_TYPE_Q4_1: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_NIBBLES, GNR); break;                        \
-        case GGML_TYPE_Q8_0: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_BYTES, GNR); break;                          \
-        case GGML_TYPE_Q2_K: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_Q2_K, GNR); break;                           \
-        case GGML_TYPE_Q3_K: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_Q3_K, GNR); break;                           \
-        case GGML_TYPE_IQ4_NL: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_IQ4_NL, GNR); break;                       \
-        case GGML_TYPE_IQ4_XS: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_IQ4_XS, GNR); break;                       \
-        default: break; /* gemm-neon.c installs these for no other type */                                                \
+#define GN_REPACKED_CASES(GNR, NC)                                                                  \
+    switch (gt->type) {                                                                             \
+        case GGML_TYPE_Q4_0:                                                                        \
+        case GGML_TYPE_Q4_1: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_NIBBLES, GNR); break;  \
+        case GGML_TYPE_Q8_0: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_BYTES, GNR); break;    \
+        case GGML_TYPE_Q2_K: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_Q2_K, GNR); break;     \
+        case GGML_TYPE_Q3_K: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_Q3_K, GNR); break;     \
+        case GGML_TYPE_IQ4_NL: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_IQ4_NL, GNR); break; \
+        case GGML_TYPE_IQ4_XS: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_IQ4_XS, GNR); break; \
+        default: break; /* gemm-neon.c installs these for no other type */                          \
     }
 
 static void GN_NAME(kernel_repacked)(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
@@ -106,4 +106,6 @@ static void GN_NAME(kernel_repacked1)(const struct ggml_gemm_traits * gt, int64_
 #undef GN_REPACKED_CASES
 
 // Installs this compilation's tiles.
-static void GN_NAME(install)(struct ggml_gemm_traits * t) { gn_install(t, GN_NAME(kernel), GN_NAME(kernel_repacked), GN_NAME(kernel_repacked1)); }
+static void GN_NAME(install)(struct ggml_gemm_traits * t) {
+    gn_install(t, GN_NAME(kernel), GN_NAME(kernel_repacked), GN_NAME(kernel_repacked1));
+}

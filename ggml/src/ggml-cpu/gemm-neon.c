@@ -30,10 +30,13 @@ struct gn_block {
 };
 
 // Bytes of a repacked superblock's header before its blocks.
-static inline int gn_header_bytes(int pk) { return pk == GN_Q2_K ? 64 + 256 : pk == GN_Q3_K ? 32 + 256 : pk == GN_IQ4_XS ? 32 + 128 : 0; }
+static inline int gn_header_bytes(int pk) {
+    return pk == GN_Q2_K ? 64 + 256 : pk == GN_Q3_K ? 32 + 256 : pk == GN_IQ4_XS ? 32 + 128 : 0;
+}
 
 static inline void gn_f16x16(const uint8_t * p, float * out) {
-    for (int q = 0; q < 4; q++) vst1q_f32(out + 4 * q, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *) (const void *) (p + 8 * q)))));
+    for (int q = 0; q < 4; q++)
+        vst1q_f32(out + 4 * q, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *) (const void *) (p + 8 * q)))));
 }
 
 // 16 int8 (s8) or uint8 (!s8) scale bytes as floats.
@@ -74,8 +77,8 @@ static inline void gn_nibbles(const uint8_t * p, const int8x16_t * lut, struct g
 
 // Decodes block j of a superblock (header hd) at pb in layout pk; returns the next block.
 static inline __attribute__((always_inline)) const uint8_t * gn_decode(const struct ggml_gemm_traits * gt, const int pk,
-                                                                      const uint8_t * pb, const uint8_t * hd, int j, bool s8,
-                                                                      struct gn_block * b) {
+                                                                       const uint8_t * pb, const uint8_t * hd, int j, bool s8,
+                                                                       struct gn_block * b) {
     const int QB = gt->qb;
     switch (pk) {
         case GN_PANEL: {
@@ -173,8 +176,8 @@ static inline int32x4_t gn_dot4_emul(int32x4_t acc, int8x16_t w, int8x16_t a) {
 }
 
 #if !defined(__ARM_FEATURE_DOTPROD)
-#define GN_NAME(name)       gn_##name##_nodot
-#define GN_DOT4(acc, w, a)  gn_dot4_emul(acc, w, a)
+#define GN_NAME(name)      gn_##name##_nodot
+#define GN_DOT4(acc, w, a) gn_dot4_emul(acc, w, a)
 #include "gemm-neon-tile.h"
 #undef GN_NAME
 #undef GN_DOT4
@@ -189,8 +192,8 @@ static inline int32x4_t gn_dot4_emul(int32x4_t acc, int8x16_t w, int8x16_t a) {
 #pragma GCC target("arch=armv8.2-a+dotprod")
 #endif
 
-#define GN_NAME(name)       gn_##name##_dot
-#define GN_DOT4(acc, w, a)  vdotq_s32(acc, w, a)
+#define GN_NAME(name)      gn_##name##_dot
+#define GN_DOT4(acc, w, a) vdotq_s32(acc, w, a)
 #include "gemm-neon-tile.h"
 #undef GN_NAME
 #undef GN_DOT4
@@ -206,7 +209,8 @@ static inline int32x4_t gn_dot4_emul(int32x4_t acc, int8x16_t w, int8x16_t a) {
 // per block, dword g of the 16 rows' qs side by side (q4: a block's dword g holds levels 4g.. in
 // its low nibbles and 16 + 4g.. in its high ones, the nibble layout; q8_0: xor 0x80 gives the
 // levels q + 128), then d (and m) as stored.
-static bool gn_repack_rows_legacy(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K, void * out) {
+static bool gn_repack_rows_legacy(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
+                                  void * out) {
     const bool q8 = gt->type == GGML_TYPE_Q8_0, q41 = gt->type == GGML_TYPE_Q4_1;
     if (!q8 && !q41 && gt->type != GGML_TYPE_Q4_0) return false;
     const size_t lvb = q8 ? 16 * 32 : 16 * 32 / 2, ub = ggml_type_size(gt->type), rub = lvb + (q41 ? 64 : 32);
@@ -238,7 +242,7 @@ static void gn_install(struct ggml_gemm_traits * t, ggml_gemm_kernel_t kernel, g
     // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend on its
     // batch, nor on whether its weights were repacked): these types, which the model loader
     // repacks; one column on stored rows writes them in the repacked layout first (gemv)
-    static const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0,  GGML_TYPE_Q2_K,
+    static const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,   GGML_TYPE_Q8_0,  GGML_TYPE_Q2_K,
                                          GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
     for (size_t k = 0; k < sizeof(rp) / sizeof(rp[0]); k++) {
         struct ggml_gemm_traits * g = &t[rp[k]];
