@@ -7,6 +7,8 @@
 
 #include "gemm.h"
 
+#include "neon-dotprod.h"
+
 #include <arm_neon.h>
 #include <string.h>
 
@@ -175,7 +177,7 @@ static inline int32x4_t gn_dot4_emul(int32x4_t acc, int8x16_t w, int8x16_t a) {
     return vaddq_s32(acc, vpaddq_s32(lo, hi));
 }
 
-#if !defined(__ARM_FEATURE_DOTPROD)
+#if !defined(NEON_DOTPROD_ALWAYS)
 #define GN_NAME(name)      gn_##name##_nodot
 #define GN_DOT4(acc, w, a) gn_dot4_emul(acc, w, a)
 #include "gemm-neon-tile.h"
@@ -183,14 +185,7 @@ static inline int32x4_t gn_dot4_emul(int32x4_t acc, int8x16_t w, int8x16_t a) {
 #undef GN_DOT4
 #endif
 
-#if defined(__ARM_FEATURE_DOTPROD)
-#define GN_DOTPROD_ALWAYS 1
-#elif defined(__clang__)
-#pragma clang attribute push(__attribute__((target("dotprod"))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("arch=armv8.2-a+dotprod")
-#endif
+NEON_DOTPROD_BEGIN
 
 #define GN_NAME(name)      gn_##name##_dot
 #define GN_DOT4(acc, w, a) vdotq_s32(acc, w, a)
@@ -198,35 +193,41 @@ static inline int32x4_t gn_dot4_emul(int32x4_t acc, int8x16_t w, int8x16_t a) {
 #undef GN_NAME
 #undef GN_DOT4
 
-#if defined(GN_DOTPROD_ALWAYS)
-#elif defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+NEON_DOTPROD_END
 
 // q4_0 / q4_1 / q8_0 rows straight in the repacked layout (what repack.c's squeezed panels hold):
 // per block, dword g of the 16 rows' qs side by side (q4: a block's dword g holds levels 4g.. in
 // its low nibbles and 16 + 4g.. in its high ones, the nibble layout; q8_0: xor 0x80 gives the
-// levels q + 128), then d (and m) as stored.
+// levels q + 128), by 4 x 4 dword transposes, then d (and m) as stored.
 static bool gn_repack_rows_legacy(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K,
                                   void * out) {
     const bool q8 = gt->type == GGML_TYPE_Q8_0, q41 = gt->type == GGML_TYPE_Q4_1;
     if (!q8 && !q41 && gt->type != GGML_TYPE_Q4_0) return false;
     const size_t lvb = q8 ? 16 * 32 : 16 * 32 / 2, ub = ggml_type_size(gt->type), rub = lvb + (q41 ? 64 : 32);
     const size_t qs_off = q8 ? offsetof(block_q8_0, qs) : q41 ? offsetof(block_q4_1, qs) : offsetof(block_q4_0, qs);
-    const int nd = q8 ? 8 : 4;
-    for (int r = 0; r < GGML_GEMM_MR; r++) {
-        const uint8_t * row = (const uint8_t *) rows + (size_t) r * row_stride;
-        for (int64_t u = 0; u < K / 32; u++) {
-            const uint8_t * blk = row + (size_t) u * ub;
-            uint8_t * o = (uint8_t *) out + (size_t) u * rub;
-            for (int g = 0; g < nd; g++) {
-                uint32_t v;
-                memcpy(&v, blk + qs_off + 4 * g, 4);
-                if (q8) v ^= 0x80808080u;
-                memcpy(o + 64 * g + 4 * r, &v, 4);
+    const uint8x16_t bias = vdupq_n_u8(q8 ? 0x80 : 0);
+    const uint8_t * base = (const uint8_t *) rows;
+    for (int64_t u = 0; u < K / 32; u++) {
+        uint8_t * o = (uint8_t *) out + (size_t) u * rub;
+        const size_t uo = (size_t) u * ub;
+        for (int h = 0; h < (q8 ? 2 : 1); h++) {
+            for (int r0 = 0; r0 < GGML_GEMM_MR; r0 += 4) {
+                uint32x4_t x[4];
+                for (int i = 0; i < 4; i++) {
+                    const uint8_t * p = base + (size_t) (r0 + i) * row_stride + uo + qs_off + 16 * h;
+                    x[i] = vreinterpretq_u32_u8(veorq_u8(vld1q_u8(p), bias));
+                }
+                const uint32x4_t a0 = vtrn1q_u32(x[0], x[1]), a1 = vtrn2q_u32(x[0], x[1]);
+                const uint32x4_t a2 = vtrn1q_u32(x[2], x[3]), a3 = vtrn2q_u32(x[2], x[3]);
+                uint8_t * oo = o + 256 * h + 4 * r0;
+                vst1q_u8(oo + 0, vreinterpretq_u8_u64(vtrn1q_u64(vreinterpretq_u64_u32(a0), vreinterpretq_u64_u32(a2))));
+                vst1q_u8(oo + 64, vreinterpretq_u8_u64(vtrn1q_u64(vreinterpretq_u64_u32(a1), vreinterpretq_u64_u32(a3))));
+                vst1q_u8(oo + 128, vreinterpretq_u8_u64(vtrn2q_u64(vreinterpretq_u64_u32(a0), vreinterpretq_u64_u32(a2))));
+                vst1q_u8(oo + 192, vreinterpretq_u8_u64(vtrn2q_u64(vreinterpretq_u64_u32(a1), vreinterpretq_u64_u32(a3))));
             }
+        }
+        for (int r = 0; r < GGML_GEMM_MR; r++) {
+            const uint8_t * blk = base + (size_t) r * row_stride + uo;
             memcpy(o + lvb + 2 * r, blk, 2);
             if (q41) memcpy(o + lvb + 32 + 2 * r, blk + 2, 2);
         }
@@ -261,7 +262,7 @@ void ggml_gemm_init_neon(struct ggml_gemm_traits * t) {
     if (ggml_cpu_neon_has_dotprod()) {
         gn_install_dot(t);
     } else {
-#if !defined(GN_DOTPROD_ALWAYS)
+#if !defined(NEON_DOTPROD_ALWAYS)
         gn_install_nodot(t);
 #endif
     }

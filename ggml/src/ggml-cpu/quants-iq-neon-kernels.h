@@ -19,28 +19,28 @@ static inline int NEON_NAME(lut_dot32)(int8x16_t lut, const uint8_t * qs, const 
     return vaddvq_s32(NEON_NAME(dot2)(lo, vld1q_s8(q8), hi, vld1q_s8(q8 + 16)));
 }
 
-static void NEON_NAME(vec_dot_iq4_nl_q8_0)(int n, float * s, const void * x, const void * y) {
-    const block_iq4_nl * a = (const block_iq4_nl *) x;
+// IQ4_NL (fp16 d) and MXFP4 (E8M0 e) blocks: 32 values through their level table, one scale.
+static inline __attribute__((always_inline)) void NEON_NAME(dot_lut_blocks)(int n, float * s, const void * x, const void * y,
+                                                                            const bool mx) {
+    const block_iq4_nl * an = (const block_iq4_nl *) x;
+    const block_mxfp4 * am = (const block_mxfp4 *) x;
     const block_q8_0 * b = (const block_q8_0 *) y;
-    const int8x16_t lut = vld1q_s8(ggml_kvalues_iq4nl);
+    const int8x16_t lut = vld1q_s8(mx ? ggml_kvalues_mxfp4 : ggml_kvalues_iq4nl);
     float sum = 0.0f;
-    for (int i = 0; i < n / QK4_NL; i++) {
-        const int sumi = NEON_NAME(lut_dot32)(lut, a[i].qs, b[i].qs);
-        sum += (float) sumi * (neon_fp16_to_f32(a[i].d) * neon_fp16_to_f32(b[i].d));
+    for (int i = 0; i < n / 32; i++) {
+        const int sumi = NEON_NAME(lut_dot32)(lut, mx ? am[i].qs : an[i].qs, b[i].qs);
+        const float da = mx ? ggml_e8m0_to_fp32_half(am[i].e) : neon_fp16_to_f32(an[i].d);
+        sum += (float) sumi * (da * neon_fp16_to_f32(b[i].d));
     }
     *s = sum;
 }
 
+static void NEON_NAME(vec_dot_iq4_nl_q8_0)(int n, float * s, const void * x, const void * y) {
+    NEON_NAME(dot_lut_blocks)(n, s, x, y, false);
+}
+
 static void NEON_NAME(vec_dot_mxfp4_q8_0)(int n, float * s, const void * x, const void * y) {
-    const block_mxfp4 * a = (const block_mxfp4 *) x;
-    const block_q8_0 * b = (const block_q8_0 *) y;
-    const int8x16_t lut = vld1q_s8(ggml_kvalues_mxfp4);
-    float sum = 0.0f;
-    for (int i = 0; i < n / QK_MXFP4; i++) {
-        const int sumi = NEON_NAME(lut_dot32)(lut, a[i].qs, b[i].qs);
-        sum += (float) sumi * (ggml_e8m0_to_fp32_half(a[i].e) * neon_fp16_to_f32(b[i].d));
-    }
-    *s = sum;
+    NEON_NAME(dot_lut_blocks)(n, s, x, y, true);
 }
 
 static void NEON_NAME(vec_dot_iq4_xs_q8_0)(int n, float * s, const void * x, const void * y) {

@@ -9,6 +9,8 @@
 
 #include "quants.h"
 
+#include "neon-dotprod.h"
+
 #include <arm_neon.h>
 #include <string.h>
 
@@ -189,7 +191,7 @@ static inline int8x16_t neon_tq1_trits16(uint8x16_t q, uint8_t m) {
     return vreinterpretq_s8_u8(vcombine_u8(vshrn_n_u16(lo, 8), vshrn_n_u16(hi, 8)));
 }
 
-#if !defined(__ARM_FEATURE_DOTPROD)
+#if !defined(NEON_DOTPROD_ALWAYS)
 #define NEON_NAME(name)       name##_nodot
 #define NEON_I8DOT(acc, a, b) neon_i8dot_emul(acc, a, b)
 #include "quants-neon-kernels.h"
@@ -198,14 +200,7 @@ static inline int8x16_t neon_tq1_trits16(uint8x16_t q, uint8_t m) {
 #undef NEON_I8DOT
 #endif
 
-#if defined(__ARM_FEATURE_DOTPROD)
-#define NEON_DOTPROD_ALWAYS 1
-#elif defined(__clang__)
-#pragma clang attribute push(__attribute__((target("dotprod"))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("arch=armv8.2-a+dotprod")
-#endif
+NEON_DOTPROD_BEGIN
 
 #define NEON_NAME(name)       name##_dot
 #define NEON_I8DOT(acc, a, b) vdotq_s32(acc, a, b)
@@ -214,12 +209,7 @@ static inline int8x16_t neon_tq1_trits16(uint8x16_t q, uint8_t m) {
 #undef NEON_NAME
 #undef NEON_I8DOT
 
-#if defined(NEON_DOTPROD_ALWAYS)
-#elif defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+NEON_DOTPROD_END
 
 bool ggml_cpu_neon_has_dotprod(void) {
 #if defined(NEON_DOTPROD_ALWAYS)
