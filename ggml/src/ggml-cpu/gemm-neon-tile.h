@@ -86,6 +86,11 @@ static void GN_NAME(kernel)(const struct ggml_gemm_traits * gt, int64_t K, const
         case GGML_TYPE_Q3_K: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_Q3_K, GNR); break;     \
         case GGML_TYPE_IQ4_NL: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_IQ4_NL, GNR); break; \
         case GGML_TYPE_IQ4_XS: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_IQ4_XS, GNR); break; \
+        case GGML_TYPE_Q5_0:                                                                        \
+        case GGML_TYPE_Q5_1: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_NIB5, GNR); break;     \
+        case GGML_TYPE_Q4_K: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_Q4_K, GNR); break;     \
+        case GGML_TYPE_Q5_K: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_Q5_K, GNR); break;     \
+        case GGML_TYPE_Q6_K: GN_NAME(tile)(gt, K, p, g, dst, ldc, nr, NC, GN_Q6_K, GNR); break;     \
         default: break; /* gemm-neon.c installs these for no other type */                          \
     }
 

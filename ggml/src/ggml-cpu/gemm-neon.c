@@ -1,8 +1,9 @@
 // gemm-neon.c — the GEMM tiles of gemm.h with AArch64 NEON (tile in gemm-neon-tile.h, compiled
-// with and without sdot), on the panel layout for every GEMM type and on the repacked layouts
-// (repack.h) of q4_0, q4_1, q8_0, q2_K, q3_K, iq4_nl and iq4_xs, which take mul_mat's GEMM path
-// for every N (prompts: the tile; generation: the one-column tile on repacked weights, or on 16
-// stored rows written in the repacked layout first). CMake builds this file only for aarch64.
+// with and without sdot), on the panel layout and on every repacked layout (repack.h): q4_0,
+// q4_1, q5_0, q5_1, q8_0, q2_K .. q6_K, iq4_nl and iq4_xs take mul_mat's GEMM path for every N
+// (prompts: the tile; generation: the one-column tile on repacked weights, or for q4_0, q4_1,
+// q8_0, q2_K, q3_K and the iq4 types on 16 stored rows written in the repacked layout first).
+// CMake builds this file only for aarch64.
 #if defined(__aarch64__)
 
 #include "gemm.h"
@@ -14,13 +15,17 @@
 
 // Weight layouts the tile reads.
 enum {
-    GN_PANEL = 0,   // gemm.h's panel: u8 levels, float d (and m)
+    GN_PANEL = 0, // gemm.h's panel: u8 levels, float d (and m)
     GN_NIBBLES = 1, // repacked q4_0 / q4_1: per block 4 x 64 bytes of nibbles, d (and m) fp16[16]
-    GN_BYTES = 2,   // repacked q8_0: per block 8 x 64 bytes of levels q + 128, d fp16[16]
-    GN_Q2_K = 3,    // gemm.h: GGML_GEMM_RP_Q2_K
-    GN_Q3_K = 4,    // gemm.h: GGML_GEMM_RP_Q3_K
-    GN_IQ4_NL = 5,  // gemm.h: GGML_GEMM_RP_IQ4_NL
-    GN_IQ4_XS = 6,  // gemm.h: GGML_GEMM_RP_IQ4_XS
+    GN_BYTES = 2, // repacked q8_0: per block 8 x 64 bytes of levels q + 128, d fp16[16]
+    GN_Q2_K = 3, // gemm.h: GGML_GEMM_RP_Q2_K
+    GN_Q3_K = 4, // gemm.h: GGML_GEMM_RP_Q3_K
+    GN_IQ4_NL = 5, // gemm.h: GGML_GEMM_RP_IQ4_NL
+    GN_IQ4_XS = 6, // gemm.h: GGML_GEMM_RP_IQ4_XS
+    GN_NIB5 = 7, // repacked q5_0 / q5_1: as GN_NIBBLES, with 64 bytes of fifth bits before d (and m)
+    GN_Q4_K = 8, // repacked q4_K: d, dmin fp16[16], sc[8][16], mn[8][16], then 8 blocks of nibbles
+    GN_Q5_K = 9, // repacked q5_K: q4_K's header, then 8 blocks of nibbles and fifth bits
+    GN_Q6_K = 10, // repacked q6_K: sc[16][16], d fp16[16], then per block 2 x 64 bytes of nibbles, 64 of tops
 };
 
 // One weight block of 16 rows decoded: signed levels (level - 128 for the types with off 128,
@@ -33,7 +38,15 @@ struct gn_block {
 
 // Bytes of a repacked superblock's header before its blocks.
 static inline int gn_header_bytes(int pk) {
-    return pk == GN_Q2_K ? 64 + 256 : pk == GN_Q3_K ? 32 + 256 : pk == GN_IQ4_XS ? 32 + 128 : 0;
+    switch (pk) {
+        case GN_Q2_K: return 64 + 256;
+        case GN_Q3_K:
+        case GN_Q6_K: return 256 + 32;
+        case GN_IQ4_XS: return 32 + 128;
+        case GN_Q4_K:
+        case GN_Q5_K: return 64 + 2 * 128;
+        default: return 0;
+    }
 }
 
 static inline void gn_f16x16(const uint8_t * p, float * out) {
@@ -77,6 +90,30 @@ static inline void gn_nibbles(const uint8_t * p, const int8x16_t * lut, struct g
     }
 }
 
+// Or-s the fifth bits (64 bytes at p; byte i, bit g: bit 4 of level group g's byte i) into the levels.
+static inline void gn_fifth_bits(const uint8_t * p, struct gn_block * b) {
+    const uint8x16_t b4 = vdupq_n_u8(0x10);
+    for (int q = 0; q < 4; q++) {
+        const uint8x16_t f = vld1q_u8(p + 16 * q);
+        for (int g = 0; g < 8; g++) {
+            const uint8x16_t h = vandq_u8(vshlq_u8(f, vdupq_n_s8((int8_t) (4 - g))), b4);
+            b->w[g][q] = vreinterpretq_s8_u8(vorrq_u8(vreinterpretq_u8_s8(b->w[g][q]), h));
+        }
+    }
+}
+
+// The K-quant header's per-row d * sc and -dmin * mn of block j (sc, mn: u8[8][16] at hd + 64, + 192).
+static inline void gn_k_scales(const uint8_t * hd, int j, struct gn_block * b) {
+    float f[16], dmin[16];
+    gn_f16x16(hd, b->d);
+    gn_bytes_to_f32(hd + 64 + 16 * j, false, f);
+    gn_mul16(b->d, f);
+    gn_f16x16(hd + 32, dmin);
+    for (int q = 0; q < 4; q++) vst1q_f32(b->m + 4 * q, vnegq_f32(vld1q_f32(dmin + 4 * q)));
+    gn_bytes_to_f32(hd + 192 + 16 * j, false, f);
+    gn_mul16(b->m, f);
+}
+
 // Decodes block j of a superblock (header hd) at pb in layout pk; returns the next block.
 static inline __attribute__((always_inline)) const uint8_t * gn_decode(const struct ggml_gemm_traits * gt, const int pk,
                                                                        const uint8_t * pb, const uint8_t * hd, int j, bool s8,
@@ -96,6 +133,34 @@ static inline __attribute__((always_inline)) const uint8_t * gn_decode(const str
             gn_f16x16(pb + 256, b->d);
             if (gt->has_min) gn_f16x16(pb + 288, b->m);
             return pb + 256 + (gt->has_min ? 64 : 32);
+        case GN_NIB5:
+            gn_nibbles(pb, NULL, b);
+            gn_fifth_bits(pb + 256, b);
+            gn_f16x16(pb + 320, b->d);
+            if (gt->has_min) gn_f16x16(pb + 352, b->m);
+            return pb + 320 + (gt->has_min ? 64 : 32);
+        case GN_Q4_K:
+        case GN_Q5_K:
+            gn_nibbles(pb, NULL, b);
+            if (pk == GN_Q5_K) gn_fifth_bits(pb + 256, b);
+            gn_k_scales(hd, j, b);
+            return pb + (pk == GN_Q5_K ? 320 : 256);
+        case GN_Q6_K: {
+            // L0 | L2 << 4, L1 | L3 << 4, then the tops of L_g at bits 2g
+            const uint8x16_t m4 = vdupq_n_u8(0x0F), m30 = vdupq_n_u8(0x30);
+            for (int q = 0; q < 4; q++) {
+                const uint8x16_t v0 = vld1q_u8(pb + 16 * q), v1 = vld1q_u8(pb + 64 + 16 * q), t = vld1q_u8(pb + 128 + 16 * q);
+                b->w[0][q] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v0, m4), vandq_u8(vshlq_n_u8(t, 4), m30)));
+                b->w[1][q] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v1, m4), vandq_u8(vshlq_n_u8(t, 2), m30)));
+                b->w[2][q] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v0, 4), vandq_u8(t, m30)));
+                b->w[3][q] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v1, 4), vandq_u8(vshrq_n_u8(t, 2), m30)));
+            }
+            float sc[16];
+            gn_f16x16(hd + 256, b->d);
+            gn_bytes_to_f32(hd + 16 * j, true, sc);
+            gn_mul16(b->d, sc);
+            return pb + 192;
+        }
         case GN_BYTES: {
             const uint8x16_t x = vdupq_n_u8(0x80);
             for (int g = 0; g < 8; g++)
@@ -243,13 +308,15 @@ static void gn_install(struct ggml_gemm_traits * t, ggml_gemm_kernel_t kernel, g
     // mul_mat takes the GEMM path for every N or for none (a column's bits must not depend on its
     // batch, nor on whether its weights were repacked): these types, which the model loader
     // repacks; one column on stored rows writes them in the repacked layout first (gemv)
-    static const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,   GGML_TYPE_Q8_0,  GGML_TYPE_Q2_K,
-                                         GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
+    static const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,   GGML_TYPE_Q8_0,   GGML_TYPE_Q2_K,
+                                         GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS, GGML_TYPE_Q5_0,
+                                         GGML_TYPE_Q5_1, GGML_TYPE_Q4_K,   GGML_TYPE_Q5_K,   GGML_TYPE_Q6_K };
     for (size_t k = 0; k < sizeof(rp) / sizeof(rp[0]); k++) {
         struct ggml_gemm_traits * g = &t[rp[k]];
         g->accelerated = true;
         g->kernel_repacked = kernel_rp;
         g->kernel_repacked1 = kernel_rp1;
+        if (k >= 7) continue; // the rest are repacked from panels (repack.c); one column on stored rows: pack + tile
         g->repack_rows = k < 3 ? gn_repack_rows_legacy : k < 5 ? ggml_gemm_repack_rows_q2_K_q3_K : ggml_gemm_repack_rows_iq4;
         // the scratch (a repacked panel, at most 17 K bytes after the compact column's 1.4 K)
         // fits in ggml_gemm_gemv_bytes(K) (over 25 K)

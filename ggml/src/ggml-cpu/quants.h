@@ -15,6 +15,9 @@
 //     (test_matmul_prec.py::test_q2_K_q3_K_four_column_kernels_keep_the_bits).
 //   - Across sets, the GEMM tiles follow one float order per column (gemm.h), so quantized
 //     matmuls on that path give the same bits on portable, avx2, avxvnni and avx512 (test_gemm).
+//   - NEON: its GEMM tiles (gemm-neon.c) keep the first rule within the set, and its IQ / TQ /
+//     MXFP4 dots are the portable kernels bit for bit (test_quants_simd, test_gemm under
+//     qemu-aarch64: scripts/test_neon_qemu.sh).
 //   - AVX-VNNI is AVX2 bit for bit for whole models (its vec_dot, attention and vector kernels
 //     are AVX2's; tests/test_avxvnni_emulated.py on SmolLM2, Qwen2.5, Gemma 3).
 //   - Not promised: flash attention and the vec_dot kernels across AVX-512, AVX2 and portable.
