@@ -37,7 +37,7 @@ static inline __attribute__((always_inline)) void GN_NAME(tile)(const struct ggm
     for (int64_t i = 0; i < nsb; i++) {
         const uint8_t * sbp = group + (size_t) i * sbb;
         const uint8_t * ab = sbp + 4 * GNR * NA;
-        const uint8_t * hd = pb; // a repacked superblock's header (q2_K, q3_K, iq4_xs)
+        const uint8_t * hd = pb; // a repacked superblock's header (the K-quants, iq4_xs)
         pb += gn_header_bytes(PK);
         for (int j = 0; j < SB; j++) {
             pb = gn_decode(gt, PK, pb, hd, j, S8, &blk);
