@@ -112,7 +112,7 @@ case "$(uname -m)" in x86_64|amd64)
                 echo "installing the aarch64 cross compiler and qemu-user (Debian packages)"
                 apt-get update -qq && apt-get install -y -qq gcc-aarch64-linux-gnu qemu-user >/dev/null
             else
-                echo "no aarch64-linux-gnu-gcc / qemu-aarch64 and no way to install them (root and apt-get)" >&2
+                echo "no aarch64-linux-gnu-gcc / qemu-aarch64 and no way to install them (root and apt-get); LLAMA_PY_SKIP_NEON=1 skips this stage" >&2
                 exit 1
             fi
         fi
