@@ -77,7 +77,8 @@ void llama_attn_seq_plan(const struct llama_context * ctx, struct llama_ubatch *
     free(grp);
 }
 
-bool llama_attn_seq_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub, const struct llama_graph_result * res) {
+bool llama_attn_seq_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub,
+                               const struct llama_graph_result * res) {
     const struct llama_memory_i * kv = &ctx->kv;
     const uint32_t G = ub->grp_n, T = ub->grp_len, C = ub->grp_cells, n = (uint32_t) ub->n_tokens;
     const size_t n_slots = (size_t) G * T, n_cells = (size_t) G * C, n_mask = n_cells * T;
