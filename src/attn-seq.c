@@ -47,6 +47,33 @@ static uint32_t attn_seq_groups(const struct llama_context * ctx, const struct l
     return n;
 }
 
+// One walk over the cells [0, n_kv): each sequence a cell holds that is group g's (gof[s] = g,
+// else -1) counts the cell in cnt[g] (zeroed by the caller) and, with cells, lists it at
+// cells[g * C + k] while k < C. Bits of the cells' sequence sets, not groups x cells lookups.
+static void attn_seq_cells(const struct llama_memory_i * kv, uint32_t n_kv, const int32_t * gof, uint32_t * cnt, int32_t * cells,
+                           uint32_t C) {
+    for (uint32_t j = 0; j < n_kv; j++) {
+        for (uint32_t w = 0; w < kv->n_words; w++) {
+            uint64_t b = kv->seq[(size_t) j * kv->n_words + w];
+            while (b != 0) {
+                const uint32_t s = w * 64 + (uint32_t) __builtin_ctzll(b);
+                b &= b - 1;
+                const int32_t g = s < kv->n_seq_max ? gof[s] : -1;
+                if (g >= 0) {
+                    if (cells != NULL && cnt[g] < C) cells[(size_t) g * C + cnt[g]] = (int32_t) j;
+                    cnt[g]++;
+                }
+            }
+        }
+    }
+}
+
+// gof[s]: the group of sequence s among seqs[0..G), else -1.
+static void attn_seq_gof(const struct llama_memory_i * kv, const llama_seq_id * seqs, uint32_t G, int32_t * gof) {
+    for (uint32_t s = 0; s < kv->n_seq_max; s++) gof[s] = -1;
+    for (uint32_t g = 0; g < G; g++) gof[seqs[g]] = (int32_t) g;
+}
+
 void llama_attn_seq_plan(const struct llama_context * ctx, struct llama_ubatch * ub) {
     ub->grp_n = ub->grp_len = ub->grp_cells = 0;
     const struct llama_memory_i * kv = &ctx->kv;
@@ -57,13 +84,17 @@ void llama_attn_seq_plan(const struct llama_context * ctx, struct llama_ubatch *
     llama_seq_id * seqs = malloc(sizeof(llama_seq_id) * n_seq);
     uint32_t * ntok = malloc(sizeof(uint32_t) * n_seq);
     uint32_t * grp = malloc(sizeof(uint32_t) * (size_t) ub->n_tokens);
-    const uint32_t G = seqs && ntok && grp ? attn_seq_groups(ctx, ub, seqs, ntok, grp) : 0;
+    int32_t * gof = malloc(sizeof(int32_t) * n_seq);
+    uint32_t * cnt = calloc(n_seq, sizeof(uint32_t));
+    const uint32_t G = seqs && ntok && grp && gof && cnt ? attn_seq_groups(ctx, ub, seqs, ntok, grp) : 0;
     uint32_t T = 0, C = 0;
+    if (G > 0) {
+        attn_seq_gof(kv, seqs, G, gof);
+        attn_seq_cells(kv, ub->n_kv, gof, cnt, NULL, 0);
+    }
     for (uint32_t g = 0; g < G; g++) {
         T = ntok[g] > T ? ntok[g] : T;
-        uint32_t c = 0;
-        for (uint32_t j = 0; j < ub->n_kv; j++) c += llama_kv_cache_seq_has(kv, j, seqs[g]);
-        C = c > C ? c : C;
+        C = cnt[g] > C ? cnt[g] : C;
     }
     C = (C + ATTN_SEQ_CELLS_ROUND - 1) / ATTN_SEQ_CELLS_ROUND * ATTN_SEQ_CELLS_ROUND;
     // the grouped product must be smaller than the unified one
@@ -75,6 +106,8 @@ void llama_attn_seq_plan(const struct llama_context * ctx, struct llama_ubatch *
     free(seqs);
     free(ntok);
     free(grp);
+    free(gof);
+    free(cnt);
 }
 
 bool llama_attn_seq_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub,
@@ -88,10 +121,12 @@ bool llama_attn_seq_set_inputs(struct llama_context * ctx, const struct llama_ub
     int32_t * toks = malloc(sizeof(int32_t) * n_slots);
     int32_t * rows = malloc(sizeof(int32_t) * n);
     int32_t * cells = malloc(sizeof(int32_t) * n_cells);
-    uint32_t * ncell = malloc(sizeof(uint32_t) * G);
+    uint32_t * ncell = calloc(G, sizeof(uint32_t));
+    int32_t * gof = malloc(sizeof(int32_t) * kv->n_seq_max);
     float * mask = res->inp_grp_mask && res->inp_grp_mask->data ? malloc(sizeof(float) * n_mask) : NULL;
     float * mask_swa = res->inp_grp_mask_swa && res->inp_grp_mask_swa->data ? malloc(sizeof(float) * n_mask) : NULL;
-    bool ok = seqs && ntok && grp && toks && rows && cells && ncell && (mask || !res->inp_grp_mask || !res->inp_grp_mask->data) &&
+    bool ok = seqs && ntok && grp && toks && rows && cells && ncell && gof &&
+        (mask || !res->inp_grp_mask || !res->inp_grp_mask->data) &&
         (mask_swa || !res->inp_grp_mask_swa || !res->inp_grp_mask_swa->data);
     if (!ok) {
         LLAMA_LOG_ERROR("llama_decode: out of memory for the per-sequence attention inputs\n");
@@ -111,13 +146,11 @@ bool llama_attn_seq_set_inputs(struct llama_context * ctx, const struct llama_ub
             for (uint32_t t = ntok[g]; t < T; t++) toks[g * T + t] = toks[g * T];
         }
         // cells: the sequence's cells in [0, n_kv), padded with its first (masked)
+        attn_seq_gof(kv, seqs, G, gof);
+        attn_seq_cells(kv, ub->n_kv, gof, ncell, cells, C);
         for (uint32_t g = 0; g < G; g++) {
-            uint32_t c = 0;
-            for (uint32_t j = 0; j < ub->n_kv && c < C; j++) {
-                if (llama_kv_cache_seq_has(kv, j, seqs[g])) cells[(size_t) g * C + c++] = (int32_t) j;
-            }
-            ncell[g] = c;
-            for (uint32_t k = c; k < C; k++) cells[(size_t) g * C + k] = c > 0 ? cells[(size_t) g * C] : 0;
+            ncell[g] = ncell[g] < C ? ncell[g] : C;
+            for (uint32_t k = ncell[g]; k < C; k++) cells[(size_t) g * C + k] = ncell[g] > 0 ? cells[(size_t) g * C] : 0;
         }
         const llama_pos n_swa = (llama_pos) ctx->model->hparams.n_swa;
         const bool swa_sym = ctx->model->hparams.swa_symmetric;
@@ -147,6 +180,7 @@ bool llama_attn_seq_set_inputs(struct llama_context * ctx, const struct llama_ub
     free(rows);
     free(cells);
     free(ncell);
+    free(gof);
     free(mask);
     free(mask_swa);
     return ok;
