@@ -34,7 +34,7 @@ model = C.llama_model_load_from_file({model!r}.encode(), C.llama_model_default_p
 assert model, "cannot load the model"
 N, P, S = {n_seq}, {prompt}, {steps}
 cp = C.llama_context_default_params()
-cp.n_ctx = N*(P + S + 8)
+cp.n_ctx = N*((P + S + 8 + 63)//64*64)  # whole 64-cell pages per sequence, as a server slot has
 cp.n_batch = max(512, N*P)
 cp.n_ubatch = max(512, N)
 cp.n_seq_max = N

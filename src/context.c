@@ -466,7 +466,7 @@ static bool inp_ready(const struct ggml_tensor * t) { return t != NULL && t->dat
 
 // Fills the graph inputs of ub (after allocation). An input the graph ended up not using (a
 // one-layer model whose ubatch has no outputs never reaches attention) got no memory: skip it.
-static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub, const struct llama_graph_result * res) {
+static bool ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub, const struct llama_graph_result * res) {
     const struct llama_memory_i * kv = &ctx->kv;
     const int32_t n = ub->n_tokens;
     if (inp_ready(res->inp_tokens)) {
@@ -489,7 +489,7 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     // sliding-window layers also only if p - pj < n_swa.
     if (ub->enc_len > 0) {
         llama_encode_set_inputs(ctx, ub, res); // slot maps and per-group masks
-        return;
+        return true;
     }
     const uint32_t n_kv = ub->n_kv;
     const size_t mask_bytes = (size_t) n * n_kv * sizeof(float);
@@ -503,13 +503,11 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
         float * row = mask ? mask + (size_t) i * n_kv : NULL;
         float * row_swa = mask_swa ? mask_swa + (size_t) i * n_kv : NULL;
         for (uint32_t j = 0; j < n_kv; j++) {
-            const llama_pos pj = kv->pos[j];
-            const bool vis = pj >= 0 && llama_kv_cache_seq_has(kv, j, s) && (!ctx->causal_attn || pj <= p);
+            bool in_window = false;
+            const bool vis = llama_kv_cache_seq_has(kv, j, s) &&
+                llama_attn_visible(kv->pos[j], p, ctx->causal_attn, n_swa, swa_sym, &in_window);
             if (row) row[j] = vis ? 0.0f : -INFINITY;
-            // in 64 bits: positions may reach INT32_MAX and an empty cell holds -1
-            const int64_t d = (int64_t) p - pj;
-            const bool in_window = vis && (swa_sym ? d <= n_swa / 2 && -d <= n_swa / 2 : d < n_swa && -d < n_swa);
-            if (row_swa) row_swa[j] = in_window ? 0.0f : -INFINITY;
+            if (row_swa) row_swa[j] = vis && in_window ? 0.0f : -INFINITY;
         }
     }
     if (mask) {
@@ -517,6 +515,9 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     }
     if (mask_swa) {
         ctx_input_done(res->inp_mask_swa, mask_swa, mask_bytes);
+    }
+    if (res->inp_grp_cells != NULL && !llama_attn_seq_set_inputs(ctx, ub, res)) {
+        return false;
     }
     if (inp_ready(res->inp_kv_range)) {
         int32_t * r = ctx_input_begin(ctx, res->inp_kv_range, n_kv * sizeof(int32_t), 0);
@@ -551,6 +552,7 @@ static void ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
         }
         ctx_input_done(res->inp_pos_out, o, bytes);
     }
+    return true;
 }
 
 // Whether t (the logits node) may compute in place in the logits array: a node of its own (not
@@ -575,13 +577,17 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
         .n_seqs = ub->n_seqs,
         .enc_len = ub->enc_len,
         .enc_grp = ub->enc_grp,
+        .grp_n = ub->grp_n,
+        .grp_len = ub->grp_len,
+        .grp_cells = ub->grp_cells,
         .embd_input = ub->token == NULL,
         .all_rows = ub->all_rows,
         .embeddings = ctx->embeddings,
     };
     const struct llama_graph_key * k = &ctx->graph_key;
     if (ctx->graph_reusable && k->n_tokens == key.n_tokens && k->n_outputs == key.n_outputs && k->n_kv == key.n_kv &&
-        k->n_seqs == key.n_seqs && k->enc_len == key.enc_len && k->enc_grp == key.enc_grp && k->embd_input == key.embd_input &&
+        k->n_seqs == key.n_seqs && k->enc_len == key.enc_len && k->enc_grp == key.enc_grp && k->grp_n == key.grp_n &&
+        k->grp_len == key.grp_len && k->grp_cells == key.grp_cells && k->embd_input == key.embd_input &&
         k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
         *res = ctx->graph_res;
         ctx->n_reused++;
@@ -644,6 +650,7 @@ static bool ctx_ubatch_next(struct llama_context * ctx, int32_t i0, int32_t n_ub
             .enc_len = enc_len,
             .enc_grp = enc_grp,
         };
+        llama_attn_seq_plan(ctx, &ub);
     }
     for (int32_t i = 0; i < nu; i++) {
         ub.n_outputs += ub.output[i] != 0;
@@ -679,7 +686,9 @@ static int32_t ctx_ubatch_run(struct llama_context * ctx, const struct llama_uba
     if (!ctx_graph_get(ctx, ub, &res)) {
         return -3;
     }
-    ctx_set_inputs(ctx, ub, &res);
+    if (!ctx_set_inputs(ctx, ub, &res)) {
+        return -2;
+    }
     if (kv->rs != NULL) {
         llama_memory_recurrent_ubatch_begin(ctx, ub);
     }

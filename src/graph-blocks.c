@@ -272,6 +272,32 @@ static struct ggml_tensor * graph_attn_enc(struct llm_graph * g, uint32_t il, st
     return g->res->inp_enc_rows != NULL ? ggml_get_rows(c, o, g->res->inp_enc_rows) : o;
 }
 
+// Attention without flash attention per sequence (attn-seq.c): the tokens q [hd_k, n_head, n] in
+// grp_n groups of grp_len slots, each over grp_cells rows of the cache k_all / v_all ([row, cells])
+// gathered for its sequence, under mask [grp_cells, grp_len, 1, grp_n]; -> [hd_v * n_head, n].
+static struct ggml_tensor * graph_attn_seq(struct llm_graph * g, const struct llama_layer * L, struct ggml_tensor * q,
+                                           struct ggml_tensor * k_all, struct ggml_tensor * v_all, struct ggml_tensor * mask,
+                                           int64_t hd_k, int64_t hd_v, int64_t n_head_kv, float kq_scale) {
+    struct ggml_context * c = g->c;
+    const struct llama_graph_result * res = g->res;
+    const int64_t n_head = g->hp->n_head, C = g->ub->grp_cells, T = g->ub->grp_len, NG = g->ub->grp_n;
+    struct ggml_tensor *Q, *K, *V, *kq, *o;
+    G(Q = ggml_is_contiguous(q) ? q : ggml_cont(c, q));
+    G(Q = ggml_reshape_2d(c, Q, hd_k * n_head, g->n_tokens));
+    G(Q = ggml_get_rows(c, Q, res->inp_grp_toks));              // [hd_k * n_head, T * G]
+    G(Q = ggml_permute(c, ggml_reshape_4d(c, Q, hd_k, n_head, T, NG), 0, 2, 1, 3)); // [hd_k, T, n_head, G]
+    G(K = ggml_get_rows(c, k_all, res->inp_grp_cells));          // F32 [hd_k * n_head_kv, C * G]
+    G(K = ggml_permute(c, ggml_reshape_4d(c, K, hd_k, n_head_kv, C, NG), 0, 2, 1, 3)); // [hd_k, C, n_head_kv, G]
+    G(V = ggml_get_rows(c, v_all, res->inp_grp_cells));
+    G(V = ggml_cont(c, ggml_permute(c, ggml_reshape_4d(c, V, hd_v, n_head_kv, C, NG), 1, 2, 0, 3))); // [C, hd_v, n_head_kv, G]
+    G(kq = ggml_mul_mat(c, K, Q));                              // [C, T, n_head, G]
+    G(kq = graph_kq_softmax(g, L, kq, mask, kq_scale));
+    G(o = ggml_mul_mat(c, V, kq));                              // [hd_v, T, n_head, G]
+    G(o = ggml_cont(c, ggml_permute(c, o, 0, 2, 1, 3)));        // [hd_v, n_head, T, G]
+    G(o = ggml_reshape_2d(c, o, hd_v * n_head, T * NG));
+    return ggml_get_rows(c, o, res->inp_grp_rows);              // [hd_v * n_head, n]
+}
+
 bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur, struct ggml_tensor ** out) {
     struct llama_context * ctx = g->ctx;
     struct ggml_context * c = g->c;
@@ -357,6 +383,9 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
             GB(o = ggml_flash_attn_ext_add_sinks(o, L->attn_sinks));
         }
         GB(o = ggml_reshape_2d(c, o, hd_v * n_head, n_tokens));
+    } else if (res->inp_grp_cells != NULL && g->mask == NULL) {
+        struct ggml_tensor * gmask = hp->swa_layers[il] && res->inp_grp_mask_swa ? res->inp_grp_mask_swa : res->inp_grp_mask;
+        GB(o = graph_attn_seq(g, L, q, k_all, v_all, gmask, hd_k, hd_v, n_head_kv, kq_scale));
     } else {
         struct ggml_tensor *kq, *vt, *kqv;
         GB(kq = ggml_mul_mat(c, K, Q));                        // [n_kv, n_tokens, n_head]

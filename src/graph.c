@@ -99,6 +99,20 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
         if (hp->n_swa > 0 && graph_has_swa(hp)) {
             G(res->inp_mask_swa = graph_input(c, GGML_TYPE_F32, n_kv, n_tokens, "inp_mask_swa"));
         }
+        if (ub->grp_n > 0) { // attention per sequence without flash attention (attn-seq.c)
+            const int64_t C = ub->grp_cells, T = ub->grp_len, NG = ub->grp_n;
+            G(res->inp_grp_toks = graph_input(c, GGML_TYPE_I32, T * NG, 0, "inp_grp_toks"));
+            G(res->inp_grp_rows = graph_input(c, GGML_TYPE_I32, n_tokens, 0, "inp_grp_rows"));
+            G(res->inp_grp_cells = graph_input(c, GGML_TYPE_I32, C * NG, 0, "inp_grp_cells"));
+            G(res->inp_grp_mask = ggml_new_tensor_4d(c, GGML_TYPE_F32, C, T, 1, NG));
+            ggml_set_name(res->inp_grp_mask, "inp_grp_mask");
+            ggml_set_input(res->inp_grp_mask);
+            if (hp->n_swa > 0 && graph_has_swa(hp)) {
+                G(res->inp_grp_mask_swa = ggml_new_tensor_4d(c, GGML_TYPE_F32, C, T, 1, NG));
+                ggml_set_name(res->inp_grp_mask_swa, "inp_grp_mask_swa");
+                ggml_set_input(res->inp_grp_mask_swa);
+            }
+        }
         // Attention reads F32/F16 caches in place; quantized ones are first dequantized (get_rows
         // of cells [0, n_kv)), since the attention kernels take F32/F16 K and V only.
         if (ggml_is_quantized(kv->type_k) || ggml_is_quantized(kv->type_v)) {

@@ -112,6 +112,10 @@ struct llama_ubatch {
     // llama_encode: attention runs over enc_grp groups of enc_len slots each (encode.c), with K
     // and V taken from the graph in F32, never from the cache (0: a decode through the cache)
     uint32_t enc_len, enc_grp;
+    // attention without flash attention, per sequence (attn-seq.c): grp_n groups (the ubatch's
+    // sequences) of grp_len token slots, each over grp_cells cells of its own sequence (0: over
+    // the cells [0, n_kv), masked)
+    uint32_t grp_n, grp_len, grp_cells;
 };
 
 // Tensors of a built graph the context fills before and reads after computing.
@@ -129,6 +133,11 @@ struct llama_graph_result {
     struct ggml_tensor * inp_s_ids; // I32 [n_seqs] recurrent state slots of the ubatch's sequences, or NULL
     struct ggml_tensor * inp_enc_slots; // I32 [enc_len * enc_grp] token of each encode slot, or NULL (slot = token)
     struct ggml_tensor * inp_enc_rows; // I32 [n_tokens] slot of each token, or NULL (slot = token)
+    struct ggml_tensor * inp_grp_toks; // I32 [grp_len * grp_n] token of each group slot, or NULL (no groups)
+    struct ggml_tensor * inp_grp_rows; // I32 [n_tokens] group slot of each token, or NULL
+    struct ggml_tensor * inp_grp_cells; // I32 [grp_cells * grp_n] KV cells of each group, or NULL
+    struct ggml_tensor * inp_grp_mask; // F32 [grp_cells, grp_len, 1, grp_n], or NULL
+    struct ggml_tensor * inp_grp_mask_swa; // F32 [grp_cells, grp_len, 1, grp_n] within the window, or NULL
     struct ggml_tensor * t_embd; // F32 [n_embd, n_rows] final-norm hidden states, or NULL
     struct ggml_tensor * t_logits; // F32 [n_vocab, n_rows], or NULL
 };
@@ -168,7 +177,7 @@ struct llama_context {
     struct llama_graph_result graph_res;
     struct llama_graph_key {
         int32_t n_tokens, n_outputs;
-        uint32_t n_kv, n_seqs, enc_len, enc_grp;
+        uint32_t n_kv, n_seqs, enc_len, enc_grp, grp_n, grp_len, grp_cells;
         bool embd_input, all_rows, embeddings;
     } graph_key;
     bool graph_reusable;
@@ -230,6 +239,24 @@ enum ggml_status llama_context_compute(struct llama_context * ctx, struct ggml_c
 bool llama_context_alloc_graph(struct llama_context * ctx, struct ggml_cgraph * gf);
 // Writes n bytes of host data into input t (wherever it lives), or does nothing if t got no memory.
 void llama_context_set_input(struct llama_context * ctx, struct ggml_tensor * t, const void * data, size_t n);
+
+// ---- attn-seq.c ----
+
+// Sets ub's groups (grp_n, grp_len, grp_cells) when attention without flash attention is cheaper
+// per sequence (each sequence's tokens over its own cells) than over the cells [0, n_kv) masked;
+// else leaves them 0.
+void llama_attn_seq_plan(const struct llama_context * ctx, struct llama_ubatch * ub);
+// Fills the group inputs of res (token slots, rows, cells, masks) for ub; false (logged) when out of memory.
+bool llama_attn_seq_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub, const struct llama_graph_result * res);
+// Whether a cell at position pj is visible from a token at position p of the same sequence
+// (causal: pj <= p), and in *in_window whether also within the sliding window of n_swa.
+static inline bool llama_attn_visible(llama_pos pj, llama_pos p, bool causal, llama_pos n_swa, bool swa_sym, bool * in_window) {
+    const bool vis = pj >= 0 && (!causal || pj <= p);
+    // in 64 bits: positions may reach INT32_MAX and an empty cell holds -1
+    const int64_t d = (int64_t) p - pj;
+    *in_window = vis && (swa_sym ? d <= n_swa / 2 && -d <= n_swa / 2 : d < n_swa && -d < n_swa);
+    return vis;
+}
 
 // ---- kv-cache.c ----
 

@@ -219,6 +219,39 @@ def test_logits_match_transformers(tiny, arch):
     assert max(errs) < 1e-3, errs
 
 
+def our_side_by_side(path: Path, token_lists: List[List[int]], k0: int = 3, **cp) -> List[np.ndarray]:
+    """Sequences decoded side by side in one context, as a server's slots: sequence 1's first k0
+    tokens, then the others' first k0 in one batch, then one token of every sequence per batch;
+    each sequence's logits from position k0 on."""
+    n = len(token_lists)
+    out: List[List[np.ndarray]] = [[] for _ in range(n)]
+    with Model(path) as m, Ctx(m, n_ctx=128 * n, n_batch=256, n_seq_max=n, type_k=0, type_v=0, **cp) as c:
+        assert c.decode_seq(token_lists[1][:k0], seq=1, all_logits=False) == 0
+        assert c.decode_rows([(t, i, [s], False) for s in range(n) if s != 1 for i, t in enumerate(token_lists[s][:k0])]) == 0
+        for i in range(k0, max(len(x) for x in token_lists)):
+            live = [s for s in range(n) if i < len(token_lists[s])]
+            assert c.decode_rows([(token_lists[s][i], i, [s], True) for s in live]) == 0
+            for r, s in enumerate(live):
+                out[s].append(c.logits(r))
+    return [np.stack(x) for x in out]
+
+
+@pytest.mark.parametrize("arch", [a for a in ARCHS if a != "phi3"])  # phi3: LongRoPE follows n_ctx
+def test_sequences_side_by_side(tiny, arch):
+    """Three sequences of different lengths decoded side by side: each gets transformers' logits,
+    with flash attention and without (the plain path then runs per sequence, each over its own
+    cells: attn-seq.c), sliding windows and soft-capping included."""
+    t = tiny[arch]
+    toks = [t.ids(p)[:60] for p in (TC.PROMPTS[0], LONG, TC.PROMPTS[2])]
+    ref = [hf_logits(t.model, x)[3:] for x in toks]
+    errs = []
+    for fa in (0, 1):
+        ours = our_side_by_side(t.gguf, toks, flash_attn_type=fa)
+        errs.append(max(rel_err(a, b) for a, b in zip(ours, ref)))
+    print(f"\n{arch}: side by side {errs[0]:.2e} (flash {errs[1]:.2e})", end="")
+    assert max(errs) < 1e-3, errs
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_q8_0_repacked_and_fused(tiny, arch):
     """Q8_0 weights: repacked (Q, K, V and gate, up fused, or phi3's stored fused ones) and as

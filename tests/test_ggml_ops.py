@@ -572,6 +572,13 @@ def flash_attn_case(D, Dv, n_q, n_kv, H, H_kv, mask_kind=None, softcap=0.0, max_
             m[(np.arange(n_q + 3)[:, None] * 1 + np.arange(n_kv)[None, :] * 3) % 7 == 0] = -np.inf
             mask = inp(ctx, m, F16)
             mv = val(mask)[0, 0, :n_q]
+        elif mask_kind == "pages":
+            # a batched decode step: position i is sequence i % 3, whose cells are the 64-cell
+            # pages p with p % 3 == i % 3 (causal within them: up to cell n_kv - n_q + i)
+            i0 = np.arange(n_kv)[None, :]
+            i1 = np.arange(n_q + 3)[:, None]
+            mask = inp(ctx, np.where(((i0 // 64) % 3 != i1 % 3) | (i0 > i1 + n_kv - n_q), -np.inf, 0.0), F16)
+            mv = val(mask)[0, 0, :n_q]
         elif mask_kind == "causal":
             i0 = np.arange(n_kv)[None, :]
             i1 = np.arange(n_q + 3)[:, None]
@@ -813,6 +820,8 @@ CASES = [
     Case("flash_attn_sinks", flash_attn_case(64, 64, 7, 50, 6, 3, "random", sinks=[0.5, -2.0, 3.0, -np.inf, 6.0, 0.0]),
          tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
     Case("flash_attn_sinks_causal_vec", flash_attn_case(64, 64, 5, 45, 4, 2, "causal", sinks=[1.0, -np.inf, 9.0, -1.0]),
+         tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
+    Case("flash_attn_pages", flash_attn_case(64, 64, 9, 420, 6, 2, "pages", kv_view=True),
          tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),
     Case("flash_attn_causal_alibi", flash_attn_case(64, 64, 12, 45, 8, 2, "causal", max_bias=4.0),
          tol={F32: (1e-5, 1e-4), F16: (2e-3, 1e-3)}),

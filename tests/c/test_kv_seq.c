@@ -13,6 +13,7 @@
 #include "ggml-cpu/attn.h"
 #include "../../fuzz/tiny_model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -97,6 +98,39 @@ static int64_t seq0_work(struct llama_model * m, int other, int steps, int64_t *
     return w;
 }
 
+// Without flash attention: the cells the plain path's product covers for sequence 0's step alone
+// (the graph's group width, attn-seq.c) after sequence 1 got `other` prompt tokens, and its logits
+// (n_vocab floats into lg); *batched: the width of a step of both sequences. -1 if a decode failed.
+static int64_t plain_work(struct llama_model * m, int other, int64_t * batched, float * lg) {
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 2048;
+    cp.n_batch = cp.n_ubatch = 512;
+    cp.n_seq_max = other > 0 ? 2 : 1;
+    cp.n_threads = cp.n_threads_batch = 2;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    struct llama_context * ctx = llama_init_from_model(m, cp);
+    if (ctx == NULL) return -1;
+    llama_pos pos[2] = { 0, 0 };
+    int64_t w = -1;
+    *batched = -1;
+    if (prompt(ctx, 0, 20, pos) && (other == 0 || prompt(ctx, 1, other, pos))) {
+        const llama_seq_id one = 0;
+        if (step(ctx, &one, 1, pos) >= 0) {
+            // the product is [grp_cells, grp_len, n_head, grp_n]; 0 groups: over [0, n_kv)
+            w = ctx->graph_key.grp_n > 0 ? (int64_t) ctx->graph_key.grp_cells : (int64_t) ctx->graph_key.n_kv;
+            const float * l = llama_get_logits_ith(ctx, 0);
+            const int32_t nv = llama_vocab_n_tokens(llama_model_get_vocab(m));
+            for (int32_t i = 0; l != NULL && i < nv; i++) lg[i] = l[i];
+        }
+        const llama_seq_id both[2] = { 0, 1 };
+        if (other > 0 && step(ctx, both, 2, pos) >= 0) {
+            *batched = ctx->graph_key.grp_n > 0 ? (int64_t) ctx->graph_key.grp_cells * ctx->graph_key.grp_n : -1;
+        }
+    }
+    llama_free(ctx);
+    return w;
+}
+
 int main(void) {
     llama_log_set(quiet, NULL);
     char path[] = "/tmp/test-kv-seq-XXXXXX";
@@ -126,6 +160,32 @@ int main(void) {
               (long long) (2 * cells_short));
         CHECK(b_long - b_short == 2 * ((300 - 8) + (151 - 5)), "batched step grows by the longer sequences' own cells: %lld",
               (long long) (b_long - b_short));
+
+        // the plain path (flash attention off): sequence 0's step covers its own 21 cells (in a
+        // group of 32), whether sequence 1 holds 0, 300 or 500 cells, and gives the logits it
+        // gives alone in the cache; a step of both covers each sequence's cells in one group
+        const int32_t nv = llama_vocab_n_tokens(llama_model_get_vocab(m));
+        float *l_alone = calloc((size_t) nv, sizeof(float)), *l_300 = calloc((size_t) nv, sizeof(float)),
+              *l_500 = calloc((size_t) nv, sizeof(float));
+        int64_t pb0 = 0, pb300 = 0, pb500 = 0;
+        const int64_t p0 = plain_work(m, 0, &pb0, l_alone);
+        const int64_t p300 = plain_work(m, 300, &pb300, l_300);
+        const int64_t p500 = plain_work(m, 500, &pb500, l_500);
+        CHECK(p0 > 0 && p300 > 0 && p500 > 0, "the plain steps ran (%lld, %lld, %lld)", (long long) p0, (long long) p300,
+              (long long) p500);
+        CHECK(p300 == 32 && p500 == 32, "seq 0's plain step covers its own cells: %lld, %lld (alone: %lld)", (long long) p300,
+              (long long) p500, (long long) p0);
+        CHECK(pb300 == 2 * 320 && pb500 == 2 * 512, "a step of both: 2 groups of the longer one's cells: %lld, %lld",
+              (long long) pb300, (long long) pb500);
+        float d300 = 0.0f, d500 = 0.0f;
+        for (int32_t i = 0; i < nv; i++) {
+            d300 = fmaxf(d300, fabsf(l_300[i] - l_alone[i]));
+            d500 = fmaxf(d500, fabsf(l_500[i] - l_alone[i]));
+        }
+        CHECK(d300 <= 1e-5f && d500 <= 1e-5f, "seq 0's logits as alone: max diff %g, %g", (double) d300, (double) d500);
+        free(l_alone);
+        free(l_300);
+        free(l_500);
         llama_model_free(m);
     }
     unlink(path);

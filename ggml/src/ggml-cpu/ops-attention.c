@@ -46,6 +46,7 @@ struct fa_plan {
     size_t cache_bytes;   // several positions per KV head (prompts): every K and V row of the head
                           // as F32, kept across the thread's tiles of that head (0: none)
     size_t conv_bytes;    // per block: the rows held in the cache, K [lo, hi) then V [lo, hi)
+    size_t run_bytes;     // several positions per tile: each tile's first position (and the end), cells seen
 };
 
 // At most this many bytes of F32 K and V rows cached per thread (about L2 size): longer
@@ -72,11 +73,12 @@ static void fa_plan_make(const struct ggml_tensor * q, const struct ggml_tensor 
         p->cache_bytes = GGML_PAD(cache, 64);
         p->conv_bytes = 2 * p->span_bytes;
     }
+    if (group < FA_TILE_ROWS) p->run_bytes = GGML_PAD((size_t) (3 * q->ne[1] + 1) * sizeof(int32_t), 64);
 }
 
 static size_t fa_thread_bytes(const struct fa_plan * p) {
     return p->qf_bytes + p->o_bytes + p->kv_bytes + p->mask_bytes + p->list_bytes + p->span_bytes + p->cache_bytes +
-        p->conv_bytes;
+        p->conv_bytes + p->run_bytes;
 }
 
 size_t ggml_cpu_work_size_flash_attn_ext(const struct ggml_tensor * dst, int n_threads) {
@@ -186,6 +188,53 @@ static const float * fa_block_rows_cached(const struct ggml_tensor * t, int64_t 
     return cache + (j0 + lo) * n;
 }
 
+// The cells [*lo, *hi) from the first to the last visible cell of mask row r (empty: lo >= hi).
+static void fa_row_range(const char * r, const struct ggml_tensor * mask, bool m_f32, int64_t n_kv, int64_t * lo, int64_t * hi) {
+    int64_t a = 0, b = n_kv;
+    if (m_f32) {
+        while (a + 4 <= n_kv && fa_ninf4((const float *) r + a)) a += 4;
+    }
+    while (a < n_kv && fa_mask_at(r, (int) a, mask, m_f32) == -INFINITY) a++;
+    if (m_f32) {
+        while (b - 4 >= a && fa_ninf4((const float *) r + b - 4)) b -= 4;
+    }
+    while (b > a && fa_mask_at(r, (int) b - 1, mask, m_f32) == -INFINITY) b--;
+    *lo = a;
+    *hi = b;
+}
+
+// Cuts positions [0, n_q) into tiles of at most per_pos consecutive positions whose mask rows
+// (plane 0) open at the same block: positions of different sequences (a batched decode step,
+// each sequence in its own pages) get tiles of their own instead of one tile walking the union
+// of their cells. Writes each tile's first position to start[] (n_q after the last) and the
+// cells its rows see, from the first to the last, to range[2t], range[2t + 1] (what the tile
+// before it prefetches); returns the tile count. Without a mask (or with one per head or
+// batch), tiles of per_pos positions over every cell.
+static int64_t fa_position_tiles(const struct ggml_tensor * mask, bool m_f32, int64_t n_q, int64_t n_kv, int64_t per_pos,
+                                 int32_t * start, int32_t * range) {
+    const bool split = mask && mask->ne[2] == 1 && mask->ne[3] == 1 && n_q > 1;
+    int64_t n = 0, prev = -1, in_tile = per_pos;
+    for (int64_t i = 0; i < n_q; i++) {
+        int64_t lo = 0, hi = n_kv;
+        if (split) fa_row_range((const char *) mask->data + i * mask->nb[1], mask, m_f32, n_kv, &lo, &hi);
+        const int64_t b = lo / GGML_FA_BLOCK;
+        if (in_tile == per_pos || b != prev) {
+            start[n] = (int32_t) i;
+            range[2 * n] = (int32_t) lo;
+            range[2 * n + 1] = (int32_t) hi;
+            n++;
+            in_tile = 0;
+        } else {
+            range[2 * n - 2] = (int32_t) GGML_MIN(range[2 * n - 2], lo);
+            range[2 * n - 1] = (int32_t) GGML_MAX(range[2 * n - 1], hi);
+        }
+        in_tile++;
+        prev = b;
+    }
+    start[n] = (int32_t) n_q;
+    return n;
+}
+
 void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * q = dst->src[0];
     const struct ggml_tensor * k = dst->src[1];
@@ -236,6 +285,9 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
     float *kcache = cache, *vcache = cache ? cache + n_kv * D : NULL;
     ws += p.cache_bytes;
     int32_t *kconv = (int32_t *) ws, *vconv = kconv + p.span_bytes / sizeof(int32_t);
+    ws += p.conv_bytes;
+    int32_t * run = (int32_t *) ws;
+    int32_t * run_cells = run + n_q + 1;
     int64_t cached_hk = -1, cached_k3 = -1, cached_v3 = -1;
 
     const size_t k_row_bytes = fa_row_bytes(k), v_row_bytes = fa_row_bytes(v);
@@ -244,7 +296,7 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
     // tiles per (batch, KV head): positions in steps of R/group, or (group >= R) slices of heads
     const int64_t slices = group >= R ? (group + R - 1) / R : 1;
     const int64_t per_pos = group >= R ? 1 : R / group;
-    const int64_t tiles_per_head = (n_q + per_pos - 1) / per_pos * slices;
+    const int64_t tiles_per_head = group >= R ? n_q * slices : fa_position_tiles(mask, m_f32, n_q, n_kv, per_pos, run, run_cells);
     const int64_t n_tiles = q->ne[3] * H_kv * tiles_per_head;
 
     int64_t hs[FA_TILE_ROWS], iqs[FA_TILE_ROWS];
@@ -273,9 +325,9 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
                 iqs[nr] = iq;
             }
         } else {
-            for (int64_t i = 0; i < R && ti * per_pos + i / group < n_q; i++, nr++) {
+            for (int64_t i = 0; i < R && run[ti] + i / group < run[ti + 1]; i++, nr++) {
                 hs[nr] = hk * group + i % group;
-                iqs[nr] = ti * per_pos + i / group;
+                iqs[nr] = run[ti] + i / group;
             }
         }
         memset(qt, 0, (size_t) (FA_TILE_ROWS * D) * sizeof(float));
@@ -347,18 +399,27 @@ void ggml_compute_forward_flash_attn_ext(const struct ggml_compute_params * para
                 fa_prefetch_row(ggml_cpu_ptr(v, 0, j0 + j, hk, v3), v_row_bytes);
             }
         }
-        // one position (decoding): the thread's next tile, another KV head, most likely sees the
-        // same cells; its rows are asked for now, to arrive while this tile computes
+        // decoding: the thread's next tile's rows are asked for now, to arrive while this tile
+        // computes; another KV head at the same position most likely sees the same cells, and a
+        // tile of another sequence (batched decoding) sees the cells its mask rows open
         const int64_t tn = t + params->nth;
-        if (!cache && tiles_per_head == slices && tn < n_tiles && vlo < vhi) {
+        if (!cache && tn < n_tiles && (tiles_per_head == slices || group < R)) {
             const int64_t i3n = tn / (H_kv * tiles_per_head);
             const int64_t hkn = (tn - i3n * H_kv * tiles_per_head) / tiles_per_head;
             const int64_t k3n = i3n / (q->ne[3] / k->ne[3]), v3n = i3n / (q->ne[3] / v->ne[3]);
-            if (hkn != hk || k3n != k3) {
-                for (int64_t j = vlo; j < vhi; j++) fa_prefetch_row(ggml_cpu_ptr(k, 0, j, hkn, k3n), k_row_bytes);
+            int64_t plo = vlo, phi = vhi;
+            bool same = tiles_per_head == slices;
+            if (!same) {
+                const int64_t tin = tn - (i3n * H_kv + hkn) * tiles_per_head;
+                plo = run_cells[2 * tin];
+                phi = GGML_MIN(run_cells[2 * tin + 1], plo + 4 * GGML_FA_BLOCK); // its first cells: enough to overlap
+                same = tin == ti;
             }
-            if (hkn != hk || v3n != v3) {
-                for (int64_t j = vlo; j < vhi; j++) fa_prefetch_row(ggml_cpu_ptr(v, 0, j, hkn, v3n), v_row_bytes);
+            if (!same || hkn != hk || k3n != k3) {
+                for (int64_t j = plo; j < phi; j++) fa_prefetch_row(ggml_cpu_ptr(k, 0, j, hkn, k3n), k_row_bytes);
+            }
+            if (!same || hkn != hk || v3n != v3) {
+                for (int64_t j = plo; j < phi; j++) fa_prefetch_row(ggml_cpu_ptr(v, 0, j, hkn, v3n), v_row_bytes);
             }
         }
         // pass 1: scores of the visible keys, K block by K block, only the span of cells some row sees
