@@ -79,8 +79,8 @@ static int swa_cand_cmp(const void * a, const void * b) {
     return x->pos != y->pos ? (x->pos < y->pos ? -1 : 1) : (x->cell < y->cell ? -1 : x->cell > y->cell);
 }
 
-bool llama_kv_cache_swa_find_slot(struct llama_memory_i * swa, uint32_t n, const llama_pos * pos,
-                                  llama_seq_id * const * seq_id, const int32_t * n_seq_id, uint32_t * cells) {
+bool llama_kv_cache_swa_find_slot(struct llama_memory_i * swa, uint32_t n, const llama_pos * pos, llama_seq_id * const * seq_id,
+                                  const int32_t * n_seq_id, uint32_t * cells) {
     const bool paged = swa->n_seq_max > 1;
     if (n <= llama_kv_cache_n_free(swa)) {
         return llama_kv_cache_find_slot(swa, n, paged ? seq_id : NULL, cells);

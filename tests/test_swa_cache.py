@@ -78,3 +78,120 @@ def test_window_cache_matches_full_and_transformers(tiny):
     e_full, e_ref = rel_err(win, full), rel_err(win, ref)
     print(f"\n{tiny.arch}: window cache vs full {e_full:.2e}, vs transformers {e_ref:.2e}", end="")
     assert e_full < 1e-5 and e_ref < 1e-3, (e_full, e_ref)
+
+
+def test_sequences_interleaved_in_batches(tiny):
+    seqs = [_toks(tiny, n, 10 + s) for s, n in enumerate((300, 260, 220))]
+    rows, where = [], []
+    for i in range(max(map(len, seqs))):
+        for s, toks in enumerate(seqs):
+            if i < len(toks):
+                where.append((s, i))
+                rows.append((toks[i], i, [s], True))
+    got = [np.zeros((len(t), tiny.model.config.vocab_size)) for t in seqs]
+    with Model(tiny.gguf) as m, Ctx(m, **_params(False, n_ctx=1024, n_seq_max=3, n_batch=48)) as c:
+        for b in range(0, len(rows), 48):   # 16 batches of 3 ubatches: 780 positions over 256 window cells
+            assert c.decode_rows(rows[b:b + 48]) == 0
+            for r, (s, i) in enumerate(where[b:b + 48]):
+                got[s][i] = c.logits(r)
+        assert all(c.pos_min(s) > 0 for s in range(3))
+    err = max(rel_err(got[s], T.hf_logits(tiny.model, seqs[s])) for s in range(3))
+    print(f"\n{tiny.arch}: three sequences through the window cache: {err:.2e}", end="")
+    assert err < 1e-3, err
+
+
+def _seq_state(c, s=0):
+    size = L.llama_state_seq_get_size(c.ptr, s)
+    buf = (ctypes.c_uint8 * size)()
+    assert L.llama_state_seq_get_data(c.ptr, buf, size, s) == size
+    return buf, size
+
+
+def test_state_save_restore_with_window_cache(tiny):
+    toks = _toks(tiny, 340, 3)
+    n0 = 300
+    ref = T.hf_logits(tiny.model, toks)
+    with Model(tiny.gguf) as m:
+        with Ctx(m, **_params(True)) as c:
+            assert c.decode_seq(toks[:n0], all_logits=False) == 0
+            _, size_full = _seq_state(c)
+        with Ctx(m, **_params(False)) as c:
+            assert c.decode_seq(toks[:n0], all_logits=False) == 0
+            buf, size = _seq_state(c)
+            whole = (ctypes.c_uint8 * L.llama_state_get_size(c.ptr))()
+            assert L.llama_state_get_data(c.ptr, whole, len(whole)) == len(whole)
+        # the window cells hold the sliding layers' rows of at most 256 positions, not 300
+        assert size < size_full, (size, size_full)
+        with Ctx(m, **_params(True)) as c:   # another cache layout: refused, said why
+            with LogCapture() as log:
+                assert L.llama_state_seq_set_data(c.ptr, buf, size, 0) == 0
+            assert "window cache" in log.text()
+        for whole_state in (False, True):
+            with Ctx(m, **_params(False)) as c:
+                if whole_state:
+                    assert L.llama_state_set_data(c.ptr, whole, len(whole)) == len(whole)
+                else:
+                    assert L.llama_state_seq_set_data(c.ptr, buf, size, 0) == size
+                rows = []
+                for i in range(n0, len(toks)):
+                    assert c.decode_seq([toks[i]], start=i) == 0
+                    rows.append(c.logits(0))
+            err = rel_err(np.stack(rows), ref[n0:])
+            print(f"\n{tiny.arch}: window cache restored ({'whole' if whole_state else 'sequence'}), "
+                  f"then token by token: {err:.2e}", end="")
+            assert err < 1e-3, err
+
+
+def test_seq_rm_and_pos_min(tiny):
+    toks = _toks(tiny, 400, 4)
+    n = 300
+    ref = T.hf_logits(tiny.model, toks)
+    with Model(tiny.gguf) as m, Ctx(m, **_params(False)) as c:
+        assert c.decode_seq(toks[:n], all_logits=False) == 0
+        lo = c.pos_min(0)
+        assert 0 < lo <= n - 8 and c.pos_max(0) == n - 1
+        # a cut needing positions the window cells let go: refused, nothing removed
+        with LogCapture() as log:
+            assert not L.llama_memory_seq_rm(c.mem, 0, lo + 3, -1)
+            assert not L.llama_memory_seq_rm(c.mem, -1, 50, -1)
+        assert "without the window cells" in log.text()
+        assert c.pos_min(0) == lo and c.pos_max(0) == n - 1
+        # a tail whose window is held goes, and decoding goes on from there
+        assert L.llama_memory_seq_rm(c.mem, 0, n - 30, -1)
+        assert c.pos_max(0) == n - 31
+        rows = []
+        for i in range(n - 30, n + 20):
+            assert c.decode_seq([toks[i]], start=i) == 0
+            rows.append(c.logits(0))
+        err = rel_err(np.stack(rows), ref[n - 30:n + 20])
+        assert err < 1e-3, err
+        # a range behind the window goes too (from the full layers' cells as well)
+        lo = c.pos_min(0)
+        assert L.llama_memory_seq_rm(c.mem, 0, 0, lo + 20)
+        assert c.pos_min(0) == lo + 20 and c.pos_max(0) == n + 19
+        assert L.llama_memory_seq_rm(c.mem, 0, -1, -1)
+        assert c.pos_max(0) == -1 and c.pos_min(0) == -1
+
+
+def test_llama_decodes_a_prefix_the_window_left_again(tiny):
+    """Llama(swa_full=False) given a prompt sharing a long prefix with the last one, but diverging
+    behind the window cells: the context is cut there, which the cache refuses, so the prompt
+    is decoded again from the start; the logits are a fresh context's."""
+    from llama_py import Llama
+    a = _toks(tiny, 420, 5)
+    b = a[:100] + _toks(tiny, 20, 6)
+    kw = dict(n_ctx=512, n_batch=64, n_ubatch=N_UBATCH, logits_all=True, verbose=False)
+    with Llama(str(tiny.gguf), swa_full=False, **kw) as llm:
+        llm.eval(a)
+        assert L.llama_memory_seq_pos_min(L.llama_get_memory(llm._ctx), 0) > 100
+        llm.n_tokens = 100   # a shared prefix of 100 tokens: its window is gone
+        assert llm.n_tokens == 0
+        llm.eval(b)
+        got = np.array(llm.scores[:len(b)])
+    with Llama(str(tiny.gguf), swa_full=True, **kw) as llm:
+        llm.eval(a)
+        llm.n_tokens = 100   # the full cache keeps it
+        assert llm.n_tokens == 100
+        llm.eval(b[100:])
+        want = np.array(llm.scores[:len(b)])
+    assert rel_err(got, want) < 1e-5
