@@ -195,3 +195,29 @@ def test_llama_decodes_a_prefix_the_window_left_again(tiny):
         llm.eval(b[100:])
         want = np.array(llm.scores[:len(b)])
     assert rel_err(got, want) < 1e-5
+
+
+def test_server_engine_reuses_prefixes_the_window_still_holds(tiny):
+    """The server's engine runs the window cache by default (as llama-server): a prompt whose
+    shared prefix ends behind the window cells is decoded again, one whose prefix the window
+    still holds reuses it; both generate what the full-size cache does."""
+    from llama_py.server.engine import Engine, GenRequest, Model as EModel, SamplingParams
+    a = _toks(tiny, 400, 7)
+    b = a[:100] + _toks(tiny, 12, 8)
+    prompts = [a, b, b + _toks(tiny, 5, 9)]   # the third continues b (its own tokens differ from b's output)
+    outs = {}
+    m = EModel(str(tiny.gguf))
+    try:
+        for swa_full in (False, True):
+            with LogCapture() as log, Engine(m, n_slots=1, n_ctx=1024, n_batch=16, swa_full=swa_full) as eng:
+                got = []
+                for p in prompts:
+                    req = eng.submit(GenRequest(list(p), max_tokens=6, sampling=SamplingParams(temperature=0)))
+                    got.append(req.result(timeout=120)[0])
+                outs[swa_full] = (got, eng.metrics.prefix_tokens_reused)
+            assert ("keep 256 cells" in log.text()) != swa_full
+    finally:
+        m.close()
+    assert outs[False][0] == outs[True][0]
+    # full cache: 100 (b after a) + len(b) (the third after b); window cache: the second decoded again
+    assert outs[True][1] == 100 + len(b) and outs[False][1] == len(b), outs
