@@ -221,3 +221,33 @@ def test_server_engine_reuses_prefixes_the_window_still_holds(tiny):
     assert outs[False][0] == outs[True][0]
     # full cache: 100 (b after a) + len(b) (the third after b); window cache: the second decoded again
     assert outs[True][1] == 100 + len(b) and outs[False][1] == len(b), outs
+
+
+def _kv_bytes_expected(cfg, n_ctx: int, n_win: int) -> int:
+    """K and V bytes (F16) from the transformers config: the layers owning KV, each with its own
+    head size and KV heads; the sliding ones n_win cells (n_ctx without the window cache)."""
+    c = cfg.to_dict()   # the raw values (gemma4's per-layer fields are not read through the config)
+    own = c["num_hidden_layers"] - (c.get("num_kv_shared_layers") or 0)
+    total = 0
+    for il in range(own):
+        full = c["layer_types"][il] == "full_attention"
+        hd = (c.get("global_head_dim") or c["head_dim"]) if full else c["head_dim"]
+        n_kv = (c.get("num_global_key_value_heads") or c["num_key_value_heads"]) if full else c["num_key_value_heads"]
+        total += 2 * 2 * hd * n_kv * (n_ctx if full else n_win)
+    return total
+
+
+def test_kv_memory_of_the_window_cache(tiny):
+    """The cache a 4096-token context allocates, as the context reports it, is the owning layers'
+    K/V: full layers for 4096 cells, sliding layers for 256 window cells (4096 with swa_full)."""
+    import re
+    got = {}
+    with Model(tiny.gguf) as m:
+        for swa_full in (True, False):
+            with LogCapture() as log, Ctx(m, **dict(_params(swa_full, n_ctx=4096), type_k=1, type_v=1)):
+                pass
+            got[swa_full] = float(re.search(r"KV cache ([0-9.]+) MiB", log.text()).group(1))
+    cfg = tiny.model.config
+    for swa_full, n_win in ((True, 4096), (False, 256)):
+        assert abs(got[swa_full] - _kv_bytes_expected(cfg, 4096, n_win) / 2**20) < 0.01, (swa_full, got)
+    print(f"\n{tiny.arch}: KV for 4096 cells {got[True]:.2f} MiB, with the window cache {got[False]:.2f} MiB", end="")
