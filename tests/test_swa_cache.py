@@ -54,9 +54,9 @@ def _params(swa_full: bool, n_ctx: int = 512, n_seq_max: int = 1, n_batch: int =
                 swa_full=swa_full)
 
 
-def _run_one(m, toks, n_prompt, swa_full):
+def _run_one(m, toks, n_prompt, swa_full, **over):
     """Logits of every position: the prompt in one decode (several ubatches), then one by one."""
-    with Ctx(m, **_params(swa_full)) as c:
+    with Ctx(m, **dict(_params(swa_full), **over)) as c:
         assert c.decode_seq(toks[:n_prompt]) == 0
         rows = [c.logits(i) for i in range(n_prompt)]
         for i in range(n_prompt, len(toks)):
@@ -251,3 +251,20 @@ def test_kv_memory_of_the_window_cache(tiny):
     for swa_full, n_win in ((True, 4096), (False, 256)):
         assert abs(got[swa_full] - _kv_bytes_expected(cfg, 4096, n_win) / 2**20) < 0.01, (swa_full, got)
     print(f"\n{tiny.arch}: KV for 4096 cells {got[True]:.2f} MiB, with the window cache {got[False]:.2f} MiB", end="")
+
+
+
+@pytest.mark.parametrize("kind", ["no flash attention", "Q8_0 cache"])
+def test_window_cache_other_attention_paths(tiny, kind):
+    """The same with attention by mul_mat + softmax, and with a quantized cache (dequantized rows of
+    the window cells): window cache and full cache agree."""
+    if kind == "Q8_0 cache" and tiny.arch == "gemma4":
+        pytest.skip("the tiny gemma4's sliding heads are 16 wide: a Q8_0 cache needs multiples of 32")
+    over = dict(flash_attn_type=0) if kind == "no flash attention" else dict(type_k=8, type_v=8, flash_attn_type=1)
+    toks = _toks(tiny, 360, 2)
+    with Model(tiny.gguf) as m:
+        win = _run_one(m, toks, 100, False, **over)[0]
+        full = _run_one(m, toks, 100, True, **over)[0]
+    err = rel_err(win, full)
+    print(f"\n{tiny.arch}, {kind}: window cache vs full {err:.2e}", end="")
+    assert err < 1e-4, err
