@@ -268,3 +268,22 @@ def test_window_cache_other_attention_paths(tiny, kind):
     err = rel_err(win, full)
     print(f"\n{tiny.arch}, {kind}: window cache vs full {err:.2e}", end="")
     assert err < 1e-4, err
+
+
+def test_context_shift_with_the_window_cache(tiny):
+    """llama-server's context shift: [10, 110) dropped (behind the window), the rest moved back by
+    100 (the window cells' keys re-rotated too), then more tokens: as with the full-size cache."""
+    toks = _toks(tiny, 420, 11)
+    outs = {}
+    with Model(tiny.gguf) as m:
+        for swa_full in (False, True):
+            with Ctx(m, **_params(swa_full)) as c:
+                assert c.decode_seq(toks[:400], all_logits=False) == 0
+                assert L.llama_memory_seq_rm(c.mem, 0, 10, 110)
+                L.llama_memory_seq_add(c.mem, 0, 110, -1, -100)
+                assert c.pos_max(0) == 299
+                assert c.decode_seq(toks[400:], start=300) == 0
+                outs[swa_full] = c.all_logits(20)
+    err = rel_err(outs[False], outs[True])
+    print(f"\n{tiny.arch}: context shift, window cache vs full {err:.2e}", end="")
+    assert err < 1e-5, err
