@@ -34,7 +34,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Iterable, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -699,9 +699,9 @@ def load_vocab(model_dir: os.PathLike, n_vocab: int, config: Optional[dict] = No
 # tensor plan
 
 # GGUF tensor types (ggml_type ids) and file types (llama_ftype)
-GGML_F32, GGML_F16, GGML_Q8_0, GGML_BF16 = 0, 1, 8, 30
+GGML_F32, GGML_F16, GGML_Q8_0, GGML_BF16, GGML_MXFP4 = 0, 1, 8, 30, 39
 OUTTYPES = {"f32": (GGML_F32, 0), "f16": (GGML_F16, 1), "bf16": (GGML_BF16, 32), "q8_0": (GGML_Q8_0, 7)}
-_TYPE_NAMES = {GGML_F32: "f32", GGML_F16: "f16", GGML_Q8_0: "q8_0", GGML_BF16: "bf16"}
+_TYPE_NAMES = {GGML_F32: "f32", GGML_F16: "f16", GGML_Q8_0: "q8_0", GGML_BF16: "bf16", GGML_MXFP4: "mxfp4"}
 
 
 @dataclass
@@ -715,6 +715,9 @@ class TensorJob:
     add: float = 0.0                # added to every value (Gemma's norms: the GGUF holds 1 + w)
     srcs: Tuple[str, ...] = ()      # experts: these checkpoint tensors stacked along a new first axis
     fn: Optional[Callable[[np.ndarray], np.ndarray]] = None  # whole f32 tensor -> GGUF values (qwen35)
+    # checkpoint data already in a ggml block type (gpt-oss's MXFP4 experts): (checkpoint) -> the
+    # tensor's bytes in chunks, written unchanged (no requantization)
+    raw: Optional[Callable[["Checkpoint"], Iterable[np.ndarray]]] = None
 
 
 def qk_row_permutation(n_rows: int, n_heads: int) -> np.ndarray:
@@ -805,7 +808,9 @@ def plan_tensors(hp: HParams, ck: Checkpoint, ftype: int) -> List[TensorJob]:
     used = {k.split("::", 1)[0] for k in want}
     unknown = [n for n in ck.names() if n not in used and n not in stacked and not _IGNORED.search(n)
                and not (n == "lm_head.weight" and hp.tied)]
-    jobs = jobs_for(want, unknown, ck, ftype, hp.arch, fns)
+    raw_jobs, raw_used = spec.raw(hp, ck, prefix) if spec.raw is not None else ([], set())
+    unknown = [n for n in unknown if n not in raw_used]
+    jobs = jobs_for(want, unknown, ck, ftype, hp.arch, fns) + raw_jobs
     for name, srcs, shape in experts:
         for src in srcs:
             if src not in ck:
@@ -1054,6 +1059,12 @@ def convert(model_dir: os.PathLike, outfile: os.PathLike, outtype: str = "f16",
 
 
 def _write_tensor(f, job: TensorJob, ck: Checkpoint, enc: _Encoder, chunk_bytes: int) -> int:
+    if job.raw is not None:
+        n = 0
+        for chunk in job.raw(ck):
+            f.write(chunk)
+            n += chunk.nbytes
+        return n
     if job.data is not None:
         data = enc.encode(job.data, job.type)
         f.write(data)

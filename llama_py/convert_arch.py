@@ -55,6 +55,9 @@ class ArchSpec:
     plan: Optional[Callable] = None             # (hp, ck, ftype) -> [TensorJob]
     meta: Optional[Callable] = None             # (writers: dict of s/u32/f32/b/arr_str, hp) -> None
     normalize: Optional[Callable[[dict], dict]] = None  # config.json in another spelling -> transformers'
+    # tensors the checkpoint stores in a ggml block type: (hp, checkpoint, prefix) -> (TensorJobs
+    # with a raw reader, the checkpoint names they consume)
+    raw: Optional[Callable] = None
 
 
 def _attn(q="self_attn.q_proj.weight", perm=True, bias=False) -> Dict[str, LayerTensor]:
@@ -440,21 +443,84 @@ def _gpt_oss_layer(hp, il: int) -> Dict[str, LayerTensor]:
             return lambda a, hp: np.ascontiguousarray(a[:, k::2])
         return lambda a, hp: np.ascontiguousarray(np.swapaxes(a, 1, 2)[:, k::2, :])
     m = _attn(perm=False, bias=True)
+    if not _gpt_oss_mxfp4(hp.config):
+        m.update({
+            "mlp.experts.gate_up_proj::gate": LayerTensor("ffn_gate_exps.weight", (E, F, X), fn=part(0),
+                                                          src_shape=(E, X, "ff_exp2")),
+            "mlp.experts.gate_up_proj::up": LayerTensor("ffn_up_exps.weight", (E, F, X), fn=part(1),
+                                                        src_shape=(E, X, "ff_exp2")),
+            "mlp.experts.down_proj": LayerTensor("ffn_down_exps.weight", (E, X, F),
+                                                 fn=lambda a, hp: np.ascontiguousarray(np.swapaxes(a, 1, 2)),
+                                                 src_shape=(E, F, X)),
+        })
     m.update({
         "self_attn.o_proj.bias": LayerTensor("attn_output.bias", (X,)),
         "self_attn.sinks": LayerTensor("attn_sinks.weight", ("nhead",)),
         "post_attention_layernorm.weight": LayerTensor("post_attention_norm.weight", (X,)),
         "mlp.router.weight": LayerTensor("ffn_gate_inp.weight", (E, X)),
         "mlp.router.bias": LayerTensor("ffn_gate_inp.bias", (E,)),
-        "mlp.experts.gate_up_proj::gate": LayerTensor("ffn_gate_exps.weight", (E, F, X), fn=part(0), src_shape=(E, X, "ff_exp2")),
-        "mlp.experts.gate_up_proj::up": LayerTensor("ffn_up_exps.weight", (E, F, X), fn=part(1), src_shape=(E, X, "ff_exp2")),
         "mlp.experts.gate_up_proj_bias::gate": LayerTensor("ffn_gate_exps.bias", (E, F), fn=part(0, True), src_shape=(E, "ff_exp2")),
         "mlp.experts.gate_up_proj_bias::up": LayerTensor("ffn_up_exps.bias", (E, F), fn=part(1, True), src_shape=(E, "ff_exp2")),
-        "mlp.experts.down_proj": LayerTensor("ffn_down_exps.weight", (E, X, F), fn=lambda a, hp: np.ascontiguousarray(np.swapaxes(a, 1, 2)),
-                                             src_shape=(E, F, X)),
         "mlp.experts.down_proj_bias": LayerTensor("ffn_down_exps.bias", (E, X)),
     })
     return m
+
+
+def _gpt_oss_mxfp4(config: dict) -> bool:
+    """OpenAI's checkpoints: experts as MXFP4 blocks (quantization_config quant_method mxfp4)."""
+    return (config.get("quantization_config") or {}).get("quant_method") == "mxfp4"
+
+
+def mxfp4_from_openai(blocks: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """ggml MXFP4 blocks (per 32 values: the E8M0 scale byte, then 16 bytes whose low nibbles hold
+    values 0..15 and high nibbles 16..31) of OpenAI's layout: blocks [..., n_blocks, 16] with
+    values 2j (low nibble) and 2j + 1 (high) in byte j, scales [..., n_blocks] (the same E8M0
+    byte, bias 127). Only the nibbles move: the FP4 codes and scales stay bit for bit."""
+    codes = np.empty(blocks.shape[:-1] + (32,), np.uint8)
+    codes[..., 0::2] = blocks & 0x0F
+    codes[..., 1::2] = blocks >> 4
+    out = np.empty(blocks.shape[:-1] + (17,), np.uint8)
+    out[..., 0] = scales
+    out[..., 1:] = codes[..., :16] | (codes[..., 16:] << 4)
+    return out.reshape(-1)
+
+
+def _gpt_oss_raw(hp, ck, prefix: str):
+    """The MXFP4 expert jobs of an OpenAI checkpoint: per layer gate_up_proj_blocks / _scales
+    [n_expert, 2 n_ff_exp (gate and up rows interleaved), n_embd / 32, 16] / [..., n_embd / 32]
+    give ffn_gate_exps (even rows) and ffn_up_exps (odd), down_proj_blocks / _scales
+    [n_expert, n_embd, n_ff_exp / 32, 16] give ffn_down_exps: rows are output features, as GGUF
+    stores them."""
+    if not _gpt_oss_mxfp4(hp.config):
+        return [], set()
+    from .convert import GGML_MXFP4, TensorJob
+    E, F, X = _n_expert(hp.config), int(hp.config["intermediate_size"]), hp.n_embd
+    jobs, used = [], set()
+    for il in range(hp.n_layer):
+        p = f"{prefix}layers.{il}.mlp.experts."
+        for fused, rows, cols, parts in (("gate_up_proj", 2 * F, X, (("ffn_gate_exps", 0), ("ffn_up_exps", 1))),
+                                         ("down_proj", X, F, (("ffn_down_exps", None),))):
+            blocks, scales = p + fused + "_blocks", p + fused + "_scales"
+            if cols % 32 != 0:
+                _err(f"config.json: MXFP4 rows of {cols} values are not whole blocks of 32")
+            for name, want in ((blocks, (E, rows, cols // 32, 16)), (scales, (E, rows, cols // 32))):
+                if name not in ck:
+                    _err(f"checkpoint has no tensor '{name}' (quantization_config says mxfp4)")
+                info = ck.info(name)
+                if tuple(info.shape) != want or info.dtype != "U8":
+                    _err(f"checkpoint tensor '{name}' is {info.dtype} {list(info.shape)}, expected U8 {list(want)}")
+            used |= {blocks, scales}
+            for gname, k in parts:
+                def read(ck, blocks=blocks, scales=scales, k=k):
+                    b, s = ck.array(blocks), ck.array(scales)
+                    for e in range(E):   # one expert at a time: gpt-oss-120b's are 100 MB a layer
+                        yield mxfp4_from_openai(b[e] if k is None else b[e, k::2], s[e] if k is None else s[e, k::2])
+                    if k != 0:
+                        ck.release(blocks)
+                        ck.release(scales)
+                shape = (E, rows // 2 if k is not None else rows, cols)
+                jobs.append(TensorJob(f"blk.{il}.{gname}.weight", None, shape, GGML_MXFP4, raw=read))
+    return jobs, used
 
 
 def _gpt_oss_check(config: dict, hp) -> None:
@@ -473,7 +539,68 @@ def _gpt_oss_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
 
 
 ARCHS["gpt_oss"] = ArchSpec("gpt-oss", ("GptOssForCausalLM",), {}, write_head_dim=True,
-                            check=_gpt_oss_check, keys=_gpt_oss_keys, layer_for=_gpt_oss_layer)
+                            check=_gpt_oss_check, keys=_gpt_oss_keys, layer_for=_gpt_oss_layer, raw=_gpt_oss_raw)
+
+
+# granitemoe (Granite 3.x MoE; GraniteMoeShared adds an ungated shared expert): llama attention,
+# the experts stored fused as JetMoE's parallel experts, input_linear [n_expert, 2 n_ff_exp, n_embd]
+# (gate rows, then up rows) and output_linear [n_expert, n_embd, n_ff_exp]; split as llama.cpp does
+def _granitemoe_layer(hp, il: int) -> Dict[str, LayerTensor]:
+    E, F, X, S = EXP, FF_EXP, EMBD, FF_SHEXP
+
+    def half(k, axis):
+        def f(a, hp):
+            n = a.shape[axis] // 2
+            return np.ascontiguousarray(a[:, k * n:(k + 1) * n] if axis == 1 else a[k * n:(k + 1) * n])
+        return f
+    m = _attn()
+    m.update({
+        "post_attention_layernorm.weight": LayerTensor("ffn_norm.weight", (X,)),
+        "block_sparse_moe.router.layer.weight": LayerTensor("ffn_gate_inp.weight", (E, X)),
+        "block_sparse_moe.input_linear.weight::gate": LayerTensor("ffn_gate_exps.weight", (E, F, X), fn=half(0, 1),
+                                                                  src_shape=(E, "ff_exp2", X)),
+        "block_sparse_moe.input_linear.weight::up": LayerTensor("ffn_up_exps.weight", (E, F, X), fn=half(1, 1),
+                                                                src_shape=(E, "ff_exp2", X)),
+        "block_sparse_moe.output_linear.weight": LayerTensor("ffn_down_exps.weight", (E, X, F)),
+    })
+    if _granite_shared(hp.config):
+        m.update({
+            "shared_mlp.input_linear.weight::gate": LayerTensor("ffn_gate_shexp.weight", (S, X), fn=half(0, 0),
+                                                                src_shape=("ff_shexp2", X)),
+            "shared_mlp.input_linear.weight::up": LayerTensor("ffn_up_shexp.weight", (S, X), fn=half(1, 0),
+                                                              src_shape=("ff_shexp2", X)),
+            "shared_mlp.output_linear.weight": LayerTensor("ffn_down_shexp.weight", (X, S)),
+        })
+    return m
+
+
+def _granite_shared(config: dict) -> int:
+    return int(config.get("shared_intermediate_size") or 0)
+
+
+def _granitemoe_check(config: dict, hp) -> None:
+    _llama_check(config, hp)
+    _moe_check(config, hp)
+    if config.get("position_embedding_type", "rope") != "rope":
+        _err("config.json: granitemoe without rope (position_embedding_type) is not supported")
+
+
+def _granitemoe_keys(config: dict, hp) -> List[Tuple[str, str, object]]:
+    # transformers' defaults are 1.0 each; attention.scale replaces 1/sqrt(head size)
+    out = _moe_keys(config, hp) + [
+        ("attention.scale", "f32", float(config.get("attention_multiplier", 1.0))),
+        ("embedding_scale", "f32", float(config.get("embedding_multiplier", 1.0))),
+        ("residual_scale", "f32", float(config.get("residual_multiplier", 1.0))),
+        ("logit_scale", "f32", float(config.get("logits_scaling", 1.0)))]
+    if _granite_shared(config):
+        out.append(("expert_shared_feed_forward_length", "u32", _granite_shared(config)))
+    return out
+
+
+ARCHS["granitemoe"] = ArchSpec("granitemoe", ("GraniteMoeForCausalLM",), {}, check=_granitemoe_check,
+                               keys=_granitemoe_keys, layer_for=_granitemoe_layer)
+ARCHS["granitemoeshared"] = ArchSpec("granitemoe", ("GraniteMoeSharedForCausalLM",), {}, check=_granitemoe_check,
+                                     keys=_granitemoe_keys, layer_for=_granitemoe_layer)
 
 
 def _add_encoders() -> None:
@@ -514,8 +641,10 @@ def shape(sym: Tuple[str, ...], hp) -> Tuple[int, ...]:
     sizes = {EMBD: hp.n_embd, FF: hp.n_ff, FF2: 2 * hp.n_ff, Q: n_q, KV: n_kv, QKV: n_q + 2 * n_kv,
              HEAD: hp.head_dim, EXP: _n_expert(hp.config),
              FF_EXP: int(hp.config.get("moe_intermediate_size") or hp.n_ff), Q2: 2 * n_q, ONE: 1,
-             FF_SHEXP: int(hp.config.get("shared_expert_intermediate_size") or 0), "nhead": hp.n_head}
+             FF_SHEXP: int(hp.config.get("shared_expert_intermediate_size") or _granite_shared(hp.config)),
+             "nhead": hp.n_head}
     sizes["ff_exp2"] = 2 * sizes[FF_EXP]
+    sizes["ff_shexp2"] = 2 * sizes[FF_SHEXP]
     c = hp.config
     if c.get("linear_num_value_heads"):
         inner = int(c["linear_value_head_dim"]) * int(c["linear_num_value_heads"])

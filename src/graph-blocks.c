@@ -446,6 +446,10 @@ bool llm_graph_output(struct llm_graph * g, struct ggml_tensor * x) {
         // bits lands on the logits unnormalized (alone, 1.5% of Gemma 3 270M's top-1 choices)
         ggml_mul_mat_set_prec(res->t_logits, GGML_PREC_F32);
         GB(res->t_logits = llm_graph_lora(g, g->model->output, res->t_embd, res->t_logits));
+        const float ls = g->hp->f_logit_scale;
+        if (ls != 0.0f && ls != 1.0f) {
+            GB(res->t_logits = ggml_scale(g->c, res->t_logits, 1.0f / ls));
+        }
         const float cap = g->hp->f_final_softcap;
         if (cap > 0.0f) {
             GB(res->t_logits = ggml_scale(g->c, res->t_logits, 1.0f / cap));

@@ -54,6 +54,7 @@ enum llm_dim {
     LLM_DIM_DENSE_2_OUT, // n_dense_2_out
     LLM_DIM_DENSE_3_IN,  // n_dense_3_in
     LLM_DIM_HEAD,      // n_head (attention sinks)
+    LLM_DIM_FF_SHEXP_KEY, // n_ff_shexp as the file gives it (0: no shared expert; LLM_T_IF_DIM)
 };
 // Per-layer dimensions (FF, Q, K, V, O, QKV, HEAD_K) are the layer's own (model-layers.c).
 

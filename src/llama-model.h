@@ -49,6 +49,8 @@ struct llama_hparams {
     float f_embd_scale;    // token embeddings multiplied by this (0: not scaled)
     float f_attn_softcap;  // attn_logit_softcapping: scaled QK^T scores become c*tanh(s/c) (0: none)
     float f_final_softcap; // final_logit_softcapping: logits become c*tanh(x/c) (0: none)
+    float f_residual_scale; // residual_scale: each block's attention and FFN outputs times this (0: not scaled)
+    float f_logit_scale;   // logit_scale: logits divided by this (0: not scaled)
     // mixture of experts (0 experts: a dense FFN)
     uint32_t n_expert;        // expert_count
     uint32_t n_expert_used;   // expert_used_count: experts each token goes through (1..n_expert)

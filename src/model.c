@@ -628,6 +628,7 @@ static int64_t model_dim(const struct llama_hparams * hp, uint32_t il, uint8_t d
         case LLM_DIM_DENSE_2_OUT: return hp->n_dense_2_out;
         case LLM_DIM_DENSE_3_IN: return hp->n_dense_3_in;
         case LLM_DIM_HEAD: return hp->n_head;
+        case LLM_DIM_FF_SHEXP_KEY: return hp->n_ff_shexp;
         default: return 1;
     }
 }

@@ -33,7 +33,9 @@ expert_used_count largest p (ties: lower index), their weights divided by their 
 expert_weights_norm is false; the FFN is sum_j w_j (silu(m G_j^T) * (m U_j^T)) D_j^T over the
 chosen experts' matrices (ffn_{gate,up,down}_exps: the experts stacked in the first axis), the
 weights times expert_weights_scale when set; qwen2moe (weights not renormalised by default) adds a
-shared expert's SwiGLU FFN times sigmoid(m w_shexp_gate).
+shared expert's SwiGLU FFN times sigmoid(m w_shexp_gate) (granitemoe's shared expert: ungated).
+granitemoe: embeddings times embedding_scale, QK^T times attention.scale, each block's attention
+and FFN outputs times residual_scale before the residual add, logits divided by logit_scale.
 
 gpt-oss: Q/K/V/O biases; each head's sink logit s_h joins its softmax denominator
 (a_ij = exp(z_ij) / (sum_j exp(z_ij) + exp(s_h))); a window on even layers; the FFN norm is
@@ -56,7 +58,7 @@ import gguf
 from gguf import quants as gguf_quants
 
 
-ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "qwen3moe", "gemma4", "qwen2moe", "gpt-oss",
+ARCHS = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "gemma2", "qwen3moe", "gemma4", "qwen2moe", "gpt-oss", "granitemoe",
          "olmoe")
 
 
@@ -88,7 +90,7 @@ class LlamaRef:
         factor = g("rope.scaling.factor", None)
         self.freq_scale = 1.0 / float(factor) if factor else 1.0
         n_ctx_train = int(g("context_length"))
-        self.neox = arch != "llama"
+        self.neox = arch not in ("llama", "granitemoe")
         # sliding window: gemma3 five local layers of six, gemma2 the even ones, phi3 all layers
         # when set
         self.n_swa = int(g("attention.sliding_window", 4096 if arch == "gemma2" else 0) or 0)
@@ -100,6 +102,14 @@ class LlamaRef:
         qs = self.n_embd / self.n_head if arch == "gemma2" and self.n_layer == 46 else self.head_dim
         self.attn_scale = 1.0 if arch == "gemma4" else 1.0 / np.sqrt(qs)
         self.embd_scale = np.sqrt(self.n_embd) if arch in ("gemma3", "gemma2", "gemma4") else 1.0
+        # granitemoe's multipliers: embeddings, QK^T (in place of 1/sqrt(head size)), both residual
+        # branches, and the logits (divided)
+        self.resid_scale, self.logit_div = 1.0, 1.0
+        if arch == "granitemoe":
+            self.attn_scale = float(g("attention.scale", 0.0) or 0.0) or self.attn_scale
+            self.embd_scale = float(g("embedding_scale", 0.0) or 0.0) or 1.0
+            self.resid_scale = float(g("residual_scale", 0.0) or 0.0) or 1.0
+            self.logit_div = float(g("logit_scale"))
         self.attn_softcap = float(g("attn_logit_softcapping", 50.0)) if arch == "gemma2" else 0.0
         self.final_softcap = float(g("final_logit_softcapping", 30.0 if arch == "gemma2" else 0.0)) \
             if arch in ("gemma2", "gemma4") else 0.0
@@ -261,11 +271,12 @@ class LlamaRef:
                 gate = m[t] @ w[p + "ffn_gate_exps.weight"][e_id].T
                 up = m[t] @ w[p + "ffn_up_exps.weight"][e_id].T
                 out[t] += we * (((gate / (1.0 + np.exp(-gate))) * up) @ w[p + "ffn_down_exps.weight"][e_id].T)
-        if p + "ffn_up_shexp.weight" in w:   # the shared expert, scaled by sigmoid(its gate)
+        if p + "ffn_up_shexp.weight" in w:   # the shared expert, scaled by sigmoid(its gate) if any
             gate, up = m @ w[p + "ffn_gate_shexp.weight"].T, m @ w[p + "ffn_up_shexp.weight"].T
             sh = ((gate / (1.0 + np.exp(-gate))) * up) @ w[p + "ffn_down_shexp.weight"].T
-            s = m @ w[p + "ffn_gate_inp_shexp.weight"].reshape(-1)
-            out += sh / (1.0 + np.exp(-s))[:, None]
+            if p + "ffn_gate_inp_shexp.weight" in w:
+                sh = sh / (1.0 + np.exp(-(m @ w[p + "ffn_gate_inp_shexp.weight"].reshape(-1))))[:, None]
+            out += sh
         return out
 
     def _gemma4_moe(self, p: str, h: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -369,14 +380,14 @@ class LlamaRef:
             att = o.reshape(n, nh * hd) @ w[p + "attn_output.weight"].T + w.get(p + "attn_output.bias", 0.0)
             if p + "post_attention_norm.weight" in w and self.arch != "gpt-oss":
                 att = self._rmsnorm(att, w[p + "post_attention_norm.weight"])
-            x = x + att
+            x = x + att * self.resid_scale
             ffn_norm = w[p + ("post_attention_norm.weight" if self.arch == "gpt-oss" else "ffn_norm.weight")]
             f = self._ffn(p, self._rmsnorm(x, ffn_norm))
             if self.arch == "gemma4" and p + "ffn_gate_inp.weight" in w:
                 f = self._gemma4_moe(p, x, f)
             if p + "post_ffw_norm.weight" in w:
                 f = self._rmsnorm(f, w[p + "post_ffw_norm.weight"])
-            x = x + f
+            x = x + f * self.resid_scale
             if ple is not None:
                 t = (self._gelu(x @ w[p + "inp_gate.weight"].T) * ple[:, il, :]) @ w[p + "proj.weight"].T
                 x = x + self._rmsnorm(t, w[p + "post_norm.weight"])
@@ -386,7 +397,7 @@ class LlamaRef:
         hidden = self._rmsnorm(x, w["output_norm.weight"])
         if return_hidden:
             return hidden
-        logits = hidden @ self.out.T
+        logits = hidden @ self.out.T / self.logit_div
         if self.final_softcap:
             logits = self.final_softcap * np.tanh(logits / self.final_softcap)
         return logits

@@ -172,6 +172,111 @@ def test_mxfp4_moe_quantized_matches_dequantized_reference(tiny, tmp_path):
     assert np.median(per) < 2e-2 and rel_err(ours, f32) > 5 * np.median(per), per
 
 
+
+def _openai_mxfp4_checkpoint(tiny, d: Path):
+    """The tiny model as OpenAI ships gpt-oss: expert weights as MXFP4 blocks and scales (the
+    gguf package's reference quantizer picks the codes, rewritten into OpenAI's nibble order:
+    values 2j and 2j + 1 in byte j's low and high nibbles), everything else as saved, plus a
+    quantization_config. -> (the ggml blocks per GGUF expert tensor, a transformers model holding
+    the dequantized weights)."""
+    import copy
+    import shutil
+    from gguf.quants import dequantize, quantize
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+    mx = gguf.GGMLQuantizationType.MXFP4
+    shutil.copytree(tiny.path, d, ignore=shutil.ignore_patterns("*.gguf", "*.safetensors"))
+    cfg = (d / "config.json").read_text()
+    import json
+    cfg = json.loads(cfg)
+    cfg["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (d / "config.json").write_text(json.dumps(cfg))
+    tensors, ggml_blocks = {}, {}
+    for f in sorted(tiny.path.glob("*.safetensors")):
+        with safe_open(str(f), "pt") as st:
+            tensors.update({k: st.get_tensor(k) for k in st.keys()})
+    ref = copy.deepcopy(tiny.model)
+
+    def to_mxfp4(w_rows: np.ndarray):
+        """rows [E, n, k] -> (OpenAI blocks [E, n, k/32, 16], scales [E, n, k/32], ggml bytes, dequantized)."""
+        q = quantize(w_rows.reshape(-1, w_rows.shape[-1]), mx).reshape(w_rows.shape[0], w_rows.shape[1], -1, 17)
+        codes = np.concatenate([q[..., 1:] & 0x0F, q[..., 1:] >> 4], axis=-1)   # ggml: j and j + 16
+        blocks = codes[..., 0::2] | (codes[..., 1::2] << 4)
+        deq = dequantize(q.reshape(-1, q.shape[2] * 17), mx).reshape(w_rows.shape)
+        return blocks, q[..., 0], q, deq
+
+    for il, layer in enumerate(ref.model.layers):
+        x = layer.mlp.experts
+        p = f"model.layers.{il}.mlp.experts."
+        gate_up = tensors.pop(p + "gate_up_proj").float().numpy()          # [E, n_embd, 2 n_ff] (x @ W)
+        down = tensors.pop(p + "down_proj").float().numpy()                # [E, n_ff, n_embd]
+        b, sc, q, deq = to_mxfp4(np.ascontiguousarray(gate_up.transpose(0, 2, 1)))
+        tensors[p + "gate_up_proj_blocks"], tensors[p + "gate_up_proj_scales"] = torch.tensor(b), torch.tensor(sc)
+        ggml_blocks[f"blk.{il}.ffn_gate_exps.weight"] = q[:, 0::2]
+        ggml_blocks[f"blk.{il}.ffn_up_exps.weight"] = q[:, 1::2]
+        b2, sc2, q2, deq2 = to_mxfp4(np.ascontiguousarray(down.transpose(0, 2, 1)))
+        tensors[p + "down_proj_blocks"], tensors[p + "down_proj_scales"] = torch.tensor(b2), torch.tensor(sc2)
+        ggml_blocks[f"blk.{il}.ffn_down_exps.weight"] = q2
+        with torch.no_grad():
+            x.gate_up_proj.copy_(torch.tensor(deq.transpose(0, 2, 1)))
+            x.down_proj.copy_(torch.tensor(deq2.transpose(0, 2, 1)))
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(d / "model.safetensors"), metadata={"format": "pt"})
+    return ggml_blocks, ref
+
+
+def test_openai_mxfp4_checkpoint(tiny, tmp_path):
+    """A checkpoint in OpenAI's MXFP4 layout (gate_up_proj_blocks / _scales, ...): our convert
+    writes its experts as MXFP4 without requantizing: the blocks equal the reference quantizer's
+    byte for byte, as llama.cpp's converter's do, so both files give the same logits. Those follow
+    transformers run on the dequantized weights as MXFP4_MOE files do (the MXFP4 dots take Q8_0
+    activations: per-position median 2e-2, not 1e-3). transformers' own loader of such
+    checkpoints (Mxfp4Config(dequantize=True)) reads the test's layout as the same weights."""
+    from upstream_convert import convert_with_llama_cpp
+    from llama_py import convert as C
+    d = tmp_path / "openai"
+    ggml_blocks, ref_model = _openai_mxfp4_checkpoint(tiny, d)
+    toks = _prompts(tiny)[1]
+    ref = TA.hf_logits(ref_model, toks)
+    hf = transformers.GptOssForCausalLM.from_pretrained(
+        str(d), quantization_config=transformers.Mxfp4Config(dequantize=True), dtype=torch.float32).eval()
+    hf_err = rel_err(TA.hf_logits(hf, toks), ref)
+    ours = tmp_path / "ours.gguf"
+    C.convert(d, ours, "f32", progress=None)
+    theirs = convert_with_llama_cpp(d, tmp_path / "upstream.gguf", "f32", pre="qwen2")
+    logits = {}
+    for label, path in (("ours", ours), ("llama.cpp's converter", theirs)):
+        by_name = {t.name: t for t in gguf.GGUFReader(str(path)).tensors}
+        for name, q in ggml_blocks.items():
+            t = by_name[name]
+            assert t.tensor_type == gguf.GGMLQuantizationType.MXFP4, (label, name, t.tensor_type)
+            assert np.array_equal(np.asarray(t.data).reshape(-1), np.ascontiguousarray(q).reshape(-1)), (label, name)
+        logits[label] = (TA.our_batch(path, [toks])[0], TA.our_stepwise(path, toks))
+    (batch, step), (batch2, step2) = logits.values()
+    assert np.array_equal(batch, batch2) and np.array_equal(step, step2)
+    per = np.array([rel_err(batch[i:i + 1], ref[i:i + 1]) for i in range(len(toks))])
+    per_step = np.array([rel_err(step[i:i + 1], ref[i:i + 1]) for i in range(len(toks))])
+    f32 = rel_err(batch, TA.hf_logits(tiny.model, toks))
+    print(f"\nOpenAI MXFP4 checkpoint: transformers' dequantizing loader {hf_err:.2e}; ours vs the dequantized "
+          f"weights: median {np.median(per):.2e} batch, {np.median(per_step):.2e} token by token; {f32:.2e} vs F32",
+          end="")
+    assert hf_err < 1e-5, hf_err
+    assert max(np.median(per), np.median(per_step)) < 2e-2 and f32 > 5 * np.median(per), (per, per_step)
+    # a checkpoint that says mxfp4 but lacks one layer's scales, or has them in another shape: refused
+    from safetensors.torch import load_file, save_file
+    good = load_file(str(d / "model.safetensors"))
+    name = "model.layers.1.mlp.experts.down_proj_scales"
+    for bad, msg in ((None, f"checkpoint has no tensor '{name}'"),
+                     (good[name][:, :-1], f"checkpoint tensor '{name}' is U8")):
+        t = dict(good)
+        if bad is None:
+            del t[name]
+        else:
+            t[name] = bad.contiguous()
+        save_file(t, str(d / "model.safetensors"), metadata={"format": "pt"})
+        with pytest.raises(C.ConvertError, match=msg):
+            C.convert(d, tmp_path / "bad.gguf", "f32", progress=None)
+
 def test_harmony_end_of_generation(tiny, tmp_path):
     """o200k_harmony's tokens: a reply ends at <|return|> or <|call|>; <|end|>, which closes the
     analysis message inside a reply, is then no end of generation (llama.cpp's rule). Three

@@ -1,13 +1,17 @@
 """Mixture-of-experts architectures on tiny random-weight transformers models: Qwen3MoeForCausalLM
 (GGUF qwen3moe: qwen3 attention, softmax routing, top-k weights renormalised),
 Qwen2MoeForCausalLM (qwen2moe: Q/K/V biases, weights not renormalised, a sigmoid-gated shared
-expert), MixtralForCausalLM (GGUF llama with expert_count > 0) and OlmoeForCausalLM (olmoe: RMS norms
-over the whole Q and K vectors, weights not renormalised), converted by our converter and by
+expert), MixtralForCausalLM (GGUF llama with expert_count > 0), OlmoeForCausalLM (olmoe: RMS norms
+over the whole Q and K vectors, weights not renormalised) and GraniteMoe(Shared)ForCausalLM
+(granitemoe: embedding / attention / residual / logit multipliers, fused experts split, an
+ungated shared expert), converted by our converter and by
 llama.cpp's (0.3.36 sdist), and run by the engine:
 
   - our F32 logits within 1e-3 relative of transformers', batch (flash attention off and on) and
     token by token through the KV cache; the float64 NumPy reference (llama_ref.py) likewise;
   - a MoE layer whose experts all hold the same weights gives the dense FFN's logits;
+  - tied router logits: ties between equal experts give transformers' logits; other ties take
+    the lower expert index (torch.topk has no tie rule: test_router_ties);
   - GGUF names as gguf-py's constants list them;
   - bad files (expert_used_count > expert_count, wrong expert tensor shapes, missing experts)
     refused at load, naming the field.
@@ -73,11 +77,25 @@ def _olmoe_config(n_vocab, bos, eos):
         eos_token_id=eos, pad_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
 
+def _granitemoe_config(n_vocab, bos, eos, shared=0):
+    # multipliers away from 1 (and from 1/sqrt(head size)) so each one shows if dropped
+    kw = dict(shared_intermediate_size=shared) if shared else {}
+    return (transformers.GraniteMoeSharedConfig if shared else transformers.GraniteMoeConfig)(
+        vocab_size=n_vocab, hidden_size=64, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_local_experts=N_EXPERT, num_experts_per_tok=N_USED, max_position_embeddings=512,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=None,
+        embedding_multiplier=2.0, attention_multiplier=0.09, residual_multiplier=0.6, logits_scaling=3.0,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **kw)
+
+
 # name -> (config, model class, tokenizer, GGUF architecture)
 MODELS = {"qwen3moe": (_qwen3moe_config, "Qwen3MoeForCausalLM", "bpe", "qwen3moe"),
           "qwen2moe": (_qwen2moe_config, "Qwen2MoeForCausalLM", "bpe", "qwen2moe"),
           "mixtral": (_mixtral_config, "MixtralForCausalLM", "spm", "llama"),
-          "olmoe": (_olmoe_config, "OlmoeForCausalLM", "bpe", "olmoe")}
+          "olmoe": (_olmoe_config, "OlmoeForCausalLM", "bpe", "olmoe"),
+          "granitemoe": (_granitemoe_config, "GraniteMoeForCausalLM", "bpe", "granitemoe"),
+          "granitemoeshared": (lambda n, b, e: _granitemoe_config(n, b, e, shared=40), "GraniteMoeSharedForCausalLM",
+                               "bpe", "granitemoe")}
 
 
 @pytest.fixture(scope="module")
@@ -252,6 +270,57 @@ def test_identical_experts_equal_dense_ffn(tiny, tmp_path):
     assert err < 1e-5, err
 
 
+def _tied_variant(t, tmp_path: Path, edit) -> TA.Tiny:
+    """A copy of tiny model t (a transformers checkpoint) with edit(layer.mlp) applied to each
+    layer, saved and converted by our converter."""
+    import copy
+    import shutil
+    model = copy.deepcopy(t.model)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            edit(layer.mlp)
+    d = tmp_path / "tied"
+    shutil.copytree(t.path, d, ignore=shutil.ignore_patterns("*.gguf", "*.safetensors"))
+    model.save_pretrained(str(d))
+    return TA.Tiny(d, model, t.tok, t.arch)
+
+
+def test_router_ties(tiny, tmp_path):
+    """Exactly tied router logits. torch.topk has no rule for ties: its CPU kernel calls
+    std::partial_sort when 64 * k <= n_expert, else std::nth_element then std::sort, so which of
+    equal experts win depends on n_expert, k and where the ties sit (zero logits: 8 experts top-3
+    -> 6, 5, 4; 64 top-8 -> 40..47; 128 top-8 -> 81..88; and C++ libraries differ). llama.cpp's
+    CPU top-k (std::partial_sort) has none either. Ours takes the lower index first (a stable
+    sort's order), always, as the float64 reference does. So:
+      - experts paired with identical router rows and identical weights (ties between equals):
+        transformers' logits, whichever of a pair either side picks;
+      - a zero router (every expert tied, distinct experts): the float64 reference's choice,
+        experts 0..k-1; transformers' logits then differ, as printed."""
+    t = tiny["qwen3moe"]
+    toks = t.ids(TA.LONG)[:40]
+
+    def pair(mlp):
+        for j in range(0, N_EXPERT, 2):
+            mlp.gate.weight[j + 1] = mlp.gate.weight[j]
+            mlp.experts.gate_up_proj[j + 1] = mlp.experts.gate_up_proj[j]
+            mlp.experts.down_proj[j + 1] = mlp.experts.down_proj[j]
+
+    paired = _tied_variant(t, tmp_path / "pair", pair)
+    ref = TA.hf_logits(paired.model, toks)
+    err = max(rel_err(TA.our_batch(paired.gguf, [toks])[0], ref), rel_err(TA.our_stepwise(paired.gguf, toks), ref))
+    assert err < 1e-3, err
+
+    zero = _tied_variant(t, tmp_path / "zero", lambda mlp: mlp.gate.weight.zero_())
+    ours = TA.our_batch(zero.gguf, [toks])[0]
+    err_ref = rel_err(ours, LlamaRef(str(zero.gguf)).forward(toks))
+    err_step = rel_err(TA.our_stepwise(zero.gguf, toks), ours)
+    hf_picks = torch.topk(torch.zeros(N_EXPERT), N_USED).indices.tolist()
+    print(f"\npaired ties vs transformers {err:.2e}; zero router vs float64 {err_ref:.2e}, vs transformers "
+          f"{rel_err(ours, TA.hf_logits(zero.model, toks)):.2e} (torch.topk picks {hf_picks}, ours "
+          f"{list(range(N_USED))})", end="")
+    assert err_ref < 1e-4 and err_step < 1e-4, (err_ref, err_step)
+
+
 @pytest.mark.parametrize("keys", [
     {"expert_gating_func": (2, gguf.GGUFValueType.UINT32)},                       # sigmoid routing
     {"expert_weights_norm": (False, gguf.GGUFValueType.BOOL)},                    # raw softmax weights
@@ -305,6 +374,17 @@ def test_bad_expert_files_are_refused(tiny, tmp_path):
     _rewrite(mx, bad, keys={"llama.expert_count": None})
     assert "llama.expert_used_count = 2 without llama.expert_count" in _load_error(bad)
 
+
+
+def test_granitemoe_bad_scales_are_refused(tiny, tmp_path):
+    src, bad = tiny["granitemoe"].gguf, tmp_path / "bad.gguf"
+    f32 = gguf.GGUFValueType.FLOAT32
+    _rewrite(src, bad, keys={"granitemoe.logit_scale": (0.0, f32)})
+    assert "granitemoe.logit_scale = 0 must be finite and not 0" in _load_error(bad)
+    _rewrite(src, bad, keys={"granitemoe.residual_scale": (float("nan"), f32)})
+    assert "granitemoe.residual_scale = nan must be finite" in _load_error(bad)
+    _rewrite(src, bad, keys={"granitemoe.logit_scale": None})
+    assert "missing required key 'granitemoe.logit_scale'" in _load_error(bad)
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc for VmHWM")
 def test_repacked_experts_do_not_double_memory(tiny, tmp_path):
@@ -367,6 +447,33 @@ def test_offload_to_test_device_is_bit_identical(tiny, name):
     finally:
         ggml.ggml_backend_test_device_enable(False)
 
+
+
+def test_make_moe_model_writes_the_mix_directly(tiny, tmp_path):
+    """scripts/make_moe_model.py --quantize (benchmark files of real shapes in seconds): every
+    tensor gets the type our quantizer gives the F16 model of that shape, the quantized rows are
+    whole, valid blocks (finite when the gguf package dequantizes them, near the drawn scale), and
+    the file runs."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from make_moe_model import PRESETS, write_moe_model
+    from make_synthetic_model import quantize
+    from gguf.quants import dequantize
+    shape = dict(PRESETS["tiny"], arch="olmoe", n_layer=3, n_embd=256, n_head=4, n_head_kv=4, head_dim=64,
+                 n_expert=6, n_expert_used=2, n_ff_exp=256)
+    direct, f16, q = tmp_path / "direct.gguf", tmp_path / "f16.gguf", tmp_path / "q.gguf"
+    write_moe_model(direct, **shape, quantize_mix="Q4_K_M", vocab=tiny["olmoe"].gguf, seed=5)
+    write_moe_model(f16, **shape, ftype="f16", vocab=tiny["olmoe"].gguf, seed=5)
+    quantize(f16, q, "Q4_K_M")
+    got = {t.name: t for t in gguf.GGUFReader(str(direct)).tensors}
+    want = {t.name: t.tensor_type for t in gguf.GGUFReader(str(q)).tensors}
+    assert {n: t.tensor_type for n, t in got.items()} == want
+    assert {t.name for t in got.values() if t.tensor_type == gguf.GGMLQuantizationType.Q6_K} >= {
+        "output.weight", "blk.2.attn_v.weight", "blk.2.ffn_down_exps.weight"}
+    w = dequantize(got["blk.1.ffn_up_exps.weight"].data, gguf.GGMLQuantizationType.Q4_K)
+    assert np.isfinite(w).all() and 0.5 < w.std() * np.sqrt(256) < 1.5, w.std()
+    toks = tiny["olmoe"].ids(TA.LONG)[:16]
+    logits = TA.our_batch(direct, [toks])[0]
+    assert np.isfinite(logits).all() and logits.std() > 0
 
 @pytest.mark.parametrize("qtype", ["Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q2_K"])
 def test_quantized_experts(tiny, tmp_path, qtype):

@@ -79,6 +79,25 @@ static void random_blocks(enum ggml_type type, void * q, int nblocks, float scal
     }
 }
 
+// Types whose NEON dot gives the portable kernel's bits.
+static bool neon_exact(enum ggml_type t) {
+    switch (t) {
+        case GGML_TYPE_IQ4_NL:
+        case GGML_TYPE_IQ4_XS:
+        case GGML_TYPE_MXFP4:
+        case GGML_TYPE_TQ1_0:
+        case GGML_TYPE_TQ2_0:
+        case GGML_TYPE_IQ2_XXS:
+        case GGML_TYPE_IQ2_XS:
+        case GGML_TYPE_IQ2_S:
+        case GGML_TYPE_IQ3_XXS:
+        case GGML_TYPE_IQ3_S:
+        case GGML_TYPE_IQ1_S:
+        case GGML_TYPE_IQ1_M: return true;
+        default: return false;
+    }
+}
+
 // Checks one (type, row length) case for every available kernel set.
 static void check_dot(enum ggml_type type, int n, float scale_x, float scale_y) {
     const struct ggml_type_traits * tt = ggml_get_type_traits(type);
@@ -132,6 +151,13 @@ static void check_dot(enum ggml_type type, int n, float scale_x, float scale_y) 
         var->vec_dot(n, &s_var, xq, yq);
         CHECK(fabs((double) s_var - (double) s_gen) <= tol, "%s n=%d %s dot %.7g vs portable %.7g (tol %.3g)", tt->type_name, n,
               ggml_cpu_kernel_variant_name((enum ggml_cpu_kernel_variant) v), s_var, s_gen, tol);
+        if (v == GGML_CPU_KERNELS_NEON) {
+            // every type has its own NEON kernel, and the IQ / TQ / MXFP4 ones keep the portable
+            // kernels' integer sums and float steps in their order (quants-iq-neon-kernels.h)
+            CHECK(var->vec_dot != gen->vec_dot, "%s: the neon set has no kernel of its own", tt->type_name);
+            CHECK(!neon_exact(type) || memcmp(&s_var, &s_gen, sizeof(s_var)) == 0, "%s n=%d neon dot %.9g is not portable's %.9g",
+                  tt->type_name, n, s_var, s_gen);
+        }
     }
     free(xf);
     free(yf);

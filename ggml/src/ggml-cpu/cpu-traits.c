@@ -102,6 +102,7 @@ static void tables_init(void) {
     }
 #elif defined(__aarch64__)
     ggml_cpu_quants_init_neon(variant_tables[GGML_CPU_KERNELS_NEON]);
+    ggml_gemm_init_neon(gemm_tables[GGML_CPU_KERNELS_NEON]);
     variant_ok[GGML_CPU_KERNELS_NEON] = true;
 #endif
 

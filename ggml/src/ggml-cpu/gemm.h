@@ -148,10 +148,11 @@ const struct ggml_gemm_traits * ggml_gemm_get_traits(enum ggml_type type);
 
 // Portable table (gemm-generic.c): every quantized type, scalar kernel, accelerated = false.
 void ggml_gemm_init_generic(struct ggml_gemm_traits * table);
-// ISA overrides (gemm-avx2.c, gemm-avxvnni.c, gemm-avx512.c): kernels (and packers) they accelerate.
+// ISA overrides (gemm-avx2.c, gemm-avxvnni.c, gemm-avx512.c, gemm-neon.c): kernels (and packers) they accelerate.
 void ggml_gemm_init_avx2(struct ggml_gemm_traits * table);
 void ggml_gemm_init_avxvnni(struct ggml_gemm_traits * table);
 void ggml_gemm_init_avx512(struct ggml_gemm_traits * table);
+void ggml_gemm_init_neon(struct ggml_gemm_traits * table); // gemm-neon.c (aarch64)
 
 // Portable pieces, shared by the ISA tables.
 void ggml_gemm_pack_generic(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int nr, int64_t K,

@@ -3,7 +3,10 @@
 //
 // Both order by value and break ties by the lower index, so the result is one fixed
 // permutation whatever the algorithm or the thread count (a stable sort's result; expert
-// routing needs ties resolved the same way every time). NaN sorts below every number,
+// routing needs ties resolved the same way every time). Neither reference has a tie rule to
+// follow: torch.topk's CPU kernel (what transformers routes with) uses std::partial_sort or
+// std::nth_element, llama.cpp's top-k std::partial_sort: which of equal values wins follows
+// their internals (tests/test_moe_arch.py::test_router_ties). NaN sorts below every number,
 // -inf included (argmax's rule: NaN never wins a top-k).
 //
 // Rows are split over threads. argsort is a bottom-up merge sort of (value, index) pairs in

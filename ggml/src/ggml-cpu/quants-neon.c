@@ -1,4 +1,5 @@
-// quants-neon.c — AArch64 NEON dot products and activation quantizers (CMake builds this file
+// quants-neon.c — AArch64 NEON dot products (quants-neon-kernels.h; the IQ / TQ / MXFP4 types in
+// quants-iq-neon-kernels.h) and activation quantizers (CMake builds this file
 // only for aarch64; the guard below keeps it empty anywhere else).
 //
 // The integer kernels (quants-neon-kernels.h) are compiled twice: with sdot (ARMv8.2 dot
@@ -7,6 +8,8 @@
 #if defined(__aarch64__)
 
 #include "quants.h"
+
+#include "neon-dotprod.h"
 
 #include <arm_neon.h>
 #include <string.h>
@@ -160,37 +163,55 @@ static inline int32x4_t neon_i8dot_emul(int32x4_t acc, int8x16_t a, int8x16_t b)
     return vpadalq_s16(acc, vmull_high_s8(a, b));
 }
 
-#if !defined(__ARM_FEATURE_DOTPROD)
+// ---- pieces of the IQ / TQ kernels (quants-iq-neon-kernels.h) that need no dot product ----
+
+// Two 8-byte grid entries (little-endian words of their byte values) as one vector.
+static inline int8x16_t neon_grid16(uint64_t g0, uint64_t g1) {
+    return vreinterpretq_s8_u64(vcombine_u64(vcreate_u64(g0), vcreate_u64(g1)));
+}
+
+// All-ones bytes where bit j of s0 (bytes 0..7) or of s1 (bytes 8..15) is set.
+static inline uint8x16_t neon_sign_mask16(uint8_t s0, uint8_t s1) {
+    static const uint8_t bit_tab[16] = { 1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128 };
+    return vtstq_u8(vcombine_u8(vdup_n_u8(s0), vdup_n_u8(s1)), vld1q_u8(bit_tab));
+}
+
+// Two 4-value IQ3 grid entries as one 8-value word (g0 values 0..3, g1 4..7).
+static inline uint64_t neon_iq3_pair(uint32_t g0, uint32_t g1) { return (uint64_t) g0 | ((uint64_t) g1 << 32); }
+
+// Sum of a q8_K block's 256 values from its 16 partial sums.
+static inline int neon_bsums_total(const int16_t * bsums) {
+    return vaddlvq_s16(vld1q_s16(bsums)) + vaddlvq_s16(vld1q_s16(bsums + 8));
+}
+
+// Trit n of 16 TQ1_0 bytes (m = 3^n): ((q * m) mod 256 * 3) >> 8, as ggml_tq1_trit.
+static inline int8x16_t neon_tq1_trits16(uint8x16_t q, uint8_t m) {
+    const uint8x16_t v = vmulq_u8(q, vdupq_n_u8(m));
+    const uint16x8_t lo = vmull_u8(vget_low_u8(v), vdup_n_u8(3)), hi = vmull_high_u8(v, vdupq_n_u8(3));
+    return vreinterpretq_s8_u8(vcombine_u8(vshrn_n_u16(lo, 8), vshrn_n_u16(hi, 8)));
+}
+
+#if !defined(NEON_DOTPROD_ALWAYS)
 #define NEON_NAME(name)       name##_nodot
 #define NEON_I8DOT(acc, a, b) neon_i8dot_emul(acc, a, b)
 #include "quants-neon-kernels.h"
+#include "quants-iq-neon-kernels.h"
 #undef NEON_NAME
 #undef NEON_I8DOT
 #endif
 
-#if defined(__ARM_FEATURE_DOTPROD)
-#define NEON_DOTPROD_ALWAYS 1
-#elif defined(__clang__)
-#pragma clang attribute push(__attribute__((target("dotprod"))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("arch=armv8.2-a+dotprod")
-#endif
+NEON_DOTPROD_BEGIN
 
 #define NEON_NAME(name)       name##_dot
 #define NEON_I8DOT(acc, a, b) vdotq_s32(acc, a, b)
 #include "quants-neon-kernels.h"
+#include "quants-iq-neon-kernels.h"
 #undef NEON_NAME
 #undef NEON_I8DOT
 
-#if defined(NEON_DOTPROD_ALWAYS)
-#elif defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+NEON_DOTPROD_END
 
-static bool cpu_has_dotprod(void) {
+bool ggml_cpu_neon_has_dotprod(void) {
 #if defined(NEON_DOTPROD_ALWAYS)
     return true;
 #elif defined(__linux__)
@@ -212,11 +233,13 @@ void ggml_cpu_quants_init_neon(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_Q8_0].from_float = quantize_row_q8_0;
     t[GGML_TYPE_Q8_1].from_float = quantize_row_q8_1;
     t[GGML_TYPE_Q8_K].from_float = quantize_row_q8_K;
-    if (cpu_has_dotprod()) {
+    if (ggml_cpu_neon_has_dotprod()) {
         install_dot(t);
+        install_iq_dot(t);
     } else {
 #if !defined(NEON_DOTPROD_ALWAYS)
         install_nodot(t);
+        install_iq_nodot(t);
 #endif
     }
 }

@@ -15,6 +15,9 @@
 //     (test_matmul_prec.py::test_q2_K_q3_K_four_column_kernels_keep_the_bits).
 //   - Across sets, the GEMM tiles follow one float order per column (gemm.h), so quantized
 //     matmuls on that path give the same bits on portable, avx2, avxvnni and avx512 (test_gemm).
+//   - NEON: its GEMM tiles (gemm-neon.c) keep the first rule within the set, and its IQ / TQ /
+//     MXFP4 dots are the portable kernels bit for bit (test_quants_simd, test_gemm under
+//     qemu-aarch64: scripts/test_neon_qemu.sh).
 //   - AVX-VNNI is AVX2 bit for bit for whole models (its vec_dot, attention and vector kernels
 //     are AVX2's; tests/test_avxvnni_emulated.py on SmolLM2, Qwen2.5, Gemma 3).
 //   - Not promised: flash attention and the vec_dot kernels across AVX-512, AVX2 and portable.
@@ -94,6 +97,8 @@ void ggml_cpu_quants_init_avx2(struct ggml_type_traits_cpu * table);
 void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * table); // quants-iq-avx2.c, called by the above
 void ggml_cpu_quants_init_avx512(struct ggml_type_traits_cpu * table);
 void ggml_cpu_quants_init_neon(struct ggml_type_traits_cpu * table);
+// Whether this CPU has the ARMv8.2 dot product (sdot; quants-neon.c, aarch64 builds only).
+bool ggml_cpu_neon_has_dotprod(void);
 
 // vec_dot_<w>_<a> (one column) and vec_dot_x4_<w>_<a> (four, ggml_vec_dot_x4_t) of an ISA file,
 // both from its always-inline dot_<w>_cols(n, s, bs, x, y, by, NC): one body, so the four
