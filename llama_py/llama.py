@@ -141,7 +141,7 @@ class LlamaState:
 # default means "not asked for"; anything else warns once and is ignored.
 _HARMLESS = {
     "n_gpu_layers": 0, "split_mode": C.LLAMA_SPLIT_MODE_LAYER, "main_gpu": 0, "tensor_split": None,
-    "use_mlock": False, "offload_kqv": True, "op_offload": None, "swa_full": None, "numa": False,
+    "use_mlock": False, "offload_kqv": True, "op_offload": None, "numa": False,
     "lora_base": None, "no_perf": False,
 }
 # Keywords llama_py adds (accepted through **kwargs so the signature stays llama-cpp-python's).
@@ -218,7 +218,7 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         for key in kwargs:
             _warn_once(f"unknown:{key}", f"Llama: unknown keyword {key!r} ignored")
         given = dict(n_gpu_layers=n_gpu_layers, split_mode=split_mode, main_gpu=main_gpu, tensor_split=tensor_split,
-                     use_mlock=use_mlock, offload_kqv=offload_kqv, op_offload=op_offload, swa_full=swa_full,
+                     use_mlock=use_mlock, offload_kqv=offload_kqv, op_offload=op_offload,
                      numa=numa, lora_base=lora_base, no_perf=no_perf)
         for key, default in _HARMLESS.items():
             if given[key] is not None and given[key] != default:
@@ -323,6 +323,10 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         cparams.embeddings = embedding
         cparams.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else C.LLAMA_FLASH_ATTN_TYPE_DISABLED
         cparams.no_perf = no_perf
+        if swa_full is not None:
+            # False: sliding-window layers keep a window-sized cache (a prefix the window has
+            # left is decoded again: llama_memory_seq_rm says so); None keeps llama.cpp's full one
+            cparams.swa_full = bool(swa_full)
         if type_k is not None:
             cparams.type_k = type_k
         if type_v is not None:

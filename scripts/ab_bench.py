@@ -26,7 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # weights every generated token reads (token_embd only when it doubles as the output matrix)
 MATMUL_WEIGHT = re.compile(r"^(blk\.\d+\.(attn_q|attn_k|attn_v|attn_qkv|attn_output|ffn_gate|ffn_up|ffn_down|"
-                           r"ffn_gate_inp|ffn_gate_shexp|ffn_up_shexp|ffn_down_shexp)|output)\.weight$")
+                           r"ffn_gate_inp|ffn_gate_shexp|ffn_up_shexp|ffn_down_shexp|inp_gate|proj)|output|"
+                           r"per_layer_model_proj)\.weight$")
+# gemma4's per-layer embeddings (PLE): a token reads one row of the table, not the table
+ROW_WEIGHT = ("per_layer_token_embd.weight",)
 # stacked experts: a token reads expert_used_count of expert_count of them
 EXPERT_WEIGHT = re.compile(r"^blk\.\d+\.ffn_(gate|up|down|gate_up)_exps\.weight$")
 
@@ -46,6 +49,10 @@ def token_bytes(path: str) -> int:
         total += int(sum(n for name, n in names.items() if EXPERT_WEIGHT.match(name)) * share)
     if "output.weight" not in names:
         total += names.get("token_embd.weight", 0)  # tied embeddings are the output matrix
+    n_vocab = next((int(t.shape[-1]) for t in r.tensors if t.name == "token_embd.weight"), 0)
+    for name in ROW_WEIGHT:
+        if name in names and n_vocab:
+            total += names[name] // n_vocab
     return total
 
 

@@ -11,8 +11,12 @@ a preset; tensor names, shapes and keys are the converter's (llama_py/convert_ge
 file is what `convert` writes for a real checkpoint of that config. The vocabulary is copied
 from a vocab-only GGUF: gemma-4 (262144 tokens, the real one's size, fetched with
 llama_py.pull_vocab) by default. Matrices are drawn from N(0, 1/fan_in), norm weights and scales
-are 1. --quantize writes an F16 model first (2 bytes per parameter of temporary disk and memory)
-and converts it with this project's quantizer. The presets are not Google's published shapes:
+are 1; tensors are written one at a time, big ones in blocks of rows (memory stays small).
+--type q4_0 writes every matrix in Q4_0 straight away (Google's QAT files are Q4_0 throughout,
+the PLE table included): the E4B-shaped file in minutes. --quantize writes an F16 model first
+(2 bytes per parameter of temporary disk) and converts it with this project's quantizer.
+
+    python scripts/make_gemma4_model.py /work/scratch/models/gemma4-e4b-q4_0.gguf --preset e4b-like --type q4_0 The presets are not Google's published shapes:
 pass the real config.json for those.
 """
 from __future__ import annotations
@@ -54,6 +58,59 @@ _BASE = dict(rms_norm_eps=1e-6, max_position_embeddings=131072, final_logit_soft
                               _SLIDE: {"rope_type": "default", "rope_theta": 10000.0}})
 
 
+class _DrawnRows:
+    """A matrix of N(0, 1/fan_in) values drawn and written in blocks of rows (GGUFWriter calls
+    tofile with the file when its turn comes)."""
+
+    BLOCK = 1 << 22   # values per block
+
+    def __init__(self, shape, dtype: np.dtype, rng):
+        self.shape, self.dtype, self.rng = tuple(shape), dtype, rng
+        self.nbytes = int(np.prod(shape)) * dtype.itemsize
+
+    def tofile(self, f) -> None:
+        rows, cols = int(np.prod(self.shape[:-1])), self.shape[-1]
+        step = max(1, self.BLOCK // cols)
+        for r in range(0, rows, step):
+            n = min(step, rows - r)
+            (self.rng.standard_normal((n, cols), dtype=np.float32) / np.sqrt(cols)).astype(self.dtype).tofile(f)
+
+
+class _Q4Rows:
+    """A Q4_0 matrix (as QAT files store every matrix, the PLE table included) of N(0, 1/fan_in)
+    values: blocks quantized once from a pool of draws, laid out from a random offset per block
+    of rows. The values repeat with the pool's period (8 MiB), which a speed benchmark cannot
+    see: every byte of the file is still read from memory."""
+
+    POOL = 1 << 23   # values in the pool
+    _pools: dict = {}
+
+    def __init__(self, shape, rng):
+        self.shape, self.rng = tuple(shape), rng
+        if self.shape[-1] % 32:
+            raise ValueError(f"Q4_0 rows must be multiples of 32 values, got {self.shape}")
+        self.row_bytes = self.shape[-1] // 32 * 18
+        self.rows = int(np.prod(self.shape[:-1]))
+        self.nbytes = self.rows * self.row_bytes
+        self.dtype = np.dtype(np.uint8)
+
+    def _pool(self) -> np.ndarray:
+        cols = self.shape[-1]
+        if cols not in self._pools:
+            x = self.rng.standard_normal(self.POOL, dtype=np.float32) / np.sqrt(cols)
+            self._pools[cols] = gguf.quants.quantize(x.reshape(-1, 32), gguf.GGMLQuantizationType.Q4_0).reshape(-1)
+        return self._pools[cols]
+
+    def tofile(self, f) -> None:
+        pool = self._pool()
+        left = self.nbytes
+        while left > 0:
+            off = int(self.rng.integers(0, pool.size // 18)) * 18   # whole 18-byte blocks
+            n = min(left, pool.size - off)
+            pool[off:off + n].tofile(f)
+            left -= n
+
+
 def write_gemma4_model(out: Path, config: dict, ftype: str = "f32", seed: int = 0, vocab: Optional[Path] = None,
                        n_vocab: Optional[int] = None) -> int:
     """Writes the model of config (HF Gemma4TextConfig fields) to out; returns its parameter count."""
@@ -61,7 +118,7 @@ def write_gemma4_model(out: Path, config: dict, ftype: str = "f32", seed: int = 
     n = int(cfg["num_hidden_layers"])
     lt = cfg.get("layer_types") or [_SLIDE if (i + 1) % 6 else _FULL for i in range(n)]
     cfg["layer_types"] = (lt * n)[:n] if len(lt) < n else lt
-    qtype, file_type = FTYPES[ftype]
+    file_type = 2 if ftype == "q4_0" else FTYPES[ftype][1]   # LLAMA_FTYPE_MOSTLY_Q4_0 = 2
     dtype = np.float32 if ftype == "f32" else np.float16
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(str(out), "gemma4")
@@ -98,19 +155,33 @@ def write_gemma4_model(out: Path, config: dict, ftype: str = "f32", seed: int = 
     want, computed = CG.tensors(hp, "model.")
     shapes = {"token_embd.weight": (nv, hp.n_embd), "output_norm.weight": (hp.n_embd,)}
     shapes.update({e[0]: e[1] for e in want.values() if e is not None})
+    # Announced first, then drawn and written one tensor at a time (a big one in row blocks):
+    # the script holds a block, never the model (the 262k-token PLE table alone is 2.8B values).
+    q4 = ftype == "q4_0"
+    specs = []   # (name, object with nbytes / tofile)
     n_params = 0
     for name, shape in shapes.items():
+        n_params += int(np.prod(shape))
         if len(shape) == 1:   # norm weights, router and output scales: 1 (F32)
-            data = np.ones(shape, dtype=np.float32)
+            specs.append((name, np.ones(shape, dtype=np.float32)))
+        elif q4 and shape[-1] % 32 == 0:
+            specs.append((name, _Q4Rows(shape, rng)))
+        elif q4:   # rows Q4_0 cannot split into blocks (a tiny preset's): F16, as quantizers fall back
+            specs.append((name, _DrawnRows(shape, np.dtype(np.float16), rng)))
         else:
-            data = (rng.standard_normal(shape, dtype=np.float32) / np.sqrt(shape[-1])).astype(dtype)
-        w.add_tensor(name, data)
-        n_params += data.size
-    for name, data in computed:
-        w.add_tensor(name, data)
+            specs.append((name, _DrawnRows(shape, np.dtype(dtype), rng)))
+    specs += list(computed)
+    for name, t in specs:
+        if isinstance(t, _Q4Rows):
+            w.add_tensor_info(name, t.shape[:-1] + (t.row_bytes,), np.dtype(np.uint8), t.nbytes,
+                              raw_dtype=gguf.GGMLQuantizationType.Q4_0)   # byte shape, as gguf wants it
+        else:
+            w.add_tensor_info(name, t.shape, t.dtype, t.nbytes)
     w.write_header_to_file()
     w.write_kv_data_to_file()
-    w.write_tensors_to_file()
+    w.write_ti_data_to_file()
+    for _, t in specs:
+        w.write_tensor_data(t)
     w.close()
     return n_params
 
@@ -120,7 +191,8 @@ def main(argv=None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
     ap.add_argument("--config", type=Path, help="a Gemma4 config.json (its text_config when nested); overrides --preset")
-    ap.add_argument("--type", default="f32", choices=sorted(FTYPES), help="weight type (default f32)")
+    ap.add_argument("--type", default="f32", choices=sorted(FTYPES) + ["q4_0"],
+                    help="weight type (default f32); q4_0: every matrix Q4_0 written directly, as QAT files")
     ap.add_argument("--quantize", metavar="TYPE", help="then quantize with llama_model_quantize: Q4_0, Q8_0, ...")
     ap.add_argument("--vocab", type=Path, help="vocab-only GGUF to copy (default gemma-4)")
     ap.add_argument("--n-vocab", type=int, help="keep only the first N tokens of the vocabulary")

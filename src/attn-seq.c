@@ -77,7 +77,9 @@ static void attn_seq_gof(const struct llama_memory_i * kv, const llama_seq_id * 
 void llama_attn_seq_plan(const struct llama_context * ctx, struct llama_ubatch * ub) {
     ub->grp_n = ub->grp_len = ub->grp_cells = 0;
     const struct llama_memory_i * kv = &ctx->kv;
-    if (ctx->flash_attn || ub->enc_len > 0 || kv->rs != NULL || ub->n_kv == 0 || ub->n_tokens <= 0 || kv->n_seq_max < 1) {
+    // The window cache keeps the sliding layers' K/V in cells of its own, which the groups do not gather.
+    if (ctx->flash_attn || ub->enc_len > 0 || kv->rs != NULL || kv->swa != NULL || ub->n_kv == 0 || ub->n_tokens <= 0 ||
+        kv->n_seq_max < 1) {
         return;
     }
     const uint32_t n_seq = kv->n_seq_max;

@@ -83,7 +83,9 @@ static bool prep_reserve(struct llama_context * ctx, size_t n) {
     if (out) p->output = out;
     uint32_t * cells = GGML_REALLOC(ctx->cells, n * sizeof(*cells));
     if (cells) ctx->cells = cells;
-    if (!pos || !nsi || !si || !out || !cells) {
+    uint32_t * cells_swa = GGML_REALLOC(ctx->cells_swa, n * sizeof(*cells_swa));
+    if (cells_swa) ctx->cells_swa = cells_swa;
+    if (!pos || !nsi || !si || !out || !cells || !cells_swa) {
         LLAMA_LOG_ERROR("llama_decode: out of memory for a batch of %zu tokens\n", n);
         return false;
     }

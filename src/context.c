@@ -168,6 +168,7 @@ void llama_free(struct llama_context * ctx) {
     free(ctx->prep.seq_id);
     free(ctx->prep.output);
     free(ctx->cells);
+    free(ctx->cells_swa);
     free(ctx->seq_next);
     free(ctx->seq_last);
     free(ctx->seq_count);
@@ -226,13 +227,19 @@ static bool ctx_params_check(const struct llama_model * model, struct llama_cont
 
 // Phase 2: the context size. n_ctx 0 asks for the training context, halved until its cache fits
 // in half the available memory; 0 (logged) when the cache cannot fit at all.
-static uint32_t ctx_choose_n_ctx(const struct llama_hparams * hp, const struct llama_context_params * pp, size_t * kv_bytes_out) {
+static uint32_t ctx_choose_n_ctx(const struct llama_model * model, const struct llama_context_params * pp,
+                                 size_t * kv_bytes_out) {
+    const struct llama_hparams * hp = &model->hparams;
     const struct llama_context_params params = *pp;
+    // the window cache's cells for a context of n (n_ubatch as ctx_init_fields resolves it, near enough)
+#define CTX_SWA_CELLS(n) \
+    llama_kv_cache_swa_cells(model, params.swa_full, (n), params.n_seq_max, params.n_ubatch ? params.n_ubatch : (n))
     const uint64_t avail = ctx_mem_available();
     uint32_t n_ctx = params.n_ctx;
     if (n_ctx == 0) {
         n_ctx = hp->n_ctx_train;
-        while (avail > 0 && n_ctx > 512 && llama_kv_cache_bytes(hp, n_ctx, params.type_k, params.type_v) > avail / 2) {
+        while (avail > 0 && n_ctx > 512 &&
+               llama_kv_cache_bytes(hp, n_ctx, CTX_SWA_CELLS(n_ctx), params.type_k, params.type_v) > avail / 2) {
             n_ctx /= 2;
         }
         if (n_ctx != hp->n_ctx_train) {
@@ -243,7 +250,8 @@ static uint32_t ctx_choose_n_ctx(const struct llama_hparams * hp, const struct l
     if (n_ctx > hp->n_ctx_train) {
         LLAMA_LOG_WARN("llama_init_from_model: n_ctx = %u exceeds the training context %u\n", n_ctx, hp->n_ctx_train);
     }
-    const size_t kv_bytes = llama_kv_cache_bytes(hp, n_ctx, params.type_k, params.type_v);
+    const size_t kv_bytes = llama_kv_cache_bytes(hp, n_ctx, CTX_SWA_CELLS(n_ctx), params.type_k, params.type_v);
+#undef CTX_SWA_CELLS
     if (kv_bytes == SIZE_MAX) {
         LLAMA_LOG_ERROR("llama_init_from_model: n_ctx = %u: the KV cache would not fit in the address space\n", n_ctx);
         return 0;
@@ -327,7 +335,8 @@ static bool ctx_init_state(struct llama_context * ctx, struct llama_model * mode
         LLAMA_LOG_ERROR("llama_init_from_model: out of memory\n");
         return false;
     }
-    if (!llama_kv_cache_init(&ctx->kv, ctx, model, n_ctx, ctx->n_seq_max, params->type_k, params->type_v)) {
+    const uint32_t n_ctx_swa = llama_kv_cache_swa_cells(model, params->swa_full, n_ctx, ctx->n_seq_max, ctx->n_ubatch);
+    if (!llama_kv_cache_init(&ctx->kv, ctx, model, n_ctx, n_ctx_swa, ctx->n_seq_max, params->type_k, params->type_v)) {
         return false;
     }
     if (!ctx_init_backends(ctx)) {
@@ -349,7 +358,7 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
         return NULL;
     }
     size_t kv_bytes = 0;
-    const uint32_t n_ctx = ctx_choose_n_ctx(&model->hparams, &params, &kv_bytes);
+    const uint32_t n_ctx = ctx_choose_n_ctx(model, &params, &kv_bytes);
     if (n_ctx == 0) {
         return NULL;
     }
@@ -365,6 +374,7 @@ struct llama_context * llama_init_from_model(struct llama_model * model, struct 
     }
     ctx->t_start_us = llama_time_us();
     ctx->t_load_us = model->t_load_us;
+    kv_bytes = llama_kv_cache_bytes(&model->hparams, n_ctx, ctx->kv.swa ? ctx->kv.swa->size : 0, params.type_k, params.type_v);
     LLAMA_LOG_INFO("llama_init_from_model: n_ctx = %u, n_batch = %u, n_ubatch = %u, flash_attn = %d, KV cache %.2f MiB (%s/%s), "
                    "threads %d/%d\n",
                    n_ctx, ctx->n_batch, ctx->n_ubatch, (int) ctx->flash_attn, kv_bytes / 1048576.0, ggml_type_name(params.type_k),
@@ -464,6 +474,40 @@ static bool ctx_reserve_outputs(struct llama_context * ctx, size_t n_tokens, siz
 
 static bool inp_ready(const struct ggml_tensor * t) { return t != NULL && t->data != NULL; }
 
+// Token i sees cell j of cells (the main cells or the window cells) if j holds i's (first)
+// sequence at a position <= i's (causal); in sliding-window layers (mask_swa) also only if
+// p - pj < n_swa. Either row set may be NULL.
+static void ctx_fill_masks(const struct llama_context * ctx, const struct llama_ubatch * ub, const struct llama_memory_i * cells,
+                           uint32_t n_kv, float * mask, float * mask_swa) {
+    const llama_pos n_swa = (llama_pos) ctx->model->hparams.n_swa;
+    const bool swa_sym = ctx->model->hparams.swa_symmetric; // within n_swa / 2 either way
+    for (int32_t i = 0; (mask || mask_swa) && i < ub->n_tokens; i++) {
+        const llama_seq_id s = ub->seq_id[i][0];
+        const llama_pos p = ub->pos[i];
+        float * row = mask ? mask + (size_t) i * n_kv : NULL;
+        float * row_swa = mask_swa ? mask_swa + (size_t) i * n_kv : NULL;
+        for (uint32_t j = 0; j < n_kv; j++) {
+            bool in_window = false;
+            const bool vis = llama_kv_cache_seq_has(cells, j, s) &&
+                             llama_attn_visible(cells->pos[j], p, ctx->causal_attn, n_swa, swa_sym, &in_window);
+            if (row) row[j] = vis ? 0.0f : -INFINITY;
+            if (row_swa) row_swa[j] = vis && in_window ? 0.0f : -INFINITY;
+        }
+    }
+}
+
+// Fills t (when the graph has it) with 0..n-1: the cells a quantized cache dequantizes.
+static void ctx_fill_range(struct llama_context * ctx, struct ggml_tensor * t, uint32_t n) {
+    if (!inp_ready(t)) {
+        return;
+    }
+    int32_t * r = ctx_input_begin(ctx, t, n * sizeof(int32_t), 0);
+    for (uint32_t j = 0; r && j < n; j++) {
+        r[j] = (int32_t) j;
+    }
+    ctx_input_done(t, r, n * sizeof(int32_t));
+}
+
 // Fills the graph inputs of ub (after allocation). An input the graph ended up not using (a
 // one-layer model whose ubatch has no outputs never reaches attention) got no memory: skip it.
 static bool ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch * ub, const struct llama_graph_result * res) {
@@ -485,6 +529,13 @@ static bool ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
         }
         ctx_input_done(res->inp_kv_idx, idx, (size_t) n * sizeof(int32_t));
     }
+    if (inp_ready(res->inp_kv_idx_swa)) {
+        int32_t * idx = ctx_input_begin(ctx, res->inp_kv_idx_swa, (size_t) n * sizeof(int32_t), 0);
+        for (int32_t i = 0; idx && i < n; i++) {
+            idx[i] = (int32_t) ub->cells_swa[i];
+        }
+        ctx_input_done(res->inp_kv_idx_swa, idx, (size_t) n * sizeof(int32_t));
+    }
     // Token i sees cell j if j holds i's (first) sequence at a position <= i's (causal); in
     // sliding-window layers also only if p - pj < n_swa.
     if (ub->enc_len > 0) {
@@ -493,23 +544,20 @@ static bool ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     }
     const uint32_t n_kv = ub->n_kv;
     const size_t mask_bytes = (size_t) n * n_kv * sizeof(float);
-    const llama_pos n_swa = (llama_pos) ctx->model->hparams.n_swa;
-    const bool swa_sym = ctx->model->hparams.swa_symmetric; // within n_swa / 2 either way
     float * mask = inp_ready(res->inp_mask) ? ctx_input_begin(ctx, res->inp_mask, mask_bytes, 0) : NULL;
-    float * mask_swa = inp_ready(res->inp_mask_swa) ? ctx_input_begin(ctx, res->inp_mask_swa, mask_bytes, 1) : NULL;
-    for (int32_t i = 0; (mask || mask_swa) && i < n; i++) {
-        const llama_seq_id s = ub->seq_id[i][0];
-        const llama_pos p = ub->pos[i];
-        float * row = mask ? mask + (size_t) i * n_kv : NULL;
-        float * row_swa = mask_swa ? mask_swa + (size_t) i * n_kv : NULL;
-        for (uint32_t j = 0; j < n_kv; j++) {
-            bool in_window = false;
-            const bool vis = llama_kv_cache_seq_has(kv, j, s) &&
-                llama_attn_visible(kv->pos[j], p, ctx->causal_attn, n_swa, swa_sym, &in_window);
-            if (row) row[j] = vis ? 0.0f : -INFINITY;
-            if (row_swa) row_swa[j] = vis && in_window ? 0.0f : -INFINITY;
+    float * mask_swa = NULL;
+    if (kv->swa != NULL) {
+        // the window cache: the sliding layers' mask is over the window cells
+        const size_t bytes_swa = (size_t) n * ub->n_kv_swa * sizeof(float);
+        float * m = inp_ready(res->inp_mask_swa) ? ctx_input_begin(ctx, res->inp_mask_swa, bytes_swa, 1) : NULL;
+        ctx_fill_masks(ctx, ub, kv->swa, ub->n_kv_swa, NULL, m);
+        if (m) {
+            ctx_input_done(res->inp_mask_swa, m, bytes_swa);
         }
+    } else {
+        mask_swa = inp_ready(res->inp_mask_swa) ? ctx_input_begin(ctx, res->inp_mask_swa, mask_bytes, 1) : NULL;
     }
+    ctx_fill_masks(ctx, ub, kv, n_kv, mask, mask_swa);
     if (mask) {
         ctx_input_done(res->inp_mask, mask, mask_bytes);
     }
@@ -519,13 +567,8 @@ static bool ctx_set_inputs(struct llama_context * ctx, const struct llama_ubatch
     if (res->inp_grp_cells != NULL && !llama_attn_seq_set_inputs(ctx, ub, res)) {
         return false;
     }
-    if (inp_ready(res->inp_kv_range)) {
-        int32_t * r = ctx_input_begin(ctx, res->inp_kv_range, n_kv * sizeof(int32_t), 0);
-        for (uint32_t j = 0; r && j < n_kv; j++) {
-            r[j] = (int32_t) j;
-        }
-        ctx_input_done(res->inp_kv_range, r, n_kv * sizeof(int32_t));
-    }
+    ctx_fill_range(ctx, res->inp_kv_range, n_kv);
+    ctx_fill_range(ctx, res->inp_kv_range_swa, ub->n_kv_swa);
     if (inp_ready(res->inp_s_ids)) {
         llama_context_set_input(ctx, res->inp_s_ids, ub->seqs, ub->n_seqs * sizeof(int32_t)); // slot s holds sequence s
     }
@@ -574,6 +617,7 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
         .n_tokens = ub->n_tokens,
         .n_outputs = ub->n_outputs,
         .n_kv = ub->n_kv,
+        .n_kv_swa = ub->n_kv_swa,
         .n_seqs = ub->n_seqs,
         .enc_len = ub->enc_len,
         .enc_grp = ub->enc_grp,
@@ -586,8 +630,8 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
     };
     const struct llama_graph_key * k = &ctx->graph_key;
     if (ctx->graph_reusable && k->n_tokens == key.n_tokens && k->n_outputs == key.n_outputs && k->n_kv == key.n_kv &&
-        k->n_seqs == key.n_seqs && k->enc_len == key.enc_len && k->enc_grp == key.enc_grp && k->grp_n == key.grp_n &&
-        k->grp_len == key.grp_len && k->grp_cells == key.grp_cells && k->embd_input == key.embd_input &&
+        k->n_kv_swa == key.n_kv_swa && k->n_seqs == key.n_seqs && k->enc_len == key.enc_len && k->enc_grp == key.enc_grp &&
+        k->grp_n == key.grp_n && k->grp_len == key.grp_len && k->grp_cells == key.grp_cells && k->embd_input == key.embd_input &&
         k->all_rows == key.all_rows && k->embeddings == key.embeddings) {
         *res = ctx->graph_res;
         ctx->n_reused++;
@@ -612,10 +656,11 @@ static bool ctx_graph_get(struct llama_context * ctx, const struct llama_ubatch 
 // Decode phase 2: the next ubatch of the prepared batch starting at row i0, its rows given KV
 // cells (a recurrent model's rows come regrouped by sequence: the cells taken are not a prefix,
 // and clearing a free one is a no-op). *n_assigned: the cells given out so far, rolled back on
-// failure. False when the recurrent plan has no ubatch left. An encode (enc_len > 0: its
+// failure. False when the recurrent plan has no ubatch left, or (*swa_full set) when the window
+// cache has no room for the ubatch. An encode (enc_len > 0: its
 // attention layout, encode.c) takes no cells: its K and V stay in the graph.
 static bool ctx_ubatch_next(struct llama_context * ctx, int32_t i0, int32_t n_ubatch, bool pooled, uint32_t enc_len,
-                            uint32_t enc_grp, struct llama_ubatch * out, int32_t * n_assigned) {
+                            uint32_t enc_grp, struct llama_ubatch * out, int32_t * n_assigned, bool * swa_full) {
     const struct llama_batch_prep * p = &ctx->prep;
     struct llama_memory_i * kv = &ctx->kv;
     const int32_t n = p->n_tokens;
@@ -631,8 +676,21 @@ static bool ctx_ubatch_next(struct llama_context * ctx, int32_t i0, int32_t n_ub
         ub.all_rows = pooled;
     } else {
         nu = n - i0 < n_ubatch ? n - i0 : n_ubatch;
+        // the window cells are taken ubatch by ubatch: those out of every window are let go as
+        // the sequences move on (the window cache holds a window per sequence plus a ubatch)
+        if (kv->swa != NULL && enc_len == 0 &&
+            !llama_kv_cache_swa_find_slot(kv->swa, (uint32_t) nu, p->pos + i0, p->seq_id + i0, p->n_seq_id + i0,
+                                          ctx->cells_swa + i0)) {
+            LLAMA_LOG_WARN("llama_decode: no window cells for %d tokens (%u of %u free, none out of the window)\n", nu,
+                           llama_kv_cache_n_free(kv->swa), kv->swa->size);
+            *swa_full = true;
+            return false;
+        }
         for (int32_t i = i0; i < i0 + nu && enc_len == 0; i++) {
             llama_kv_cache_cell_set(kv, ctx->cells[i], p->pos[i], p->n_seq_id[i], p->seq_id[i]);
+            if (kv->swa != NULL) {
+                llama_kv_cache_cell_set(kv->swa, ctx->cells_swa[i], p->pos[i], p->n_seq_id[i], p->seq_id[i]);
+            }
         }
         *n_assigned = enc_len > 0 ? 0 : i0 + nu;
         ub = (struct llama_ubatch) {
@@ -647,6 +705,8 @@ static bool ctx_ubatch_next(struct llama_context * ctx, int32_t i0, int32_t n_ub
             .all_rows = pooled,
             .cells = ctx->cells + i0,
             .n_kv = enc_len > 0 ? 0 : llama_kv_cache_n_kv(kv),
+            .cells_swa = kv->swa != NULL ? ctx->cells_swa + i0 : NULL,
+            .n_kv_swa = enc_len > 0 || kv->swa == NULL ? 0 : llama_kv_cache_n_kv(kv->swa),
             .enc_len = enc_len,
             .enc_grp = enc_grp,
         };
@@ -736,6 +796,10 @@ static void ctx_decode_undo(struct llama_context * ctx, int32_t n_assigned) {
     struct llama_memory_i * kv = &ctx->kv;
     for (int32_t i = 0; i < n_assigned; i++) {
         llama_kv_cache_cell_clear(kv, ctx->cells[i]);
+        if (kv->swa != NULL) {
+            // (cells let go for this batch stay free: out of every window, no later position needs them)
+            llama_kv_cache_cell_clear(kv->swa, ctx->cells_swa[i]);
+        }
     }
     for (int32_t k = 0; kv->rs != NULL && k < kv->rs->n_seqs_batch; k++) {
         const llama_seq_id s = kv->rs->seqs[k];
@@ -833,9 +897,14 @@ static int32_t ctx_decode(struct llama_context * ctx, struct llama_batch batch, 
     const int32_t n_ubatch = encode ? n : (int32_t) ctx->n_ubatch;
     const int n_threads = n == 1 ? ctx->n_threads : ctx->n_threads_batch;
     struct llama_ubatch ub;
-    for (int32_t i0 = 0; ret == 0 && i0 < n && ctx_ubatch_next(ctx, i0, n_ubatch, pooled, enc_len, enc_grp, &ub, &n_assigned);
+    bool swa_full = false;
+    for (int32_t i0 = 0;
+         ret == 0 && i0 < n && ctx_ubatch_next(ctx, i0, n_ubatch, pooled, enc_len, enc_grp, &ub, &n_assigned, &swa_full);
          i0 += ub.n_tokens) {
         ret = ctx_ubatch_run(ctx, &ub, pooled, n_threads, &out_row);
+    }
+    if (ret == 0 && swa_full) {
+        ret = 1; // as a full cache: no slot for the batch
     }
     if (ret == 0 && pooled && !llama_pool_finish(ctx)) {
         ret = -3;

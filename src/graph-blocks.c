@@ -306,10 +306,15 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
     const struct llama_memory_i * kv = &ctx->kv;
     struct llama_graph_result * res = g->res;
     const int64_t hd_k = hp->n_embd_head_k_l[il], hd_v = hp->n_embd_head_v_l[il];
-    const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv_l[il], n_tokens = g->n_tokens, n_kv = g->n_kv;
     const float kq_scale = hp->f_attn_scale > 0.0f ? hp->f_attn_scale : 1.0f / sqrtf((float) hd_k);
     const bool last = il == hp->n_layer - 1;
     const uint32_t slot = kv->slot_of_layer[il];
+    // a slot of the window cache (kv.swa) has its own cells: indices, count and dequant range
+    const bool win = kv->swa != NULL && slot != UINT32_MAX && kv->slot_swa[slot];
+    const int64_t n_head = hp->n_head, n_head_kv = hp->n_head_kv_l[il], n_tokens = g->n_tokens,
+                  n_kv = win ? g->n_kv_swa : g->n_kv;
+    struct ggml_tensor * kv_idx = win ? res->inp_kv_idx_swa : res->inp_kv_idx;
+    struct ggml_tensor * kv_range = win ? res->inp_kv_range_swa : res->inp_kv_range;
     *out = NULL;
 
     struct ggml_tensor *q, *k, *v, *gate;
@@ -348,8 +353,8 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
             GB(k = llm_graph_rope(g, il, k, res->inp_pos, false));
         }
         GB(k = ggml_reshape_2d(c, k, hd_k * n_head_kv, n_tokens));
-        GB(k_all = ggml_set_rows(c, kv->k_l[slot], k, res->inp_kv_idx));
-        GB(v_all = ggml_set_rows(c, kv->v_l[slot], v, res->inp_kv_idx));
+        GB(k_all = ggml_set_rows(c, kv->k_l[slot], k, kv_idx));
+        GB(v_all = ggml_set_rows(c, kv->v_l[slot], v, kv_idx));
         ggml_build_forward_expand(g->gf, k_all);
         ggml_build_forward_expand(g->gf, v_all);
         g->kv_written[slot][0] = k_all;
@@ -367,13 +372,13 @@ bool llm_graph_attn(struct llm_graph * g, uint32_t il, struct ggml_tensor * cur,
 
     struct ggml_tensor *K, *V, *Q, *o;
     if (ggml_is_quantized(kv->type_k)) {
-        GB(k_all = ggml_get_rows(c, k_all, res->inp_kv_range));     // F32 [n_embd_k_gqa, n_kv]
+        GB(k_all = ggml_get_rows(c, k_all, kv_range));     // F32 [n_embd_k_gqa, n_kv]
     }
     if (ggml_is_quantized(kv->type_v)) {
-        GB(v_all = ggml_get_rows(c, v_all, res->inp_kv_range));
+        GB(v_all = ggml_get_rows(c, v_all, kv_range));
     }
     struct ggml_tensor *mask = g->mask ? g->mask : res->inp_mask, *mask_swa = g->mask ? g->mask_swa : res->inp_mask_swa;
-    mask = hp->swa_layers[il] && mask_swa ? mask_swa : mask;
+    mask = (win || hp->swa_layers[il]) && mask_swa ? mask_swa : mask;
     GB(K = ggml_view_3d(c, k_all, hd_k, n_kv, n_head_kv, k_all->nb[1], ggml_row_size(k_all->type, hd_k), 0));
     GB(V = ggml_view_3d(c, v_all, hd_v, n_kv, n_head_kv, v_all->nb[1], ggml_row_size(v_all->type, hd_v), 0));
     GB(Q = ggml_permute(c, q, 0, 2, 1, 3));                    // [hd, n_tokens, n_head]

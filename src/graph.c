@@ -57,6 +57,7 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
     const struct llama_memory_i * kv = &ctx->kv;
     const int64_t n_tokens = ub->n_tokens;
     const int64_t n_kv = ub->n_kv;
+    const int64_t n_kv_swa = kv->swa != NULL ? ub->n_kv_swa : n_kv; // the sliding layers' cells
 
     memset(res, 0, sizeof(*res));
     ggml_reset(ctx->ctx_compute);
@@ -70,6 +71,7 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
         .c = c,
         .n_tokens = n_tokens,
         .n_kv = n_kv,
+        .n_kv_swa = n_kv_swa,
         // Rows that leave the last layer: all of them for pooling, else only the output rows.
         .n_rows = ub->all_rows ? n_tokens : ub->n_outputs,
         .rope_factors = graph_rope_factors(ctx),
@@ -97,7 +99,10 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
         G(res->inp_kv_idx = graph_input(c, GGML_TYPE_I32, n_tokens, 0, "inp_kv_idx"));
         G(res->inp_mask = graph_input(c, GGML_TYPE_F32, n_kv, n_tokens, "inp_mask"));
         if (hp->n_swa > 0 && graph_has_swa(hp)) {
-            G(res->inp_mask_swa = graph_input(c, GGML_TYPE_F32, n_kv, n_tokens, "inp_mask_swa"));
+            G(res->inp_mask_swa = graph_input(c, GGML_TYPE_F32, n_kv_swa, n_tokens, "inp_mask_swa"));
+        }
+        if (kv->swa != NULL) {
+            G(res->inp_kv_idx_swa = graph_input(c, GGML_TYPE_I32, n_tokens, 0, "inp_kv_idx_swa"));
         }
         if (ub->grp_n > 0) { // attention per sequence without flash attention (attn-seq.c)
             const int64_t C = ub->grp_cells, T = ub->grp_len, NG = ub->grp_n;
@@ -117,6 +122,9 @@ bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * u
         // of cells [0, n_kv)), since the attention kernels take F32/F16 K and V only.
         if (ggml_is_quantized(kv->type_k) || ggml_is_quantized(kv->type_v)) {
             G(res->inp_kv_range = graph_input(c, GGML_TYPE_I32, n_kv, 0, "inp_kv_range"));
+            if (kv->swa != NULL) {
+                G(res->inp_kv_range_swa = graph_input(c, GGML_TYPE_I32, n_kv_swa, 0, "inp_kv_range_swa"));
+            }
         }
     }
     if (ub->n_seqs > 0) {
@@ -135,7 +143,7 @@ fail:
     return false;
 }
 
-struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n, struct ggml_tensor ** inp_cells,
+struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n, bool swa, struct ggml_tensor ** inp_cells,
                                                struct ggml_tensor ** inp_delta) {
     const struct llama_model * model = ctx->model;
     const struct llama_hparams * hp = &model->hparams;
@@ -153,6 +161,9 @@ struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint3
     ggml_set_input(*inp_delta);
     for (uint32_t s = 0; s < kv->n_layer; s++) {
         const uint32_t il = kv->layer_of_slot[s]; // layers sharing this slot read the rotated keys
+        if ((kv->slot_swa[s] != 0) != swa) {
+            continue; // its rows are the other cells'
+        }
         struct ggml_tensor *rows, *out;
         G(rows = ggml_get_rows(c, kv->k_l[s], *inp_cells));                   // F32 [n_embd_k_gqa, n]
         G(rows = ggml_reshape_3d(c, rows, hp->n_embd_head_k_l[il], hp->n_head_kv_l[il], n));

@@ -11,23 +11,54 @@
 #include <malloc.h>
 #endif
 
-size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v) {
+size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, uint32_t n_ctx_swa, enum ggml_type type_k,
+                            enum ggml_type type_v) {
     size_t total = 0;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         if (hp->kv_layer[il] != il || hp->recurrent_layers[il]) {
             continue; // attends over an earlier layer's cells, or keeps recurrent state: no cells of its own
         }
+        const uint32_t rows = hp->swa_layers[il] && n_ctx_swa > 0 ? n_ctx_swa : n_ctx;
         const size_t k_row = ggml_row_size(type_k, llama_hparams_n_embd_k_gqa_l(hp, il));
         const size_t v_row = ggml_row_size(type_v, llama_hparams_n_embd_v_gqa_l(hp, il));
         size_t k, v, per_layer;
         // SIZE_MAX stands for "does not fit in the address space"
-        if (!ggml_size_mul_ok(k_row, n_ctx, &k) || !ggml_size_pad_ok(k, GGML_MEM_ALIGN, &k) ||
-            !ggml_size_mul_ok(v_row, n_ctx, &v) || !ggml_size_pad_ok(v, GGML_MEM_ALIGN, &v) ||
+        if (!ggml_size_mul_ok(k_row, rows, &k) || !ggml_size_pad_ok(k, GGML_MEM_ALIGN, &k) ||
+            !ggml_size_mul_ok(v_row, rows, &v) || !ggml_size_pad_ok(v, GGML_MEM_ALIGN, &v) ||
             !ggml_size_add_ok(k, v, &per_layer) || !ggml_size_add_ok(total, per_layer, &total)) {
             return SIZE_MAX;
         }
     }
     return total;
+}
+
+// The cell bookkeeping of kv (or of its window part): size empty cells; false when out of memory.
+static bool kv_cells_alloc(struct llama_memory_i * kv, uint32_t size, uint32_t n_seq_max) {
+    kv->size = size;
+    kv->n_seq_max = n_seq_max;
+    kv->n_words = (n_seq_max + 63) / 64;
+    kv->pos = GGML_MALLOC(sizeof(llama_pos) * size);
+    kv->seq = GGML_CALLOC((size_t) size * kv->n_words, sizeof(uint64_t));
+    kv->seq_page = GGML_MALLOC(sizeof(uint32_t) * n_seq_max);
+    if (kv->pos == NULL || kv->seq == NULL || kv->seq_page == NULL) {
+        return false;
+    }
+    for (uint32_t i = 0; i < size; i++) {
+        kv->pos[i] = -1;
+    }
+    for (uint32_t s = 0; s < n_seq_max; s++) {
+        kv->seq_page[s] = UINT32_MAX;
+    }
+    return true;
+}
+
+static void kv_cells_free(struct llama_memory_i * kv) {
+    free(kv->pos);
+    free(kv->seq);
+    free(kv->seq_page);
+    kv->pos = NULL;
+    kv->seq = NULL;
+    kv->seq_page = NULL;
 }
 
 void llama_kv_cache_free(struct llama_memory_i * kv) {
@@ -37,9 +68,15 @@ void llama_kv_cache_free(struct llama_memory_i * kv) {
     kv->magic = LLAMA_MAGIC_DEAD;
     llama_memory_recurrent_free(kv->rs);
     kv->rs = NULL;
-    free(kv->pos);
-    free(kv->seq);
-    free(kv->seq_page);
+    if (kv->swa != NULL) {
+        kv->swa->magic = LLAMA_MAGIC_DEAD;
+        kv_cells_free(kv->swa);
+        free(kv->swa);
+        kv->swa = NULL;
+    }
+    free(kv->slot_swa);
+    kv->slot_swa = NULL;
+    kv_cells_free(kv);
     free(kv->k_l);
     free(kv->v_l);
     free(kv->slot_of_layer);
@@ -50,22 +87,16 @@ void llama_kv_cache_free(struct llama_memory_i * kv) {
         kv->bufs[i] = NULL;
     }
     kv->n_bufs = 0;
-    kv->pos = NULL;
-    kv->seq = NULL;
-    kv->seq_page = NULL;
     kv->k_l = kv->v_l = NULL;
     kv->slot_of_layer = kv->layer_of_slot = NULL;
     kv->ctx = NULL;
 }
 
 bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx, const struct llama_model * model,
-                         uint32_t n_ctx, uint32_t n_seq_max, enum ggml_type type_k, enum ggml_type type_v) {
+                         uint32_t n_ctx, uint32_t n_ctx_swa, uint32_t n_seq_max, enum ggml_type type_k, enum ggml_type type_v) {
     const struct llama_hparams * hp = &model->hparams;
     memset(kv, 0, sizeof(*kv));
     kv->lctx = lctx;
-    kv->size = n_ctx;
-    kv->n_seq_max = n_seq_max;
-    kv->n_words = (n_seq_max + 63) / 64;
     kv->type_k = type_k;
     kv->type_v = type_v;
     kv->n_embd_head_k = hp->n_embd_head_k;
@@ -101,28 +132,39 @@ bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx
                        hp->n_layer, hp->n_kv_shared);
     }
 
-    kv->pos = GGML_MALLOC(sizeof(llama_pos) * n_ctx);
-    kv->seq = GGML_CALLOC((size_t) n_ctx * kv->n_words, sizeof(uint64_t));
-    kv->seq_page = GGML_MALLOC(sizeof(uint32_t) * n_seq_max);
+    const bool cells_ok = kv_cells_alloc(kv, n_ctx, n_seq_max);
     kv->k_l = GGML_CALLOC(n_slot, sizeof(struct ggml_tensor *));
     kv->v_l = GGML_CALLOC(n_slot, sizeof(struct ggml_tensor *));
+    kv->slot_swa = GGML_CALLOC(n_slot > 0 ? n_slot : 1, sizeof(uint8_t));
     kv->ctx = ggml_init((struct ggml_init_params) {
         .mem_size = (size_t) (2 * n_slot + 2) * ggml_tensor_overhead(), .mem_buffer = NULL, .no_alloc = true });
-    if (kv->pos == NULL || kv->seq == NULL || kv->seq_page == NULL || kv->k_l == NULL || kv->v_l == NULL || kv->ctx == NULL) {
+    if (!cells_ok || kv->k_l == NULL || kv->v_l == NULL || kv->slot_swa == NULL || kv->ctx == NULL) {
         LLAMA_LOG_ERROR("llama_kv_cache_init: out of memory\n");
         llama_kv_cache_free(kv);
         return false;
     }
-    for (uint32_t i = 0; i < n_ctx; i++) {
-        kv->pos[i] = -1;
-    }
-    for (uint32_t s = 0; s < n_seq_max; s++) {
-        kv->seq_page[s] = UINT32_MAX;
+    if (n_ctx_swa > 0) {
+        // the window part: cells only (its rows live in the sliding layers' slots below)
+        kv->swa = GGML_CALLOC(1, sizeof(struct llama_memory_i));
+        if (kv->swa == NULL || !kv_cells_alloc(kv->swa, n_ctx_swa, n_seq_max)) {
+            LLAMA_LOG_ERROR("llama_kv_cache_init: out of memory\n");
+            llama_kv_cache_free(kv);
+            return false;
+        }
+        kv->swa->magic = LLAMA_MAGIC_MEMORY;
+        kv->swa->lctx = lctx;
+        kv->swa->n_swa = hp->n_swa;
+        kv->swa->type_k = type_k;
+        kv->swa->type_v = type_v;
+        LLAMA_LOG_INFO("llama_kv_cache_init: sliding-window layers keep %u cells (window %u), the others %u\n", n_ctx_swa,
+                       hp->n_swa, n_ctx);
     }
     for (uint32_t s = 0; s < n_slot; s++) {
         const uint32_t il = kv->layer_of_slot[s];
-        kv->k_l[s] = ggml_new_tensor_2d(kv->ctx, type_k, llama_hparams_n_embd_k_gqa_l(hp, il), n_ctx);
-        kv->v_l[s] = ggml_new_tensor_2d(kv->ctx, type_v, llama_hparams_n_embd_v_gqa_l(hp, il), n_ctx);
+        kv->slot_swa[s] = n_ctx_swa > 0 && hp->swa_layers[il];
+        const uint32_t rows = kv->slot_swa[s] ? n_ctx_swa : n_ctx;
+        kv->k_l[s] = ggml_new_tensor_2d(kv->ctx, type_k, llama_hparams_n_embd_k_gqa_l(hp, il), rows);
+        kv->v_l[s] = ggml_new_tensor_2d(kv->ctx, type_v, llama_hparams_n_embd_v_gqa_l(hp, il), rows);
         if (kv->k_l[s] == NULL || kv->v_l[s] == NULL) {
             LLAMA_LOG_ERROR("llama_kv_cache_init: cannot create the cache tensors of layer %u\n", il);
             llama_kv_cache_free(kv);
@@ -361,6 +403,9 @@ void llama_memory_clear(llama_memory_t mem, bool data) {
     }
     memset(kv->seq, 0, (size_t) kv->size * kv->n_words * sizeof(uint64_t));
     kv->n_used = 0;
+    if (kv->swa) {
+        llama_memory_clear(kv->swa, false); // its rows are in kv's buffers, cleared below
+    }
     if (kv->rs) {
         llama_memory_recurrent_clear(kv->rs, data);
     }
@@ -378,6 +423,13 @@ bool llama_memory_seq_rm(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, 
     }
     if (seq_id >= 0 && !kv_seq_ok(kv, seq_id, __func__)) {
         return false;
+    }
+    if (kv->swa) {
+        // the window cells must still hold what the next position's window needs, or nothing changes
+        if (!llama_kv_cache_swa_seq_rm_ok(kv, seq_id, p0, p1)) {
+            return false;
+        }
+        llama_memory_seq_rm(kv->swa, seq_id, p0, p1);
     }
     if (kv->rs) {
         // a recurrent state is removed whole or not at all: check before touching anything
@@ -412,6 +464,9 @@ void llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_
     if (kv->rs) {
         llama_memory_recurrent_seq_cp(kv->rs, seq_id_src, seq_id_dst, p0, p1); // whole, or not at all
     }
+    if (kv->swa) {
+        llama_memory_seq_cp(kv->swa, seq_id_src, seq_id_dst, p0, p1);
+    }
     kv_range(&p0, &p1);
     for (uint32_t i = 0; i < kv->size; i++) {
         const llama_pos p = kv->pos[i];
@@ -428,6 +483,9 @@ void llama_memory_seq_keep(llama_memory_t mem, llama_seq_id seq_id) {
     }
     if (kv->rs) {
         llama_memory_recurrent_seq_keep(kv->rs, seq_id);
+    }
+    if (kv->swa) {
+        llama_memory_seq_keep(kv->swa, seq_id);
     }
     for (uint32_t i = 0; i < kv->size; i++) {
         if (kv->pos[i] < 0) {
@@ -449,7 +507,8 @@ static void kv_rotate_keys(struct llama_memory_i * kv, const int32_t * cells, co
     }
     struct llama_context * ctx = kv->lctx;
     struct ggml_tensor *inp_cells = NULL, *inp_delta = NULL;
-    struct ggml_cgraph * gf = llama_graph_build_k_shift(ctx, n, &inp_cells, &inp_delta);
+    // the window part (n_swa > 0) re-rotates the sliding layers' rows, the main part the others'
+    struct ggml_cgraph * gf = llama_graph_build_k_shift(ctx, n, kv->n_swa > 0, &inp_cells, &inp_delta);
     if (gf == NULL || !llama_context_alloc_graph(ctx, gf)) {
         LLAMA_LOG_ERROR("llama_memory_seq_add: cannot build the key re-rotation graph; cached keys keep their old rotation\n");
         return;
@@ -468,6 +527,9 @@ static void kv_seq_move(struct llama_memory_i * kv, llama_seq_id seq_id, llama_p
                         const char * func) {
     if (kv->rs) {
         llama_memory_recurrent_seq_move(kv->rs, seq_id, p0, p1, delta, d);
+    }
+    if (kv->swa) {
+        kv_seq_move(kv->swa, seq_id, p0, p1, delta, d, func);
     }
     kv_range(&p0, &p1);
     int32_t * cells = GGML_MALLOC(sizeof(int32_t) * kv->size);
@@ -533,6 +595,9 @@ llama_pos llama_memory_seq_pos_min(llama_memory_t mem, llama_seq_id seq_id) {
     struct llama_memory_i * kv = kv_checked(mem, __func__);
     if (!kv || !kv_seq_ok(kv, seq_id, __func__)) {
         return -1;
+    }
+    if (kv->swa) {
+        kv = kv->swa; // the oldest position every layer still holds is the window cells' oldest
     }
     llama_pos r = -1;
     for (uint32_t i = 0; i < kv->size; i++) {

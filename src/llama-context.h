@@ -76,6 +76,13 @@ struct llama_memory_i {
     ggml_backend_buffer_t bufs[2]; // the K and V data: the CPU's blocks, an offloaded device's (owned)
     int n_bufs;
     struct llama_memory_recurrent * rs; // recurrent state of a hybrid model's other layers, or NULL (owned)
+    // The window cache (swa_full off, kv-cache-swa.c): the sliding-window layers' slots hold
+    // swa->size rows, whose cells swa keeps (positions and sequences only: swa has no slots of
+    // its own); the cells here record every position (the full layers' rows, pos_max, and what
+    // the window cells must hold). NULL: every slot has size rows over these cells.
+    struct llama_memory_i * swa; // (owned)
+    uint8_t * slot_swa; // [n_layer] 1: the slot's rows are swa's cells
+    uint32_t n_swa; // in swa: a cell every sequence of which has moved n_swa positions past it is free again (0: main)
 };
 
 // A validated batch: every array filled in (owned by the context, reused between calls).
@@ -105,6 +112,8 @@ struct llama_ubatch {
     bool all_rows; // compute the final hidden state of every row (pooling)
     const uint32_t * cells; // [n_tokens] KV cells the rows are written to
     uint32_t n_kv; // cells attended over: [0, n_kv)
+    const uint32_t * cells_swa; // [n_tokens] window cells of the sliding layers (kv.swa), or NULL
+    uint32_t n_kv_swa; // window cells attended over: [0, n_kv_swa)
     // recurrent models: the rows are n_seqs sequences of n_seq_tokens tokens each, sequence
     // after sequence (0: a plain ubatch)
     uint32_t n_seqs, n_seq_tokens;
@@ -126,10 +135,12 @@ struct llama_graph_result {
     struct ggml_tensor * inp_pos; // I32 [n_tokens]
     struct ggml_tensor * inp_kv_idx; // I32 [n_tokens] cells to write
     struct ggml_tensor * inp_mask; // F32 [n_kv, n_tokens]
-    struct ggml_tensor * inp_mask_swa; // F32 [n_kv, n_tokens] within the sliding window, or NULL
+    struct ggml_tensor * inp_mask_swa; // F32 [n_kv (n_kv_swa with kv.swa), n_tokens] within the sliding window, or NULL
     struct ggml_tensor * inp_out_ids; // I32 [n_rows] rows kept for the output, or NULL (all)
     struct ggml_tensor * inp_pos_out; // I32 [n_rows] positions of those rows, or NULL (a builder's)
     struct ggml_tensor * inp_kv_range; // I32 [n_kv] = 0..n_kv-1 (quantized caches), or NULL
+    struct ggml_tensor * inp_kv_idx_swa; // I32 [n_tokens] window cells to write (kv.swa), or NULL
+    struct ggml_tensor * inp_kv_range_swa; // I32 [n_kv_swa] (quantized caches with kv.swa), or NULL
     struct ggml_tensor * inp_s_ids; // I32 [n_seqs] recurrent state slots of the ubatch's sequences, or NULL
     struct ggml_tensor * inp_enc_slots; // I32 [enc_len * enc_grp] token of each encode slot, or NULL (slot = token)
     struct ggml_tensor * inp_enc_rows; // I32 [n_tokens] slot of each token, or NULL (slot = token)
@@ -177,7 +188,7 @@ struct llama_context {
     struct llama_graph_result graph_res;
     struct llama_graph_key {
         int32_t n_tokens, n_outputs;
-        uint32_t n_kv, n_seqs, enc_len, enc_grp, grp_n, grp_len, grp_cells;
+        uint32_t n_kv, n_kv_swa, n_seqs, enc_len, enc_grp, grp_n, grp_len, grp_cells;
         bool embd_input, all_rows, embeddings;
     } graph_key;
     bool graph_reusable;
@@ -185,6 +196,7 @@ struct llama_context {
     // per-decode scratch (grown, never shrunk)
     struct llama_batch_prep prep;
     uint32_t * cells; // [prep.cap] cells given to the batch's tokens
+    uint32_t * cells_swa; // [prep.cap] their window cells (kv.swa; taken ubatch by ubatch)
     size_t cells_cap;
     llama_pos * seq_next; // [n_seq_max] scratch for batch validation
     llama_pos * seq_last; // [n_seq_max]
@@ -260,11 +272,13 @@ static inline bool llama_attn_visible(llama_pos pj, llama_pos p, bool causal, ll
 
 // ---- kv-cache.c ----
 
-// Bytes of K and V data for n_ctx cells.
-size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, enum ggml_type type_k, enum ggml_type type_v);
-// Allocates and zeroes the cache; false (logged) on failure.
+// Bytes of K and V data for n_ctx cells (the sliding-window layers' for n_ctx_swa cells; 0: n_ctx).
+size_t llama_kv_cache_bytes(const struct llama_hparams * hp, uint32_t n_ctx, uint32_t n_ctx_swa, enum ggml_type type_k,
+                            enum ggml_type type_v);
+// Allocates and zeroes the cache, the sliding-window layers with n_ctx_swa window cells (0: n_ctx,
+// no window cache); false (logged) on failure.
 bool llama_kv_cache_init(struct llama_memory_i * kv, struct llama_context * lctx, const struct llama_model * model,
-                         uint32_t n_ctx, uint32_t n_seq_max, enum ggml_type type_k, enum ggml_type type_v);
+                         uint32_t n_ctx, uint32_t n_ctx_swa, uint32_t n_seq_max, enum ggml_type type_k, enum ggml_type type_v);
 // Frees what init allocated; safe on a zeroed or half-initialised cache.
 void llama_kv_cache_free(struct llama_memory_i * kv);
 // Empty cells.
@@ -287,6 +301,24 @@ uint32_t llama_kv_cache_n_kv(const struct llama_memory_i * kv);
 static inline bool llama_kv_cache_seq_has(const struct llama_memory_i * kv, uint32_t cell, llama_seq_id s) {
     return (kv->seq[(size_t) cell * kv->n_words + (uint32_t) s / 64] >> ((uint32_t) s % 64)) & 1u;
 }
+
+// ---- kv-cache-swa.c: the window cache ----
+
+// Window cells for the sliding-window layers: PAD(min(n_ctx, n_swa * n_seq_max + n_ubatch), 256)
+// as llama.cpp sizes them, or 0 when they keep n_ctx cells (swa_full, no causal sliding layers,
+// a recurrent hybrid, or a window no smaller than the context).
+uint32_t llama_kv_cache_swa_cells(const struct llama_model * model, bool swa_full, uint32_t n_ctx, uint32_t n_seq_max,
+                                  uint32_t n_ubatch);
+// Picks window cells for the n tokens of a ubatch (positions pos, sequences seq_id): empty cells,
+// else cells out of the window of every sequence they hold (let go first, and with them each
+// such sequence's older cells, so a sequence's window cells stay contiguous in position); false
+// if there are not enough.
+bool llama_kv_cache_swa_find_slot(struct llama_memory_i * swa, uint32_t n, const llama_pos * pos, llama_seq_id * const * seq_id,
+                                  const int32_t * n_seq_id, uint32_t * cells);
+// Whether removing [p0, p1) of seq_id (-1: all) from kv leaves every remaining sequence's window
+// cells complete: each position the main cells hold within the window of the sequence's next
+// position is also in kv->swa. False (logged) when it would not; true without a window cache.
+bool llama_kv_cache_swa_seq_rm_ok(const struct llama_memory_i * kv, llama_seq_id seq_id, llama_pos p0, llama_pos p1);
 
 // ---- memory-recurrent.c ----
 
@@ -327,8 +359,9 @@ bool llama_memory_recurrent_outputs_to_batch_order(struct llama_context * ctx);
 // Builds the forward graph of ub in ctx->ctx_compute; false (logged) if it cannot be built.
 bool llama_graph_build(struct llama_context * ctx, const struct llama_ubatch * ub, struct llama_graph_result * res);
 // Builds the graph that rotates the keys of n cells by delta[i] positions (for seq_add / seq_div);
-// *inp_cells (I32 [n]) and *inp_delta (I32 [n]) are filled by the caller after allocation.
-struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n, struct ggml_tensor ** inp_cells,
+// *inp_cells (I32 [n]) and *inp_delta (I32 [n]) are filled by the caller after allocation. swa:
+// the cells are window cells (kv.swa): only the sliding layers' rows; else the other layers' rows.
+struct ggml_cgraph * llama_graph_build_k_shift(struct llama_context * ctx, uint32_t n, bool swa, struct ggml_tensor ** inp_cells,
                                                struct ggml_tensor ** inp_delta);
 
 // ---- encode.c ----

@@ -30,6 +30,7 @@ struct llm_graph {
     struct ggml_context * c;         // ctx->ctx_compute
     struct ggml_cgraph * gf;
     int64_t n_tokens, n_kv;
+    int64_t n_kv_swa;                // window cells the sliding layers attend over (= n_kv without kv.swa)
     int64_t n_rows;                  // rows that leave the last layer (0: none)
     struct ggml_tensor * rope_factors; // frequency divisors for this context (or NULL)
     struct ggml_tensor * kv_written[LLAMA_MAX_LAYERS][2]; // per KV slot: its K and V after this graph's writes

@@ -4,11 +4,13 @@
 // Layout (little-endian host order, all integers 32-bit):
 //   full state:  "LSTD" | version | fingerprint | outputs | kv(all cells)
 //   seq state:   "LSSQ" | version | fingerprint | kv(cells of the sequence)
-//   fingerprint: n_layer, n_embd_k_gqa, n_embd_v_gqa, type_k, type_v, n_vocab, n_embd
+//   fingerprint: n_layer, n_embd_k_gqa, n_embd_v_gqa, type_k, type_v, n_vocab, n_embd, window (1: swa_full off)
 //   outputs:     flags (1 logits, 2 embd), n_outputs, n_batch_tokens, output_ids[n_batch_tokens],
 //                logits[n_outputs * n_vocab] f32 (flag 1), embd[n_outputs * n_embd] f32 (flag 2)
 //   kv:          n_cells, then per cell: index, pos, n_seq, seq ids; then per layer the K rows
-//                of those cells, then per layer their V rows (raw bytes of the cache type);
+//                of those cells, then per layer their V rows (raw bytes of the cache type); with
+//                the window cache, the layers over the main cells, then a second kv section of
+//                the window cells with the sliding-window layers' rows;
 //                with recurrent layers (hybrid models) then: n_states, per state: sequence,
 //                pos_min, pos_max, then per recurrent layer its conv row and its state row (f32)
 //   session file:     u32 LLAMA_SESSION_MAGIC | u32 LLAMA_SESSION_VERSION | u32 n_tokens | tokens | full state
@@ -25,7 +27,7 @@
 #define STATE_TAG_FULL 0x4454534cu // "LSTD"
 #define STATE_TAG_SEQ  0x5153534cu // "LSSQ"
 #define STATE_TAG_PART 0x5053534cu // "LSSP": a sequence's partial state (recurrent only)
-#define STATE_VERSION  1u
+#define STATE_VERSION  2u // 2: the window-cache flag in the fingerprint, the window cells after the others
 
 struct st_writer {
     uint8_t * dst;     // NULL: only count
@@ -85,19 +87,22 @@ static void st_fingerprint(struct st_writer * w, const struct llama_context * ct
     st_u32(w, (uint32_t) kv->type_v);
     st_u32(w, ctx->model->hparams.n_vocab);
     st_u32(w, ctx->model->hparams.n_embd);
+    st_u32(w, kv->swa != NULL ? 1u : 0u);
 }
 
 static bool st_check_fingerprint(struct st_reader * r, const struct llama_context * ctx, const char * func) {
     const struct llama_memory_i * kv = &ctx->kv;
-    const uint32_t want[7] = { kv->n_layer,
+    const uint32_t want[8] = { kv->n_layer,
                                kv->n_embd_k_gqa,
                                kv->n_embd_v_gqa,
                                (uint32_t) kv->type_k,
                                (uint32_t) kv->type_v,
                                ctx->model->hparams.n_vocab,
-                               ctx->model->hparams.n_embd };
-    static const char * names[7] = { "n_layer", "n_embd_k_gqa", "n_embd_v_gqa", "type_k", "type_v", "n_vocab", "n_embd" };
-    for (int i = 0; i < 7; i++) {
+                               ctx->model->hparams.n_embd,
+                               kv->swa != NULL ? 1u : 0u };
+    static const char * names[8] = { "n_layer", "n_embd_k_gqa", "n_embd_v_gqa", "type_k",
+                                     "type_v",  "n_vocab",      "n_embd",       "window cache (1: swa_full off)" };
+    for (int i = 0; i < 8; i++) {
         const uint32_t got = st_r32(r);
         if (r->err) {
             LLAMA_LOG_ERROR("%s: the state is truncated\n", func);
@@ -131,29 +136,31 @@ static size_t st_kv_row_max(const struct llama_memory_i * kv, int64_t * ne_max) 
 }
 
 // Writes the cells holding seq (seq < 0: every non-empty cell) and their K/V rows.
-static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, llama_seq_id seq) {
+static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, const struct llama_memory_i * cells,
+                        llama_seq_id seq) {
+    const bool win = cells != kv; // the window cells: the sliding layers' slots
     uint32_t n = 0;
-    for (uint32_t i = 0; i < kv->size; i++) {
-        n += kv->pos[i] >= 0 && (seq < 0 || llama_kv_cache_seq_has(kv, i, seq));
+    for (uint32_t i = 0; i < cells->size; i++) {
+        n += cells->pos[i] >= 0 && (seq < 0 || llama_kv_cache_seq_has(cells, i, seq));
     }
     st_u32(w, n);
-    for (uint32_t i = 0; i < kv->size; i++) {
-        if (kv->pos[i] < 0 || (seq >= 0 && !llama_kv_cache_seq_has(kv, i, seq))) {
+    for (uint32_t i = 0; i < cells->size; i++) {
+        if (cells->pos[i] < 0 || (seq >= 0 && !llama_kv_cache_seq_has(cells, i, seq))) {
             continue;
         }
         st_u32(w, i);
-        st_u32(w, (uint32_t) kv->pos[i]);
+        st_u32(w, (uint32_t) cells->pos[i]);
         if (seq >= 0) {
             st_u32(w, 1);
             st_u32(w, (uint32_t) seq);
         } else {
             uint32_t ns = 0;
-            for (uint32_t s = 0; s < kv->n_seq_max; s++) {
-                ns += llama_kv_cache_seq_has(kv, i, (llama_seq_id) s);
+            for (uint32_t s = 0; s < cells->n_seq_max; s++) {
+                ns += llama_kv_cache_seq_has(cells, i, (llama_seq_id) s);
             }
             st_u32(w, ns);
-            for (uint32_t s = 0; s < kv->n_seq_max; s++) {
-                if (llama_kv_cache_seq_has(kv, i, (llama_seq_id) s)) {
+            for (uint32_t s = 0; s < cells->n_seq_max; s++) {
+                if (llama_kv_cache_seq_has(cells, i, (llama_seq_id) s)) {
                     st_u32(w, s);
                 }
             }
@@ -165,8 +172,8 @@ static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, 
     for (int kind = 0; kind < 2; kind++) {
         for (uint32_t il = 0; il < kv->n_layer; il++) {
             const struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
-            if (t == NULL) {
-                continue; // a recurrent layer: no K/V rows
+            if (t == NULL || (kv->slot_swa[il] != 0) != win) {
+                continue; // a recurrent layer (no K/V rows), or a slot over the other cells
             }
             const bool host = llama_model_tensor_on_host(t);
             if (!host && w->dst != NULL && staged == NULL && (staged = GGML_MALLOC(row_max)) == NULL) {
@@ -174,8 +181,8 @@ static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, 
                 w->overflow = true;
                 return;
             }
-            for (uint32_t i = 0; i < kv->size; i++) {
-                if (kv->pos[i] >= 0 && (seq < 0 || llama_kv_cache_seq_has(kv, i, seq))) {
+            for (uint32_t i = 0; i < cells->size; i++) {
+                if (cells->pos[i] >= 0 && (seq < 0 || llama_kv_cache_seq_has(cells, i, seq))) {
                     const size_t off = (size_t) i * t->nb[1];
                     if (host || w->dst == NULL) {
                         st_write(w, host ? (const uint8_t *) t->data + off : NULL, t->nb[1]);
@@ -192,16 +199,18 @@ static void st_write_kv(struct st_writer * w, const struct llama_memory_i * kv, 
 
 // Reads cells written by st_write_kv into free cells (dest >= 0: all into that sequence).
 // false (logged) on malformed input or too little room; cells placed so far are then cleared.
-static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_seq_id dest, const char * func) {
+static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, struct llama_memory_i * cset, llama_seq_id dest,
+                       const char * func) {
+    const bool win = cset != kv; // the window cells: the sliding layers' slots
     const uint32_t n = st_r32(r);
-    if (r->err || n > kv->size - kv->n_used) {
+    if (r->err || n > cset->size - cset->n_used) {
         LLAMA_LOG_ERROR("%s: %s\n", func, r->err ? "the state is truncated" : "not enough free KV cells for the saved state");
         return false;
     }
     uint32_t * cells = GGML_MALLOC(sizeof(uint32_t) * (n + 1));
     uint32_t * free_cells = GGML_MALLOC(sizeof(uint32_t) * (n + 1));
-    llama_seq_id * seqs = GGML_MALLOC(sizeof(llama_seq_id) * kv->n_seq_max);
-    bool ok = cells && free_cells && seqs && llama_kv_cache_find_slot(kv, n, NULL, free_cells);
+    llama_seq_id * seqs = GGML_MALLOC(sizeof(llama_seq_id) * cset->n_seq_max);
+    bool ok = cells && free_cells && seqs && llama_kv_cache_find_slot(cset, n, NULL, free_cells);
     uint32_t placed = 0;
     if (!ok) {
         LLAMA_LOG_ERROR("%s: out of memory or no free KV cells\n", func);
@@ -212,15 +221,15 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
         const uint32_t idx = st_r32(r);
         const int32_t pos = (int32_t) st_r32(r);
         const uint32_t ns = st_r32(r);
-        if (r->err || pos < 0 || ns == 0 || ns > kv->n_seq_max) {
+        if (r->err || pos < 0 || ns == 0 || ns > cset->n_seq_max) {
             LLAMA_LOG_ERROR("%s: malformed cell %u in the state\n", func, k);
             ok = false;
             break;
         }
         for (uint32_t j = 0; j < ns; j++) {
             const uint32_t s = st_r32(r);
-            if (s >= kv->n_seq_max) {
-                LLAMA_LOG_ERROR("%s: the state holds seq_id %u, this context has n_seq_max = %u\n", func, s, kv->n_seq_max);
+            if (s >= cset->n_seq_max) {
+                LLAMA_LOG_ERROR("%s: the state holds seq_id %u, this context has n_seq_max = %u\n", func, s, cset->n_seq_max);
                 ok = false;
             }
             seqs[j] = (llama_seq_id) s;
@@ -230,10 +239,10 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
             break;
         }
         uint32_t cell;
-        if (idx < kv->size && kv->pos[idx] < 0) {
+        if (idx < cset->size && cset->pos[idx] < 0) {
             cell = idx;
         } else {
-            while (next_free < n && kv->pos[free_cells[next_free]] >= 0) {
+            while (next_free < n && cset->pos[free_cells[next_free]] >= 0) {
                 next_free++;
             }
             if (next_free >= n) {
@@ -246,7 +255,7 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
         if (dest >= 0) {
             seqs[0] = dest;
         }
-        llama_kv_cache_cell_set(kv, cell, pos, dest >= 0 ? 1 : (int32_t) ns, seqs);
+        llama_kv_cache_cell_set(cset, cell, pos, dest >= 0 ? 1 : (int32_t) ns, seqs);
         cells[placed++] = cell;
     }
     // Restored keys and values must be finite: a NaN in one sequence's cells would reach the
@@ -262,7 +271,7 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
     for (int kind = 0; ok && kind < 2; kind++) {
         for (uint32_t il = 0; ok && il < kv->n_layer; il++) {
             struct ggml_tensor * t = kind == 0 ? kv->k_l[il] : kv->v_l[il];
-            if (t == NULL) {
+            if (t == NULL || (kv->slot_swa[il] != 0) != win) {
                 continue;
             }
             const struct ggml_type_traits * tt = ggml_get_type_traits(t->type);
@@ -298,9 +307,9 @@ static bool st_read_kv(struct st_reader * r, struct llama_memory_i * kv, llama_s
         // Refused: free the cells and zero what was copied into them, so no rejected (possibly
         // non-finite) bytes stay in the buffer that the attention reads for masked cells.
         for (uint32_t k = 0; k < placed; k++) {
-            llama_kv_cache_cell_clear(kv, cells[k]);
+            llama_kv_cache_cell_clear(cset, cells[k]);
             for (uint32_t il = 0; il < kv->n_layer; il++) {
-                if (kv->k_l[il] == NULL) {
+                if (kv->k_l[il] == NULL || (kv->slot_swa[il] != 0) != win) {
                     continue;
                 }
                 ggml_backend_tensor_memset(kv->k_l[il], 0, (size_t) cells[k] * kv->k_l[il]->nb[1], kv->k_l[il]->nb[1]);
@@ -415,7 +424,10 @@ static size_t st_write_full(struct llama_context * ctx, uint8_t * dst, size_t ca
     if (flags & 2u) {
         st_write(&w, ctx->embd, (size_t) n_out * n_embd * sizeof(float));
     }
-    st_write_kv(&w, &ctx->kv, -1);
+    st_write_kv(&w, &ctx->kv, &ctx->kv, -1);
+    if (ctx->kv.swa != NULL) {
+        st_write_kv(&w, &ctx->kv, ctx->kv.swa, -1);
+    }
     st_write_rs(&w, ctx->kv.rs, -1);
     return w.overflow ? 0 : w.n;
 }
@@ -524,7 +536,8 @@ size_t llama_state_set_data(struct llama_context * ctx, const uint8_t * src, siz
         LLAMA_LOG_ERROR("%s: the state is truncated\n", func);
         return 0;
     }
-    if (!st_read_kv(&r, kv, -1, func) || !st_read_rs(&r, kv->rs, -1, func)) {
+    if (!st_read_kv(&r, kv, kv, -1, func) || (kv->swa != NULL && !st_read_kv(&r, kv, kv->swa, -1, func)) ||
+        !st_read_rs(&r, kv->rs, -1, func)) {
         llama_memory_clear(kv, false);
         return 0;
     }
@@ -545,7 +558,10 @@ static size_t st_write_seq(struct llama_context * ctx, uint8_t * dst, size_t cap
     st_u32(&w, STATE_TAG_SEQ);
     st_u32(&w, STATE_VERSION);
     st_fingerprint(&w, ctx);
-    st_write_kv(&w, &ctx->kv, seq);
+    st_write_kv(&w, &ctx->kv, &ctx->kv, seq);
+    if (ctx->kv.swa != NULL) {
+        st_write_kv(&w, &ctx->kv, ctx->kv.swa, seq);
+    }
     st_write_rs(&w, ctx->kv.rs, seq);
     return w.overflow ? 0 : w.n;
 }
@@ -592,7 +608,8 @@ size_t llama_state_seq_set_data(struct llama_context * ctx, const uint8_t * src,
         LLAMA_LOG_ERROR("%s: not a llama_py sequence state (or another version)\n", func);
         return 0;
     }
-    if (!st_check_fingerprint(&r, ctx, func) || !st_read_kv(&r, &ctx->kv, dest_seq_id, func) ||
+    if (!st_check_fingerprint(&r, ctx, func) || !st_read_kv(&r, &ctx->kv, &ctx->kv, dest_seq_id, func) ||
+        (ctx->kv.swa != NULL && !st_read_kv(&r, &ctx->kv, ctx->kv.swa, dest_seq_id, func)) ||
         !st_read_rs(&r, ctx->kv.rs, dest_seq_id, func)) {
         llama_memory_seq_rm(&ctx->kv, dest_seq_id, -1, -1);
         return 0;

@@ -274,7 +274,19 @@ def test_context_shift_matches_reference_cache(g4):
     assert err < 1e-4, err
 
 
-def test_gemma4_chat_template_renders_in_the_sandbox_and_chats(tmp_path):
+@pytest.fixture(scope="module")
+def g4_real_vocab(tmp_path_factory):
+    """The tiny gemma4 shape carrying the real gemma-4 vocabulary (262144 tokens)."""
+    import resources
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import make_gemma4_model as MG
+    vocab = resources.vocab_file("gemma-4")
+    path = tmp_path_factory.mktemp("g4vocab") / "g4-chat.gguf"
+    MG.write_gemma4_model(path, dict(MG.PRESETS["tiny"]), ftype="f32", vocab=vocab)
+    return vocab, path
+
+
+def test_gemma4_chat_template_renders_in_the_sandbox_and_chats(g4_real_vocab):
     """The real gemma-4 vocabulary's chat template (llama-cpp-python's ggml-vocab-gemma-4.gguf):
     rendered in our jinja2 sandbox it gives jinja2's own rendering for plain turns, a system
     prompt and a tool call with its result; a tiny gemma4 model carrying that vocabulary answers
@@ -282,13 +294,9 @@ def test_gemma4_chat_template_renders_in_the_sandbox_and_chats(tmp_path):
     import json
     import jinja2
     import jinja2.ext
-    import resources
     from llama_py import Llama
     from llama_py._runtime.chat import format_chat
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    import make_gemma4_model as MG
-
-    vocab = resources.vocab_file("gemma-4")
+    vocab, path = g4_real_vocab
     tmpl = gguf.GGUFReader(str(vocab)).fields["tokenizer.chat_template"].contents()
     tools = [{"type": "function", "function": {
         "name": "get_weather", "description": "Weather of a city",
@@ -313,8 +321,6 @@ def test_gemma4_chat_template_renders_in_the_sandbox_and_chats(tmp_path):
         assert got == want
     assert "declaration:get_weather{" in want and '<|turn>tool\n{"temp": 21}<turn|>' in want
 
-    path = tmp_path / "g4-chat.gguf"
-    MG.write_gemma4_model(path, dict(MG.PRESETS["tiny"]), ftype="f32", vocab=vocab)
     llm = Llama(model_path=str(path), n_ctx=256, verbose=False)
     try:
         msgs = convs[1]["messages"]
@@ -326,3 +332,41 @@ def test_gemma4_chat_template_renders_in_the_sandbox_and_chats(tmp_path):
         assert isinstance(out["choices"][0]["message"]["content"], str)
     finally:
         llm.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/pagemap (Linux only)")
+def test_ple_table_stays_mapped_and_only_used_rows_are_read(g4_real_vocab):
+    """The PLE table (262144 rows here, 50 MB) is neither read nor copied at load: none of its
+    pages is in this process's page tables after loading; decoding tokens whose rows all lie in
+    the table's first MiB maps pages of that region only (the kernel maps a page-cache folio,
+    up to 2 MiB, per fault), never the rest of the table. scripts/ple_resident.py reports the
+    same on the E4B-shaped file."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import ple_resident as P
+    _, path = g4_real_vocab
+    off, nbytes, rows = P.tensor_span(str(path))
+    row_bytes = nbytes // rows
+    assert rows == 262144 and nbytes > 32 << 20
+    toks = [int(t) for t in np.random.default_rng(0).integers(3, (1 << 20) // row_bytes, size=24)]
+    with Model(path) as m:
+        addr, _ = P.mapped_range(str(path), off, nbytes)
+        assert P.present_pages(addr, nbytes)[0] == 0   # nothing read or copied at load
+        with Ctx(m, n_ctx=64, n_batch=64) as c:
+            assert c.decode_seq(toks, all_logits=False) == 0
+            for i, t in enumerate(toks[:8]):
+                assert c.decode_seq([t], start=len(toks) + i) == 0
+        present, total = P.present_pages(addr, nbytes)
+        # pages present: all within a folio (2 MiB) of the rows read, or of the table's end (a
+        # folio shared with the next tensor, which every token reads whole)
+        page = 4096
+        first = addr // page
+        near_rows = range(first, (addr + (3 << 20)) // page)
+        near_end = range((addr + nbytes - (2 << 20)) // page, first + total)
+        with open("/proc/self/pagemap", "rb") as f:
+            f.seek(first * 8)
+            raw = f.read(total * 8)
+        outside = [first + i for i in range(total)
+                   if raw[i * 8 + 7] & 0x80 and first + i not in near_rows and first + i not in near_end]
+    print(f"\nPLE table {total} pages: {present} present after {len(toks) + 8} tokens, {len(outside)} outside the rows' "
+          f"region", end="")
+    assert 0 < present <= len(near_rows) + len(near_end) and not outside, (present, outside[:5])

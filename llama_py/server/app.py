@@ -56,12 +56,12 @@ class ModelEntry:
     def load(cls, name: str, path: str, n_slots: int = 4, n_ctx: Optional[int] = None, n_batch: int = 512,
              n_threads: Optional[int] = None, max_queue: int = 64, chat_format: Optional[str] = None,
              n_gpu_layers: int = 0, prefill_chunk: int = 64, loras: Sequence[Tuple[str, float]] = (),
-             draft: Optional[str] = None, n_draft: int = 8) -> "ModelEntry":
+             draft: Optional[str] = None, n_draft: int = 8, swa_full: bool = False) -> "ModelEntry":
         model = Model(path, n_gpu_layers=n_gpu_layers, chat_format=chat_format)
         try:
             engine = Engine(model, n_slots=n_slots, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads,
                             max_queue=max_queue, name=name, prefill_chunk=prefill_chunk, loras=loras, draft=draft,
-                            n_draft=n_draft)
+                            n_draft=n_draft, swa_full=swa_full)
         except BaseException:
             model.close()
             raise

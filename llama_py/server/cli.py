@@ -24,7 +24,7 @@ import sys
 from typing import Any, Dict, List, Tuple
 
 _MODEL_KEYS = {"model", "model_alias", "parallel", "n_ctx", "n_batch", "prefill_chunk", "n_threads", "max_queue",
-               "chat_format", "n_gpu_layers", "lora", "draft_model", "draft_n"}
+               "chat_format", "n_gpu_layers", "lora", "draft_model", "draft_n", "swa_full"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-b", "--n-batch", type=_cli.int_range(1), default=512, help="most tokens per decode step (default 512)")
     p.add_argument("--prefill-chunk", type=_cli.int_range(1), default=64,
                    help="most prompt tokens per step while other slots generate (default 64)")
+    p.add_argument("--swa-full", action="store_true",
+                   help="sliding-window layers keep a full-size cache (default: about a window per slot, as "
+                        "llama-server; a reused prefix the window has left is decoded again)")
     p.add_argument("--max-queue", type=_cli.int_range(0), default=64,
                    help="requests waiting for a slot before 429 (default 64)")
     p.add_argument("--chat-format", default=None, help="force a built-in chat template by name")
@@ -112,7 +115,7 @@ def build_entries(specs: List[Dict[str, Any]], base_dir: str = ".", show: bool =
                                            n_gpu_layers=m.get("n_gpu_layers", 0),
                                            loras=lora_specs(m.get("lora") or [], base_dir),
                                            draft=_draft_path(m.get("draft_model"), base_dir),
-                                           n_draft=m.get("draft_n", 8)))
+                                           n_draft=m.get("draft_n", 8), swa_full=bool(m.get("swa_full", False))))
     except BaseException:
         for e in out:
             e.close()
@@ -204,7 +207,8 @@ def main(argv=None) -> int:
                   "n_batch": a.n_batch, "prefill_chunk": a.prefill_chunk,
                   "n_threads": a.threads, "max_queue": a.max_queue,
                   "chat_format": a.chat_format, "n_gpu_layers": 999 if a.n_gpu_layers < 0 else a.n_gpu_layers,
-                  "lora": a.lora + a.lora_scaled, "draft_model": a.draft_model, "draft_n": a.draft_n}]
+                  "lora": a.lora + a.lora_scaled, "draft_model": a.draft_model, "draft_n": a.draft_n,
+                  "swa_full": a.swa_full}]
         base = "."
     entries = build_entries(specs, base, show=True)
     if a.lora_init_without_apply:

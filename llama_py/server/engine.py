@@ -260,7 +260,7 @@ class Engine:
     def __init__(self, model: Model, n_slots: int = 4, n_ctx: Optional[int] = None, n_batch: int = 512,
                  n_threads: Optional[int] = None, max_queue: int = 64, name: str = "model",
                  prefill_chunk: int = 64, loras: Sequence[Tuple[str, float]] = (), draft: Optional[str] = None,
-                 n_draft: int = 8):
+                 n_draft: int = 8, swa_full: bool = False):
         if not isinstance(n_slots, int) or not 1 <= n_slots <= 64:
             raise ValueError(f"n_slots must be an integer in [1, 64], got {n_slots!r}")
         if not isinstance(prefill_chunk, int) or prefill_chunk < 1:
@@ -277,6 +277,9 @@ class Engine:
         p.n_batch = max(n_batch, n_slots)
         p.n_ubatch = p.n_batch
         p.n_seq_max = n_slots
+        # as llama-server: sliding-window layers keep about a window per slot, not n_ctx cells; a
+        # reused prefix whose window cells are gone is decoded again (see _swa_prefix_ok)
+        p.swa_full = swa_full
         if n_threads:
             p.n_threads = p.n_threads_batch = n_threads
         self.loras = LoraAdapters(model, loras)  # LoRA adapters, set per sequence (server/lora.py)
@@ -288,6 +291,7 @@ class Engine:
         # recurrent state (hybrid models): a sequence's state is copied whole or not at all, so
         # slots do not share prompt prefixes
         self._recurrent = bool(C.llama_model_is_hybrid(model.handle) or C.llama_model_is_recurrent(model.handle))
+        self._n_swa = int(C.llama_model_n_swa(model.handle)) if not swa_full else 0
         self.n_ctx = C.llama_n_ctx(self._ctx)
         self.n_batch = C.llama_n_batch(self._ctx)
         self.n_slots = n_slots
@@ -513,7 +517,8 @@ class Engine:
                 continue
             keep_own = min(best_n, len(prompt) - 1)  # decode at least one token: its logits
             keep_shared = min(donor_n, len(prompt) - 1)
-            if donor is not None and keep_shared > keep_own and not self._recurrent:
+            if donor is not None and keep_shared > keep_own and not self._recurrent and \
+                    self._swa_prefix_ok(donor.id, keep_shared):
                 C.llama_memory_seq_rm(self._mem, best.id, -1, -1)
                 C.llama_memory_seq_cp(self._mem, donor.id, best.id, 0, keep_shared)
                 best.tokens = donor.tokens[:keep_shared]
@@ -632,6 +637,11 @@ class Engine:
             s.next_token = None
             self.metrics.draft_accepted += 1
         C.llama_memory_seq_rm(self._mem, s.id, len(s.tokens), -1)
+
+    def _swa_prefix_ok(self, sid: int, n: int) -> bool:
+        """Whether sequence sid's cells still hold what decoding at position n needs: with the
+        window cache, the window before n (llama-server's pos_min > n - n_swa test)."""
+        return self._n_swa <= 0 or C.llama_memory_seq_pos_min(self._mem, sid) <= max(0, n - self._n_swa)
 
     def _save_checkpoint(self, s: _Slot) -> None:
         """Keeps the slot's recurrent state at the end of its prompt (llama-server's context checkpoint)."""
