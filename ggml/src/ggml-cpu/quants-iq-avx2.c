@@ -170,13 +170,15 @@ static void vec_dot_iq3_s_q8_K(int n, float * s, const void * x, const void * y)
 
 // ---- IQ1_S / IQ1_M: 8 * (grid + delta) = 8 g +- 1 is an int8 level, so one signed dot per 32 ----
 
-// The int8 levels 8 g + delta of four grid entries (delta bytes: +1, or -1 where neg bit k is set).
-static inline __m256i iq1_levels(int i0, int i1, int i2, int i3, int neg) {
-    const __m256i g = _mm256_set_epi64x((long long) ggml_iq1s_grid[i3], (long long) ggml_iq1s_grid[i2],
-                                        (long long) ggml_iq1s_grid[i1], (long long) ggml_iq1s_grid[i0]);
-    const __m256i d = _mm256_set_epi64x(neg & 8 ? -1LL : 0x0101010101010101LL, neg & 4 ? -1LL : 0x0101010101010101LL,
-                                        neg & 2 ? -1LL : 0x0101010101010101LL, neg & 1 ? -1LL : 0x0101010101010101LL);
-    return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), d);
+// The int8 levels 8 g + delta of the four grid entries idx (delta bytes: +1 or -1 from dsgn).
+static inline __m256i iq1_levels(__m128i idx, __m256i dsgn) {
+    const __m256i g = _mm256_i32gather_epi64((const long long *) ggml_iq1s_grid, idx, 8);
+    return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), dsgn);
+}
+
+// Grid indices of four 8-value groups: byte k of q4 | bits sh_k..sh_k+2 of hw at bits 8-10.
+static inline __m128i iq1_index(uint32_t q4, __m128i hw_shifted) {
+    return _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int) q4)), _mm_and_si128(hw_shifted, _mm_set1_epi32(0x700)));
 }
 
 static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y) {
@@ -187,11 +189,13 @@ static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y)
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             const int qh = a[i].qh[ib];
-            const uint8_t * q = a[i].qs + 4 * ib;
-            const __m256i lv = iq1_levels(q[0] | ((qh << 8) & 0x700), q[1] | ((qh << 5) & 0x700), q[2] | ((qh << 2) & 0x700),
-                                          q[3] | ((qh >> 1) & 0x700), qh & 0x8000 ? 15 : 0);
+            uint32_t q4;
+            memcpy(&q4, a[i].qs + 4 * ib, sizeof(q4));
+            // index k: q[k] | bits 3k..3k+2 of qh at bits 8-10; one delta sign (bit 15) for all 32
+            const __m128i hs = _mm_srlv_epi32(_mm_set1_epi32(qh << 8), _mm_setr_epi32(0, 3, 6, 9));
+            const __m256i dsgn = _mm256_set1_epi8((char) (1 - ((qh >> 14) & 2)));
             const __m256i sc = _mm256_set1_epi16((short) (2 * ((qh >> 12) & 7) + 1));
-            isum = _mm256_add_epi32(isum, level_dot32_sc(lv, b[i].qs + 32 * ib, sc));
+            isum = _mm256_add_epi32(isum, level_dot32_sc(iq1_levels(iq1_index(q4, hs), dsgn), b[i].qs + 32 * ib, sc));
         }
         sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
     }
@@ -201,20 +205,25 @@ static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y)
 static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y) {
     const block_iq1_m * a = (const block_iq1_m *) x;
     const block_q8_K * b = (const block_q8_K *) y;
+    // delta sign of group k: bit 3 (k even) or 7 (k odd) of qh byte k / 2
+    const __m256i dbit = _mm256_setr_epi64x(0x08, 0x80, 0x0800, 0x8000);
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
         uint16_t sc[4];
         memcpy(sc, a[i].scales, sizeof(sc));
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
-            const uint8_t * q = a[i].qs + 4 * ib;
-            const int h0 = a[i].qh[2 * ib], h1 = a[i].qh[2 * ib + 1];
-            const int neg = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
-            const __m256i lv = iq1_levels(q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700), q[2] | ((h1 << 8) & 0x700),
-                                          q[3] | ((h1 << 4) & 0x700), neg);
+            uint32_t q4;
+            memcpy(&q4, a[i].qs + 4 * ib, sizeof(q4));
+            const int h = a[i].qh[2 * ib] | (a[i].qh[2 * ib + 1] << 8);
+            // index k: q[k] | 3 bits of h (bits 0-2, 4-6, 8-10, 12-14) at bits 8-10
+            const __m128i hs =
+                _mm_srlv_epi32(_mm_sllv_epi32(_mm_set1_epi32(h), _mm_setr_epi32(8, 4, 0, 0)), _mm_setr_epi32(0, 0, 0, 4));
+            const __m256i neg = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(h), dbit), dbit);
+            const __m256i dsgn = _mm256_or_si256(neg, _mm256_set1_epi8(1));
             const int s0 = (sc[ib / 2] >> (6 * (ib % 2))) & 7, s1 = (sc[ib / 2] >> (6 * (ib % 2) + 3)) & 7;
             const __m256i ls = _mm256_set_m128i(_mm_set1_epi16((short) (2 * s1 + 1)), _mm_set1_epi16((short) (2 * s0 + 1)));
-            isum = _mm256_add_epi32(isum, level_dot32_sc(lv, b[i].qs + 32 * ib, ls));
+            isum = _mm256_add_epi32(isum, level_dot32_sc(iq1_levels(iq1_index(q4, hs), dsgn), b[i].qs + 32 * ib, ls));
         }
         sum += 0.125f * (ggml_iq1_m_scale(&a[i]) * b[i].d) * (float) hsum_i32_8(isum);
     }
@@ -226,30 +235,32 @@ static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y)
 static void vec_dot_tq2_0_q8_K(int n, float * s, const void * x, const void * y) {
     const block_tq2_0 * a = (const block_tq2_0 *) x;
     const block_q8_K * b = (const block_q8_K *) y;
-    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
-        __m256i isum = _mm256_setzero_si256();
+        // q in 0..2: a maddubs pair is at most 2 * 2 * 128, so the 8 products of a block add in 16 bits
+        __m256i s16 = _mm256_setzero_si256();
         for (int c = 0; c < QK_IQ / 128; c++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *) (a[i].qs + 32 * c));
             for (int t = 0; t < 4; t++) {
                 const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * t), m3);
-                isum =
-                    _mm256_add_epi32(isum, dot_u8_i8_32(u, _mm256_loadu_si256((const __m256i *) (b[i].qs + 128 * c + 32 * t))));
+                s16 = _mm256_add_epi16(
+                    s16, _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *) (b[i].qs + 128 * c + 32 * t))));
             }
         }
+        // minus sum(y) from the 16 bsums, in the same lanes
         const __m256i bs = _mm256_loadu_si256((const __m256i *) b[i].bsums);
-        const int ysum = hsum_i32_8(_mm256_madd_epi16(bs, _mm256_set1_epi16(1)));
-        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float) (hsum_i32_8(isum) - ysum);
+        const __m256i d32 = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_madd_epi16(bs, ones));
+        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(d32);
     }
     *s = sum;
 }
 
 // ---- TQ1_0: trit n of a byte is ((byte * 3^n) mod 256 * 3) >> 8, worked out in 16-bit lanes ----
 
-// The trits (0..2) of the 32 bytes q for multiplier m = 3^n.
-static inline __m256i tq1_trits32(__m256i q, int m) {
-    const __m256i mul = _mm256_set1_epi16((short) m), lo8 = _mm256_set1_epi16(0xFF), three = _mm256_set1_epi16(3);
+// The trits (0..2) of the 32 bytes q; mul: 3^n per 16-bit lane (the two bytes of a lane share n).
+static inline __m256i tq1_trits32(__m256i q, __m256i mul) {
+    const __m256i lo8 = _mm256_set1_epi16(0xFF), three = _mm256_set1_epi16(3);
     const __m256i lo = _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(q, lo8), mul), lo8);
     const __m256i hi = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(q, 8), mul), lo8);
     const __m256i tlo = _mm256_srli_epi16(_mm256_mullo_epi16(lo, three), 8);
@@ -260,25 +271,35 @@ static inline __m256i tq1_trits32(__m256i q, int m) {
 static void vec_dot_tq1_0_q8_K(int n, float * s, const void * x, const void * y) {
     const block_tq1_0 * a = (const block_tq1_0 *) x;
     const block_q8_K * b = (const block_q8_K *) y;
-    static const int pow3[5] = { 1, 3, 9, 27, 81 };
+    const __m256i ones = _mm256_set1_epi16(1);
+    // values 240 + 4 n + j come from trit n of qh[j]: lane l (bytes 2l, 2l + 1) of the qh half has n = l / 2
+    const __m256i mul_tail = _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27);
     float sum = 0.0f;
     for (int i = 0; i < n / QK_IQ; i++) {
         const __m256i q = _mm256_loadu_si256((const __m256i *) a[i].qs);
-        __m256i isum = _mm256_setzero_si256();
+        // trits in 0..2: a maddubs pair is at most 2 * 2 * 128, so the 8 products of a block add in 16 bits
+        __m256i s16 = _mm256_setzero_si256();
+        static const short pow3[5] = { 1, 3, 9, 27, 81 };
         for (int t = 0; t < 5; t++) {
-            isum = _mm256_add_epi32(
-                isum, dot_u8_i8_32(tq1_trits32(q, pow3[t]), _mm256_loadu_si256((const __m256i *) (b[i].qs + 32 * t))));
+            const __m256i u = tq1_trits32(q, _mm256_set1_epi16(pow3[t]));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *) (b[i].qs + 32 * t))));
         }
-        int rest = 0; // the 16-byte and 4-byte groups (80 + 16 values)
-        for (int t = 0; t < 5; t++) {
-            for (int j = 0; j < 16; j++) rest += ggml_tq1_trit(a[i].qs[32 + j], t) * b[i].qs[160 + 16 * t + j];
+        // values 160 + 16 n + j: trit n of qs[32 + j]; two trits per vector (the 16 bytes in both halves)
+        const __m256i q16 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (a[i].qs + 32)));
+        for (int t = 0; t < 2; t++) {
+            const __m256i mul = _mm256_set_m128i(_mm_set1_epi16(pow3[2 * t + 1]), _mm_set1_epi16(pow3[2 * t]));
+            const __m256i u = tq1_trits32(q16, mul);
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *) (b[i].qs + 160 + 32 * t))));
         }
-        for (int t = 0; t < 4; t++) {
-            for (int j = 0; j < 4; j++) rest += ggml_tq1_trit(a[i].qh[j], t) * b[i].qs[240 + 4 * t + j];
-        }
+        // trit 4 of qs[32..47] (values 224..239), then qh[j] repeated for its 4 trits (240..255)
+        uint32_t h4;
+        memcpy(&h4, a[i].qh, sizeof(h4));
+        const __m256i qt = _mm256_set_m128i(_mm_set1_epi32((int) h4), _mm256_castsi256_si128(q16));
+        s16 = _mm256_add_epi16(
+            s16, _mm256_maddubs_epi16(tq1_trits32(qt, mul_tail), _mm256_loadu_si256((const __m256i *) (b[i].qs + 224))));
         const __m256i bs = _mm256_loadu_si256((const __m256i *) b[i].bsums);
-        const int ysum = hsum_i32_8(_mm256_madd_epi16(bs, _mm256_set1_epi16(1)));
-        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float) (hsum_i32_8(isum) + rest - ysum);
+        const __m256i d32 = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_madd_epi16(bs, ones));
+        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(d32);
     }
     *s = sum;
 }
