@@ -55,7 +55,7 @@ static inline __m256i level_dot32_sc(__m256i lv, const int8_t * q8, __m256i sc16
 static void vec_dot_iq2_xxs_q8_K(int n, float * s, const void * x, const void * y) {
     const block_iq2_xxs * a = (const block_iq2_xxs *) x;
     const block_q8_K * b = (const block_q8_K *) y;
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
@@ -66,9 +66,9 @@ static void vec_dot_iq2_xxs_q8_K(int n, float * s, const void * x, const void * 
             const __m256i sc = _mm256_set1_epi16((short) (2 * (w[1] >> 28) + 1));
             isum = _mm256_add_epi32(isum, grid_dot32(mag, ksigns_vec(w[1]), b[i].qs + 32 * ib, sc));
         }
-        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
     }
-    *s = sum;
+    *s = hsum_f32_8(acc);
 }
 
 // Per-16 scales 2 s + 1 of 32 values (two nibbles of one byte) as [lo x8 | hi x8] int16.
@@ -79,7 +79,7 @@ static inline __m256i nibble_scales_16(uint8_t sc) {
 static void vec_dot_iq2_xs_q8_K(int n, float * s, const void * x, const void * y) {
     const block_iq2_xs * a = (const block_iq2_xs *) x;
     const block_q8_K * b = (const block_q8_K *) y;
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
@@ -91,15 +91,15 @@ static void vec_dot_iq2_xs_q8_K(int n, float * s, const void * x, const void * y
                                                   (long long) ksigns64[q[1] >> 9], (long long) ksigns64[q[0] >> 9]);
             isum = _mm256_add_epi32(isum, grid_dot32(mag, sgn, b[i].qs + 32 * ib, nibble_scales_16(a[i].scales[ib])));
         }
-        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
     }
-    *s = sum;
+    *s = hsum_f32_8(acc);
 }
 
 static void vec_dot_iq2_s_q8_K(int n, float * s, const void * x, const void * y) {
     const block_iq2_s * a = (const block_iq2_s *) x;
     const block_q8_K * b = (const block_q8_K *) y;
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
@@ -117,15 +117,15 @@ static void vec_dot_iq2_s_q8_K(int n, float * s, const void * x, const void * y)
             isum = _mm256_add_epi32(isum,
                                     grid_dot32(mag, bits_to_signs_32(sw), b[i].qs + 32 * ib, nibble_scales_16(a[i].scales[ib])));
         }
-        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
     }
-    *s = sum;
+    *s = hsum_f32_8(acc);
 }
 
 static void vec_dot_iq3_xxs_q8_K(int n, float * s, const void * x, const void * y) {
     const block_iq3_xxs * a = (const block_iq3_xxs *) x;
     const block_q8_K * b = (const block_q8_K *) y;
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
@@ -137,15 +137,15 @@ static void vec_dot_iq3_xxs_q8_K(int n, float * s, const void * x, const void * 
             const __m256i sc = _mm256_set1_epi16((short) (2 * (w >> 28) + 1));
             isum = _mm256_add_epi32(isum, grid_dot32(mag, ksigns_vec(w), b[i].qs + 32 * ib, sc));
         }
-        sum += 0.25f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.25f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
     }
-    *s = sum;
+    *s = hsum_f32_8(acc);
 }
 
 static void vec_dot_iq3_s_q8_K(int n, float * s, const void * x, const void * y) {
     const block_iq3_s * a = (const block_iq3_s *) x;
     const block_q8_K * b = (const block_q8_K *) y;
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
@@ -163,9 +163,9 @@ static void vec_dot_iq3_s_q8_K(int n, float * s, const void * x, const void * y)
             isum =
                 _mm256_add_epi32(isum, grid_dot32(mag, bits_to_signs_32(sw), b[i].qs + 32 * ib, _mm256_set1_epi16((short) ls)));
         }
-        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps((FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
     }
-    *s = sum;
+    *s = hsum_f32_8(acc);
 }
 
 // ---- IQ1_S / IQ1_M: 8 * (grid + delta) = 8 g +- 1 is an int8 level, so one signed dot per 32 ----
@@ -184,7 +184,7 @@ static inline __m128i iq1_index(uint32_t q4, __m128i hw_shifted) {
 static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y) {
     const block_iq1_s * a = (const block_iq1_s *) x;
     const block_q8_K * b = (const block_q8_K *) y;
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
     for (int i = 0; i < n / QK_IQ; i++) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
@@ -197,9 +197,9 @@ static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y)
             const __m256i sc = _mm256_set1_epi16((short) (2 * ((qh >> 12) & 7) + 1));
             isum = _mm256_add_epi32(isum, level_dot32_sc(iq1_levels(iq1_index(q4, hs), dsgn), b[i].qs + 32 * ib, sc));
         }
-        sum += 0.125f * (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(isum);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
     }
-    *s = sum;
+    *s = hsum_f32_8(acc);
 }
 
 static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y) {
@@ -207,7 +207,7 @@ static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y)
     const block_q8_K * b = (const block_q8_K *) y;
     // delta sign of group k: bit 3 (k even) or 7 (k odd) of qh byte k / 2
     const __m256i dbit = _mm256_setr_epi64x(0x08, 0x80, 0x0800, 0x8000);
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
     for (int i = 0; i < n / QK_IQ; i++) {
         uint16_t sc[4];
         memcpy(sc, a[i].scales, sizeof(sc));
@@ -225,9 +225,9 @@ static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y)
             const __m256i ls = _mm256_set_m128i(_mm_set1_epi16((short) (2 * s1 + 1)), _mm_set1_epi16((short) (2 * s0 + 1)));
             isum = _mm256_add_epi32(isum, level_dot32_sc(iq1_levels(iq1_index(q4, hs), dsgn), b[i].qs + 32 * ib, ls));
         }
-        sum += 0.125f * (ggml_iq1_m_scale(&a[i]) * b[i].d) * (float) hsum_i32_8(isum);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (ggml_iq1_m_scale(&a[i]) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
     }
-    *s = sum;
+    *s = hsum_f32_8(acc);
 }
 
 // ---- TQ2_0: four 2-bit planes per 32 bytes; sum((q - 1) y) = sum(q y) - sum(y) ----
@@ -236,7 +236,7 @@ static void vec_dot_tq2_0_q8_K(int n, float * s, const void * x, const void * y)
     const block_tq2_0 * a = (const block_tq2_0 *) x;
     const block_q8_K * b = (const block_q8_K *) y;
     const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
     for (int i = 0; i < n / QK_IQ; i++) {
         // q in 0..2: a maddubs pair is at most 2 * 2 * 128, so the 8 products of a block add in 16 bits
         __m256i s16 = _mm256_setzero_si256();
@@ -251,21 +251,23 @@ static void vec_dot_tq2_0_q8_K(int n, float * s, const void * x, const void * y)
         // minus sum(y) from the 16 bsums, in the same lanes
         const __m256i bs = _mm256_loadu_si256((const __m256i *) b[i].bsums);
         const __m256i d32 = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_madd_epi16(bs, ones));
-        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(d32);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps((FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(d32), acc);
     }
-    *s = sum;
+    *s = hsum_f32_8(acc);
 }
 
 // ---- TQ1_0: trit n of a byte is ((byte * 3^n) mod 256 * 3) >> 8, worked out in 16-bit lanes ----
 
 // The trits (0..2) of the 32 bytes q; mul: 3^n per 16-bit lane (the two bytes of a lane share n).
+// Each byte is multiplied in the high half of its 16-bit lane (bits below it are zero, carries
+// out of the lane are lost: the product mod 256 lands in the high byte), then vpmulhuw by 3
+// leaves (v * 3) >> 8 in the low byte.
 static inline __m256i tq1_trits32(__m256i q, __m256i mul) {
-    const __m256i lo8 = _mm256_set1_epi16(0xFF), three = _mm256_set1_epi16(3);
-    const __m256i lo = _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(q, lo8), mul), lo8);
-    const __m256i hi = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(q, 8), mul), lo8);
-    const __m256i tlo = _mm256_srli_epi16(_mm256_mullo_epi16(lo, three), 8);
-    const __m256i thi = _mm256_srli_epi16(_mm256_mullo_epi16(hi, three), 8);
-    return _mm256_or_si256(tlo, _mm256_slli_epi16(thi, 8));
+    const __m256i three = _mm256_set1_epi16(3);
+    const __m256i even = _mm256_mulhi_epu16(_mm256_mullo_epi16(_mm256_slli_epi16(q, 8), mul), three);
+    const __m256i odd =
+        _mm256_mulhi_epu16(_mm256_mullo_epi16(_mm256_and_si256(q, _mm256_set1_epi16((short) 0xFF00)), mul), three);
+    return _mm256_or_si256(even, _mm256_slli_epi16(odd, 8));
 }
 
 static void vec_dot_tq1_0_q8_K(int n, float * s, const void * x, const void * y) {
@@ -274,7 +276,7 @@ static void vec_dot_tq1_0_q8_K(int n, float * s, const void * x, const void * y)
     const __m256i ones = _mm256_set1_epi16(1);
     // values 240 + 4 n + j come from trit n of qh[j]: lane l (bytes 2l, 2l + 1) of the qh half has n = l / 2
     const __m256i mul_tail = _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27);
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
     for (int i = 0; i < n / QK_IQ; i++) {
         const __m256i q = _mm256_loadu_si256((const __m256i *) a[i].qs);
         // trits in 0..2: a maddubs pair is at most 2 * 2 * 128, so the 8 products of a block add in 16 bits
@@ -299,9 +301,9 @@ static void vec_dot_tq1_0_q8_K(int n, float * s, const void * x, const void * y)
             s16, _mm256_maddubs_epi16(tq1_trits32(qt, mul_tail), _mm256_loadu_si256((const __m256i *) (b[i].qs + 224))));
         const __m256i bs = _mm256_loadu_si256((const __m256i *) b[i].bsums);
         const __m256i d32 = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_madd_epi16(bs, ones));
-        sum += (FP16_TO_FP32(a[i].d) * b[i].d) * (float) hsum_i32_8(d32);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps((FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(d32), acc);
     }
-    *s = sum;
+    *s = hsum_f32_8(acc);
 }
 
 void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
