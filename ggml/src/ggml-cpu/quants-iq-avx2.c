@@ -181,21 +181,33 @@ static inline __m128i iq1_index(uint32_t q4, __m128i hw_shifted) {
     return _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int) q4)), _mm_and_si128(hw_shifted, _mm_set1_epi32(0x700)));
 }
 
+// IQ1_S: 8 g + 9 (1, 9 or 17) per grid byte, filled by ggml_cpu_quants_init_iq_avx2. With one
+// delta per 32 values, sum((8 g + delta) y) = sum((8 g + 9) y) + (delta - 9) sum(y): unsigned levels
+// go straight into maddubs, and the second term comes from the activations' 16-value sums.
+static uint64_t iq1s_grid_u9[2048];
+
 static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y) {
     const block_iq1_s * a = (const block_iq1_s *) x;
     const block_q8_K * b = (const block_q8_K *) y;
     __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
     for (int i = 0; i < n / QK_IQ; i++) {
-        __m256i isum = _mm256_setzero_si256();
+        // per sub-block j: ls_j (delta_j - 9) = (2 s + 1) (-8 or -10), in both int16 lanes of int32 lane j
+        const __m128i qh = _mm_loadu_si128((const __m128i *) a[i].qh);
+        const __m128i ls = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(qh, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
+        const __m128i dm9 = _mm_sub_epi16(_mm_set1_epi16(-8), _mm_and_si128(_mm_srli_epi16(qh, 14), _mm_set1_epi16(2)));
+        const __m256i c32 = _mm256_cvtepu16_epi32(_mm_mullo_epi16(ls, dm9));
+        const __m256i c16 = _mm256_or_si256(c32, _mm256_slli_epi32(c32, 16));
+        __m256i isum = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *) b[i].bsums), c16);
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
-            const int qh = a[i].qh[ib];
+            const int h = a[i].qh[ib];
             uint32_t q4;
             memcpy(&q4, a[i].qs + 4 * ib, sizeof(q4));
-            // index k: q[k] | bits 3k..3k+2 of qh at bits 8-10; one delta sign (bit 15) for all 32
-            const __m128i hs = _mm_srlv_epi32(_mm_set1_epi32(qh << 8), _mm_setr_epi32(0, 3, 6, 9));
-            const __m256i dsgn = _mm256_set1_epi8((char) (1 - ((qh >> 14) & 2)));
-            const __m256i sc = _mm256_set1_epi16((short) (2 * ((qh >> 12) & 7) + 1));
-            isum = _mm256_add_epi32(isum, level_dot32_sc(iq1_levels(iq1_index(q4, hs), dsgn), b[i].qs + 32 * ib, sc));
+            // index k: q[k] | bits 3k..3k+2 of qh at bits 8-10
+            const __m128i hs = _mm_srlv_epi32(_mm_set1_epi32(h << 8), _mm_setr_epi32(0, 3, 6, 9));
+            const __m256i u = _mm256_i32gather_epi64((const long long *) iq1s_grid_u9, iq1_index(q4, hs), 8);
+            const __m256i sc = _mm256_set1_epi16((short) (2 * ((h >> 12) & 7) + 1));
+            const __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *) (b[i].qs + 32 * ib)));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sc));
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
     }
@@ -311,6 +323,11 @@ void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
         uint64_t v = 0;
         for (int j = 0; j < 8; j++) v |= (uint64_t) ((ggml_iq2_ksigns[i] >> j) & 1 ? 0xFF : 0x01) << (8 * j);
         ksigns64[i] = v;
+    }
+    for (int i = 0; i < 2048; i++) {
+        uint64_t v = 0;
+        for (int j = 0; j < 8; j++) v |= (uint64_t) (uint8_t) (8 * (int8_t) (ggml_iq1s_grid[i] >> (8 * j)) + 9) << (8 * j);
+        iq1s_grid_u9[i] = v;
     }
     iq_lut_install(t);
     t[GGML_TYPE_IQ2_XXS].vec_dot = vec_dot_iq2_xxs_q8_K;
