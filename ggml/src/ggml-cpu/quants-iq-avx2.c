@@ -52,121 +52,119 @@ static inline __m256i level_dot32_sc(__m256i lv, const int8_t * q8, __m256i sc16
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(lv, lv), y), sc16);
 }
 
-static void vec_dot_iq2_xxs_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq2_xxs * a = (const block_iq2_xxs *) x;
-    const block_q8_K * b = (const block_q8_K *) y;
-    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
-    for (int i = 0; i < n / QK_IQ; i++) {
-        __m256i isum = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_IQ / 32; ib++) {
-            uint32_t w[2];
-            memcpy(w, a[i].qs + 4 * ib, sizeof(w));
-            const __m256i mag =
-                _mm256_i32gather_epi64((const long long *) ggml_iq2xxs_grid, _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int) w[0])), 8);
-            const __m256i sc = _mm256_set1_epi16((short) (2 * (w[1] >> 28) + 1));
-            isum = _mm256_add_epi32(isum, grid_dot32(mag, ksigns_vec(w[1]), b[i].qs + 32 * ib, sc));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
-    }
-    *s = hsum_f32_8(acc);
-}
-
 // Per-16 scales 2 s + 1 of 32 values (two nibbles of one byte) as [lo x8 | hi x8] int16.
 static inline __m256i nibble_scales_16(uint8_t sc) {
     return _mm256_set_m128i(_mm_set1_epi16((short) (2 * (sc >> 4) + 1)), _mm_set1_epi16((short) (2 * (sc & 0xF) + 1)));
 }
 
-static void vec_dot_iq2_xs_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq2_xs * a = (const block_iq2_xs *) x;
-    const block_q8_K * b = (const block_q8_K *) y;
-    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
-    for (int i = 0; i < n / QK_IQ; i++) {
-        __m256i isum = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_IQ / 32; ib++) {
-            const uint16_t * q = a[i].qs + 4 * ib;
-            const __m128i qv = _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *) q));
-            const __m256i mag =
-                _mm256_i32gather_epi64((const long long *) ggml_iq2xs_grid, _mm_and_si128(qv, _mm_set1_epi32(511)), 8);
-            const __m256i sgn = _mm256_set_epi64x((long long) ksigns64[q[3] >> 9], (long long) ksigns64[q[2] >> 9],
-                                                  (long long) ksigns64[q[1] >> 9], (long long) ksigns64[q[0] >> 9]);
-            isum = _mm256_add_epi32(isum, grid_dot32(mag, sgn, b[i].qs + 32 * ib, nibble_scales_16(a[i].scales[ib])));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
+enum {
+    G_IQ2_XXS,
+    G_IQ2_XS,
+    G_IQ2_S,
+    G_IQ3_XXS,
+    G_IQ3_S
+};
+
+// Sub-block ib (32 values) of one super-block of grid type T: magnitudes, sign bytes and int16
+// scales (what grid_dot32 takes); *mul: the factor of d (0.125, 0.25 or 1).
+static inline __attribute__((always_inline)) void grid_decode(const int T, const void * blk, int ib, __m256i * mag, __m256i * sgn,
+                                                              __m256i * sc) {
+    if (T == G_IQ2_XXS) {
+        const block_iq2_xxs * a = (const block_iq2_xxs *) blk;
+        uint32_t w[2];
+        memcpy(w, a->qs + 4 * ib, sizeof(w));
+        *mag = _mm256_i32gather_epi64((const long long *) ggml_iq2xxs_grid, _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int) w[0])), 8);
+        *sgn = ksigns_vec(w[1]);
+        *sc = _mm256_set1_epi16((short) (2 * (w[1] >> 28) + 1));
+    } else if (T == G_IQ2_XS) {
+        const block_iq2_xs * a = (const block_iq2_xs *) blk;
+        const uint16_t * q = a->qs + 4 * ib;
+        const __m128i qv = _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *) q));
+        *mag = _mm256_i32gather_epi64((const long long *) ggml_iq2xs_grid, _mm_and_si128(qv, _mm_set1_epi32(511)), 8);
+        *sgn = _mm256_set_epi64x((long long) ksigns64[q[3] >> 9], (long long) ksigns64[q[2] >> 9],
+                                 (long long) ksigns64[q[1] >> 9], (long long) ksigns64[q[0] >> 9]);
+        *sc = nibble_scales_16(a->scales[ib]);
+    } else if (T == G_IQ2_S) {
+        const block_iq2_s * a = (const block_iq2_s *) blk;
+        // index k: q[k] | bits 2k, 2k+1 of qh at bits 8-9
+        uint32_t q4, sw;
+        memcpy(&q4, a->qs + 4 * ib, sizeof(q4));
+        memcpy(&sw, a->qs + QK_IQ / 8 + 4 * ib, sizeof(sw));
+        const __m128i hb =
+            _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(a->qh[ib] << 8), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi32(0x300));
+        *mag = _mm256_i32gather_epi64((const long long *) ggml_iq2s_grid,
+                                      _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int) q4)), hb), 8);
+        *sgn = bits_to_signs_32(sw);
+        *sc = nibble_scales_16(a->scales[ib]);
+    } else if (T == G_IQ3_XXS) {
+        const block_iq3_xxs * a = (const block_iq3_xxs *) blk;
+        uint32_t w;
+        memcpy(&w, a->qs + QK_IQ / 4 + 4 * ib, sizeof(w));
+        *mag = _mm256_i32gather_epi32((const int *) ggml_iq3xxs_grid,
+                                      _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) (a->qs + 8 * ib))), 4);
+        *sgn = ksigns_vec(w);
+        *sc = _mm256_set1_epi16((short) (2 * (w >> 28) + 1));
+    } else {
+        const block_iq3_s * a = (const block_iq3_s *) blk;
+        // index l: q[l] | bit l of qh at bit 8
+        const __m256i hb =
+            _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(a->qh[ib] << 8), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                             _mm256_set1_epi32(0x100));
+        const __m256i idx = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) (a->qs + 8 * ib))), hb);
+        *mag = _mm256_i32gather_epi32((const int *) ggml_iq3s_grid, idx, 4);
+        uint32_t sw;
+        memcpy(&sw, a->signs + 4 * ib, sizeof(sw));
+        *sc = _mm256_set1_epi16((short) (2 * ((a->scales[ib / 2] >> (4 * (ib % 2))) & 0xF) + 1));
+        *sgn = bits_to_signs_32(sw);
     }
-    *s = hsum_f32_8(acc);
 }
 
-static void vec_dot_iq2_s_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq2_s * a = (const block_iq2_s *) x;
-    const block_q8_K * b = (const block_q8_K *) y;
-    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
+// One row of grid type T against NC (1 or 4) q8_K columns (column c at y + c by, its result at
+// s + c bs bytes): each sub-block is decoded once for the NC columns, and every column sees the
+// operations of NC = 1, so vec_dot_x4 gives vec_dot's bits.
+static inline __attribute__((always_inline)) void grid_dot(const int T, int n, float * s, size_t bs, const void * x,
+                                                           const void * y, size_t by, const int NC) {
+    const size_t tsz = T == G_IQ2_XXS ? sizeof(block_iq2_xxs)
+        : T == G_IQ2_XS               ? sizeof(block_iq2_xs)
+        : T == G_IQ2_S                ? sizeof(block_iq2_s)
+        : T == G_IQ3_XXS              ? sizeof(block_iq3_xxs)
+                                      : sizeof(block_iq3_s);
+    const float mul = T == G_IQ3_S ? 1.0f : T == G_IQ3_XXS ? 0.25f : 0.125f;
+    __m256 acc[4]; // per-lane float sums: one horizontal sum per row
+    for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_IQ; i++) {
-        __m256i isum = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_IQ / 32; ib++) {
-            const uint8_t * q = a[i].qs + 4 * ib;
-            const int h = a[i].qh[ib];
-            // index k: q[k] | bits 2k, 2k+1 of h at bits 8-9
-            uint32_t q4;
-            memcpy(&q4, q, sizeof(q4));
-            const __m128i hb =
-                _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(h << 8), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi32(0x300));
-            const __m256i mag = _mm256_i32gather_epi64((const long long *) ggml_iq2s_grid,
-                                                       _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int) q4)), hb), 8);
-            uint32_t sw;
-            memcpy(&sw, a[i].qs + QK_IQ / 8 + 4 * ib, sizeof(sw));
-            isum = _mm256_add_epi32(isum,
-                                    grid_dot32(mag, bits_to_signs_32(sw), b[i].qs + 32 * ib, nibble_scales_16(a[i].scales[ib])));
+        const uint8_t * blk = (const uint8_t *) x + (size_t) i * tsz;
+        const block_q8_K * b[4];
+        __m256i isum[4];
+        for (int c = 0; c < NC; c++) {
+            b[c] = (const block_q8_K *) ((const char *) y + (size_t) c * by) + i;
+            isum[c] = _mm256_setzero_si256();
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
+        for (int ib = 0; ib < QK_IQ / 32; ib++) {
+            __m256i mag, sgn, sc;
+            grid_decode(T, blk, ib, &mag, &sgn, &sc);
+            for (int c = 0; c < NC; c++) isum[c] = _mm256_add_epi32(isum[c], grid_dot32(mag, sgn, b[c]->qs + 32 * ib, sc));
+        }
+        ggml_fp16_t dh;
+        memcpy(&dh, blk, sizeof(dh)); // every grid type starts with its fp16 d
+        const float d = FP16_TO_FP32(dh);
+        for (int c = 0; c < NC; c++) {
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(mul * (d * b[c]->d)), _mm256_cvtepi32_ps(isum[c]), acc[c]);
+        }
     }
-    *s = hsum_f32_8(acc);
+    for (int c = 0; c < NC; c++) *(float *) ((char *) s + (size_t) c * bs) = hsum_f32_8(acc[c]);
 }
 
-static void vec_dot_iq3_xxs_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq3_xxs * a = (const block_iq3_xxs *) x;
-    const block_q8_K * b = (const block_q8_K *) y;
-    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
-    for (int i = 0; i < n / QK_IQ; i++) {
-        __m256i isum = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_IQ / 32; ib++) {
-            const uint8_t * q = a[i].qs + 8 * ib;
-            const __m256i mag = _mm256_i32gather_epi32((const int *) ggml_iq3xxs_grid,
-                                                       _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) q)), 4);
-            uint32_t w;
-            memcpy(&w, a[i].qs + QK_IQ / 4 + 4 * ib, sizeof(w));
-            const __m256i sc = _mm256_set1_epi16((short) (2 * (w >> 28) + 1));
-            isum = _mm256_add_epi32(isum, grid_dot32(mag, ksigns_vec(w), b[i].qs + 32 * ib, sc));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.25f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
+#define GRID_DOT_FNS(name, T)                                                                                                 \
+    static void vec_dot_##name##_q8_K(int n, float * s, const void * x, const void * y) { grid_dot(T, n, s, 0, x, y, 0, 1); } \
+    static void vec_dot_x4_##name##_q8_K(int n, float * s, size_t bs, const void * x, const void * y, size_t by) {            \
+        grid_dot(T, n, s, bs, x, y, by, 4);                                                                                   \
     }
-    *s = hsum_f32_8(acc);
-}
-
-static void vec_dot_iq3_s_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_iq3_s * a = (const block_iq3_s *) x;
-    const block_q8_K * b = (const block_q8_K *) y;
-    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
-    for (int i = 0; i < n / QK_IQ; i++) {
-        __m256i isum = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_IQ / 32; ib++) {
-            const uint8_t * q = a[i].qs + 8 * ib;
-            const int h = a[i].qh[ib];
-            // index l: q[l] | bit l of h at bit 8
-            const __m256i hb =
-                _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(h << 8), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                                 _mm256_set1_epi32(0x100));
-            const __m256i idx = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) q)), hb);
-            const __m256i mag = _mm256_i32gather_epi32((const int *) ggml_iq3s_grid, idx, 4);
-            uint32_t sw;
-            memcpy(&sw, a[i].signs + 4 * ib, sizeof(sw));
-            const int ls = 2 * ((a[i].scales[ib / 2] >> (4 * (ib % 2))) & 0xF) + 1;
-            isum =
-                _mm256_add_epi32(isum, grid_dot32(mag, bits_to_signs_32(sw), b[i].qs + 32 * ib, _mm256_set1_epi16((short) ls)));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps((FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
-    }
-    *s = hsum_f32_8(acc);
-}
+GRID_DOT_FNS(iq2_xxs, G_IQ2_XXS)
+GRID_DOT_FNS(iq2_xs, G_IQ2_XS)
+GRID_DOT_FNS(iq2_s, G_IQ2_S)
+GRID_DOT_FNS(iq3_xxs, G_IQ3_XXS)
+GRID_DOT_FNS(iq3_s, G_IQ3_S)
 
 // ---- IQ1_S / IQ1_M: 8 * (grid + delta) = 8 g +- 1 is an int8 level, so one signed dot per 32 ----
 
@@ -335,6 +333,11 @@ void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_IQ2_S].vec_dot = vec_dot_iq2_s_q8_K;
     t[GGML_TYPE_IQ3_XXS].vec_dot = vec_dot_iq3_xxs_q8_K;
     t[GGML_TYPE_IQ3_S].vec_dot = vec_dot_iq3_s_q8_K;
+    t[GGML_TYPE_IQ2_XXS].vec_dot_x4 = vec_dot_x4_iq2_xxs_q8_K;
+    t[GGML_TYPE_IQ2_XS].vec_dot_x4 = vec_dot_x4_iq2_xs_q8_K;
+    t[GGML_TYPE_IQ2_S].vec_dot_x4 = vec_dot_x4_iq2_s_q8_K;
+    t[GGML_TYPE_IQ3_XXS].vec_dot_x4 = vec_dot_x4_iq3_xxs_q8_K;
+    t[GGML_TYPE_IQ3_S].vec_dot_x4 = vec_dot_x4_iq3_s_q8_K;
     t[GGML_TYPE_TQ2_0].vec_dot = vec_dot_tq2_0_q8_K;
     t[GGML_TYPE_TQ1_0].vec_dot = vec_dot_tq1_0_q8_K;
     t[GGML_TYPE_IQ1_S].vec_dot = vec_dot_iq1_s_q8_K;
