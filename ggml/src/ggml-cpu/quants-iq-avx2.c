@@ -184,10 +184,24 @@ static inline __m128i iq1_index(uint32_t q4, __m128i hw_shifted) {
 // go straight into maddubs, and the second term comes from the activations' 16-value sums.
 static uint64_t iq1s_grid_u9[2048];
 
-static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y) {
+// The q8_K block i of column c (column c at y + c by).
+static inline const block_q8_K * q8k_col(const void * y, size_t by, int c, int i) {
+    return (const block_q8_K *) ((const char *) y + (size_t) c * by) + i;
+}
+
+// The row's dot with each of NC (1 or 4) columns stored at s + c bs bytes: one horizontal sum of
+// the per-lane float sums each.
+static inline __attribute__((always_inline)) void store_cols(float * s, size_t bs, const __m256 * acc, const int NC) {
+    for (int c = 0; c < NC; c++) *(float *) ((char *) s + (size_t) c * bs) = hsum_f32_8(acc[c]);
+}
+
+// The kernels below take NC (1 or 4) columns; each column sees the operations of NC = 1, so
+// vec_dot_x4 gives vec_dot's bits.
+static inline __attribute__((always_inline)) void iq1_s_dot(int n, float * s, size_t bs, const void * x, const void * y,
+                                                            size_t by, const int NC) {
     const block_iq1_s * a = (const block_iq1_s *) x;
-    const block_q8_K * b = (const block_q8_K *) y;
-    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
+    __m256 acc[4];
+    for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_IQ; i++) {
         // per sub-block j: ls_j (delta_j - 9) = (2 s + 1) (-8 or -10), in both int16 lanes of int32 lane j
         const __m128i qh = _mm_loadu_si128((const __m128i *) a[i].qh);
@@ -195,7 +209,9 @@ static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y)
         const __m128i dm9 = _mm_sub_epi16(_mm_set1_epi16(-8), _mm_and_si128(_mm_srli_epi16(qh, 14), _mm_set1_epi16(2)));
         const __m256i c32 = _mm256_cvtepu16_epi32(_mm_mullo_epi16(ls, dm9));
         const __m256i c16 = _mm256_or_si256(c32, _mm256_slli_epi32(c32, 16));
-        __m256i isum = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *) b[i].bsums), c16);
+        __m256i isum[4];
+        for (int c = 0; c < NC; c++)
+            isum[c] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *) q8k_col(y, by, c, i)->bsums), c16);
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             const int h = a[i].qh[ib];
             uint32_t q4;
@@ -204,24 +220,32 @@ static void vec_dot_iq1_s_q8_K(int n, float * s, const void * x, const void * y)
             const __m128i hs = _mm_srlv_epi32(_mm_set1_epi32(h << 8), _mm_setr_epi32(0, 3, 6, 9));
             const __m256i u = _mm256_i32gather_epi64((const long long *) iq1s_grid_u9, iq1_index(q4, hs), 8);
             const __m256i sc = _mm256_set1_epi16((short) (2 * ((h >> 12) & 7) + 1));
-            const __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *) (b[i].qs + 32 * ib)));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sc));
+            for (int c = 0; c < NC; c++) {
+                const __m256i p =
+                    _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *) (q8k_col(y, by, c, i)->qs + 32 * ib)));
+                isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(p, sc));
+            }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
+        const float d = FP16_TO_FP32(a[i].d);
+        for (int c = 0; c < NC; c++) {
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (d * q8k_col(y, by, c, i)->d)), _mm256_cvtepi32_ps(isum[c]), acc[c]);
+        }
     }
-    *s = hsum_f32_8(acc);
+    store_cols(s, bs, acc, NC);
 }
 
-static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y) {
+static inline __attribute__((always_inline)) void iq1_m_dot(int n, float * s, size_t bs, const void * x, const void * y,
+                                                            size_t by, const int NC) {
     const block_iq1_m * a = (const block_iq1_m *) x;
-    const block_q8_K * b = (const block_q8_K *) y;
     // delta sign of group k: bit 3 (k even) or 7 (k odd) of qh byte k / 2
     const __m256i dbit = _mm256_setr_epi64x(0x08, 0x80, 0x0800, 0x8000);
-    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
+    __m256 acc[4];
+    for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_IQ; i++) {
         uint16_t sc[4];
         memcpy(sc, a[i].scales, sizeof(sc));
-        __m256i isum = _mm256_setzero_si256();
+        __m256i isum[4];
+        for (int c = 0; c < NC; c++) isum[c] = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             uint32_t q4;
             memcpy(&q4, a[i].qs + 4 * ib, sizeof(q4));
@@ -230,40 +254,57 @@ static void vec_dot_iq1_m_q8_K(int n, float * s, const void * x, const void * y)
             const __m128i hs =
                 _mm_srlv_epi32(_mm_sllv_epi32(_mm_set1_epi32(h), _mm_setr_epi32(8, 4, 0, 0)), _mm_setr_epi32(0, 0, 0, 4));
             const __m256i neg = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(h), dbit), dbit);
-            const __m256i dsgn = _mm256_or_si256(neg, _mm256_set1_epi8(1));
+            const __m256i lv = iq1_levels(iq1_index(q4, hs), _mm256_or_si256(neg, _mm256_set1_epi8(1)));
             const int s0 = (sc[ib / 2] >> (6 * (ib % 2))) & 7, s1 = (sc[ib / 2] >> (6 * (ib % 2) + 3)) & 7;
             const __m256i ls = _mm256_set_m128i(_mm_set1_epi16((short) (2 * s1 + 1)), _mm_set1_epi16((short) (2 * s0 + 1)));
-            isum = _mm256_add_epi32(isum, level_dot32_sc(iq1_levels(iq1_index(q4, hs), dsgn), b[i].qs + 32 * ib, ls));
+            for (int c = 0; c < NC; c++) {
+                isum[c] = _mm256_add_epi32(isum[c], level_dot32_sc(lv, q8k_col(y, by, c, i)->qs + 32 * ib, ls));
+            }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (ggml_iq1_m_scale(&a[i]) * b[i].d)), _mm256_cvtepi32_ps(isum), acc);
+        const float d = ggml_iq1_m_scale(&a[i]);
+        for (int c = 0; c < NC; c++) {
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * (d * q8k_col(y, by, c, i)->d)), _mm256_cvtepi32_ps(isum[c]), acc[c]);
+        }
     }
-    *s = hsum_f32_8(acc);
+    store_cols(s, bs, acc, NC);
 }
 
 // ---- TQ2_0: four 2-bit planes per 32 bytes; sum((q - 1) y) = sum(q y) - sum(y) ----
 
-static void vec_dot_tq2_0_q8_K(int n, float * s, const void * x, const void * y) {
+// Trits and ternary 2-bit values are at most 2: a maddubs pair is at most 2 * 2 * 128, so the
+// products of a whole block add in 16 bits; sum(y) comes from the 16-value sums.
+static inline __m256i ternary_i32(__m256i s16, const block_q8_K * b) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    return _mm256_sub_epi32(_mm256_madd_epi16(s16, ones),
+                            _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *) b->bsums), ones));
+}
+
+static inline __attribute__((always_inline)) void tq2_0_dot(int n, float * s, size_t bs, const void * x, const void * y,
+                                                            size_t by, const int NC) {
     const block_tq2_0 * a = (const block_tq2_0 *) x;
-    const block_q8_K * b = (const block_q8_K *) y;
-    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc[4];
+    for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_IQ; i++) {
-        // q in 0..2: a maddubs pair is at most 2 * 2 * 128, so the 8 products of a block add in 16 bits
-        __m256i s16 = _mm256_setzero_si256();
-        for (int c = 0; c < QK_IQ / 128; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *) (a[i].qs + 32 * c));
+        __m256i s16[4];
+        for (int c = 0; c < NC; c++) s16[c] = _mm256_setzero_si256();
+        for (int k = 0; k < QK_IQ / 128; k++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *) (a[i].qs + 32 * k));
             for (int t = 0; t < 4; t++) {
                 const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * t), m3);
-                s16 = _mm256_add_epi16(
-                    s16, _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *) (b[i].qs + 128 * c + 32 * t))));
+                for (int c = 0; c < NC; c++) {
+                    const __m256i yv = _mm256_loadu_si256((const __m256i *) (q8k_col(y, by, c, i)->qs + 128 * k + 32 * t));
+                    s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(u, yv));
+                }
             }
         }
-        // minus sum(y) from the 16 bsums, in the same lanes
-        const __m256i bs = _mm256_loadu_si256((const __m256i *) b[i].bsums);
-        const __m256i d32 = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_madd_epi16(bs, ones));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps((FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(d32), acc);
+        const float d = FP16_TO_FP32(a[i].d);
+        for (int c = 0; c < NC; c++) {
+            const block_q8_K * b = q8k_col(y, by, c, i);
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * b->d), _mm256_cvtepi32_ps(ternary_i32(s16[c], b)), acc[c]);
+        }
     }
-    *s = hsum_f32_8(acc);
+    store_cols(s, bs, acc, NC);
 }
 
 // ---- TQ1_0: trit n of a byte is ((byte * 3^n) mod 256 * 3) >> 8, worked out in 16-bit lanes ----
@@ -280,41 +321,61 @@ static inline __m256i tq1_trits32(__m256i q, __m256i mul) {
     return _mm256_or_si256(even, _mm256_slli_epi16(odd, 8));
 }
 
-static void vec_dot_tq1_0_q8_K(int n, float * s, const void * x, const void * y) {
-    const block_tq1_0 * a = (const block_tq1_0 *) x;
-    const block_q8_K * b = (const block_q8_K *) y;
-    const __m256i ones = _mm256_set1_epi16(1);
-    // values 240 + 4 n + j come from trit n of qh[j]: lane l (bytes 2l, 2l + 1) of the qh half has n = l / 2
-    const __m256i mul_tail = _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27);
-    __m256 acc = _mm256_setzero_ps(); // per-lane float sums: one horizontal sum per row
-    for (int i = 0; i < n / QK_IQ; i++) {
-        const __m256i q = _mm256_loadu_si256((const __m256i *) a[i].qs);
-        // trits in 0..2: a maddubs pair is at most 2 * 2 * 128, so the 8 products of a block add in 16 bits
-        __m256i s16 = _mm256_setzero_si256();
-        static const short pow3[5] = { 1, 3, 9, 27, 81 };
-        for (int t = 0; t < 5; t++) {
-            const __m256i u = tq1_trits32(q, _mm256_set1_epi16(pow3[t]));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *) (b[i].qs + 32 * t))));
-        }
-        // values 160 + 16 n + j: trit n of qs[32 + j]; two trits per vector (the 16 bytes in both halves)
-        const __m256i q16 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (a[i].qs + 32)));
-        for (int t = 0; t < 2; t++) {
-            const __m256i mul = _mm256_set_m128i(_mm_set1_epi16(pow3[2 * t + 1]), _mm_set1_epi16(pow3[2 * t]));
-            const __m256i u = tq1_trits32(q16, mul);
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *) (b[i].qs + 160 + 32 * t))));
-        }
-        // trit 4 of qs[32..47] (values 224..239), then qh[j] repeated for its 4 trits (240..255)
-        uint32_t h4;
-        memcpy(&h4, a[i].qh, sizeof(h4));
-        const __m256i qt = _mm256_set_m128i(_mm_set1_epi32((int) h4), _mm256_castsi256_si128(q16));
-        s16 = _mm256_add_epi16(
-            s16, _mm256_maddubs_epi16(tq1_trits32(qt, mul_tail), _mm256_loadu_si256((const __m256i *) (b[i].qs + 224))));
-        const __m256i bs = _mm256_loadu_si256((const __m256i *) b[i].bsums);
-        const __m256i d32 = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_madd_epi16(bs, ones));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps((FP16_TO_FP32(a[i].d) * b[i].d)), _mm256_cvtepi32_ps(d32), acc);
-    }
-    *s = hsum_f32_8(acc);
+// Trit vector k (0..7) of a TQ1_0 block: the values 32 k .. 32 k + 31.
+static inline __m256i tq1_trit_vec(const block_tq1_0 * a, int k) {
+    if (k < 5)
+        return tq1_trits32(_mm256_loadu_si256((const __m256i *) a->qs),
+                           _mm256_set1_epi16((short) (k == 0       ? 1
+                                                          : k == 1 ? 3
+                                                          : k == 2 ? 9
+                                                          : k == 3 ? 27
+                                                                   : 81)));
+    // values 160 + 16 n + j: trit n of qs[32 + j]; two trits per vector (the 16 bytes in both halves)
+    const __m128i q16 = _mm_loadu_si128((const __m128i *) (a->qs + 32));
+    if (k == 5) return tq1_trits32(_mm256_set_m128i(q16, q16), _mm256_set_m128i(_mm_set1_epi16(3), _mm_set1_epi16(1)));
+    if (k == 6) return tq1_trits32(_mm256_set_m128i(q16, q16), _mm256_set_m128i(_mm_set1_epi16(27), _mm_set1_epi16(9)));
+    // trit 4 of qs[32..47] (values 224..239), then qh[j] repeated for its 4 trits (240..255: lane l
+    // of that half holds n = l / 2)
+    uint32_t h4;
+    memcpy(&h4, a->qh, sizeof(h4));
+    return tq1_trits32(_mm256_set_m128i(_mm_set1_epi32((int) h4), q16),
+                       _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27));
 }
+
+static inline __attribute__((always_inline)) void tq1_0_dot(int n, float * s, size_t bs, const void * x, const void * y,
+                                                            size_t by, const int NC) {
+    const block_tq1_0 * a = (const block_tq1_0 *) x;
+    __m256 acc[4];
+    for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK_IQ; i++) {
+        __m256i s16[4];
+        for (int c = 0; c < NC; c++) s16[c] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const __m256i u = tq1_trit_vec(&a[i], k);
+            for (int c = 0; c < NC; c++) {
+                const __m256i yv = _mm256_loadu_si256((const __m256i *) (q8k_col(y, by, c, i)->qs + 32 * k));
+                s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(u, yv));
+            }
+        }
+        const float d = FP16_TO_FP32(a[i].d);
+        for (int c = 0; c < NC; c++) {
+            const block_q8_K * b = q8k_col(y, by, c, i);
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * b->d), _mm256_cvtepi32_ps(ternary_i32(s16[c], b)), acc[c]);
+        }
+    }
+    store_cols(s, bs, acc, NC);
+}
+
+#define DOT_FNS(name, fn)                                                                                            \
+    static void vec_dot_##name##_q8_K(int n, float * s, const void * x, const void * y) { fn(n, s, 0, x, y, 0, 1); } \
+    static void vec_dot_x4_##name##_q8_K(int n, float * s, size_t bs, const void * x, const void * y, size_t by) {   \
+        fn(n, s, bs, x, y, by, 4);                                                                                   \
+    }
+DOT_FNS(iq1_s, iq1_s_dot)
+DOT_FNS(iq1_m, iq1_m_dot)
+DOT_FNS(tq2_0, tq2_0_dot)
+DOT_FNS(tq1_0, tq1_0_dot)
 
 void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
     for (int i = 0; i < 128; i++) {
@@ -338,6 +399,10 @@ void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
     t[GGML_TYPE_IQ2_S].vec_dot_x4 = vec_dot_x4_iq2_s_q8_K;
     t[GGML_TYPE_IQ3_XXS].vec_dot_x4 = vec_dot_x4_iq3_xxs_q8_K;
     t[GGML_TYPE_IQ3_S].vec_dot_x4 = vec_dot_x4_iq3_s_q8_K;
+    t[GGML_TYPE_IQ1_S].vec_dot_x4 = vec_dot_x4_iq1_s_q8_K;
+    t[GGML_TYPE_IQ1_M].vec_dot_x4 = vec_dot_x4_iq1_m_q8_K;
+    t[GGML_TYPE_TQ2_0].vec_dot_x4 = vec_dot_x4_tq2_0_q8_K;
+    t[GGML_TYPE_TQ1_0].vec_dot_x4 = vec_dot_x4_tq1_0_q8_K;
     t[GGML_TYPE_TQ2_0].vec_dot = vec_dot_tq2_0_q8_K;
     t[GGML_TYPE_TQ1_0].vec_dot = vec_dot_tq1_0_q8_K;
     t[GGML_TYPE_IQ1_S].vec_dot = vec_dot_iq1_s_q8_K;
