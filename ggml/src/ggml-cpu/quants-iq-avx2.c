@@ -35,7 +35,14 @@ static inline __m256i ksigns_vec(uint32_t w) {
 }
 
 // Sign bytes (+-1) of 32 explicit sign bits.
-static inline __m256i bits_to_signs_32(uint32_t w) { return _mm256_or_si256(bits_to_bytes_32_w(w), _mm256_set1_epi8(1)); }
+// (p: the 4 bytes of bits; broadcast straight from memory, a load without a shuffle-port uop)
+static inline __m256i bits_to_signs_32(const uint8_t * p) {
+    const __m256i shuf =
+        _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0x0000000000000000LL);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_castps_si256(_mm256_broadcast_ss((const float *) p)), shuf);
+    const __m256i bit = _mm256_set1_epi64x((long long) 0x8040201008040201ULL);
+    return _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(1));
+}
 
 // Dot of 32 unsigned grid magnitudes with 32 activations times sign bytes sgn, as 8 int32 lanes
 // (lane k: values 4k..4k+3) each times its int16 scale in sc16: the widening vpmaddwd applies the
@@ -52,9 +59,22 @@ static inline __m256i level_dot32_sc(__m256i lv, const int8_t * q8, __m256i sc16
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(lv, lv), y), sc16);
 }
 
-// Per-16 scales 2 s + 1 of 32 values (two nibbles of one byte) as [lo x8 | hi x8] int16.
-static inline __m256i nibble_scales_16(uint8_t sc) {
-    return _mm256_set_m128i(_mm_set1_epi16((short) (2 * (sc >> 4) + 1)), _mm_set1_epi16((short) (2 * (sc & 0xF) + 1)));
+// The 2 s + 1 of the 16 scale nibbles of an IQ2_XS / IQ2_S super-block (8 bytes), in value order.
+static inline void nibble_scales_table(const uint8_t * scales, int16_t * sct) {
+    const __m128i b8 = _mm_loadl_epi64((const __m128i *) scales), m4 = _mm_set1_epi8(0xF);
+    const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(b8, m4), _mm_and_si128(_mm_srli_epi16(b8, 4), m4));
+    const __m256i v = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepu8_epi16(nib), 1), _mm256_set1_epi16(1));
+    _mm256_storeu_si256((__m256i *) sct, v);
+}
+
+// Sub-block ib's two per-16 scales from that table as [first x8 | second x8] int16: one dword
+// broadcast from memory and one byte shuffle (building them from the nibble took five vector ops).
+static inline __m256i pair_scales_16(const int16_t * sct, int ib) {
+    int32_t w;
+    memcpy(&w, sct + 2 * ib, sizeof(w));
+    const __m256i spread =
+        _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    return _mm256_shuffle_epi8(_mm256_set1_epi32(w), spread);
 }
 
 enum {
@@ -66,9 +86,9 @@ enum {
 };
 
 // Sub-block ib (32 values) of one super-block of grid type T: magnitudes, sign bytes and int16
-// scales (what grid_dot32 takes); *mul: the factor of d (0.125, 0.25 or 1).
-static inline __attribute__((always_inline)) void grid_decode(const int T, const void * blk, int ib, __m256i * mag, __m256i * sgn,
-                                                              __m256i * sc) {
+// scales (what grid_dot32 takes); sct: IQ2_XS / IQ2_S's scale table (nibble_scales_table).
+static inline __attribute__((always_inline)) void grid_decode(const int T, const void * blk, int ib, const int16_t * sct,
+                                                              __m256i * mag, __m256i * sgn, __m256i * sc) {
     if (T == G_IQ2_XXS) {
         const block_iq2_xxs * a = (const block_iq2_xxs *) blk;
         uint32_t w[2];
@@ -83,19 +103,18 @@ static inline __attribute__((always_inline)) void grid_decode(const int T, const
         *mag = _mm256_i32gather_epi64((const long long *) ggml_iq2xs_grid, _mm_and_si128(qv, _mm_set1_epi32(511)), 8);
         *sgn = _mm256_set_epi64x((long long) ksigns64[q[3] >> 9], (long long) ksigns64[q[2] >> 9],
                                  (long long) ksigns64[q[1] >> 9], (long long) ksigns64[q[0] >> 9]);
-        *sc = nibble_scales_16(a->scales[ib]);
+        *sc = pair_scales_16(sct, ib);
     } else if (T == G_IQ2_S) {
         const block_iq2_s * a = (const block_iq2_s *) blk;
         // index k: q[k] | bits 2k, 2k+1 of qh at bits 8-9
-        uint32_t q4, sw;
+        uint32_t q4;
         memcpy(&q4, a->qs + 4 * ib, sizeof(q4));
-        memcpy(&sw, a->qs + QK_IQ / 8 + 4 * ib, sizeof(sw));
         const __m128i hb =
             _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(a->qh[ib] << 8), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi32(0x300));
         *mag = _mm256_i32gather_epi64((const long long *) ggml_iq2s_grid,
                                       _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int) q4)), hb), 8);
-        *sgn = bits_to_signs_32(sw);
-        *sc = nibble_scales_16(a->scales[ib]);
+        *sgn = bits_to_signs_32(a->qs + QK_IQ / 8 + 4 * ib);
+        *sc = pair_scales_16(sct, ib);
     } else if (T == G_IQ3_XXS) {
         const block_iq3_xxs * a = (const block_iq3_xxs *) blk;
         uint32_t w;
@@ -112,10 +131,8 @@ static inline __attribute__((always_inline)) void grid_decode(const int T, const
                              _mm256_set1_epi32(0x100));
         const __m256i idx = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) (a->qs + 8 * ib))), hb);
         *mag = _mm256_i32gather_epi32((const int *) ggml_iq3s_grid, idx, 4);
-        uint32_t sw;
-        memcpy(&sw, a->signs + 4 * ib, sizeof(sw));
         *sc = _mm256_set1_epi16((short) (2 * ((a->scales[ib / 2] >> (4 * (ib % 2))) & 0xF) + 1));
-        *sgn = bits_to_signs_32(sw);
+        *sgn = bits_to_signs_32(a->signs + 4 * ib);
     }
 }
 
@@ -140,9 +157,12 @@ static inline __attribute__((always_inline)) void grid_dot(const int T, int n, f
             b[c] = (const block_q8_K *) ((const char *) y + (size_t) c * by) + i;
             isum[c] = _mm256_setzero_si256();
         }
+        int16_t sct[16];
+        if (T == G_IQ2_XS) nibble_scales_table(((const block_iq2_xs *) blk)->scales, sct);
+        if (T == G_IQ2_S) nibble_scales_table(((const block_iq2_s *) blk)->scales, sct);
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             __m256i mag, sgn, sc;
-            grid_decode(T, blk, ib, &mag, &sgn, &sc);
+            grid_decode(T, blk, ib, sct, &mag, &sgn, &sc);
             for (int c = 0; c < NC; c++) isum[c] = _mm256_add_epi32(isum[c], grid_dot32(mag, sgn, b[c]->qs + 32 * ib, sc));
         }
         ggml_fp16_t dh;
