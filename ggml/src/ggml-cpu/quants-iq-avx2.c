@@ -53,12 +53,6 @@ static inline __m256i grid_dot32(__m256i mag, __m256i sgn, const int8_t * q8, __
     return _mm256_madd_epi16(_mm256_maddubs_epi16(mag, y), sc16);
 }
 
-// The same for signed levels lv (|lv| < 128): magnitudes, and their signs moved to the activations.
-static inline __m256i level_dot32_sc(__m256i lv, const int8_t * q8, __m256i sc16) {
-    const __m256i y = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *) q8), lv);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(lv, lv), y), sc16);
-}
-
 // The 2 s + 1 of the 16 scale nibbles of an IQ2_XS / IQ2_S super-block (8 bytes), in value order.
 static inline void nibble_scales_table(const uint8_t * scales, int16_t * sct) {
     const __m128i b8 = _mm_loadl_epi64((const __m128i *) scales), m4 = _mm_set1_epi8(0xF);
@@ -186,13 +180,7 @@ GRID_DOT_FNS(iq2_s, G_IQ2_S)
 GRID_DOT_FNS(iq3_xxs, G_IQ3_XXS)
 GRID_DOT_FNS(iq3_s, G_IQ3_S)
 
-// ---- IQ1_S / IQ1_M: 8 * (grid + delta) = 8 g +- 1 is an int8 level, so one signed dot per 32 ----
-
-// The int8 levels 8 g + delta of the four grid entries idx (delta bytes: +1 or -1 from dsgn).
-static inline __m256i iq1_levels(__m128i idx, __m256i dsgn) {
-    const __m256i g = _mm256_i32gather_epi64((const long long *) ggml_iq1s_grid, idx, 8);
-    return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), dsgn);
-}
+// ---- IQ1_S / IQ1_M: 8 * (grid + delta) = 8 g +- 1, dotted as the unsigned 8 g + 9 +- 1 less 9 sum(y) ----
 
 // Grid indices of four 8-value groups: byte k of q4 | bits sh_k..sh_k+2 of hw at bits 8-10.
 static inline __m128i iq1_index(uint32_t q4, __m128i hw_shifted) {
@@ -254,18 +242,30 @@ static inline __attribute__((always_inline)) void iq1_s_dot(int n, float * s, si
     store_cols(s, bs, acc, NC);
 }
 
+// IQ1_M: unsigned levels 8 g + 9 + delta (0..18, delta +-1 per 8 values) straight into maddubs;
+// the -9 sum(y) per 16 values (each 16 has its own scale) from the activations' 16-value sums.
 static inline __attribute__((always_inline)) void iq1_m_dot(int n, float * s, size_t bs, const void * x, const void * y,
                                                             size_t by, const int NC) {
     const block_iq1_m * a = (const block_iq1_m *) x;
     // delta sign of group k: bit 3 (k even) or 7 (k odd) of qh byte k / 2
     const __m256i dbit = _mm256_setr_epi64x(0x08, 0x80, 0x0800, 0x8000);
+    // scale of 16-value group k: bits 3 (k % 4) .. + 2 of scale word k / 4 (moved to the top by a
+    // multiply, then down by 13)
+    const __m256i wsel =
+        _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7);
+    const __m256i wmul = _mm256_setr_epi16(8192, 1024, 128, 16, 8192, 1024, 128, 16, 8192, 1024, 128, 16, 8192, 1024, 128, 16);
     __m256 acc[4];
     for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_IQ; i++) {
-        uint16_t sc[4];
-        memcpy(sc, a[i].scales, sizeof(sc));
+        const __m256i w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *) a[i].scales)), wsel);
+        const __m256i ls =
+            _mm256_or_si256(_mm256_slli_epi16(_mm256_srli_epi16(_mm256_mullo_epi16(w, wmul), 13), 1), _mm256_set1_epi16(1));
+        int16_t sct[16];
+        _mm256_storeu_si256((__m256i *) sct, ls);
+        const __m256i c9 = _mm256_mullo_epi16(ls, _mm256_set1_epi16(-9));
         __m256i isum[4];
-        for (int c = 0; c < NC; c++) isum[c] = _mm256_setzero_si256();
+        for (int c = 0; c < NC; c++)
+            isum[c] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *) q8k_col(y, by, c, i)->bsums), c9);
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             uint32_t q4;
             memcpy(&q4, a[i].qs + 4 * ib, sizeof(q4));
@@ -274,11 +274,13 @@ static inline __attribute__((always_inline)) void iq1_m_dot(int n, float * s, si
             const __m128i hs =
                 _mm_srlv_epi32(_mm_sllv_epi32(_mm_set1_epi32(h), _mm_setr_epi32(8, 4, 0, 0)), _mm_setr_epi32(0, 0, 0, 4));
             const __m256i neg = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(h), dbit), dbit);
-            const __m256i lv = iq1_levels(iq1_index(q4, hs), _mm256_or_si256(neg, _mm256_set1_epi8(1)));
-            const int s0 = (sc[ib / 2] >> (6 * (ib % 2))) & 7, s1 = (sc[ib / 2] >> (6 * (ib % 2) + 3)) & 7;
-            const __m256i ls = _mm256_set_m128i(_mm_set1_epi16((short) (2 * s1 + 1)), _mm_set1_epi16((short) (2 * s0 + 1)));
+            const __m256i u = _mm256_add_epi8(_mm256_i32gather_epi64((const long long *) iq1s_grid_u9, iq1_index(q4, hs), 8),
+                                              _mm256_or_si256(neg, _mm256_set1_epi8(1)));
+            const __m256i sc = pair_scales_16(sct, ib);
             for (int c = 0; c < NC; c++) {
-                isum[c] = _mm256_add_epi32(isum[c], level_dot32_sc(lv, q8k_col(y, by, c, i)->qs + 32 * ib, ls));
+                const __m256i p =
+                    _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *) (q8k_col(y, by, c, i)->qs + 32 * ib)));
+                isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(p, sc));
             }
         }
         const float d = ggml_iq1_m_scale(&a[i]);
