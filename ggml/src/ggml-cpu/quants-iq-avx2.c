@@ -61,6 +61,26 @@ static inline void nibble_scales_table(const uint8_t * scales, int16_t * sct) {
     _mm256_storeu_si256((__m256i *) sct, v);
 }
 
+// The 32 10-bit grid indices of an IQ2_S super-block: index k is qs[k] | bits 2 (k % 4), +1 of
+// qh[k / 4] at bits 8-9 (each qh byte spread to its 4 lanes, moved there by a multiply).
+static inline void iq2_s_index_table(const block_iq2_s * a, uint16_t * ixt) {
+    const __m256i mul = _mm256_setr_epi16(256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4);
+    const __m256i qh = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *) a->qh));
+    // 16-bit lane k of half h: qh[4 h + k / 4] (a byte shuffle within each 128-bit lane; 0x80: zero)
+    const __m256i spread[2] = {
+        _mm256_setr_epi8(0, -128, 0, -128, 0, -128, 0, -128, 1, -128, 1, -128, 1, -128, 1, -128, 2, -128, 2, -128, 2, -128, 2,
+                         -128, 3, -128, 3, -128, 3, -128, 3, -128),
+        _mm256_setr_epi8(4, -128, 4, -128, 4, -128, 4, -128, 5, -128, 5, -128, 5, -128, 5, -128, 6, -128, 6, -128, 6, -128, 6,
+                         -128, 7, -128, 7, -128, 7, -128, 7, -128),
+    };
+    for (int h = 0; h < 2; h++) {
+        const __m256i hb =
+            _mm256_and_si256(_mm256_mullo_epi16(_mm256_shuffle_epi8(qh, spread[h]), mul), _mm256_set1_epi16(0x300));
+        const __m256i q = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *) (a->qs + 16 * h)));
+        _mm256_storeu_si256((__m256i *) (ixt + 16 * h), _mm256_or_si256(q, hb));
+    }
+}
+
 // Sub-block ib's two per-16 scales from that table as [first x8 | second x8] int16: one dword
 // broadcast from memory and one byte shuffle (building them from the nibble took five vector ops).
 static inline __m256i pair_scales_16(const int16_t * sct, int ib) {
@@ -80,9 +100,10 @@ enum {
 };
 
 // Sub-block ib (32 values) of one super-block of grid type T: magnitudes, sign bytes and int16
-// scales (what grid_dot32 takes); sct: IQ2_XS / IQ2_S's scale table (nibble_scales_table).
+// scales (what grid_dot32 takes); sct: IQ2_XS / IQ2_S's scale table (nibble_scales_table), ixt:
+// IQ2_S's grid indices (iq2_s_index_table).
 static inline __attribute__((always_inline)) void grid_decode(const int T, const void * blk, int ib, const int16_t * sct,
-                                                              __m256i * mag, __m256i * sgn, __m256i * sc) {
+                                                              const uint16_t * ixt, __m256i * mag, __m256i * sgn, __m256i * sc) {
     if (T == G_IQ2_XXS) {
         const block_iq2_xxs * a = (const block_iq2_xxs *) blk;
         uint32_t w[2];
@@ -100,13 +121,8 @@ static inline __attribute__((always_inline)) void grid_decode(const int T, const
         *sc = pair_scales_16(sct, ib);
     } else if (T == G_IQ2_S) {
         const block_iq2_s * a = (const block_iq2_s *) blk;
-        // index k: q[k] | bits 2k, 2k+1 of qh at bits 8-9
-        uint32_t q4;
-        memcpy(&q4, a->qs + 4 * ib, sizeof(q4));
-        const __m128i hb =
-            _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(a->qh[ib] << 8), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi32(0x300));
         *mag = _mm256_i32gather_epi64((const long long *) ggml_iq2s_grid,
-                                      _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int) q4)), hb), 8);
+                                      _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *) (ixt + 4 * ib))), 8);
         *sgn = bits_to_signs_32(a->qs + QK_IQ / 8 + 4 * ib);
         *sc = pair_scales_16(sct, ib);
     } else if (T == G_IQ3_XXS) {
@@ -152,11 +168,15 @@ static inline __attribute__((always_inline)) void grid_dot(const int T, int n, f
             isum[c] = _mm256_setzero_si256();
         }
         int16_t sct[16];
+        uint16_t ixt[32];
         if (T == G_IQ2_XS) nibble_scales_table(((const block_iq2_xs *) blk)->scales, sct);
-        if (T == G_IQ2_S) nibble_scales_table(((const block_iq2_s *) blk)->scales, sct);
+        if (T == G_IQ2_S) {
+            nibble_scales_table(((const block_iq2_s *) blk)->scales, sct);
+            iq2_s_index_table((const block_iq2_s *) blk, ixt);
+        }
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             __m256i mag, sgn, sc;
-            grid_decode(T, blk, ib, sct, &mag, &sgn, &sc);
+            grid_decode(T, blk, ib, sct, ixt, &mag, &sgn, &sc);
             for (int c = 0; c < NC; c++) isum[c] = _mm256_add_epi32(isum[c], grid_dot32(mag, sgn, b[c]->qs + 32 * ib, sc));
         }
         ggml_fp16_t dh;
