@@ -262,13 +262,30 @@ static inline __attribute__((always_inline)) void iq1_s_dot(int n, float * s, si
     store_cols(s, bs, acc, NC);
 }
 
+// Delta bytes (+1, or -1 where bit k of the index is set) of four 8-value groups, filled by
+// ggml_cpu_quants_init_iq_avx2.
+static int8_t iq1_delta[16][32] __attribute__((aligned(32)));
+
+// The 32 11-bit grid indices of an IQ1_M super-block: index k is qs[k] | bits 4 (k % 2) .. +2 of
+// qh[k / 2] at bits 8-10 (each qh byte spread to its 2 lanes, moved there by a multiply).
+static inline void iq1_m_index_table(const block_iq1_m * a, uint16_t * ixt) {
+    const __m256i mul = _mm256_setr_epi16(256, 16, 256, 16, 256, 16, 256, 16, 256, 16, 256, 16, 256, 16, 256, 16);
+    for (int h = 0; h < 2; h++) {
+        // 16-bit lane k of half h: qh[8 h + k / 2] (0x80 in a shuffle index: zero)
+        const __m256i qh = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *) (a->qh + 8 * h)));
+        const __m256i spread = _mm256_setr_epi8(0, -128, 0, -128, 1, -128, 1, -128, 2, -128, 2, -128, 3, -128, 3, -128, 4, -128,
+                                                4, -128, 5, -128, 5, -128, 6, -128, 6, -128, 7, -128, 7, -128);
+        const __m256i hb = _mm256_and_si256(_mm256_mullo_epi16(_mm256_shuffle_epi8(qh, spread), mul), _mm256_set1_epi16(0x700));
+        const __m256i q = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *) (a->qs + 16 * h)));
+        _mm256_storeu_si256((__m256i *) (ixt + 16 * h), _mm256_or_si256(q, hb));
+    }
+}
+
 // IQ1_M: unsigned levels 8 g + 9 + delta (0..18, delta +-1 per 8 values) straight into maddubs;
 // the -9 sum(y) per 16 values (each 16 has its own scale) from the activations' 16-value sums.
 static inline __attribute__((always_inline)) void iq1_m_dot(int n, float * s, size_t bs, const void * x, const void * y,
                                                             size_t by, const int NC) {
     const block_iq1_m * a = (const block_iq1_m *) x;
-    // delta sign of group k: bit 3 (k even) or 7 (k odd) of qh byte k / 2
-    const __m256i dbit = _mm256_setr_epi64x(0x08, 0x80, 0x0800, 0x8000);
     // scale of 16-value group k: bits 3 (k % 4) .. + 2 of scale word k / 4 (moved to the top by a
     // multiply, then down by 13)
     const __m256i wsel =
@@ -286,16 +303,14 @@ static inline __attribute__((always_inline)) void iq1_m_dot(int n, float * s, si
         __m256i isum[4];
         for (int c = 0; c < NC; c++)
             isum[c] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *) q8k_col(y, by, c, i)->bsums), c9);
+        uint16_t ixt[32];
+        iq1_m_index_table(&a[i], ixt);
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
-            uint32_t q4;
-            memcpy(&q4, a[i].qs + 4 * ib, sizeof(q4));
-            const int h = a[i].qh[2 * ib] | (a[i].qh[2 * ib + 1] << 8);
-            // index k: q[k] | 3 bits of h (bits 0-2, 4-6, 8-10, 12-14) at bits 8-10
-            const __m128i hs =
-                _mm_srlv_epi32(_mm_sllv_epi32(_mm_set1_epi32(h), _mm_setr_epi32(8, 4, 0, 0)), _mm_setr_epi32(0, 0, 0, 4));
-            const __m256i neg = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(h), dbit), dbit);
-            const __m256i u = _mm256_add_epi8(_mm256_i32gather_epi64((const long long *) iq1s_grid_u9, iq1_index(q4, hs), 8),
-                                              _mm256_or_si256(neg, _mm256_set1_epi8(1)));
+            const int h0 = a[i].qh[2 * ib], h1 = a[i].qh[2 * ib + 1];
+            const int dn = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
+            const __m256i g = _mm256_i32gather_epi64((const long long *) iq1s_grid_u9,
+                                                     _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *) (ixt + 4 * ib))), 8);
+            const __m256i u = _mm256_add_epi8(g, _mm256_load_si256((const __m256i *) iq1_delta[dn]));
             const __m256i sc = pair_scales_16(sct, ib);
             for (int c = 0; c < NC; c++) {
                 const __m256i p =
@@ -429,6 +444,9 @@ void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
         uint64_t v = 0;
         for (int j = 0; j < 8; j++) v |= (uint64_t) (uint8_t) (8 * (int8_t) (ggml_iq1s_grid[i] >> (8 * j)) + 9) << (8 * j);
         iq1s_grid_u9[i] = v;
+    }
+    for (int m = 0; m < 16; m++) {
+        for (int j = 0; j < 32; j++) iq1_delta[m][j] = (int8_t) ((m >> (j / 8)) & 1 ? -1 : 1);
     }
     iq_lut_install(t);
     t[GGML_TYPE_IQ2_XXS].vec_dot = vec_dot_iq2_xxs_q8_K;
