@@ -202,11 +202,6 @@ GRID_DOT_FNS(iq3_s, G_IQ3_S)
 
 // ---- IQ1_S / IQ1_M: 8 * (grid + delta) = 8 g +- 1, dotted as the unsigned 8 g + 9 +- 1 less 9 sum(y) ----
 
-// Grid indices of four 8-value groups: byte k of q4 | bits sh_k..sh_k+2 of hw at bits 8-10.
-static inline __m128i iq1_index(uint32_t q4, __m128i hw_shifted) {
-    return _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int) q4)), _mm_and_si128(hw_shifted, _mm_set1_epi32(0x700)));
-}
-
 // IQ1_S: 8 g + 9 (1, 9 or 17) per grid byte, filled by ggml_cpu_quants_init_iq_avx2. With one
 // delta per 32 values, sum((8 g + delta) y) = sum((8 g + 9) y) + (delta - 9) sum(y): unsigned levels
 // go straight into maddubs, and the second term comes from the activations' 16-value sums.
@@ -221,6 +216,22 @@ static inline const block_q8_K * q8k_col(const void * y, size_t by, int c, int i
 // the per-lane float sums each.
 static inline __attribute__((always_inline)) void store_cols(float * s, size_t bs, const __m256 * acc, const int NC) {
     for (int c = 0; c < NC; c++) *(float *) ((char *) s + (size_t) c * bs) = hsum_f32_8(acc[c]);
+}
+
+// The 32 11-bit grid indices of an IQ1_S super-block: index k is qs[k] | bits 3 (k % 4) .. +2 of
+// qh[k / 4] (16-bit) at bits 8-10 (each qh word spread to its 4 lanes, the 3 bits moved to the
+// top by a multiply, then down).
+static inline void iq1_s_index_table(const block_iq1_s * a, uint16_t * ixt) {
+    const __m256i mul = _mm256_setr_epi16(8192, 1024, 128, 16, 8192, 1024, 128, 16, 8192, 1024, 128, 16, 8192, 1024, 128, 16);
+    const __m256i spread =
+        _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7);
+    for (int h = 0; h < 2; h++) {
+        // words 4 h .. 4 h + 3 in both 128-bit lanes; lane k takes word 4 h + k / 4
+        const __m256i qh = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *) (a->qh + 4 * h)));
+        const __m256i hb = _mm256_slli_epi16(_mm256_srli_epi16(_mm256_mullo_epi16(_mm256_shuffle_epi8(qh, spread), mul), 13), 8);
+        const __m256i q = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *) (a->qs + 16 * h)));
+        _mm256_storeu_si256((__m256i *) (ixt + 16 * h), _mm256_or_si256(q, hb));
+    }
 }
 
 // The kernels below take NC (1 or 4) columns; each column sees the operations of NC = 1, so
@@ -240,13 +251,12 @@ static inline __attribute__((always_inline)) void iq1_s_dot(int n, float * s, si
         __m256i isum[4];
         for (int c = 0; c < NC; c++)
             isum[c] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *) q8k_col(y, by, c, i)->bsums), c16);
+        uint16_t ixt[32];
+        iq1_s_index_table(&a[i], ixt);
         for (int ib = 0; ib < QK_IQ / 32; ib++) {
             const int h = a[i].qh[ib];
-            uint32_t q4;
-            memcpy(&q4, a[i].qs + 4 * ib, sizeof(q4));
-            // index k: q[k] | bits 3k..3k+2 of qh at bits 8-10
-            const __m128i hs = _mm_srlv_epi32(_mm_set1_epi32(h << 8), _mm_setr_epi32(0, 3, 6, 9));
-            const __m256i u = _mm256_i32gather_epi64((const long long *) iq1s_grid_u9, iq1_index(q4, hs), 8);
+            const __m256i u = _mm256_i32gather_epi64((const long long *) iq1s_grid_u9,
+                                                     _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *) (ixt + 4 * ib))), 8);
             const __m256i sc = _mm256_set1_epi16((short) (2 * ((h >> 12) & 7) + 1));
             for (int c = 0; c < NC; c++) {
                 const __m256i p =
