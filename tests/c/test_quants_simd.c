@@ -98,6 +98,26 @@ static bool neon_exact(enum ggml_type t) {
     }
 }
 
+// vec_dot_x4 against four columns (y and three variations of it) must give the bits of four
+// vec_dot calls: a column's result may not depend on the columns batched with it.
+static void check_dot_x4(const struct ggml_type_traits_cpu * var, const struct ggml_type_traits_cpu * vvar, int n,
+                         const void * xq, const float * yf, size_t ybytes, const char * name, enum ggml_cpu_kernel_variant v) {
+    const size_t by = (ybytes + 63) / 64 * 64;
+    char * ys = calloc(4, by);
+    float * yv = malloc(sizeof(float) * (size_t) n);
+    for (int c = 0; c < 4; c++) {
+        for (int i = 0; i < n; i++) yv[i] = c == 0 ? yf[i] : yf[(i * (2 * c + 1)) % n] * (1.0f + 0.5f * (float) c);
+        vvar->from_float(yv, ys + (size_t) c * by, n);
+    }
+    float s4[4], s1[4];
+    var->vec_dot_x4(n, s4, sizeof(float), xq, ys, by);
+    for (int c = 0; c < 4; c++) var->vec_dot(n, &s1[c], xq, ys + (size_t) c * by);
+    CHECK(memcmp(s4, s1, sizeof(s4)) == 0, "%s n=%d %s vec_dot_x4 %.9g %.9g %.9g %.9g vs vec_dot %.9g %.9g %.9g %.9g", name, n,
+          ggml_cpu_kernel_variant_name(v), s4[0], s4[1], s4[2], s4[3], s1[0], s1[1], s1[2], s1[3]);
+    free(yv);
+    free(ys);
+}
+
 // Checks one (type, row length) case for every available kernel set.
 static void check_dot(enum ggml_type type, int n, float scale_x, float scale_y) {
     const struct ggml_type_traits * tt = ggml_get_type_traits(type);
@@ -158,6 +178,7 @@ static void check_dot(enum ggml_type type, int n, float scale_x, float scale_y) 
             CHECK(!neon_exact(type) || memcmp(&s_var, &s_gen, sizeof(s_var)) == 0, "%s n=%d neon dot %.9g is not portable's %.9g",
                   tt->type_name, n, s_var, s_gen);
         }
+        if (var->vec_dot_x4) check_dot_x4(var, vvar, n, xq, yf, ybytes, tt->type_name, (enum ggml_cpu_kernel_variant) v);
     }
     free(xf);
     free(yf);
