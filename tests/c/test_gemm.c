@@ -2,7 +2,8 @@
 //   1. per kernel set and type: panels + activation groups + micro-kernel, tile by tile, equal to
 //      the portable vec_dot of the same quantized rows within float rounding (the integer sums
 //      are the same, only the order of float additions differs);
-//   2. the portable packer's panels dequantize to the reference dequantizer's values;
+//   2. the portable packer's panels dequantize to the reference dequantizer's values, and every
+//      set's packer writes the portable one's bytes for a whole panel;
 //   3. ggml_mul_mat through the graph with the GEMM on and off (ragged M and N, broadcast
 //      batches, strided b, 1-3 threads) agree;
 //   4. a column multiplied alone gives the same bits as in a batch;
@@ -51,9 +52,36 @@ static float rng_value(float scale) {
     return v * scale;
 }
 
+// One row of K values in type: its reference quantizer, or for the codebook types (no
+// quantizer without an importance matrix) random blocks with an fp16 super-block scale about
+// |x|'s size / 32 (IQ1_M keeps its scale in the top nibbles of its four scale words).
+static void quantize_row(enum ggml_type type, const float * x, void * dst, int64_t K) {
+    const struct ggml_type_traits * tt = ggml_get_type_traits(type);
+    if (tt->from_float_ref) {
+        tt->from_float_ref(x, dst, K);
+        return;
+    }
+    unsigned char * p = dst;
+    const int64_t nb = K / tt->blck_size;
+    for (size_t i = 0; i < (size_t) nb * tt->type_size; i++) p[i] = (unsigned char) rng_u32();
+    for (int64_t b = 0; b < nb; b++) {
+        const ggml_fp16_t h = ggml_fp32_to_fp16(fabsf(x[b * tt->blck_size]) / 32.0f + 1e-3f);
+        unsigned char * blk = p + (size_t) b * tt->type_size;
+        if (type == GGML_TYPE_IQ1_M) {
+            uint16_t sc[4];
+            memcpy(sc, blk + 48, sizeof(sc));
+            for (int k = 0; k < 4; k++) sc[k] = (uint16_t) ((sc[k] & 0x0FFF) | (((h >> (4 * k)) & 0xF) << 12));
+            memcpy(blk + 48, sc, sizeof(sc));
+        } else {
+            memcpy(blk, &h, sizeof(h));
+        }
+    }
+}
+
 static const enum ggml_type gemm_types[] = {
-    GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,   GGML_TYPE_Q2_K,
-    GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS,
+    GGML_TYPE_Q4_0,  GGML_TYPE_Q4_1,    GGML_TYPE_Q5_0,  GGML_TYPE_Q5_1,   GGML_TYPE_Q8_0,   GGML_TYPE_Q2_K,    GGML_TYPE_Q3_K,
+    GGML_TYPE_Q4_K,  GGML_TYPE_Q5_K,    GGML_TYPE_Q6_K,  GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS, GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS,
+    GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS, GGML_TYPE_IQ3_S, GGML_TYPE_IQ1_S,  GGML_TYPE_IQ1_M,
 };
 #define N_TYPES (sizeof(gemm_types) / sizeof(gemm_types[0]))
 
@@ -88,7 +116,7 @@ static void check_kernels(enum ggml_type type, int64_t K, int M, int N) {
     for (int r = 0; r < M; r++) {
         const float sc = (r % 5 == 0) ? 0.01f : 1.0f; // rows of different magnitude
         for (int64_t k = 0; k < K; k++) x[k] = rng_value(sc);
-        tt->from_float_ref(x, w + (size_t) r * wrow, K);
+        quantize_row(type, x, w + (size_t) r * wrow, K);
         tt->to_float(w + (size_t) r * wrow, wabs + (size_t) r * K, K);
     }
     for (int c = 0; c < N; c++) {
@@ -209,7 +237,7 @@ static void check_pack_values(enum ggml_type type, enum ggml_cpu_kernel_variant 
     float *x = malloc(sizeof(float) * K), *deq = malloc(sizeof(float) * K);
     for (int r = 0; r < nr; r++) {
         for (int64_t k = 0; k < K; k++) x[k] = rng_value(1.0f) + (r % 2 ? 0.7f : 0.0f);
-        tt->from_float_ref(x, w + (size_t) r * wrow, K);
+        quantize_row(type, x, w + (size_t) r * wrow, K);
     }
     char * panel = aligned(ggml_gemm_panel_bytes(gt, K));
     gt->pack(gt, w, wrow, nr, K, panel);
@@ -231,6 +259,22 @@ static void check_pack_values(enum ggml_type type, enum ggml_cpu_kernel_variant 
     }
     CHECK(bad == 0, "%s kernels=%s: %d panel values differ from the reference dequantizer", ggml_type_name(type),
           ggml_cpu_kernel_variant_name(var), bad);
+    // a whole panel (the sets' fast packers take only those): the portable packer's bytes
+    {
+        char * w16 = aligned(wrow * GGML_GEMM_MR);
+        for (int r = 0; r < GGML_GEMM_MR; r++) {
+            for (int64_t k = 0; k < K; k++) x[k] = rng_value(r % 3 ? 1.0f : 0.05f);
+            quantize_row(type, x, w16 + (size_t) r * wrow, K);
+        }
+        char * want = aligned(ggml_gemm_panel_bytes(gt, K));
+        gt->pack(gt, w16, wrow, GGML_GEMM_MR, K, panel);
+        ggml_gemm_pack_generic(gt, w16, wrow, GGML_GEMM_MR, K, want);
+        CHECK(memcmp(panel, want, ggml_gemm_panel_bytes(gt, K)) == 0,
+              "%s kernels=%s: a whole panel differs from the portable packer's", ggml_type_name(type),
+              ggml_cpu_kernel_variant_name(var));
+        free(w16);
+        free(want);
+    }
     free(w);
     free(x);
     free(deq);
@@ -240,12 +284,11 @@ static void check_pack_values(enum ggml_type type, enum ggml_cpu_kernel_variant 
 // 3. mul_mat through the graph, GEMM on versus off.
 static struct ggml_tensor * mm_case(struct ggml_context * ctx, enum ggml_type type, enum ggml_type btype, int64_t K, int64_t M,
                                     int64_t N, int64_t A2, int64_t B2, bool strided) {
-    const struct ggml_type_traits * tt = ggml_get_type_traits(type);
     struct ggml_tensor * a = ggml_new_tensor_3d(ctx, type, K, M, A2);
     float * x = malloc(sizeof(float) * K);
     for (int64_t r = 0; r < M * A2; r++) {
         for (int64_t k = 0; k < K; k++) x[k] = rng_value(1.0f);
-        tt->from_float_ref(x, (char *) a->data + r * a->nb[1], K);
+        quantize_row(type, x, (char *) a->data + r * a->nb[1], K);
     }
     free(x);
     struct ggml_tensor * b;
@@ -279,12 +322,24 @@ static void check_mul_mat(void) {
         int64_t K, M, N, A2, B2;
         bool strided;
     } cases[] = {
-        { GGML_TYPE_Q4_0, GGML_TYPE_F32, 256, 70, 19, 1, 1, false }, { GGML_TYPE_Q4_1, GGML_TYPE_F32, 576, 192, 64, 1, 1, false },
-        { GGML_TYPE_Q8_0, GGML_TYPE_F32, 320, 33, 4, 1, 1, false },  { GGML_TYPE_Q8_0, GGML_TYPE_F32, 256, 40, 13, 2, 4, true },
-        { GGML_TYPE_Q4_K, GGML_TYPE_F32, 512, 50, 21, 1, 2, false }, { GGML_TYPE_Q6_K, GGML_TYPE_F32, 256, 17, 9, 1, 1, true },
-        { GGML_TYPE_Q5_0, GGML_TYPE_F32, 128, 16, 8, 1, 1, false },  { GGML_TYPE_Q3_K, GGML_TYPE_F32, 256, 31, 12, 1, 1, false },
-        { GGML_TYPE_Q2_K, GGML_TYPE_F32, 256, 31, 12, 1, 1, false }, { GGML_TYPE_Q5_K, GGML_TYPE_F32, 256, 31, 7, 1, 1, false },
+        { GGML_TYPE_Q4_0, GGML_TYPE_F32, 256, 70, 19, 1, 1, false },
+        { GGML_TYPE_Q4_1, GGML_TYPE_F32, 576, 192, 64, 1, 1, false },
+        { GGML_TYPE_Q8_0, GGML_TYPE_F32, 320, 33, 4, 1, 1, false },
+        { GGML_TYPE_Q8_0, GGML_TYPE_F32, 256, 40, 13, 2, 4, true },
+        { GGML_TYPE_Q4_K, GGML_TYPE_F32, 512, 50, 21, 1, 2, false },
+        { GGML_TYPE_Q6_K, GGML_TYPE_F32, 256, 17, 9, 1, 1, true },
+        { GGML_TYPE_Q5_0, GGML_TYPE_F32, 128, 16, 8, 1, 1, false },
+        { GGML_TYPE_Q3_K, GGML_TYPE_F32, 256, 31, 12, 1, 1, false },
+        { GGML_TYPE_Q2_K, GGML_TYPE_F32, 256, 31, 12, 1, 1, false },
+        { GGML_TYPE_Q5_K, GGML_TYPE_F32, 256, 31, 7, 1, 1, false },
         { GGML_TYPE_Q5_1, GGML_TYPE_F32, 64, 300, 40, 1, 1, false },
+        { GGML_TYPE_IQ2_XXS, GGML_TYPE_F32, 512, 50, 21, 1, 1, false },
+        { GGML_TYPE_IQ2_XS, GGML_TYPE_F32, 256, 33, 9, 1, 2, true },
+        { GGML_TYPE_IQ2_S, GGML_TYPE_F32, 256, 31, 12, 1, 1, false },
+        { GGML_TYPE_IQ3_XXS, GGML_TYPE_F32, 256, 40, 13, 1, 1, false },
+        { GGML_TYPE_IQ3_S, GGML_TYPE_F32, 512, 17, 30, 1, 1, false },
+        { GGML_TYPE_IQ1_S, GGML_TYPE_F32, 256, 31, 12, 1, 1, false },
+        { GGML_TYPE_IQ1_M, GGML_TYPE_F32, 256, 48, 3, 1, 1, false },
     };
     for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
         for (int nth = 1; nth <= 3; nth++) {
@@ -325,9 +380,10 @@ static void check_mul_mat(void) {
 // 4. A column's output through the graph is bit for bit the same whether it is multiplied
 //    alone (token generation) or in a batch (prompt processing).
 static void check_batch_independence(void) {
-    const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0,   GGML_TYPE_Q4_K,
-                                     GGML_TYPE_Q6_K, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,   GGML_TYPE_Q5_K,
-                                     GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
+    const enum ggml_type types[] = { GGML_TYPE_Q4_0,    GGML_TYPE_Q4_1,   GGML_TYPE_Q8_0,    GGML_TYPE_Q4_K,   GGML_TYPE_Q6_K,
+                                     GGML_TYPE_Q5_0,    GGML_TYPE_Q5_1,   GGML_TYPE_Q5_K,    GGML_TYPE_Q2_K,   GGML_TYPE_Q3_K,
+                                     GGML_TYPE_IQ4_NL,  GGML_TYPE_IQ4_XS, GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S,
+                                     GGML_TYPE_IQ3_XXS, GGML_TYPE_IQ3_S,  GGML_TYPE_IQ1_S,   GGML_TYPE_IQ1_M };
     const int64_t K = 512, M = 70, N = 13;
     for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++)
         for (int nth = 1; nth <= 2; nth++) {

@@ -413,6 +413,8 @@ TILE_FN(tile_iq4_nl, 32, 1, 1, false, true, 0, 8)
 TILE_FN(tile_iq4_xs, 32, 8, 1, false, true, 0, 8)
 TILE_FN(tile_rp_iq4_nl, 32, 1, 1, false, true, 9, 8)
 TILE_FN(tile_rp_iq4_xs, 32, 8, 1, false, true, 10, 8)
+TILE_FN(tile_iq_32, 32, 8, 8, false, true, 0, 8) // iq2_xxs, iq3_xxs, iq3_s, iq1_s (levels v + 128, q8_K)
+TILE_FN(tile_iq_16, 16, 16, 16, false, true, 0, 8) // iq2_xs, iq2_s, iq1_m
 
 static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group, float * dst,
                        int64_t ldc, int nr, int nc) {
@@ -430,6 +432,13 @@ static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void
         case GGML_TYPE_Q6_K: tile_q6_K(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_IQ4_NL: tile_iq4_nl(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_IQ4_XS: tile_iq4_xs(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ2_XXS:
+        case GGML_TYPE_IQ3_XXS:
+        case GGML_TYPE_IQ3_S:
+        case GGML_TYPE_IQ1_S: tile_iq_32(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ2_XS:
+        case GGML_TYPE_IQ2_S:
+        case GGML_TYPE_IQ1_M: tile_iq_16(K, p, g, dst, ldc, nr, nc); break;
         default: ggml_gemm_kernel_generic(gt, K, panel, group, dst, ldc, nr, nc); break;
     }
 }

@@ -2,29 +2,11 @@
 // group filler and the straight repacker, shared by the AVX-VNNI and AVX-512 sets.
 #define GEMM_X86_VNNI 0
 #include "gemm-avx2-tile.h"
+#include "quants-avx2.h"
 
 // ---- activation groups ----
 
 static const uint8_t zero_block[256 + 64] __attribute__((aligned(64)));
-
-// 8x8 transpose of dwords: r[c] = 8 dwords of column c -> r[g] = dword g of the 8 columns.
-static inline void transpose_8x8(__m256i r[8]) {
-    __m256i a[8], b[8];
-    for (int i = 0; i < 4; i++) {
-        a[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        a[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        b[4 * i + 0] = _mm256_unpacklo_epi64(a[4 * i + 0], a[4 * i + 2]);
-        b[4 * i + 1] = _mm256_unpackhi_epi64(a[4 * i + 0], a[4 * i + 2]);
-        b[4 * i + 2] = _mm256_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
-        b[4 * i + 3] = _mm256_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x31);
-    }
-}
 
 // Sum of the 4 signed bytes of each dword.
 static inline __m256i dword_sums(__m256i v) {
@@ -208,6 +190,8 @@ void ggml_gemm_init_avx2(struct ggml_gemm_traits * t) {
             i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q4_K || i == GGML_TYPE_Q5_K || i == GGML_TYPE_Q6_K || i == GGML_TYPE_Q2_K ||
             i == GGML_TYPE_Q3_K || i == GGML_TYPE_IQ4_NL || i == GGML_TYPE_IQ4_XS;
     }
+    // the codebook and IQ1 types (quants-iq-avx2.c): their packer and one-column product
+    ggml_gemm_init_iq_avx2(t);
     const enum ggml_type rp[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0,   GGML_TYPE_Q5_0,
                                   GGML_TYPE_Q5_1, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,   GGML_TYPE_Q6_K,
                                   GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };

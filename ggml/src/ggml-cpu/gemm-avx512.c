@@ -294,6 +294,7 @@ TILE_FN(tile_rp_q3_K, 16, 16, 16, false, true, 8)     // repacked q3_K
 TILE_FN(tile_32_8_off, 32, 8, 1, false, true, 0)    // iq4_xs
 TILE_FN(tile_rp_iq4_nl, 32, 1, 1, false, true, 9)    // repacked iq4_nl
 TILE_FN(tile_rp_iq4_xs, 32, 8, 1, false, true, 10)   // repacked iq4_xs
+TILE_FN(tile_32_8_8_off, 32, 8, 8, false, true, 0)    // iq2_xxs, iq3_xxs, iq3_s, iq1_s
 
 // Repacked weights against one column in the compact layout (gemm.h: ggml_gemm_compact_bytes).
 static void kernel_repacked1_avx512(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group,
@@ -352,6 +353,8 @@ static void kernel_avx512(const struct ggml_gemm_traits * gt, int64_t K, const v
         tile_32_8_min(K, p, g, dst, ldc, nr, nc);
     } else if (gt->qb == 32 && gt->sb == 8 && gt->sa == 1) {
         tile_32_8_off(K, p, g, dst, ldc, nr, nc);
+    } else if (gt->qb == 32 && gt->sb == 8 && gt->sa == 8 && !gt->has_min) {
+        tile_32_8_8_off(K, p, g, dst, ldc, nr, nc);
     } else if (gt->qb == 16 && gt->sb == 16 && gt->sa == 2 && !gt->has_min) {
         tile_16_16_off2(K, p, g, dst, ldc, nr, nc);
     } else if (gt->qb == 16 && gt->sb == 16 && gt->sa == 16) {
@@ -956,7 +959,9 @@ void ggml_gemm_init_avx512(struct ggml_gemm_traits * t) {
         // slow, but only without repacking); q2_K and q3_K one column through gemv_repacked.
         t[i].accelerated = i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0 || i == GGML_TYPE_Q4_K ||
             i == GGML_TYPE_Q6_K || i == GGML_TYPE_Q5_0 || i == GGML_TYPE_Q5_1 || i == GGML_TYPE_Q5_K || i == GGML_TYPE_Q2_K ||
-            i == GGML_TYPE_Q3_K || i == GGML_TYPE_IQ4_NL || i == GGML_TYPE_IQ4_XS;
+            i == GGML_TYPE_Q3_K || i == GGML_TYPE_IQ4_NL || i == GGML_TYPE_IQ4_XS || i == GGML_TYPE_IQ2_XXS ||
+            i == GGML_TYPE_IQ2_XS || i == GGML_TYPE_IQ2_S || i == GGML_TYPE_IQ3_XXS || i == GGML_TYPE_IQ3_S ||
+            i == GGML_TYPE_IQ1_S || i == GGML_TYPE_IQ1_M; // the last seven: the AVX2 set's packer and gemv
     }
     for (int i = 0; i < GGML_TYPE_COUNT; i++) {
         if (i == GGML_TYPE_Q4_0 || i == GGML_TYPE_Q4_1 || i == GGML_TYPE_Q8_0) {

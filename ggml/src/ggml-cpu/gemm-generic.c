@@ -165,6 +165,157 @@ static void levels_iq4_xs(const void * vb, uint8_t * lv, float * d, float * m) {
     (void) m;
 }
 
+// ---- the codebook and IQ1 types: signed values v (levels v + 128, off 128, as q8_0's) times
+// one float per GEMM block (ggml_gemm_iq_scales); IQ1's grid + delta as 8 g +- 1 with the scale / 8 ----
+
+void ggml_gemm_iq_scales(enum ggml_type type, const void * blk, float * d) {
+    switch (type) {
+        case GGML_TYPE_IQ2_XXS: {
+            const block_iq2_xxs * b = (const block_iq2_xxs *) blk;
+            const float dd = FP16(b->d);
+            for (int ib = 0; ib < QK_IQ / 32; ib++) {
+                uint32_t w;
+                memcpy(&w, b->qs + 4 * ib + 2, sizeof(w));
+                d[ib] = dd * (0.5f + (float) (w >> 28)) * 0.25f;
+            }
+        } break;
+        case GGML_TYPE_IQ2_XS:
+        case GGML_TYPE_IQ2_S: {
+            // the scale nibbles of both lead with d, then differ in what precedes them
+            const ggml_fp16_t hd = type == GGML_TYPE_IQ2_XS ? ((const block_iq2_xs *) blk)->d : ((const block_iq2_s *) blk)->d;
+            const uint8_t * sc =
+                type == GGML_TYPE_IQ2_XS ? ((const block_iq2_xs *) blk)->scales : ((const block_iq2_s *) blk)->scales;
+            const float dd = FP16(hd);
+            for (int j = 0; j < QK_IQ / 16; j++) d[j] = dd * (0.5f + (float) ((sc[j / 2] >> (4 * (j % 2))) & 0xF)) * 0.25f;
+        } break;
+        case GGML_TYPE_IQ3_XXS: {
+            const block_iq3_xxs * b = (const block_iq3_xxs *) blk;
+            const float dd = FP16(b->d);
+            for (int ib = 0; ib < QK_IQ / 32; ib++) {
+                uint32_t w;
+                memcpy(&w, b->qs + QK_IQ / 4 + 4 * ib, sizeof(w));
+                d[ib] = dd * (0.5f + (float) (w >> 28)) * 0.5f;
+            }
+        } break;
+        case GGML_TYPE_IQ3_S: {
+            const block_iq3_s * b = (const block_iq3_s *) blk;
+            const float dd = FP16(b->d);
+            for (int ib = 0; ib < QK_IQ / 32; ib++) d[ib] = dd * (float) (1 + 2 * ((b->scales[ib / 2] >> (4 * (ib % 2))) & 0xF));
+        } break;
+        case GGML_TYPE_IQ1_S: {
+            const block_iq1_s * b = (const block_iq1_s *) blk;
+            const float dd = FP16(b->d);
+            for (int ib = 0; ib < QK_IQ / 32; ib++) d[ib] = dd * (float) (2 * ((b->qh[ib] >> 12) & 7) + 1) * 0.125f;
+        } break;
+        case GGML_TYPE_IQ1_M: {
+            const block_iq1_m * b = (const block_iq1_m *) blk;
+            const float dd = ggml_iq1_m_scale(b);
+            uint16_t sc[4];
+            memcpy(sc, b->scales, sizeof(sc));
+            for (int j = 0; j < QK_IQ / 16; j++) d[j] = dd * (float) (2 * ((sc[j / 4] >> (3 * (j % 4))) & 7) + 1) * 0.125f;
+        } break;
+        default: break;
+    }
+}
+
+// 8 grid magnitudes with 8 sign bits as levels.
+static inline void iq_lv8(uint8_t * lv, uint64_t entry, unsigned signs) {
+    for (int j = 0; j < 8; j++) {
+        const int g = (int) ((entry >> (8 * j)) & 0xFF);
+        lv[j] = (uint8_t) ((signs >> j & 1 ? -g : g) + 128);
+    }
+}
+static inline void iq_lv4(uint8_t * lv, uint32_t entry, unsigned signs) {
+    for (int j = 0; j < 4; j++) {
+        const int g = (int) ((entry >> (8 * j)) & 0xFF);
+        lv[j] = (uint8_t) ((signs >> j & 1 ? -g : g) + 128);
+    }
+}
+// 8 IQ1 grid values (-1, 0, 1) plus delta (+-1/8) as levels 8 g +- 1 + 128.
+static inline void iq1_lv8(uint8_t * lv, int idx, bool neg) {
+    for (int j = 0; j < 8; j++) lv[j] = (uint8_t) (8 * (int8_t) (ggml_iq1s_grid[idx] >> (8 * j)) + (neg ? -1 : 1) + 128);
+}
+
+static void levels_iq(enum ggml_type type, const void * vb, uint8_t * lv, float * d) {
+    ggml_gemm_iq_scales(type, vb, d);
+    switch (type) {
+        case GGML_TYPE_IQ2_XXS: {
+            const block_iq2_xxs * b = (const block_iq2_xxs *) vb;
+            for (int ib = 0; ib < QK_IQ / 32; ib++) {
+                uint32_t w[2];
+                memcpy(w, b->qs + 4 * ib, sizeof(w));
+                for (int l = 0; l < 4; l++) {
+                    iq_lv8(lv + 32 * ib + 8 * l, ggml_iq2xxs_grid[(w[0] >> (8 * l)) & 0xFF],
+                           ggml_iq2_ksigns[(w[1] >> (7 * l)) & 127]);
+                }
+            }
+        } break;
+        case GGML_TYPE_IQ2_XS: {
+            const block_iq2_xs * b = (const block_iq2_xs *) vb;
+            for (int l = 0; l < QK_IQ / 8; l++)
+                iq_lv8(lv + 8 * l, ggml_iq2xs_grid[b->qs[l] & 511], ggml_iq2_ksigns[b->qs[l] >> 9]);
+        } break;
+        case GGML_TYPE_IQ2_S: {
+            const block_iq2_s * b = (const block_iq2_s *) vb;
+            for (int l = 0; l < QK_IQ / 8; l++) {
+                const int idx = b->qs[l] | (((b->qh[l / 4] >> (2 * (l % 4))) & 3) << 8);
+                iq_lv8(lv + 8 * l, ggml_iq2s_grid[idx], b->qs[QK_IQ / 8 + l]);
+            }
+        } break;
+        case GGML_TYPE_IQ3_XXS: {
+            const block_iq3_xxs * b = (const block_iq3_xxs *) vb;
+            for (int ib = 0; ib < QK_IQ / 32; ib++) {
+                uint32_t w;
+                memcpy(&w, b->qs + QK_IQ / 4 + 4 * ib, sizeof(w));
+                for (int l = 0; l < 4; l++) {
+                    const unsigned s = ggml_iq2_ksigns[(w >> (7 * l)) & 127];
+                    iq_lv4(lv + 32 * ib + 8 * l, ggml_iq3xxs_grid[b->qs[8 * ib + 2 * l]], s & 0xF);
+                    iq_lv4(lv + 32 * ib + 8 * l + 4, ggml_iq3xxs_grid[b->qs[8 * ib + 2 * l + 1]], s >> 4);
+                }
+            }
+        } break;
+        case GGML_TYPE_IQ3_S: {
+            const block_iq3_s * b = (const block_iq3_s *) vb;
+            for (int ib = 0; ib < QK_IQ / 32; ib++) {
+                for (int l = 0; l < 8; l++) {
+                    const int idx = b->qs[8 * ib + l] | (((b->qh[ib] >> l) & 1) << 8);
+                    const unsigned sg = b->signs[4 * ib + l / 2];
+                    iq_lv4(lv + 32 * ib + 4 * l, ggml_iq3s_grid[idx], l % 2 ? sg >> 4 : sg & 0xF);
+                }
+            }
+        } break;
+        case GGML_TYPE_IQ1_S: {
+            const block_iq1_s * b = (const block_iq1_s *) vb;
+            for (int ib = 0; ib < QK_IQ / 32; ib++) {
+                const int qh = b->qh[ib];
+                for (int l = 0; l < 4; l++)
+                    iq1_lv8(lv + 32 * ib + 8 * l, b->qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8), qh & 0x8000);
+            }
+        } break;
+        case GGML_TYPE_IQ1_M: {
+            const block_iq1_m * b = (const block_iq1_m *) vb;
+            for (int l = 0; l < QK_IQ / 8; l++) {
+                const int nib = (b->qh[l / 2] >> (4 * (l % 2))) & 0xF;
+                iq1_lv8(lv + 8 * l, b->qs[l] | ((nib & 7) << 8), nib & 8);
+            }
+        } break;
+        default: break;
+    }
+}
+
+#define LEVELS_IQ_FN(name, TYPE)                                            \
+    static void name(const void * vb, uint8_t * lv, float * d, float * m) { \
+        levels_iq(TYPE, vb, lv, d);                                         \
+        (void) m;                                                           \
+    }
+LEVELS_IQ_FN(levels_iq2_xxs, GGML_TYPE_IQ2_XXS)
+LEVELS_IQ_FN(levels_iq2_xs, GGML_TYPE_IQ2_XS)
+LEVELS_IQ_FN(levels_iq2_s, GGML_TYPE_IQ2_S)
+LEVELS_IQ_FN(levels_iq3_xxs, GGML_TYPE_IQ3_XXS)
+LEVELS_IQ_FN(levels_iq3_s, GGML_TYPE_IQ3_S)
+LEVELS_IQ_FN(levels_iq1_s, GGML_TYPE_IQ1_S)
+LEVELS_IQ_FN(levels_iq1_m, GGML_TYPE_IQ1_M)
+
 static unit_levels_t unit_levels(enum ggml_type t) {
     switch (t) {
         case GGML_TYPE_Q4_0: return levels_q4_0;
@@ -179,6 +330,13 @@ static unit_levels_t unit_levels(enum ggml_type t) {
         case GGML_TYPE_Q6_K: return levels_q6_K;
         case GGML_TYPE_IQ4_NL: return levels_iq4_nl;
         case GGML_TYPE_IQ4_XS: return levels_iq4_xs;
+        case GGML_TYPE_IQ2_XXS: return levels_iq2_xxs;
+        case GGML_TYPE_IQ2_XS: return levels_iq2_xs;
+        case GGML_TYPE_IQ2_S: return levels_iq2_s;
+        case GGML_TYPE_IQ3_XXS: return levels_iq3_xxs;
+        case GGML_TYPE_IQ3_S: return levels_iq3_s;
+        case GGML_TYPE_IQ1_S: return levels_iq1_s;
+        case GGML_TYPE_IQ1_M: return levels_iq1_m;
         default: return NULL;
     }
 }
@@ -503,12 +661,26 @@ void ggml_gemm_init_generic(struct ggml_gemm_traits * t) {
         bool has_min;
         enum ggml_type act;
     } defs[] = {
-        { GGML_TYPE_Q4_0, 32, 1, 1, 8, false, GGML_TYPE_Q8_0 },     { GGML_TYPE_Q4_1, 32, 1, 1, 0, true, GGML_TYPE_Q8_1 },
-        { GGML_TYPE_Q5_0, 32, 1, 1, 16, false, GGML_TYPE_Q8_0 },    { GGML_TYPE_Q5_1, 32, 1, 1, 0, true, GGML_TYPE_Q8_1 },
-        { GGML_TYPE_Q8_0, 32, 1, 1, 128, false, GGML_TYPE_Q8_0 },   { GGML_TYPE_Q2_K, 16, 16, 16, 0, true, GGML_TYPE_Q8_K },
-        { GGML_TYPE_Q3_K, 16, 16, 16, 4, false, GGML_TYPE_Q8_K },   { GGML_TYPE_Q4_K, 32, 8, 1, 0, true, GGML_TYPE_Q8_1 },
-        { GGML_TYPE_Q5_K, 32, 8, 1, 0, true, GGML_TYPE_Q8_1 },      { GGML_TYPE_Q6_K, 16, 16, 2, 32, false, GGML_TYPE_Q8_1 },
-        { GGML_TYPE_IQ4_NL, 32, 1, 1, 128, false, GGML_TYPE_Q8_0 }, { GGML_TYPE_IQ4_XS, 32, 8, 1, 128, false, GGML_TYPE_Q8_0 },
+        { GGML_TYPE_Q4_0, 32, 1, 1, 8, false, GGML_TYPE_Q8_0 },
+        { GGML_TYPE_Q4_1, 32, 1, 1, 0, true, GGML_TYPE_Q8_1 },
+        { GGML_TYPE_Q5_0, 32, 1, 1, 16, false, GGML_TYPE_Q8_0 },
+        { GGML_TYPE_Q5_1, 32, 1, 1, 0, true, GGML_TYPE_Q8_1 },
+        { GGML_TYPE_Q8_0, 32, 1, 1, 128, false, GGML_TYPE_Q8_0 },
+        { GGML_TYPE_Q2_K, 16, 16, 16, 0, true, GGML_TYPE_Q8_K },
+        { GGML_TYPE_Q3_K, 16, 16, 16, 4, false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_Q4_K, 32, 8, 1, 0, true, GGML_TYPE_Q8_1 },
+        { GGML_TYPE_Q5_K, 32, 8, 1, 0, true, GGML_TYPE_Q8_1 },
+        { GGML_TYPE_Q6_K, 16, 16, 2, 32, false, GGML_TYPE_Q8_1 },
+        { GGML_TYPE_IQ4_NL, 32, 1, 1, 128, false, GGML_TYPE_Q8_0 },
+        { GGML_TYPE_IQ4_XS, 32, 8, 1, 128, false, GGML_TYPE_Q8_0 },
+        // the codebook and IQ1 types meet q8_K (their vec_dot_type): one activation scale per 256
+        { GGML_TYPE_IQ2_XXS, 32, 8, 8, 128, false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ2_XS, 16, 16, 16, 128, false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ2_S, 16, 16, 16, 128, false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ3_XXS, 32, 8, 8, 128, false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ3_S, 32, 8, 8, 128, false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ1_S, 32, 8, 8, 128, false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ1_M, 16, 16, 16, 128, false, GGML_TYPE_Q8_K },
     };
     for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
         struct ggml_gemm_traits * g = &t[defs[i].type];

@@ -192,6 +192,12 @@ static inline int ggml_gemm_iq4_xs_scale(const void * blk, int ib) {
     const int sh = b[2] | (b[3] << 8);
     return ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (((sh >> (2 * ib)) & 3) << 4);
 }
+// The float scale of each GEMM block (8 of 32 or 16 of 16 values) of one super-block of an
+// IQ2_XXS / IQ2_XS / IQ2_S / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M row, whose levels are the signed
+// values + 128 (IQ1: 8 (grid + delta), the scale / 8). Portable; the panels of every set hold these.
+void ggml_gemm_iq_scales(enum ggml_type type, const void * blk, float * d);
+// AVX2 packer and one-column product of those types (quants-iq-avx2.c), installed on an AVX2-based table.
+void ggml_gemm_init_iq_avx2(struct ggml_gemm_traits * table);
 // One column on stored rows of a type with repack_rows and kernel_repacked1: the 16 rows
 // repacked into gemv's scratch, then the 1-column kernel (the bits of the repacked path).
 void ggml_gemm_gemv_repacked(const struct ggml_gemm_traits * gt, const void * rows, size_t row_stride, int64_t K, void * gv,

@@ -11,6 +11,9 @@
 // Integer sums per sub-block as the portable kernels form them, so results agree with them
 // within float rounding.
 #include "quants-avx2.h"
+#include "gemm.h"
+
+#include <math.h>
 
 // ---- 32-granular types against Q8_0 ----
 
@@ -443,6 +446,186 @@ DOT_FNS(iq1_s, iq1_s_dot)
 DOT_FNS(iq1_m, iq1_m_dot)
 DOT_FNS(tq2_0, tq2_0_dot)
 DOT_FNS(tq1_0, tq1_0_dot)
+
+// ---- GEMM (gemm.h) of the codebook and IQ1 types: panels of signed values + 128, and the one-column product ----
+
+enum {
+    G_IQ1_S = G_IQ3_S + 1,
+    G_IQ1_M
+};
+
+// Per-super-block tables a sub-block decode reads (index tables of IQ2_S / IQ1_S / IQ1_M).
+static inline __attribute__((always_inline)) void iq_tables(const int T, const void * blk, uint16_t * ixt) {
+    if (T == G_IQ2_S) iq2_s_index_table((const block_iq2_s *) blk, ixt);
+    if (T == G_IQ1_S) iq1_s_index_table((const block_iq1_s *) blk, ixt);
+    if (T == G_IQ1_M) iq1_m_index_table((const block_iq1_m *) blk, ixt);
+}
+
+// IQ1 sub-block ib: the signed values 8 g + delta (|v| <= 9).
+static inline __attribute__((always_inline)) __m256i iq1_values32(const int T, const void * blk, int ib, const uint16_t * ixt) {
+    const __m256i u = _mm256_i32gather_epi64((const long long *) iq1s_grid_u9,
+                                             _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *) (ixt + 4 * ib))), 8);
+    if (T == G_IQ1_S) {
+        const block_iq1_s * a = (const block_iq1_s *) blk;
+        return _mm256_sub_epi8(u, _mm256_set1_epi8(a->qh[ib] & 0x8000 ? 10 : 8)); // 8 g + 9 - (9 - delta)
+    }
+    const block_iq1_m * a = (const block_iq1_m *) blk;
+    const int h0 = a->qh[2 * ib], h1 = a->qh[2 * ib + 1];
+    const int dn = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
+    return _mm256_add_epi8(_mm256_sub_epi8(u, _mm256_set1_epi8(9)), _mm256_load_si256((const __m256i *) iq1_delta[dn]));
+}
+
+static const int16_t iq_no_scales[16]; // grid_decode's scales, unused here (the panel's are floats)
+
+// The 32 signed values of sub-block ib.
+static inline __attribute__((always_inline)) __m256i iq_values32(const int T, const void * blk, int ib, const uint16_t * ixt) {
+    if (T == G_IQ1_S || T == G_IQ1_M) return iq1_values32(T, blk, ib, ixt);
+    __m256i mag, sgn, sc;
+    grid_decode(T, blk, ib, iq_no_scales, ixt, &mag, &sgn, &sc);
+    (void) sc;
+    return _mm256_sign_epi8(mag, sgn);
+}
+
+// Sub-block ib dotted with 32 q8_K values, as 8 int32 lanes (lane k: values 4k..4k+3).
+static inline __attribute__((always_inline)) __m256i iq_dot32(const int T, const void * blk, int ib, const uint16_t * ixt,
+                                                              const int8_t * q) {
+    if (T == G_IQ1_S || T == G_IQ1_M) return dot_i8_32(iq1_values32(T, blk, ib, ixt), _mm256_loadu_si256((const __m256i *) q));
+    __m256i mag, sgn, sc;
+    grid_decode(T, blk, ib, iq_no_scales, ixt, &mag, &sgn, &sc);
+    (void) sc;
+    return dot_u8_i8_32(mag, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *) q), sgn));
+}
+
+// 16 whole rows into a panel (gemm.h), 8 rows x one sub-block at a time: their value vectors
+// turned into levels (xor 0x80: v + 128) and transposed, so that dword g of the 8 rows is one
+// store; the scales from the portable ggml_gemm_iq_scales (the same floats as its panels).
+static inline __attribute__((always_inline)) void iq_pack(const int T, const struct ggml_gemm_traits * gt, const void * rows,
+                                                          size_t stride, int nr, int64_t K, void * panel) {
+    if (nr < GGML_GEMM_MR) {
+        ggml_gemm_pack_generic(gt, rows, stride, nr, K, panel);
+        return;
+    }
+    const int QB = gt->qb, bpu = QK_IQ / QB;
+    const size_t pbb = ggml_gemm_panel_block_bytes(gt), ub = ggml_type_size(gt->type);
+    const __m256i bias = _mm256_set1_epi8((char) 0x80);
+    for (int64_t u = 0; u < K / QK_IQ; u++) {
+        uint8_t * pu = (uint8_t *) panel + (size_t) u * bpu * pbb;
+        for (int h = 0; h < 2; h++) {
+            const uint8_t * blk[8];
+            uint16_t ixt[8][32];
+            for (int r = 0; r < 8; r++) {
+                blk[r] = (const uint8_t *) rows + (size_t) (8 * h + r) * stride + (size_t) u * ub;
+                iq_tables(T, blk[r], ixt[r]);
+                float d[16];
+                ggml_gemm_iq_scales(gt->type, blk[r], d);
+                for (int j = 0; j < bpu; j++)
+                    memcpy(pu + (size_t) j * pbb + (size_t) QB * GGML_GEMM_MR + 4 * (8 * h + r), &d[j], 4);
+            }
+            for (int ib = 0; ib < QK_IQ / 32; ib++) {
+                __m256i v[8];
+                for (int r = 0; r < 8; r++) v[r] = _mm256_xor_si256(iq_values32(T, blk[r], ib, ixt[r]), bias);
+                transpose_8x8(v);
+                for (int g = 0; g < 8; g++) {
+                    uint8_t * o =
+                        QB == 32 ? pu + (size_t) ib * pbb + 64 * g : pu + (size_t) (2 * ib + g / 4) * pbb + 64 * (g % 4);
+                    _mm256_storeu_si256((__m256i *) (o + 32 * h), v[g]);
+                }
+            }
+        }
+    }
+}
+
+// gemv_prep: the column's q8_K row itself.
+static void iq_gemv_prep(const struct ggml_gemm_traits * gt, const void * qrow, const void * group, int64_t K, void * gv) {
+    (void) group;
+    memcpy(gv, qrow, ggml_row_size(gt->act_type, K));
+}
+
+// One column against 16 whole rows, row by row in memory order: the integer sum of each GEMM
+// block (one horizontal-add tree per super-block), then the 1-column tile's float steps (gemm.h:
+// t = isum_0 d_0, t = fma(isum_j, d_j, t), acc = fma(t, da, acc) per super-block), so the bits
+// are the tile's.
+static inline __attribute__((always_inline)) void iq_gemv(const int T, const struct ggml_gemm_traits * gt, const void * rows,
+                                                          size_t stride, int64_t K, void * gv, float * dst) {
+    const int QB = gt->qb, bpu = QK_IQ / QB;
+    const size_t ub = ggml_type_size(gt->type);
+    const block_q8_K * y = (const block_q8_K *) gv;
+    const uint8_t * base = (const uint8_t *) rows;
+    const int64_t n_lines = (int64_t) (GGML_GEMM_MR * stride + 63) / 64;
+    for (int r = 0; r < GGML_GEMM_MR; r++) {
+        const uint8_t * row = base + (size_t) r * stride;
+        for (int64_t l = r * n_lines / GGML_GEMM_MR; l < (r + 1) * n_lines / GGML_GEMM_MR; l++) {
+            _mm_prefetch((const char *) (base + GGML_GEMM_MR * stride + 64 * l), _MM_HINT_T1);
+        }
+        float acc = 0.0f;
+        for (int64_t i = 0; i < K / QK_IQ; i++) {
+            const uint8_t * blk = row + (size_t) i * ub;
+            uint16_t ixt[32];
+            iq_tables(T, blk, ixt);
+            __m256i p[8];
+            for (int ib = 0; ib < QK_IQ / 32; ib++) p[ib] = iq_dot32(T, blk, ib, ixt, y[i].qs + 32 * ib);
+            // q[k]: lanes 0-3 the low 16 values of sub-blocks 4k..4k+3, lanes 4-7 their high 16
+            const __m256i q0 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+            const __m256i q1 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+            int32_t is[16];
+            if (QB == 32) {
+                _mm256_storeu_si256(
+                    (__m256i *) is,
+                    _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31)));
+            } else {
+                // blocks of 16: 2 ib (low half) and 2 ib + 1 (high half)
+                const __m256i lo = _mm256_permute2x128_si256(q0, q1, 0x20), hi = _mm256_permute2x128_si256(q0, q1, 0x31);
+                const __m256i ul = _mm256_unpacklo_epi32(lo, hi), uh = _mm256_unpackhi_epi32(lo, hi); // in-lane
+                _mm256_storeu_si256((__m256i *) is, _mm256_permute2x128_si256(ul, uh, 0x20));
+                _mm256_storeu_si256((__m256i *) (is + 8), _mm256_permute2x128_si256(ul, uh, 0x31));
+            }
+            float d[16];
+            ggml_gemm_iq_scales(gt->type, blk, d);
+            float t = (float) is[0] * d[0];
+            for (int j = 1; j < bpu; j++) t = fmaf((float) is[j], d[j], t);
+            acc = fmaf(t, y[i].d, acc);
+        }
+        dst[r] = acc;
+    }
+}
+
+#define IQ_GEMM_FNS(name, T)                                                                                            \
+    static void pack_##name(const struct ggml_gemm_traits * gt, const void * rows, size_t stride, int nr, int64_t K,    \
+                            void * panel) {                                                                             \
+        iq_pack(T, gt, rows, stride, nr, K, panel);                                                                     \
+    }                                                                                                                   \
+    static void gemv_##name(const struct ggml_gemm_traits * gt, const void * rows, size_t stride, int64_t K, void * gv, \
+                            float * dst) {                                                                              \
+        iq_gemv(T, gt, rows, stride, K, gv, dst);                                                                       \
+    }
+IQ_GEMM_FNS(iq2_xxs, G_IQ2_XXS)
+IQ_GEMM_FNS(iq2_xs, G_IQ2_XS)
+IQ_GEMM_FNS(iq2_s, G_IQ2_S)
+IQ_GEMM_FNS(iq3_xxs, G_IQ3_XXS)
+IQ_GEMM_FNS(iq3_s, G_IQ3_S)
+IQ_GEMM_FNS(iq1_s, G_IQ1_S)
+IQ_GEMM_FNS(iq1_m, G_IQ1_M)
+
+void ggml_gemm_init_iq_avx2(struct ggml_gemm_traits * t) {
+    static const struct {
+        enum ggml_type type;
+        ggml_gemm_pack_t pack;
+        ggml_gemm_gemv_t gemv;
+    } fns[] = {
+        { GGML_TYPE_IQ2_XXS, pack_iq2_xxs, gemv_iq2_xxs }, { GGML_TYPE_IQ2_XS, pack_iq2_xs, gemv_iq2_xs },
+        { GGML_TYPE_IQ2_S, pack_iq2_s, gemv_iq2_s },       { GGML_TYPE_IQ3_XXS, pack_iq3_xxs, gemv_iq3_xxs },
+        { GGML_TYPE_IQ3_S, pack_iq3_s, gemv_iq3_s },       { GGML_TYPE_IQ1_S, pack_iq1_s, gemv_iq1_s },
+        { GGML_TYPE_IQ1_M, pack_iq1_m, gemv_iq1_m },
+    };
+    for (size_t k = 0; k < sizeof(fns) / sizeof(fns[0]); k++) {
+        struct ggml_gemm_traits * g = &t[fns[k].type];
+        if (g->qb == 0) continue;
+        g->pack = fns[k].pack;
+        g->gemv = fns[k].gemv;
+        g->gemv_prep = iq_gemv_prep;
+        g->accelerated = true;
+    }
+}
 
 void ggml_cpu_quants_init_iq_avx2(struct ggml_type_traits_cpu * t) {
     for (int i = 0; i < 128; i++) {
