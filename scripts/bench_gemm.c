@@ -170,9 +170,10 @@ int main(int argc, char ** argv) {
     const int N = argc > 3 ? atoi(argv[3]) : 512;
     const int reps = argc > 4 ? atoi(argv[4]) : 3;
     const int max_threads = argc > 5 ? atoi(argv[5]) : 2;
-    const enum ggml_type all[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0,   GGML_TYPE_Q5_1,
-                                   GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,   GGML_TYPE_Q4_K,
-                                   GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS };
+    const enum ggml_type all[] = { GGML_TYPE_Q4_0,    GGML_TYPE_Q4_1,   GGML_TYPE_Q5_0,    GGML_TYPE_Q5_1,   GGML_TYPE_Q8_0,
+                                   GGML_TYPE_Q2_K,    GGML_TYPE_Q3_K,   GGML_TYPE_Q4_K,    GGML_TYPE_Q5_K,   GGML_TYPE_Q6_K,
+                                   GGML_TYPE_IQ4_NL,  GGML_TYPE_IQ4_XS, GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S,
+                                   GGML_TYPE_IQ3_XXS, GGML_TYPE_IQ3_S,  GGML_TYPE_IQ1_S,   GGML_TYPE_IQ1_M };
 
     printf("kernel set: %s; N = %d; GOP/s = 2*M*N*K / time, best of %d; cpu = process CPU time / threads\n\n",
            ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected()), N, reps);
@@ -198,7 +199,21 @@ int main(int argc, char ** argv) {
             float * row = malloc(sizeof(float) * (size_t) K);
             for (long r = 0; r < M; r++) {
                 for (long k = 0; k < K; k++) row[k] = frand();
-                tt->from_float_ref(row, (char *) a->data + r * a->nb[1], K);
+                if (tt->from_float_ref) {
+                    tt->from_float_ref(row, (char *) a->data + r * a->nb[1], K);
+                    continue;
+                }
+                // the codebook types (no quantizer without an importance matrix): random bytes,
+                // with a small finite fp16 scale where the type keeps it first (IQ1_M: spread
+                // over its scale words; random ones are finite but for 1 in 32)
+                unsigned char * q = (unsigned char *) a->data + r * a->nb[1];
+                for (size_t i = 0; i < ggml_row_size(type, K); i++) {
+                    (void) frand();
+                    q[i] = (unsigned char) (rng >> 24);
+                }
+                const ggml_fp16_t h = ggml_fp32_to_fp16(0.01f);
+                for (long u = 0; u < K / ggml_blck_size(type) && type != GGML_TYPE_IQ1_M; u++)
+                    memcpy(q + (size_t) u * tt->type_size, &h, sizeof(h));
             }
             free(row);
             for (long i = 0; i < K * N; i++) ((float *) b->data)[i] = frand();

@@ -461,18 +461,23 @@ static inline __attribute__((always_inline)) void iq_tables(const int T, const v
     if (T == G_IQ1_M) iq1_m_index_table((const block_iq1_m *) blk, ixt);
 }
 
-// IQ1 sub-block ib: the signed values 8 g + delta (|v| <= 9).
-static inline __attribute__((always_inline)) __m256i iq1_values32(const int T, const void * blk, int ib, const uint16_t * ixt) {
+// IQ1 sub-block ib as unsigned levels 8 g + delta + 9 (0..18: one add to the table's 8 g + 9).
+static inline __attribute__((always_inline)) __m256i iq1_u32(const int T, const void * blk, int ib, const uint16_t * ixt) {
     const __m256i u = _mm256_i32gather_epi64((const long long *) iq1s_grid_u9,
                                              _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *) (ixt + 4 * ib))), 8);
     if (T == G_IQ1_S) {
         const block_iq1_s * a = (const block_iq1_s *) blk;
-        return _mm256_sub_epi8(u, _mm256_set1_epi8(a->qh[ib] & 0x8000 ? 10 : 8)); // 8 g + 9 - (9 - delta)
+        return _mm256_add_epi8(u, _mm256_set1_epi8(a->qh[ib] & 0x8000 ? -1 : 1));
     }
     const block_iq1_m * a = (const block_iq1_m *) blk;
     const int h0 = a->qh[2 * ib], h1 = a->qh[2 * ib + 1];
     const int dn = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
-    return _mm256_add_epi8(_mm256_sub_epi8(u, _mm256_set1_epi8(9)), _mm256_load_si256((const __m256i *) iq1_delta[dn]));
+    return _mm256_add_epi8(u, _mm256_load_si256((const __m256i *) iq1_delta[dn]));
+}
+
+// IQ1 sub-block ib: the signed values 8 g + delta (|v| <= 9).
+static inline __attribute__((always_inline)) __m256i iq1_values32(const int T, const void * blk, int ib, const uint16_t * ixt) {
+    return _mm256_sub_epi8(iq1_u32(T, blk, ib, ixt), _mm256_set1_epi8(9));
 }
 
 static const int16_t iq_no_scales[16]; // grid_decode's scales, unused here (the panel's are floats)
@@ -486,26 +491,87 @@ static inline __attribute__((always_inline)) __m256i iq_values32(const int T, co
     return _mm256_sign_epi8(mag, sgn);
 }
 
-// Sub-block ib dotted with 32 q8_K values, as 8 int32 lanes (lane k: values 4k..4k+3).
+// Sub-block ib dotted with 32 q8_K values, as 8 int32 lanes (lane k: values 4k..4k+3); IQ1:
+// its unsigned levels' dot, 9 times the values' sum over (the caller takes that off per block).
 static inline __attribute__((always_inline)) __m256i iq_dot32(const int T, const void * blk, int ib, const uint16_t * ixt,
                                                               const int8_t * q) {
-    if (T == G_IQ1_S || T == G_IQ1_M) return dot_i8_32(iq1_values32(T, blk, ib, ixt), _mm256_loadu_si256((const __m256i *) q));
+    if (T == G_IQ1_S || T == G_IQ1_M) return dot_u8_i8_32(iq1_u32(T, blk, ib, ixt), _mm256_loadu_si256((const __m256i *) q));
     __m256i mag, sgn, sc;
     grid_decode(T, blk, ib, iq_no_scales, ixt, &mag, &sgn, &sc);
     (void) sc;
     return dot_u8_i8_32(mag, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *) q), sgn));
 }
 
+// The GEMM blocks' scales of one super-block (8 of 32 values, or 16 of 16) into d: the float
+// operations of ggml_gemm_iq_scales in the same order, so the same bits, a vector at a time.
+static inline __attribute__((always_inline)) void iq_scales(const int T, const void * blk, float * d) {
+    const uint8_t * b = (const uint8_t *) blk;
+    if (T == G_IQ1_M) {
+        const block_iq1_m * a = (const block_iq1_m *) blk;
+        // 3-bit scale k: bits 3 (k % 4) .. of word k / 4 (moved to the top by a multiply, then down)
+        const __m256i wsel =
+            _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7);
+        const __m256i wmul =
+            _mm256_setr_epi16(8192, 1024, 128, 16, 8192, 1024, 128, 16, 8192, 1024, 128, 16, 8192, 1024, 128, 16);
+        const __m256i w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *) a->scales)), wsel);
+        const __m256i ls =
+            _mm256_or_si256(_mm256_slli_epi16(_mm256_srli_epi16(_mm256_mullo_epi16(w, wmul), 13), 1), _mm256_set1_epi16(1));
+        const __m256 dd = _mm256_set1_ps(ggml_iq1_m_scale(a)), e = _mm256_set1_ps(0.125f);
+        for (int h = 0; h < 2; h++) {
+            const __m256 f =
+                _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(h ? _mm256_extracti128_si256(ls, 1) : _mm256_castsi256_si128(ls)));
+            _mm256_storeu_ps(d + 8 * h, _mm256_mul_ps(_mm256_mul_ps(dd, f), e));
+        }
+        return;
+    }
+    ggml_fp16_t hd;
+    memcpy(&hd, b, sizeof(hd)); // the other types start with their fp16 d
+    const __m256 dd = _mm256_set1_ps(FP16_TO_FP32(hd));
+    if (T == G_IQ2_XS || T == G_IQ2_S) {
+        const uint8_t * sc = T == G_IQ2_XS ? ((const block_iq2_xs *) blk)->scales : ((const block_iq2_s *) blk)->scales;
+        const __m128i b8 = _mm_loadl_epi64((const __m128i *) sc), m4 = _mm_set1_epi8(0xF);
+        const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(b8, m4), _mm_and_si128(_mm_srli_epi16(b8, 4), m4));
+        for (int h = 0; h < 2; h++) {
+            const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(h ? _mm_srli_si128(nib, 8) : nib));
+            _mm256_storeu_ps(d + 8 * h,
+                             _mm256_mul_ps(_mm256_mul_ps(dd, _mm256_add_ps(_mm256_set1_ps(0.5f), f)), _mm256_set1_ps(0.25f)));
+        }
+        return;
+    }
+    __m256 r;
+    if (T == G_IQ2_XXS || T == G_IQ3_XXS) {
+        // the top 4 bits of the sub-blocks' sign words: every second word of qs (IQ2_XXS), or the
+        // 8 words after the 64 index bytes (IQ3_XXS)
+        const __m256i w = T == G_IQ2_XXS
+            ? _mm256_i32gather_epi32((const int *) (b + 6), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), 4)
+            : _mm256_loadu_si256((const __m256i *) (b + 2 + QK_IQ / 4));
+        const __m256 f = _mm256_add_ps(_mm256_set1_ps(0.5f), _mm256_cvtepi32_ps(_mm256_srli_epi32(w, 28)));
+        r = _mm256_mul_ps(_mm256_mul_ps(dd, f), _mm256_set1_ps(T == G_IQ2_XXS ? 0.25f : 0.5f));
+    } else if (T == G_IQ3_S) {
+        uint32_t w;
+        memcpy(&w, ((const block_iq3_s *) blk)->scales, sizeof(w));
+        const __m256i s4 = _mm256_and_si256(
+            _mm256_srlv_epi32(_mm256_set1_epi32((int) w), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15));
+        r = _mm256_mul_ps(dd, _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_slli_epi32(s4, 1), _mm256_set1_epi32(1))));
+    } else { // IQ1_S: bits 12-14 of each qh word
+        const __m256i qh = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *) ((const block_iq1_s *) blk)->qh));
+        const __m256i s3 = _mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7));
+        r = _mm256_mul_ps(_mm256_mul_ps(dd, _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_slli_epi32(s3, 1), _mm256_set1_epi32(1)))),
+                          _mm256_set1_ps(0.125f));
+    }
+    _mm256_storeu_ps(d, r);
+}
+
 // 16 whole rows into a panel (gemm.h), 8 rows x one sub-block at a time: their value vectors
 // turned into levels (xor 0x80: v + 128) and transposed, so that dword g of the 8 rows is one
-// store; the scales from the portable ggml_gemm_iq_scales (the same floats as its panels).
+// store; the scales from iq_scales (the portable packer's floats).
 static inline __attribute__((always_inline)) void iq_pack(const int T, const struct ggml_gemm_traits * gt, const void * rows,
                                                           size_t stride, int nr, int64_t K, void * panel) {
     if (nr < GGML_GEMM_MR) {
         ggml_gemm_pack_generic(gt, rows, stride, nr, K, panel);
         return;
     }
-    const int QB = gt->qb, bpu = QK_IQ / QB;
+    const int QB = T == G_IQ2_XS || T == G_IQ2_S || T == G_IQ1_M ? 16 : 32, bpu = QK_IQ / QB; // = gt->qb
     const size_t pbb = ggml_gemm_panel_block_bytes(gt), ub = ggml_type_size(gt->type);
     const __m256i bias = _mm256_set1_epi8((char) 0x80);
     for (int64_t u = 0; u < K / QK_IQ; u++) {
@@ -517,7 +583,7 @@ static inline __attribute__((always_inline)) void iq_pack(const int T, const str
                 blk[r] = (const uint8_t *) rows + (size_t) (8 * h + r) * stride + (size_t) u * ub;
                 iq_tables(T, blk[r], ixt[r]);
                 float d[16];
-                ggml_gemm_iq_scales(gt->type, blk[r], d);
+                iq_scales(T, blk[r], d);
                 for (int j = 0; j < bpu; j++)
                     memcpy(pu + (size_t) j * pbb + (size_t) QB * GGML_GEMM_MR + 4 * (8 * h + r), &d[j], 4);
             }
@@ -541,51 +607,64 @@ static void iq_gemv_prep(const struct ggml_gemm_traits * gt, const void * qrow, 
     memcpy(gv, qrow, ggml_row_size(gt->act_type, K));
 }
 
-// One column against 16 whole rows, row by row in memory order: the integer sum of each GEMM
-// block (one horizontal-add tree per super-block), then the 1-column tile's float steps (gemm.h:
-// t = isum_0 d_0, t = fma(isum_j, d_j, t), acc = fma(t, da, acc) per super-block), so the bits
-// are the tile's.
+// One column against 16 whole rows, 8 rows at a time with a row per lane (as the tile): per
+// sub-block the 8 rows' dot vectors reduce to one vector of their block sums (one add tree),
+// and the 1-column tile's float steps run on those lanes (gemm.h: t = isum_0 d_0,
+// t = fma(isum_j, d_j, t), acc = fma(t, da, acc) per super-block), so the bits are the tile's.
+// (Row by row, the per-block float chain of each row left the cores waiting: 0.7x vec_dot.)
 static inline __attribute__((always_inline)) void iq_gemv(const int T, const struct ggml_gemm_traits * gt, const void * rows,
                                                           size_t stride, int64_t K, void * gv, float * dst) {
-    const int QB = gt->qb, bpu = QK_IQ / QB;
+    const int QB = T == G_IQ2_XS || T == G_IQ2_S || T == G_IQ1_M ? 16 : 32, bpu = QK_IQ / QB; // = gt->qb
     const size_t ub = ggml_type_size(gt->type);
     const block_q8_K * y = (const block_q8_K *) gv;
     const uint8_t * base = (const uint8_t *) rows;
-    const int64_t n_lines = (int64_t) (GGML_GEMM_MR * stride + 63) / 64;
-    for (int r = 0; r < GGML_GEMM_MR; r++) {
-        const uint8_t * row = base + (size_t) r * stride;
-        for (int64_t l = r * n_lines / GGML_GEMM_MR; l < (r + 1) * n_lines / GGML_GEMM_MR; l++) {
-            _mm_prefetch((const char *) (base + GGML_GEMM_MR * stride + 64 * l), _MM_HINT_T1);
-        }
-        float acc = 0.0f;
-        for (int64_t i = 0; i < K / QK_IQ; i++) {
-            const uint8_t * blk = row + (size_t) i * ub;
-            uint16_t ixt[32];
-            iq_tables(T, blk, ixt);
-            __m256i p[8];
-            for (int ib = 0; ib < QK_IQ / 32; ib++) p[ib] = iq_dot32(T, blk, ib, ixt, y[i].qs + 32 * ib);
-            // q[k]: lanes 0-3 the low 16 values of sub-blocks 4k..4k+3, lanes 4-7 their high 16
-            const __m256i q0 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-            const __m256i q1 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
-            int32_t is[16];
-            if (QB == 32) {
-                _mm256_storeu_si256(
-                    (__m256i *) is,
-                    _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31)));
-            } else {
-                // blocks of 16: 2 ib (low half) and 2 ib + 1 (high half)
-                const __m256i lo = _mm256_permute2x128_si256(q0, q1, 0x20), hi = _mm256_permute2x128_si256(q0, q1, 0x31);
-                const __m256i ul = _mm256_unpacklo_epi32(lo, hi), uh = _mm256_unpackhi_epi32(lo, hi); // in-lane
-                _mm256_storeu_si256((__m256i *) is, _mm256_permute2x128_si256(ul, uh, 0x20));
-                _mm256_storeu_si256((__m256i *) (is + 8), _mm256_permute2x128_si256(ul, uh, 0x31));
+    // the next 16 rows into L2 meanwhile: 16 streams at once defeat the hardware prefetchers
+    const int64_t n_lines = (int64_t) (GGML_GEMM_MR * stride + 63) / 64, nsb = K / QK_IQ;
+    for (int h = 0; h < 2; h++) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t i = 0; i < nsb; i++) {
+            const int64_t l0 = (h * nsb + i) * n_lines / (2 * nsb), l1 = (h * nsb + i + 1) * n_lines / (2 * nsb);
+            for (int64_t l = l0; l < l1; l++) _mm_prefetch((const char *) (base + GGML_GEMM_MR * stride + 64 * l), _MM_HINT_T1);
+            const uint8_t * blk[8];
+            uint16_t ixt[8][32];
+            float dv[8][16];
+            for (int r = 0; r < 8; r++) {
+                blk[r] = base + (size_t) (8 * h + r) * stride + (size_t) i * ub;
+                iq_tables(T, blk[r], ixt[r]);
+                iq_scales(T, blk[r], dv[r]);
             }
-            float d[16];
-            ggml_gemm_iq_scales(gt->type, blk, d);
-            float t = (float) is[0] * d[0];
-            for (int j = 1; j < bpu; j++) t = fmaf((float) is[j], d[j], t);
-            acc = fmaf(t, y[i].d, acc);
+            // dT[j]: block j's scale of the 8 rows
+            __m256i dT[16];
+            for (int k = 0; k < bpu / 8; k++) {
+                for (int r = 0; r < 8; r++) dT[8 * k + r] = _mm256_castps_si256(_mm256_loadu_ps(dv[r] + 8 * k));
+                transpose_8x8(dT + 8 * k);
+            }
+            __m256 t = _mm256_setzero_ps();
+            for (int ib = 0; ib < QK_IQ / 32; ib++) {
+                __m256i p[8];
+                for (int r = 0; r < 8; r++) p[r] = iq_dot32(T, blk[r], ib, ixt[r], y[i].qs + 32 * ib);
+                // lanes 0-3: the low 16 values of rows 0-3 (q0) / 4-7 (q1), lanes 4-7: their high 16
+                const __m256i q0 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+                const __m256i q1 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+                __m256i lo = _mm256_permute2x128_si256(q0, q1, 0x20), hi = _mm256_permute2x128_si256(q0, q1, 0x31);
+                if (T == G_IQ1_S || T == G_IQ1_M) {
+                    // the same for every row: 9 times the activations' sum of each 16 values
+                    lo = _mm256_sub_epi32(lo, _mm256_set1_epi32(9 * y[i].bsums[2 * ib]));
+                    hi = _mm256_sub_epi32(hi, _mm256_set1_epi32(9 * y[i].bsums[2 * ib + 1]));
+                }
+                if (QB == 32) {
+                    const __m256 is = _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi));
+                    const __m256 d = _mm256_castsi256_ps(dT[ib]);
+                    t = ib == 0 ? _mm256_mul_ps(is, d) : _mm256_fmadd_ps(is, d, t);
+                } else {
+                    const __m256 d0 = _mm256_castsi256_ps(dT[2 * ib]), d1 = _mm256_castsi256_ps(dT[2 * ib + 1]);
+                    t = ib == 0 ? _mm256_mul_ps(_mm256_cvtepi32_ps(lo), d0) : _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), d0, t);
+                    t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), d1, t);
+                }
+            }
+            acc = _mm256_fmadd_ps(t, _mm256_set1_ps(y[i].d), acc);
         }
-        dst[r] = acc;
+        _mm256_storeu_ps(dst + 8 * h, acc);
     }
 }
 
