@@ -174,7 +174,7 @@ from test_quants_iq import weight_bytes, mul_mat
 from llama_py import ggml
 lib = T._lib.load_library()
 bits = []
-for t in (20, 23):  # IQ4_NL, IQ4_XS
+for t in (20, 23, 16, 17, 22, 18, 21, 19, 29):  # IQ4_NL, IQ4_XS, IQ2_XXS/XS/S, IQ3_XXS/S, IQ1_S/M
     rng = np.random.default_rng(70 + t)
     wq = weight_bytes(lib, t, 48, 768, rng)
     x = rng.normal(0, 1, (9, 768)).astype(np.float32)
@@ -184,10 +184,11 @@ print(json.dumps([ggml.ggml_cpu_variant().decode(), bits]))
 """
 
 
-def test_iq4_x86_kernel_sets_give_the_same_bits():
-    """IQ4_NL / IQ4_XS run the GEMM tiles (one column: the repacked 1-column kernel) on the AVX2,
-    AVX-VNNI and AVX-512 sets, in gemm.h's float order: the same bits on each (the portable set
-    keeps vec_dot, whose float order differs)."""
+def test_iq_x86_kernel_sets_give_the_same_bits():
+    """The IQ types run the GEMM tiles (one column: IQ4_NL / IQ4_XS the repacked 1-column kernel,
+    the codebook and IQ1 types the AVX2 set's gemv) on the AVX2, AVX-VNNI and AVX-512 sets, in
+    gemm.h's float order: the same bits on each (the portable set keeps vec_dot, whose float
+    order differs)."""
     import json
     import os
     import subprocess
