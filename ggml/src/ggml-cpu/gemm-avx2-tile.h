@@ -110,7 +110,7 @@ static inline __attribute__((always_inline)) __m256i level_vec(const uint8_t * p
 // nibbles and fifth bits (q5_0, q5_1); 6 = repacked q5_K; 7 / 8 = repacked q2_K / q3_K (gemm.h:
 // GGML_GEMM_RP_Q2_K, a header per superblock, then 64 bytes per block; q3_K: 192 per pair of blocks);
 // 9 / 10 = repacked iq4_nl / iq4_xs (nibbles as 1's, levels by table; iq4_xs: a header as q4_K's).
-// LB: bits of the largest level (4, 5, 6; 8 = q8_0, signed trick). GNR: columns of the group
+// LB: bits of the largest level (4, 5, 6, 7; 8 = q8_0, signed trick). GNR: columns of the group
 // layout (8, or 1 for the compact column). NH x CW: halves x columns of one pass.
 static inline __attribute__((always_inline)) void pass(int64_t K, const uint8_t * panel, const uint8_t * group, float * dst,
                                                        int64_t ldc, int nr, int nc, int h0, int c0, const int QB, const int SB,
@@ -413,8 +413,11 @@ TILE_FN(tile_iq4_nl, 32, 1, 1, false, true, 0, 8)
 TILE_FN(tile_iq4_xs, 32, 8, 1, false, true, 0, 8)
 TILE_FN(tile_rp_iq4_nl, 32, 1, 1, false, true, 9, 8)
 TILE_FN(tile_rp_iq4_xs, 32, 8, 1, false, true, 10, 8)
-TILE_FN(tile_iq_32, 32, 8, 8, false, true, 0, 8) // iq2_xxs, iq3_xxs, iq3_s, iq1_s (levels v + 128, q8_K)
-TILE_FN(tile_iq_16, 16, 16, 16, false, true, 0, 8) // iq2_xs, iq2_s, iq1_m
+// the codebook and IQ1 types (levels v + ggml_gemm_iq_off, q8_K): below 128 or 32
+TILE_FN(tile_iq_32_7, 32, 8, 8, false, true, 0, 7) // iq2_xxs, iq3_xxs
+TILE_FN(tile_iq_32_5, 32, 8, 8, false, true, 0, 5) // iq3_s, iq1_s
+TILE_FN(tile_iq_16_7, 16, 16, 16, false, true, 0, 7) // iq2_xs, iq2_s
+TILE_FN(tile_iq_16_5, 16, 16, 16, false, true, 0, 5) // iq1_m
 
 static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void * panel, const void * group, float * dst,
                        int64_t ldc, int nr, int nc) {
@@ -433,12 +436,12 @@ static void kernel_x86(const struct ggml_gemm_traits * gt, int64_t K, const void
         case GGML_TYPE_IQ4_NL: tile_iq4_nl(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_IQ4_XS: tile_iq4_xs(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_IQ2_XXS:
-        case GGML_TYPE_IQ3_XXS:
+        case GGML_TYPE_IQ3_XXS: tile_iq_32_7(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_IQ3_S:
-        case GGML_TYPE_IQ1_S: tile_iq_32(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ1_S: tile_iq_32_5(K, p, g, dst, ldc, nr, nc); break;
         case GGML_TYPE_IQ2_XS:
-        case GGML_TYPE_IQ2_S:
-        case GGML_TYPE_IQ1_M: tile_iq_16(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ2_S: tile_iq_16_7(K, p, g, dst, ldc, nr, nc); break;
+        case GGML_TYPE_IQ1_M: tile_iq_16_5(K, p, g, dst, ldc, nr, nc); break;
         default: ggml_gemm_kernel_generic(gt, K, panel, group, dst, ldc, nr, nc); break;
     }
 }

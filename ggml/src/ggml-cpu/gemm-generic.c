@@ -165,7 +165,7 @@ static void levels_iq4_xs(const void * vb, uint8_t * lv, float * d, float * m) {
     (void) m;
 }
 
-// ---- the codebook and IQ1 types: signed values v (levels v + 128, off 128, as q8_0's) times
+// ---- the codebook and IQ1 types: signed values v (levels v + ggml_gemm_iq_off) times
 // one float per GEMM block (ggml_gemm_iq_scales); IQ1's grid + delta as 8 g +- 1 with the scale / 8 ----
 
 void ggml_gemm_iq_scales(enum ggml_type type, const void * blk, float * d) {
@@ -219,25 +219,26 @@ void ggml_gemm_iq_scales(enum ggml_type type, const void * blk, float * d) {
 }
 
 // 8 grid magnitudes with 8 sign bits as levels.
-static inline void iq_lv8(uint8_t * lv, uint64_t entry, unsigned signs) {
+static inline void iq_lv8(uint8_t * lv, uint64_t entry, unsigned signs, int off) {
     for (int j = 0; j < 8; j++) {
         const int g = (int) ((entry >> (8 * j)) & 0xFF);
-        lv[j] = (uint8_t) ((signs >> j & 1 ? -g : g) + 128);
+        lv[j] = (uint8_t) ((signs >> j & 1 ? -g : g) + off);
     }
 }
-static inline void iq_lv4(uint8_t * lv, uint32_t entry, unsigned signs) {
+static inline void iq_lv4(uint8_t * lv, uint32_t entry, unsigned signs, int off) {
     for (int j = 0; j < 4; j++) {
         const int g = (int) ((entry >> (8 * j)) & 0xFF);
-        lv[j] = (uint8_t) ((signs >> j & 1 ? -g : g) + 128);
+        lv[j] = (uint8_t) ((signs >> j & 1 ? -g : g) + off);
     }
 }
-// 8 IQ1 grid values (-1, 0, 1) plus delta (+-1/8) as levels 8 g +- 1 + 128.
+// 8 IQ1 grid values (-1, 0, 1) plus delta (+-1/8) as levels 8 g +- 1 + 9.
 static inline void iq1_lv8(uint8_t * lv, int idx, bool neg) {
-    for (int j = 0; j < 8; j++) lv[j] = (uint8_t) (8 * (int8_t) (ggml_iq1s_grid[idx] >> (8 * j)) + (neg ? -1 : 1) + 128);
+    for (int j = 0; j < 8; j++) lv[j] = (uint8_t) (8 * (int8_t) (ggml_iq1s_grid[idx] >> (8 * j)) + (neg ? -1 : 1) + 9);
 }
 
 static void levels_iq(enum ggml_type type, const void * vb, uint8_t * lv, float * d) {
     ggml_gemm_iq_scales(type, vb, d);
+    const int off = ggml_gemm_iq_off(type);
     switch (type) {
         case GGML_TYPE_IQ2_XXS: {
             const block_iq2_xxs * b = (const block_iq2_xxs *) vb;
@@ -246,20 +247,20 @@ static void levels_iq(enum ggml_type type, const void * vb, uint8_t * lv, float 
                 memcpy(w, b->qs + 4 * ib, sizeof(w));
                 for (int l = 0; l < 4; l++) {
                     iq_lv8(lv + 32 * ib + 8 * l, ggml_iq2xxs_grid[(w[0] >> (8 * l)) & 0xFF],
-                           ggml_iq2_ksigns[(w[1] >> (7 * l)) & 127]);
+                           ggml_iq2_ksigns[(w[1] >> (7 * l)) & 127], off);
                 }
             }
         } break;
         case GGML_TYPE_IQ2_XS: {
             const block_iq2_xs * b = (const block_iq2_xs *) vb;
             for (int l = 0; l < QK_IQ / 8; l++)
-                iq_lv8(lv + 8 * l, ggml_iq2xs_grid[b->qs[l] & 511], ggml_iq2_ksigns[b->qs[l] >> 9]);
+                iq_lv8(lv + 8 * l, ggml_iq2xs_grid[b->qs[l] & 511], ggml_iq2_ksigns[b->qs[l] >> 9], off);
         } break;
         case GGML_TYPE_IQ2_S: {
             const block_iq2_s * b = (const block_iq2_s *) vb;
             for (int l = 0; l < QK_IQ / 8; l++) {
                 const int idx = b->qs[l] | (((b->qh[l / 4] >> (2 * (l % 4))) & 3) << 8);
-                iq_lv8(lv + 8 * l, ggml_iq2s_grid[idx], b->qs[QK_IQ / 8 + l]);
+                iq_lv8(lv + 8 * l, ggml_iq2s_grid[idx], b->qs[QK_IQ / 8 + l], off);
             }
         } break;
         case GGML_TYPE_IQ3_XXS: {
@@ -269,8 +270,8 @@ static void levels_iq(enum ggml_type type, const void * vb, uint8_t * lv, float 
                 memcpy(&w, b->qs + QK_IQ / 4 + 4 * ib, sizeof(w));
                 for (int l = 0; l < 4; l++) {
                     const unsigned s = ggml_iq2_ksigns[(w >> (7 * l)) & 127];
-                    iq_lv4(lv + 32 * ib + 8 * l, ggml_iq3xxs_grid[b->qs[8 * ib + 2 * l]], s & 0xF);
-                    iq_lv4(lv + 32 * ib + 8 * l + 4, ggml_iq3xxs_grid[b->qs[8 * ib + 2 * l + 1]], s >> 4);
+                    iq_lv4(lv + 32 * ib + 8 * l, ggml_iq3xxs_grid[b->qs[8 * ib + 2 * l]], s & 0xF, off);
+                    iq_lv4(lv + 32 * ib + 8 * l + 4, ggml_iq3xxs_grid[b->qs[8 * ib + 2 * l + 1]], s >> 4, off);
                 }
             }
         } break;
@@ -280,7 +281,7 @@ static void levels_iq(enum ggml_type type, const void * vb, uint8_t * lv, float 
                 for (int l = 0; l < 8; l++) {
                     const int idx = b->qs[8 * ib + l] | (((b->qh[ib] >> l) & 1) << 8);
                     const unsigned sg = b->signs[4 * ib + l / 2];
-                    iq_lv4(lv + 32 * ib + 4 * l, ggml_iq3s_grid[idx], l % 2 ? sg >> 4 : sg & 0xF);
+                    iq_lv4(lv + 32 * ib + 4 * l, ggml_iq3s_grid[idx], l % 2 ? sg >> 4 : sg & 0xF, off);
                 }
             }
         } break;
@@ -655,7 +656,7 @@ void ggml_gemm_init_generic(struct ggml_gemm_traits * t) {
     memset(t, 0, sizeof(*t) * GGML_TYPE_COUNT);
     // q4_K, q5_K, q6_K meet activations with one scale per 32 (q8_1): one per 256 (q8_K)
     // rounds the small values of a superblock holding an outlier (GeGLU outputs) to few levels
-    static const struct {
+    const struct {
         enum ggml_type type;
         int qb, sb, sa, off;
         bool has_min;
@@ -674,13 +675,13 @@ void ggml_gemm_init_generic(struct ggml_gemm_traits * t) {
         { GGML_TYPE_IQ4_NL, 32, 1, 1, 128, false, GGML_TYPE_Q8_0 },
         { GGML_TYPE_IQ4_XS, 32, 8, 1, 128, false, GGML_TYPE_Q8_0 },
         // the codebook and IQ1 types meet q8_K (their vec_dot_type): one activation scale per 256
-        { GGML_TYPE_IQ2_XXS, 32, 8, 8, 128, false, GGML_TYPE_Q8_K },
-        { GGML_TYPE_IQ2_XS, 16, 16, 16, 128, false, GGML_TYPE_Q8_K },
-        { GGML_TYPE_IQ2_S, 16, 16, 16, 128, false, GGML_TYPE_Q8_K },
-        { GGML_TYPE_IQ3_XXS, 32, 8, 8, 128, false, GGML_TYPE_Q8_K },
-        { GGML_TYPE_IQ3_S, 32, 8, 8, 128, false, GGML_TYPE_Q8_K },
-        { GGML_TYPE_IQ1_S, 32, 8, 8, 128, false, GGML_TYPE_Q8_K },
-        { GGML_TYPE_IQ1_M, 16, 16, 16, 128, false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ2_XXS, 32, 8, 8, ggml_gemm_iq_off(GGML_TYPE_IQ2_XXS), false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ2_XS, 16, 16, 16, ggml_gemm_iq_off(GGML_TYPE_IQ2_XS), false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ2_S, 16, 16, 16, ggml_gemm_iq_off(GGML_TYPE_IQ2_S), false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ3_XXS, 32, 8, 8, ggml_gemm_iq_off(GGML_TYPE_IQ3_XXS), false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ3_S, 32, 8, 8, ggml_gemm_iq_off(GGML_TYPE_IQ3_S), false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ1_S, 32, 8, 8, ggml_gemm_iq_off(GGML_TYPE_IQ1_S), false, GGML_TYPE_Q8_K },
+        { GGML_TYPE_IQ1_M, 16, 16, 16, ggml_gemm_iq_off(GGML_TYPE_IQ1_M), false, GGML_TYPE_Q8_K },
     };
     for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
         struct ggml_gemm_traits * g = &t[defs[i].type];

@@ -194,8 +194,22 @@ static inline int ggml_gemm_iq4_xs_scale(const void * blk, int ib) {
 }
 // The float scale of each GEMM block (8 of 32 or 16 of 16 values) of one super-block of an
 // IQ2_XXS / IQ2_XS / IQ2_S / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M row, whose levels are the signed
-// values + 128 (IQ1: 8 (grid + delta), the scale / 8). Portable; the panels of every set hold these.
+// values + ggml_gemm_iq_off (IQ1: 8 (grid + delta), the scale / 8). Portable; the panels of every set hold these.
 void ggml_gemm_iq_scales(enum ggml_type type, const void * blk, float * d);
+// Their level offset: the largest |v| (grid bytes up to 43 / 62 / 15, IQ1 9), so levels stay below
+// 128 (IQ3_S, IQ1: 32), which the AVX2 tiles take without the sign trick of q8_0's (gemm-avx2-tile.h).
+static inline int ggml_gemm_iq_off(enum ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_IQ2_XXS:
+        case GGML_TYPE_IQ2_XS:
+        case GGML_TYPE_IQ2_S: return 43;
+        case GGML_TYPE_IQ3_XXS: return 62;
+        case GGML_TYPE_IQ3_S: return 15;
+        case GGML_TYPE_IQ1_S:
+        case GGML_TYPE_IQ1_M: return 9;
+        default: return 0;
+    }
+}
 // AVX2 packer and one-column product of those types (quants-iq-avx2.c), installed on an AVX2-based table.
 void ggml_gemm_init_iq_avx2(struct ggml_gemm_traits * table);
 // One column on stored rows of a type with repack_rows and kernel_repacked1: the 16 rows

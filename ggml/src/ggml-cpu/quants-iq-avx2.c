@@ -447,7 +447,7 @@ DOT_FNS(iq1_m, iq1_m_dot)
 DOT_FNS(tq2_0, tq2_0_dot)
 DOT_FNS(tq1_0, tq1_0_dot)
 
-// ---- GEMM (gemm.h) of the codebook and IQ1 types: panels of signed values + 128, and the one-column product ----
+// ---- GEMM (gemm.h) of the codebook and IQ1 types: panels of signed values + off, and the one-column product ----
 
 enum {
     G_IQ1_S = G_IQ3_S + 1,
@@ -563,7 +563,7 @@ static inline __attribute__((always_inline)) void iq_scales(const int T, const v
 }
 
 // 16 whole rows into a panel (gemm.h), 8 rows x one sub-block at a time: their value vectors
-// turned into levels (xor 0x80: v + 128) and transposed, so that dword g of the 8 rows is one
+// turned into levels (v + off) and transposed, so that dword g of the 8 rows is one
 // store; the scales from iq_scales (the portable packer's floats).
 static inline __attribute__((always_inline)) void iq_pack(const int T, const struct ggml_gemm_traits * gt, const void * rows,
                                                           size_t stride, int nr, int64_t K, void * panel) {
@@ -573,7 +573,7 @@ static inline __attribute__((always_inline)) void iq_pack(const int T, const str
     }
     const int QB = T == G_IQ2_XS || T == G_IQ2_S || T == G_IQ1_M ? 16 : 32, bpu = QK_IQ / QB; // = gt->qb
     const size_t pbb = ggml_gemm_panel_block_bytes(gt), ub = ggml_type_size(gt->type);
-    const __m256i bias = _mm256_set1_epi8((char) 0x80);
+    const __m256i bias = _mm256_set1_epi8((char) gt->off);
     for (int64_t u = 0; u < K / QK_IQ; u++) {
         uint8_t * pu = (uint8_t *) panel + (size_t) u * bpu * pbb;
         for (int h = 0; h < 2; h++) {
@@ -589,7 +589,7 @@ static inline __attribute__((always_inline)) void iq_pack(const int T, const str
             }
             for (int ib = 0; ib < QK_IQ / 32; ib++) {
                 __m256i v[8];
-                for (int r = 0; r < 8; r++) v[r] = _mm256_xor_si256(iq_values32(T, blk[r], ib, ixt[r]), bias);
+                for (int r = 0; r < 8; r++) v[r] = _mm256_add_epi8(iq_values32(T, blk[r], ib, ixt[r]), bias);
                 transpose_8x8(v);
                 for (int g = 0; g < 8; g++) {
                     uint8_t * o =
