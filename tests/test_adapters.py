@@ -155,6 +155,20 @@ def test_lora_on_quantized_fused_base(setup):
     assert _rel(_ours(s["q8"], s["toks"]), plain) > 0.05
 
 
+def test_adapter_held_f16_over_quantized_base(setup, tmp_path):
+    """Over a quantized model the adapter is held as F16 (scaled by a power of two): an F32 file
+    and an F16 file of the same adapter give the same logits to F16's rounding of the F32 values
+    (the power-of-two scaling adds no error of its own), and both differ from the base."""
+    s = setup
+    one = s["ad"]["one"]
+    f16 = tmp_path / "lora-one-f16.gguf"
+    convert_lora(s["root"] / "peft-one", s["ck"].path, f16, "f16")
+    got32 = _ours(s["q8"], s["toks"], [(one["gguf"], 1.0)])
+    got16 = _ours(s["q8"], s["toks"], [(f16, 1.0)])
+    assert _rel(got16, got32) < 1e-5, _rel(got16, got32)
+    assert _rel(_ours(s["q8"], s["toks"]), got32) > 0.05
+
+
 def test_control_vector(setup):
     s = setup
     ck = s["ck"]
