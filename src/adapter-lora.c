@@ -501,11 +501,6 @@ static int32_t adapters_check(const struct llama_context * ctx, struct llama_ada
             LLAMA_LOG_ERROR("%s: adapter %zu was loaded for another model\n", func, i);
             return -1;
         }
-        if (adapters[i]->n_alora_tokens > 0) {
-            // an aLoRA applies only after its invocation tokens, per sequence: not implemented
-            LLAMA_LOG_ERROR("%s: adapter %zu is an activated LoRA (aLoRA), which this engine does not apply\n", func, i);
-            return -1;
-        }
     }
     return 0;
 }
@@ -640,7 +635,11 @@ void llama_adapter_lora_set_inputs(struct llama_context * ctx, const struct llam
                     continue;  // the output rows are the flagged ones, in order
                 }
                 const llama_seq_id s = ub->seq_id[i][0];
-                const float us = s >= 0 && (uint32_t) s < ctx->n_seq_max ? ctx->lora_seq[e].scales[s] : 0.0f;
+                float us = s >= 0 && (uint32_t) s < ctx->n_seq_max ? ctx->lora_seq[e].scales[s] : 0.0f;
+                if (us != 0.0f && a->n_alora_tokens > 0 && ctx->alora_start != NULL &&
+                    (ctx->alora_start[s] < 0 || ub->pos[i] < ctx->alora_start[s])) {
+                    us = 0.0f; // an aLoRA before its invocation: the base model's row
+                }
                 v[r++] = us != 0.0f ? adapter_pair_scale(a, &a->pairs[0], us) : 0.0f;
             }
             llama_context_set_input(ctx, t, v, n * sizeof(float));
@@ -718,6 +717,22 @@ int32_t llama_set_adapters_lora_seq(struct llama_context * ctx, llama_seq_id seq
         lora_seq_compact(ctx);
         return -1;
     }
+    return 0;
+}
+
+int32_t llama_set_alora_start(struct llama_context * ctx, llama_seq_id seq_id, llama_pos pos_start) {
+    if (llama_context_checked(ctx, __func__) == NULL) {
+        return -1;
+    }
+    if (seq_id < 0 || (uint32_t) seq_id >= ctx->n_seq_max) {
+        LLAMA_LOG_ERROR("%s: seq_id %d is outside [0, %u)\n", __func__, seq_id, ctx->n_seq_max);
+        return -1;
+    }
+    if (ctx->alora_start == NULL && (ctx->alora_start = GGML_CALLOC(ctx->n_seq_max, sizeof(llama_pos))) == NULL) {
+        LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
+        return -1;
+    }
+    ctx->alora_start[seq_id] = pos_start < 0 ? -1 : pos_start; // the scales are inputs: the graph stays
     return 0;
 }
 

@@ -15,7 +15,7 @@
 // Outputs per phase-2 block: r rows of this many bt elements stay in L1 across the columns.
 #define LORA_BLOCK 256
 // A rows per phase-1 item (one tile's rows).
-#define LORA_ROWS GGML_MM_FLOAT_MR
+#define LORA_ROWS  GGML_MM_FLOAT_MR
 
 size_t ggml_cpu_work_size_lora_add(const struct ggml_tensor * dst, int n_threads) {
     (void) n_threads;
