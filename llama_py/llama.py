@@ -797,16 +797,12 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                 if a != b:
                     break
                 n_keep += 1
+            at = self._alora_find(tokens) if self._alora_toks else -1
             if self._alora_toks:
                 # cells past the first position whose activation differs were computed otherwise
-                at = self._alora_find(tokens)
                 eff = [x if x is not None and x >= 0 else len(tokens) + len(self._tokens) for x in (self._alora_start, at)]
                 if eff[0] != eff[1]:
                     n_keep = min(n_keep, min(eff))
-                if n_keep < len(self._tokens):
-                    self.n_tokens = n_keep
-                self._alora_set(at)
-                self._alora_fixed = True
             if n_keep == len(tokens) == len(self._tokens) and self._logits_live:
                 tokens = []  # the whole prompt is decoded and its logits are current
             else:
@@ -816,6 +812,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                 if not self._tokens:   # nothing kept (a recurrent state is kept whole or not at all)
                     self.reset()
                 tokens = tokens[len(self._tokens):]
+            if self._alora_toks:
+                self._alora_set(at)     # from the prompt, fixed for this generation (as PEFT)
+                self._alora_fixed = True
         self._free_sampler()
         history = self._tokens + tokens
         self._sampler = self._build_sampler(seed=seed, logit_bias=logit_bias, history=history, **sampling)
