@@ -180,13 +180,15 @@ static enum ggml_type adapter_rt_type(const struct ggml_tensor * w) {
     return ggml_is_quantized(w->type) ? GGML_TYPE_F16 : GGML_TYPE_F32;
 }
 
-// File tensor t (2-D, any type with to_float) into out as `type` (F32 or F16), transposed when
-// asked (out then holds ne[1] values per row). F16 is the values times the power of two 2^e
-// that puts the largest magnitude in [2^14, 2^15) (llama-adapter.h); returns 2^-e (1 for F32),
-// or 0 (logged) for a non-finite value. tmp holds 2 * nelements floats.
-static float adapter_to_rt(const struct ggml_tensor * t, const void * src, bool transpose, enum ggml_type type, float * tmp,
-                           void * out) {
-    const int64_t n0 = t->ne[0], n1 = t->ne[1], n = n0 * n1;
+// File tensor t (2-D, any type with to_float) into rt (held as rt's type, F32 or F16): as it is,
+// or for B (panels) transposed into ggml_lora_add's panels of 64 outputs, zero past the last. F16
+// is the values times the power of two 2^e that puts the largest magnitude in [2^14, 2^15)
+// (llama-adapter.h); returns 2^-e (1 for F32), or 0 (logged) for a non-finite value. tmp holds
+// nelements(t) + nelements(rt) floats, out nelements(rt) values.
+static float adapter_to_rt(const struct ggml_tensor * t, const void * src, bool panels, const struct ggml_tensor * rt,
+                           float * tmp, void * out) {
+    const enum ggml_type type = rt->type;
+    const int64_t n0 = t->ne[0], n1 = t->ne[1], n = n0 * n1, n_rt = ggml_nelements(rt);
     float * f = tmp;
     if (t->type == GGML_TYPE_F32) {
         memcpy(f, src, (size_t) n * sizeof(float));
@@ -210,19 +212,22 @@ static float adapter_to_rt(const struct ggml_tensor * t, const void * src, bool 
     }
     const float s = ldexpf(1.0f, e);
     float * g = type == GGML_TYPE_F32 ? (float *) out : tmp + n;
+    memset(g, 0, (size_t) n_rt * sizeof(float));
     for (int64_t i = 0; i < n1; i++) {
         for (int64_t j = 0; j < n0; j++) {
-            g[transpose ? j * n1 + i : i * n0 + j] = f[i * n0 + j] * s;
+            // B's row i (output i) element j (rank index) goes to panel i / 64, row j, place i % 64
+            const int64_t at = panels ? (i / GGML_LORA_PANEL * n0 + j) * GGML_LORA_PANEL + i % GGML_LORA_PANEL : i * n0 + j;
+            g[at] = f[i * n0 + j] * s;
         }
     }
     if (type == GGML_TYPE_F16) {
-        ggml_fp32_to_fp16_row(g, (ggml_fp16_t *) out, n);
+        ggml_fp32_to_fp16_row(g, (ggml_fp16_t *) out, n_rt);
     }
     return ldexpf(1.0f, -e);
 }
 
-// Replaces every pair's file headers by copies of A and of B transposed in their held type, in
-// a's own buffer.
+// Replaces every pair's file headers by copies of A and of B (in ggml_lora_add's transposed panels)
+// in their held type, in a's own buffer.
 static bool adapter_convert(struct llama_adapter_lora * a, const void * data, size_t size) {
     const size_t mem = (size_t) (2 * a->n_pairs + 1) * ggml_tensor_overhead();
     if ((a->ctx_rt = ggml_init((struct ggml_init_params) { .mem_size = mem, .mem_buffer = NULL, .no_alloc = true })) == NULL) {
@@ -234,7 +239,8 @@ static bool adapter_convert(struct llama_adapter_lora * a, const void * data, si
         const struct ggml_tensor *ta = a->pairs[i].a, *tb = a->pairs[i].bt;
         const enum ggml_type type = adapter_rt_type(a->pairs[i].w);
         rt[2 * i] = ggml_new_tensor_2d(a->ctx_rt, type, ta->ne[0], ta->ne[1]);
-        rt[2 * i + 1] = ggml_new_tensor_2d(a->ctx_rt, type, tb->ne[1], tb->ne[0]);
+        rt[2 * i + 1] =
+            ggml_new_tensor_3d(a->ctx_rt, type, GGML_LORA_PANEL, tb->ne[0], (tb->ne[1] + GGML_LORA_PANEL - 1) / GGML_LORA_PANEL);
         if (rt[2 * i] == NULL || rt[2 * i + 1] == NULL) {
             free(rt);
             return false;
@@ -242,7 +248,7 @@ static bool adapter_convert(struct llama_adapter_lora * a, const void * data, si
         ggml_set_name(rt[2 * i], ta->name);
         ggml_set_name(rt[2 * i + 1], tb->name);
         most = ggml_nelements(ta) > most ? ggml_nelements(ta) : most;
-        most = ggml_nelements(tb) > most ? ggml_nelements(tb) : most;
+        most = ggml_nelements(rt[2 * i + 1]) > most ? ggml_nelements(rt[2 * i + 1]) : most; // >= B's
     }
     float * tmp = rt ? GGML_MALLOC((size_t) most * 2 * sizeof(float)) : NULL;
     void * held = tmp ? GGML_MALLOC((size_t) most * sizeof(float)) : NULL;
@@ -262,7 +268,7 @@ static bool adapter_convert(struct llama_adapter_lora * a, const void * data, si
         for (int k = 0; ok && k < 2; k++) {
             const struct ggml_tensor * t = k == 0 ? p->a : p->bt;
             const void * src = adapter_tensor_bytes(a, t, data, size);
-            const float u = src ? adapter_to_rt(t, src, k == 1, rt[2 * i + k]->type, tmp, held) : 0.0f;
+            const float u = src ? adapter_to_rt(t, src, k == 1, rt[2 * i + k], tmp, held) : 0.0f;
             ok = u > 0.0f;
             if (ok) {
                 ggml_backend_tensor_set(rt[2 * i + k], held, 0, ggml_nbytes(rt[2 * i + k]));

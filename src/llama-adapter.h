@@ -8,7 +8,7 @@
 // ggml_lora_add node per adapted product.
 //
 // Storage: whatever the file's type (F32, F16, BF16, Q8_0, ...), A and B are held in the type
-// ggml_lora_add reads, B transposed: F16 where the adapted matrix is quantized, F32 where it is
+// and layout ggml_lora_add reads (B transposed in panels): F16 where the adapted matrix is quantized, F32 where it is
 // a float matrix. Generation reads the adapter once per token, and over a quantized model F32
 // would cost about 7% more bytes per token for a rank-16 adapter on every projection of a 0.5B
 // Q4_K_M model, F16 half that; F16's rounding (2^-11 relative per element of A and B, the
@@ -30,8 +30,9 @@ extern "C" {
 
 struct llama_context;
 
-// One adapted matrix: w is the model's tensor; a ([n_in, r]) and bt ([n_out, r], B transposed),
-// both F16 or both F32, live in the adapter's CPU buffer, their values times 1/unscale.
+// One adapted matrix: w is the model's tensor; a ([n_in, r]) and bt (B transposed in panels of 64
+// outputs, [64, r, ceil(n_out/64)]: ggml_lora_add's layout), both F16 or both F32, live in the
+// adapter's CPU buffer, their values times 1/unscale.
 struct llama_adapter_lora_pair {
     const struct ggml_tensor * w;
     struct ggml_tensor *a, *bt;

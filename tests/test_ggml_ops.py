@@ -661,12 +661,17 @@ def gated_delta_net_case(S, H, H_k, n_t, n_s, K=1, g_vec=False, chunk=0):
 
 
 def lora_add_case(K, M, N, r, per_col=False, y_view=False):
-    """a [K, r] and bt [M, r] contiguous in the case's type (F32 or F16), x [K, N] F32 in the layout,
+    """a [K, r] and bt (B's panels [64, r, ceil(M/64)]) contiguous in the case's type (F32 or F16),
+    x [K, N] F32 in the layout,
     y [M, N] F32 (a view of the middle rows of a fused product when y_view), per_col: rs [1, N]
     with zeros (those columns must be y's bits)."""
     def build(ctx, rng, type, layout):
         a = inp(ctx, rng.uniform(-1, 1, (r, K)), type, "cont")
-        bt = inp(ctx, rng.uniform(-1, 1, (r, M)), type, "cont")
+        P = -(-M // 64)                                  # B transposed in panels of 64 outputs
+        b = rng.uniform(-1, 1, (M, r))
+        panels = np.zeros((P * 64, r))
+        panels[:M] = b
+        bt = inp(ctx, panels.reshape(P, 64, r).transpose(0, 2, 1), type, "cont")
         x = inp(ctx, rng.uniform(-1, 1, (N, K)), F32, layout)
         if y_view:
             big = inp(ctx, rng.uniform(-1, 1, (N, M + 40)), F32, "cont")
@@ -678,8 +683,9 @@ def lora_add_case(K, M, N, r, per_col=False, y_view=False):
         if per_col:
             s = rng.uniform(-2, 2, N) * (np.arange(N) % 3 != 1)
             rs = inp(ctx, s.reshape(N, 1), F32, "cont")
-        av, bv, xv, yv = val(a)[0, 0], val(bt)[0, 0], val(x)[0, 0], val(y)[0, 0]
-        ref = yv + 0.75 * s[:, None] * ((xv @ av.T) @ bv)     # (N, M)
+        av, xv, yv = val(a)[0, 0], val(x)[0, 0], val(y)[0, 0]
+        bv = val(bt)[0].transpose(0, 2, 1).reshape(P * 64, r)[:M]   # B as held, (M, r)
+        ref = yv + 0.75 * s[:, None] * ((xv @ av.T) @ bv.T)     # (N, M)
         return ggml.ggml_lora_add(ctx, y, x, a, bt, rs, 0.75), ref
     return build
 

@@ -483,10 +483,12 @@ GGML_API struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struc
 // SwiGLU over the two halves of dim 0: silu(a[:n/2]) * a[n/2:]; result of a's type.
 GGML_API struct ggml_tensor * ggml_swiglu(struct ggml_context * ctx, struct ggml_tensor * a);
 // Low-rank update of a product y = W x (a LoRA adapter's term, fused): y + s_j B (A x_j) for each
-// column j, s_j = scale * rs[j] (scale alone when rs is NULL). a [K, r] holds A's r rows, bt
-// [M, r] B's r columns (B transposed), both F32 or F16; x [K, N] and y [M, N] F32 with contiguous
-// rows (any column stride: views of a fused product work), rs F32 [1, N] or NULL. A column whose
-// s_j is 0 is y's exactly. -> [M, N] F32.
+// column j, s_j = scale * rs[j] (scale alone when rs is NULL). a [K, r] holds A's r rows; bt
+// [64, r, ceil(M/64)] holds B transposed in panels of 64 outputs (element (i, k, p) is B[64 p + i][k],
+// zero past M), so the update reads it as one sequential stream; a and bt both F32 or both F16.
+// x [K, N] and y [M, N] F32 with contiguous rows (any column stride: views of a fused product
+// work), rs F32 [1, N] or NULL. A column whose s_j is 0 is y's exactly. -> [M, N] F32.
+#define GGML_LORA_PANEL 64 // outputs per panel of ggml_lora_add's bt
 GGML_API struct ggml_tensor * ggml_lora_add(struct ggml_context * ctx, struct ggml_tensor * y, struct ggml_tensor * x,
                                             struct ggml_tensor * a, struct ggml_tensor * bt, struct ggml_tensor * rs,
                                             float scale);

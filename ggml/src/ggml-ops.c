@@ -859,9 +859,10 @@ struct ggml_tensor * ggml_lora_add(struct ggml_context * ctx, struct ggml_tensor
         return ggml_op_fail(name, "a and bt must be contiguous, both F32 or both F16", a, bt);
     }
     const int64_t K = x->ne[0], N = x->ne[1], M = y->ne[0], r = a->ne[1];
-    if (ggml_n_dims(x) > 2 || ggml_n_dims(y) > 2 || ggml_n_dims(a) > 2 || ggml_n_dims(bt) > 2 || a->ne[0] != K ||
-        bt->ne[0] != M || bt->ne[1] != r || y->ne[1] != N || r < 1) {
-        return ggml_op_fail(name, "shapes must be x [K, N], y [M, N], a [K, r], bt [M, r]", a, bt);
+    if (ggml_n_dims(x) > 2 || ggml_n_dims(y) > 2 || ggml_n_dims(a) > 2 || bt->ne[3] != 1 || a->ne[0] != K ||
+        bt->ne[0] != GGML_LORA_PANEL || bt->ne[1] != r || bt->ne[2] != (M + GGML_LORA_PANEL - 1) / GGML_LORA_PANEL ||
+        y->ne[1] != N || r < 1) {
+        return ggml_op_fail(name, "shapes must be x [K, N], y [M, N], a [K, r], bt [64, r, ceil(M/64)]", a, bt);
     }
     if (rs && (rs->type != GGML_TYPE_F32 || rs->ne[0] != 1 || rs->ne[1] != N || ggml_nelements(rs) != N)) {
         return ggml_op_fail(name, "rs must be F32 [1, N]", rs, x);

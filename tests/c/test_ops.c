@@ -1061,7 +1061,8 @@ static void test_direct_splits(void) {
 // ---- low-rank update (LoRA) ----
 
 // ggml_lora_add against a double loop: a decode column and a batch with per-column factors (some
-// zero: those columns must be y's bits), F32 and F16 A / B^T, 1..3 threads.
+// zero: those columns must be y's bits), F32 and F16 A / B^T (B's panels: M = 300 leaves a partial
+// last one, whatever its padding holds), 1..3 threads.
 static void test_lora_add(void) {
     const int64_t K = 200, M = 300, r = 12;
     for (int ti = 0; ti < 2; ti++)
@@ -1070,7 +1071,7 @@ static void test_lora_add(void) {
                 const enum ggml_type type = ti ? GGML_TYPE_F16 : GGML_TYPE_F32;
                 struct ggml_context * ctx = new_ctx();
                 struct ggml_tensor * a = ggml_new_tensor_2d(ctx, type, K, r);
-                struct ggml_tensor * bt = ggml_new_tensor_2d(ctx, type, M, r);
+                struct ggml_tensor * bt = ggml_new_tensor_3d(ctx, type, GGML_LORA_PANEL, r, (M + 63) / 64);
                 struct ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
                 struct ggml_tensor * y = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, M, N);
                 struct ggml_tensor * rs = N > 1 ? ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, N) : NULL;
@@ -1093,7 +1094,7 @@ static void test_lora_add(void) {
                         for (int64_t k = 0; k < r; k++) {
                             double ax = 0.0;
                             for (int64_t i = 0; i < K; i++) ax += (double) get(a, i, k, 0, 0) * get(x, i, j, 0, 0);
-                            d += ax * get(bt, m, k, 0, 0);
+                            d += ax * get(bt, m % 64, k, m / 64, 0); // B[m][k] in its panel
                         }
                         ref[j * M + m] = get(y, m, j, 0, 0) + s * d;
                     }
@@ -1119,9 +1120,13 @@ static void test_lora_add(void) {
     ggml_log_set(quiet_log, NULL);
     EXPECT(ggml_lora_add(ctx, y, x, f, h, NULL, 1.0f) == NULL, "lora_add: a and bt of different types refused");
     EXPECT(ggml_lora_add(ctx, y, x, q, q, NULL, 1.0f) == NULL, "lora_add: quantized a refused");
-    EXPECT(ggml_lora_add(ctx, y, x, f, f, bad_rs, 1.0f) == NULL, "lora_add: rs of the wrong length refused");
-    EXPECT(ggml_lora_add(ctx, y, f, f, f, NULL, 1.0f) == NULL, "lora_add: y and x of different column counts refused");
-    EXPECT(ggml_lora_add(ctx, NULL, x, f, f, NULL, 1.0f) == NULL, "lora_add: NULL y refused");
+    struct ggml_tensor * bt = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, GGML_LORA_PANEL, 4, 1);
+    EXPECT(ggml_lora_add(ctx, y, x, f, bt, NULL, 1.0f) != NULL, "lora_add: good shapes accepted");
+    struct ggml_tensor * bt2 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, GGML_LORA_PANEL, 4, 2);
+    EXPECT(ggml_lora_add(ctx, y, x, f, bt2, NULL, 1.0f) == NULL, "lora_add: bt with panels for another M refused");
+    EXPECT(ggml_lora_add(ctx, y, x, f, bt, bad_rs, 1.0f) == NULL, "lora_add: rs of the wrong length refused");
+    EXPECT(ggml_lora_add(ctx, y, f, f, bt, NULL, 1.0f) == NULL, "lora_add: y and x of different column counts refused");
+    EXPECT(ggml_lora_add(ctx, NULL, x, f, bt, NULL, 1.0f) == NULL, "lora_add: NULL y refused");
     ggml_log_set(NULL, NULL);
     ggml_free(ctx);
 }

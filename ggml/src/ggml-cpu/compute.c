@@ -2,7 +2,6 @@
 // CPU facts (core count, instruction-set features) are in cpu-features.c.
 #include "cpu-impl.h"
 #include "quants.h"
-#include "vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +100,7 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
         case GGML_OP_SOFT_MAX: return ggml_nrows(node->src[0]);
         case GGML_OP_SSM_CONV: return (node->ne[0] + 15) / 16 * node->ne[2];  // blocks of 16 channels x sequences
         case GGML_OP_GATED_DELTA_NET: return node->src[2]->ne[1] * node->src[2]->ne[3]; // heads x sequences
-        case GGML_OP_LORA_ADD: return (node->ne[0] + GGML_CPU_EW_ALIGN - 1) / GGML_CPU_EW_ALIGN; // phase 2's output blocks
+        case GGML_OP_LORA_ADD: return node->src[3]->ne[2]; // phase 2's panels of outputs
         case GGML_OP_ADD:
         case GGML_OP_SUB:
         case GGML_OP_MUL:

@@ -5,17 +5,16 @@
 // length r (a horizontal sum per element), and the four nodes meet three times at barriers per
 // adapted matrix. Here phase 1 computes c_j = s_j A x_j ([r] per column) with the float dot
 // tiles of matmul-float.h (each A row read once, x as F32), the threads split A's rows; after one
-// barrier phase 2 walks B transposed (r rows of M) as an axpy per output block: out = y, then
-// out += c_j[k] * bt[k] for k in order (vec.h's lora_axpy), the add fused. Each element's result
+// barrier phase 2 walks B transposed in panels of 64 outputs (r x 64 contiguous, so B is one
+// sequential stream, not r strided ones) as an axpy per panel: out = y, then out += c_j[k] *
+// panel[k] for k in order (vec.h's lora_axpy), the add fused; a panel stays in L1 across columns. Each element's result
 // is the same chain whatever the thread count; a column with s_j = 0 is copied from y untouched.
 #include "matmul-float.h"
 #include "ops-util.h"
 #include "vec.h"
 
-// Outputs per phase-2 block: r rows of this many bt elements stay in L1 across the columns.
-#define LORA_BLOCK 256
 // A rows per phase-1 item (one tile's rows).
-#define LORA_ROWS  GGML_MM_FLOAT_MR
+#define LORA_ROWS GGML_MM_FLOAT_MR
 
 size_t ggml_cpu_work_size_lora_add(const struct ggml_tensor * dst, int n_threads) {
     (void) n_threads;
@@ -85,21 +84,23 @@ void ggml_compute_forward_lora_add(const struct ggml_compute_params * params, st
     }
     ggml_cpu_barrier(params); // every c_j is ready
 
-    // phase 2: this thread's output range, LORA_BLOCK at a time, every column per block
+    // phase 2: this thread's panels of 64 outputs (each r x 64 contiguous: one sequential stream),
+    // every column per panel
     const struct ggml_cpu_vec_kernels * vk = ggml_cpu_vec_kernels_selected();
-    int64_t m0, m1;
-    ggml_cpu_ew_split(M, ith, nth, &m0, &m1);
-    for (int64_t b0 = m0; b0 < m1; b0 += LORA_BLOCK) {
-        const int64_t n = GGML_MIN(LORA_BLOCK, m1 - b0);
+    int64_t p0, p1;
+    ggml_cpu_split(bt->ne[2], ith, nth, &p0, &p1);
+    for (int64_t p = p0; p < p1; p++) {
+        const int64_t m0 = p * GGML_LORA_PANEL, n = GGML_MIN(GGML_LORA_PANEL, M - m0);
+        const char * panel = (const char *) bt->data + p * bt->nb[2];
         for (int64_t j = 0; j < N; j++) {
-            const float * yj = (const float *) ggml_cpu_ptr(y, b0, j, 0, 0);
-            float * oj = (float *) ggml_cpu_ptr(dst, b0, j, 0, 0);
+            const float * yj = (const float *) ggml_cpu_ptr(y, m0, j, 0, 0);
+            float * oj = (float *) ggml_cpu_ptr(dst, m0, j, 0, 0);
             if (lora_col_scale(dst, j) == 0.0f) {
                 if (oj != yj) memmove(oj, yj, (size_t) n * sizeof(float));
             } else if (bt->type == GGML_TYPE_F16) {
-                vk->lora_axpy_f16(n, oj, yj, (int) r, c + j * r, (const ggml_fp16_t *) bt->data + b0, bt->ne[0]);
+                vk->lora_axpy_f16(n, oj, yj, (int) r, c + j * r, (const ggml_fp16_t *) panel, GGML_LORA_PANEL);
             } else {
-                vk->lora_axpy_f32(n, oj, yj, (int) r, c + j * r, (const float *) bt->data + b0, bt->ne[0]);
+                vk->lora_axpy_f32(n, oj, yj, (int) r, c + j * r, (const float *) panel, GGML_LORA_PANEL);
             }
         }
     }
