@@ -129,7 +129,7 @@ static void gemm_acc_f32_avx2(int64_t m, int64_t n, int64_t k, float * C, int64_
     }
 }
 
-// The LoRA axpy: 32 outputs per step in four independent fma chains, then 8 at a time, the
+// The LoRA axpy: 64 outputs per step (a panel) in eight independent fma chains, then 8 at a time, the
 // tail through masked loads (F16: the halves copied to a zeroed buffer); every element: y, then
 // one fma per k in order.
 static inline __m256 lora_load8_f32(const float * p) { return _mm256_loadu_ps(p); }
@@ -138,21 +138,15 @@ static inline __m256 lora_load8_f16(const ggml_fp16_t * p) { return _mm256_cvtph
 #define LORA_AXPY_AVX2(NAME, T, LOAD)                                                                                \
     static void NAME(int64_t n, float * out, const float * y, int r, const float * c, const T * b, int64_t ldb) {    \
         int64_t i = 0;                                                                                               \
-        for (; i + 32 <= n; i += 32) {                                                                               \
-            __m256 a0 = _mm256_loadu_ps(y + i), a1 = _mm256_loadu_ps(y + i + 8);                                     \
-            __m256 a2 = _mm256_loadu_ps(y + i + 16), a3 = _mm256_loadu_ps(y + i + 24);                               \
+        for (; i + 64 <= n; i += 64) {                                                                               \
+            __m256 acc[8];                                                                                           \
+            for (int v = 0; v < 8; v++) acc[v] = _mm256_loadu_ps(y + i + 8 * v);                                     \
             for (int k = 0; k < r; k++) {                                                                            \
                 const __m256 ck = _mm256_broadcast_ss(c + k);                                                        \
                 const T * bk = b + k * ldb + i;                                                                      \
-                a0 = _mm256_fmadd_ps(ck, LOAD(bk), a0);                                                              \
-                a1 = _mm256_fmadd_ps(ck, LOAD(bk + 8), a1);                                                          \
-                a2 = _mm256_fmadd_ps(ck, LOAD(bk + 16), a2);                                                         \
-                a3 = _mm256_fmadd_ps(ck, LOAD(bk + 24), a3);                                                         \
+                for (int v = 0; v < 8; v++) acc[v] = _mm256_fmadd_ps(ck, LOAD(bk + 8 * v), acc[v]);                  \
             }                                                                                                        \
-            _mm256_storeu_ps(out + i, a0);                                                                           \
-            _mm256_storeu_ps(out + i + 8, a1);                                                                       \
-            _mm256_storeu_ps(out + i + 16, a2);                                                                      \
-            _mm256_storeu_ps(out + i + 24, a3);                                                                      \
+            for (int v = 0; v < 8; v++) _mm256_storeu_ps(out + i + 8 * v, acc[v]);                                   \
         }                                                                                                            \
         for (; i + 8 <= n; i += 8) {                                                                                 \
             __m256 a0 = _mm256_loadu_ps(y + i);                                                                      \
