@@ -642,7 +642,8 @@ LLAMA_API uint64_t llama_adapter_get_alora_n_invocation_tokens(const struct llam
 // The aLoRA invocation tokens, or NULL.
 LLAMA_API const llama_token * llama_adapter_get_alora_invocation_tokens(const struct llama_adapter_lora * adapter);
 // Sets the context's adapters with their scales (n_adapters 0 clears); 0, or -1 (logged) for a
-// bad or foreign adapter, or an aLoRA (not applied by this engine).
+// bad or foreign adapter. An aLoRA set here applies to every token, as in llama.cpp (set it with
+// llama_set_adapters_lora_seq and llama_set_alora_start to apply it from its invocation on).
 LLAMA_API int32_t llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters,
                                           float * scales);
 // llama_py extension: sets the adapters (with scales) applied to the tokens of sequence seq_id only,
@@ -650,6 +651,12 @@ LLAMA_API int32_t llama_set_adapters_lora(struct llama_context * ctx, struct lla
 // with different adapters; a token in several sequences takes its first one's. 0, or -1 (logged).
 LLAMA_API int32_t llama_set_adapters_lora_seq(struct llama_context * ctx, llama_seq_id seq_id,
                                               struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
+// llama_py extension: the aLoRA adapters (those with invocation tokens) set on sequence seq_id by
+// llama_set_adapters_lora_seq apply only to its tokens at positions >= pos_start (the start of the
+// last occurrence of the invocation tokens in its prompt, as PEFT and llama-server place it;
+// earlier tokens gain exactly 0, so their KV cells equal the base model's); pos_start < 0: to no
+// token (the invocation is absent). Plain LoRAs are unaffected. Default 0. 0, or -1 (logged).
+LLAMA_API int32_t llama_set_alora_start(struct llama_context * ctx, llama_seq_id seq_id, llama_pos pos_start);
 // Sets a control vector: data holds n_embd floats per layer from layer 1 (len floats in all),
 // added to the output of layers il_start..il_end; data NULL clears. 0, or -1 (logged).
 LLAMA_API int32_t llama_set_adapter_cvec(struct llama_context * ctx, const float * data, size_t len, int32_t n_embd,

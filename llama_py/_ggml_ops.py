@@ -338,6 +338,13 @@ def ggml_gated_delta_net(ctx, q, k, v, g, beta, state, K):
     ...
 
 
+# y + s_j B (A x_j) per column j, s_j = scale * rs[j] (a LoRA adapter's fused term); a [K, r] and
+# bt [M, r] (B transposed) F32 or F16, x [K, N], y [M, N], rs [1, N] or None.
+@_c("ggml_lora_add", [_ctx, _t, _t, _t, _t, _t, c_float], _t)
+def ggml_lora_add(ctx, y, x, a, bt, rs, scale):
+    ...
+
+
 # The same with K = 1, computed chunk tokens at a time (the chunked form used for prompts).
 @_c("ggml_gated_delta_net_chunked", [_ctx, _t, _t, _t, _t, _t, _t, c_int64], _t)
 def ggml_gated_delta_net_chunked(ctx, q, k, v, g, beta, state, chunk):

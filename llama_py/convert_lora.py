@@ -7,8 +7,9 @@ PEFT model writes); HF_DIR the base model's config.json (its weights are not rea
 adapted matrix W (torch shape [n_out, n_in]) PEFT stores lora_A [r, n_in] and lora_B [n_out, r];
 the GGUF holds them as "<W's GGUF name>.lora_a" / ".lora_b" with the same row order transforms
 the base conversion applies to W (the per-head Q/K permutation acts on B's rows, the outputs).
-Metadata: general.type "adapter", adapter.type "lora", adapter.lora.alpha, and the base's
-general.architecture. rsLoRA (scale alpha/sqrt(r)) is written as the alpha that gives the same
+Metadata: general.type "adapter", adapter.type "lora", adapter.lora.alpha, the base's
+general.architecture, and for an activated LoRA (aLoRA: PEFT's alora_invocation_tokens)
+adapter.alora.invocation_tokens. rsLoRA (scale alpha/sqrt(r)) is written as the alpha that gives the same
 scale under the engine's alpha/r.
 """
 from __future__ import annotations
@@ -100,6 +101,10 @@ def convert_lora(peft_dir, base_dir, outfile, outtype: str = "f32") -> Dict[str,
     if acfg.get("alpha_pattern") or acfg.get("rank_pattern"):
         raise ConvertError("adapter_config.json: per-module alpha_pattern / rank_pattern cannot be written "
                            "(the format has one alpha)")
+    alora = acfg.get("alora_invocation_tokens") or []
+    if not isinstance(alora, list) or not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31
+                                              for t in alora):
+        raise ConvertError("adapter_config.json: alora_invocation_tokens must be a list of token ids")
     if outtype not in OUTTYPES:
         raise ConvertError(f"--outtype {outtype!r} is not one of {', '.join(OUTTYPES)}")
     hp = read_hparams(_read_json(base_dir / "config.json"), base_dir)
@@ -119,6 +124,11 @@ def convert_lora(peft_dir, base_dir, outfile, outtype: str = "f32") -> Dict[str,
         G.gguf_set_val_str(g, b"general.type", b"adapter")
         G.gguf_set_val_str(g, b"adapter.type", b"lora")
         G.gguf_set_val_f32(g, b"adapter.lora.alpha", alpha)
+        if alora:
+            # an activated LoRA: applies from the last occurrence of these tokens on (llama.cpp's key)
+            arr = np.ascontiguousarray(alora, dtype=np.int32)
+            keep.append(arr)
+            G.gguf_set_arr_data(g, b"adapter.alora.invocation_tokens", G.GGUF_TYPE_INT32, arr.ctypes.data, arr.size)
         for name, _, a, b in pairs:
             for suffix, x in (("lora_a", a), ("lora_b", b)):
                 t_type = ftype if x.shape[-1] % 32 == 0 else GGML_F32   # q8_0 needs rows of 32
@@ -136,4 +146,4 @@ def convert_lora(peft_dir, base_dir, outfile, outtype: str = "f32") -> Dict[str,
     finally:
         G.gguf_free(g)
         G.ggml_free(mctx)
-    return {"matrices": len(pairs), "rank": r, "alpha": alpha, "arch": hp.arch}
+    return {"matrices": len(pairs), "rank": r, "alpha": alpha, "arch": hp.arch, "alora_invocation_tokens": list(alora)}

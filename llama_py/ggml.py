@@ -135,6 +135,7 @@ class ggml_op(enum.IntEnum):
     SSM_CONV = enum.auto()
     GATED_DELTA_NET = enum.auto()
     CLAMP = enum.auto()
+    LORA_ADD = enum.auto()
     COUNT = enum.auto()
 
 

@@ -339,6 +339,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self._tokens: List[int] = []      # what the KV cache holds for sequence 0
         self._logits_live = False         # the context's last output row belongs to _tokens[-1]
         self._ckpt = None                 # hybrid models: (n, bytes) recurrent state after _tokens[:n]
+        self._alora_toks: List[int] = []   # the adapter's aLoRA invocation tokens ([]: not an aLoRA)
+        self._alora_start: Optional[int] = None  # see _alora_find
+        self._alora_fixed = False
         self.scores = np.zeros((n_ctx if self._logits_all else 1, self._n_vocab), dtype=np.single)
         if not vocab_only:
             _load_guard.begin()
@@ -380,9 +383,22 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                 raise LlamaError(f"failed to load the LoRA adapter {lora_path} for this model "
                                  "(set verbose=True to see why)")
             arr = (C.llama_adapter_lora_p * 1)(new)
-            rc = C.llama_set_adapters_lora(self._ctx, arr, 1, (ctypes.c_float * 1)(float(lora_scale)))
+            sc = (ctypes.c_float * 1)(float(lora_scale))
+            n_inv = C.llama_adapter_get_alora_n_invocation_tokens(new)
+            if n_inv:
+                # an activated LoRA: set on sequence 0, whose rows before the invocation get 0
+                inv = C.llama_adapter_get_alora_invocation_tokens(new)
+                alora = [int(inv[i]) for i in range(n_inv)]
+                rc = C.llama_set_adapters_lora(self._ctx, None, 0, None) or \
+                    C.llama_set_adapters_lora_seq(self._ctx, 0, arr, 1, sc) or C.llama_set_alora_start(self._ctx, 0, -1)
+            else:
+                alora = []
+                rc = C.llama_set_adapters_lora_seq(self._ctx, 0, None, 0, None) or \
+                    C.llama_set_adapters_lora(self._ctx, arr, 1, sc)
         else:
-            rc = C.llama_set_adapters_lora(self._ctx, None, 0, None)
+            alora = []
+            rc = C.llama_set_adapters_lora_seq(self._ctx, 0, None, 0, None) or \
+                C.llama_set_adapters_lora(self._ctx, None, 0, None)
         if rc != 0:
             if new:
                 C.llama_adapter_lora_free(new)
@@ -391,9 +407,30 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
             C.llama_adapter_lora_free(old)
         self._lora = new
         self.lora_path, self.lora_scale = lora_path, lora_scale
+        self._alora_toks, self._alora_start, self._alora_fixed = alora, None, False
         C.llama_memory_clear(C.llama_get_memory(self._ctx), True)
         self._tokens = []
         self._logits_live = False
+
+    # aLoRA (activated LoRA, PEFT's alora_invocation_tokens): the adapter applies from the start of
+    # the last occurrence of its invocation tokens on, the rows before it are the base model's.
+    # _alora_start: where the cells in the cache were computed from (-1: nowhere, decided), None
+    # while nothing decided it (the C side then applies it nowhere). generate() decides it from
+    # its prompt, as PEFT does, and fixes it (occurrences in the generated text do not move it);
+    # eval() alone, until then, takes the last occurrence in what the context holds.
+
+    def _alora_find(self, toks: Sequence[int]) -> int:
+        """Start of the last occurrence of the invocation tokens in toks, or -1."""
+        inv, n = self._alora_toks, len(self._alora_toks)
+        for i in range(len(toks) - n, -1, -1):
+            if list(toks[i:i + n]) == inv:
+                return i
+        return -1
+
+    def _alora_set(self, start: Optional[int]) -> None:
+        if C.llama_set_alora_start(self._ctx, 0, -1 if start is None else start) != 0:
+            raise LlamaError("llama_set_alora_start failed (set verbose=True to see why)")
+        self._alora_start = start
 
     # ---- lifetime ----
 
@@ -474,6 +511,8 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
             if self._ckpt is not None and self._ckpt[0] > n:
                 self._ckpt = None
             self._logits_live = False
+            if self._alora_start is not None and (self._alora_start < 0 or n <= self._alora_start):
+                self._alora_set(None)   # the cells kept were all computed without the adapter
 
     _PARTIAL = C.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
 
@@ -623,6 +662,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         self._ckpt = None
         self._tokens = []
         self._logits_live = False
+        if self._alora_toks:
+            self._alora_set(None)
+            self._alora_fixed = False
 
     def eval(self, tokens: Sequence[int]) -> None:
         """Decodes tokens after what the context holds, in batches of n_batch (with logits_all the
@@ -633,6 +675,16 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
         tokens = [int(t) for t in tokens]
         if len(self._tokens) + len(tokens) > self._n_ctx:
             raise LlamaError(f"context full: {len(self._tokens)} + {len(tokens)} tokens > n_ctx {self._n_ctx}")
+        if self._alora_toks and not self._alora_fixed:
+            # the last occurrence in what the context will hold; cells from the first position
+            # whose activation that changes are decoded again
+            at = self._alora_find(self._tokens + tokens)
+            eff = [x if x is not None and x >= 0 else self._n_ctx for x in (self._alora_start, at)]
+            if eff[0] != eff[1] and min(eff) < len(self._tokens):
+                cut = min(eff)
+                tokens = self._tokens[cut:] + tokens
+                self.n_tokens = cut
+            self._alora_set(at if at >= 0 else None)
         for start in range(0, len(tokens), self.n_batch):
             chunk = tokens[start:start + self.n_batch]
             n_past = len(self._tokens)
@@ -749,6 +801,12 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                 if a != b:
                     break
                 n_keep += 1
+            at = self._alora_find(tokens) if self._alora_toks else -1
+            if self._alora_toks:
+                # cells past the first position whose activation differs were computed otherwise
+                eff = [x if x is not None and x >= 0 else len(tokens) + len(self._tokens) for x in (self._alora_start, at)]
+                if eff[0] != eff[1]:
+                    n_keep = min(n_keep, min(eff))
             if n_keep == len(tokens) == len(self._tokens) and self._logits_live:
                 tokens = []  # the whole prompt is decoded and its logits are current
             else:
@@ -758,6 +816,9 @@ class Llama(_CompletionMixin, _ChatMixin, _EmbedMixin):
                 if not self._tokens:   # nothing kept (a recurrent state is kept whole or not at all)
                     self.reset()
                 tokens = tokens[len(self._tokens):]
+            if self._alora_toks:
+                self._alora_set(at)     # from the prompt, fixed for this generation (as PEFT)
+                self._alora_fixed = True
         self._free_sampler()
         history = self._tokens + tokens
         self._sampler = self._build_sampler(seed=seed, logit_bias=logit_bias, history=history, **sampling)

@@ -78,6 +78,8 @@ void llama_context_adapters_free(struct llama_context * ctx) {
     }
     free(ctx->lora_seq);
     free(ctx->lora_seq_scratch);
+    free(ctx->alora_start);
+    ctx->alora_start = NULL;
     ctx->lora_seq = NULL;
     ctx->lora_seq_scratch = NULL;
     ctx->n_lora_seq = 0;

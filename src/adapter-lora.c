@@ -3,8 +3,8 @@
 // gains (llama-adapter.h states the arithmetic).
 //
 // The whole file is read into memory (adapters are small next to their models) and parsed
-// there; A and B go to a CPU buffer in the file's types (F32, F16, BF16 or Q8_0: whatever
-// ggml_mul_mat takes). Every pair is checked against the model's matrix at load, so a bad
+// there; A and B go to a CPU buffer as F16 or F32 (llama-adapter.h says which and why), from
+// any type that converts to F32. Every pair is checked against the model's matrix at load, so a bad
 // adapter is refused before it can reach a graph.
 #include "llama-adapter.h"
 #include "llama-context.h"
@@ -15,6 +15,7 @@
 #include "ggml-cpu.h"
 #include "gguf.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ static void adapter_free(struct llama_adapter_lora * a) {
     }
     a->magic = LLAMA_MAGIC_DEAD;
     ggml_backend_buffer_free(a->buf);
+    ggml_free(a->ctx_rt);
     ggml_free(a->ctx);
     gguf_free(a->gguf);
     free(a->pairs);
@@ -141,24 +143,146 @@ static bool adapter_pair_tensors(struct llama_adapter_lora * a, const struct lla
                             (long long) w->ne[1]);
             return false;
         }
-        // the products take F32 / F16 / BF16 / quantized matrices: refuse the rest here, not mid-decode
+        // every type that converts to F32 is read (llama-adapter.h: held as F16 or F32)
         for (int k = 0; k < 2; k++) {
             const struct ggml_tensor * t = k == 0 ? ta : tb;
-            if (t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16 &&
-                !ggml_is_quantized(t->type)) {
+            if (t->type != GGML_TYPE_F32 && ggml_get_type_traits(t->type)->to_float == NULL) {
                 LLAMA_LOG_ERROR("llama_adapter_lora_init: '%s' is %s; adapters hold F32, F16, BF16 or quantized "
                                 "matrices\n",
                                 t->name, ggml_type_name(t->type));
                 return false;
             }
         }
-        a->pairs[a->n_pairs++] = (struct llama_adapter_lora_pair) { w, ta, tb };
+        // the file's headers for now; adapter_convert puts the held copies in their place
+        a->pairs[a->n_pairs++] = (struct llama_adapter_lora_pair) { w, ta, tb, 1.0f };
     }
     if (a->n_pairs * 2 != n) {
         LLAMA_LOG_ERROR("llama_adapter_lora_init: %lld tensors, but %d .lora_a/.lora_b pairs\n", (long long) n, a->n_pairs);
         return false;
     }
     return true;
+}
+
+// The bytes of file tensor t inside data[0, size), or NULL (logged) when they lie past the end.
+static const void * adapter_tensor_bytes(const struct llama_adapter_lora * a, const struct ggml_tensor * t, const void * data,
+                                         size_t size) {
+    const int64_t id = gguf_find_tensor(a->gguf, t->name);
+    const size_t off = gguf_get_data_offset(a->gguf) + (id >= 0 ? gguf_get_tensor_offset(a->gguf, id) : 0);
+    if (id < 0 || off > size || ggml_nbytes(t) > size - off) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: tensor '%s' lies past the end of the file\n", t->name);
+        return NULL;
+    }
+    return (const char *) data + off;
+}
+
+// The type a pair of w is held in (llama-adapter.h): F16 over a quantized matrix, F32 otherwise.
+static enum ggml_type adapter_rt_type(const struct ggml_tensor * w) {
+    return ggml_is_quantized(w->type) ? GGML_TYPE_F16 : GGML_TYPE_F32;
+}
+
+// File tensor t (2-D, any type with to_float) into rt (held as rt's type, F32 or F16): as it is,
+// or for B (panels) transposed into ggml_lora_add's panels of 64 outputs, zero past the last. F16
+// is the values times the power of two 2^e that puts the largest magnitude in [2^14, 2^15)
+// (llama-adapter.h); returns 2^-e (1 for F32), or 0 (logged) for a non-finite value. tmp holds
+// nelements(t) + nelements(rt) floats, out nelements(rt) values.
+static float adapter_to_rt(const struct ggml_tensor * t, const void * src, bool panels, const struct ggml_tensor * rt,
+                           float * tmp, void * out) {
+    const enum ggml_type type = rt->type;
+    const int64_t n0 = t->ne[0], n1 = t->ne[1], n = n0 * n1, n_rt = ggml_nelements(rt);
+    float * f = tmp;
+    if (t->type == GGML_TYPE_F32) {
+        memcpy(f, src, (size_t) n * sizeof(float));
+    } else {
+        ggml_get_type_traits(t->type)->to_float(src, f, n);
+    }
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(f[i])) {
+            LLAMA_LOG_ERROR("llama_adapter_lora_init: '%s' holds a non-finite value\n", t->name);
+            return 0.0f;
+        }
+        amax = fmaxf(amax, fabsf(f[i]));
+    }
+    int e = 0;
+    if (type == GGML_TYPE_F16 && amax > 0.0f) {
+        int ex = 0;
+        frexpf(amax, &ex); // amax in [2^(ex-1), 2^ex)
+        // |e| <= 100 keeps 2^-e a normal float; a matrix so far from 1 is zero in effect anyway
+        e = 15 - ex < -100 ? -100 : 15 - ex > 100 ? 100 : 15 - ex;
+    }
+    const float s = ldexpf(1.0f, e);
+    float * g = type == GGML_TYPE_F32 ? (float *) out : tmp + n;
+    memset(g, 0, (size_t) n_rt * sizeof(float));
+    for (int64_t i = 0; i < n1; i++) {
+        for (int64_t j = 0; j < n0; j++) {
+            // B's row i (output i) element j (rank index) goes to panel i / 64, row j, place i % 64
+            const int64_t at = panels ? (i / GGML_LORA_PANEL * n0 + j) * GGML_LORA_PANEL + i % GGML_LORA_PANEL : i * n0 + j;
+            g[at] = f[i * n0 + j] * s;
+        }
+    }
+    if (type == GGML_TYPE_F16) {
+        ggml_fp32_to_fp16_row(g, (ggml_fp16_t *) out, n_rt);
+    }
+    return ldexpf(1.0f, -e);
+}
+
+// Replaces every pair's file headers by copies of A and of B (in ggml_lora_add's transposed panels)
+// in their held type, in a's own buffer.
+static bool adapter_convert(struct llama_adapter_lora * a, const void * data, size_t size) {
+    const size_t mem = (size_t) (2 * a->n_pairs + 1) * ggml_tensor_overhead();
+    if ((a->ctx_rt = ggml_init((struct ggml_init_params) { .mem_size = mem, .mem_buffer = NULL, .no_alloc = true })) == NULL) {
+        return false;
+    }
+    int64_t most = 1;
+    struct ggml_tensor ** rt = GGML_MALLOC((size_t) (2 * a->n_pairs + 1) * sizeof(*rt));
+    for (int32_t i = 0; rt != NULL && i < a->n_pairs; i++) {
+        const struct ggml_tensor *ta = a->pairs[i].a, *tb = a->pairs[i].bt;
+        const enum ggml_type type = adapter_rt_type(a->pairs[i].w);
+        rt[2 * i] = ggml_new_tensor_2d(a->ctx_rt, type, ta->ne[0], ta->ne[1]);
+        rt[2 * i + 1] =
+            ggml_new_tensor_3d(a->ctx_rt, type, GGML_LORA_PANEL, tb->ne[0], (tb->ne[1] + GGML_LORA_PANEL - 1) / GGML_LORA_PANEL);
+        if (rt[2 * i] == NULL || rt[2 * i + 1] == NULL) {
+            free(rt);
+            return false;
+        }
+        ggml_set_name(rt[2 * i], ta->name);
+        ggml_set_name(rt[2 * i + 1], tb->name);
+        most = ggml_nelements(ta) > most ? ggml_nelements(ta) : most;
+        most = ggml_nelements(rt[2 * i + 1]) > most ? ggml_nelements(rt[2 * i + 1]) : most; // >= B's
+    }
+    float * tmp = rt ? GGML_MALLOC((size_t) most * 2 * sizeof(float)) : NULL;
+    void * held = tmp ? GGML_MALLOC((size_t) most * sizeof(float)) : NULL;
+    if (held == NULL ||
+        ((a->buf = ggml_backend_alloc_ctx_tensors_from_buft(a->ctx_rt, ggml_backend_cpu_buffer_type())) == NULL &&
+         a->n_pairs > 0)) {
+        LLAMA_LOG_ERROR("llama_adapter_lora_init: out of memory for the adapter's tensors\n");
+        free(rt);
+        free(tmp);
+        free(held);
+        return false;
+    }
+    bool ok = true;
+    for (int32_t i = 0; ok && i < a->n_pairs; i++) {
+        struct llama_adapter_lora_pair * p = &a->pairs[i];
+        float unscale = 1.0f;
+        for (int k = 0; ok && k < 2; k++) {
+            const struct ggml_tensor * t = k == 0 ? p->a : p->bt;
+            const void * src = adapter_tensor_bytes(a, t, data, size);
+            const float u = src ? adapter_to_rt(t, src, k == 1, rt[2 * i + k], tmp, held) : 0.0f;
+            ok = u > 0.0f;
+            if (ok) {
+                ggml_backend_tensor_set(rt[2 * i + k], held, 0, ggml_nbytes(rt[2 * i + k]));
+                unscale *= u;
+            }
+        }
+        if (ok) {
+            *p = (struct llama_adapter_lora_pair) { p->w, rt[2 * i], rt[2 * i + 1], unscale };
+        }
+    }
+    free(rt);
+    free(tmp);
+    free(held);
+    return ok;
 }
 
 // Parses the file's bytes into a; false (logged) if anything is wrong.
@@ -169,24 +293,7 @@ static bool adapter_load(struct llama_adapter_lora * a, struct llama_model * m, 
         return false;
     }
     a->ctx = meta;
-    if (!adapter_check_meta(a, m) || !adapter_pair_tensors(a, m)) {
-        return false;
-    }
-    if ((a->buf = ggml_backend_alloc_ctx_tensors_from_buft(a->ctx, ggml_backend_cpu_buffer_type())) == NULL && a->n_pairs > 0) {
-        LLAMA_LOG_ERROR("llama_adapter_lora_init: out of memory for the adapter's tensors\n");
-        return false;
-    }
-    const size_t base = gguf_get_data_offset(a->gguf);
-    for (int64_t i = 0; i < gguf_get_n_tensors(a->gguf); i++) {
-        struct ggml_tensor * t = ggml_get_tensor(a->ctx, gguf_get_tensor_name(a->gguf, i));
-        const size_t off = base + gguf_get_tensor_offset(a->gguf, i), nb = ggml_nbytes(t);
-        if (off > size || nb > size - off) {
-            LLAMA_LOG_ERROR("llama_adapter_lora_init: tensor '%s' lies past the end of the file\n", t->name);
-            return false;
-        }
-        ggml_backend_tensor_set(t, (const char *) data + off, 0, nb);
-    }
-    return true;
+    return adapter_check_meta(a, m) && adapter_pair_tensors(a, m) && adapter_convert(a, data, size);
 }
 
 // Reads all of f; NULL (logged) on failure. *size receives the length.
@@ -355,8 +462,8 @@ const llama_token * llama_adapter_get_alora_invocation_tokens(const struct llama
 // on a context
 
 // Grows the graph capacity (and its arena) by the nodes the adapters now set on ctx add to a
-// graph (at most 8 per adapted matrix: two products, scales, the add and views); false if out
-// of memory (the old capacity stays).
+// graph (a LORA_ADD node per adapted matrix, plus the views and copies of fused products'
+// parts: 4 per matrix is ample); false if out of memory (the old capacity stays).
 static bool adapters_reserve_graph(struct llama_context * ctx) {
     if (ctx->graph_size_base == 0) {
         ctx->graph_size_base = ctx->graph_size;
@@ -368,7 +475,7 @@ static bool adapters_reserve_graph(struct llama_context * ctx) {
     for (int32_t e = 0; e < ctx->n_lora_seq; e++) {
         pairs += (size_t) ctx->lora_seq[e].adapter->n_pairs + 2;  // + its two scale inputs
     }
-    const size_t need = ctx->graph_size_base + 8 * pairs;
+    const size_t need = ctx->graph_size_base + 4 * pairs;
     if (need <= ctx->graph_size) {
         return true;
     }
@@ -398,11 +505,6 @@ static int32_t adapters_check(const struct llama_context * ctx, struct llama_ada
         }
         if (adapters[i]->model != ctx->model) {
             LLAMA_LOG_ERROR("%s: adapter %zu was loaded for another model\n", func, i);
-            return -1;
-        }
-        if (adapters[i]->n_alora_tokens > 0) {
-            // an aLoRA applies only after its invocation tokens, per sequence: not implemented
-            LLAMA_LOG_ERROR("%s: adapter %zu is an activated LoRA (aLoRA), which this engine does not apply\n", func, i);
             return -1;
         }
     }
@@ -490,29 +592,23 @@ struct ggml_tensor * llm_graph_lora(struct llm_graph * g, const struct ggml_tens
         const struct llama_adapter_lora * a = ctx->loras[i].adapter;
         const struct llama_adapter_lora_pair * p = adapter_pair(a, w);
         if (p != NULL) {
-            // the scale goes on A·x ([r, n], r small), not on the [n_out, n] delta: fewer multiplies
-            const float f = adapter_pair_scale(a, p, ctx->loras[i].scale);
-            struct ggml_tensor * d = ggml_mul_mat(g->c, p->a, x);
-            d = d && f != 1.0f ? ggml_scale(g->c, d, f) : d;
-            d = d ? ggml_mul_mat(g->c, p->b, d) : NULL;
-            y = d ? ggml_add(g->c, y, d) : NULL;
+            // the pair's unscale is a power of two: the factor's bits are s·alpha/r's, shifted
+            y = ggml_lora_add(g->c, y, x, p->a, p->bt, NULL, adapter_pair_scale(a, p, ctx->loras[i].scale) * p->unscale);
         }
     }
-    // per-sequence adapters: A·x times each row's scale (s·alpha/r of its sequence, or 0), the
-    // same multiply as the context-wide scale above for the rows that use it
+    // per-sequence adapters: each column's factor is its row's scale input (s·alpha/r of its
+    // sequence, or 0: that column is y's exactly), the same product as the context-wide factor
+    // above for the rows that use it
     for (int32_t e = 0; y != NULL && w != NULL && e < ctx->n_lora_seq; e++) {
         const struct llama_adapter_lora * a = ctx->lora_seq[e].adapter;
         const struct llama_adapter_lora_pair * p = adapter_pair(a, w);
         if (p != NULL) {
             struct ggml_tensor * s = adapter_seq_scales(g, e, x);
-            struct ggml_tensor * d = s ? ggml_mul_mat(g->c, p->a, x) : NULL;
-            if (d != NULL && p->a->ne[1] != a->pairs[0].a->ne[1]) {
-                // the inputs carry alpha/r of the first pair's rank; this pair has another
-                d = ggml_scale(g->c, d, adapter_pair_scale(a, p, 1.0f) / adapter_pair_scale(a, &a->pairs[0], 1.0f));
-            }
-            d = d ? ggml_mul(g->c, d, s) : NULL;
-            d = d ? ggml_mul_mat(g->c, p->b, d) : NULL;
-            y = d ? ggml_add(g->c, y, d) : NULL;
+            // the inputs carry alpha/r of the first pair's rank; a pair of another rank corrects it
+            const float f = p->a->ne[1] == a->pairs[0].a->ne[1]
+                ? 1.0f
+                : adapter_pair_scale(a, p, 1.0f) / adapter_pair_scale(a, &a->pairs[0], 1.0f);
+            y = s ? ggml_lora_add(g->c, y, x, p->a, p->bt, s, f * p->unscale) : NULL;
         }
     }
     return y;
@@ -545,7 +641,11 @@ void llama_adapter_lora_set_inputs(struct llama_context * ctx, const struct llam
                     continue;  // the output rows are the flagged ones, in order
                 }
                 const llama_seq_id s = ub->seq_id[i][0];
-                const float us = s >= 0 && (uint32_t) s < ctx->n_seq_max ? ctx->lora_seq[e].scales[s] : 0.0f;
+                float us = s >= 0 && (uint32_t) s < ctx->n_seq_max ? ctx->lora_seq[e].scales[s] : 0.0f;
+                if (us != 0.0f && a->n_alora_tokens > 0 && ctx->alora_start != NULL &&
+                    (ctx->alora_start[s] < 0 || ub->pos[i] < ctx->alora_start[s])) {
+                    us = 0.0f; // an aLoRA before its invocation: the base model's row
+                }
                 v[r++] = us != 0.0f ? adapter_pair_scale(a, &a->pairs[0], us) : 0.0f;
             }
             llama_context_set_input(ctx, t, v, n * sizeof(float));
@@ -623,6 +723,22 @@ int32_t llama_set_adapters_lora_seq(struct llama_context * ctx, llama_seq_id seq
         lora_seq_compact(ctx);
         return -1;
     }
+    return 0;
+}
+
+int32_t llama_set_alora_start(struct llama_context * ctx, llama_seq_id seq_id, llama_pos pos_start) {
+    if (llama_context_checked(ctx, __func__) == NULL) {
+        return -1;
+    }
+    if (seq_id < 0 || (uint32_t) seq_id >= ctx->n_seq_max) {
+        LLAMA_LOG_ERROR("%s: seq_id %d is outside [0, %u)\n", __func__, seq_id, ctx->n_seq_max);
+        return -1;
+    }
+    if (ctx->alora_start == NULL && (ctx->alora_start = GGML_CALLOC(ctx->n_seq_max, sizeof(llama_pos))) == NULL) {
+        LLAMA_LOG_ERROR("%s: out of memory\n", __func__);
+        return -1;
+    }
+    ctx->alora_start[seq_id] = pos_start < 0 ? -1 : pos_start; // the scales are inputs: the graph stays
     return 0;
 }
 

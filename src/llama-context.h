@@ -234,6 +234,7 @@ struct llama_context {
     struct llama_lora_seq * lora_seq; // [n_lora_seq] adapters set on single sequences (owned array)
     int32_t n_lora_seq;
     float * lora_seq_scratch; // staging of their per-row scales (owned)
+    llama_pos * alora_start; // [n_seq_max] aLoRAs on sequence s apply from position alora_start[s] (owned; NULL: all 0)
     size_t lora_seq_scratch_n;
     size_t graph_size_base; // graph_size without adapters (0 until adapters first grow it)
     struct ggml_context * cvec_ctx; // header of cvec (owned), or NULL

@@ -155,6 +155,20 @@ def test_lora_on_quantized_fused_base(setup):
     assert _rel(_ours(s["q8"], s["toks"]), plain) > 0.05
 
 
+def test_adapter_held_f16_over_quantized_base(setup, tmp_path):
+    """Over a quantized model the adapter is held as F16 (scaled by a power of two): an F32 file
+    and an F16 file of the same adapter give the same logits to F16's rounding of the F32 values
+    (the power-of-two scaling adds no error of its own), and both differ from the base."""
+    s = setup
+    one = s["ad"]["one"]
+    f16 = tmp_path / "lora-one-f16.gguf"
+    convert_lora(s["root"] / "peft-one", s["ck"].path, f16, "f16")
+    got32 = _ours(s["q8"], s["toks"], [(one["gguf"], 1.0)])
+    got16 = _ours(s["q8"], s["toks"], [(f16, 1.0)])
+    assert _rel(got16, got32) < 1e-5, _rel(got16, got32)
+    assert _rel(_ours(s["q8"], s["toks"]), got32) > 0.05
+
+
 def test_control_vector(setup):
     s = setup
     ck = s["ck"]
@@ -334,3 +348,121 @@ def test_convert_lora_command_line(setup, tmp_path):
     p = subprocess.run([sys.executable, "-m", "llama_py", "convert", "--lora", str(s["root"] / "peft-one")],
                        capture_output=True, text=True)
     assert p.returncode != 0 and "--base" in p.stderr
+
+
+# ---- aLoRA (activated LoRA) ----
+
+@pytest.fixture(scope="module")
+def alora(setup):
+    """A PEFT aLoRA (random A/B on every projection but lm_head, whose rows PEFT's aLoRA does not
+    mask) whose invocation tokens occur twice in the prompt: the adapter applies from the start of
+    the last occurrence. Returns the converted GGUF, the prompt, the start and PEFT's logits."""
+    s = setup
+    ck, root = s["ck"], s["root"]
+    base = s["toks"]
+    inv = base[5:8]
+    toks = base[:20] + inv + base[20:30] + inv + base[30:38]
+    start = 20 + 3 + 10
+    torch.manual_seed(7)
+    cfg = peft.LoraConfig(r=4, lora_alpha=8.0, target_modules=TARGETS[:-1], init_lora_weights=False,
+                          alora_invocation_tokens=list(inv), task_type="CAUSAL_LM")
+    pm = peft.get_peft_model(copy.deepcopy(ck.model), cfg).eval()
+    with torch.no_grad():
+        for name, p in pm.named_parameters():
+            if "lora_" in name:
+                p.normal_(0.0, 0.3)
+    pm.save_pretrained(str(root / "peft-alora"))
+    out = root / "alora.gguf"
+    info = convert_lora(root / "peft-alora", ck.path, out, "f32")
+    assert info["alora_invocation_tokens"] == list(inv)
+    return dict(gguf=out, toks=toks, inv=list(inv), start=start, ref=_hf(pm, toks))
+
+
+def test_alora_metadata(setup, alora):
+    with Model(setup["f32"]) as m:
+        h = L.llama_adapter_lora_init(m.ptr, str(alora["gguf"]).encode())
+        assert h
+        n = L.llama_adapter_get_alora_n_invocation_tokens(h)
+        p = L.llama_adapter_get_alora_invocation_tokens(h)
+        assert [p[i] for i in range(n)] == alora["inv"]
+        L.llama_adapter_lora_free(h)
+
+
+def test_alora_matches_peft(setup, alora):
+    """The Llama class with the converted aLoRA: every position's logits within 1e-3 of PEFT's
+    aLoRA forward; positions before the invocation start are the base model's (their rows gain
+    exactly 0; the graph's layout with adapter nodes moves float rounding only), later ones differ."""
+    from llama_py import Llama
+    s = setup
+    toks, start, ref = alora["toks"], alora["start"], alora["ref"]
+    base = _ours(s["f32"], toks)
+    with Llama(str(s["f32"]), lora_path=str(alora["gguf"]), n_ctx=256, verbose=False, type_k=0, type_v=0,
+               logits_all=True) as llm:
+        llm.eval(toks)
+        got = np.array(llm.scores[:len(toks)], dtype=np.float64)
+    assert _rel(got[:start], base[:start]) < 1e-5
+    assert _rel(got[start:], base[start:]) > 0.05
+    err = _rel(got, ref)
+    assert err < 1e-3, err
+
+
+def test_alora_per_sequence_start(setup, alora):
+    """C API: llama_set_adapters_lora_seq + llama_set_alora_start on two sequences in one decode
+    (starts 33 and none); rows before the start and the other sequence's rows are the base's: the
+    same bits in both sequences, and the base model's to float rounding."""
+    s = setup
+    toks, start, ref = alora["toks"], alora["start"], alora["ref"]
+    n = len(toks)
+    base = _ours(s["f32"], toks)
+    with Model(s["f32"]) as m, Ctx(m, n_ctx=512, n_batch=256, n_ubatch=256, n_seq_max=2, type_k=0, type_v=0) as c:
+        h = L.llama_adapter_lora_init(m.ptr, str(alora["gguf"]).encode())
+        arr = (L.llama_adapter_lora_p * 1)(h)
+        sc = (ctypes.c_float * 1)(1.0)
+        for q in (0, 1):
+            assert L.llama_set_adapters_lora_seq(c.ptr, q, arr, 1, sc) == 0
+        assert L.llama_set_alora_start(c.ptr, 0, start) == 0
+        assert L.llama_set_alora_start(c.ptr, 1, -1) == 0
+        assert L.llama_set_alora_start(c.ptr, 2, 0) == -1                  # outside n_seq_max
+        rows = [(toks[i], i, [q], True) for i in range(n) for q in (0, 1)]
+        assert c.decode_rows(rows) == 0
+        got = np.array([c.logits(k) for k in range(2 * n)], dtype=np.float64).reshape(n, 2, -1)
+        L.llama_adapter_lora_free(h)
+    np.testing.assert_array_equal(got[:start, 0], got[:start, 1])
+    assert _rel(got[:, 1], base) < 1e-5
+    assert _rel(got[:, 0], ref) < 1e-3
+
+
+def test_alora_llama_prefix_reuse(setup, alora):
+    """The Llama class decides the start from what it decodes: the prompt split by eval() inside
+    the invocation tokens gives one-shot logits (the cells of the invocation's first part are
+    decoded again), and generate() over a context computed with another start re-decodes from the
+    first position whose activation differs (its logits equal a fresh context's)."""
+    from llama_py import Llama
+    s = setup
+    toks, start = alora["toks"], alora["start"]
+    kw = dict(lora_path=str(alora["gguf"]), n_ctx=256, verbose=False, type_k=0, type_v=0, logits_all=True)
+    with Llama(str(s["f32"]), **kw) as llm:
+        llm.eval(toks)
+        whole = np.array(llm.scores[:len(toks)], dtype=np.float64)
+        llm.reset()
+        llm.eval(toks[:start + 1])
+        llm.eval(toks[start + 1:])
+        assert _rel(np.array(llm.scores[:len(toks)], dtype=np.float64), whole) < 1e-6
+        # a context whose cells were computed without the invocation, then the full prompt
+        llm.reset()
+        llm.eval(toks[:start])
+        gen = llm.generate(toks, temp=0.0)
+        next(gen)
+        gen.close()
+        assert _rel(np.array(llm.scores[len(toks) - 1], dtype=np.float64), whole[-1]) < 1e-6
+        # and the other way: cells with the adapter, then a prompt without the last invocation
+        short = toks[:start] + toks[start + 3:]
+        llm.reset()
+        llm.eval(short)
+        want = np.array(llm.scores[len(short) - 1], dtype=np.float64)
+        llm.reset()
+        llm.eval(toks)
+        gen = llm.generate(short, temp=0.0)
+        next(gen)
+        gen.close()
+        assert _rel(np.array(llm.scores[len(short) - 1], dtype=np.float64), want) < 1e-6

@@ -667,6 +667,36 @@ def gated_delta_net_case(S, H, H_k, n_t, n_s, K=1, g_vec=False, chunk=0):
     return build
 
 
+def lora_add_case(K, M, N, r, per_col=False, y_view=False):
+    """a [K, r] and bt (B's panels [64, r, ceil(M/64)]) contiguous in the case's type (F32 or F16),
+    x [K, N] F32 in the layout,
+    y [M, N] F32 (a view of the middle rows of a fused product when y_view), per_col: rs [1, N]
+    with zeros (those columns must be y's bits)."""
+    def build(ctx, rng, type, layout):
+        a = inp(ctx, rng.uniform(-1, 1, (r, K)), type, "cont")
+        P = -(-M // 64)                                  # B transposed in panels of 64 outputs
+        b = rng.uniform(-1, 1, (M, r))
+        panels = np.zeros((P * 64, r))
+        panels[:M] = b
+        bt = inp(ctx, panels.reshape(P, 64, r).transpose(0, 2, 1), type, "cont")
+        x = inp(ctx, rng.uniform(-1, 1, (N, K)), F32, layout)
+        if y_view:
+            big = inp(ctx, rng.uniform(-1, 1, (N, M + 40)), F32, "cont")
+            y = ggml.ggml_view_2d(ctx, big, M, N, ggml.tensor_struct(big).nb[1], 24 * 4)
+        else:
+            y = inp(ctx, rng.uniform(-1, 1, (N, M)), F32, layout)
+        s = np.full(N, 1.0)
+        rs = None
+        if per_col:
+            s = rng.uniform(-2, 2, N) * (np.arange(N) % 3 != 1)
+            rs = inp(ctx, s.reshape(N, 1), F32, "cont")
+        av, xv, yv = val(a)[0, 0], val(x)[0, 0], val(y)[0, 0]
+        bv = val(bt)[0].transpose(0, 2, 1).reshape(P * 64, r)[:M]   # B as held, (M, r)
+        ref = yv + 0.75 * s[:, None] * ((xv @ av.T) @ bv.T)     # (N, M)
+        return ggml.ggml_lora_add(ctx, y, x, a, bt, rs, 0.75), ref
+    return build
+
+
 F16_SOFTMAX_TOL = {F32: (1e-6, 1e-5), F16: (1e-6, 2e-3)}
 
 CASES = [
@@ -804,6 +834,12 @@ CASES = [
     Case("argsort_desc", argsort_case(True), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
     Case("top_k", top_k_case(8), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
     Case("top_k_one", top_k_case(1), tol={F32: (0, 0), F16: (0, 0)}, result=lambda t: I32),
+    # a LoRA term: one decode column (K % 8: tiles; K odd: the portable dots), a batch with
+    # per-column factors (zeros: y untouched) over a view of a fused product, rank not a tile multiple
+    Case("lora_add_vec", lora_add_case(256, 900, 1, 16), tol={F32: (1e-5, 1e-5), F16: (1e-5, 1e-5)}),
+    Case("lora_add_odd_k", lora_add_case(45, 70, 3, 5), tol={F32: (1e-5, 1e-5), F16: (1e-5, 1e-5)}),
+    Case("lora_add_per_col_view", lora_add_case(96, 333, 11, 6, per_col=True, y_view=True),
+         tol={F32: (1e-5, 1e-5), F16: (1e-5, 1e-5)}),
     # experts: b rounded to the dot kernel's vec_dot_type as for mul_mat
     Case("mul_mat_id_vec", mul_mat_id_case(256, 37, 6, 2, 1, 1), types=(F32, F16, Q8_0, Q4_0, Q4_1),
          tol={F32: (1e-4, 1e-4), F16: (2e-2, 1e-3), Q8_0: (0.1, 1e-2), Q4_0: (0.1, 1e-2), Q4_1: (0.1, 1e-2)}),

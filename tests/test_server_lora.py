@@ -20,9 +20,10 @@ TARGETS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "f
 
 
 def write_random_lora(model_path: Path, out: Path, seed: int, rank: int = 8, alpha: float = 16.0,
-                      strength: float = 1.0) -> Path:
+                      strength: float = 1.0, alora=None) -> Path:
     """A LoRA GGUF (llama.cpp's format) adapting every attention and MLP projection of the model
-    at model_path with random A [r, n_in] and B [n_out, r] (NumPy shapes)."""
+    at model_path with random A [r, n_in] and B [n_out, r] (NumPy shapes); alora: its invocation
+    tokens (an activated LoRA)."""
     import gguf
     rd = gguf.GGUFReader(str(model_path))
     arch = bytes(rd.fields["general.architecture"].parts[-1]).decode()
@@ -31,6 +32,8 @@ def write_random_lora(model_path: Path, out: Path, seed: int, rank: int = 8, alp
     w.add_string("general.type", "adapter")
     w.add_string("adapter.type", "lora")
     w.add_float32("adapter.lora.alpha", alpha)
+    if alora:
+        w.add_array("adapter.alora.invocation_tokens", list(alora))
     for t in rd.tensors:
         base = t.name.rsplit(".", 1)[0]          # blk.N.attn_q
         if not t.name.endswith(".weight") or base.split(".")[-1] not in TARGETS:
@@ -98,6 +101,31 @@ def test_different_adapters_in_one_step_match_single_requests(model, smollm2_pat
     assert again[1] == got[0]
     assert again[0] == _llama_ref(smollm2_path, [PROMPTS[0]], n, (a1, 0.5))[0]
     assert len({*got[:3]}) == 3    # the adapters do change the text
+
+
+def test_alora_requests(model, smollm2_path, adapters, tmp_path):
+    """An activated LoRA served next to a plain request in the same steps: each gives the Llama
+    class's text (the aLoRA from the last occurrence of its invocation tokens in the prompt on);
+    the aLoRA's text differs from the base's and from the adapter applied everywhere; two aLoRAs in
+    one request are refused, as llama-server does."""
+    prompt = PROMPTS[1] + " there was a fox. Once upon a time"
+    toks = model.tokenize(prompt)
+    inv = model.tokenize(" upon a")[-2:] if len(model.tokenize(" upon a")) > 2 else model.tokenize(" upon a")
+    al = write_random_lora(smollm2_path, tmp_path / "alora.gguf", seed=5, alora=inv)
+    al2 = write_random_lora(smollm2_path, tmp_path / "alora2.gguf", seed=6, alora=inv)
+    n = 10
+    with Engine(model, n_slots=2, n_ctx=1024, loras=[(str(al), 0.0), (str(adapters[0]), 0.0), (str(al2), 0.0)]) as eng:
+        reqs = [eng.submit(GenRequest(toks, max_tokens=n, sampling=GREEDY, lora=lo)) for lo in ({0: 1.0}, {})]
+        got = [r.result(timeout=120)[0] for r in reqs]
+        with pytest.raises(ValueError, match="multiple aLoRAs"):
+            eng.submit(GenRequest(toks, max_tokens=2, lora={0: 1.0, 2: 1.0}))
+        again = eng.submit(GenRequest(toks, max_tokens=n, sampling=GREEDY, lora={0: 1.0})).result(timeout=120)[0]
+    want = _llama_ref(smollm2_path, [prompt], n, (al, 1.0))[0]
+    assert got[0] == want and again == want
+    assert got[1] == _llama_ref(smollm2_path, [prompt], n)[0]
+    plain = tmp_path / "everywhere.gguf"
+    write_random_lora(smollm2_path, plain, seed=5)              # the same matrices, no invocation tokens
+    assert got[0] != got[1] and got[0] != _llama_ref(smollm2_path, [prompt], n, (plain, 1.0))[0]
 
 
 def test_bad_adapter_ids_and_files(model, adapters, tmp_path):

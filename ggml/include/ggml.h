@@ -141,6 +141,7 @@ enum ggml_op {
     GGML_OP_SSM_CONV,
     GGML_OP_GATED_DELTA_NET,
     GGML_OP_CLAMP,
+    GGML_OP_LORA_ADD,
     GGML_OP_COUNT,
 };
 
@@ -481,6 +482,16 @@ GGML_API struct ggml_tensor * ggml_gated_delta_net_chunked(struct ggml_context *
 GGML_API struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 // SwiGLU over the two halves of dim 0: silu(a[:n/2]) * a[n/2:]; result of a's type.
 GGML_API struct ggml_tensor * ggml_swiglu(struct ggml_context * ctx, struct ggml_tensor * a);
+// Low-rank update of a product y = W x (a LoRA adapter's term, fused): y + s_j B (A x_j) for each
+// column j, s_j = scale * rs[j] (scale alone when rs is NULL). a [K, r] holds A's r rows; bt
+// [64, r, ceil(M/64)] holds B transposed in panels of 64 outputs (element (i, k, p) is B[64 p + i][k],
+// zero past M), so the update reads it as one sequential stream; a and bt both F32 or both F16.
+// x [K, N] and y [M, N] F32 with contiguous rows (any column stride: views of a fused product
+// work), rs F32 [1, N] or NULL. A column whose s_j is 0 is y's exactly. -> [M, N] F32.
+#define GGML_LORA_PANEL 64 // outputs per panel of ggml_lora_add's bt
+GGML_API struct ggml_tensor * ggml_lora_add(struct ggml_context * ctx, struct ggml_tensor * y, struct ggml_tensor * x,
+                                            struct ggml_tensor * a, struct ggml_tensor * bt, struct ggml_tensor * rs,
+                                            float scale);
 // a [K, M, A2, A3] (F32, F16, BF16 or quantized), b [K, N, B2, B3] (F32) -> [M, N, B2, B3] F32;
 // B2 % A2 == 0 and B3 % A3 == 0 (a is broadcast, as grouped-query attention needs).
 GGML_API struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);

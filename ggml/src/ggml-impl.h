@@ -24,6 +24,7 @@
 //   ARGSORT        i32[0] = enum ggml_sort_order
 //   TOP_K          i32[0] = k (dst->ne[0])
 //   MUL_MAT_ID     src[0] = experts [K, M, n_as], src[1] = b [K, n_b, n_t], src[2] = ids I32 [n_used, n_t]
+//   LORA_ADD       f32[0] = scale; src[0..4] = y, x, a, bt, rs (or NULL)
 //   inplace ops    dst->view_src == src[0] (dst shares a's data)
 #ifndef GGML_IMPL_H
 #define GGML_IMPL_H

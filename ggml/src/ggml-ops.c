@@ -842,3 +842,39 @@ struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tens
     }
     return t;
 }
+
+// ---- low-rank update (LoRA) ----
+
+struct ggml_tensor * ggml_lora_add(struct ggml_context * ctx, struct ggml_tensor * y, struct ggml_tensor * x,
+                                   struct ggml_tensor * a, struct ggml_tensor * bt, struct ggml_tensor * rs, float scale) {
+    const char * name = "ggml_lora_add";
+    if (!y || !x || !a || !bt) {
+        return ggml_op_fail(name, "NULL input", y ? y : x, a);
+    }
+    if (y->type != GGML_TYPE_F32 || x->type != GGML_TYPE_F32 || y->nb[0] != sizeof(float) || x->nb[0] != sizeof(float)) {
+        return ggml_op_fail(name, "x and y must be F32 with contiguous rows", x, y);
+    }
+    if ((a->type != GGML_TYPE_F32 && a->type != GGML_TYPE_F16) || a->type != bt->type || !ggml_is_contiguous(a) ||
+        !ggml_is_contiguous(bt)) {
+        return ggml_op_fail(name, "a and bt must be contiguous, both F32 or both F16", a, bt);
+    }
+    const int64_t K = x->ne[0], N = x->ne[1], M = y->ne[0], r = a->ne[1];
+    if (ggml_n_dims(x) > 2 || ggml_n_dims(y) > 2 || ggml_n_dims(a) > 2 || bt->ne[3] != 1 || a->ne[0] != K ||
+        bt->ne[0] != GGML_LORA_PANEL || bt->ne[1] != r || bt->ne[2] != (M + GGML_LORA_PANEL - 1) / GGML_LORA_PANEL ||
+        y->ne[1] != N || r < 1) {
+        return ggml_op_fail(name, "shapes must be x [K, N], y [M, N], a [K, r], bt [64, r, ceil(M/64)]", a, bt);
+    }
+    if (rs && (rs->type != GGML_TYPE_F32 || rs->ne[0] != 1 || rs->ne[1] != N || ggml_nelements(rs) != N)) {
+        return ggml_op_fail(name, "rs must be F32 [1, N]", rs, x);
+    }
+    const int64_t ne[4] = { M, N, 1, 1 };
+    struct ggml_tensor * t = ggml_new_node(ctx, GGML_OP_LORA_ADD, y, false, GGML_TYPE_F32, ne);
+    if (t) {
+        t->src[1] = x;
+        t->src[2] = a;
+        t->src[3] = bt;
+        t->src[4] = rs;
+        ggml_set_op_params_f32(t, 0, scale);
+    }
+    return t;
+}

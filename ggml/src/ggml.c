@@ -213,6 +213,7 @@ static const char * const g_op_names[GGML_OP_COUNT] = {
     [GGML_OP_SIGMOID] = "SIGMOID",
     [GGML_OP_SOFTPLUS] = "SOFTPLUS",
     [GGML_OP_CLAMP] = "CLAMP",
+    [GGML_OP_LORA_ADD] = "LORA_ADD",
     [GGML_OP_L2_NORM] = "L2_NORM",
     [GGML_OP_SSM_CONV] = "SSM_CONV",
     [GGML_OP_GATED_DELTA_NET] = "GATED_DELTA_NET",

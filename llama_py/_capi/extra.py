@@ -10,7 +10,7 @@ from ctypes import POINTER, Structure, c_bool, c_char_p, c_float, c_int, c_int32
 from .._lib import ctypes_function
 from .common import (
     gguf_context_p_ctypes, llama_adapter_lora_p_ctypes, llama_context_p_ctypes, llama_model_p_ctypes,
-    llama_model_set_tensor_data_t, llama_seq_id, llama_token,
+    llama_model_set_tensor_data_t, llama_pos, llama_seq_id, llama_token,
 )
 
 
@@ -154,13 +154,13 @@ def llama_adapter_lora_free(adapter, /):
 # uint64_t llama_adapter_get_alora_n_invocation_tokens(const struct llama_adapter_lora *);
 @ctypes_function("llama_adapter_get_alora_n_invocation_tokens", [llama_adapter_lora_p_ctypes], c_uint64)
 def llama_adapter_get_alora_n_invocation_tokens(adapter, /) -> int:
-    """Returns 0."""
+    """Number of aLoRA invocation tokens (0 for a plain LoRA)."""
 
 
 # const llama_token * llama_adapter_get_alora_invocation_tokens(const struct llama_adapter_lora *);
 @ctypes_function("llama_adapter_get_alora_invocation_tokens", [llama_adapter_lora_p_ctypes], POINTER(llama_token))
 def llama_adapter_get_alora_invocation_tokens(adapter, /):
-    """Returns NULL."""
+    """The aLoRA invocation tokens, or NULL."""
 
 
 # int32_t llama_set_adapters_lora(struct llama_context *, struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales);
@@ -175,6 +175,13 @@ def llama_set_adapters_lora_seq(ctx, seq_id: int, adapters, n_adapters: int, sca
     """llama_py extension: the adapters applied to sequence seq_id's tokens only, on top of the
     context's (n_adapters 0 clears them); one llama_decode then mixes sequences with different
     adapters. 0, or -1 (logged)."""
+
+
+# int32_t llama_set_alora_start(struct llama_context *, llama_seq_id seq_id, llama_pos pos_start);
+@ctypes_function("llama_set_alora_start", [llama_context_p_ctypes, llama_seq_id, llama_pos], c_int32)
+def llama_set_alora_start(ctx, seq_id: int, pos_start: int, /) -> int:
+    """llama_py extension: aLoRA adapters set on sequence seq_id (llama_set_adapters_lora_seq)
+    apply to its tokens at positions >= pos_start only (< 0: to none); 0, or -1 (logged)."""
 
 
 # int32_t llama_set_adapter_cvec(struct llama_context *, const float * data, size_t len, int32_t n_embd, int32_t il_start, int32_t il_end);

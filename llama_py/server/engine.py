@@ -238,10 +238,18 @@ class _Slot:
         self.admitted = 0
         self.lora: LoraKey = ()          # the adapters its cells were computed with
         self.lora_set: LoraKey = ()      # the adapters set on its sequence now (cleared when idle: no cost)
+        self.alora: Optional[int] = None  # where its cells' aLoRA applied from (None: no aLoRA, -1: nowhere)
         self.draft: List[int] = []       # drafted tokens decoded after next_token in this step's batch
         # hybrid models: (n, bytes) the recurrent state after the first n tokens (the end of the
         # last prompt), a checkpoint to cut back to (a state cannot be cut mid-way)
         self.ckpt: Optional[Tuple[int, bytes]] = None
+
+
+def _alora_keep(n: int, a: Optional[int], b: Optional[int], n_ctx: int) -> int:
+    """Cells of a prefix of n computed with aLoRA start a that serve a request with start b: those
+    before the first position where the two activations differ."""
+    ea, eb = (x if x is not None and x >= 0 else n_ctx for x in (a, b))
+    return n if ea == eb else min(n, ea, eb)
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -340,6 +348,7 @@ class Engine:
                                   f"{n + req.max_tokens} tokens; a slot holds at most {self.n_ctx_slot} "
                                   f"(context {self.n_ctx} / {self.n_slots} slots)")
         req._lora = self.loras.resolve(req.lora)  # ValueError for an unknown adapter id
+        req._alora = self.loras.alora_start(req._lora, req.prompt_tokens)  # ValueError for two aLoRAs
         chain = self._make_chain(req)  # fails here (ValueError) on a bad grammar, before queuing
         with self._cv:
             if self._closing:
@@ -500,13 +509,14 @@ class Engine:
             for s in free:
                 # cells computed with other adapters hold other values: no prefix to reuse
                 n = _common_prefix(s.tokens, prompt) if s.lora == key else 0
+                n = _alora_keep(n, s.alora, req._alora, self.n_ctx)
                 if n > best_n or (n == best_n and s.last_used < best.last_used):
                     best, best_n = s, n
             donor, donor_n, wait = None, 0, False
             for s in self._slots:
                 if s.req is None or s.lora != key:
                     continue
-                n = _common_prefix(s.tokens, prompt)
+                n = _alora_keep(_common_prefix(s.tokens, prompt), s.alora, req._alora, self.n_ctx)
                 if n > donor_n:
                     donor, donor_n = s, n
                 if s.todo and len(s.tokens) < len(prompt) and \
@@ -541,7 +551,11 @@ class Engine:
                     self._fail(req, str(e))
                     continue
                 best.lora_set = key
+            if req._alora is not None and C.llama_set_alora_start(self._ctx, best.id, req._alora) != 0:
+                self._fail(req, "llama_set_alora_start failed (see the log)")
+                continue
             best.lora = key
+            best.alora = req._alora
             best.req = req
             best.todo = list(prompt[keep:])
             best.next_token = None

@@ -8,7 +8,9 @@ at 0; POST /lora-adapters `[{"id": 0, "scale": 0.5}]` changes them; GET /lora-ad
 them). A request's `"lora": [{"id": 1, "scale": 1.0}]` picks its own scales instead (adapters it
 does not list: 0), as llama-server does. The set a request resolves to is fixed when it is
 submitted; the engine sets it on the request's sequence only (llama_set_adapters_lora_seq), so
-requests with different adapters still share one llama_decode per step.
+requests with different adapters still share one llama_decode per step. An activated LoRA
+(aLoRA) applies from the start of the last occurrence of its invocation tokens in the prompt on
+(llama_set_alora_start; the rows before are the base model's); one per request.
 """
 from __future__ import annotations
 
@@ -61,9 +63,6 @@ class LoraAdapters:
                 n = C.llama_adapter_get_alora_n_invocation_tokens(h)
                 toks = C.llama_adapter_get_alora_invocation_tokens(h)
                 self.items.append(_Adapter(len(self.items), path, float(scale), h, [toks[i] for i in range(n)]))
-                if n:
-                    raise LlamaError(f"{path} is an activated LoRA (aLoRA: applies from its invocation tokens on), "
-                                     "which this engine does not apply")
         except BaseException:
             self.close()
             raise
@@ -107,6 +106,21 @@ class LoraAdapters:
             return tuple(sorted((i, float(s)) for i, s in scales.items() if s != 0.0))
         with self._lock:
             return tuple((a.id, a.scale) for a in self.items if a.scale != 0.0)
+
+    def alora_start(self, key: LoraKey, prompt: Sequence[int]) -> Optional[int]:
+        """None when key has no activated LoRA (aLoRA); else where it applies from: the start of the
+        last occurrence of its invocation tokens in prompt (-1: absent, so nowhere), as PEFT and
+        llama-server place it. ValueError for several aLoRAs in one request (as llama-server)."""
+        inv = [self.items[i].alora_tokens for i, _ in key if self.items[i].alora_tokens]
+        if not inv:
+            return None
+        if len(inv) > 1:
+            raise ValueError("lora: cannot run multiple aLoRAs in a single request")
+        t, n = inv[0], len(inv[0])
+        for i in range(len(prompt) - n, -1, -1):
+            if list(prompt[i:i + n]) == t:
+                return i
+        return -1
 
     def apply(self, ctx, seq: int, key: LoraKey) -> None:
         """Sets key's adapters on sequence seq of ctx (nothing else changes)."""

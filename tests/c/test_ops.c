@@ -1058,6 +1058,79 @@ static void test_direct_splits(void) {
 
 // Bad input to a kernel is logged, never fatal: out-of-range row ids.
 // The constructors take F32/F16/BF16 for a (and b) and refuse other types with NULL.
+// ---- low-rank update (LoRA) ----
+
+// ggml_lora_add against a double loop: a decode column and a batch with per-column factors (some
+// zero: those columns must be y's bits), F32 and F16 A / B^T (B's panels: M = 300 leaves a partial
+// last one, whatever its padding holds), 1..3 threads.
+static void test_lora_add(void) {
+    const int64_t K = 200, M = 300, r = 12;
+    for (int ti = 0; ti < 2; ti++)
+        for (int64_t N = 1; N <= 9; N += 8)
+            for (int nth = 1; nth <= 3; nth++) {
+                const enum ggml_type type = ti ? GGML_TYPE_F16 : GGML_TYPE_F32;
+                struct ggml_context * ctx = new_ctx();
+                struct ggml_tensor * a = ggml_new_tensor_2d(ctx, type, K, r);
+                struct ggml_tensor * bt = ggml_new_tensor_3d(ctx, type, GGML_LORA_PANEL, r, (M + 63) / 64);
+                struct ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
+                struct ggml_tensor * y = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, M, N);
+                struct ggml_tensor * rs = N > 1 ? ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, N) : NULL;
+                fill(a, -1, 1);
+                fill(bt, -1, 1);
+                fill(x, -1, 1);
+                fill(y, -3, 3);
+                for (int64_t j = 0; rs && j < N; j++) set(rs, 0, j, 0, 0, j % 3 == 1 ? 0.0f : frand());
+                struct ggml_tensor * out = ggml_lora_add(ctx, y, x, a, bt, rs, 0.625f);
+                EXPECT(out != NULL && out->type == GGML_TYPE_F32 && out->ne[0] == M && out->ne[1] == N, "lora_add constructor");
+                if (!out) {
+                    ggml_free(ctx);
+                    continue;
+                }
+                double * ref = malloc((size_t) (M * N) * sizeof(double));
+                for (int64_t j = 0; j < N; j++) {
+                    const double s = 0.625 * (rs ? get(rs, 0, j, 0, 0) : 1.0);
+                    for (int64_t m = 0; m < M; m++) {
+                        double d = 0.0;
+                        for (int64_t k = 0; k < r; k++) {
+                            double ax = 0.0;
+                            for (int64_t i = 0; i < K; i++) ax += (double) get(a, i, k, 0, 0) * get(x, i, j, 0, 0);
+                            d += ax * get(bt, m % 64, k, m / 64, 0); // B[m][k] in its panel
+                        }
+                        ref[j * M + m] = get(y, m, j, 0, 0) + s * d;
+                    }
+                }
+                EXPECT(run(ctx, out, nth), "lora_add compute");
+                compare("lora_add", nth, out, ref, 1e-4, 1e-5);
+                for (int64_t j = 0; rs && j < N; j++) {
+                    if (get(rs, 0, j, 0, 0) == 0.0f) {
+                        EXPECT(memcmp(elem(out, 0, j, 0, 0), elem(y, 0, j, 0, 0), (size_t) M * sizeof(float)) == 0,
+                               "lora_add: a column of factor 0 is y's bits");
+                    }
+                }
+                free(ref);
+                ggml_free(ctx);
+            }
+    struct ggml_context * ctx = new_ctx();
+    struct ggml_tensor * f = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 4);
+    struct ggml_tensor * h = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, 64, 4);
+    struct ggml_tensor * q = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, 64, 4);
+    struct ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 3);
+    struct ggml_tensor * y = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 3);
+    struct ggml_tensor * bad_rs = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, 2);
+    ggml_log_set(quiet_log, NULL);
+    EXPECT(ggml_lora_add(ctx, y, x, f, h, NULL, 1.0f) == NULL, "lora_add: a and bt of different types refused");
+    EXPECT(ggml_lora_add(ctx, y, x, q, q, NULL, 1.0f) == NULL, "lora_add: quantized a refused");
+    struct ggml_tensor * bt = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, GGML_LORA_PANEL, 4, 1);
+    EXPECT(ggml_lora_add(ctx, y, x, f, bt, NULL, 1.0f) != NULL, "lora_add: good shapes accepted");
+    struct ggml_tensor * bt2 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, GGML_LORA_PANEL, 4, 2);
+    EXPECT(ggml_lora_add(ctx, y, x, f, bt2, NULL, 1.0f) == NULL, "lora_add: bt with panels for another M refused");
+    EXPECT(ggml_lora_add(ctx, y, x, f, bt, bad_rs, 1.0f) == NULL, "lora_add: rs of the wrong length refused");
+    EXPECT(ggml_lora_add(ctx, y, f, f, bt, NULL, 1.0f) == NULL, "lora_add: y and x of different column counts refused");
+    EXPECT(ggml_lora_add(ctx, NULL, x, f, bt, NULL, 1.0f) == NULL, "lora_add: NULL y refused");
+    ggml_log_set(NULL, NULL);
+    ggml_free(ctx);
+}
+
 static void test_type_validation(void) {
     struct ggml_context * ctx = new_ctx();
     struct ggml_tensor * f = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 4);
@@ -1116,6 +1189,7 @@ int main(void) {
     test_flash_attn();
     test_direct_splits();
     test_bad_ids();
+    test_lora_add();
     test_type_validation();
     printf("test_ops: %d checks, %d failed\n", g_checks, g_fail);
     return g_fail ? 1 : 0;

@@ -36,6 +36,7 @@ bool ggml_cpu_compute_forward(const struct ggml_compute_params * params, struct 
         case GGML_OP_L2_NORM: ggml_compute_forward_l2_norm(params, node); return true;
         case GGML_OP_SSM_CONV: ggml_compute_forward_ssm_conv(params, node); return true;
         case GGML_OP_GATED_DELTA_NET: ggml_compute_forward_gated_delta_net(params, node); return true;
+        case GGML_OP_LORA_ADD: ggml_compute_forward_lora_add(params, node); return true;
         case GGML_OP_SWIGLU: ggml_compute_forward_swiglu(params, node); return true;
         case GGML_OP_MUL_MAT: ggml_compute_forward_mul_mat(params, node); return true;
         case GGML_OP_SOFT_MAX: ggml_compute_forward_soft_max(params, node); return true;
@@ -67,6 +68,7 @@ size_t ggml_cpu_work_size(const struct ggml_tensor * node, int n_threads) {
         case GGML_OP_ARGSORT: return ggml_cpu_work_size_argsort(node, n_threads);
         case GGML_OP_MUL_MAT_ID: return ggml_cpu_work_size_mul_mat_id(node, n_threads);
         case GGML_OP_GATED_DELTA_NET: return ggml_cpu_work_size_gated_delta_net(node, n_threads);
+        case GGML_OP_LORA_ADD: return ggml_cpu_work_size_lora_add(node, n_threads);
         default: return 0;
     }
 }
@@ -98,6 +100,7 @@ static int64_t ggml_cpu_n_units(const struct ggml_tensor * node) {
         case GGML_OP_SOFT_MAX: return ggml_nrows(node->src[0]);
         case GGML_OP_SSM_CONV: return (node->ne[0] + 15) / 16 * node->ne[2];  // blocks of 16 channels x sequences
         case GGML_OP_GATED_DELTA_NET: return node->src[2]->ne[1] * node->src[2]->ne[3]; // heads x sequences
+        case GGML_OP_LORA_ADD: return node->src[3]->ne[2]; // phase 2's panels of outputs
         case GGML_OP_ADD:
         case GGML_OP_SUB:
         case GGML_OP_MUL:
@@ -156,6 +159,10 @@ int ggml_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
             work = 4 * ggml_nelements(node); // an exp or tanh per element
             break;
         case GGML_OP_ROPE: work = 2 * ggml_nelements(node); break;
+        case GGML_OP_LORA_ADD:
+            // multiply-adds: r (K + M) per column, as MUL_MAT's ~8 per element-op
+            work = node->src[2]->ne[1] * (node->src[1]->ne[0] + node->ne[0]) * node->ne[1] / 8;
+            break;
         case GGML_OP_SSM_CONV: work = ggml_nelements(node) * node->src[1]->ne[0]; break;
         case GGML_OP_GATED_DELTA_NET:
             // per token and value head: four passes over the S x S state

@@ -84,6 +84,7 @@ void ggml_compute_forward_clamp(const struct ggml_compute_params * params, struc
 void ggml_compute_forward_l2_norm(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_ssm_conv(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_gated_delta_net(const struct ggml_compute_params * params, struct ggml_tensor * dst);
+void ggml_compute_forward_lora_add(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_silu(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_gelu(const struct ggml_compute_params * params, struct ggml_tensor * dst);
 void ggml_compute_forward_swiglu(const struct ggml_compute_params * params, struct ggml_tensor * dst);
@@ -110,6 +111,7 @@ size_t ggml_cpu_work_size_flash_attn_ext(const struct ggml_tensor * dst, int n_t
 size_t ggml_cpu_work_size_argsort(const struct ggml_tensor * dst, int n_threads);
 size_t ggml_cpu_work_size_mul_mat_id(const struct ggml_tensor * dst, int n_threads);
 size_t ggml_cpu_work_size_gated_delta_net(const struct ggml_tensor * dst, int n_threads);
+size_t ggml_cpu_work_size_lora_add(const struct ggml_tensor * dst, int n_threads);
 
 // Splits n items over nth threads: [*i0, *i1) for thread ith.
 static inline void ggml_cpu_split(int64_t n, int ith, int nth, int64_t * i0, int64_t * i1) {

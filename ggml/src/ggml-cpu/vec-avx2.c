@@ -1,5 +1,5 @@
 // vec-avx2.c — silu and swiglu rows, the delta rule's scale_dot / axpy_dot rows (FMA, two
-// accumulators) and its chunk products (gemm_acc), with AVX2 + FMA: 8 lanes, exp by Cody-Waite reduction and
+// accumulators), its chunk products (gemm_acc) and the LoRA axpy, with AVX2 + FMA: 8 lanes, exp by Cody-Waite reduction and
 // the degree-6 polynomial of ggml_cpu_expf (ops-util.h), 2^n built in the exponent bits; the
 // row tail goes through vmaskmovps, so every element sees the same instructions.
 #include "vec.h"
@@ -8,6 +8,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 // x / (1 + exp(-x)); at x = -inf the quotient is -inf/inf, replaced by the limit -0.
 static inline __m256 vec_silu8(__m256 x) {
@@ -128,10 +129,51 @@ static void gemm_acc_f32_avx2(int64_t m, int64_t n, int64_t k, float * C, int64_
     }
 }
 
+// The LoRA axpy: 64 outputs per step (a panel) in eight independent fma chains, then 8 at a time, the
+// tail through masked loads (F16: the halves copied to a zeroed buffer); every element: y, then
+// one fma per k in order.
+static inline __m256 lora_load8_f32(const float * p) { return _mm256_loadu_ps(p); }
+static inline __m256 lora_load8_f16(const ggml_fp16_t * p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) p)); }
+
+#define LORA_AXPY_AVX2(NAME, T, LOAD)                                                                                \
+    static void NAME(int64_t n, float * out, const float * y, int r, const float * c, const T * b, int64_t ldb) {    \
+        int64_t i = 0;                                                                                               \
+        for (; i + 64 <= n; i += 64) {                                                                               \
+            __m256 acc[8];                                                                                           \
+            for (int v = 0; v < 8; v++) acc[v] = _mm256_loadu_ps(y + i + 8 * v);                                     \
+            for (int k = 0; k < r; k++) {                                                                            \
+                const __m256 ck = _mm256_broadcast_ss(c + k);                                                        \
+                const T * bk = b + k * ldb + i;                                                                      \
+                for (int v = 0; v < 8; v++) acc[v] = _mm256_fmadd_ps(ck, LOAD(bk + 8 * v), acc[v]);                  \
+            }                                                                                                        \
+            for (int v = 0; v < 8; v++) _mm256_storeu_ps(out + i + 8 * v, acc[v]);                                   \
+        }                                                                                                            \
+        for (; i + 8 <= n; i += 8) {                                                                                 \
+            __m256 a0 = _mm256_loadu_ps(y + i);                                                                      \
+            for (int k = 0; k < r; k++) a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(c + k), LOAD(b + k * ldb + i), a0); \
+            _mm256_storeu_ps(out + i, a0);                                                                           \
+        }                                                                                                            \
+        if (i < n) {                                                                                                 \
+            const __m256i m = vec_lanes8(n - i);                                                                     \
+            __m256 a0 = _mm256_maskload_ps(y + i, m);                                                                \
+            for (int k = 0; k < r; k++) {                                                                            \
+                T tail[8] = { 0 };                                                                                   \
+                memcpy(tail, b + k * ldb + i, (size_t) (n - i) * sizeof(T));                                         \
+                a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(c + k), LOAD(tail), a0);                                    \
+            }                                                                                                        \
+            _mm256_maskstore_ps(out + i, m, a0);                                                                     \
+        }                                                                                                            \
+    }
+
+LORA_AXPY_AVX2(lora_axpy_f32_avx2, float, lora_load8_f32)
+LORA_AXPY_AVX2(lora_axpy_f16_avx2, ggml_fp16_t, lora_load8_f16)
+
 void ggml_cpu_vec_init_avx2(struct ggml_cpu_vec_kernels * k) {
     k->silu_f32 = silu_f32_avx2;
     k->swiglu_f32 = swiglu_f32_avx2;
     k->scale_dot_f32 = scale_dot_f32_avx2;
     k->axpy_dot_f32 = axpy_dot_f32_avx2;
     k->gemm_acc_f32 = gemm_acc_f32_avx2;
+    k->lora_axpy_f32 = lora_axpy_f32_avx2;
+    k->lora_axpy_f16 = lora_axpy_f16_avx2;
 }

@@ -1,4 +1,4 @@
-// vec-avx512.c — silu and swiglu rows and the chunk products (gemm_acc) with AVX-512: 16 lanes, exp by Cody-Waite reduction and
+// vec-avx512.c — silu and swiglu rows, the chunk products (gemm_acc) and the LoRA axpy with AVX-512: 16 lanes, exp by Cody-Waite reduction and
 // the degree-6 polynomial of ggml_cpu_expf (ops-util.h), 2^n by vscalefps; the row tail goes
 // through masked loads and stores, so every element sees the same instructions.
 #include "vec.h"
@@ -76,8 +76,47 @@ static void gemm_acc_f32_avx512(int64_t m, int64_t n, int64_t k, float * C, int6
     }
 }
 
+// The LoRA axpy: 64 outputs per step in four independent fma chains (so the chains' latency
+// overlaps), then 16 at a time, the tail masked; every element: y, then one fma per k in order.
+static inline __m512 lora_load_f32(const float * p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+static inline __m512 lora_load_f16(const ggml_fp16_t * p, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const void *) p));
+}
+
+#define LORA_AXPY_AVX512(NAME, T, LOAD)                                                                           \
+    static void NAME(int64_t n, float * out, const float * y, int r, const float * c, const T * b, int64_t ldb) { \
+        int64_t i = 0;                                                                                            \
+        for (; i + 64 <= n; i += 64) {                                                                            \
+            __m512 a0 = _mm512_loadu_ps(y + i), a1 = _mm512_loadu_ps(y + i + 16);                                 \
+            __m512 a2 = _mm512_loadu_ps(y + i + 32), a3 = _mm512_loadu_ps(y + i + 48);                            \
+            for (int k = 0; k < r; k++) {                                                                         \
+                const __m512 ck = _mm512_set1_ps(c[k]);                                                           \
+                const T * bk = b + k * ldb + i;                                                                   \
+                a0 = _mm512_fmadd_ps(ck, LOAD(bk, 0xFFFF), a0);                                                   \
+                a1 = _mm512_fmadd_ps(ck, LOAD(bk + 16, 0xFFFF), a1);                                              \
+                a2 = _mm512_fmadd_ps(ck, LOAD(bk + 32, 0xFFFF), a2);                                              \
+                a3 = _mm512_fmadd_ps(ck, LOAD(bk + 48, 0xFFFF), a3);                                              \
+            }                                                                                                     \
+            _mm512_storeu_ps(out + i, a0);                                                                        \
+            _mm512_storeu_ps(out + i + 16, a1);                                                                   \
+            _mm512_storeu_ps(out + i + 32, a2);                                                                   \
+            _mm512_storeu_ps(out + i + 48, a3);                                                                   \
+        }                                                                                                         \
+        for (; i < n; i += 16) {                                                                                  \
+            const __mmask16 m = n - i >= 16 ? (__mmask16) 0xFFFF : (__mmask16) ((1u << (n - i)) - 1);             \
+            __m512 a0 = _mm512_maskz_loadu_ps(m, y + i);                                                          \
+            for (int k = 0; k < r; k++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(c[k]), LOAD(b + k * ldb + i, m), a0); \
+            _mm512_mask_storeu_ps(out + i, m, a0);                                                                \
+        }                                                                                                         \
+    }
+
+LORA_AXPY_AVX512(lora_axpy_f32_avx512, float, lora_load_f32)
+LORA_AXPY_AVX512(lora_axpy_f16_avx512, ggml_fp16_t, lora_load_f16)
+
 void ggml_cpu_vec_init_avx512(struct ggml_cpu_vec_kernels * k) {
     k->silu_f32 = silu_f32_avx512;
     k->swiglu_f32 = swiglu_f32_avx512;
     k->gemm_acc_f32 = gemm_acc_f32_avx512;
+    k->lora_axpy_f32 = lora_axpy_f32_avx512;
+    k->lora_axpy_f16 = lora_axpy_f16_avx512;
 }

@@ -1,8 +1,10 @@
-// vec-generic.c — portable activation row kernels and the per-kernel-set tables (vec.h).
+// vec-generic.c — portable activation row kernels, the LoRA axpy and the per-kernel-set tables (vec.h).
 #include "vec.h"
 #include "ops-util.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <string.h>
 
 static void silu_f32_generic(int64_t n, float * y, const float * x) {
     for (int64_t i = 0; i < n; i++) y[i] = ggml_cpu_silu(x[i]);
@@ -47,12 +49,32 @@ static void gemm_acc_f32_generic(int64_t m, int64_t n, int64_t k, float * C, int
     }
 }
 
+// k outer, so the inner loops vectorize; each element still sees y, then one fmaf per k in order.
+static void lora_axpy_f32_generic(int64_t n, float * out, const float * y, int r, const float * c, const float * b, int64_t ldb) {
+    if (out != y) memcpy(out, y, (size_t) n * sizeof(float));
+    for (int k = 0; k < r; k++) {
+        const float * restrict bk = b + k * ldb;
+        for (int64_t i = 0; i < n; i++) out[i] = fmaf(c[k], bk[i], out[i]);
+    }
+}
+
+static void lora_axpy_f16_generic(int64_t n, float * out, const float * y, int r, const float * c, const ggml_fp16_t * b,
+                                  int64_t ldb) {
+    if (out != y) memcpy(out, y, (size_t) n * sizeof(float));
+    for (int k = 0; k < r; k++) {
+        const ggml_fp16_t * restrict bk = b + k * ldb;
+        for (int64_t i = 0; i < n; i++) out[i] = fmaf(c[k], GGML_FP16_TO_FP32(bk[i]), out[i]);
+    }
+}
+
 void ggml_cpu_vec_init_generic(struct ggml_cpu_vec_kernels * k) {
     k->silu_f32 = silu_f32_generic;
     k->swiglu_f32 = swiglu_f32_generic;
     k->scale_dot_f32 = scale_dot_f32_generic;
     k->axpy_dot_f32 = axpy_dot_f32_generic;
     k->gemm_acc_f32 = gemm_acc_f32_generic;
+    k->lora_axpy_f32 = lora_axpy_f32_generic;
+    k->lora_axpy_f16 = lora_axpy_f16_generic;
 }
 
 static struct ggml_cpu_vec_kernels vec_tables[GGML_CPU_KERNELS_COUNT];

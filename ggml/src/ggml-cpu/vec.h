@@ -1,5 +1,6 @@
 // vec.h — SIMD row kernels of the elementwise activations (silu, swiglu) and of the delta rule's
-// state rows (scale_dot, axpy_dot) and chunk products (gemm_acc: ops-ssm.c) by kernel set, and the
+// state rows (scale_dot, axpy_dot), chunk products (gemm_acc: ops-ssm.c) and the LoRA update's
+// rank-r axpy (lora_axpy: ops-lora.c) by kernel set, and the
 // rule that splits an elementwise op's flat element range over threads.
 //
 // vec-generic.c holds the portable kernels (the scalar math of ops-util.h, which the compiler
@@ -36,6 +37,10 @@ struct ggml_cpu_vec_kernels {
     // C overlaps neither A nor B (the chunked delta rule's small products: ops-ssm.c).
     void (*gemm_acc_f32)(int64_t m, int64_t n, int64_t k, float * C, int64_t ldc, const float * A, int64_t lda, const float * B,
                          int64_t ldb);
+    // out[i] = y[i] + sum_k c[k] * b[k*ldb + i] for i < n: acc = y[i], then acc = fma(c[k], b, acc)
+    // for k = 0..r-1 in order (the LoRA update's B half, ops-lora.c); out may equal y. b F32 or F16.
+    void (*lora_axpy_f32)(int64_t n, float * out, const float * y, int r, const float * c, const float * b, int64_t ldb);
+    void (*lora_axpy_f16)(int64_t n, float * out, const float * y, int r, const float * c, const ggml_fp16_t * b, int64_t ldb);
 };
 
 // The kernels of kernel set v (the portable ones where v has none or the CPU cannot run it).
