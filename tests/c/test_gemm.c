@@ -682,6 +682,18 @@ int main(void) {
         check_kernels(gemm_types[t], 768, 16, 8);
         check_kernels(gemm_types[t], kq ? 512 : 64, 5, 3);
     }
+    // the x86 sets run the codebook and IQ1 types on the GEMM (packer and gemv of their own);
+    // NEON keeps vec_dot for them
+    const enum ggml_type iq[] = { GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS,
+                                  GGML_TYPE_IQ3_S,   GGML_TYPE_IQ1_S,  GGML_TYPE_IQ1_M };
+    const enum ggml_cpu_kernel_variant x86[] = { GGML_CPU_KERNELS_AVX2, GGML_CPU_KERNELS_AVXVNNI, GGML_CPU_KERNELS_AVX512 };
+    for (size_t k = 0; k < sizeof(x86) / sizeof(x86[0]); k++)
+        for (size_t t = 0; t < sizeof(iq) / sizeof(iq[0]); t++) {
+            const struct ggml_gemm_traits * gt = ggml_gemm_get_traits_variant(iq[t], x86[k]);
+            if (!gt) continue;
+            CHECK(gt->accelerated && gt->gemv && gt->pack != ggml_gemm_pack_generic, "%s kernels=%s: not on the GEMM",
+                  ggml_type_name(iq[t]), ggml_cpu_kernel_variant_name(x86[k]));
+        }
     fprintf(stderr, "note: mul_mat, batch and repack checks on kernel set %s (GGML_CPU_VARIANT picks another)\n",
             ggml_cpu_kernel_variant_name(ggml_cpu_kernel_variant_selected()));
     check_mul_mat();
