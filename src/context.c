@@ -489,7 +489,7 @@ static void ctx_fill_masks(const struct llama_context * ctx, const struct llama_
         for (uint32_t j = 0; j < n_kv; j++) {
             bool in_window = false;
             const bool vis = llama_kv_cache_seq_has(cells, j, s) &&
-                             llama_attn_visible(cells->pos[j], p, ctx->causal_attn, n_swa, swa_sym, &in_window);
+                llama_attn_visible(cells->pos[j], p, ctx->causal_attn, n_swa, swa_sym, &in_window);
             if (row) row[j] = vis ? 0.0f : -INFINITY;
             if (row_swa) row_swa[j] = vis && in_window ? 0.0f : -INFINITY;
         }
