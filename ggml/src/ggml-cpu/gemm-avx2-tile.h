@@ -239,10 +239,15 @@ static inline __attribute__((always_inline)) void pass(int64_t K, const uint8_t 
 #else
                             const __m256i p =
                                 S8 ? _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, w)) : _mm256_maddubs_epi16(w, av);
-                            s16[hh][c] = g % G16 == 0 ? p : _mm256_add_epi16(s16[hh][c], p);
-                            // keeps the chain in program order: re-associated, the compiler computes
-                            // every product of a block first and spills them (store-bound: 0.7x)
-                            __asm__("" : "+x"(s16[hh][c]));
+                            // the add in asm keeps the chain in program order: re-associated, the
+                            // compiler computes every product of a block first and spills them
+                            // (store-bound: 0.7x); an empty asm tying s16 ("+x") instead costs a
+                            // register move per add
+                            if (g % G16 == 0) {
+                                s16[hh][c] = p;
+                            } else {
+                                __asm__("vpaddw %2, %1, %0" : "=x"(s16[hh][c]) : "x"(s16[hh][c]), "x"(p));
+                            }
                             if (g % G16 == G16 - 1) {
                                 const __m256i s32 = _mm256_madd_epi16(s16[hh][c], ones);
                                 ia[hh][c] = g >= G16 ? _mm256_add_epi32(ia[hh][c], s32)
