@@ -21,8 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IQS_NB   8      // grid neighbours kept per off-grid point
-#define IQS_NTRY 16   // candidate scales per sub-block
+#define IQS_NB    8      // grid neighbours kept per off-grid point
+#define IQS_NTRY  16   // candidate scales per sub-block
+#define IQ1_NCLIP 12  // IQ1's extra candidates that clip the largest magnitude (up to 1.3 * 1.15^11 = 6x)
 
 struct iq_book {
     int dim, nlev, n;            // values per entry, levels per value, entries
@@ -399,8 +400,11 @@ static float iq1_scale(const struct iq_book * b, const float * x, const float * 
     uint8_t neg[4];
     float best = -1.0f, scale = 0.0f;
     for (int sg = 0; sg < (shared ? 2 : 1); sg++) {
-        for (int t = 0; t < IQS_NTRY; t++) {
-            const float id = 1.125f * (0.5f + 0.05f * (float) t) / amax;
+        // stretches around amax on the outer level, then ones that clip amax (an outlier would
+        // otherwise round every other value of the group to zero)
+        for (int t = 0; t < IQS_NTRY + IQ1_NCLIP; t++) {
+            const float r = t < IQS_NTRY ? 0.5f + 0.05f * (float) t : 1.3f * powf(1.15f, (float) (t - IQS_NTRY));
+            const float id = 1.125f * r / amax;
             float sqx = 0.0f, sq2 = 0.0f;
             iq1_fit(b, x, w, n, id, shared ? sg : -1, idx, neg, &sqx, &sq2);
             if (sqx > 0.0f && sq2 > 0.0f && sqx * sqx > best * sq2) {
