@@ -159,8 +159,11 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
     } else if (is_output) {
         if (params->output_tensor_type < GGML_TYPE_COUNT) return params->output_tensor_type;
         if (!params->quantize_output_tensor) return cur;
+        // rows the mix's block size does not divide keep 8 bits (llama.cpp's rule); the 2-bit
+        // mixes (and IQ3_XXS) take Q5_K, the others Q6_K
+        if (!params->pure && quantized_ftype && ne0 % ggml_blck_size(p->base) != 0) return GGML_TYPE_Q8_0;
         if (!params->pure && quantized_ftype && t != GGML_TYPE_Q8_0)
-            t = quantize_is_iq2(p->ftype) ? GGML_TYPE_Q5_K : GGML_TYPE_Q6_K;
+            t = quantize_is_iq2(p->ftype) || p->ftype == LLAMA_FTYPE_MOSTLY_IQ3_XXS ? GGML_TYPE_Q5_K : GGML_TYPE_Q6_K;
     } else if (strcmp(name, "token_embd.weight") == 0) {
         if (params->token_embedding_type < GGML_TYPE_COUNT) return params->token_embedding_type;
         if (!params->pure && (p->ftype == LLAMA_FTYPE_MOSTLY_TQ1_0 || p->ftype == LLAMA_FTYPE_MOSTLY_TQ2_0)) {
@@ -281,6 +284,7 @@ static enum ggml_type quantize_choose_type(const struct quantize_plan * p, const
             t = ne0 % 32 == 0
                 ? (t == GGML_TYPE_Q2_K || t == GGML_TYPE_Q3_K || t == GGML_TYPE_TQ1_0 || t == GGML_TYPE_TQ2_0 ? GGML_TYPE_Q4_0
                        : t == GGML_TYPE_Q4_K                                                                  ? GGML_TYPE_Q5_0
+                       : t == GGML_TYPE_Q5_K                                                                  ? GGML_TYPE_Q5_1
                        : t == GGML_TYPE_IQ4_XS || t == GGML_TYPE_IQ3_S || t == GGML_TYPE_IQ3_XXS || t == GGML_TYPE_IQ2_S ||
                            t == GGML_TYPE_IQ2_XS || t == GGML_TYPE_IQ2_XXS || t == GGML_TYPE_IQ1_S || t == GGML_TYPE_IQ1_M
                        ? GGML_TYPE_IQ4_NL

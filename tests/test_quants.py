@@ -271,6 +271,34 @@ def test_kquant_roundtrip_gguf_dequantizes_our_bytes(lib, t):
     assert rel < bound, f"{QUANT_TYPES[t]} relative rmse {rel:.4f}"
 
 
+@pytest.mark.parametrize("t", [2, 3, 6, 7, 10, 11, 12, 13, 14], ids=lambda t: QUANT_TYPES[t])
+def test_imatrix_quantizers_fit_the_weighted_error(lib, t):
+    """Given an importance matrix, ggml_quantize_chunk's Q4_0..Q5_1 and Q2_K..Q6_K fit the
+    column-weighted error: read back by gguf, sum(w (x - deq)^2) is well below the unweighted
+    reference quantizer's; the 32-element types' levels are the nearest under the stored scale."""
+    qc = _bind(lib, "ggml_quantize_chunk", [c_int, c_void_p, c_void_p, c_int64, c_int64, c_int64, c_void_p], c_size_t)
+    rng = np.random.default_rng(100 + t)
+    rows, k = 16, 512
+    x = rng.standard_t(5, rows * k).astype(np.float32)
+    im = rng.lognormal(0.0, 1.5, k).astype(np.float32)
+    bs, ts = EXPECTED_SIZES[t]
+    err, qs = [], []
+    for w in (None, im):
+        out = np.zeros(rows * k // bs * ts, dtype=np.uint8)
+        assert qc(t, x.ctypes.data, out.ctypes.data, 0, rows, k, None if w is None else w.ctypes.data) == out.nbytes
+        y = gq.dequantize(out.reshape(rows, -1), gguf_type(t)).reshape(rows, k)
+        err.append(float(np.sum(im * (y.astype(np.float64) - x.reshape(rows, k)) ** 2)))
+        qs.append((out, y))
+    assert err[1] < 0.85 * err[0], f"{QUANT_TYPES[t]}: weighted error {err[1]:.4g} vs unweighted {err[0]:.4g}"
+    if t in (2, 6):  # Q4_0 / Q5_0: d * (nearest level of x / d, clamped)
+        nmax = 8 if t == 2 else 16
+        out, y = qs[1]
+        d = out.reshape(-1, ts)[:, :2].copy().view(np.float16).astype(np.float32).ravel()
+        xb = x.reshape(-1, 32)
+        want = d[:, None] * np.clip(np.rint(xb / d[:, None]), -nmax, nmax - 1)
+        np.testing.assert_array_equal(y.reshape(-1, 32), want.astype(np.float32))
+
+
 @pytest.mark.parametrize("t", TERNARY, ids=lambda t: QUANT_TYPES[t])
 def test_ternary_values_roundtrip_exactly(lib, t):
     """A ternary signal (BitNet-style weights) comes back exactly: d * {-1, 0, 1}."""

@@ -21,8 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IQS_NB   8      // grid neighbours kept per off-grid point
-#define IQS_NTRY 16   // candidate scales per sub-block
+#define IQS_NB    8      // grid neighbours kept per off-grid point
+#define IQS_NTRY  16   // candidate scales per sub-block
+#define IQ1_NCLIP 12  // IQ1's extra candidates that clip the largest magnitude (up to 1.3 * 1.15^11 = 6x)
 
 struct iq_book {
     int dim, nlev, n;            // values per entry, levels per value, entries
@@ -185,11 +186,12 @@ static float iq_sub_scale(const struct iq_book * b, const float * a, const float
 }
 
 // Column weights of one super-block: qw * sqrt(sigma2 + x^2), qw = 1 without an importance
-// matrix (x^2 alone favours the largest values too much for grids this coarse).
-static void iq_weights(const float * x, const float * qw, float * w) {
+// matrix (x^2 alone favours the largest values too much for grids this coarse). sigma2 is
+// sig_mul times the mean square: 1 for IQ2_XXS / IQ2_XS, 2 for the others (llama.cpp's choice).
+static void iq_weights(const float * x, const float * qw, float sig_mul, float * w) {
     float s = 0.0f;
     for (int j = 0; j < QK_IQ; j++) s += x[j] * x[j];
-    const float sigma2 = 2.0f * s / QK_IQ;
+    const float sigma2 = sig_mul * s / QK_IQ;
     for (int j = 0; j < QK_IQ; j++) w[j] = (qw ? qw[j] : 1.0f) * sqrtf(sigma2 + x[j] * x[j]);
     // all-zero weights (zero activations in the imatrix) would leave the search blind
     for (int j = 0; j < QK_IQ; j++)
@@ -271,7 +273,7 @@ bool quantize_row_iq3_s_imat(const float * x, block_iq3_s * y, int64_t k, const 
         float w[QK_IQ], a[QK_IQ];
         uint8_t neg[QK_IQ / 8], s4[8];
         uint16_t idx[QK_IQ / 4];
-        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, 2.0f, w);
         iq_signs(xb, w, false, a, neg);
         memset(&y[i], 0, sizeof(y[i]));
         y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 32, 1.0f, s4, idx));
@@ -293,7 +295,7 @@ bool quantize_row_iq3_xxs_imat(const float * x, block_iq3_xxs * y, int64_t k, co
         float w[QK_IQ], a[QK_IQ];
         uint8_t neg[QK_IQ / 8], s4[8];
         uint16_t idx[QK_IQ / 4];
-        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, 2.0f, w);
         iq_signs(xb, w, true, a, neg);
         y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 32, 0.25f, s4, idx));
         for (int l = 0; l < QK_IQ / 4; l++) y[i].qs[l] = (uint8_t) idx[l];
@@ -314,7 +316,7 @@ bool quantize_row_iq2_xxs_imat(const float * x, block_iq2_xxs * y, int64_t k, co
         float w[QK_IQ], a[QK_IQ];
         uint8_t neg[QK_IQ / 8], s4[8];
         uint16_t idx[QK_IQ / 8];
-        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, 1.0f, w);
         iq_signs(xb, w, true, a, neg);
         y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 32, 0.125f, s4, idx));
         for (int ib = 0; ib < 8; ib++) {
@@ -337,7 +339,7 @@ bool quantize_row_iq2_xs_imat(const float * x, block_iq2_xs * y, int64_t k, cons
         float w[QK_IQ], a[QK_IQ];
         uint8_t neg[QK_IQ / 8], s4[16];
         uint16_t idx[QK_IQ / 8];
-        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, 1.0f, w);
         iq_signs(xb, w, true, a, neg);
         y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 16, 0.125f, s4, idx));
         memset(y[i].scales, 0, sizeof(y[i].scales));
@@ -355,7 +357,7 @@ bool quantize_row_iq2_s_imat(const float * x, block_iq2_s * y, int64_t k, const 
         float w[QK_IQ], a[QK_IQ];
         uint8_t neg[QK_IQ / 8], s4[16];
         uint16_t idx[QK_IQ / 8];
-        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, 2.0f, w);
         iq_signs(xb, w, false, a, neg);
         memset(&y[i], 0, sizeof(y[i]));
         y[i].d = GGML_FP32_TO_FP16(iq_block(b, a, w, 16, 0.125f, s4, idx));
@@ -399,8 +401,11 @@ static float iq1_scale(const struct iq_book * b, const float * x, const float * 
     uint8_t neg[4];
     float best = -1.0f, scale = 0.0f;
     for (int sg = 0; sg < (shared ? 2 : 1); sg++) {
-        for (int t = 0; t < IQS_NTRY; t++) {
-            const float id = 1.125f * (0.5f + 0.05f * (float) t) / amax;
+        // stretches around amax on the outer level, then ones that clip amax (an outlier would
+        // otherwise round every other value of the group to zero)
+        for (int t = 0; t < IQS_NTRY + IQ1_NCLIP; t++) {
+            const float r = t < IQS_NTRY ? 0.5f + 0.05f * (float) t : 1.3f * powf(1.15f, (float) (t - IQS_NTRY));
+            const float id = 1.125f * r / amax;
             float sqx = 0.0f, sq2 = 0.0f;
             iq1_fit(b, x, w, n, id, shared ? sg : -1, idx, neg, &sqx, &sq2);
             if (sqx > 0.0f && sq2 > 0.0f && sqx * sqx > best * sq2) {
@@ -445,7 +450,7 @@ bool quantize_row_iq1_s_imat(const float * x, block_iq1_s * y, int64_t k, const 
         float w[QK_IQ];
         uint8_t s4[8], neg[QK_IQ / 8];
         uint16_t idx[QK_IQ / 8];
-        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, 2.0f, w);
         y[i].d = GGML_FP32_TO_FP16(iq1_block(b, xb, w, 32, true, s4, idx, neg));
         for (int ib = 0; ib < 8; ib++) {
             uint16_t h = (uint16_t) ((s4[ib] << 12) | (neg[4 * ib] ? 0x8000 : 0));
@@ -467,7 +472,7 @@ bool quantize_row_iq1_m_imat(const float * x, block_iq1_m * y, int64_t k, const 
         float w[QK_IQ];
         uint8_t s4[16], neg[QK_IQ / 8];
         uint16_t idx[QK_IQ / 8];
-        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, w);
+        iq_weights(xb, qw ? qw + i * QK_IQ : NULL, 2.0f, w);
         const ggml_fp16_t d = GGML_FP32_TO_FP16(iq1_block(b, xb, w, 16, false, s4, idx, neg));
         memset(&y[i], 0, sizeof(y[i]));
         for (int e = 0; e < QK_IQ / 8; e++) {

@@ -16,18 +16,11 @@
 // Below this magnitude a group is treated as all zeros.
 #define GROUP_MAX_EPS 1e-15f
 
-// Round to nearest, ties to even (valid for |v| < 2^22): adding 1.5*2^23 pushes the
-// fraction out of the mantissa, and the FPU rounds it for us.
-static inline int nearest_int(float v) {
-    const float val = v + 12582912.0f;
-    int32_t i;
-    memcpy(&i, &val, sizeof(i));
-    return (i & 0x007FFFFF) - 0x00400000;
-}
+#define nearest_int ggml_quants_nearest_int
 
-// Signed-symmetric levels in [-nmax, nmax-1] for n values; rmse_type 1 weights by x^2.
-// Returns the scale; L gets levels + nmax.
-static float make_qx_quants(int n, int nmax, const float * x, int8_t * L, int rmse_type) {
+// Signed-symmetric levels in [-nmax, nmax-1] for n values; rmse_type 1 weights by qw, or by
+// x^2 when qw is NULL. Returns the scale; L gets levels + nmax.
+float ggml_quants_fit_sym(int n, int nmax, const float * x, int8_t * L, int rmse_type, const float * qw) {
     float max = 0.0f, amax = 0.0f;
     for (int i = 0; i < n; i++) {
         const float ax = fabsf(x[i]);
@@ -53,7 +46,7 @@ static float make_qx_quants(int n, int nmax, const float * x, int8_t * L, int rm
         int l = nearest_int(iscale * x[i]);
         l = GGML_MAX(-nmax, GGML_MIN(nmax - 1, l));
         L[i] = (int8_t) (l + nmax);
-        const float w = x[i] * x[i];
+        const float w = qw ? qw[i] : x[i] * x[i];
         sumlx += w * x[i] * (float) l;
         suml2 += w * (float) l * (float) l;
     }
@@ -67,7 +60,7 @@ static float make_qx_quants(int n, int nmax, const float * x, int8_t * L, int rm
         for (int i = 0; i < n; i++) {
             int l = nearest_int(iscale * x[i]);
             l = GGML_MAX(-nmax, GGML_MIN(nmax - 1, l));
-            const float w = x[i] * x[i];
+            const float w = qw ? qw[i] : x[i] * x[i];
             sumlx += w * x[i] * (float) l;
             suml2 += w * (float) l * (float) l;
         }
@@ -138,8 +131,8 @@ static float make_q3_quants(int n, int nmax, const float * x, int8_t * L) {
 // Asymmetric levels in [0, nmax] with a minimum: x ~ scale * L - the_min. Sweeps nstep+1
 // inverse scales around nmax / (max - min), refitting scale and min by weighted least squares
 // at each; use_mad picks weighted absolute error instead of squared.
-static float make_qkx2_quants(int n, int nmax, const float * x, const float * weights, uint8_t * L, float * the_min,
-                              uint8_t * Laux, float rmin, float rdelta, int nstep, bool use_mad) {
+float ggml_quants_fit_affine(int n, int nmax, const float * x, const float * weights, uint8_t * L, float * the_min,
+                             uint8_t * Laux, float rmin, float rdelta, int nstep, bool use_mad) {
     float min = x[0], max = x[0];
     float sum_w = weights[0];
     float sum_x = sum_w * x[0];
@@ -210,6 +203,14 @@ static float make_qkx2_quants(int n, int nmax, const float * x, const float * we
 
 // ---- q2_K ----
 
+void ggml_quants_pack_2bit(const uint8_t * L, uint8_t * qs) {
+    for (int j = 0; j < QK_K; j += 128) {
+        for (int l = 0; l < 32; ++l) {
+            qs[j / 4 + l] = (uint8_t) (L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+        }
+    }
+}
+
 void quantize_row_q2_K_ref(const float * x, block_q2_K * y, int64_t k) {
     const int64_t nb = k / QK_K;
     uint8_t L[QK_K], Laux[16];
@@ -220,7 +221,7 @@ void quantize_row_q2_K_ref(const float * x, block_q2_K * y, int64_t k) {
         float max_scale = 0.0f, max_min = 0.0f;
         for (int j = 0; j < QK_K / 16; ++j) {
             for (int l = 0; l < 16; ++l) weights[l] = fabsf(x[16 * j + l]);
-            scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, true);
+            scales[j] = ggml_quants_fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, true);
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -253,11 +254,7 @@ void quantize_row_q2_K_ref(const float * x, block_q2_K * y, int64_t k) {
                 L[16 * j + ii] = (uint8_t) GGML_MAX(0, GGML_MIN(3, l));
             }
         }
-        for (int j = 0; j < QK_K; j += 128) {
-            for (int l = 0; l < 32; ++l) {
-                y[i].qs[j / 4 + l] = (uint8_t) (L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
-            }
-        }
+        ggml_quants_pack_2bit(L, y[i].qs);
         x += QK_K;
     }
 }
@@ -288,6 +285,31 @@ void dequantize_row_q2_K(const block_q2_K * x, float * y, int64_t k) {
 
 // ---- q3_K ----
 
+void ggml_quants_pack_q3_K_scales(const int * ls, uint8_t * scales) {
+    memset(scales, 0, K_SCALE_SIZE);
+    for (int j = 0; j < QK_K / 16; ++j) {
+        const int l = ls[j];
+        if (j < 8) {
+            scales[j] = (uint8_t) (l & 0xF);
+        } else {
+            scales[j - 8] |= (uint8_t) ((l & 0xF) << 4);
+        }
+        scales[j % 4 + 8] |= (uint8_t) ((l >> 4) << (2 * (j / 4)));
+    }
+}
+
+void ggml_quants_pack_q3_K_levels(int8_t * L, uint8_t * hmask, uint8_t * qs) {
+    // bit 2 of level j goes to hmask byte j % 32, bit j / 32
+    memset(hmask, 0, QK_K / 8);
+    for (int j = 0; j < QK_K; ++j) {
+        if (L[j] > 3) {
+            hmask[j % (QK_K / 8)] |= (uint8_t) (1 << (j / (QK_K / 8)));
+            L[j] -= 4;
+        }
+    }
+    ggml_quants_pack_2bit((const uint8_t *) L, qs);
+}
+
 void quantize_row_q3_K_ref(const float * x, block_q3_K * y, int64_t k) {
     const int64_t nb = k / QK_K;
     int8_t L[QK_K];
@@ -306,17 +328,9 @@ void quantize_row_q3_K_ref(const float * x, block_q3_K * y, int64_t k) {
         memset(y[i].scales, 0, sizeof(y[i].scales));
         if (max_scale != 0.0f) {
             const float iscale = -32.0f / max_scale;
-            for (int j = 0; j < QK_K / 16; ++j) {
-                int l = nearest_int(iscale * scales[j]);
-                l = GGML_MAX(-32, GGML_MIN(31, l)) + 32;
-                if (j < 8) {
-                    y[i].scales[j] = (uint8_t) (l & 0xF);
-                } else {
-                    y[i].scales[j - 8] |= (uint8_t) ((l & 0xF) << 4);
-                }
-                l >>= 4;
-                y[i].scales[j % 4 + 8] |= (uint8_t) (l << (2 * (j / 4)));
-            }
+            int ls[QK_K / 16];
+            for (int j = 0; j < QK_K / 16; ++j) ls[j] = GGML_MAX(-32, GGML_MIN(31, nearest_int(iscale * scales[j]))) + 32;
+            ggml_quants_pack_q3_K_scales(ls, y[i].scales);
             y[i].d = GGML_FP32_TO_FP16(1.0f / iscale);
         } else {
             y[i].d = GGML_FP32_TO_FP16(0.0f);
@@ -332,19 +346,7 @@ void quantize_row_q3_K_ref(const float * x, block_q3_K * y, int64_t k) {
                 L[16 * j + ii] = (int8_t) (l + 4);
             }
         }
-        // bit 2 of level j goes to hmask byte j % 32, bit j / 32
-        memset(y[i].hmask, 0, sizeof(y[i].hmask));
-        for (int j = 0; j < QK_K; ++j) {
-            if (L[j] > 3) {
-                y[i].hmask[j % (QK_K / 8)] |= (uint8_t) (1 << (j / (QK_K / 8)));
-                L[j] -= 4;
-            }
-        }
-        for (int j = 0; j < QK_K; j += 128) {
-            for (int l = 0; l < 32; ++l) {
-                y[i].qs[j / 4 + l] = (uint8_t) (L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
-            }
-        }
+        ggml_quants_pack_q3_K_levels(L, y[i].hmask, y[i].qs);
         x += QK_K;
     }
 }
@@ -380,34 +382,41 @@ static void quantize_k_scales_mins(const float * x, int nmax, float rmin, int ns
         for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
         const float av_x = sqrtf(sum_x2 / 32.0f);
         for (int l = 0; l < 32; ++l) weights[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, false);
+        scales[j] = ggml_quants_fit_affine(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, false);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
     const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
     const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+    uint8_t ls[QK_K / 32], lm[QK_K / 32];
     for (int j = 0; j < QK_K / 32; ++j) {
-        const uint8_t ls = (uint8_t) GGML_MIN(63, nearest_int(inv_scale * scales[j]));
-        const uint8_t lm = (uint8_t) GGML_MIN(63, nearest_int(inv_min * mins[j]));
-        if (j < 4) {
-            packed[j] = ls;
-            packed[j + 4] = lm;
-        } else {
-            packed[j + 4] = (uint8_t) ((ls & 0xF) | ((lm & 0xF) << 4));
-            packed[j - 4] |= (uint8_t) ((ls >> 4) << 6);
-            packed[j] |= (uint8_t) ((lm >> 4) << 6);
-        }
+        ls[j] = (uint8_t) GGML_MIN(63, nearest_int(inv_scale * scales[j]));
+        lm[j] = (uint8_t) GGML_MIN(63, nearest_int(inv_min * mins[j]));
     }
     *d_out = GGML_FP32_TO_FP16(max_scale / 63.0f);
     *dmin_out = GGML_FP32_TO_FP16(max_min / 63.0f);
-    const float d_all = GGML_FP16_TO_FP32(*d_out);
-    const float m_all = GGML_FP16_TO_FP32(*dmin_out);
+    ggml_quants_pack_k4(x, nmax, ls, lm, *d_out, *dmin_out, packed, L);
+}
+
+void ggml_quants_pack_k4(const float * x, int nmax, const uint8_t * ls, const uint8_t * lm, ggml_fp16_t d16, ggml_fp16_t dmin16,
+                         uint8_t * packed, uint8_t * L) {
+    memset(packed, 0, K_SCALE_SIZE);
     for (int j = 0; j < QK_K / 32; ++j) {
-        uint8_t sc, m;
-        ggml_quants_get_scale_min_k4(j, packed, &sc, &m);
-        const float d = d_all * (float) sc;
+        if (j < 4) {
+            packed[j] = ls[j];
+            packed[j + 4] = lm[j];
+        } else {
+            packed[j + 4] = (uint8_t) ((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
+            packed[j - 4] |= (uint8_t) ((ls[j] >> 4) << 6);
+            packed[j] |= (uint8_t) ((lm[j] >> 4) << 6);
+        }
+    }
+    const float d_all = GGML_FP16_TO_FP32(d16);
+    const float m_all = GGML_FP16_TO_FP32(dmin16);
+    for (int j = 0; j < QK_K / 32; ++j) {
+        const float d = d_all * (float) ls[j];
         if (d == 0.0f) continue;
-        const float dm = m_all * (float) m;
+        const float dm = m_all * (float) lm[j];
         for (int ii = 0; ii < 32; ++ii) {
             const int l = nearest_int((x[32 * j + ii] + dm) / d);
             L[32 * j + ii] = (uint8_t) GGML_MAX(0, GGML_MIN(nmax, l));
@@ -417,17 +426,20 @@ static void quantize_k_scales_mins(const float * x, int nmax, float rmin, int ns
 
 // ---- q4_K ----
 
+void ggml_quants_pack_q4_K_levels(const uint8_t * L, uint8_t * q) {
+    for (int j = 0; j < QK_K; j += 64) {
+        for (int l = 0; l < 32; ++l) q[l] = (uint8_t) (L[j + l] | (L[j + l + 32] << 4));
+        q += 32;
+    }
+}
+
 void quantize_row_q4_K_ref(const float * x, block_q4_K * y, int64_t k) {
     const int64_t nb = k / QK_K;
     uint8_t L[QK_K];
     for (int64_t i = 0; i < nb; i++) {
         memset(y[i].scales, 0, sizeof(y[i].scales));
         quantize_k_scales_mins(x, 15, -1.0f, 20, L, y[i].scales, &y[i].d, &y[i].dmin);
-        uint8_t * q = y[i].qs;
-        for (int j = 0; j < QK_K; j += 64) {
-            for (int l = 0; l < 32; ++l) q[l] = (uint8_t) (L[j + l] | (L[j + l + 32] << 4));
-            q += 32;
-        }
+        ggml_quants_pack_q4_K_levels(L, y[i].qs);
         x += QK_K;
     }
 }
@@ -459,34 +471,36 @@ void dequantize_row_q4_K(const block_q4_K * x, float * y, int64_t k) {
 
 // ---- q5_K ----
 
+void ggml_quants_pack_q5_K_levels(const uint8_t * L, uint8_t * qh, uint8_t * ql) {
+    memset(qh, 0, QK_K / 8);
+    uint8_t m1 = 1, m2 = 2;
+    for (int n = 0; n < QK_K; n += 64) {
+        for (int j = 0; j < 32; ++j) {
+            int l1 = L[n + j];
+            if (l1 > 15) {
+                l1 -= 16;
+                qh[j] |= m1;
+            }
+            int l2 = L[n + j + 32];
+            if (l2 > 15) {
+                l2 -= 16;
+                qh[j] |= m2;
+            }
+            ql[j] = (uint8_t) (l1 | (l2 << 4));
+        }
+        m1 = (uint8_t) (m1 << 2);
+        m2 = (uint8_t) (m2 << 2);
+        ql += 32;
+    }
+}
+
 void quantize_row_q5_K_ref(const float * x, block_q5_K * y, int64_t k) {
     const int64_t nb = k / QK_K;
     uint8_t L[QK_K];
     for (int64_t i = 0; i < nb; i++) {
         memset(y[i].scales, 0, sizeof(y[i].scales));
         quantize_k_scales_mins(x, 31, -0.5f, 15, L, y[i].scales, &y[i].d, &y[i].dmin);
-        uint8_t * qh = y[i].qh;
-        uint8_t * ql = y[i].qs;
-        memset(qh, 0, QK_K / 8);
-        uint8_t m1 = 1, m2 = 2;
-        for (int n = 0; n < QK_K; n += 64) {
-            for (int j = 0; j < 32; ++j) {
-                int l1 = L[n + j];
-                if (l1 > 15) {
-                    l1 -= 16;
-                    qh[j] |= m1;
-                }
-                int l2 = L[n + j + 32];
-                if (l2 > 15) {
-                    l2 -= 16;
-                    qh[j] |= m2;
-                }
-                ql[j] = (uint8_t) (l1 | (l2 << 4));
-            }
-            m1 = (uint8_t) (m1 << 2);
-            m2 = (uint8_t) (m2 << 2);
-            ql += 32;
-        }
+        ggml_quants_pack_q5_K_levels(L, y[i].qh, y[i].qs);
         x += QK_K;
     }
 }
@@ -524,57 +538,57 @@ void dequantize_row_q5_K(const block_q5_K * x, float * y, int64_t k) {
 
 // ---- q6_K ----
 
+void ggml_quants_finish_q6_K(const float * x, const float * scales, int8_t * L, block_q6_K * y) {
+    float max_scale = 0.0f, max_abs_scale = 0.0f;
+    for (int ib = 0; ib < QK_K / 16; ++ib) {
+        const float abs_scale = fabsf(scales[ib]);
+        if (abs_scale > max_abs_scale) {
+            max_abs_scale = abs_scale;
+            max_scale = scales[ib];
+        }
+    }
+    if (max_abs_scale < GROUP_MAX_EPS) {
+        memset(y, 0, sizeof(block_q6_K));
+        y->d = GGML_FP32_TO_FP16(0.0f);
+        return;
+    }
+    const float iscale = -128.0f / max_scale;
+    y->d = GGML_FP32_TO_FP16(1.0f / iscale);
+    for (int ib = 0; ib < QK_K / 16; ++ib) y->scales[ib] = (int8_t) GGML_MIN(127, nearest_int(iscale * scales[ib]));
+    for (int j = 0; j < QK_K / 16; ++j) {
+        const float d = GGML_FP16_TO_FP32(y->d) * (float) y->scales[j];
+        if (d == 0.0f) continue;
+        for (int ii = 0; ii < 16; ++ii) {
+            int l = nearest_int(x[16 * j + ii] / d);
+            l = GGML_MAX(-32, GGML_MIN(31, l));
+            L[16 * j + ii] = (int8_t) (l + 32);
+        }
+    }
+    uint8_t * ql = y->ql;
+    uint8_t * qh = y->qh;
+    for (int j = 0; j < QK_K; j += 128) {
+        for (int l = 0; l < 32; ++l) {
+            const uint8_t q1 = (uint8_t) (L[j + l + 0] & 0xF);
+            const uint8_t q2 = (uint8_t) (L[j + l + 32] & 0xF);
+            const uint8_t q3 = (uint8_t) (L[j + l + 64] & 0xF);
+            const uint8_t q4 = (uint8_t) (L[j + l + 96] & 0xF);
+            ql[l + 0] = (uint8_t) (q1 | (q3 << 4));
+            ql[l + 32] = (uint8_t) (q2 | (q4 << 4));
+            qh[l] = (uint8_t) ((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
+                               ((L[j + l + 96] >> 4) << 6));
+        }
+        ql += 64;
+        qh += 32;
+    }
+}
+
 void quantize_row_q6_K_ref(const float * x, block_q6_K * y, int64_t k) {
     const int64_t nb = k / QK_K;
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t i = 0; i < nb; i++) {
-        float max_scale = 0.0f, max_abs_scale = 0.0f;
-        for (int ib = 0; ib < QK_K / 16; ++ib) {
-            const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1);
-            scales[ib] = scale;
-            const float abs_scale = fabsf(scale);
-            if (abs_scale > max_abs_scale) {
-                max_abs_scale = abs_scale;
-                max_scale = scale;
-            }
-        }
-        if (max_abs_scale < GROUP_MAX_EPS) {
-            memset(&y[i], 0, sizeof(block_q6_K));
-            y[i].d = GGML_FP32_TO_FP16(0.0f);
-            x += QK_K;
-            continue;
-        }
-        const float iscale = -128.0f / max_scale;
-        y[i].d = GGML_FP32_TO_FP16(1.0f / iscale);
-        for (int ib = 0; ib < QK_K / 16; ++ib) {
-            y[i].scales[ib] = (int8_t) GGML_MIN(127, nearest_int(iscale * scales[ib]));
-        }
-        for (int j = 0; j < QK_K / 16; ++j) {
-            const float d = GGML_FP16_TO_FP32(y[i].d) * (float) y[i].scales[j];
-            if (d == 0.0f) continue;
-            for (int ii = 0; ii < 16; ++ii) {
-                int l = nearest_int(x[16 * j + ii] / d);
-                l = GGML_MAX(-32, GGML_MIN(31, l));
-                L[16 * j + ii] = (int8_t) (l + 32);
-            }
-        }
-        uint8_t * ql = y[i].ql;
-        uint8_t * qh = y[i].qh;
-        for (int j = 0; j < QK_K; j += 128) {
-            for (int l = 0; l < 32; ++l) {
-                const uint8_t q1 = (uint8_t) (L[j + l + 0] & 0xF);
-                const uint8_t q2 = (uint8_t) (L[j + l + 32] & 0xF);
-                const uint8_t q3 = (uint8_t) (L[j + l + 64] & 0xF);
-                const uint8_t q4 = (uint8_t) (L[j + l + 96] & 0xF);
-                ql[l + 0] = (uint8_t) (q1 | (q3 << 4));
-                ql[l + 32] = (uint8_t) (q2 | (q4 << 4));
-                qh[l] = (uint8_t) ((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
-                                   ((L[j + l + 96] >> 4) << 6));
-            }
-            ql += 64;
-            qh += 32;
-        }
+        for (int ib = 0; ib < QK_K / 16; ++ib) scales[ib] = ggml_quants_fit_sym(16, 32, x + 16 * ib, L + 16 * ib, 1, NULL);
+        ggml_quants_finish_q6_K(x, scales, L, &y[i]);
         x += QK_K;
     }
 }

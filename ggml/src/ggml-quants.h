@@ -149,6 +149,56 @@ void quantize_row_q5_K_ref(const float * x, block_q5_K * y, int64_t k);
 void quantize_row_q6_K_ref(const float * x, block_q6_K * y, int64_t k);
 void quantize_row_q8_K_ref(const float * x, block_q8_K * y, int64_t k);
 
+// ---- importance-weighted quantizers (qw: one weight per column of the row, k of them; the
+// weights are qw * sqrt(sigma^2 + x^2) as llama.cpp's published K-quant algorithms use, raw qw
+// for q6_K). x is one whole row: q4_0..q5_1 take sigma^2 over the row. ----
+
+void quantize_row_q4_0_imat(const float * x, block_q4_0 * y, int64_t k, const float * qw);
+void quantize_row_q4_1_imat(const float * x, block_q4_1 * y, int64_t k, const float * qw);
+void quantize_row_q5_0_imat(const float * x, block_q5_0 * y, int64_t k, const float * qw);
+void quantize_row_q5_1_imat(const float * x, block_q5_1 * y, int64_t k, const float * qw);
+void quantize_row_q2_K_imat(const float * x, block_q2_K * y, int64_t k, const float * qw);
+void quantize_row_q3_K_imat(const float * x, block_q3_K * y, int64_t k, const float * qw);
+void quantize_row_q4_K_imat(const float * x, block_q4_K * y, int64_t k, const float * qw);
+void quantize_row_q5_K_imat(const float * x, block_q5_K * y, int64_t k, const float * qw);
+void quantize_row_q6_K_imat(const float * x, block_q6_K * y, int64_t k, const float * qw);
+
+// ---- K-quant building blocks shared by the reference and the weighted quantizers ----
+
+// Signed levels in [-nmax, nmax-1] (stored + nmax in L) for n values and their least-squares
+// scale; rmse_type 1 searches 19 inverse scales weighted by qw (x^2 when NULL), 0 rounds once.
+float ggml_quants_fit_sym(int n, int nmax, const float * x, int8_t * L, int rmse_type, const float * qw);
+// Levels in [0, nmax] with a minimum (x ~ scale * L - *the_min) under weights; sweeps nstep + 1
+// inverse scales from (nmax + rmin) in steps rdelta, refitting scale and min each time.
+float ggml_quants_fit_affine(int n, int nmax, const float * x, const float * weights, uint8_t * L, float * the_min,
+                             uint8_t * Laux, float rmin, float rdelta, int nstep, bool use_mad);
+// Packs 256 2-bit levels as q2_K / q3_K store them (four 32-value stripes per byte).
+void ggml_quants_pack_2bit(const uint8_t * L, uint8_t * qs);
+// Packs 16 biased 6-bit q3_K scales (0..63) into the 12-byte layout.
+void ggml_quants_pack_q3_K_scales(const int * ls, uint8_t * scales);
+// Packs 256 q3_K levels (0..7; L is modified) into hmask (bit 2) and qs (bits 0-1).
+void ggml_quants_pack_q3_K_levels(int8_t * L, uint8_t * hmask, uint8_t * qs);
+// Packs the 6-bit scales ls / mins lm of a q4_K / q5_K block and re-quantizes x into L (0..nmax)
+// against the stored scales d16 * ls and mins dmin16 * lm.
+void ggml_quants_pack_k4(const float * x, int nmax, const uint8_t * ls, const uint8_t * lm, ggml_fp16_t d16, ggml_fp16_t dmin16,
+                         uint8_t * packed, uint8_t * L);
+// Packs 256 4-bit q4_K levels.
+void ggml_quants_pack_q4_K_levels(const uint8_t * L, uint8_t * q);
+// Packs 256 5-bit q5_K levels into qh (bit 4) and ql (bits 0-3).
+void ggml_quants_pack_q5_K_levels(const uint8_t * L, uint8_t * qh, uint8_t * ql);
+// Finishes a q6_K block from its 16 sub-block scales: 8-bit scales of d, levels re-quantized
+// against them (L is scratch), packed.
+void ggml_quants_finish_q6_K(const float * x, const float * scales, int8_t * L, block_q6_K * y);
+
+// Round to nearest, ties to even (valid for |v| < 2^22): adding 1.5*2^23 pushes the
+// fraction out of the mantissa, and the FPU rounds it for us.
+static inline int ggml_quants_nearest_int(float v) {
+    const float val = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &val, sizeof(i));
+    return (i & 0x007FFFFF) - 0x00400000;
+}
+
 // ---- dequantizers (x: k/QK blocks -> y: k floats) ----
 
 void dequantize_row_q4_0(const block_q4_0 * x, float * y, int64_t k);

@@ -133,26 +133,28 @@ size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, i
         const float * x = in + r * n_per_row;
         void * y = out + (size_t) r * row_size;
         bool ok = true;
-        if (imatrix && type == GGML_TYPE_IQ4_NL) {
-            quantize_row_iq4_nl_imat(x, (block_iq4_nl *) y, n_per_row, imatrix);
-        } else if (imatrix && type == GGML_TYPE_IQ4_XS) {
-            quantize_row_iq4_xs_imat(x, (block_iq4_xs *) y, n_per_row, imatrix);
-        } else if (imatrix && type == GGML_TYPE_IQ3_S) {
-            ok = quantize_row_iq3_s_imat(x, (block_iq3_s *) y, n_per_row, imatrix);
-        } else if (imatrix && type == GGML_TYPE_IQ3_XXS) {
-            ok = quantize_row_iq3_xxs_imat(x, (block_iq3_xxs *) y, n_per_row, imatrix);
-        } else if (imatrix && type == GGML_TYPE_IQ2_S) {
-            ok = quantize_row_iq2_s_imat(x, (block_iq2_s *) y, n_per_row, imatrix);
-        } else if (type == GGML_TYPE_IQ2_XS) {
-            ok = quantize_row_iq2_xs_imat(x, (block_iq2_xs *) y, n_per_row, imatrix);
-        } else if (type == GGML_TYPE_IQ2_XXS) {
-            ok = quantize_row_iq2_xxs_imat(x, (block_iq2_xxs *) y, n_per_row, imatrix);
-        } else if (type == GGML_TYPE_IQ1_S) {
-            ok = quantize_row_iq1_s_imat(x, (block_iq1_s *) y, n_per_row, imatrix);
-        } else if (type == GGML_TYPE_IQ1_M) {
-            ok = quantize_row_iq1_m_imat(x, (block_iq1_m *) y, n_per_row, imatrix);
-        } else {
-            tt->from_float_ref(x, y, n_per_row);
+        // with an importance matrix every type but the 8-bit and float ones has a weighted
+        // quantizer; IQ2_XXS, IQ2_XS, IQ1_S and IQ1_M have no other
+        switch (imatrix || search_only ? type : GGML_TYPE_COUNT) {
+            case GGML_TYPE_Q4_0: quantize_row_q4_0_imat(x, (block_q4_0 *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_Q4_1: quantize_row_q4_1_imat(x, (block_q4_1 *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_Q5_0: quantize_row_q5_0_imat(x, (block_q5_0 *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_Q5_1: quantize_row_q5_1_imat(x, (block_q5_1 *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_Q2_K: quantize_row_q2_K_imat(x, (block_q2_K *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_Q3_K: quantize_row_q3_K_imat(x, (block_q3_K *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_Q4_K: quantize_row_q4_K_imat(x, (block_q4_K *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_Q5_K: quantize_row_q5_K_imat(x, (block_q5_K *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_Q6_K: quantize_row_q6_K_imat(x, (block_q6_K *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_IQ4_NL: quantize_row_iq4_nl_imat(x, (block_iq4_nl *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_IQ4_XS: quantize_row_iq4_xs_imat(x, (block_iq4_xs *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_IQ3_S: ok = quantize_row_iq3_s_imat(x, (block_iq3_s *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_IQ3_XXS: ok = quantize_row_iq3_xxs_imat(x, (block_iq3_xxs *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_IQ2_S: ok = quantize_row_iq2_s_imat(x, (block_iq2_s *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_IQ2_XS: ok = quantize_row_iq2_xs_imat(x, (block_iq2_xs *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_IQ2_XXS: ok = quantize_row_iq2_xxs_imat(x, (block_iq2_xxs *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_IQ1_S: ok = quantize_row_iq1_s_imat(x, (block_iq1_s *) y, n_per_row, imatrix); break;
+            case GGML_TYPE_IQ1_M: ok = quantize_row_iq1_m_imat(x, (block_iq1_m *) y, n_per_row, imatrix); break;
+            default: tt->from_float_ref(x, y, n_per_row); break;
         }
         if (!ok) {
             GGML_LOG_ERROR("ggml_quantize_chunk: out of memory for the %s grid tables\n", tt->type_name);
