@@ -313,7 +313,9 @@ def test_ctrl_c_during_a_load_cancels_it(smollm2_path):
     def hook(fraction):
         calls.append(fraction)
         if len(calls) == 2:
-            os.kill(os.getpid(), signal.SIGINT)
+            # to this thread: os.kill lets the kernel pick any thread (the suite leaves thread
+            # pools alive), and then the flag may only be seen after the load's last callback
+            signal.raise_signal(signal.SIGINT)
 
     _load_guard.progress_hook = hook
     try:
